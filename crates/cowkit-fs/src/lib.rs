@@ -1,0 +1,36 @@
+//! Kernel primitives for putting file data where it must go without copying
+//! the bytes, and the fallback when the kernel says no.
+//!
+//! - [`copy`]: the clone → `copy_file_range` → read/write state machine
+//!   ([`Copier`]), which reports the method used and why it fell back.
+//! - [`probe`]: filesystem type, block size, and whether reflinks and
+//!   `copy_file_range` clones work between two places.
+//! - [`fiemap`]: a file's extents, to see which blocks are shared.
+//! - [`meta`]: owner → xattrs → mode → times, in that order; xattr copy.
+//! - [`align`]: block alignment helpers.
+//!
+//! ```no_run
+//! use std::fs::File;
+//! use std::path::Path;
+//! use cowkit_fs::{Chain, Copier, Handle};
+//!
+//! let (sp, dp) = (Path::new("a.img"), Path::new("b.img"));
+//! let src = File::open(sp)?;
+//! let dst = File::create(dp)?;
+//! let mut copier = Copier::new(Chain::AUTO);
+//! let done = copier.copy_file(Handle::new(&src, sp), Handle::new(&dst, dp))?;
+//! println!("{} bytes by {}", done.bytes.total(), done.method);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(missing_docs)]
+
+pub mod align;
+pub mod copy;
+pub mod error;
+pub mod fiemap;
+pub mod meta;
+pub mod probe;
+mod sys;
+
+pub use copy::{Bytes, Chain, Copied, Copier, Fallback, Handle, Method, Reason};
+pub use error::{Error, Result};

@@ -1,0 +1,106 @@
+//! The one place where cowkit issues raw `ioctl`s.
+//!
+//! Everything else in cowkit goes through safe `rustix` calls. The two
+//! `ioctl`s that rustix does not wrap, `FICLONERANGE` and `FS_IOC_FIEMAP`,
+//! are written here once as typed calls with opcodes from `linux-raw-sys`.
+#![allow(unsafe_code)]
+
+use std::os::fd::AsFd;
+
+use linux_raw_sys::general::file_clone_range;
+use linux_raw_sys::ioctl::{FICLONERANGE, FS_IOC_FIEMAP};
+use rustix::io;
+use rustix::ioctl::{ioctl, Setter, Updater};
+
+/// `ioctl(dst, FICLONERANGE, {src, src_offset, len, dst_offset})` — share the
+/// blocks of `src[src_offset..src_offset + len]` with `dst` at `dst_offset`.
+///
+/// Offsets and `len` must be multiples of the filesystem block size, except
+/// that the range may end at the source's end of file; `len == 0` means "to
+/// the source's end of file". See `ioctl_ficlonerange(2)`.
+pub fn ficlonerange<Src: AsFd, Dst: AsFd>(
+    src: Src,
+    src_offset: u64,
+    len: u64,
+    dst: Dst,
+    dst_offset: u64,
+) -> io::Result<()> {
+    let src_fd = src.as_fd();
+    let arg = file_clone_range {
+        src_fd: std::os::fd::AsRawFd::as_raw_fd(&src_fd) as i64,
+        src_offset,
+        src_length: len,
+        dest_offset: dst_offset,
+    };
+    // SAFETY: FICLONERANGE is a write-only (`_IOW`) ioctl whose argument is a
+    // pointer to `struct file_clone_range`; `Setter` passes a pointer to a
+    // properly laid out copy of that struct, which lives for the whole call.
+    // `src_fd` is borrowed, so the descriptor stays open during the call.
+    unsafe { ioctl(dst, Setter::<{ FICLONERANGE }, file_clone_range>::new(arg)) }
+}
+
+/// The `struct fiemap` header from `<linux/fiemap.h>`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct FiemapHeader {
+    fm_start: u64,
+    fm_length: u64,
+    fm_flags: u32,
+    fm_mapped_extents: u32,
+    fm_extent_count: u32,
+    fm_reserved: u32,
+}
+
+/// `struct fiemap_extent` from `<linux/fiemap.h>`.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct RawExtent {
+    /// Byte offset of the extent in the file.
+    pub fe_logical: u64,
+    /// Byte offset of the extent on disk.
+    pub fe_physical: u64,
+    /// Length of the extent in bytes.
+    pub fe_length: u64,
+    fe_reserved64: [u64; 2],
+    /// `FIEMAP_EXTENT_*` flags.
+    pub fe_flags: u32,
+    fe_reserved: [u32; 3],
+}
+
+/// How many extents one `FS_IOC_FIEMAP` call returns at most.
+pub const FIEMAP_BATCH: usize = 64;
+
+/// A `struct fiemap` followed by room for [`FIEMAP_BATCH`] extents, as the
+/// kernel expects the flexible array member to be laid out.
+#[repr(C)]
+struct FiemapBuf {
+    header: FiemapHeader,
+    extents: [RawExtent; FIEMAP_BATCH],
+}
+
+/// `ioctl(fd, FS_IOC_FIEMAP, ...)` — map the file's bytes from `start` to
+/// `start + len` onto disk extents, up to [`FIEMAP_BATCH`] at a time.
+///
+/// `flags` are `FIEMAP_FLAG_*` (e.g. `FIEMAP_FLAG_SYNC` to flush dirty pages
+/// first). Returns the extents found; fewer than the batch means the range
+/// is exhausted. See the kernel's `Documentation/filesystems/fiemap.rst`.
+pub fn fiemap<Fd: AsFd>(fd: Fd, start: u64, len: u64, flags: u32) -> io::Result<Vec<RawExtent>> {
+    let mut buf = Box::new(FiemapBuf {
+        header: FiemapHeader {
+            fm_start: start,
+            fm_length: len,
+            fm_flags: flags,
+            fm_extent_count: FIEMAP_BATCH as u32,
+            ..FiemapHeader::default()
+        },
+        extents: [RawExtent::default(); FIEMAP_BATCH],
+    });
+    // SAFETY: FS_IOC_FIEMAP is a read-write (`_IOWR`) ioctl taking a pointer
+    // to `struct fiemap` followed by `fm_extent_count` `struct
+    // fiemap_extent`s. `FiemapBuf` is `#[repr(C)]` with exactly that layout
+    // and `fm_extent_count` equals the array's length, so the kernel writes
+    // only inside the buffer, which outlives the call.
+    unsafe { ioctl(fd, Updater::<{ FS_IOC_FIEMAP }, FiemapBuf>::new(&mut buf))? };
+    let n = (buf.header.fm_mapped_extents as usize).min(FIEMAP_BATCH);
+    Ok(buf.extents[..n].to_vec())
+}

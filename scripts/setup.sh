@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Install what a fresh Debian machine lacks for building and testing cowkit.
+# Idempotent: installs only what is missing. The Rust toolchain is expected.
+set -euo pipefail
+
+need=()
+have() { command -v "$1" >/dev/null 2>&1; }
+have mkfs.xfs || need+=(xfsprogs)
+have xfs_io || need+=(xfsprogs)
+have mkfs.btrfs || need+=(btrfs-progs)
+have mkfs.ext4 || need+=(e2fsprogs)
+have losetup || need+=(mount)
+have unshare || need+=(util-linux)
+have rpm || need+=(rpm)
+have rpmbuild || need+=(rpm)
+have cpio || need+=(cpio)
+have setfattr || need+=(attr)
+have setfacl || need+=(acl)
+have strace || need+=(strace)
+have filefrag || need+=(e2fsprogs)
+have cc || need+=(gcc libc6-dev)
+
+if ((${#need[@]})); then
+  if [ "$(id -u)" != 0 ]; then
+    echo "setup: missing packages (${need[*]}); run as root to install them" >&2
+    exit 1
+  fi
+  mapfile -t pkgs < <(printf '%s\n' "${need[@]}" | sort -u)
+  echo "setup: installing ${pkgs[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+fi
+
+if ! have cargo; then
+  [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+  have cargo || { echo "setup: cargo not found (install Rust 1.85 or newer)" >&2; exit 1; }
+fi
