@@ -106,7 +106,11 @@ impl Reason {
 impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Reason::Errno(e) => write!(f, "{}: {}", errno_name(*e), std::io::Error::from(*e)),
+            Reason::Errno(e) => {
+                let text = std::io::Error::from(*e).to_string();
+                let text = text.split(" (os error").next().unwrap_or_default();
+                write!(f, "{} ({text})", errno_name(*e))
+            }
             Reason::ShortCopy => f.write_str("copy_file_range returned 0 before the end of data"),
             Reason::Misaligned { block_size } => write!(
                 f,
@@ -333,7 +337,10 @@ impl Copier {
     /// Use `block_size` for clone alignment instead of asking `fstatfs` on
     /// each range copy.
     pub fn with_block_size(mut self, block_size: u64) -> Self {
-        assert!(block_size.is_power_of_two(), "block size must be a power of two");
+        assert!(
+            block_size.is_power_of_two(),
+            "block size must be a power of two"
+        );
         self.block_size = Some(block_size);
         self
     }
@@ -390,11 +397,13 @@ impl Copier {
     ) -> Result<Copied> {
         let st = rustix::fs::fstat(src).map_err(|e| io("stat", src.path, e))?;
         let src_size = st.st_size as u64;
-        let end = src_off.checked_add(len).ok_or_else(|| Error::UnexpectedEof {
-            path: src.path.to_path_buf(),
-            at: src_size,
-            wanted: u64::MAX,
-        })?;
+        let end = src_off
+            .checked_add(len)
+            .ok_or_else(|| Error::UnexpectedEof {
+                path: src.path.to_path_buf(),
+                at: src_size,
+                wanted: u64::MAX,
+            })?;
         if end > src_size {
             return Err(Error::UnexpectedEof {
                 path: src.path.to_path_buf(),
@@ -503,7 +512,11 @@ impl Copier {
         }
     }
 
-    fn clone_job(&mut self, job: &Job<'_>, fallbacks: &mut Vec<Fallback>) -> Result<Bytes, Failure> {
+    fn clone_job(
+        &mut self,
+        job: &Job<'_>,
+        fallbacks: &mut Vec<Fallback>,
+    ) -> Result<Bytes, Failure> {
         if job.whole_file {
             return match rustix::fs::ioctl_ficlone(job.dst, job.src) {
                 Ok(()) => {
@@ -549,13 +562,16 @@ impl Copier {
         let mut bytes = Bytes::default();
         if clone_end > mid_start {
             let at = job.dst_off + (mid_start - job.src_off);
-            if let Err(e) = sys::ficlonerange(job.src, mid_start, clone_end - mid_start, job.dst, at) {
+            if let Err(e) =
+                sys::ficlonerange(job.src, mid_start, clone_end - mid_start, job.dst, at)
+            {
                 return Err(self.classify(Method::Clone, job, e));
             }
             self.confirmed = true;
             if clone_end > end {
                 // The clone ran past the range into the source's padding.
-                rustix::fs::ftruncate(job.dst, dst_end).map_err(|e| io("truncate", job.dst.path, e))?;
+                rustix::fs::ftruncate(job.dst, dst_end)
+                    .map_err(|e| io("truncate", job.dst.path, e))?;
             }
             bytes.cloned = clone_end.min(end) - mid_start;
         }
@@ -584,7 +600,13 @@ impl Copier {
             let seg_end = start + seg_len;
             while off_in < seg_end {
                 let want = (seg_end - off_in).min(CFR_CHUNK) as usize;
-                match rustix::fs::copy_file_range(job.src, Some(&mut off_in), job.dst, Some(&mut off_out), want) {
+                match rustix::fs::copy_file_range(
+                    job.src,
+                    Some(&mut off_in),
+                    job.dst,
+                    Some(&mut off_out),
+                    want,
+                ) {
                     Ok(0) if !self.confirmed => return Err(Failure::Refused(Reason::ShortCopy)),
                     Ok(0) => {
                         return Err(Failure::Fatal(Error::UnexpectedEof {

@@ -81,7 +81,9 @@ pub struct Applied {
 pub fn apply(file: Handle<'_>, meta: &Meta, current: Option<&Stat>) -> Result<Applied> {
     let mut done = Applied::default();
     let owner_differs = match current {
-        Some(st) => meta.uid.is_some_and(|u| u != st.st_uid) || meta.gid.is_some_and(|g| g != st.st_gid),
+        Some(st) => {
+            meta.uid.is_some_and(|u| u != st.st_uid) || meta.gid.is_some_and(|g| g != st.st_gid)
+        }
         None => meta.uid.is_some() || meta.gid.is_some(),
     };
     // Changing the owner clears setuid/setgid, so a skipped chown only
@@ -138,8 +140,11 @@ pub fn set_xattr(file: Handle<'_>, x: &Xattr) -> Result<()> {
 
 /// All extended attributes of `file`, names and values.
 pub fn list_xattrs(file: Handle<'_>) -> Result<Vec<Xattr>> {
-    let names = read_sized(|buf| rustix::fs::flistxattr(file, buf), || rustix::fs::flistxattr_query(file))
-        .map_err(|e| io("list extended attributes of", file.path(), e))?;
+    let names = read_sized(
+        |buf| rustix::fs::flistxattr(file, buf),
+        || rustix::fs::flistxattr_query(file),
+    )
+    .map_err(|e| io("list extended attributes of", file.path(), e))?;
     let mut out = Vec::new();
     for name in names.split(|&b| b == 0).filter(|n| !n.is_empty()) {
         let cname = CString::new(name).expect("xattr names from the kernel have no NUL");

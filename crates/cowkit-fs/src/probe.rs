@@ -110,7 +110,10 @@ pub fn probe_pair(src: &Path, dst: &Path) -> Result<PairProbe> {
     let same_device = src_info.device == dst_info.device;
     let src_dir = dir_of(src);
     let dst_dir = dir_of(dst);
-    let block = src_info.block_size.max(dst_info.block_size).clamp(4096, 1 << 20);
+    let block = src_info
+        .block_size
+        .max(dst_info.block_size)
+        .clamp(4096, 1 << 20);
 
     let (reflink, copy_file_range) = match make_source(&src_dir, block as usize * 4) {
         Err(e) => (
@@ -197,7 +200,8 @@ fn try_cfr(source: &File, dst_dir: &Path) -> CopyFileRange {
     let (mut off_in, mut off_out) = (0u64, 0u64);
     while off_in < len {
         let want = (len - off_in) as usize;
-        match rustix::fs::copy_file_range(source, Some(&mut off_in), &dst, Some(&mut off_out), want) {
+        match rustix::fs::copy_file_range(source, Some(&mut off_in), &dst, Some(&mut off_out), want)
+        {
             Ok(0) => return CopyFileRange::Refused(Reason::ShortCopy),
             Ok(_) => {}
             Err(e) => return CopyFileRange::Refused(Reason::Errno(e)),
@@ -245,7 +249,10 @@ fn unescape(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
             out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
             i += 4;
         } else {

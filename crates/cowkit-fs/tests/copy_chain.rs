@@ -23,7 +23,11 @@ fn every_method_on_every_filesystem_gives_identical_bytes() {
                 let ctx = format!("{fs:?} {method} {}", shape.name);
                 if method == Method::Clone && !fs.reflinks() {
                     match res {
-                        Err(Error::MethodRefused { method: Method::Clone, reason, .. }) => {
+                        Err(Error::MethodRefused {
+                            method: Method::Clone,
+                            reason,
+                            ..
+                        }) => {
                             assert_eq!(reason, Reason::Errno(Errno::OPNOTSUPP), "{ctx}")
                         }
                         other => panic!("{ctx}: clone must be refused, got {other:?}"),
@@ -46,12 +50,18 @@ fn every_method_on_every_filesystem_gives_identical_bytes() {
                 } else {
                     // Only data blocks move (SEEK_DATA works in whole blocks).
                     let data: u64 = shape.data.iter().map(|d| d.1).sum();
-                    assert!(moved >= data && moved < shape.size / 2, "{ctx}: moved {moved}");
+                    assert!(
+                        moved >= data && moved < shape.size / 2,
+                        "{ctx}: moved {moved}"
+                    );
                 }
                 if shape.is_sparse() {
                     // Holes stay holes: far fewer bytes allocated than the size.
                     let alloc = allocated(&dst);
-                    assert!(alloc < shape.size / 2, "{ctx}: {alloc} bytes allocated, holes lost");
+                    assert!(
+                        alloc < shape.size / 2,
+                        "{ctx}: {alloc} bytes allocated, holes lost"
+                    );
                 }
             }
         }
@@ -77,7 +87,10 @@ fn clones_share_extents_on_xfs_and_btrfs_and_copies_do_not() {
             assert!(total >= 3 << 20, "{fs:?} {method}: {total} bytes mapped");
             let expect_shared = fs.reflinks() && method != Method::ReadWrite;
             if expect_shared {
-                assert_eq!(sh, total, "{fs:?} {method}: only {sh} of {total} bytes shared");
+                assert_eq!(
+                    sh, total,
+                    "{fs:?} {method}: only {sh} of {total} bytes shared"
+                );
             } else {
                 assert_eq!(sh, 0, "{fs:?} {method}: {sh} bytes shared by a plain copy");
             }
@@ -106,7 +119,11 @@ fn auto_falls_back_on_ext4_and_tmpfs_and_clones_on_xfs_and_btrfs() {
             assert_eq!(done.method, Method::CopyFileRange, "{fs:?}");
             assert_eq!(done.fallbacks.len(), 1, "{fs:?}");
             assert_eq!(done.fallbacks[0].from, Method::Clone);
-            assert_eq!(done.fallbacks[0].reason, Reason::Errno(Errno::OPNOTSUPP), "{fs:?}");
+            assert_eq!(
+                done.fallbacks[0].reason,
+                Reason::Errno(Errno::OPNOTSUPP),
+                "{fs:?}"
+            );
         }
         assert_eq!(copier.confirmed(), Some(done.method), "{fs:?}");
         // The second file goes straight to the confirmed method.
@@ -118,9 +135,16 @@ fn auto_falls_back_on_ext4_and_tmpfs_and_clones_on_xfs_and_btrfs() {
 
 #[test]
 fn cross_filesystem_pairs_fall_back_to_read_write_on_exdev() {
-    let pairs = [(Fs::Xfs, Fs::Ext4), (Fs::Xfs, Fs::Xfs2), (Fs::Btrfs, Fs::Xfs), (Fs::Ext4, Fs::Tmpfs)];
+    let pairs = [
+        (Fs::Xfs, Fs::Ext4),
+        (Fs::Xfs, Fs::Xfs2),
+        (Fs::Btrfs, Fs::Xfs),
+        (Fs::Ext4, Fs::Tmpfs),
+    ];
     for (a, b) in pairs {
-        let (Some(da), Some(db)) = (scratch(a), scratch(b)) else { continue };
+        let (Some(da), Some(db)) = (scratch(a), scratch(b)) else {
+            continue;
+        };
         let src = p(da.path(), "src");
         let want = make(&src, &shapes()[7], 3);
         let dst = p(db.path(), "dst");
@@ -143,7 +167,9 @@ fn cross_filesystem_pairs_fall_back_to_read_write_on_exdev() {
 
 #[test]
 fn a_failure_after_a_confirmed_method_is_an_error_not_a_fallback() {
-    let (Some(xfs), Some(ext4)) = (scratch(Fs::Xfs), scratch(Fs::Ext4)) else { return };
+    let (Some(xfs), Some(ext4)) = (scratch(Fs::Xfs), scratch(Fs::Ext4)) else {
+        return;
+    };
     let a = p(xfs.path(), "a");
     make(&a, &shapes()[4], 1);
     let mut copier = Copier::new(Chain::AUTO);
@@ -152,7 +178,12 @@ fn a_failure_after_a_confirmed_method_is_an_error_not_a_fallback() {
     let other = p(ext4.path(), "other");
     make(&other, &shapes()[4], 2);
     match copy_file(&mut copier, &other, &p(xfs.path(), "c")) {
-        Err(Error::ConfirmedMethodFailed { method, reason, src, .. }) => {
+        Err(Error::ConfirmedMethodFailed {
+            method,
+            reason,
+            src,
+            ..
+        }) => {
             assert_eq!(method, Method::Clone);
             assert_eq!(reason, Reason::Errno(Errno::XDEV));
             assert_eq!(src, other);
@@ -163,12 +194,21 @@ fn a_failure_after_a_confirmed_method_is_an_error_not_a_fallback() {
 
 #[test]
 fn forced_clone_across_filesystems_is_refused_with_exdev() {
-    let (Some(xfs), Some(xfs2)) = (scratch(Fs::Xfs), scratch(Fs::Xfs2)) else { return };
+    let (Some(xfs), Some(xfs2)) = (scratch(Fs::Xfs), scratch(Fs::Xfs2)) else {
+        return;
+    };
     let a = p(xfs.path(), "a");
     make(&a, &shapes()[3], 1);
     let err = copy_with(Chain::only(Method::Clone), &a, &p(xfs2.path(), "b")).unwrap_err();
     assert!(
-        matches!(err, Error::MethodRefused { method: Method::Clone, reason: Reason::Errno(Errno::XDEV), .. }),
+        matches!(
+            err,
+            Error::MethodRefused {
+                method: Method::Clone,
+                reason: Reason::Errno(Errno::XDEV),
+                ..
+            }
+        ),
         "{err:?}"
     );
     assert!(err.to_string().contains("EXDEV"), "{err}");
@@ -185,7 +225,10 @@ fn copy_file_replaces_longer_destination_content() {
         let s = File::open(&src).unwrap();
         let d = std::fs::OpenOptions::new().write(true).open(&dst).unwrap();
         Copier::new(Chain::AUTO)
-            .copy_file(cowkit_fs::Handle::new(&s, &src), cowkit_fs::Handle::new(&d, &dst))
+            .copy_file(
+                cowkit_fs::Handle::new(&s, &src),
+                cowkit_fs::Handle::new(&d, &dst),
+            )
             .unwrap();
         assert_eq!(std::fs::read(&dst).unwrap(), want, "{fs:?}");
     }

@@ -19,7 +19,9 @@ fn cap_net_raw() -> Vec<u8> {
 }
 
 fn get(list: &[cowkit_fs::meta::Xattr], name: &str) -> Option<Vec<u8>> {
-    list.iter().find(|x| x.name == name).map(|x| x.value.clone())
+    list.iter()
+        .find(|x| x.name == name)
+        .map(|x| x.value.clone())
 }
 
 #[test]
@@ -33,28 +35,61 @@ fn owner_then_xattrs_then_mode_then_times_keeps_setuid_and_capabilities() {
             uid: Some(1234),
             gid: Some(5678),
             mode: Some(0o4755),
-            atime: Some(Timespec { tv_sec: 1_000_000_000, tv_nsec: 123_456_789 }),
-            mtime: Some(Timespec { tv_sec: 1_500_000_000, tv_nsec: 987_654_321 }),
-            xattrs: vec![xattr("security.capability", cap_net_raw()), xattr("user.origin", "test")],
+            atime: Some(Timespec {
+                tv_sec: 1_000_000_000,
+                tv_nsec: 123_456_789,
+            }),
+            mtime: Some(Timespec {
+                tv_sec: 1_500_000_000,
+                tv_nsec: 987_654_321,
+            }),
+            xattrs: vec![
+                xattr("security.capability", cap_net_raw()),
+                xattr("user.origin", "test"),
+            ],
         };
         let done = apply(h, &meta, None).unwrap();
         assert!(done.chown && done.chmod && done.times, "{fs:?}");
         assert_eq!(done.xattrs, 2);
         let md = std::fs::metadata(&path).unwrap();
         assert_eq!((md.uid(), md.gid()), (1234, 5678), "{fs:?}");
-        assert_eq!(md.permissions().mode() & 0o7777, 0o4755, "{fs:?}: setuid lost");
-        assert_eq!((md.mtime(), md.mtime_nsec()), (1_500_000_000, 987_654_321), "{fs:?}");
-        assert_eq!((md.atime(), md.atime_nsec()), (1_000_000_000, 123_456_789), "{fs:?}");
+        assert_eq!(
+            md.permissions().mode() & 0o7777,
+            0o4755,
+            "{fs:?}: setuid lost"
+        );
+        assert_eq!(
+            (md.mtime(), md.mtime_nsec()),
+            (1_500_000_000, 987_654_321),
+            "{fs:?}"
+        );
+        assert_eq!(
+            (md.atime(), md.atime_nsec()),
+            (1_000_000_000, 123_456_789),
+            "{fs:?}"
+        );
         let xs = list_xattrs(h).unwrap();
-        assert_eq!(get(&xs, "security.capability"), Some(cap_net_raw()), "{fs:?}: capability lost");
+        assert_eq!(
+            get(&xs, "security.capability"),
+            Some(cap_net_raw()),
+            "{fs:?}: capability lost"
+        );
         assert_eq!(get(&xs, "user.origin"), Some(b"test".to_vec()), "{fs:?}");
 
         // The order matters: a chown after these would clear both, which is
         // why `apply` chowns first.
         rustix::fs::fchown(&f, Some(rustix::fs::Uid::from_raw(1)), None).unwrap();
         let md = std::fs::metadata(&path).unwrap();
-        assert_eq!(md.permissions().mode() & 0o4000, 0, "{fs:?}: kernel kept setuid over chown?");
-        assert_eq!(get(&list_xattrs(h).unwrap(), "security.capability"), None, "{fs:?}");
+        assert_eq!(
+            md.permissions().mode() & 0o4000,
+            0,
+            "{fs:?}: kernel kept setuid over chown?"
+        );
+        assert_eq!(
+            get(&list_xattrs(h).unwrap(), "security.capability"),
+            None,
+            "{fs:?}"
+        );
     }
 }
 
@@ -70,15 +105,25 @@ fn unchanged_owner_and_mode_are_not_reapplied() {
     assert!(done.times);
     // A different owner is applied, and then the mode is re-applied too,
     // because chown may have cleared setuid/setgid.
-    let other = Meta { uid: Some(st.st_uid + 1), ..meta };
+    let other = Meta {
+        uid: Some(st.st_uid + 1),
+        ..meta
+    };
     let done = apply(Handle::new(&f, &path), &other, Some(&st)).unwrap();
     assert!(done.chown && done.chmod, "{done:?}");
 }
 
 #[test]
 fn xattrs_copy_between_filesystems() {
-    for (a, b) in [(Fs::Xfs, Fs::Btrfs), (Fs::Btrfs, Fs::Ext4), (Fs::Ext4, Fs::Tmpfs), (Fs::Tmpfs, Fs::Xfs)] {
-        let (Some(da), Some(db)) = (scratch(a), scratch(b)) else { continue };
+    for (a, b) in [
+        (Fs::Xfs, Fs::Btrfs),
+        (Fs::Btrfs, Fs::Ext4),
+        (Fs::Ext4, Fs::Tmpfs),
+        (Fs::Tmpfs, Fs::Xfs),
+    ] {
+        let (Some(da), Some(db)) = (scratch(a), scratch(b)) else {
+            continue;
+        };
         let (sp, dp) = (da.path().join("s"), db.path().join("d"));
         let (s, d) = (File::create(&sp).unwrap(), File::create(&dp).unwrap());
         let hs = Handle::new(&s, &sp);
@@ -105,7 +150,11 @@ fn xattr_errors_name_the_file_and_attribute() {
     let Some(dir) = scratch(Fs::Ext4) else { return };
     let path = dir.path().join("f");
     let f = File::create(&path).unwrap();
-    let err = cowkit_fs::meta::set_xattr(Handle::new(&f, &path), &xattr("bogus.ns", "x")).unwrap_err();
+    let err =
+        cowkit_fs::meta::set_xattr(Handle::new(&f, &path), &xattr("bogus.ns", "x")).unwrap_err();
     let msg = format!("{err}: {}", std::error::Error::source(&err).unwrap());
-    assert!(msg.contains("bogus.ns") && msg.contains(&path.display().to_string()), "{msg}");
+    assert!(
+        msg.contains("bogus.ns") && msg.contains(&path.display().to_string()),
+        "{msg}"
+    );
 }

@@ -20,7 +20,11 @@ fn probe_on_each_filesystem() {
             assert_eq!(pr.copy_file_range, CopyFileRange::Clones, "{fs:?}");
             assert_eq!(pr.best, Method::Clone, "{fs:?}");
         } else {
-            assert_eq!(pr.reflink, Support::No(Reason::Errno(Errno::OPNOTSUPP)), "{fs:?}");
+            assert_eq!(
+                pr.reflink,
+                Support::No(Reason::Errno(Errno::OPNOTSUPP)),
+                "{fs:?}"
+            );
             assert_eq!(pr.copy_file_range, CopyFileRange::Copies, "{fs:?}");
             assert_eq!(pr.best, Method::CopyFileRange, "{fs:?}");
         }
@@ -31,20 +35,36 @@ fn probe_on_each_filesystem() {
 
 #[test]
 fn probe_across_filesystems_says_exdev() {
-    for (a, b) in [(Fs::Xfs, Fs::Ext4), (Fs::Xfs, Fs::Xfs2), (Fs::Btrfs, Fs::Tmpfs)] {
-        let (Some(da), Some(db)) = (scratch(a), scratch(b)) else { continue };
+    for (a, b) in [
+        (Fs::Xfs, Fs::Ext4),
+        (Fs::Xfs, Fs::Xfs2),
+        (Fs::Btrfs, Fs::Tmpfs),
+    ] {
+        let (Some(da), Some(db)) = (scratch(a), scratch(b)) else {
+            continue;
+        };
         let pr = probe_pair(da.path(), db.path()).unwrap();
         assert!(!pr.same_device, "{a:?}->{b:?}");
         assert_eq!(pr.dst.fs_type, b.type_name());
-        assert_eq!(pr.reflink, Support::No(Reason::Errno(Errno::XDEV)), "{a:?}->{b:?}");
-        assert_eq!(pr.copy_file_range, CopyFileRange::Refused(Reason::Errno(Errno::XDEV)), "{a:?}->{b:?}");
+        assert_eq!(
+            pr.reflink,
+            Support::No(Reason::Errno(Errno::XDEV)),
+            "{a:?}->{b:?}"
+        );
+        assert_eq!(
+            pr.copy_file_range,
+            CopyFileRange::Refused(Reason::Errno(Errno::XDEV)),
+            "{a:?}->{b:?}"
+        );
         assert_eq!(pr.best, Method::ReadWrite);
     }
 }
 
 #[test]
 fn probe_of_a_file_uses_its_directory() {
-    let Some(dir) = scratch(Fs::Btrfs) else { return };
+    let Some(dir) = scratch(Fs::Btrfs) else {
+        return;
+    };
     let f = dir.path().join("file");
     std::fs::write(&f, b"x").unwrap();
     let pr = probe_pair(&f, &f).unwrap();

@@ -10,9 +10,22 @@ use common::*;
 use cowkit_fs::{Chain, Copied, Copier, Error, Handle, Method, Reason};
 use cowkit_testutil::{pattern, scratch, Fs};
 
-fn copy_range(chain: Chain, src: &Path, so: u64, dst: &Path, d_o: u64, len: u64) -> cowkit_fs::Result<Copied> {
+fn copy_range(
+    chain: Chain,
+    src: &Path,
+    so: u64,
+    dst: &Path,
+    d_o: u64,
+    len: u64,
+) -> cowkit_fs::Result<Copied> {
     let s = File::open(src).unwrap();
-    let d = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(dst).unwrap();
+    let d = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(dst)
+        .unwrap();
     Copier::new(chain).copy_range(Handle::new(&s, src), so, Handle::new(&d, dst), d_o, len)
 }
 
@@ -86,7 +99,15 @@ fn congruent_unaligned_range_clones_the_middle_and_writes_head_and_tail() {
     std::fs::write(&dst, pattern(1 << 20, 6)).unwrap();
     // 100 bytes of head, 200 aligned blocks, 50 bytes of tail, all inside
     // the destination, so the tail cannot be rounded up.
-    let done = copy_range(Chain::AUTO, &src, 4096 - 100, &dst, 4096 - 100, 100 + 200 * 4096 + 50).unwrap();
+    let done = copy_range(
+        Chain::AUTO,
+        &src,
+        4096 - 100,
+        &dst,
+        4096 - 100,
+        100 + 200 * 4096 + 50,
+    )
+    .unwrap();
     assert_eq!(done.method, Method::Clone);
     assert_eq!(done.bytes.cloned, 200 * 4096);
     assert_eq!(done.bytes.written, 150);
@@ -130,6 +151,10 @@ fn a_range_past_the_source_end_is_an_error() {
             Error::UnexpectedEof { at, wanted, .. } => assert_eq!((at, wanted), (10_000, 12_288)),
             other => panic!("{fs:?}: {other:?}"),
         }
-        assert_eq!(std::fs::metadata(&dst).unwrap().len(), 0, "{fs:?}: nothing written");
+        assert_eq!(
+            std::fs::metadata(&dst).unwrap().len(),
+            0,
+            "{fs:?}: nothing written"
+        );
     }
 }

@@ -18,7 +18,7 @@
 //! ```
 #![deny(missing_docs)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 pub use tempfile::TempDir;
 
@@ -141,4 +141,3 @@ pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
     out.truncate(len);
     out
 }
-

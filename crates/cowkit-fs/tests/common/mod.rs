@@ -1,5 +1,5 @@
 //! Shared helpers for the cowkit-fs integration tests.
-#![allow(dead_code)]
+#![allow(dead_code, missing_docs)]
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, MetadataExt};
@@ -70,7 +70,13 @@ pub fn make(path: &Path, shape: &Shape, seed: u64) -> Vec<u8> {
 /// Copy `src` to a new `dst` with `copier`.
 pub fn copy_file(copier: &mut Copier, src: &Path, dst: &Path) -> Result<Copied> {
     let s = File::open(src).unwrap();
-    let d = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(dst).unwrap();
+    let d = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(dst)
+        .unwrap();
     copier.copy_file(Handle::new(&s, src), Handle::new(&d, dst))
 }
 

@@ -1,0 +1,196 @@
+//! `cowkit demo DIR`: clone a file and copy it the slow way, side by side.
+
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use cowkit_fs::probe::probe_pair;
+use cowkit_fs::{Chain, Copied, Copier, Handle, Method};
+use serde::Serialize;
+
+use crate::output::{human_bytes, print_json, CliError};
+
+/// Arguments of `cowkit demo`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Where to make the demo files (removed afterwards).
+    #[arg(default_value = ".")]
+    dir: PathBuf,
+    /// Size of the demo file in MiB.
+    #[arg(long, default_value_t = 256)]
+    size_mib: u64,
+    /// Print the results as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Run {
+    method: Method,
+    fallbacks: Vec<cowkit_fs::Fallback>,
+    seconds: f64,
+    shared_bytes: Option<u64>,
+    identical: bool,
+}
+
+#[derive(Serialize)]
+struct Report {
+    dir: PathBuf,
+    fs_type: String,
+    bytes: u64,
+    cowkit: Run,
+    plain_copy: Run,
+    speedup: f64,
+}
+
+/// Files the demo makes, removed on every exit path.
+struct Cleanup(Vec<PathBuf>);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    let dir = &args.dir;
+    let probe = probe_pair(dir, dir)
+        .map_err(|e| CliError::new(format!("cannot probe `{}`", dir.display()), e))?;
+    let tag = std::process::id();
+    let names = ["source", "cowkit-copy", "plain-copy"]
+        .map(|n| dir.join(format!(".cowkit-demo-{tag}-{n}")));
+    let _cleanup = Cleanup(names.to_vec());
+    let [src, fast, slow] = &names;
+    let bytes = args.size_mib << 20;
+    write_source(src, bytes)?;
+
+    let cowkit = timed_copy(Chain::AUTO, src, fast)?;
+    let plain_copy = timed_copy(Chain::only(Method::ReadWrite), src, slow)?;
+    let speedup = plain_copy.seconds / cowkit.seconds.max(1e-9);
+    let report = Report {
+        dir: dir.clone(),
+        fs_type: probe.src.fs_type.clone(),
+        bytes,
+        cowkit,
+        plain_copy,
+        speedup,
+    };
+    if !(report.cowkit.identical && report.plain_copy.identical) {
+        return Err(CliError::new(
+            "the copies differ from the source",
+            std::io::Error::other("content mismatch"),
+        ));
+    }
+    if args.json {
+        print_json(&report);
+    } else {
+        print!("{}", crate::probe::describe(&probe, false));
+        println!();
+        println!(
+            "copying a {} file on {} in {}:",
+            human_bytes(bytes),
+            report.fs_type,
+            dir.display()
+        );
+        for (name, r) in [
+            ("cowkit", &report.cowkit),
+            ("plain copy", &report.plain_copy),
+        ] {
+            let shared = r
+                .shared_bytes
+                .map_or("n/a".to_string(), |b| format!("{} shared", human_bytes(b)));
+            let why = r
+                .fallbacks
+                .iter()
+                .map(|f| format!(", {} refused: {}", f.from, f.reason))
+                .collect::<String>();
+            println!(
+                "  {name:<11} {:>10}  by {}{why} ({shared}), bytes identical",
+                human_secs(r.seconds),
+                r.method
+            );
+        }
+        println!(
+            "  plain copy time / cowkit time: {:.1}x (one run, each copy timed until durable with fsync)",
+            report.speedup
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_source(path: &Path, bytes: u64) -> Result<(), CliError> {
+    let err = |e: std::io::Error| CliError::new(format!("cannot write `{}`", path.display()), e);
+    let f = File::create(path).map_err(err)?;
+    let mut block = vec![0u8; 1 << 20];
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut off = 0;
+    while off < bytes {
+        for chunk in block.chunks_exact_mut(8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            chunk.copy_from_slice(&x.to_le_bytes());
+        }
+        let n = (bytes - off).min(block.len() as u64) as usize;
+        std::os::unix::fs::FileExt::write_all_at(&f, &block[..n], off).map_err(err)?;
+        off += n as u64;
+    }
+    f.sync_all().map_err(err)
+}
+
+fn timed_copy(chain: Chain, src: &Path, dst: &Path) -> Result<Run, CliError> {
+    let ctx = || format!("cannot copy `{}` to `{}`", src.display(), dst.display());
+    let s = File::open(src).map_err(|e| CliError::new(ctx(), e))?;
+    let d = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(dst)
+        .map_err(|e| CliError::new(ctx(), e))?;
+    let t = Instant::now();
+    let done: Copied = Copier::new(chain)
+        .copy_file(Handle::new(&s, src), Handle::new(&d, dst))
+        .map_err(|e| CliError::new(ctx(), e))?;
+    d.sync_all().map_err(|e| CliError::new(ctx(), e))?;
+    let seconds = secs(t.elapsed());
+    let shared_bytes = cowkit_fs::fiemap::shared_bytes(&d).ok().map(|(s, _)| s);
+    Ok(Run {
+        method: done.method,
+        fallbacks: done.fallbacks,
+        seconds,
+        shared_bytes,
+        identical: same_content(src, dst).map_err(|e| CliError::new(ctx(), e))?,
+    })
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+fn human_secs(s: f64) -> String {
+    if s < 0.1 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{s:.3} s")
+    }
+}
+
+fn same_content(a: &Path, b: &Path) -> std::io::Result<bool> {
+    let (mut fa, mut fb) = (File::open(a)?, File::open(b)?);
+    let (mut ba, mut bb) = (vec![0u8; 1 << 20], vec![0u8; 1 << 20]);
+    loop {
+        let n = fa.read(&mut ba)?;
+        if n == 0 {
+            return Ok(fb.read(&mut bb)? == 0);
+        }
+        fb.read_exact(&mut bb[..n])?;
+        if ba[..n] != bb[..n] {
+            return Ok(false);
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! Error reports with causes and hints, and JSON printing.
+
+use std::fmt::Display;
+use std::io::Write;
+
+/// A CLI error: what failed, the library error behind it, and a hint.
+#[derive(Debug)]
+pub struct CliError {
+    context: String,
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    hint: Option<String>,
+}
+
+impl CliError {
+    /// An error with `context` in front of `source`.
+    pub fn new(
+        context: impl Display,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        CliError {
+            context: context.to_string(),
+            source: Some(Box::new(source)),
+            hint: None,
+        }
+    }
+
+    /// Add a `hint:` line.
+    pub fn hint(mut self, hint: impl Display) -> Self {
+        self.hint = Some(hint.to_string());
+        self
+    }
+}
+
+/// Print `e` as `error: …`, one `caused by:` line per source, and `hint:`.
+pub fn report_error(e: &CliError) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "error: {}", e.context);
+    let mut src: Option<&(dyn std::error::Error + 'static)> = e.source.as_deref().map(|s| s as _);
+    while let Some(s) = src {
+        let _ = writeln!(err, "  caused by: {s}");
+        src = s.source();
+    }
+    if let Some(h) = &e.hint {
+        let _ = writeln!(err, "hint: {h}");
+    }
+}
+
+/// Print `value` as pretty JSON on stdout. A closed pipe is not an error.
+pub fn print_json(value: &impl serde::Serialize) {
+    let mut out = std::io::stdout().lock();
+    let _ = serde_json::to_writer_pretty(&mut out, value);
+    let _ = writeln!(out);
+}
+
+/// `1536` → `1.5 KiB`.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
