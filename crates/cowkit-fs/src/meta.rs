@@ -110,18 +110,66 @@ pub fn apply(file: Handle<'_>, meta: &Meta, current: Option<&Stat>) -> Result<Ap
         }
     }
     if meta.atime.is_some() || meta.mtime.is_some() {
-        let omit = Timespec {
-            tv_sec: 0,
-            tv_nsec: rustix::fs::UTIME_OMIT,
-        };
-        let times = Timestamps {
-            last_access: meta.atime.unwrap_or(omit),
-            last_modification: meta.mtime.unwrap_or(omit),
-        };
-        rustix::fs::futimens(file, &times).map_err(|e| io("set times of", file.path(), e))?;
+        rustix::fs::futimens(file, &timestamps(meta))
+            .map_err(|e| io("set times of", file.path(), e))?;
         done.times = true;
     }
     Ok(done)
+}
+
+/// Apply `meta` to the symlink `name` in the directory `dir` without
+/// following it: owner, then extended attributes, then times (a symlink
+/// has no mode of its own on Linux, so `meta.mode` is ignored). `dir_path`
+/// names the directory in errors.
+pub fn apply_symlink_at<D: std::os::fd::AsFd>(
+    dir: D,
+    dir_path: &std::path::Path,
+    name: &OsStr,
+    meta: &Meta,
+) -> Result<Applied> {
+    use rustix::fs::AtFlags;
+    let path = dir_path.join(name);
+    let mut done = Applied::default();
+    if meta.uid.is_some() || meta.gid.is_some() {
+        rustix::fs::chownat(
+            &dir,
+            name,
+            meta.uid.map(Uid::from_raw),
+            meta.gid.map(Gid::from_raw),
+            AtFlags::SYMLINK_NOFOLLOW,
+        )
+        .map_err(|e| io("set owner of", &path, e))?;
+        done.chown = true;
+    }
+    if !meta.xattrs.is_empty() {
+        // l*xattr take a path: reach the link through the directory fd so
+        // that no component is resolved again from the working directory.
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&dir.as_fd());
+        let mut via = std::path::PathBuf::from(format!("/proc/self/fd/{fd}"));
+        via.push(name);
+        for x in &meta.xattrs {
+            rustix::fs::lsetxattr(&via, x.name.as_os_str(), &x.value, XattrFlags::empty())
+                .map_err(|e| io("set extended attribute on", &path, e))?;
+            done.xattrs += 1;
+        }
+    }
+    if meta.atime.is_some() || meta.mtime.is_some() {
+        rustix::fs::utimensat(&dir, name, &timestamps(meta), AtFlags::SYMLINK_NOFOLLOW)
+            .map_err(|e| io("set times of", &path, e))?;
+        done.times = true;
+    }
+    Ok(done)
+}
+
+fn timestamps(meta: &Meta) -> Timestamps {
+    let omit = Timespec {
+        tv_sec: 0,
+        tv_nsec: rustix::fs::UTIME_OMIT,
+    };
+    Timestamps {
+        last_access: meta.atime.unwrap_or(omit),
+        last_modification: meta.mtime.unwrap_or(omit),
+    }
 }
 
 /// Set one extended attribute on `file`.

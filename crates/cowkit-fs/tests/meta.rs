@@ -158,3 +158,40 @@ fn xattr_errors_name_the_file_and_attribute() {
         "{msg}"
     );
 }
+
+#[test]
+fn symlink_metadata_is_applied_to_the_link_not_its_target() {
+    use cowkit_fs::meta::apply_symlink_at;
+    for fs in Fs::MAIN {
+        let Some(dir) = scratch(fs) else { continue };
+        let target = dir.path().join("target");
+        std::fs::write(&target, b"t").unwrap();
+        let before = std::fs::metadata(&target).unwrap();
+        std::os::unix::fs::symlink("target", dir.path().join("link")).unwrap();
+        let d = File::open(dir.path()).unwrap();
+        let meta = Meta {
+            uid: Some(4321),
+            gid: Some(8765),
+            mode: Some(0o777),
+            mtime: Some(Timespec {
+                tv_sec: 1_234_567_890,
+                tv_nsec: 5,
+            }),
+            atime: None,
+            xattrs: vec![xattr("trusted.link", "yes")],
+        };
+        apply_symlink_at(&d, dir.path(), "link".as_ref(), &meta).unwrap();
+        let l = std::fs::symlink_metadata(dir.path().join("link")).unwrap();
+        assert_eq!((l.uid(), l.gid()), (4321, 8765), "{fs:?}");
+        assert_eq!((l.mtime(), l.mtime_nsec()), (1_234_567_890, 5), "{fs:?}");
+        let t = std::fs::metadata(&target).unwrap();
+        assert_eq!(
+            (t.uid(), t.gid(), t.mtime()),
+            (before.uid(), before.gid(), before.mtime()),
+            "{fs:?}"
+        );
+        let mut buf = [0u8; 16];
+        let n = rustix::fs::lgetxattr(dir.path().join("link"), "trusted.link", &mut buf).unwrap();
+        assert_eq!(&buf[..n], b"yes", "{fs:?}");
+    }
+}
