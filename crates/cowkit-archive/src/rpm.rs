@@ -1,0 +1,406 @@
+//! RPM packages read as a stream, verified before they are trusted.
+//!
+//! [`Package::read`] reads the lead, the signature header and the main
+//! header, with size limits checked *before* anything is allocated, keeps
+//! their bytes verbatim ([`Package::prefix`]), and checks the main header
+//! against the SHA-256 digest in the signature header before returning. No
+//! payload byte has been read at that point.
+//!
+//! The payload is then read through a [`PayloadDigest`], which hashes the
+//! compressed bytes as they stream past, and a decompressor chosen from the
+//! header ([`Package::decoder`]). [`Package::verify_payload`] drains the rest
+//! of the input and compares the digest with `PAYLOADDIGEST` from the
+//! (already verified) header.
+
+use std::io::{Cursor, Read};
+
+use rpm::{IndexSignatureTag, IndexTag};
+use sha2::{Digest, Sha256};
+
+/// Length of the RPM lead.
+pub const LEAD_LEN: usize = 96;
+const LEAD_MAGIC: [u8; 4] = [0xED, 0xAB, 0xEE, 0xDB];
+const HEADER_MAGIC: [u8; 4] = [0x8E, 0xAD, 0xE8, 0x01];
+/// rpm's own limit on index entries per header (`hdrchkTags`).
+const MAX_INDEX_ENTRIES: u32 = 0x10000;
+/// cowkit's limit on the bytes of one header: far above real packages
+/// (a 100 MB LibreOffice package has a header of about 1 MB) and small
+/// enough to keep memory bounded.
+pub const MAX_HEADER_BYTES: u64 = 32 << 20;
+
+/// What can go wrong reading an RPM.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Reading the input failed.
+    #[error("read failed at byte {offset}")]
+    Io {
+        /// Offset in the package.
+        offset: u64,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The input ended inside the lead or a header.
+    #[error("the package is truncated: it ends inside the {what} (at byte {offset})")]
+    Truncated {
+        /// The part that was being read.
+        what: &'static str,
+        /// Where the input ended.
+        offset: u64,
+    },
+    /// The lead's magic is wrong: not an RPM package.
+    #[error("not an RPM package (lead magic is {found:02x?})")]
+    NotRpm {
+        /// The first four bytes.
+        found: [u8; 4],
+    },
+    /// A header's magic is wrong.
+    #[error("the {what} is damaged: bad magic {found:02x?} at byte {offset}")]
+    BadHeaderMagic {
+        /// Which header.
+        what: &'static str,
+        /// Where.
+        offset: u64,
+        /// What was there.
+        found: [u8; 4],
+    },
+    /// A header declares more entries or data than allowed.
+    #[error("the {what} claims {entries} entries and {bytes} bytes, over the limits ({MAX_INDEX_ENTRIES} entries, {MAX_HEADER_BYTES} bytes)")]
+    HeaderTooLarge {
+        /// Which header.
+        what: &'static str,
+        /// Declared index entries.
+        entries: u32,
+        /// Declared size in bytes.
+        bytes: u64,
+    },
+    /// The headers could not be parsed.
+    #[error("the headers cannot be parsed: {0}")]
+    Parse(String),
+    /// The signature header has no SHA-256 digest of the main header.
+    #[error("the package has no SHA-256 header digest (RPMSIGTAG_SHA256), so its header cannot be verified")]
+    HeaderDigestMissing,
+    /// The main header does not match its digest.
+    #[error("header digest mismatch: the signature header says {expected}, the header hashes to {actual}")]
+    HeaderDigestMismatch {
+        /// From the signature header.
+        expected: String,
+        /// Computed.
+        actual: String,
+    },
+    /// The compressed payload does not match `PAYLOADDIGEST`.
+    #[error("payload digest mismatch: the header says {expected}, the payload hashes to {actual}")]
+    PayloadDigestMismatch {
+        /// From the header.
+        expected: String,
+        /// Computed.
+        actual: String,
+    },
+    /// The header names a payload digest algorithm other than SHA-256.
+    #[error("unsupported payload digest algorithm {0} (only SHA-256, 8, is supported)")]
+    UnsupportedDigestAlgorithm(u32),
+    /// The header names a compressor cowkit cannot decode.
+    #[error("unsupported payload compressor `{0}`")]
+    UnsupportedCompressor(String),
+    /// The payload could not be decompressed.
+    #[error("the {compressor} payload cannot be decompressed")]
+    Decompress {
+        /// The compressor.
+        compressor: Compressor,
+        /// The decoder's error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Payload compressors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compressor {
+    /// No compression (`w.ufdio`).
+    None,
+    /// gzip.
+    Gzip,
+    /// bzip2.
+    Bzip2,
+    /// xz.
+    Xz,
+    /// Legacy lzma (`.lzma`, "lzma_alone").
+    Lzma,
+    /// zstd.
+    Zstd,
+}
+
+impl std::fmt::Display for Compressor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Compressor::None => "uncompressed",
+            Compressor::Gzip => "gzip",
+            Compressor::Bzip2 => "bzip2",
+            Compressor::Xz => "xz",
+            Compressor::Lzma => "lzma",
+            Compressor::Zstd => "zstd",
+        })
+    }
+}
+
+/// The headers of an RPM package, verified against their digest.
+pub struct Package {
+    prefix: Vec<u8>,
+    header_start: usize,
+    metadata: rpm::PackageMetadata,
+    compressor: Compressor,
+    payload_digest: Option<String>,
+}
+
+impl std::fmt::Debug for Package {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Package")
+            .field("prefix_len", &self.prefix.len())
+            .field("compressor", &self.compressor)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Reads exactly `buf.len()` bytes, mapping a short input to `Truncated`.
+fn read_exact_at<R: Read>(
+    r: &mut R,
+    buf: &mut [u8],
+    offset: u64,
+    what: &'static str,
+) -> Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        match r.read(&mut buf[done..]) {
+            Ok(0) => {
+                return Err(Error::Truncated {
+                    what,
+                    offset: offset + done as u64,
+                })
+            }
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                return Err(Error::Io {
+                    offset: offset + done as u64,
+                    source: e,
+                })
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Read one header structure (intro, index, store) onto `out`; returns its
+/// length. Limits are checked before the body is read.
+fn read_header<R: Read>(r: &mut R, out: &mut Vec<u8>, what: &'static str) -> Result<usize> {
+    let offset = out.len() as u64;
+    let mut intro = [0u8; 16];
+    read_exact_at(r, &mut intro, offset, what)?;
+    let magic: [u8; 4] = intro[..4].try_into().expect("4 bytes");
+    if magic != HEADER_MAGIC {
+        return Err(Error::BadHeaderMagic {
+            what,
+            offset,
+            found: magic,
+        });
+    }
+    let entries = u32::from_be_bytes(intro[8..12].try_into().expect("4 bytes"));
+    let data = u32::from_be_bytes(intro[12..16].try_into().expect("4 bytes"));
+    let body = entries as u64 * 16 + data as u64;
+    if entries == 0 || entries > MAX_INDEX_ENTRIES || body + 16 > MAX_HEADER_BYTES {
+        return Err(Error::HeaderTooLarge {
+            what,
+            entries,
+            bytes: body + 16,
+        });
+    }
+    out.extend_from_slice(&intro);
+    let start = out.len();
+    out.resize(start + body as usize, 0);
+    read_exact_at(r, &mut out[start..], offset + 16, what)?;
+    Ok(16 + body as usize)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Package {
+    /// Read and verify the lead, signature header and main header from `r`,
+    /// leaving `r` at the first payload byte.
+    pub fn read<R: Read>(r: &mut R) -> Result<Package> {
+        let mut prefix = vec![0u8; LEAD_LEN];
+        read_exact_at(r, &mut prefix, 0, "lead")?;
+        let magic: [u8; 4] = prefix[..4].try_into().expect("4 bytes");
+        if magic != LEAD_MAGIC {
+            return Err(Error::NotRpm { found: magic });
+        }
+        let sig_len = read_header(r, &mut prefix, "signature header")?;
+        let pad = (8 - sig_len % 8) % 8;
+        let at = prefix.len();
+        prefix.resize(at + pad, 0);
+        read_exact_at(r, &mut prefix[at..], at as u64, "signature header padding")?;
+        let header_start = prefix.len();
+        read_header(r, &mut prefix, "header")?;
+
+        let metadata = rpm::PackageMetadata::parse(&mut Cursor::new(&prefix[..]))
+            .map_err(|e| Error::Parse(e.to_string()))?;
+        if metadata.get_package_segment_offsets().payload != prefix.len() as u64 {
+            return Err(Error::Parse(
+                "header lengths disagree with the parser".into(),
+            ));
+        }
+
+        let expected = metadata
+            .signature
+            .get_entry_data_as_string(IndexSignatureTag::RPMSIGTAG_SHA256)
+            .map_err(|_| Error::HeaderDigestMissing)?
+            .to_ascii_lowercase();
+        let actual = hex(&Sha256::digest(&prefix[header_start..]));
+        if expected != actual {
+            return Err(Error::HeaderDigestMismatch { expected, actual });
+        }
+
+        // Everything below comes from the verified header.
+        let h = &metadata.header;
+        let compressor = match h.get_entry_data_as_string(IndexTag::RPMTAG_PAYLOADCOMPRESSOR) {
+            Err(_) => Compressor::None,
+            Ok("gzip") => Compressor::Gzip,
+            Ok("bzip2") => Compressor::Bzip2,
+            Ok("xz") => Compressor::Xz,
+            Ok("lzma") => Compressor::Lzma,
+            Ok("zstd") => Compressor::Zstd,
+            Ok(other) => return Err(Error::UnsupportedCompressor(other.to_string())),
+        };
+        let payload_digest = match h.get_entry_data_as_string_array(IndexTag::RPMTAG_PAYLOADSHA256)
+        {
+            Ok(v) if !v.is_empty() => {
+                let algo = h
+                    .get_entry_data_as_u32(IndexTag::RPMTAG_PAYLOADSHA256ALGO)
+                    .unwrap_or(8);
+                if algo != 8 {
+                    return Err(Error::UnsupportedDigestAlgorithm(algo));
+                }
+                Some(v[0].to_ascii_lowercase())
+            }
+            _ => None,
+        };
+        Ok(Package {
+            prefix,
+            header_start,
+            metadata,
+            compressor,
+            payload_digest,
+        })
+    }
+
+    /// Lead, signature header (with padding) and main header, verbatim.
+    pub fn prefix(&self) -> &[u8] {
+        &self.prefix
+    }
+
+    /// Offset of the main header in [`Package::prefix`].
+    pub fn header_offset(&self) -> usize {
+        self.header_start
+    }
+
+    /// The parsed headers.
+    pub fn metadata(&self) -> &rpm::PackageMetadata {
+        &self.metadata
+    }
+
+    /// The payload compressor named by the header.
+    pub fn compressor(&self) -> Compressor {
+        self.compressor
+    }
+
+    /// `PAYLOADDIGEST` (SHA-256 of the compressed payload, lower-case hex),
+    /// absent in packages older than rpm 4.14.
+    pub fn payload_digest(&self) -> Option<&str> {
+        self.payload_digest.as_deref()
+    }
+
+    /// A decompressing reader of the payload (the cpio archive) over
+    /// `payload`, which should be a [`PayloadDigest`].
+    pub fn decoder<'a, R: Read + 'a>(&self, payload: R) -> Result<Box<dyn Read + 'a>> {
+        let c = self.compressor;
+        let map = |source| Error::Decompress {
+            compressor: c,
+            source,
+        };
+        Ok(match c {
+            Compressor::None => Box::new(payload),
+            Compressor::Gzip => Box::new(flate2::read::MultiGzDecoder::new(payload)),
+            Compressor::Bzip2 => Box::new(bzip2::read::MultiBzDecoder::new(payload)),
+            Compressor::Xz => Box::new(liblzma::read::XzDecoder::new_multi_decoder(payload)),
+            Compressor::Lzma => {
+                let stream = liblzma::stream::Stream::new_lzma_decoder(u64::MAX)
+                    .map_err(|e| map(std::io::Error::other(e)))?;
+                Box::new(liblzma::read::XzDecoder::new_stream(payload, stream))
+            }
+            Compressor::Zstd => Box::new(zstd::stream::read::Decoder::new(payload).map_err(map)?),
+        })
+    }
+
+    /// Drain what is left of the payload through `digest` and compare with
+    /// `PAYLOADDIGEST`. Returns the computed digest.
+    pub fn verify_payload<R: Read>(&self, mut digest: PayloadDigest<R>) -> Result<String> {
+        let mut buf = [0u8; 64 * 1024];
+        loop {
+            match digest.read(&mut buf) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Err(Error::Io {
+                        offset: self.prefix.len() as u64 + digest.bytes,
+                        source: e,
+                    })
+                }
+            }
+        }
+        let actual = hex(&digest.hasher.finalize());
+        match &self.payload_digest {
+            Some(expected) if *expected != actual => Err(Error::PayloadDigestMismatch {
+                expected: expected.clone(),
+                actual,
+            }),
+            _ => Ok(actual),
+        }
+    }
+}
+
+/// Hashes the compressed payload as it is read.
+pub struct PayloadDigest<R> {
+    inner: R,
+    hasher: Sha256,
+    bytes: u64,
+}
+
+impl<R: Read> PayloadDigest<R> {
+    /// Wrap the input positioned at the first payload byte.
+    pub fn new(inner: R) -> Self {
+        PayloadDigest {
+            inner,
+            hasher: Sha256::new(),
+            bytes: 0,
+        }
+    }
+
+    /// Compressed bytes read so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+impl<R: Read> Read for PayloadDigest<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+}
