@@ -4,7 +4,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use cowkit_fs::probe::probe_pair;
 use cowkit_fs::{Chain, Copied, Copier, Handle, Method};
@@ -157,7 +157,7 @@ fn timed_copy(chain: Chain, src: &Path, dst: &Path) -> Result<Run, CliError> {
         .copy_file(Handle::new(&s, src), Handle::new(&d, dst))
         .map_err(|e| CliError::new(ctx(), e))?;
     d.sync_all().map_err(|e| CliError::new(ctx(), e))?;
-    let seconds = secs(t.elapsed());
+    let seconds = t.elapsed().as_secs_f64();
     let shared_bytes = cowkit_fs::fiemap::shared_bytes(&d).ok().map(|(s, _)| s);
     Ok(Run {
         method: done.method,
@@ -166,10 +166,6 @@ fn timed_copy(chain: Chain, src: &Path, dst: &Path) -> Result<Run, CliError> {
         shared_bytes,
         identical: same_content(src, dst).map_err(|e| CliError::new(ctx(), e))?,
     })
-}
-
-fn secs(d: Duration) -> f64 {
-    d.as_secs_f64()
 }
 
 fn human_secs(s: f64) -> String {
