@@ -350,7 +350,7 @@ impl Error {
         }
     }
 
-    fn io_kind(&self) -> io::ErrorKind {
+    pub(crate) fn io_kind(&self) -> io::ErrorKind {
         match self {
             Error::Io { source, .. } => source.kind(),
             Error::Truncated { .. } => io::ErrorKind::UnexpectedEof,

@@ -4,7 +4,11 @@
 //!   read from any `Read` with bounded memory.
 //! - [`rpm`]: RPM headers read and verified before any payload byte, and
 //!   the payload decompressed while its digest is checked.
+//! - [`files`]: the header's file list (the trusted description of every file).
+//! - [`payload`]: the payload as a stream of files verified against the header.
 #![deny(missing_docs)]
 
 pub mod cpio;
+pub mod files;
+pub mod payload;
 pub mod rpm;

@@ -102,6 +102,59 @@ pub enum Error {
     /// The header names a compressor cowkit cannot decode.
     #[error("unsupported payload compressor `{0}`")]
     UnsupportedCompressor(String),
+    /// The cpio archive inside the payload is malformed or truncated.
+    #[error("the payload archive is damaged")]
+    Cpio(#[from] crate::cpio::Error),
+    /// A payload entry names a file the header does not list.
+    #[error("the payload has an entry `{name}` that the header does not list")]
+    UnknownEntry {
+        /// The entry's name (or stripped file index).
+        name: String,
+    },
+    /// A file appears twice in the payload.
+    #[error("the payload holds `{path}` twice")]
+    DuplicateEntry {
+        /// The file.
+        path: String,
+    },
+    /// A ghost file appears in the payload.
+    #[error("the payload holds `{path}`, which the header marks as a ghost")]
+    GhostInPayload {
+        /// The file.
+        path: String,
+    },
+    /// The payload's entry disagrees with the header about a file.
+    #[error("the payload disagrees with the header about `{path}`: {what}")]
+    EntryMismatch {
+        /// The file.
+        path: String,
+        /// What differs.
+        what: String,
+    },
+    /// A file's content does not match its digest in the header.
+    #[error("`{path}` does not match its {algo} digest in the header: expected {expected}, got {actual}")]
+    FileDigestMismatch {
+        /// The file.
+        path: String,
+        /// The algorithm.
+        algo: crate::files::DigestAlgo,
+        /// From the header.
+        expected: String,
+        /// Computed.
+        actual: String,
+    },
+    /// A regular file with content has no digest in the header.
+    #[error("`{path}` has no digest in the header, so its content cannot be verified")]
+    FileDigestMissing {
+        /// The file.
+        path: String,
+    },
+    /// A file listed by the header is missing from the payload.
+    #[error("`{path}` is listed by the header but missing from the payload")]
+    MissingFromPayload {
+        /// The file.
+        path: String,
+    },
     /// The payload could not be decompressed.
     #[error("the {compressor} payload cannot be decompressed")]
     Decompress {
@@ -224,7 +277,7 @@ fn read_header<R: Read>(r: &mut R, out: &mut Vec<u8>, what: &'static str) -> Res
     Ok(16 + body as usize)
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -1,0 +1,427 @@
+//! The file list of a verified RPM header.
+//!
+//! Everything the installer needs about a file comes from the main header,
+//! which [`Package::read`] has checked against its digest: path, type, mode,
+//! owner names, mtime, size, digest, link target, capabilities, hardlink
+//! identity. The payload's cpio headers are only used to find which file a
+//! payload entry is.
+
+use std::collections::HashMap;
+
+use rpm::IndexTag;
+
+use crate::rpm::{Error, Package, Result};
+
+/// `RPMFILE_GHOST`: listed in the header, absent from the payload.
+const FLAG_GHOST: u32 = 1 << 6;
+/// `RPMFILE_CONFIG`.
+const FLAG_CONFIG: u32 = 1 << 0;
+
+/// The kind of a file, from the type bits of its mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// A regular file.
+    Regular,
+    /// A directory.
+    Directory,
+    /// A symbolic link; its target is [`FileInfo::link_target`].
+    Symlink,
+    /// A named pipe.
+    Fifo,
+    /// A character device.
+    CharDevice,
+    /// A block device.
+    BlockDevice,
+    /// A socket.
+    Socket,
+}
+
+impl Kind {
+    /// The kind named by the `S_IFMT` bits of `mode`.
+    pub fn from_mode(mode: u32) -> Option<Kind> {
+        Some(match mode & 0o170000 {
+            0o100000 => Kind::Regular,
+            0o040000 => Kind::Directory,
+            0o120000 => Kind::Symlink,
+            0o010000 => Kind::Fifo,
+            0o020000 => Kind::CharDevice,
+            0o060000 => Kind::BlockDevice,
+            0o140000 => Kind::Socket,
+            _ => return None,
+        })
+    }
+}
+
+/// File digest algorithms (`FILEDIGESTALGO`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DigestAlgo {
+    /// MD5 (1), the default when the tag is absent.
+    Md5,
+    /// SHA-256 (8).
+    Sha256,
+    /// SHA-384 (9).
+    Sha384,
+    /// SHA-512 (10).
+    Sha512,
+}
+
+impl DigestAlgo {
+    /// The algorithm with rpm's number `n`.
+    pub fn from_rpm(n: u32) -> Option<DigestAlgo> {
+        Some(match n {
+            1 => DigestAlgo::Md5,
+            8 => DigestAlgo::Sha256,
+            9 => DigestAlgo::Sha384,
+            10 => DigestAlgo::Sha512,
+            _ => return None,
+        })
+    }
+
+    /// rpm's number for the algorithm.
+    pub fn rpm_number(self) -> u32 {
+        match self {
+            DigestAlgo::Md5 => 1,
+            DigestAlgo::Sha256 => 8,
+            DigestAlgo::Sha384 => 9,
+            DigestAlgo::Sha512 => 10,
+        }
+    }
+
+    /// Digest length in bytes.
+    pub fn len(self) -> usize {
+        match self {
+            DigestAlgo::Md5 => 16,
+            DigestAlgo::Sha256 => 32,
+            DigestAlgo::Sha384 => 48,
+            DigestAlgo::Sha512 => 64,
+        }
+    }
+
+    /// A fresh hasher.
+    pub fn hasher(self) -> Hasher {
+        use sha2::Digest;
+        match self {
+            DigestAlgo::Md5 => Hasher::Md5(md5::Md5::default()),
+            DigestAlgo::Sha256 => Hasher::Sha256(sha2::Sha256::new()),
+            DigestAlgo::Sha384 => Hasher::Sha384(sha2::Sha384::new()),
+            DigestAlgo::Sha512 => Hasher::Sha512(sha2::Sha512::new()),
+        }
+    }
+}
+
+impl std::fmt::Display for DigestAlgo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DigestAlgo::Md5 => "MD5",
+            DigestAlgo::Sha256 => "SHA-256",
+            DigestAlgo::Sha384 => "SHA-384",
+            DigestAlgo::Sha512 => "SHA-512",
+        })
+    }
+}
+
+/// A running file digest.
+#[derive(Clone)]
+pub enum Hasher {
+    /// MD5.
+    Md5(md5::Md5),
+    /// SHA-256.
+    Sha256(sha2::Sha256),
+    /// SHA-384.
+    Sha384(sha2::Sha384),
+    /// SHA-512.
+    Sha512(sha2::Sha512),
+}
+
+impl Hasher {
+    /// Hash `data`.
+    pub fn update(&mut self, data: &[u8]) {
+        use sha2::Digest;
+        match self {
+            Hasher::Md5(h) => md5::Digest::update(h, data),
+            Hasher::Sha256(h) => h.update(data),
+            Hasher::Sha384(h) => h.update(data),
+            Hasher::Sha512(h) => h.update(data),
+        }
+    }
+
+    /// The digest.
+    pub fn finish(self) -> Vec<u8> {
+        use sha2::Digest;
+        match self {
+            Hasher::Md5(h) => md5::Digest::finalize(h).to_vec(),
+            Hasher::Sha256(h) => h.finalize().to_vec(),
+            Hasher::Sha384(h) => h.finalize().to_vec(),
+            Hasher::Sha512(h) => h.finalize().to_vec(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Hasher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Hasher")
+    }
+}
+
+/// One file of the header's file list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileInfo {
+    /// Position in the header's file arrays.
+    pub index: u32,
+    /// Absolute path as the header gives it (`/usr/bin/foo`).
+    pub path: String,
+    /// Type and permission bits.
+    pub mode: u32,
+    /// The type.
+    pub kind: Kind,
+    /// Owner name.
+    pub user: String,
+    /// Group name.
+    pub group: String,
+    /// Modification time, seconds since the epoch.
+    pub mtime: u32,
+    /// Size in bytes (for a symlink, the target's length).
+    pub size: u64,
+    /// Digest of the content (regular files with content), raw bytes.
+    pub digest: Option<Vec<u8>>,
+    /// Symlink target.
+    pub link_target: Option<String>,
+    /// File capabilities in libcap's text form (`cap_net_raw=ep`).
+    pub caps: Option<String>,
+    /// Device number of a device node (`FILERDEVS`).
+    pub rdev: u32,
+    /// `FILEINODES`: files of one package with equal `(device, inode)`
+    /// are one hardlink set.
+    pub inode: u32,
+    /// `FILEDEVICES`.
+    pub device: u32,
+    /// `%ghost`: not in the payload, not installed.
+    pub ghost: bool,
+    /// `%config`.
+    pub config: bool,
+}
+
+impl FileInfo {
+    /// The hardlink identity `(device, inode)`.
+    pub fn link_id(&self) -> (u32, u32) {
+        (self.device, self.inode)
+    }
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// The header's file list, with lookups by path and hardlink set.
+#[derive(Clone, Debug)]
+pub struct FileList {
+    /// Files in header order.
+    pub files: Vec<FileInfo>,
+    /// Digest algorithm of [`FileInfo::digest`].
+    pub algo: DigestAlgo,
+    by_path: HashMap<String, u32>,
+    /// For each file, the members (indices, ascending) of its hardlink set
+    /// when it has more than one non-ghost regular member; empty otherwise.
+    links: HashMap<(u32, u32), Vec<u32>>,
+}
+
+impl FileList {
+    /// The file at `path` (as in the header: absolute).
+    pub fn find(&self, path: &str) -> Option<&FileInfo> {
+        self.by_path.get(path).map(|&i| &self.files[i as usize])
+    }
+
+    /// The members of `file`'s hardlink set, ascending, or an empty slice
+    /// when it is not hardlinked.
+    pub fn link_set(&self, file: &FileInfo) -> &[u32] {
+        if file.kind != Kind::Regular || file.ghost {
+            return &[];
+        }
+        self.links
+            .get(&file.link_id())
+            .map_or(&[], |v| v.as_slice())
+    }
+
+    /// Sum of the sizes of non-ghost regular files, counting each hardlink
+    /// set once.
+    pub fn content_bytes(&self) -> u64 {
+        self.files
+            .iter()
+            .filter(|f| f.kind == Kind::Regular && !f.ghost)
+            .filter(|f| self.link_set(f).last().is_none_or(|&l| l == f.index))
+            .map(|f| f.size)
+            .sum()
+    }
+}
+
+fn bad(what: impl Into<String>) -> Error {
+    Error::Parse(what.into())
+}
+
+impl Package {
+    /// The file list from the (verified) main header.
+    pub fn files(&self) -> Result<FileList> {
+        let h = &self.metadata().header;
+        let strings = |tag: IndexTag| -> Result<Vec<String>> {
+            if !h.entry_is_present(tag) {
+                return Ok(Vec::new());
+            }
+            h.get_entry_data_as_string_array(tag)
+                .map(|v| v.into_iter().map(str::to_owned).collect())
+                .map_err(|e| bad(format!("{tag:?}: {e}")))
+        };
+        let u32s = |tag: IndexTag| -> Result<Vec<u32>> {
+            if !h.entry_is_present(tag) {
+                return Ok(Vec::new());
+            }
+            h.get_entry_data_as_u32_array(tag)
+                .map_err(|e| bad(format!("{tag:?}: {e}")))
+        };
+        let u16s = |tag: IndexTag| -> Result<Vec<u16>> {
+            if !h.entry_is_present(tag) {
+                return Ok(Vec::new());
+            }
+            h.get_entry_data_as_u16_array(tag)
+                .map_err(|e| bad(format!("{tag:?}: {e}")))
+        };
+
+        let basenames = strings(IndexTag::RPMTAG_BASENAMES)?;
+        let n = basenames.len();
+        let algo = if h.entry_is_present(IndexTag::RPMTAG_FILEDIGESTALGO) {
+            let a = h
+                .get_entry_data_as_u32(IndexTag::RPMTAG_FILEDIGESTALGO)
+                .map_err(|e| bad(format!("FILEDIGESTALGO: {e}")))?;
+            DigestAlgo::from_rpm(a).ok_or(Error::UnsupportedDigestAlgorithm(a))?
+        } else {
+            DigestAlgo::Md5
+        };
+        if n == 0 {
+            return Ok(FileList {
+                files: Vec::new(),
+                algo,
+                by_path: HashMap::new(),
+                links: HashMap::new(),
+            });
+        }
+        let dirnames = strings(IndexTag::RPMTAG_DIRNAMES)?;
+        let dirindexes = u32s(IndexTag::RPMTAG_DIRINDEXES)?;
+        let modes = u16s(IndexTag::RPMTAG_FILEMODES)?;
+        let sizes: Vec<u64> = if h.entry_is_present(IndexTag::RPMTAG_LONGFILESIZES) {
+            h.get_entry_data_as_u64_array(IndexTag::RPMTAG_LONGFILESIZES)
+                .map_err(|e| bad(format!("LONGFILESIZES: {e}")))?
+        } else {
+            u32s(IndexTag::RPMTAG_FILESIZES)?
+                .into_iter()
+                .map(u64::from)
+                .collect()
+        };
+        let mtimes = u32s(IndexTag::RPMTAG_FILEMTIMES)?;
+        let digests = strings(IndexTag::RPMTAG_FILEDIGESTS)?;
+        let links = strings(IndexTag::RPMTAG_FILELINKTOS)?;
+        let flags = u32s(IndexTag::RPMTAG_FILEFLAGS)?;
+        let users = strings(IndexTag::RPMTAG_FILEUSERNAME)?;
+        let groups = strings(IndexTag::RPMTAG_FILEGROUPNAME)?;
+        let inodes = u32s(IndexTag::RPMTAG_FILEINODES)?;
+        let devices = u32s(IndexTag::RPMTAG_FILEDEVICES)?;
+        let rdevs = u16s(IndexTag::RPMTAG_FILERDEVS)?;
+        let caps = strings(IndexTag::RPMTAG_FILECAPS)?;
+
+        let need = |name: &str, len: usize, optional: bool| -> Result<()> {
+            if len == n || (optional && len == 0) {
+                Ok(())
+            } else {
+                Err(bad(format!(
+                    "the header's {name} has {len} entries for {n} files"
+                )))
+            }
+        };
+        need("DIRINDEXES", dirindexes.len(), false)?;
+        need("FILEMODES", modes.len(), false)?;
+        need("FILESIZES", sizes.len(), false)?;
+        need("FILEMTIMES", mtimes.len(), true)?;
+        need("FILEDIGESTS", digests.len(), true)?;
+        need("FILELINKTOS", links.len(), true)?;
+        need("FILEFLAGS", flags.len(), true)?;
+        need("FILEUSERNAME", users.len(), true)?;
+        need("FILEGROUPNAME", groups.len(), true)?;
+        need("FILEINODES", inodes.len(), true)?;
+        need("FILEDEVICES", devices.len(), true)?;
+        need("FILERDEVS", rdevs.len(), true)?;
+        need("FILECAPS", caps.len(), true)?;
+
+        let mut files = Vec::with_capacity(n);
+        let mut by_path = HashMap::with_capacity(n);
+        for i in 0..n {
+            let dir = dirnames
+                .get(dirindexes[i] as usize)
+                .ok_or_else(|| bad(format!("file {i} names directory {}", dirindexes[i])))?;
+            let path = format!("{dir}{}", basenames[i]);
+            let mode = u32::from(modes[i]);
+            let kind = Kind::from_mode(mode)
+                .ok_or_else(|| bad(format!("`{path}` has an unknown file type (mode {mode:o})")))?;
+            let flag = flags.get(i).copied().unwrap_or(0);
+            let digest = match digests.get(i).map(String::as_str) {
+                None | Some("") => None,
+                Some(hex) => {
+                    let d = unhex(hex)
+                        .filter(|d| d.len() == algo.len())
+                        .ok_or_else(|| {
+                            bad(format!("`{path}` has a malformed {algo} digest `{hex}`"))
+                        })?;
+                    Some(d)
+                }
+            };
+            let info = FileInfo {
+                index: i as u32,
+                mode,
+                kind,
+                user: users.get(i).cloned().unwrap_or_else(|| "root".into()),
+                group: groups.get(i).cloned().unwrap_or_else(|| "root".into()),
+                mtime: mtimes.get(i).copied().unwrap_or(0),
+                size: sizes[i],
+                digest,
+                link_target: links.get(i).filter(|l| !l.is_empty()).cloned(),
+                caps: caps.get(i).filter(|c| !c.is_empty()).cloned(),
+                rdev: u32::from(rdevs.get(i).copied().unwrap_or(0)),
+                inode: inodes.get(i).copied().unwrap_or(i as u32 + 1),
+                device: devices.get(i).copied().unwrap_or(1),
+                ghost: flag & FLAG_GHOST != 0,
+                config: flag & FLAG_CONFIG != 0,
+                path,
+            };
+            if by_path.insert(info.path.clone(), i as u32).is_some() {
+                return Err(bad(format!("the header lists `{}` twice", info.path)));
+            }
+            files.push(info);
+        }
+
+        let mut links: HashMap<(u32, u32), Vec<u32>> = HashMap::new();
+        for f in files.iter().filter(|f| f.kind == Kind::Regular && !f.ghost) {
+            links.entry(f.link_id()).or_default().push(f.index);
+        }
+        links.retain(|_, v| v.len() > 1);
+        for set in links.values() {
+            let first = &files[set[0] as usize];
+            if set.iter().any(|&i| {
+                files[i as usize].size != first.size || files[i as usize].digest != first.digest
+            }) {
+                return Err(bad(format!(
+                    "the hardlink set of `{}` has members of different sizes or digests",
+                    first.path
+                )));
+            }
+        }
+        Ok(FileList {
+            files,
+            algo,
+            by_path,
+            links,
+        })
+    }
+}

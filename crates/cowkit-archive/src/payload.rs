@@ -1,0 +1,309 @@
+//! The payload of a verified RPM as a stream of verified files.
+//!
+//! [`read_payload`] decompresses the payload, walks its cpio archive and
+//! hands every regular file with content to a visitor as an [`Entry`]: the
+//! header's [`FileInfo`] (the trusted description), the members of its
+//! hardlink set, and a [`Read`] over the content that hashes as it goes.
+//! [`Entry::finish`] drains the rest and checks the digest against
+//! `FILEDIGESTS`; the driver calls it when the visitor did not, so no file
+//! passes unverified. Symlink targets are checked against `FILELINKTOS`,
+//! entry types and sizes against the header, every non-ghost file must be
+//! present exactly once, and at the end the compressed payload is checked
+//! against `PAYLOADDIGEST`.
+//!
+//! Nothing from a payload entry's own header is trusted except to find
+//! which header file it is: names, modes and owners come from the header.
+
+use std::io::{self, Read};
+
+use crate::cpio;
+use crate::files::{DigestAlgo, FileInfo, FileList, Hasher, Kind};
+use crate::rpm::{hex, Error, Package, PayloadDigest};
+
+/// An error from [`read_payload`]: the archive's or the visitor's.
+#[derive(Debug, thiserror::Error)]
+pub enum PayloadError<E> {
+    /// The package failed a check or could not be read.
+    #[error(transparent)]
+    Archive(#[from] Error),
+    /// The visitor failed.
+    #[error(transparent)]
+    Visit(E),
+}
+
+/// What [`read_payload`] saw.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PayloadSummary {
+    /// Compressed payload bytes read.
+    pub compressed_bytes: u64,
+    /// Uncompressed archive bytes.
+    pub archive_bytes: u64,
+    /// Entries in the archive.
+    pub entries: u64,
+    /// SHA-256 of the compressed payload (lower-case hex).
+    pub payload_digest: String,
+}
+
+/// The one thing an [`Entry`] needs from the cpio reader.
+trait ContentRead {
+    fn read_content(&mut self, buf: &mut [u8]) -> Result<usize, cpio::Error>;
+}
+
+impl<R: Read> ContentRead for cpio::Reader<R> {
+    fn read_content(&mut self, buf: &mut [u8]) -> Result<usize, cpio::Error> {
+        cpio::Reader::read_content(self, buf)
+    }
+}
+
+/// A regular file with content, handed to the visitor of [`read_payload`].
+pub struct Entry<'a> {
+    /// The header's description of the file.
+    pub file: &'a FileInfo,
+    /// Indices of the members of the file's hardlink set (empty when not
+    /// hardlinked); `file` is one of them.
+    pub links: &'a [u32],
+    cpio: &'a mut dyn ContentRead,
+    algo: DigestAlgo,
+    hasher: Option<Hasher>,
+    remaining: u64,
+    mismatch: &'a mut Option<Error>,
+}
+
+impl std::fmt::Debug for Entry<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entry")
+            .field("file", &self.file.path)
+            .field("remaining", &self.remaining)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Entry<'_> {
+    /// Content size in bytes.
+    pub fn size(&self) -> u64 {
+        self.file.size
+    }
+
+    fn check(&mut self) -> Result<(), Error> {
+        let Some(hasher) = self.hasher.take() else {
+            return Ok(());
+        };
+        let actual = hasher.finish();
+        let expected = self.file.digest.as_deref().unwrap_or_default();
+        if actual != expected {
+            return Err(Error::FileDigestMismatch {
+                path: self.file.path.clone(),
+                algo: self.algo,
+                expected: hex(expected),
+                actual: hex(&actual),
+            });
+        }
+        Ok(())
+    }
+
+    /// Read (and hash) whatever content is left, then check the digest.
+    pub fn finish(&mut self) -> Result<(), Error> {
+        let mut buf = vec![0u8; 64 * 1024];
+        while self.remaining > 0 {
+            let n = self.cpio.read_content(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            self.consume(&buf[..n]);
+        }
+        self.check()
+    }
+
+    fn consume(&mut self, data: &[u8]) {
+        if let Some(h) = &mut self.hasher {
+            h.update(data);
+        }
+        self.remaining -= data.len() as u64;
+    }
+}
+
+impl Read for Entry<'_> {
+    /// Reads content; after the last byte, checks the digest and returns
+    /// an [`io::ErrorKind::InvalidData`] error on a mismatch. The typed
+    /// error of a mismatch or a damaged archive is what [`read_payload`]
+    /// returns, whatever the visitor makes of the `io::Error`.
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.remaining == 0 {
+            return match self.check() {
+                Ok(()) => Ok(0),
+                Err(e) => {
+                    let msg = e.to_string();
+                    *self.mismatch = Some(e);
+                    Err(io::Error::new(io::ErrorKind::InvalidData, msg))
+                }
+            };
+        }
+        let n = match self.cpio.read_content(buf) {
+            Ok(n) => n,
+            Err(e) => {
+                let io = io::Error::new(e.io_kind(), e.to_string());
+                *self.mismatch = Some(e.into());
+                return Err(io);
+            }
+        };
+        self.consume(&buf[..n]);
+        if self.remaining == 0 {
+            if let Err(e) = self.check() {
+                let msg = e.to_string();
+                *self.mismatch = Some(e);
+                return Err(io::Error::new(io::ErrorKind::InvalidData, msg));
+            }
+        }
+        Ok(n)
+    }
+}
+
+fn mismatch(f: &FileInfo, what: String) -> Error {
+    Error::EntryMismatch {
+        path: f.path.clone(),
+        what,
+    }
+}
+
+/// Walk the payload of `pkg` read from `input` (positioned at the first
+/// payload byte), calling `visit` for every regular file that carries
+/// content (one call per hardlink set), in payload order.
+///
+/// Returns only after every check passed: each file's digest, the
+/// header/payload agreement, completeness, and `PAYLOADDIGEST`.
+pub fn read_payload<'p, R, E>(
+    pkg: &Package,
+    files: &'p FileList,
+    input: R,
+    mut visit: impl FnMut(&mut Entry<'_>) -> Result<(), E>,
+) -> Result<PayloadSummary, PayloadError<E>>
+where
+    R: Read + 'p,
+{
+    let mut digest = PayloadDigest::new(input);
+    let mut seen = vec![false; files.files.len()];
+    let mut summary = PayloadSummary::default();
+    {
+        let decoder = pkg.decoder(&mut digest)?;
+        let mut cpio = cpio::Reader::new(decoder);
+        while let Some(h) = cpio.next_header().map_err(Error::from)? {
+            summary.entries += 1;
+            let f = match h.file_index {
+                Some(i) => files.files.get(i as usize),
+                None => {
+                    let name = String::from_utf8_lossy(&h.name);
+                    let path = name.strip_prefix('.').unwrap_or(&name);
+                    if path.starts_with('/') {
+                        files.find(path)
+                    } else {
+                        files.find(&format!("/{path}"))
+                    }
+                }
+            };
+            let Some(f) = f else {
+                return Err(Error::UnknownEntry {
+                    name: match h.file_index {
+                        Some(i) => format!("#{i}"),
+                        None => String::from_utf8_lossy(&h.name).into_owned(),
+                    },
+                }
+                .into());
+            };
+            if f.ghost {
+                return Err(Error::GhostInPayload {
+                    path: f.path.clone(),
+                }
+                .into());
+            }
+            if std::mem::replace(&mut seen[f.index as usize], true) {
+                return Err(Error::DuplicateEntry {
+                    path: f.path.clone(),
+                }
+                .into());
+            }
+            if h.format != cpio::Format::Stripped && Kind::from_mode(h.mode) != Some(f.kind) {
+                return Err(mismatch(f, format!("the entry's mode is {:o}", h.mode)).into());
+            }
+            let links = files.link_set(f);
+            let carries = links.iter().all(|&i| i == f.index || seen[i as usize]);
+            let size = match f.kind {
+                Kind::Regular if carries => f.size,
+                Kind::Symlink => f.size,
+                _ => 0,
+            };
+            if h.format == cpio::Format::Stripped {
+                cpio.set_stripped_size(size).map_err(Error::from)?;
+            } else if h.size != size {
+                return Err(mismatch(
+                    f,
+                    format!("the entry holds {} bytes, expected {size}", h.size),
+                )
+                .into());
+            }
+            match f.kind {
+                Kind::Regular if carries => {
+                    if f.digest.is_none() && f.size > 0 {
+                        return Err(Error::FileDigestMissing {
+                            path: f.path.clone(),
+                        }
+                        .into());
+                    }
+                    let mut slot = None;
+                    let mut entry = Entry {
+                        file: f,
+                        links,
+                        cpio: &mut cpio,
+                        algo: files.algo,
+                        // An empty file without a digest has nothing to check.
+                        hasher: f.digest.as_ref().map(|_| files.algo.hasher()),
+                        remaining: size,
+                        mismatch: &mut slot,
+                    };
+                    let visited = visit(&mut entry);
+                    let finished = match visited {
+                        Ok(()) => entry.finish(),
+                        Err(_) => Ok(()),
+                    };
+                    drop(entry);
+                    if let Some(e) = slot.take() {
+                        return Err(e.into());
+                    }
+                    visited.map_err(PayloadError::Visit)?;
+                    finished?;
+                }
+                Kind::Symlink => {
+                    let mut target = Vec::with_capacity(size as usize);
+                    (&mut cpio.content())
+                        .take(size)
+                        .read_to_end(&mut target)
+                        .map_err(|e| Error::Io {
+                            offset: cpio.offset(),
+                            source: e,
+                        })?;
+                    if Some(target.as_slice()) != f.link_target.as_deref().map(str::as_bytes) {
+                        return Err(mismatch(
+                            f,
+                            format!("the entry links to `{}`", String::from_utf8_lossy(&target)),
+                        )
+                        .into());
+                    }
+                }
+                _ => {}
+            }
+        }
+        summary.archive_bytes = cpio.offset();
+    }
+    if let Some(f) = files
+        .files
+        .iter()
+        .find(|f| !f.ghost && !seen[f.index as usize])
+    {
+        return Err(Error::MissingFromPayload {
+            path: f.path.clone(),
+        }
+        .into());
+    }
+    summary.compressed_bytes = PayloadDigest::bytes(&digest);
+    summary.payload_digest = pkg.verify_payload(digest)?;
+    Ok(summary)
+}
