@@ -141,3 +141,38 @@ pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
     out.truncate(len);
     out
 }
+
+/// The fixture package `cowkit-fixture` (every kind of entry) built with
+/// `rpmbuild` and the given `_binary_payload` (`w19.zstdio`, `w6.xzdio`,
+/// `w9.gzdio`, `w9.bzdio`, `w9.lzdio`, `w.ufdio`), into `dir`. Built once
+/// per process and payload; panics when `rpmbuild` fails.
+pub fn rpm_fixture(dir: &std::path::Path, payload: &str) -> PathBuf {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    static BUILT: Mutex<Option<HashMap<(PathBuf, String), PathBuf>>> = Mutex::new(None);
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    let key = (dir.to_path_buf(), payload.to_string());
+    if let Some(p) = built.get_or_insert_with(HashMap::new).get(&key) {
+        return p.clone();
+    }
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../cowkit-archive/tests/fixtures/rpm/build.sh");
+    // A directory of its own per process: test binaries run concurrently.
+    let out_dir = dir.join(format!("rpm-fixtures-{}", std::process::id()));
+    let out = std::process::Command::new("bash")
+        .arg(&script)
+        .arg(&out_dir)
+        .arg(payload)
+        .output()
+        .expect("run the fixture build script");
+    assert!(
+        out.status.success(),
+        "building the {payload} fixture: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    built
+        .get_or_insert_with(HashMap::new)
+        .insert(key, path.clone());
+    path
+}

@@ -1,0 +1,422 @@
+//! RPM → extents file, verifying everything on the way.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+
+use cowkit_archive::files::FileList;
+use cowkit_archive::payload::{read_payload, PayloadError};
+use cowkit_archive::rpm::Package;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::format::{self, Extent, FileRecord, Footer, Kind, NO_EXTENT};
+use crate::Error;
+
+/// Default alignment of cloned extents.
+pub const DEFAULT_BLOCK_SIZE: u32 = 4096;
+/// Default size below which files are packed and written rather than
+/// cloned; see `bench/results/` for the measurement behind it.
+pub const DEFAULT_PACK_BELOW: u64 = 16 * 1024;
+const CHUNK: usize = 256 * 1024;
+
+/// Transcoder settings.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Alignment of cloned extents (a power of two, at least 512).
+    pub block_size: u32,
+    /// Files smaller than this are packed and written, not cloned.
+    pub pack_below: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            block_size: DEFAULT_BLOCK_SIZE,
+            pack_below: DEFAULT_PACK_BELOW,
+        }
+    }
+}
+
+/// Told about progress while transcoding.
+pub trait Progress {
+    /// A file's content has been verified and stored (or found a
+    /// duplicate); `bytes` is its size.
+    fn on_file(&self, _path: &str, _bytes: u64) {}
+}
+
+/// A [`Progress`] that ignores everything.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoProgress;
+impl Progress for NoProgress {}
+
+/// What a transcode did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Summary {
+    /// Regular files with content in the package (hardlink members each).
+    pub files: u64,
+    /// Extents stored.
+    pub extents: u64,
+    /// Extents stored aligned, to be cloned.
+    pub clone_extents: u64,
+    /// Extents packed, to be written.
+    pub write_extents: u64,
+    /// Files whose content was already stored (same digest).
+    pub deduplicated_files: u64,
+    /// Extra members of hardlink sets.
+    pub hardlinked_files: u64,
+    /// Content bytes stored.
+    pub stored_bytes: u64,
+    /// Content bytes not stored because they were duplicates.
+    pub deduplicated_bytes: u64,
+    /// Zero blocks of aligned extents left as holes.
+    pub hole_bytes: u64,
+    /// Zero bytes written to align extents.
+    pub padding_bytes: u64,
+    /// Size of the extents file.
+    pub output_bytes: u64,
+    /// Size of the input package.
+    pub input_bytes: u64,
+    /// Uncompressed payload (cpio) bytes.
+    pub archive_bytes: u64,
+    /// SHA-256 of the input package.
+    pub input_sha256: String,
+    /// The payload's verified SHA-256 (`PAYLOADDIGEST`).
+    pub payload_sha256: String,
+}
+
+/// Hashes and counts everything read through it.
+struct Hashing<R> {
+    inner: R,
+    hasher: Sha256,
+    bytes: u64,
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+}
+
+/// A package whose headers have been read and verified; no payload byte
+/// has been read yet. Check signatures on [`Begun::package`] before
+/// calling [`Begun::write`].
+pub struct Begun<R> {
+    input: Hashing<R>,
+    pkg: Package,
+    files: FileList,
+}
+
+impl<R> std::fmt::Debug for Begun<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Begun")
+            .field("pkg", &self.pkg)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Read and verify the headers of the package in `input`.
+pub fn begin<R: Read>(input: R) -> Result<Begun<R>, Error> {
+    let mut input = Hashing {
+        inner: input,
+        hasher: Sha256::new(),
+        bytes: 0,
+    };
+    let pkg = Package::read(&mut input)?;
+    let files = pkg.files()?;
+    Ok(Begun { input, pkg, files })
+}
+
+/// The output: sequential, buffered, with holes where it can seek.
+struct Output {
+    file: File,
+    pos: u64,
+    buf: Vec<u8>,
+    seekable: bool,
+    /// The file ends in a hole that has not been materialised yet.
+    pending_hole: bool,
+}
+
+fn werr(offset: u64) -> impl FnOnce(io::Error) -> Error {
+    move |source| Error::Write { offset, source }
+}
+
+impl Output {
+    fn new(mut file: File) -> Output {
+        let seekable = file.stream_position().map(|p| p == 0).unwrap_or(false);
+        Output {
+            file,
+            pos: 0,
+            buf: Vec::with_capacity(CHUNK),
+            seekable,
+            pending_hole: false,
+        }
+    }
+
+    fn flush(&mut self) -> Result<(), Error> {
+        if !self.buf.is_empty() {
+            let at = self.pos - self.buf.len() as u64;
+            self.file.write_all(&self.buf).map_err(werr(at))?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, data: &[u8]) -> Result<(), Error> {
+        self.pending_hole = false;
+        if self.buf.len() + data.len() > CHUNK {
+            self.flush()?;
+        }
+        if data.len() >= CHUNK {
+            self.file.write_all(data).map_err(werr(self.pos))?;
+        } else {
+            self.buf.extend_from_slice(data);
+        }
+        self.pos += data.len() as u64;
+        Ok(())
+    }
+
+    fn zeros(&mut self, n: u64) -> Result<(), Error> {
+        const Z: [u8; 4096] = [0; 4096];
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(Z.len() as u64) as usize;
+            self.write(&Z[..k])?;
+            left -= k as u64;
+        }
+        Ok(())
+    }
+
+    /// Skip `n` zero bytes: a hole when seekable.
+    fn hole(&mut self, n: u64) -> Result<(), Error> {
+        if !self.seekable {
+            return self.zeros(n);
+        }
+        self.flush()?;
+        self.file
+            .seek(SeekFrom::Current(n as i64))
+            .map_err(werr(self.pos))?;
+        self.pos += n;
+        self.pending_hole = true;
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<u64, Error> {
+        self.flush()?;
+        if self.seekable && self.pending_hole {
+            self.file.set_len(self.pos).map_err(werr(self.pos))?;
+        }
+        self.file.flush().map_err(werr(self.pos))?;
+        Ok(self.pos)
+    }
+}
+
+fn is_zero(b: &[u8]) -> bool {
+    let mut words = b.chunks_exact(16);
+    words
+        .by_ref()
+        .all(|c| u128::from_ne_bytes(c.try_into().expect("16 bytes")) == 0)
+        && words.remainder().iter().all(|&x| x == 0)
+}
+
+/// Fill `buf` from `r` as far as it goes; returns the count.
+fn fill(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+impl<R: Read> Begun<R> {
+    /// The verified headers.
+    pub fn package(&self) -> &Package {
+        &self.pkg
+    }
+
+    /// The header's file list.
+    pub fn files(&self) -> &FileList {
+        &self.files
+    }
+
+    /// Stream the payload into `out` as an extents file, verifying every
+    /// file and the payload. On error, `out` holds garbage: the caller
+    /// writes to a temporary file and discards it.
+    pub fn write(
+        self,
+        out: File,
+        opts: &Options,
+        progress: &dyn Progress,
+    ) -> Result<Summary, Error> {
+        let Begun {
+            mut input,
+            pkg,
+            files,
+        } = self;
+        let bs = u64::from(opts.block_size);
+        if !opts.block_size.is_power_of_two() || opts.block_size < 512 {
+            return Err(Error::BadOption(format!(
+                "block size {} is not a power of two of at least 512",
+                opts.block_size
+            )));
+        }
+        let mut out = Output::new(out);
+        out.write(pkg.prefix())?;
+
+        let mut extents: Vec<Extent> = Vec::new();
+        let mut records: Vec<FileRecord> = Vec::new();
+        let mut by_digest: HashMap<Vec<u8>, u32> = HashMap::new();
+        let mut s = Summary::default();
+        let mut buf = vec![0u8; CHUNK];
+
+        let payload = read_payload(&pkg, &files, &mut input, |entry| -> Result<(), Error> {
+            let size = entry.size();
+            let members: Vec<u32> = if entry.links.is_empty() {
+                vec![entry.file.index]
+            } else {
+                entry.links.to_vec()
+            };
+            s.files += members.len() as u64;
+            s.hardlinked_files += members.len() as u64 - 1;
+            let record = |extent| {
+                members
+                    .iter()
+                    .map(move |&file_index| FileRecord { file_index, extent })
+            };
+            if size == 0 {
+                records.extend(record(NO_EXTENT));
+                return Ok(());
+            }
+            let digest = entry.file.digest.clone().unwrap_or_default();
+            if let Some(&i) = by_digest.get(&digest) {
+                // Stored already: the header digest is trusted, and this
+                // copy is still hashed and checked (by `finish`).
+                entry.finish()?;
+                s.deduplicated_files += 1;
+                s.deduplicated_bytes += size;
+                records.extend(record(i));
+                progress.on_file(&entry.file.path, size);
+                return Ok(());
+            }
+            let kind = if size >= opts.pack_below {
+                Kind::Clone
+            } else {
+                Kind::Write
+            };
+            if kind == Kind::Clone {
+                let pad = out.pos.next_multiple_of(bs) - out.pos;
+                s.padding_bytes += pad;
+                out.zeros(pad)?;
+            }
+            let offset = out.pos;
+            let mut left = size;
+            while left > 0 {
+                let want = left.min(CHUNK as u64) as usize;
+                let n = fill(entry, &mut buf[..want]).map_err(|source| Error::Read {
+                    path: entry.file.path.clone(),
+                    source,
+                })?;
+                if n < want {
+                    // The payload layer reports the typed cause.
+                    entry.finish()?;
+                    return Err(Error::Corrupt(format!(
+                        "`{}` ended early in the payload",
+                        entry.file.path
+                    )));
+                }
+                if kind == Kind::Clone {
+                    // Whole zero blocks become holes; a partial last
+                    // block is written.
+                    for block in buf[..n].chunks(bs as usize) {
+                        if block.len() == bs as usize && is_zero(block) {
+                            s.hole_bytes += bs;
+                            out.hole(bs)?;
+                        } else {
+                            out.write(block)?;
+                        }
+                    }
+                } else {
+                    out.write(&buf[..n])?;
+                }
+                left -= n as u64;
+            }
+            entry.finish()?;
+            let i = extents.len() as u32;
+            extents.push(Extent {
+                offset,
+                length: size,
+                kind,
+                digest: digest.clone(),
+            });
+            by_digest.insert(digest, i);
+            match kind {
+                Kind::Clone => s.clone_extents += 1,
+                Kind::Write => s.write_extents += 1,
+            }
+            s.stored_bytes += size;
+            records.extend(record(i));
+            progress.on_file(&entry.file.path, size);
+            Ok(())
+        })
+        .map_err(|e| match e {
+            PayloadError::Archive(e) => Error::Package(e),
+            PayloadError::Visit(e) => e,
+        })?;
+        // Drain anything after the payload's end (there should be nothing).
+        io::copy(&mut input, &mut io::sink()).map_err(|source| Error::Read {
+            path: "<input>".into(),
+            source,
+        })?;
+
+        // The data area ends on a block boundary, so a rounded-up clone of
+        // the last extent stays inside the file.
+        let pad = out.pos.next_multiple_of(bs) - out.pos;
+        s.padding_bytes += pad;
+        out.zeros(pad)?;
+        records.sort_by_key(|r| r.file_index);
+        let mut table = Vec::with_capacity(
+            extents.len() * format::EXTENT_LEN + records.len() * format::FILE_LEN,
+        );
+        for e in &extents {
+            format::encode_extent(e, &mut table);
+        }
+        for r in &records {
+            format::encode_file(r, &mut table);
+        }
+        let header_sha256: [u8; 32] = Sha256::digest(&pkg.prefix()[pkg.header_offset()..]).into();
+        let footer = Footer {
+            version: format::VERSION,
+            block_size: opts.block_size,
+            digest_algo: files.algo.rpm_number(),
+            prefix_len: pkg.prefix().len() as u64,
+            table_offset: out.pos,
+            extent_count: extents.len() as u32,
+            file_count: records.len() as u32,
+            input_size: input.bytes,
+            input_sha256: input.hasher.finalize().into(),
+            header_sha256,
+        };
+        out.write(&table)?;
+        out.write(&footer.encode(&table))?;
+        s.extents = extents.len() as u64;
+        s.input_bytes = footer.input_size;
+        s.input_sha256 = hex(&footer.input_sha256);
+        s.payload_sha256 = payload.payload_digest;
+        s.archive_bytes = payload.archive_bytes;
+        s.output_bytes = out.finish()?;
+        Ok(s)
+    }
+}
+
+/// Lower-case hex.
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
