@@ -15,10 +15,13 @@ have rpm || need+=(rpm)
 have rpmbuild || need+=(rpm)
 have cpio || need+=(cpio)
 have setfattr || need+=(attr)
+have setcap || need+=(libcap2-bin)
 have setfacl || need+=(acl)
 have strace || need+=(strace)
 have filefrag || need+=(e2fsprogs)
 have cc || need+=(gcc libc6-dev)
+have gpg || need+=(gpg)
+have gpg-agent || need+=(gpg-agent)
 
 if ((${#need[@]})); then
   if [ "$(id -u)" != 0 ]; then

@@ -88,7 +88,7 @@ impl DigestAlgo {
     }
 
     /// Digest length in bytes.
-    pub fn len(self) -> usize {
+    pub fn digest_len(self) -> usize {
         match self {
             DigestAlgo::Md5 => 16,
             DigestAlgo::Sha256 => 32,
@@ -370,7 +370,7 @@ impl Package {
                 None | Some("") => None,
                 Some(hex) => {
                     let d = unhex(hex)
-                        .filter(|d| d.len() == algo.len())
+                        .filter(|d| d.len() == algo.digest_len())
                         .ok_or_else(|| {
                             bad(format!("`{path}` has a malformed {algo} digest `{hex}`"))
                         })?;

@@ -11,4 +11,6 @@
 pub mod cpio;
 pub mod files;
 pub mod payload;
+#[cfg(feature = "pgp")]
+pub mod pgp;
 pub mod rpm;

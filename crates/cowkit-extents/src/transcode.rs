@@ -7,7 +7,7 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use cowkit_archive::files::FileList;
 use cowkit_archive::payload::{read_payload, PayloadError};
 use cowkit_archive::rpm::Package;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::format::{self, Extent, FileRecord, Footer, Kind, NO_EXTENT};
@@ -51,7 +51,7 @@ pub struct NoProgress;
 impl Progress for NoProgress {}
 
 /// What a transcode did.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Summary {
     /// Regular files with content in the package (hardlink members each).
     pub files: u64,

@@ -198,7 +198,8 @@ fn damaged_extents_files_are_rejected() {
     let header = x.package().header_offset() + 100;
     let n = bytes.len();
     let bad = dir.path().join("bad.rpme");
-    let cases: Vec<(&str, Box<dyn Fn(&mut Vec<u8>)>)> = vec![
+    type Damage = Box<dyn Fn(&mut Vec<u8>)>;
+    let cases: Vec<(&str, Damage)> = vec![
         (
             "table byte",
             Box::new(move |b: &mut Vec<u8>| b[table + 3] ^= 1),

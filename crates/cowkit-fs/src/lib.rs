@@ -8,6 +8,8 @@
 //! - [`fiemap`]: a file's extents, to see which blocks are shared.
 //! - [`meta`]: owner → xattrs → mode → times, in that order; xattr copy.
 //! - [`align`]: block alignment helpers.
+//! - [`root`]: paths resolved inside a root directory, never outside it.
+//! - [`caps`]: file capabilities, libcap text ↔ `security.capability`.
 //!
 //! ```no_run
 //! use std::fs::File;
@@ -25,11 +27,13 @@
 #![deny(missing_docs)]
 
 pub mod align;
+pub mod caps;
 pub mod copy;
 pub mod error;
 pub mod fiemap;
 pub mod meta;
 pub mod probe;
+pub mod root;
 mod sys;
 
 pub use copy::{Bytes, Chain, Copied, Copier, Fallback, Handle, Method, Reason};

@@ -5,8 +5,10 @@
 #![deny(missing_docs)]
 
 mod demo;
+mod install;
 mod output;
 mod probe;
+mod transcode;
 
 use std::process::ExitCode;
 
@@ -35,10 +37,23 @@ enum Command {
     /// Show the fast path: clone a file and copy it the slow way, side by
     /// side, in DIR.
     Demo(demo::Args),
+    /// Rewrite an RPM as an extents file (`.rpme`) that installs by
+    /// cloning blocks; verifies the header, every file and the payload
+    /// first, in a confined worker.
+    Transcode(transcode::Args),
+    /// Install packages (`.rpme` or `.rpm`) into a root directory. The rpm
+    /// database and scriptlets are not touched.
+    Install(install::Args),
+    /// (internal) the confined transcoding worker.
+    #[command(name = "__transcode-worker", hide = true)]
+    TranscodeWorker(transcode::WorkerArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::TranscodeWorker(args) = cli.command {
+        return transcode::worker(args);
+    }
     let level = match (cli.quiet, cli.verbose) {
         (true, _) => log::LevelFilter::Error,
         (false, 0) => log::LevelFilter::Warn,
@@ -55,6 +70,9 @@ fn main() -> ExitCode {
     let res = match cli.command {
         Command::Probe(args) => probe::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Transcode(args) => transcode::run(args),
+        Command::Install(args) => install::run(args, cli.quiet),
+        Command::TranscodeWorker(_) => unreachable!("handled above"),
     };
     match res {
         Ok(code) => code,

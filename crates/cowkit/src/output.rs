@@ -31,6 +31,20 @@ impl CliError {
     }
 }
 
+impl CliError {
+    /// The message and its causes, outermost first.
+    pub fn chain(&self) -> Vec<String> {
+        let mut v = vec![self.context.clone()];
+        let mut src: Option<&(dyn std::error::Error + 'static)> =
+            self.source.as_deref().map(|s| s as _);
+        while let Some(s) = src {
+            v.push(s.to_string());
+            src = s.source();
+        }
+        v
+    }
+}
+
 /// Print `e` as `error: …`, one `caused by:` line per source, and `hint:`.
 pub fn report_error(e: &CliError) {
     let mut err = std::io::stderr().lock();

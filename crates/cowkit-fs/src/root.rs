@@ -1,0 +1,182 @@
+//! Paths resolved inside a root directory, never outside it.
+//!
+//! An installer writes into a directory that may already hold symlinks
+//! (absolute ones pointing at the host's `/etc`, or `..` chains), and a
+//! package may create symlinks and then write "through" them. A [`Root`]
+//! resolves every directory with `openat2(RESOLVE_IN_ROOT |
+//! RESOLVE_NO_MAGICLINKS)`: the kernel treats the root as `/` for absolute
+//! symlinks and clamps `..` at it, so resolution cannot leave it. The last
+//! component of a path is then handled by `*at` calls relative to its
+//! parent's descriptor (create under a temporary name, rename into place),
+//! which never follow a symlink in that component.
+//!
+//! Names are validated by [`RelPath::new`]: no `..`, no `.`, no empty
+//! component, no NUL.
+
+use std::ffi::OsStr;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{Mode, OFlags, ResolveFlags};
+use rustix::io::Errno;
+
+use crate::error::{io, Result};
+
+/// A path relative to a [`Root`], checked to hold only normal components.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RelPath(String);
+
+/// A path that cannot be used inside a root.
+#[derive(Debug, thiserror::Error)]
+#[error("`{path}` is not a safe path inside the root: {why}")]
+pub struct BadPath {
+    /// The path.
+    pub path: String,
+    /// What is wrong with it.
+    pub why: &'static str,
+}
+
+impl RelPath {
+    /// `path` with leading `/` removed (`/usr/bin/x` → `usr/bin/x`); the
+    /// empty path is the root itself.
+    pub fn new(path: &str) -> Result<RelPath, BadPath> {
+        let bad = |why| BadPath {
+            path: path.to_string(),
+            why,
+        };
+        let rel = path.trim_start_matches('/');
+        if rel.contains('\0') {
+            return Err(bad("it contains a NUL byte"));
+        }
+        if rel.is_empty() {
+            return Ok(RelPath(String::new()));
+        }
+        let rel = rel.trim_end_matches('/');
+        for c in rel.split('/') {
+            match c {
+                "" => return Err(bad("it has an empty component")),
+                "." => return Err(bad("it has a `.` component")),
+                ".." => return Err(bad("it has a `..` component")),
+                _ if c.len() > 255 => return Err(bad("a component is longer than 255 bytes")),
+                _ => {}
+            }
+        }
+        Ok(RelPath(rel.to_string()))
+    }
+
+    /// The path as a string (no leading `/`).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether this is the root itself.
+    pub fn is_root(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The parent and the last component; `None` for the root.
+    pub fn split(&self) -> Option<(RelPath, &str)> {
+        if self.0.is_empty() {
+            return None;
+        }
+        Some(match self.0.rsplit_once('/') {
+            Some((parent, name)) => (RelPath(parent.to_string()), name),
+            None => (RelPath(String::new()), self.0.as_str()),
+        })
+    }
+}
+
+/// A directory that all paths are resolved inside.
+#[derive(Debug)]
+pub struct Root {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+const RESOLVE: ResolveFlags = ResolveFlags::IN_ROOT.union(ResolveFlags::NO_MAGICLINKS);
+
+impl Root {
+    /// Open the directory at `path` as a root.
+    pub fn open(path: &Path) -> Result<Root> {
+        let fd = rustix::fs::open(
+            path,
+            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| io("open the root directory", path, e))?;
+        Ok(Root {
+            fd,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The root's path (for messages).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The root's descriptor.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    /// `rel` as a host path, for messages only (never opened).
+    pub fn display(&self, rel: &RelPath) -> PathBuf {
+        self.path.join(rel.as_str())
+    }
+
+    fn openat2(&self, rel: &RelPath, flags: OFlags) -> rustix::io::Result<OwnedFd> {
+        let p: &OsStr = if rel.is_root() {
+            OsStr::new(".")
+        } else {
+            OsStr::from_bytes(rel.0.as_bytes())
+        };
+        loop {
+            match rustix::fs::openat2(&self.fd, p, flags | OFlags::CLOEXEC, Mode::empty(), RESOLVE)
+            {
+                Err(Errno::AGAIN) | Err(Errno::INTR) => continue,
+                r => return r,
+            }
+        }
+    }
+
+    /// Open the directory `rel`, resolving symlinks as if the root were `/`.
+    pub fn open_dir(&self, rel: &RelPath) -> Result<OwnedFd> {
+        self.openat2(rel, OFlags::DIRECTORY | OFlags::RDONLY)
+            .map_err(|e| io("open directory", &self.display(rel), e))
+    }
+
+    /// Open the file `rel` for reading (following symlinks inside the root).
+    pub fn open_read(&self, rel: &RelPath) -> Result<OwnedFd> {
+        self.openat2(rel, OFlags::RDONLY)
+            .map_err(|e| io("open", &self.display(rel), e))
+    }
+
+    /// Open the directory `rel`, creating it and any missing parents with
+    /// `mode` (before umask). An existing symlink to a directory (inside
+    /// the root) counts as the directory, as it does for rpm.
+    pub fn create_dirs(&self, rel: &RelPath, mode: u32) -> Result<OwnedFd> {
+        match self.openat2(rel, OFlags::DIRECTORY | OFlags::RDONLY) {
+            Ok(fd) => return Ok(fd),
+            Err(Errno::NOENT) => {}
+            Err(e) => return Err(io("open directory", &self.display(rel), e)),
+        }
+        let (parent, name) = rel.split().expect("the root exists");
+        let pfd = self.create_dirs(&parent, mode)?;
+        match rustix::fs::mkdirat(&pfd, name, Mode::from_raw_mode(mode)) {
+            Ok(()) | Err(Errno::EXIST) => {}
+            Err(e) => return Err(io("create directory", &self.display(rel), e)),
+        }
+        self.open_dir(rel)
+    }
+}
+
+/// What `name` is in `dir`, without following a symlink; `None` when absent.
+pub fn stat_at(dir: impl AsFd, name: &str) -> rustix::io::Result<Option<rustix::fs::Stat>> {
+    match rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => Ok(Some(st)),
+        Err(Errno::NOENT) => Ok(None),
+        Err(e) => Err(e),
+    }
+}

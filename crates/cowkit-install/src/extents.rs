@@ -1,0 +1,142 @@
+//! Install from an extents file: clone the aligned extents, write the
+//! packed ones, several files at a time.
+
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use cowkit_archive::files::Kind;
+use cowkit_extents::format::Kind as ExtentKind;
+use cowkit_extents::open::{Content, ExtentsFile};
+use cowkit_fs::root::Root;
+use cowkit_fs::{Copier, Handle, Method};
+
+use crate::tree::Target;
+use crate::{finish, Error, Options, Owners, Progress, Result, Summary};
+
+pub(crate) fn install(
+    root: &Root,
+    owners: &Owners,
+    file: File,
+    path: &Path,
+    opts: &Options,
+    progress: &dyn Progress,
+) -> Result<Summary> {
+    let x = ExtentsFile::open(file, path)?;
+    let files = x.files();
+    let mut target = Target::new(root, owners);
+    let places = target.prepare(files)?;
+
+    // One work item per regular file, or per hardlink set.
+    let items: Vec<&[u32]> = files
+        .files
+        .iter()
+        .filter(|f| f.kind == Kind::Regular && !f.ghost)
+        .filter_map(|f| {
+            let set = files.link_set(f);
+            match set.first() {
+                None => Some(std::slice::from_ref(&f.index)),
+                Some(&first) if first == f.index => Some(set),
+                Some(_) => None,
+            }
+        })
+        .collect();
+
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let threads = opts.threads.clamp(1, items.len().max(1));
+    let block = u64::from(x.footer().block_size);
+    let work_items = |take: &mut dyn FnMut() -> Option<usize>| -> Result<Summary> {
+        let mut s = Summary::default();
+        let mut copier = Copier::new(opts.chain).with_block_size(block);
+        let mut buf = Vec::new();
+        while let Some(i) = take() {
+            let set = items[i];
+            let first = &files.files[set[0] as usize];
+            let place = places[set[0] as usize].as_ref().expect("not a ghost");
+            target.regular(first, place, |dst, dst_path| {
+                match x.content(first.index) {
+                    None | Some(Content::Empty) => {}
+                    Some(Content::Extent(e)) if e.kind == ExtentKind::Clone => {
+                        let done = copier.copy_range(
+                            Handle::new(x.file(), x.path()),
+                            e.offset,
+                            Handle::new(dst, dst_path),
+                            0,
+                            e.length,
+                        )?;
+                        s.bytes.add(done.bytes);
+                        *s.files_by_method
+                            .entry(done.method.name().into())
+                            .or_default() += 1;
+                        for f in done.fallbacks {
+                            let why = format!("{} refused: {}", f.from.name(), f.reason);
+                            *s.fallbacks.entry(why).or_default() += 1;
+                        }
+                    }
+                    Some(Content::Extent(e)) => {
+                        buf.resize(e.length as usize, 0);
+                        x.file()
+                            .read_exact_at(&mut buf, e.offset)
+                            .map_err(|source| Error::Io {
+                                op: "read",
+                                path: x.path().to_path_buf(),
+                                source,
+                            })?;
+                        (&*dst).write_all(&buf).map_err(|source| Error::Io {
+                            op: "write",
+                            path: dst_path.to_path_buf(),
+                            source,
+                        })?;
+                        s.bytes.written += e.length;
+                        *s.files_by_method
+                            .entry(Method::ReadWrite.name().into())
+                            .or_default() += 1;
+                    }
+                }
+                Ok(())
+            })?;
+            progress.on_bytes(first.size);
+            s.files += 1;
+            for &m in &set[1..] {
+                target.hardlink(place, places[m as usize].as_ref().expect("not a ghost"))?;
+                s.files += 1;
+                s.hardlinks += 1;
+            }
+        }
+        Ok(s)
+    };
+
+    let work = || -> Result<Summary> {
+        let r = work_items(&mut || {
+            if failed.load(Ordering::Relaxed) {
+                return None;
+            }
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            (i < items.len()).then_some(i)
+        });
+        if r.is_err() {
+            failed.store(true, Ordering::Relaxed);
+        }
+        r
+    };
+    let mut summary = Summary::default();
+    if threads == 1 {
+        summary.add(work()?);
+    } else {
+        let results: Vec<Result<Summary>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads).map(|_| scope.spawn(work)).collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("install worker panicked"))
+                .collect()
+        });
+        for r in results {
+            summary.add(r?);
+        }
+    }
+    finish(&target, files, &places, opts, &mut summary)?;
+    Ok(summary)
+}

@@ -1,0 +1,249 @@
+//! Installing RPM packages into a root directory: from an extents file by
+//! cloning blocks, or from a plain `.rpm` by streaming the payload.
+//!
+//! Everything about a file (path, type, owner, mode, mtime, capabilities,
+//! hardlinks) comes from the package's verified main header; the payload
+//! or the extents file only supply content. Each entry is created under a
+//! temporary name inside its parent directory, which is resolved inside
+//! the root (`openat2(RESOLVE_IN_ROOT)`, see [`cowkit_fs::root`]), and
+//! renamed into place once its content and metadata are complete. From a
+//! `.rpm`, each file's content is checked against its header digest before
+//! the rename.
+//!
+//! ```no_run
+//! use std::path::Path;
+//! use cowkit_fs::root::Root;
+//! use cowkit_install::{install, NoProgress, Options, Owners};
+//!
+//! let root = Root::open(Path::new("/tmp/root"))?;
+//! let owners = Owners::load(&root);
+//! let summary = install(&root, &owners, Path::new("pkg.rpme"), &Options::default(), &NoProgress)?;
+//! println!("{} files, {} bytes cloned", summary.files, summary.bytes.cloned);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(missing_docs)]
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use cowkit_fs::root::Root;
+use cowkit_fs::{Bytes, Chain};
+use serde::Serialize;
+
+mod extents;
+mod owners;
+mod stream;
+mod tree;
+mod verify;
+
+pub use owners::Owners;
+
+/// What can go wrong installing.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A filesystem operation failed.
+    #[error(transparent)]
+    Fs(#[from] cowkit_fs::Error),
+    /// The package failed a check or could not be read.
+    #[error(transparent)]
+    Package(#[from] cowkit_archive::rpm::Error),
+    /// The extents file is damaged or could not be read.
+    #[error(transparent)]
+    Extents(#[from] cowkit_extents::Error),
+    /// A path in the package cannot be placed inside the root.
+    #[error(transparent)]
+    BadPath(#[from] cowkit_fs::root::BadPath),
+    /// A system call failed.
+    #[error("cannot {op} `{path}`")]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The path inside the root, as seen from the host.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file's capabilities in the header cannot be encoded.
+    #[error("`{path}` has file capabilities that cannot be set")]
+    Caps {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: cowkit_fs::caps::CapsError,
+    },
+    /// `--verify` found installed files that do not match the header.
+    #[error("{count} installed file(s) do not match their header digest, first `{first}`")]
+    VerifyFailed {
+        /// How many.
+        count: usize,
+        /// The first one.
+        first: PathBuf,
+    },
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Installer settings.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Methods to use for cloned extents.
+    pub chain: Chain,
+    /// Threads for one extents-file install.
+    pub threads: usize,
+    /// Re-hash every installed regular file against the header.
+    pub verify: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            chain: Chain::AUTO,
+            threads: 1,
+            verify: false,
+        }
+    }
+}
+
+/// Told about progress; called from several threads.
+pub trait Progress: Sync {
+    /// `bytes` of file content were installed.
+    fn on_bytes(&self, _bytes: u64) {}
+}
+
+/// A [`Progress`] that ignores everything.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoProgress;
+impl Progress for NoProgress {}
+
+/// What an install did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Summary {
+    /// Packages installed.
+    pub packages: u64,
+    /// Regular files created (each hardlink member counts).
+    pub files: u64,
+    /// Of which hardlinks to another member.
+    pub hardlinks: u64,
+    /// Directories of the packages.
+    pub directories: u64,
+    /// Symlinks.
+    pub symlinks: u64,
+    /// Fifos, sockets and device nodes.
+    pub nodes: u64,
+    /// Device nodes skipped (not root).
+    pub skipped_nodes: u64,
+    /// Ghost files (not installed).
+    pub ghosts: u64,
+    /// Content bytes per method: `cloned` (shared blocks), `copied`
+    /// (`copy_file_range`), `written` (through user space).
+    pub bytes: Bytes,
+    /// Files whose content moved by each method.
+    pub files_by_method: BTreeMap<String, u64>,
+    /// Why cloning fell back, with how many files each reason affected.
+    pub fallbacks: BTreeMap<String, u64>,
+    /// Regular files re-hashed by `--verify`.
+    pub verified: u64,
+    /// Warnings (unknown owners, skipped nodes).
+    pub warnings: Vec<String>,
+}
+
+impl Summary {
+    /// Add `other` into `self`.
+    pub fn add(&mut self, other: Summary) {
+        self.packages += other.packages;
+        self.files += other.files;
+        self.hardlinks += other.hardlinks;
+        self.directories += other.directories;
+        self.symlinks += other.symlinks;
+        self.nodes += other.nodes;
+        self.skipped_nodes += other.skipped_nodes;
+        self.ghosts += other.ghosts;
+        self.bytes.add(other.bytes);
+        for (k, v) in other.files_by_method {
+            *self.files_by_method.entry(k).or_default() += v;
+        }
+        for (k, v) in other.fallbacks {
+            *self.fallbacks.entry(k).or_default() += v;
+        }
+        self.verified += other.verified;
+        for w in other.warnings {
+            if !self.warnings.contains(&w) {
+                self.warnings.push(w);
+            }
+        }
+    }
+}
+
+/// Install the package at `package` (an extents file or a plain `.rpm`)
+/// into `root`.
+pub fn install(
+    root: &Root,
+    owners: &Owners,
+    package: &Path,
+    opts: &Options,
+    progress: &dyn Progress,
+) -> Result<Summary> {
+    let file = File::open(package).map_err(|source| Error::Io {
+        op: "open",
+        path: package.to_path_buf(),
+        source,
+    })?;
+    let is_extents = cowkit_extents::open::is_extents_file(&file).map_err(|source| Error::Io {
+        op: "read",
+        path: package.to_path_buf(),
+        source,
+    })?;
+    let mut summary = if is_extents {
+        extents::install(root, owners, file, package, opts, progress)?
+    } else {
+        stream::install(root, owners, file, opts, progress)?
+    };
+    summary.packages = 1;
+    summary.warnings.extend(owners.warnings());
+    Ok(summary)
+}
+
+/// What both install paths do after the regular files: symlinks and
+/// nodes, directory metadata (deepest first), and `--verify`.
+fn finish(
+    target: &tree::Target<'_>,
+    files: &cowkit_archive::files::FileList,
+    places: &[Option<tree::Place>],
+    opts: &Options,
+    s: &mut Summary,
+) -> Result<()> {
+    use cowkit_archive::files::Kind;
+    for (f, p) in files.files.iter().zip(places) {
+        let Some(p) = p else {
+            s.ghosts += 1;
+            continue;
+        };
+        match f.kind {
+            Kind::Regular | Kind::Directory => {}
+            Kind::Symlink => {
+                target.symlink(f, p)?;
+                s.symlinks += 1;
+            }
+            _ => {
+                if target.node(f, p)? {
+                    s.nodes += 1;
+                } else {
+                    s.skipped_nodes += 1;
+                    s.warnings.push(format!(
+                        "device node `{}` skipped: creating device nodes needs root",
+                        f.path
+                    ));
+                }
+            }
+        }
+    }
+    s.directories += target.finish_dirs(files, places)? as u64;
+    if opts.verify {
+        s.verified += verify::verify(target, files, places)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,82 @@
+//! Install from a plain `.rpm`: decompress the payload once, write each
+//! file as it streams past, verified against its header digest before it
+//! is renamed into place. No temporary cpio archive.
+
+use std::fs::File;
+use std::io::{BufReader, Read, Write};
+
+use cowkit_archive::payload::{read_payload, PayloadError};
+use cowkit_archive::rpm::Package;
+use cowkit_fs::root::Root;
+use cowkit_fs::Method;
+
+use crate::tree::Target;
+use crate::{finish, Error, Options, Owners, Progress, Result, Summary};
+
+const CHUNK: usize = 256 * 1024;
+
+pub(crate) fn install(
+    root: &Root,
+    owners: &Owners,
+    file: File,
+    opts: &Options,
+    progress: &dyn Progress,
+) -> Result<Summary> {
+    let mut input = BufReader::with_capacity(CHUNK, file);
+    let pkg = Package::read(&mut input)?;
+    let files = pkg.files()?;
+    let mut target = Target::new(root, owners);
+    let places = target.prepare(&files)?;
+    let mut s = Summary::default();
+    let mut buf = vec![0u8; CHUNK];
+    read_payload(&pkg, &files, input, |entry| -> Result<()> {
+        let file = entry.file;
+        let place = places[file.index as usize].as_ref().expect("not a ghost");
+        target.regular(file, place, |dst, dst_path| {
+            let mut dst = dst;
+            loop {
+                let n = match entry.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    // The typed cause (digest mismatch, damaged archive)
+                    // is what read_payload returns.
+                    Err(source) => {
+                        return Err(Error::Io {
+                            op: "read the payload for",
+                            path: dst_path.to_path_buf(),
+                            source,
+                        })
+                    }
+                };
+                dst.write_all(&buf[..n]).map_err(|source| Error::Io {
+                    op: "write",
+                    path: dst_path.to_path_buf(),
+                    source,
+                })?;
+                progress.on_bytes(n as u64);
+            }
+            // Verified before the file gets its real name.
+            entry.finish()?;
+            Ok(())
+        })?;
+        s.files += 1;
+        s.bytes.written += file.size;
+        *s.files_by_method
+            .entry(Method::ReadWrite.name().into())
+            .or_default() += 1;
+        // The content arrived with `file`; link every other member to it.
+        for &m in entry.links.iter().filter(|&&m| m != file.index) {
+            target.hardlink(place, places[m as usize].as_ref().expect("not a ghost"))?;
+            s.files += 1;
+            s.hardlinks += 1;
+        }
+        Ok(())
+    })
+    .map_err(|e| match e {
+        PayloadError::Archive(e) => Error::Package(e),
+        PayloadError::Visit(e) => e,
+    })?;
+    finish(&target, &files, &places, opts, &mut s)?;
+    Ok(s)
+}

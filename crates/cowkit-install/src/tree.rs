@@ -1,0 +1,305 @@
+//! Creating entries inside the root: every one under a temporary name in
+//! its parent directory (resolved inside the root), its metadata applied,
+//! then renamed into place.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cowkit_archive::files::{FileInfo, FileList, Kind};
+use cowkit_fs::meta::{self, Meta};
+use cowkit_fs::root::{RelPath, Root};
+use cowkit_fs::Handle;
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, Timespec};
+use rustix::io::Errno;
+
+use crate::owners::Owners;
+use crate::{Error, Result};
+
+static SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// A fresh, short temporary name: `.ck<pid>.<n>`.
+fn tmp_name() -> String {
+    format!(
+        ".ck{:x}.{:x}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn sys(op: &'static str, path: PathBuf) -> impl FnOnce(Errno) -> Error {
+    move |e| Error::Io {
+        op,
+        path,
+        source: e.into(),
+    }
+}
+
+/// The root being installed into, with the directories of the packages
+/// opened once.
+pub(crate) struct Target<'r> {
+    pub root: &'r Root,
+    pub owners: &'r Owners,
+    dirs: HashMap<String, OwnedFd>,
+    euid: u32,
+    egid: u32,
+}
+
+/// A validated path of the package, with its parent and name.
+pub(crate) struct Place {
+    pub rel: RelPath,
+    pub parent: String,
+    pub name: String,
+}
+
+impl Place {
+    pub fn of(f: &FileInfo) -> Result<Place> {
+        let rel = RelPath::new(&f.path)?;
+        let (parent, name) = rel.split().ok_or_else(|| {
+            Error::BadPath(cowkit_fs::root::BadPath {
+                path: f.path.clone(),
+                why: "it names the root itself",
+            })
+        })?;
+        Ok(Place {
+            parent: parent.as_str().to_string(),
+            name: name.to_string(),
+            rel,
+        })
+    }
+}
+
+impl<'r> Target<'r> {
+    pub fn new(root: &'r Root, owners: &'r Owners) -> Target<'r> {
+        Target {
+            root,
+            owners,
+            dirs: HashMap::new(),
+            euid: rustix::process::geteuid().as_raw(),
+            egid: rustix::process::getegid().as_raw(),
+        }
+    }
+
+    pub fn display(&self, p: &Place) -> PathBuf {
+        self.root.display(&p.rel)
+    }
+
+    /// Validate every path, then create the package's directories and the
+    /// parents of everything else (mode 0755 until [`Target::finish_dirs`]).
+    pub fn prepare(&mut self, files: &FileList) -> Result<Vec<Option<Place>>> {
+        let places = files
+            .files
+            .iter()
+            .map(|f| {
+                if f.ghost {
+                    Ok(None)
+                } else {
+                    Place::of(f).map(Some)
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut wanted: Vec<&str> = Vec::new();
+        for (f, p) in files.files.iter().zip(&places) {
+            let Some(p) = p else { continue };
+            wanted.push(&p.parent);
+            if f.kind == Kind::Directory {
+                wanted.push(p.rel.as_str());
+            }
+        }
+        wanted.sort_unstable();
+        wanted.dedup();
+        for d in wanted {
+            if self.dirs.contains_key(d) {
+                continue;
+            }
+            let fd = self.root.create_dirs(&RelPath::new(d)?, 0o755)?;
+            self.dirs.insert(d.to_string(), fd);
+        }
+        Ok(places)
+    }
+
+    fn dir(&self, p: &Place) -> &OwnedFd {
+        &self.dirs[&p.parent]
+    }
+
+    /// Owner, caps, mode and times of `f` as the header says.
+    fn meta(&self, f: &FileInfo, path: &std::path::Path) -> Result<Meta> {
+        let uid = self.owners.uid(&f.user);
+        let gid = self.owners.gid(&f.group);
+        let t = Timespec {
+            tv_sec: i64::from(f.mtime),
+            tv_nsec: 0,
+        };
+        let mut xattrs = Vec::new();
+        if let Some(text) = &f.caps {
+            let value = cowkit_fs::caps::from_text(text).map_err(|source| Error::Caps {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            if let Some(v) = value {
+                xattrs.push(meta::xattr(cowkit_fs::caps::XATTR_NAME, v));
+            }
+        }
+        Ok(Meta {
+            uid: (uid != self.euid).then_some(uid),
+            gid: (gid != self.egid).then_some(gid),
+            mode: Some(f.mode & 0o7777),
+            atime: Some(t),
+            mtime: Some(t),
+            xattrs,
+        })
+    }
+
+    fn rename(&self, p: &Place, tmp: &str) -> Result<()> {
+        let dir = self.dir(p);
+        rustix::fs::renameat(dir, tmp, dir, p.name.as_str()).map_err(|e| {
+            let _ = rustix::fs::unlinkat(dir, tmp, AtFlags::empty());
+            sys("rename into place", self.display(p))(e)
+        })
+    }
+
+    /// Create the regular file `f` at `p`: `fill` writes its content into
+    /// the new (empty) file, then metadata is applied and it is renamed
+    /// into place. Nothing is left under the temporary name on error.
+    pub fn regular(
+        &self,
+        f: &FileInfo,
+        p: &Place,
+        fill: impl FnOnce(&File, &std::path::Path) -> Result<()>,
+    ) -> Result<()> {
+        let dir = self.dir(p);
+        let tmp = tmp_name();
+        let path = self.display(p);
+        let fd = rustix::fs::openat(
+            dir,
+            tmp.as_str(),
+            OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+            Mode::from_raw_mode(0o600),
+        )
+        .map_err(sys("create", path.clone()))?;
+        let file = File::from(fd);
+        let done = fill(&file, &path).and_then(|()| {
+            let meta = self.meta(f, &path)?;
+            meta::apply(Handle::new(&file, &path), &meta, None)?;
+            Ok(())
+        });
+        drop(file);
+        if let Err(e) = done {
+            let _ = rustix::fs::unlinkat(dir, tmp.as_str(), AtFlags::empty());
+            return Err(e);
+        }
+        self.rename(p, &tmp)
+    }
+
+    /// Make `member` a hardlink of the already installed `first`.
+    pub fn hardlink(&self, first: &Place, member: &Place) -> Result<()> {
+        let tmp = tmp_name();
+        rustix::fs::linkat(
+            self.dir(first),
+            first.name.as_str(),
+            self.dir(member),
+            tmp.as_str(),
+            AtFlags::empty(),
+        )
+        .map_err(sys("link", self.display(member)))?;
+        self.rename(member, &tmp)
+    }
+
+    /// Create the symlink `f`.
+    pub fn symlink(&self, f: &FileInfo, p: &Place) -> Result<()> {
+        let dir = self.dir(p);
+        let tmp = tmp_name();
+        let path = self.display(p);
+        let target = f.link_target.as_deref().unwrap_or_default();
+        rustix::fs::symlinkat(target, dir, tmp.as_str())
+            .map_err(sys("create symlink", path.clone()))?;
+        let mut meta = self.meta(f, &path)?;
+        meta.xattrs.clear();
+        let applied = meta::apply_symlink_at(dir, &path, std::ffi::OsStr::new(&tmp), &meta);
+        if let Err(e) = applied {
+            let _ = rustix::fs::unlinkat(dir, tmp.as_str(), AtFlags::empty());
+            return Err(e.into());
+        }
+        self.rename(p, &tmp)
+    }
+
+    /// Create the fifo, socket or device node `f`. Returns false (and
+    /// creates nothing) for a device node when not running as root.
+    pub fn node(&self, f: &FileInfo, p: &Place) -> Result<bool> {
+        let (ty, dev) = match f.kind {
+            Kind::Fifo => (FileType::Fifo, 0),
+            Kind::Socket => (FileType::Socket, 0),
+            Kind::CharDevice | Kind::BlockDevice if self.euid != 0 => return Ok(false),
+            Kind::CharDevice => (FileType::CharacterDevice, f.rdev),
+            Kind::BlockDevice => (FileType::BlockDevice, f.rdev),
+            _ => unreachable!("not a node"),
+        };
+        let dir = self.dir(p);
+        let tmp = tmp_name();
+        let path = self.display(p);
+        // FILERDEVS holds the old 16-bit encoding: major << 8 | minor.
+        let dev = rustix::fs::makedev((dev >> 8) & 0xff, dev & 0xff);
+        rustix::fs::mknodat(dir, tmp.as_str(), ty, Mode::from_raw_mode(0o600), dev)
+            .map_err(sys("create node", path.clone()))?;
+        let meta = self.meta(f, &path)?;
+        let res = (|| {
+            rustix::fs::chownat(
+                dir,
+                tmp.as_str(),
+                meta.uid.map(rustix::fs::Uid::from_raw),
+                meta.gid.map(rustix::fs::Gid::from_raw),
+                AtFlags::SYMLINK_NOFOLLOW,
+            )
+            .map_err(sys("set owner of", path.clone()))?;
+            rustix::fs::chmodat(
+                dir,
+                tmp.as_str(),
+                Mode::from_raw_mode(f.mode & 0o7777),
+                AtFlags::empty(),
+            )
+            .map_err(sys("set mode of", path.clone()))?;
+            let t = Timespec {
+                tv_sec: i64::from(f.mtime),
+                tv_nsec: 0,
+            };
+            rustix::fs::utimensat(
+                dir,
+                tmp.as_str(),
+                &rustix::fs::Timestamps {
+                    last_access: t,
+                    last_modification: t,
+                },
+                AtFlags::SYMLINK_NOFOLLOW,
+            )
+            .map_err(sys("set times of", path.clone()))
+        })();
+        if let Err(e) = res {
+            let _ = rustix::fs::unlinkat(dir, tmp.as_str(), AtFlags::empty());
+            return Err(e);
+        }
+        self.rename(p, &tmp)?;
+        Ok(true)
+    }
+
+    /// Apply the package's directories' metadata, deepest first (times
+    /// after their children are in place).
+    pub fn finish_dirs(&self, files: &FileList, places: &[Option<Place>]) -> Result<usize> {
+        let mut dirs: Vec<(&FileInfo, &Place)> = files
+            .files
+            .iter()
+            .zip(places)
+            .filter_map(|(f, p)| Some((f, p.as_ref()?)))
+            .filter(|(f, _)| f.kind == Kind::Directory)
+            .collect();
+        dirs.sort_by_key(|(_, p)| std::cmp::Reverse(p.rel.as_str().matches('/').count()));
+        for (f, p) in &dirs {
+            let path = self.display(p);
+            let fd = &self.dirs[p.rel.as_str()];
+            let meta = self.meta(f, &path)?;
+            meta::apply(Handle::new(&fd.as_fd(), &path), &meta, None)?;
+        }
+        Ok(dirs.len())
+    }
+}
