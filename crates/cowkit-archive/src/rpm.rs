@@ -274,7 +274,60 @@ fn read_header<R: Read>(r: &mut R, out: &mut Vec<u8>, what: &'static str) -> Res
     let start = out.len();
     out.resize(start + body as usize, 0);
     read_exact_at(r, &mut out[start..], offset + 16, what)?;
+    check_index(&out[start..], entries as usize, data as usize, what, offset)?;
     Ok(16 + body as usize)
+}
+
+/// Check that every index entry's data lies inside the store, as rpm's
+/// `hdrchkRange` does: rpm-rs slices the store at the entry's offset without
+/// checking, so a damaged header (the signature header has no digest) must
+/// not reach it.
+fn check_index(
+    body: &[u8],
+    entries: usize,
+    data: usize,
+    what: &'static str,
+    offset: u64,
+) -> Result<()> {
+    let (index, store) = body.split_at(entries * 16);
+    debug_assert_eq!(store.len(), data);
+    for (i, e) in index.chunks_exact(16).enumerate() {
+        let word = |k: usize| u32::from_be_bytes(e[k..k + 4].try_into().expect("4 bytes"));
+        let (ty, off, count) = (word(4), word(8) as usize, word(12) as usize);
+        let bad = |why: &str| {
+            Error::Parse(format!(
+                "the {what} at byte {offset} is damaged: index entry {i} (tag {}) {why}",
+                word(0)
+            ))
+        };
+        if off > data {
+            return Err(bad("points past the end of its data"));
+        }
+        let rest = &store[off..];
+        let size = match ty {
+            0 => 0,
+            1 | 2 | 7 => 1,
+            3 => 2,
+            4 => 4,
+            5 => 8,
+            6 | 8 | 9 => {
+                // `count` NUL-terminated strings must fit.
+                let mut at = 0;
+                for _ in 0..count {
+                    match rest[at..].iter().position(|&b| b == 0) {
+                        Some(n) => at += n + 1,
+                        None => return Err(bad("has a string that runs past the end of its data")),
+                    }
+                }
+                continue;
+            }
+            _ => return Err(bad(&format!("has unknown type {ty}"))),
+        };
+        if count.checked_mul(size).is_none_or(|n| n > rest.len()) {
+            return Err(bad("has more data than its header holds"));
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {

@@ -145,3 +145,35 @@ fn not_an_rpm_and_absurd_header_sizes_are_refused_before_allocating() {
         }
     ));
 }
+
+/// Found while adding signature checks: a changed index entry in the
+/// signature header (which no digest covers) made rpm-rs slice past the
+/// store and panic. Every byte of both indexes, set to 0xff or 0x00 in
+/// turn, must give an error or a package, never a panic.
+#[test]
+fn damaged_header_indexes_are_errors_not_panics() {
+    let bytes = std::fs::read(&fixtures()[0]).unwrap();
+    let sig_entries = u32::from_be_bytes(bytes[96 + 8..96 + 12].try_into().unwrap()) as usize;
+    let sig_data = u32::from_be_bytes(bytes[96 + 12..96 + 16].try_into().unwrap()) as usize;
+    let sig_len = 16 + sig_entries * 16 + sig_data;
+    let hdr = 96 + sig_len.next_multiple_of(8);
+    let hdr_entries = u32::from_be_bytes(bytes[hdr + 8..hdr + 12].try_into().unwrap()) as usize;
+    let ranges = [
+        96 + 16..96 + 16 + sig_entries * 16,
+        hdr + 16..hdr + 16 + hdr_entries * 16,
+    ];
+    for range in ranges {
+        for at in range {
+            for value in [0xff, 0x00] {
+                let mut b = bytes.clone();
+                if b[at] == value {
+                    continue;
+                }
+                b[at] = value;
+                if let Ok(pkg) = Package::read(&mut std::io::Cursor::new(&b)) {
+                    let _ = pkg.files();
+                }
+            }
+        }
+    }
+}
