@@ -314,6 +314,7 @@ pub struct Copier {
     current: Method,
     confirmed: bool,
     block_size: Option<u64>,
+    clone_tail: bool,
     buf: Vec<u8>,
 }
 
@@ -330,6 +331,7 @@ impl Copier {
             current: chain.first,
             confirmed: false,
             block_size: None,
+            clone_tail: true,
             buf: Vec::new(),
         }
     }
@@ -342,6 +344,15 @@ impl Copier {
             "block size must be a power of two"
         );
         self.block_size = Some(block_size);
+        self
+    }
+
+    /// Whether a partial last block is cloned rounded up and the
+    /// destination truncated back (the default), or written. On XFS the
+    /// truncate must unshare the block it cuts, which costs more than
+    /// writing the tail; see `bench/results/` for the measurement.
+    pub fn with_tail_clone(mut self, yes: bool) -> Self {
+        self.clone_tail = yes;
         self
     }
 
@@ -551,7 +562,8 @@ impl Copier {
         let dst_end = job.dst_off + job.len;
         // A partial last block can be cloned when nothing in `dst` lies after
         // the range and the source has the block (or ends right there).
-        let tail_clonable = end > mid_end
+        let tail_clonable = self.clone_tail
+            && end > mid_end
             && dst_end >= job.dst_size
             && (end == job.src_size || align_up(end, bs) <= job.src_size);
         let clone_end = match (tail_clonable, end == job.src_size) {

@@ -44,66 +44,73 @@ pub(crate) fn install(
         })
         .collect();
 
+    // Threads take batches of files that are next to each other in the
+    // header (mostly one directory), so that they seldom wait for the
+    // same directory's lock.
+    let batches: Vec<&[&[u32]]> = items.chunks(64).collect();
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
-    let threads = opts.threads.clamp(1, items.len().max(1));
+    let threads = opts.threads.clamp(1, items.len().div_ceil(64).max(1));
     let block = u64::from(x.footer().block_size);
     let work_items = |take: &mut dyn FnMut() -> Option<usize>| -> Result<Summary> {
         let mut s = Summary::default();
-        let mut copier = Copier::new(opts.chain).with_block_size(block);
+        let mut copier = Copier::new(opts.chain)
+            .with_block_size(block)
+            .with_tail_clone(opts.clone_tail);
         let mut buf = Vec::new();
-        while let Some(i) = take() {
-            let set = items[i];
-            let first = &files.files[set[0] as usize];
-            let place = places[set[0] as usize].as_ref().expect("not a ghost");
-            target.regular(first, place, |dst, dst_path| {
-                match x.content(first.index) {
-                    None | Some(Content::Empty) => {}
-                    Some(Content::Extent(e)) if e.kind == ExtentKind::Clone => {
-                        let done = copier.copy_range(
-                            Handle::new(x.file(), x.path()),
-                            e.offset,
-                            Handle::new(dst, dst_path),
-                            0,
-                            e.length,
-                        )?;
-                        s.bytes.add(done.bytes);
-                        *s.files_by_method
-                            .entry(done.method.name().into())
-                            .or_default() += 1;
-                        for f in done.fallbacks {
-                            let why = format!("{} refused: {}", f.from.name(), f.reason);
-                            *s.fallbacks.entry(why).or_default() += 1;
+        while let Some(b) = take() {
+            for &set in batches[b] {
+                let first = &files.files[set[0] as usize];
+                let place = places[set[0] as usize].as_ref().expect("not a ghost");
+                target.regular(first, place, |dst, dst_path| {
+                    match x.content(first.index) {
+                        None | Some(Content::Empty) => {}
+                        Some(Content::Extent(e)) if e.kind == ExtentKind::Clone => {
+                            let done = copier.copy_range(
+                                Handle::new(x.file(), x.path()),
+                                e.offset,
+                                Handle::new(dst, dst_path),
+                                0,
+                                e.length,
+                            )?;
+                            s.bytes.add(done.bytes);
+                            *s.files_by_method
+                                .entry(done.method.name().into())
+                                .or_default() += 1;
+                            for f in done.fallbacks {
+                                let why = format!("{} refused: {}", f.from.name(), f.reason);
+                                *s.fallbacks.entry(why).or_default() += 1;
+                            }
                         }
-                    }
-                    Some(Content::Extent(e)) => {
-                        buf.resize(e.length as usize, 0);
-                        x.file()
-                            .read_exact_at(&mut buf, e.offset)
-                            .map_err(|source| Error::Io {
-                                op: "read",
-                                path: x.path().to_path_buf(),
+                        Some(Content::Extent(e)) => {
+                            buf.resize(e.length as usize, 0);
+                            x.file()
+                                .read_exact_at(&mut buf, e.offset)
+                                .map_err(|source| Error::Io {
+                                    op: "read",
+                                    path: x.path().to_path_buf(),
+                                    source,
+                                })?;
+                            (&*dst).write_all(&buf).map_err(|source| Error::Io {
+                                op: "write",
+                                path: dst_path.to_path_buf(),
                                 source,
                             })?;
-                        (&*dst).write_all(&buf).map_err(|source| Error::Io {
-                            op: "write",
-                            path: dst_path.to_path_buf(),
-                            source,
-                        })?;
-                        s.bytes.written += e.length;
-                        *s.files_by_method
-                            .entry(Method::ReadWrite.name().into())
-                            .or_default() += 1;
+                            s.bytes.written += e.length;
+                            *s.files_by_method
+                                .entry(Method::ReadWrite.name().into())
+                                .or_default() += 1;
+                        }
                     }
-                }
-                Ok(())
-            })?;
-            progress.on_bytes(first.size);
-            s.files += 1;
-            for &m in &set[1..] {
-                target.hardlink(place, places[m as usize].as_ref().expect("not a ghost"))?;
+                    Ok(())
+                })?;
+                progress.on_bytes(first.size);
                 s.files += 1;
-                s.hardlinks += 1;
+                for &m in &set[1..] {
+                    target.hardlink(place, places[m as usize].as_ref().expect("not a ghost"))?;
+                    s.files += 1;
+                    s.hardlinks += 1;
+                }
             }
         }
         Ok(s)
@@ -115,7 +122,7 @@ pub(crate) fn install(
                 return None;
             }
             let i = next.fetch_add(1, Ordering::Relaxed);
-            (i < items.len()).then_some(i)
+            (i < batches.len()).then_some(i)
         });
         if r.is_err() {
             failed.store(true, Ordering::Relaxed);

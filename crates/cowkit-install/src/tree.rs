@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -22,11 +22,25 @@ static SEQ: AtomicU64 = AtomicU64::new(0);
 
 /// A fresh, short temporary name: `.ck<pid>.<n>`.
 fn tmp_name() -> String {
+    static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     format!(
         ".ck{:x}.{:x}",
-        std::process::id(),
+        PID.get_or_init(std::process::id),
         SEQ.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// The process umask, from `/proc/self/status` (reading it with umask(2)
+/// would change it for a moment under other threads); 0o022 if unknown.
+fn current_umask() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Umask:"))
+                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        })
+        .unwrap_or(0o022)
 }
 
 fn sys(op: &'static str, path: PathBuf) -> impl FnOnce(Errno) -> Error {
@@ -45,6 +59,7 @@ pub(crate) struct Target<'r> {
     dirs: HashMap<String, OwnedFd>,
     euid: u32,
     egid: u32,
+    umask: u32,
 }
 
 /// A validated path of the package, with its parent and name.
@@ -79,6 +94,7 @@ impl<'r> Target<'r> {
             dirs: HashMap::new(),
             euid: rustix::process::geteuid().as_raw(),
             egid: rustix::process::getegid().as_raw(),
+            umask: current_umask(),
         }
     }
 
@@ -161,8 +177,13 @@ impl<'r> Target<'r> {
     }
 
     /// Create the regular file `f` at `p`: `fill` writes its content into
-    /// the new (empty) file, then metadata is applied and it is renamed
-    /// into place. Nothing is left under the temporary name on error.
+    /// the new (empty) file, then metadata is applied and it gets its name.
+    ///
+    /// The file is made with `O_TMPFILE`, so it has no name at all until it
+    /// is complete: `linkat` then gives it its real name in one directory
+    /// operation (or, when the name exists, a temporary name that is
+    /// renamed over it). Filesystems without `O_TMPFILE` get a named
+    /// temporary file and a rename. Nothing is left behind on error.
     pub fn regular(
         &self,
         f: &FileInfo,
@@ -170,27 +191,86 @@ impl<'r> Target<'r> {
         fill: impl FnOnce(&File, &std::path::Path) -> Result<()>,
     ) -> Result<()> {
         let dir = self.dir(p);
-        let tmp = tmp_name();
         let path = self.display(p);
-        let fd = rustix::fs::openat(
+        let mut meta = self.meta(f, &path)?;
+        // Created with its final permission bits when the umask keeps them
+        // and no chown (which would clear setuid) follows: no fchmod.
+        let mode = f.mode & 0o7777;
+        let exact = mode & 0o7000 == 0
+            && mode & self.umask == 0
+            && meta.uid.is_none()
+            && meta.gid.is_none();
+        let create_mode = if exact { mode } else { 0o600 };
+        if exact {
+            meta.mode = None;
+        }
+        let (fd, named) = match rustix::fs::openat(
             dir,
-            tmp.as_str(),
-            OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
-            Mode::from_raw_mode(0o600),
-        )
-        .map_err(sys("create", path.clone()))?;
+            ".",
+            OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC,
+            Mode::from_raw_mode(create_mode),
+        ) {
+            Ok(fd) => (fd, None),
+            Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL) => {
+                let tmp = tmp_name();
+                let fd = rustix::fs::openat(
+                    dir,
+                    tmp.as_str(),
+                    OFlags::CREATE
+                        | OFlags::EXCL
+                        | OFlags::WRONLY
+                        | OFlags::CLOEXEC
+                        | OFlags::NOFOLLOW,
+                    Mode::from_raw_mode(create_mode),
+                )
+                .map_err(sys("create", path.clone()))?;
+                (fd, Some(tmp))
+            }
+            Err(e) => return Err(sys("create", path.clone())(e)),
+        };
         let file = File::from(fd);
         let done = fill(&file, &path).and_then(|()| {
-            let meta = self.meta(f, &path)?;
             meta::apply(Handle::new(&file, &path), &meta, None)?;
             Ok(())
         });
-        drop(file);
-        if let Err(e) = done {
-            let _ = rustix::fs::unlinkat(dir, tmp.as_str(), AtFlags::empty());
-            return Err(e);
+        if let Some(tmp) = &named {
+            drop(file);
+            if let Err(e) = done {
+                let _ = rustix::fs::unlinkat(dir, tmp.as_str(), AtFlags::empty());
+                return Err(e);
+            }
+            return self.rename(p, tmp);
         }
-        self.rename(p, &tmp)
+        done?;
+        match self.link_anonymous(&file, dir, &p.name) {
+            Ok(()) => Ok(()),
+            Err(Errno::EXIST) => {
+                let tmp = tmp_name();
+                self.link_anonymous(&file, dir, &tmp)
+                    .map_err(sys("link into place", path.clone()))?;
+                self.rename(p, &tmp)
+            }
+            Err(e) => Err(sys("link into place", path)(e)),
+        }
+    }
+
+    /// Give the `O_TMPFILE` file `file` the name `name` in `dir`.
+    fn link_anonymous(&self, file: &File, dir: &OwnedFd, name: &str) -> rustix::io::Result<()> {
+        // AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; /proc/self/fd works for
+        // everyone else.
+        match rustix::fs::linkat(file, "", dir, name, AtFlags::EMPTY_PATH) {
+            Err(Errno::NOENT) | Err(Errno::PERM) => {
+                let via = format!("/proc/self/fd/{}", file.as_fd().as_raw_fd());
+                rustix::fs::linkat(
+                    rustix::fs::CWD,
+                    via.as_str(),
+                    dir,
+                    name,
+                    AtFlags::SYMLINK_FOLLOW,
+                )
+            }
+            r => r,
+        }
     }
 
     /// Make `member` a hardlink of the already installed `first`.

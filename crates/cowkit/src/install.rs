@@ -44,6 +44,10 @@ pub struct Args {
     /// Whether blocks may be shared with the extents file.
     #[arg(long, value_enum, default_value_t = Reflink::Auto)]
     reflink: Reflink,
+    /// Clone each file's partial last block and truncate, instead of
+    /// writing the tail (slower on XFS; for measurements).
+    #[arg(long, hide = true)]
+    clone_tail: bool,
     /// Print a JSON summary.
     #[arg(long)]
     json: bool,
@@ -91,6 +95,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         },
         threads: (jobs / workers).max(1),
         verify: args.verify,
+        clone_tail: args.clone_tail,
     };
     let bar = ProgressBar::new(0);
     if quiet || args.json {
