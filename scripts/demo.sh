@@ -23,6 +23,14 @@ if [ $# -eq 0 ] && [ "$(id -u)" = 0 ]; then
     echo
     echo "== probing across filesystems (XFS -> ext4)"
     "$0" probe "$COWKIT_TEST_XFS" "$COWKIT_TEST_EXT4"
+    echo
+    echo "== an RPM (built here by rpmbuild) transcoded once, then installed by cloning on XFS"
+    pkg=$(bash crates/cowkit-archive/tests/fixtures/rpm/build.sh "$COWKIT_TEST_XFS/pkgs" w19.zstdio)
+    "$0" transcode "$pkg" -o "$COWKIT_TEST_XFS/fixture.rpme"
+    mkdir "$COWKIT_TEST_XFS/root" "$COWKIT_TEST_EXT4/root"
+    "$0" install --verify --root "$COWKIT_TEST_XFS/root" "$COWKIT_TEST_XFS/fixture.rpme"
+    echo "-- the same package straight from the .rpm (streamed, no temporary cpio), on ext4"
+    "$0" install --verify --root "$COWKIT_TEST_EXT4/root" "$pkg"
   ' "$bin"
 fi
 cd "$here"
