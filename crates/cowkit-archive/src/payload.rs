@@ -101,6 +101,26 @@ impl Entry<'_> {
         Ok(())
     }
 
+    /// Take over the digest check: from now on this entry's reads are not
+    /// hashed, and the returned [`PendingDigest`] must be fed every byte of
+    /// the content and [finished](PendingDigest::finish). This lets another
+    /// thread hash while this one decompresses; whoever commits the result
+    /// must wait for that check. `None` when there is nothing to check
+    /// (already taken, or an empty file without a digest) — or when some
+    /// content has been read already, which would make the digest partial.
+    #[must_use = "the content is unverified until the pending digest is finished"]
+    pub fn defer_digest(&mut self) -> Option<PendingDigest> {
+        if self.remaining != self.file.size {
+            return None;
+        }
+        Some(PendingDigest {
+            hasher: self.hasher.take()?,
+            expected: self.file.digest.clone().unwrap_or_default(),
+            path: self.file.path.clone(),
+            algo: self.algo,
+        })
+    }
+
     /// Read (and hash) whatever content is left, then check the digest.
     pub fn finish(&mut self) -> Result<(), Error> {
         let mut buf = vec![0u8; 64 * 1024];
@@ -119,6 +139,36 @@ impl Entry<'_> {
             h.update(data);
         }
         self.remaining -= data.len() as u64;
+    }
+}
+
+/// A file digest check handed off by [`Entry::defer_digest`].
+#[derive(Debug)]
+pub struct PendingDigest {
+    hasher: Hasher,
+    expected: Vec<u8>,
+    path: String,
+    algo: DigestAlgo,
+}
+
+impl PendingDigest {
+    /// Hash the next bytes of the content.
+    pub fn update(&mut self, data: &[u8]) {
+        self.hasher.update(data);
+    }
+
+    /// Compare with the header's digest.
+    pub fn finish(self) -> Result<(), Error> {
+        let actual = self.hasher.finish();
+        if actual != self.expected {
+            return Err(Error::FileDigestMismatch {
+                path: self.path,
+                algo: self.algo,
+                expected: hex(&self.expected),
+                actual: hex(&actual),
+            });
+        }
+        Ok(())
     }
 }
 

@@ -64,6 +64,9 @@ pub enum Error {
     /// The file is damaged or inconsistent.
     #[error("the extents file is damaged: {0}")]
     Corrupt(String),
+    /// The writer thread stopped (its own error is reported instead).
+    #[error("the output writer stopped")]
+    WriterStopped,
     /// An option is out of range.
     #[error("{0}")]
     BadOption(String),

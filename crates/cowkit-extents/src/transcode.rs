@@ -3,9 +3,10 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::sync::mpsc::{self, Receiver, SyncSender};
 
 use cowkit_archive::files::FileList;
-use cowkit_archive::payload::{read_payload, PayloadError};
+use cowkit_archive::payload::{read_payload, PayloadError, PendingDigest};
 use cowkit_archive::rpm::Package;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -250,11 +251,49 @@ impl<R: Read> Begun<R> {
     /// Stream the payload into `out` as an extents file, verifying every
     /// file and the payload. On error, `out` holds garbage: the caller
     /// writes to a temporary file and discards it.
+    ///
+    /// Two threads: this one decompresses and lays out the file; a writer
+    /// thread hashes each file's content against its header digest and
+    /// writes it (zero blocks of aligned extents become holes). The result
+    /// is `Ok` only when both finished without error.
     pub fn write(
         self,
         out: File,
         opts: &Options,
         progress: &dyn Progress,
+    ) -> Result<Summary, Error> {
+        if !opts.block_size.is_power_of_two() || opts.block_size < 512 {
+            return Err(Error::BadOption(format!(
+                "block size {} is not a power of two of at least 512",
+                opts.block_size
+            )));
+        }
+        let bs = u64::from(opts.block_size);
+        let (tx, rx) = mpsc::sync_channel::<Msg>(8);
+        let (pool_tx, pool_rx) = mpsc::sync_channel::<Vec<u8>>(12);
+        std::thread::scope(|scope| {
+            let writer = scope.spawn(move || write_out(out, bs, rx, pool_tx));
+            let layout = self.lay_out(opts, progress, &tx, &pool_rx);
+            drop(tx);
+            let written = writer.join().expect("the writer thread panicked");
+            // The writer's error (a digest mismatch, a full disk) is the
+            // cause when both failed: the layout only saw the channel close.
+            let (out_bytes, holes) = written?;
+            let mut s = layout?;
+            s.hole_bytes = holes;
+            s.output_bytes = out_bytes;
+            Ok(s)
+        })
+    }
+
+    /// The decoding side of [`Begun::write`]: verifies the payload and
+    /// sends the file's bytes, in order, to the writer.
+    fn lay_out(
+        self,
+        opts: &Options,
+        progress: &dyn Progress,
+        tx: &SyncSender<Msg>,
+        pool: &Receiver<Vec<u8>>,
     ) -> Result<Summary, Error> {
         let Begun {
             mut input,
@@ -262,20 +301,20 @@ impl<R: Read> Begun<R> {
             files,
         } = self;
         let bs = u64::from(opts.block_size);
-        if !opts.block_size.is_power_of_two() || opts.block_size < 512 {
-            return Err(Error::BadOption(format!(
-                "block size {} is not a power of two of at least 512",
-                opts.block_size
-            )));
-        }
-        let mut out = Output::new(out);
-        out.write(pkg.prefix())?;
+        let send = |m: Msg| tx.send(m).map_err(|_| Error::WriterStopped);
+        let buffer = || {
+            pool.try_recv()
+                .unwrap_or_else(|_| Vec::with_capacity(CHUNK))
+        };
+
+        let mut pos = 0u64;
+        send(Msg::Bytes(pkg.prefix().to_vec()))?;
+        pos += pkg.prefix().len() as u64;
 
         let mut extents: Vec<Extent> = Vec::new();
         let mut records: Vec<FileRecord> = Vec::new();
         let mut by_digest: HashMap<Vec<u8>, u32> = HashMap::new();
         let mut s = Summary::default();
-        let mut buf = vec![0u8; CHUNK];
 
         let payload = read_payload(&pkg, &files, &mut input, |entry| -> Result<(), Error> {
             let size = entry.size();
@@ -312,15 +351,19 @@ impl<R: Read> Begun<R> {
                 Kind::Write
             };
             if kind == Kind::Clone {
-                let pad = out.pos.next_multiple_of(bs) - out.pos;
+                let pad = pos.next_multiple_of(bs) - pos;
                 s.padding_bytes += pad;
-                out.zeros(pad)?;
+                send(Msg::Zeros(pad))?;
+                pos += pad;
             }
-            let offset = out.pos;
+            let offset = pos;
+            send(Msg::BeginFile(entry.defer_digest()))?;
             let mut left = size;
             while left > 0 {
                 let want = left.min(CHUNK as u64) as usize;
-                let n = fill(entry, &mut buf[..want]).map_err(|source| Error::Read {
+                let mut buf = buffer();
+                buf.resize(want, 0);
+                let n = fill(entry, &mut buf).map_err(|source| Error::Read {
                     path: entry.file.path.clone(),
                     source,
                 })?;
@@ -332,22 +375,14 @@ impl<R: Read> Begun<R> {
                         entry.file.path
                     )));
                 }
-                if kind == Kind::Clone {
-                    // Whole zero blocks become holes; a partial last
-                    // block is written.
-                    for block in buf[..n].chunks(bs as usize) {
-                        if block.len() == bs as usize && is_zero(block) {
-                            s.hole_bytes += bs;
-                            out.hole(bs)?;
-                        } else {
-                            out.write(block)?;
-                        }
-                    }
-                } else {
-                    out.write(&buf[..n])?;
-                }
+                send(match kind {
+                    Kind::Clone => Msg::Aligned(buf),
+                    Kind::Write => Msg::Bytes(buf),
+                })?;
                 left -= n as u64;
             }
+            send(Msg::EndFile)?;
+            pos += size;
             entry.finish()?;
             let i = extents.len() as u32;
             extents.push(Extent {
@@ -378,9 +413,10 @@ impl<R: Read> Begun<R> {
 
         // The data area ends on a block boundary, so a rounded-up clone of
         // the last extent stays inside the file.
-        let pad = out.pos.next_multiple_of(bs) - out.pos;
+        let pad = pos.next_multiple_of(bs) - pos;
         s.padding_bytes += pad;
-        out.zeros(pad)?;
+        send(Msg::Zeros(pad))?;
+        pos += pad;
         records.sort_by_key(|r| r.file_index);
         let mut table = Vec::with_capacity(
             extents.len() * format::EXTENT_LEN + records.len() * format::FILE_LEN,
@@ -397,23 +433,88 @@ impl<R: Read> Begun<R> {
             block_size: opts.block_size,
             digest_algo: files.algo.rpm_number(),
             prefix_len: pkg.prefix().len() as u64,
-            table_offset: out.pos,
+            table_offset: pos,
             extent_count: extents.len() as u32,
             file_count: records.len() as u32,
             input_size: input.bytes,
             input_sha256: input.hasher.finalize().into(),
             header_sha256,
         };
-        out.write(&table)?;
-        out.write(&footer.encode(&table))?;
+        let footer_bytes = footer.encode(&table).to_vec();
+        send(Msg::Bytes(table))?;
+        send(Msg::Bytes(footer_bytes))?;
         s.extents = extents.len() as u64;
         s.input_bytes = footer.input_size;
         s.input_sha256 = hex(&footer.input_sha256);
         s.payload_sha256 = payload.payload_digest;
         s.archive_bytes = payload.archive_bytes;
-        s.output_bytes = out.finish()?;
         Ok(s)
     }
+}
+
+/// What the decoding thread sends the writer, in file order.
+enum Msg {
+    /// Bytes to write as they are.
+    Bytes(Vec<u8>),
+    /// Content of an aligned extent: whole zero blocks become holes.
+    Aligned(Vec<u8>),
+    /// Zero padding.
+    Zeros(u64),
+    /// The next `Bytes`/`Aligned` are one file's content, to hash with this.
+    BeginFile(Option<PendingDigest>),
+    /// The file's content is complete: check its digest.
+    EndFile,
+}
+
+/// The writer thread: returns the output's length and the bytes left as
+/// holes.
+fn write_out(
+    out: File,
+    bs: u64,
+    rx: Receiver<Msg>,
+    pool: SyncSender<Vec<u8>>,
+) -> Result<(u64, u64), Error> {
+    let mut out = Output::new(out);
+    let mut digest: Option<PendingDigest> = None;
+    let mut holes = 0;
+    for msg in rx {
+        match msg {
+            Msg::Bytes(b) | Msg::Aligned(b) if b.is_empty() => drop(b),
+            Msg::Bytes(mut b) => {
+                if let Some(d) = &mut digest {
+                    d.update(&b);
+                }
+                out.write(&b)?;
+                b.clear();
+                let _ = pool.try_send(b);
+            }
+            Msg::Aligned(mut b) => {
+                if let Some(d) = &mut digest {
+                    d.update(&b);
+                }
+                // Whole zero blocks become holes; a partial last block is
+                // written.
+                for block in b.chunks(bs as usize) {
+                    if block.len() == bs as usize && is_zero(block) {
+                        holes += bs;
+                        out.hole(bs)?;
+                    } else {
+                        out.write(block)?;
+                    }
+                }
+                b.clear();
+                let _ = pool.try_send(b);
+            }
+            Msg::Zeros(n) => out.zeros(n)?,
+            Msg::BeginFile(d) => digest = d,
+            Msg::EndFile => {
+                if let Some(d) = digest.take() {
+                    d.finish()?;
+                }
+            }
+        }
+    }
+    Ok((out.finish()?, holes))
 }
 
 /// Lower-case hex.

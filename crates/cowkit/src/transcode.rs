@@ -354,6 +354,7 @@ pub fn worker(args: WorkerArgs) -> ExitCode {
         let _ = control.write_all(b"unconfined\n");
     } else {
         let confined = cowkit_confine::Policy::stream_worker()
+            .allow_threads(true)
             .apply()
             .map(|_| ())
             .and_then(|()| cowkit_confine::self_check());
