@@ -357,7 +357,7 @@ impl<R: Read> Begun<R> {
                 pos += pad;
             }
             let offset = pos;
-            send(Msg::BeginFile(entry.defer_digest()))?;
+            send(Msg::BeginFile(entry.defer_digest().map(Box::new)))?;
             let mut left = size;
             while left > 0 {
                 let want = left.min(CHUNK as u64) as usize;
@@ -461,7 +461,7 @@ enum Msg {
     /// Zero padding.
     Zeros(u64),
     /// The next `Bytes`/`Aligned` are one file's content, to hash with this.
-    BeginFile(Option<PendingDigest>),
+    BeginFile(Option<Box<PendingDigest>>),
     /// The file's content is complete: check its digest.
     EndFile,
 }
@@ -475,7 +475,7 @@ fn write_out(
     pool: SyncSender<Vec<u8>>,
 ) -> Result<(u64, u64), Error> {
     let mut out = Output::new(out);
-    let mut digest: Option<PendingDigest> = None;
+    let mut digest: Option<Box<PendingDigest>> = None;
     let mut holes = 0;
     for msg in rx {
         match msg {
