@@ -51,7 +51,11 @@ pub(crate) fn install(
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let threads = opts.threads.clamp(1, items.len().div_ceil(64).max(1));
-    let block = u64::from(x.footer().block_size);
+    // Extents aligned below the destination's block size cannot be
+    // cloned: align to the larger, so that they are found misaligned and
+    // written (and reported) instead of failing the clone.
+    let dest_block = cowkit_fs::align::block_size(root.fd()).unwrap_or(4096);
+    let block = u64::from(x.footer().block_size).max(dest_block);
     let work_items = |take: &mut dyn FnMut() -> Option<usize>| -> Result<Summary> {
         let mut s = Summary::default();
         let mut copier = Copier::new(opts.chain)

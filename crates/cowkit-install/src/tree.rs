@@ -51,12 +51,22 @@ fn sys(op: &'static str, path: PathBuf) -> impl FnOnce(Errno) -> Error {
     }
 }
 
+/// An open directory of the root, and what entries created in it inherit.
+struct Dir {
+    fd: OwnedFd,
+    /// The group new entries get: the directory's own when it is setgid.
+    new_gid: Option<u32>,
+    /// Whether a default ACL (which replaces the umask) applies to new
+    /// entries: then the creation mode cannot be trusted.
+    default_acl: bool,
+}
+
 /// The root being installed into, with the directories of the packages
 /// opened once.
 pub(crate) struct Target<'r> {
     pub root: &'r Root,
     pub owners: &'r Owners,
-    dirs: HashMap<String, OwnedFd>,
+    dirs: HashMap<String, Dir>,
     euid: u32,
     egid: u32,
     umask: u32,
@@ -130,18 +140,54 @@ impl<'r> Target<'r> {
             if self.dirs.contains_key(d) {
                 continue;
             }
-            let fd = self.root.create_dirs(&RelPath::new(d)?, 0o755)?;
-            self.dirs.insert(d.to_string(), fd);
+            let rel = RelPath::new(d)?;
+            let fd = self.root.create_dirs(&rel, 0o755)?;
+            let st = rustix::fs::fstat(&fd).map_err(sys("stat", self.root.display(&rel)))?;
+            let new_gid = (st.st_mode & 0o2000 != 0).then_some(st.st_gid);
+            // Any answer but "no such attribute" (or no xattr support)
+            // means a default ACL may apply.
+            let mut probe = [0u8; 1];
+            let default_acl = !matches!(
+                rustix::fs::fgetxattr(&fd, "system.posix_acl_default", &mut probe[..]),
+                Err(Errno::NODATA | Errno::NOTSUP)
+            );
+            self.dirs.insert(
+                d.to_string(),
+                Dir {
+                    fd,
+                    new_gid,
+                    default_acl,
+                },
+            );
         }
         Ok(places)
     }
 
     fn dir(&self, p: &Place) -> &OwnedFd {
-        &self.dirs[&p.parent]
+        &self.dirs[&p.parent].fd
     }
 
-    /// Owner, caps, mode and times of `f` as the header says.
+    /// Owner, caps, mode and times of `f` as the header says, for an entry
+    /// just created in its parent (owned by us, group inherited from a
+    /// setgid parent).
     fn meta(&self, f: &FileInfo, path: &std::path::Path) -> Result<Meta> {
+        let parent = f
+            .path
+            .rsplit_once('/')
+            .map_or("", |(d, _)| d.trim_start_matches('/'));
+        let new_gid = self.dirs.get(parent).and_then(|d| d.new_gid);
+        self.meta_as(f, path, self.euid, new_gid.unwrap_or(self.egid))
+    }
+
+    /// Owner, caps, mode and times of `f`, for an entry owned by
+    /// `cur_uid:cur_gid`.
+    fn meta_as(
+        &self,
+        f: &FileInfo,
+        path: &std::path::Path,
+        cur_uid: u32,
+        cur_gid: u32,
+    ) -> Result<Meta> {
         let uid = self.owners.uid(&f.user);
         let gid = self.owners.gid(&f.group);
         let t = Timespec {
@@ -159,8 +205,8 @@ impl<'r> Target<'r> {
             }
         }
         Ok(Meta {
-            uid: (uid != self.euid).then_some(uid),
-            gid: (gid != self.egid).then_some(gid),
+            uid: (uid != cur_uid).then_some(uid),
+            gid: (gid != cur_gid).then_some(gid),
             mode: Some(f.mode & 0o7777),
             atime: Some(t),
             mtime: Some(t),
@@ -198,6 +244,7 @@ impl<'r> Target<'r> {
         let mode = f.mode & 0o7777;
         let exact = mode & 0o7000 == 0
             && mode & self.umask == 0
+            && !self.dirs[&p.parent].default_acl
             && meta.uid.is_none()
             && meta.gid.is_none();
         let create_mode = if exact { mode } else { 0o600 };
@@ -376,8 +423,10 @@ impl<'r> Target<'r> {
         dirs.sort_by_key(|(_, p)| std::cmp::Reverse(p.rel.as_str().matches('/').count()));
         for (f, p) in &dirs {
             let path = self.display(p);
-            let fd = &self.dirs[p.rel.as_str()];
-            let meta = self.meta(f, &path)?;
+            let fd = &self.dirs[p.rel.as_str()].fd;
+            // The directory may have existed already, with any owner.
+            let st = rustix::fs::fstat(fd).map_err(sys("stat", path.clone()))?;
+            let meta = self.meta_as(f, &path, st.st_uid, st.st_gid)?;
             meta::apply(Handle::new(&fd.as_fd(), &path), &meta, None)?;
         }
         Ok(dirs.len())

@@ -1,0 +1,647 @@
+//! `cowkit transcode` and `cowkit install` as a user runs them: JSON
+//! summaries, stdin and stdout, damaged and unsigned packages, the
+//! confined worker, and partly failing installs.
+
+#[path = "../../cowkit-install/tests/common/mod.rs"]
+mod common;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use common::*;
+use cowkit_testutil::{scratch, Fs};
+use serde_json::Value;
+
+// ---------------------------------------------------------------------------
+// Helpers.
+
+struct Run {
+    ok: bool,
+    stdout: Vec<u8>,
+    stderr: String,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&self.stdout),
+                self.stderr
+            )
+        })
+    }
+}
+
+fn cowkit() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_cowkit"))
+}
+
+fn run(cmd: &mut Command) -> Run {
+    let out = cmd.output().unwrap();
+    Run {
+        ok: out.status.success(),
+        stdout: out.stdout,
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+fn transcode(input: &Path, output: &Path, extra: &[&str]) -> Run {
+    run(cowkit()
+        .arg("transcode")
+        .args(extra)
+        .arg(input)
+        .arg("-o")
+        .arg(output))
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+fn flip(b: &[u8], at: usize) -> Vec<u8> {
+    let mut b = b.to_vec();
+    b[at] ^= 0x01;
+    b
+}
+
+// ---------------------------------------------------------------------------
+// 8. transcode + install end to end.
+
+#[test]
+fn transcode_then_install_with_json_on_xfs() {
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let rpm = fixture("w19.zstdio");
+    let rpm_bytes = std::fs::read(&rpm).unwrap();
+    let rpme = dir.path().join("pkg.rpme");
+
+    let t = transcode(&rpm, &rpme, &["--json"]);
+    assert!(t.ok, "{}", t.stderr);
+    let j = t.json();
+    assert_eq!(j["confined"], true, "{j}");
+    assert_eq!(j["signed_by"], Value::Null, "{j}");
+    assert_eq!(j["files"], 11, "{j}");
+    assert_eq!(j["input_bytes"], rpm_bytes.len() as u64, "{j}");
+    assert_eq!(j["input_sha256"], sha256_hex(&rpm_bytes), "{j}");
+    assert_eq!(
+        j["output_bytes"],
+        std::fs::metadata(&rpme).unwrap().len(),
+        "{j}"
+    );
+    assert_eq!(names_in(dir.path()), ["pkg.rpme"]);
+    // Not the temporary file's 0600: 0666 minus the umask.
+    let umask = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Umask:"))
+        .map(|v| u32::from_str_radix(v.trim(), 8).unwrap())
+        .unwrap();
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&rpme).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o666 & !umask);
+
+    // rpm reads the headers of the extents file as those of the package.
+    let q = run(Command::new("rpm")
+        .args(["-qp", "--qf", "%{NAME}"])
+        .arg(&rpme));
+    assert_eq!(
+        String::from_utf8_lossy(&q.stdout),
+        "cowkit-fixture",
+        "{}",
+        q.stderr
+    );
+    let list = |p: &Path| run(Command::new("rpm").arg("-qpl").arg(p)).stdout;
+    assert_eq!(list(&rpme), list(&rpm));
+
+    let root = mkdir(&dir.path().join("root"));
+    write_owner_db(&root);
+    let i = run(cowkit()
+        .args(["install", "--json", "--verify", "--root"])
+        .arg(&root)
+        .arg(&rpme));
+    assert!(i.ok, "{}", i.stderr);
+    let j = i.json();
+    assert_eq!(j["ok"], true, "{j}");
+    assert_eq!(j["failed"], serde_json::json!([]), "{j}");
+    assert_eq!(j["packages"], 1, "{j}");
+    assert_eq!(j["files"], 11, "{j}");
+    assert_eq!(j["hardlinks"], 2, "{j}");
+    assert_eq!(j["verified"], 11, "{j}");
+    assert_eq!(j["files_by_method"]["clone"], 2, "{j}");
+    let cloned = j["bytes"]["cloned"].as_u64().unwrap();
+    assert!(
+        (2 * (LARGE / 4096 * 4096)..=2 * LARGE).contains(&cloned),
+        "{j}"
+    );
+    assert_eq!(j["warnings"], serde_json::json!([]), "{j}");
+
+    // The plain package, written through user space: the same tree.
+    let root2 = mkdir(&dir.path().join("root2"));
+    write_owner_db(&root2);
+    let i = run(cowkit()
+        .args(["install", "--json", "--reflink", "never", "--root"])
+        .arg(&root2)
+        .arg(&rpm));
+    assert!(i.ok, "{}", i.stderr);
+    assert_eq!(i.json()["bytes"]["cloned"], 0);
+    let fields = |e: &Entry| (e.shape(), e.uid, e.gid, e.mtime, e.caps.clone());
+    let (a, b) = (
+        snapshot(&root.join(FIXTURE)),
+        snapshot(&root2.join(FIXTURE)),
+    );
+    let d = diff(&a, &b, fields);
+    assert!(d.is_empty(), "{d:#?}");
+    let expected = std::fs::read(&rpme).unwrap();
+
+    // `-` for stdin and stdout: a file on stdout (holes), then pipes.
+    let out1 = dir.path().join("from-stdin.rpme");
+    let r = run(cowkit()
+        .args(["transcode", "-", "-o", "-"])
+        .stdin(std::fs::File::open(&rpm).unwrap())
+        .stdout(std::fs::File::create(&out1).unwrap()));
+    assert!(r.ok, "{}", r.stderr);
+    assert!(
+        std::fs::read(&out1).unwrap() == expected,
+        "stdout file differs"
+    );
+
+    let mut child = cowkit()
+        .args(["transcode", "-", "-o", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || stdin.write_all(&rpm_bytes));
+    let mut piped = Vec::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_end(&mut piped)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(piped == expected, "piped output differs");
+    let out2 = dir.path().join("from-pipe.rpme");
+    std::fs::write(&out2, &piped).unwrap();
+    let root3 = mkdir(&dir.path().join("root3"));
+    write_owner_db(&root3);
+    let i = run(cowkit().args(["install", "--root"]).arg(&root3).arg(&out2));
+    assert!(i.ok, "{}", i.stderr);
+    let d = diff(&a, &snapshot(&root3.join(FIXTURE)), fields);
+    assert!(d.is_empty(), "{d:#?}");
+}
+
+// ---------------------------------------------------------------------------
+// 9. Damaged packages: refused, and nothing left in the output directory.
+
+#[test]
+fn transcode_refuses_damaged_packages_and_leaves_no_file_behind() {
+    let work = tempfile::tempdir_in(tmp()).unwrap();
+    let z = std::fs::read(fixture("w19.zstdio")).unwrap();
+    let u = std::fs::read(fixture("w.ufdio")).unwrap();
+    let (hz, ez) = header_range(&z);
+    let (_, eu) = header_range(&u);
+    let mid = ez + (z.len() - ez) / 2;
+
+    let content = eu + find(&u[eu..], b"hello\n").expect("small.txt in the payload");
+    let wrong_payload_digest = {
+        let mut b = z.clone();
+        let real = sha256_hex(&z[ez..]);
+        let fake = sha256_hex(b"something else");
+        edit_header(&mut b, |h| {
+            replace_once(h, real.as_bytes(), fake.as_bytes())
+        });
+        b
+    };
+    let summary = hz + find(&z[hz..], b"cowkit test fixture").unwrap();
+
+    // (what, input, words stderr must contain, `a|b` for either)
+    let cases: Vec<(&str, Vec<u8>, &[&str])> = vec![
+        ("empty", Vec::new(), &["truncated", "lead"]),
+        ("not an rpm", b"hello, world\n".repeat(20), &["not an RPM"]),
+        ("cut in the lead", z[..50].to_vec(), &["truncated", "lead"]),
+        (
+            "cut in the signature header",
+            z[..96 + 40].to_vec(),
+            &["truncated", "signature header"],
+        ),
+        (
+            "cut in the header",
+            z[..hz + 100].to_vec(),
+            &["truncated", "header"],
+        ),
+        ("cut after the headers", z[..ez].to_vec(), &["payload"]),
+        ("cut in the payload", z[..mid].to_vec(), &["payload"]),
+        (
+            "cut one byte short",
+            z[..z.len() - 1].to_vec(),
+            &["payload"],
+        ),
+        (
+            "flipped header byte",
+            flip(&z, summary),
+            &["header digest mismatch"],
+        ),
+        // Depending on where it lands: a block the decoder rejects, or
+        // (zstd frames here have no checksum) a file whose digest differs.
+        ("flipped payload byte", flip(&z, mid), &["digest|damaged"]),
+        (
+            "flipped content byte",
+            flip(&u, content),
+            &["small.txt", "digest"],
+        ),
+        (
+            "wrong payload digest",
+            wrong_payload_digest,
+            &["payload digest mismatch"],
+        ),
+    ];
+    for (n, (what, bytes, words)) in cases.into_iter().enumerate() {
+        let input = work.path().join(format!("in-{n}.rpm"));
+        std::fs::write(&input, &bytes).unwrap();
+        let out_dir = mkdir(&work.path().join(format!("out-{n}")));
+        let r = transcode(&input, &out_dir.join("pkg.rpme"), &[]);
+        assert!(!r.ok, "{what}: transcoded");
+        assert!(
+            r.stderr.contains("nothing was written"),
+            "{what}: {}",
+            r.stderr
+        );
+        for w in words {
+            // `a|b`: either.
+            let found = w.split('|').any(|w| r.stderr.contains(w));
+            assert!(found, "{what}: no {w:?} in:\n{}", r.stderr);
+        }
+        assert_eq!(names_in(&out_dir), Vec::<String>::new(), "{what}");
+
+        // An existing output is left as it was.
+        std::fs::write(out_dir.join("pkg.rpme"), "previous\n").unwrap();
+        let r = transcode(&input, &out_dir.join("pkg.rpme"), &[]);
+        assert!(!r.ok, "{what}: transcoded");
+        assert_eq!(names_in(&out_dir), ["pkg.rpme"], "{what}");
+        assert_eq!(
+            std::fs::read(out_dir.join("pkg.rpme")).unwrap(),
+            b"previous\n"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 10. --key.
+
+/// Keys and signed packages from the archive crate's `make-signed.sh`,
+/// made once and kept under a name that changes with the scripts.
+fn pgp() -> &'static Path {
+    static P: OnceLock<PathBuf> = OnceLock::new();
+    P.get_or_init(|| {
+        let fixtures =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../cowkit-archive/tests/fixtures");
+        let script = fixtures.join("pgp/make-signed.sh");
+        let mut inputs = Vec::new();
+        for f in [
+            &script,
+            &fixtures.join("rpm/build.sh"),
+            &fixtures.join("rpm/cowkit-fixture.spec"),
+        ] {
+            inputs.extend(std::fs::read(f).unwrap());
+        }
+        let dir = tmp().join(format!("cli-pgp-{}", &sha256_hex(&inputs)[..12]));
+        if dir.join("signed-ed.rpm").exists() {
+            return dir;
+        }
+        let part = tmp().join(format!("cli-pgp-{}.part", std::process::id()));
+        let _ = std::fs::remove_dir_all(&part);
+        let out = Command::new("bash")
+            .arg(&script)
+            .arg(&part)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "make-signed.sh (needs gpg, gpg-agent, rpmsign): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if std::fs::rename(&part, &dir).is_err() {
+            assert!(dir.join("signed-ed.rpm").exists());
+            let _ = std::fs::remove_dir_all(&part);
+        }
+        dir
+    })
+}
+
+fn fingerprint(key: &str) -> String {
+    std::fs::read_to_string(pgp().join(format!("{key}.fpr")))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn transcode_with_key_accepts_only_packages_signed_by_it() {
+    let p = pgp();
+    let work = tempfile::tempdir_in(tmp()).unwrap();
+    let out = mkdir(&work.path().join("out"));
+    let key = |k: &str| p.join(k).to_str().unwrap().to_string();
+
+    // Unsigned.
+    let r = transcode(
+        &p.join("unsigned.rpm"),
+        &out.join("x.rpme"),
+        &["--key", &key("rsa.asc")],
+    );
+    assert!(!r.ok);
+    assert!(r.stderr.contains("not signed"), "{}", r.stderr);
+    assert!(r.stderr.contains("hint:"), "{}", r.stderr);
+    assert_eq!(names_in(&out), Vec::<String>::new());
+
+    // Signed by the key.
+    let r = transcode(
+        &p.join("signed-rsa.rpm"),
+        &out.join("rsa.rpme"),
+        &["--json", "--key", &key("rsa.asc")],
+    );
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(r.json()["signed_by"], fingerprint("rsa"));
+
+    // Signed by one of the keys of a directory.
+    let keys = mkdir(&work.path().join("keys"));
+    for k in ["wrong.asc", "ed.gpg", "rsa.asc"] {
+        std::fs::copy(p.join(k), keys.join(k)).unwrap();
+    }
+    let r = transcode(
+        &p.join("signed-ed.rpm"),
+        &out.join("ed.rpme"),
+        &["--json", "--key", keys.to_str().unwrap()],
+    );
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(r.json()["signed_by"], fingerprint("ed"));
+
+    // Signed by another key.
+    let r = transcode(
+        &p.join("signed-rsa.rpm"),
+        &out.join("x.rpme"),
+        &["--key", &key("wrong.asc")],
+    );
+    assert!(!r.ok);
+    let rsa_id = &fingerprint("rsa")[24..];
+    assert!(r.stderr.contains(rsa_id), "{}", r.stderr);
+    assert!(r.stderr.contains("nothing was written"), "{}", r.stderr);
+
+    // Not a key.
+    let garbage = work.path().join("garbage.asc");
+    std::fs::write(&garbage, "not a key\n").unwrap();
+    let r = transcode(
+        &p.join("signed-rsa.rpm"),
+        &out.join("x.rpme"),
+        &["--key", garbage.to_str().unwrap()],
+    );
+    assert!(!r.ok);
+    assert!(r.stderr.contains("garbage.asc"), "{}", r.stderr);
+
+    assert_eq!(names_in(&out), ["ed.rpme", "rsa.rpme"]);
+}
+
+// ---------------------------------------------------------------------------
+// 11. The worker is confined before it reads the package.
+
+/// The per-process traces of `strace -ff -e trace=… cowkit ARGS`, as
+/// (pid, lines).
+fn strace(dir: &Path, args: &[&std::ffi::OsStr]) -> (Run, Vec<(String, Vec<String>)>) {
+    let prefix = dir.join("trace");
+    let r = run(Command::new("strace")
+        .args([
+            "-ff",
+            "-qq",
+            "-e",
+            "trace=prctl,seccomp,openat,read,fcntl,dup,dup2,dup3",
+            "-o",
+        ])
+        .arg(&prefix)
+        .arg(env!("CARGO_BIN_EXE_cowkit"))
+        .args(args));
+    let mut traces = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_str().unwrap().to_string();
+        if let Some(pid) = name.strip_prefix("trace.") {
+            let text = std::fs::read_to_string(&p).unwrap();
+            traces.push((pid.to_string(), text.lines().map(String::from).collect()));
+        }
+    }
+    (r, traces)
+}
+
+#[test]
+fn the_transcoding_worker_is_confined_before_it_reads_the_package() {
+    let work = tempfile::tempdir_in(tmp()).unwrap();
+    let rpm = fixture("w19.zstdio");
+    let confined = mkdir(&work.path().join("confined"));
+    let out = work.path().join("confined.rpme");
+    let (r, traces) = strace(
+        &confined,
+        &[
+            "transcode".as_ref(),
+            rpm.as_os_str(),
+            "-o".as_ref(),
+            out.as_os_str(),
+        ],
+    );
+    assert!(r.ok, "{}", r.stderr);
+
+    let filtered: Vec<_> = traces
+        .iter()
+        .filter(|(_, lines)| {
+            lines
+                .iter()
+                .any(|l| l.starts_with("seccomp(SECCOMP_SET_MODE_FILTER"))
+        })
+        .collect();
+    assert_eq!(filtered.len(), 1, "one process installs a filter");
+    let (pid, lines) = filtered[0];
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("seccomp(SECCOMP_SET_MODE_FILTER"))
+        .unwrap();
+    assert!(lines[at].ends_with("= 0"), "{}", lines[at]);
+    // The package is the worker's stdin (or a duplicate of it): not one
+    // byte of it is read before the filter, and its first read (the
+    // lead's magic) comes after it.
+    let mut stdin = std::collections::BTreeSet::from(["0".to_string()]);
+    let mut first_read = None;
+    for (i, l) in lines.iter().enumerate() {
+        let Some((call, result)) = l.rsplit_once(" = ") else {
+            continue;
+        };
+        let (name, args) = call.split_once('(').unwrap_or((call, ""));
+        let fd = args.split(',').next().unwrap_or("").to_string();
+        match name {
+            "fcntl" if args.contains("F_DUPFD") && stdin.contains(&fd) => {
+                stdin.insert(result.trim().to_string());
+            }
+            "dup" | "dup2" | "dup3" if stdin.contains(&fd) => {
+                stdin.insert(result.trim().to_string());
+            }
+            "read" if stdin.contains(&fd) => {
+                assert!(i > at, "worker {pid} read the package before seccomp: {l}");
+                first_read.get_or_insert(l);
+            }
+            _ => {}
+        }
+    }
+    let first_read =
+        first_read.unwrap_or_else(|| panic!("worker {pid} never read the package: {lines:#?}"));
+    assert!(
+        first_read.contains(", \"\\355\\253\\356\\333"),
+        "{first_read}"
+    );
+    let after = &lines[at + 1..];
+    // Once confined, every open fails with EPERM (the self-check is one).
+    let opens: Vec<_> = after.iter().filter(|l| l.starts_with("openat(")).collect();
+    assert!(!opens.is_empty(), "no self-check open after the filter");
+    for l in &opens {
+        assert!(l.ends_with("= -1 EPERM (Operation not permitted)"), "{l}");
+    }
+    // The worker never opens the package or the output itself.
+    let name = rpm.file_name().unwrap().to_str().unwrap();
+    assert!(
+        !lines.iter().any(|l| l.contains(name)),
+        "worker opened the package"
+    );
+
+    // --no-confine: no filter, the same output.
+    let unconfined = mkdir(&work.path().join("unconfined"));
+    let out2 = work.path().join("unconfined.rpme");
+    let (r, traces) = strace(
+        &unconfined,
+        &[
+            "transcode".as_ref(),
+            "--json".as_ref(),
+            "--no-confine".as_ref(),
+            rpm.as_os_str(),
+            "-o".as_ref(),
+            out2.as_os_str(),
+        ],
+    );
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(r.json()["confined"], false);
+    assert!(traces.len() >= 2, "no worker process");
+    assert!(!traces
+        .iter()
+        .any(|(_, lines)| lines.iter().any(|l| l.starts_with("seccomp("))));
+    assert!(std::fs::read(&out).unwrap() == std::fs::read(&out2).unwrap());
+}
+
+// ---------------------------------------------------------------------------
+// 12. Install errors.
+
+#[test]
+fn install_into_a_missing_root_fails_with_a_hint() {
+    let work = tempfile::tempdir_in(tmp()).unwrap();
+    let missing = work.path().join("no-such-root");
+    let r = run(cowkit()
+        .args(["install", "--root"])
+        .arg(&missing)
+        .arg(fixture("w.ufdio")));
+    assert!(!r.ok);
+    assert!(
+        r.stderr.contains(&format!(
+            "error: cannot install into `{}`",
+            missing.display()
+        )),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("hint:"), "{}", r.stderr);
+    assert!(!missing.exists());
+}
+
+#[test]
+fn install_goes_on_past_a_damaged_package_and_reports_it() {
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let good1 = dir.path().join("fixture.rpme");
+    let t = transcode(&fixture("w19.zstdio"), &good1, &[]);
+    assert!(t.ok, "{}", t.stderr);
+    let good2 = build_rpm(
+        "cowkit-other",
+        "mkdir -p %{buildroot}/opt/other\necho other > %{buildroot}/opt/other/file",
+        "/opt/other",
+        "w9.gzdio",
+    );
+    // A flipped table byte in an extents file, and a cut plain package.
+    let b = std::fs::read(&good1).unwrap();
+    let table = u64::from_le_bytes(
+        b[b.len() - 176 + 32..b.len() - 176 + 40]
+            .try_into()
+            .unwrap(),
+    );
+    let bad1 = dir.path().join("bad-table.rpme");
+    std::fs::write(&bad1, flip(&b, table as usize + 3)).unwrap();
+    let bad2 = dir.path().join("cut.rpm");
+    let r = std::fs::read(&good2).unwrap();
+    std::fs::write(&bad2, &r[..r.len() / 2]).unwrap();
+
+    let root = mkdir(&dir.path().join("root"));
+    let i = run(cowkit()
+        .args(["install", "--json", "-j", "2", "--root"])
+        .arg(&root)
+        .args([&good1, &bad1, &good2, &bad2]));
+    assert!(!i.ok, "exit status 0 with failed packages");
+    let j = i.json();
+    assert_eq!(j["ok"], false, "{j}");
+    assert_eq!(j["packages"], 2, "{j}");
+    let failed = j["failed"].as_array().unwrap();
+    let names: Vec<&str> = failed
+        .iter()
+        .map(|f| f["package"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [bad1.to_str().unwrap(), bad2.to_str().unwrap()],
+        "{j}"
+    );
+    let why = |k: usize| failed[k]["error"].to_string();
+    assert!(why(0).contains("damaged"), "{}", why(0));
+    assert!(
+        why(1).contains("payload") || why(1).contains("truncated"),
+        "{}",
+        why(1)
+    );
+    assert_eq!(
+        std::fs::read(root.join(FIXTURE).join("small.txt")).unwrap(),
+        b"hello\n"
+    );
+    assert_eq!(
+        std::fs::read(root.join("opt/other/file")).unwrap(),
+        b"other\n"
+    );
+
+    // Without --json: one error per failed package on stderr.
+    let root2 = mkdir(&dir.path().join("root2"));
+    let i = run(cowkit()
+        .args(["install", "--root"])
+        .arg(&root2)
+        .args([&good1, &bad1]));
+    assert!(!i.ok);
+    assert!(
+        i.stderr
+            .contains(&format!("error: cannot install `{}`", bad1.display())),
+        "{}",
+        i.stderr
+    );
+    assert!(i.stderr.contains("installed 1 package(s)"), "{}", i.stderr);
+}
