@@ -18,7 +18,7 @@ use crate::Error;
 pub const DEFAULT_BLOCK_SIZE: u32 = 4096;
 /// Default size below which files are packed and written rather than
 /// cloned; see `bench/results/` for the measurement behind it.
-pub const DEFAULT_PACK_BELOW: u64 = 16 * 1024;
+pub const DEFAULT_PACK_BELOW: u64 = 64 * 1024;
 const CHUNK: usize = 256 * 1024;
 
 /// Transcoder settings.

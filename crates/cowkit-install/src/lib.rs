@@ -97,7 +97,10 @@ pub struct Options {
     /// Re-hash every installed regular file against the header.
     pub verify: bool,
     /// Clone a file's partial last block and truncate (true), or write
-    /// the tail (false, the default: cheaper on XFS, see the benchmark).
+    /// the tail (false). Measured (`bench/pack-below.sh`): writing is
+    /// cheaper on XFS, whose truncate must unshare the block it cuts;
+    /// cloning is cheaper on Btrfs. [`clone_tail_pays_off`] decides by the
+    /// root's filesystem.
     pub clone_tail: bool,
 }
 
@@ -180,6 +183,13 @@ impl Summary {
             }
         }
     }
+}
+
+/// Whether cloning partial last blocks (and truncating) is the faster
+/// choice for `root`'s filesystem: true on Btrfs, false elsewhere.
+pub fn clone_tail_pays_off(root: &Root) -> bool {
+    const BTRFS_SUPER_MAGIC: u64 = 0x9123_683e;
+    rustix::fs::fstatfs(root.fd()).is_ok_and(|st| st.f_type as u64 == BTRFS_SUPER_MAGIC)
 }
 
 /// Install the package at `package` (an extents file or a plain `.rpm`)

@@ -507,7 +507,7 @@ fn many_files_rpm() -> PathBuf {
          for d in 0 1 2 3 4; do mkdir -p $r/d$d\n\
            for i in $(seq 1 60); do printf 'file %s %s\\n' $d $i > $r/d$d/f$i; done\n\
          done\n\
-         for i in 1 2 3 4 5 6; do seq $i 9999999 | head -c $((16384 + i * 4099)) > $r/d$((i % 5))/big$i; done\n\
+         for i in 1 2 3 4 5 6; do seq $i 9999999 | head -c $((65536 + i * 4099)) > $r/d$((i % 5))/big$i; done\n\
          ln $r/d0/f1 $r/d4/link-to-d0-f1\n\
          ln $r/d1/big1 $r/d3/link-to-big1\n\
          printf '#!/bin/sh\\n' > $r/suid-nobody",
