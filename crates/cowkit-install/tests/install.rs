@@ -290,14 +290,11 @@ fn an_extents_file_on_another_filesystem_falls_back_with_exdev() {
     }
 }
 
-// BUG: an extents file aligned to fewer bytes than the target
-// filesystem's block (`cowkit transcode --block-size 512`, or a 4096-byte
-// file installed on a 64 KiB-block Btrfs) cannot be installed: the
-// installer gives the Copier the footer's block size, so an extent that is
-// 512- but not 4096-aligned goes to FICLONERANGE, which fails with EINVAL
-// after an earlier (aligned) clone worked, and that is fatal ("failed
-// after it had already worked for this pair"). The misaligned extents
-// should be written (or copied) instead.
+// Regression (found by this test): an extents file aligned to fewer bytes
+// than the target filesystem's block (`--block-size 512`, or a 4096-byte
+// file on a 64 KiB-block Btrfs) made FICLONERANGE fail with EINVAL after an
+// earlier clone had worked, which is fatal. The installer now aligns to the
+// larger block size, so such extents are found misaligned and written.
 #[test]
 fn an_extents_file_aligned_below_the_filesystem_block_still_installs() {
     let Some(dir) = scratch(Fs::Xfs) else { return };
@@ -600,14 +597,11 @@ fn device_nodes_fifos_and_special_directory_modes_match_cpio() {
     }
 }
 
-// BUG: a directory that already exists with the setgid bit (Debian's
-// /usr/local is `2775 root:staff`) makes every file, symlink and
-// directory created in it inherit its group, and the installer does not
-// set the header's group when it equals its own (`Target::meta` leaves
-// `gid: None` when the header's gid is the effective gid): the installed
-// files end up `root:65534` where the header says `root:root`; so does
-// the package's own directory, whose metadata `finish_dirs` applies with
-// the same rule. rpm chowns everything it creates when running as root.
+// Regression (found by this test): files, symlinks and directories created
+// in an existing setgid directory (Debian's /usr/local is `2775 root:staff`)
+// inherit its group; the installer skipped the chown when the header's group
+// was its own, so they kept the inherited one. It now compares with the
+// group a new entry really gets, and with the actual owner of directories.
 #[test]
 fn header_groups_win_over_a_setgid_directory() {
     let Some(dir) = scratch(Fs::Xfs) else { return };
@@ -628,11 +622,10 @@ fn header_groups_win_over_a_setgid_directory() {
     }
 }
 
-// BUG: a file whose header mode the umask would keep is created with that
-// mode and no fchmod (`Target::regular`, "exact" creation mode). A default
-// ACL on its directory replaces the umask, so the file gets the ACL's
-// bits instead: `dir/large.bin` is installed 0600 where the header says
-// 0644. rpm always fchmods, which sets the mode bits whatever the ACL.
+// Regression (found by this test): files whose header mode the umask keeps
+// are created with that mode and no fchmod; a default ACL on the directory
+// replaces the umask, so they got the ACL's bits. The fchmod is now skipped
+// only where the parent has no default ACL.
 #[test]
 fn header_modes_win_over_a_default_acl() {
     let Some(dir) = scratch(Fs::Xfs) else { return };
