@@ -4,10 +4,12 @@
 //! human and `--json` output, progress, exit codes.
 #![deny(missing_docs)]
 
+mod cp;
 mod demo;
 mod install;
 mod output;
 mod probe;
+mod rm;
 mod transcode;
 
 use std::process::ExitCode;
@@ -44,6 +46,11 @@ enum Command {
     /// Install packages (`.rpme` or `.rpm`) into a root directory. The rpm
     /// database and scriptlets are not touched.
     Install(install::Args),
+    /// Copy files and directory trees in parallel, cloning file data
+    /// (`-a`: everything preserved, like `cp -a`).
+    Cp(cp::Args),
+    /// Remove files and directory trees in parallel (`-r`, like `rm -r`).
+    Rm(rm::Args),
     /// (internal) the confined transcoding worker.
     #[command(name = "__transcode-worker", hide = true)]
     TranscodeWorker(transcode::WorkerArgs),
@@ -72,6 +79,8 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(args),
         Command::Transcode(args) => transcode::run(args),
         Command::Install(args) => install::run(args, cli.quiet),
+        Command::Cp(args) => cp::run(args, cli.quiet),
+        Command::Rm(args) => rm::run(args, cli.quiet),
         Command::TranscodeWorker(_) => unreachable!("handled above"),
     };
     match res {

@@ -24,6 +24,15 @@ impl CliError {
         }
     }
 
+    /// An error with no library error behind it.
+    pub fn msg(context: impl Display) -> Self {
+        CliError {
+            context: context.to_string(),
+            source: None,
+            hint: None,
+        }
+    }
+
     /// Add a `hint:` line.
     pub fn hint(mut self, hint: impl Display) -> Self {
         self.hint = Some(hint.to_string());

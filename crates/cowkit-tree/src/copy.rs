@@ -1,0 +1,1077 @@
+//! The parallel tree copy: see [`copy()`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::{CStr, CString, OsStr};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cowkit_fs::meta::Xattr;
+use cowkit_fs::{Bytes, Chain, Copier, Handle, Method, Reason};
+use rustix::fs::{AtFlags, FileType, Gid, Mode, OFlags, RawDir, Timespec, Timestamps, Uid, CWD};
+use rustix::io::Errno;
+use serde::Serialize;
+
+use crate::queue::Queue;
+use crate::sys::{self, entry_error, entry_error_fs, On, XattrBuf};
+use crate::{EntryError, Error, Progress};
+
+/// Which parts of the metadata are copied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Preserve {
+    /// Owner and group.
+    pub owner: bool,
+    /// The full mode, setuid/setgid/sticky included; otherwise the
+    /// permission bits less the umask, as `cp` without `-p`.
+    pub mode: bool,
+    /// Access and modification times, to the nanosecond.
+    pub times: bool,
+    /// Every extended attribute (POSIX ACLs and file capabilities too).
+    pub xattrs: bool,
+    /// Hardlink groups inside the copied tree.
+    pub links: bool,
+}
+
+impl Preserve {
+    /// Everything (`cp --preserve=all`).
+    pub const ALL: Preserve = Preserve {
+        owner: true,
+        mode: true,
+        times: true,
+        xattrs: true,
+        links: true,
+    };
+    /// Nothing but the permission bits less the umask (`cp -r`).
+    pub const NONE: Preserve = Preserve {
+        owner: false,
+        mode: false,
+        times: false,
+        xattrs: false,
+        links: false,
+    };
+}
+
+/// How [`copy()`] works.
+#[derive(Clone, Debug)]
+pub struct CopyOptions {
+    /// Methods allowed for file data.
+    pub chain: Chain,
+    /// Worker threads.
+    pub threads: usize,
+    /// Metadata to keep.
+    pub preserve: Preserve,
+    /// Copy directories (without it, a directory source is refused).
+    pub recursive: bool,
+    /// Follow the source if it is itself a symlink (`cp` without `-R`).
+    pub follow_top: bool,
+    /// The umask applied when the mode is not preserved; `None`: the
+    /// process's.
+    pub umask: Option<u32>,
+    /// Files up to this size, without holes, are written instead of
+    /// cloned (0: always clone). Not used with `Chain::only(Clone)`.
+    pub small_file_max: u64,
+}
+
+impl CopyOptions {
+    /// `cp -a`: recursive, everything preserved, symlinks not followed.
+    pub fn archive() -> Self {
+        CopyOptions {
+            chain: Chain::AUTO,
+            threads: crate::default_threads(),
+            preserve: Preserve::ALL,
+            recursive: true,
+            follow_top: false,
+            umask: None,
+            small_file_max: 0,
+        }
+    }
+}
+
+/// What a copy did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    /// Regular files created.
+    pub files: u64,
+    /// Directories copied.
+    pub directories: u64,
+    /// Symbolic links.
+    pub symlinks: u64,
+    /// Extra names of hardlink groups, linked rather than copied.
+    pub hardlinks: u64,
+    /// Named pipes.
+    pub fifos: u64,
+    /// Unix sockets.
+    pub sockets: u64,
+    /// Character and block devices.
+    pub devices: u64,
+    /// File data moved, per method.
+    pub bytes: Bytes,
+    /// Regular files with data, per method that moved it.
+    pub methods: BTreeMap<Method, u64>,
+    /// Small files written instead of cloned.
+    pub small_written: u64,
+    /// Fallbacks taken, with their reason, and how many files each.
+    pub fallbacks: BTreeMap<String, u64>,
+    /// Extended attributes the destination filesystem does not support.
+    pub xattrs_unsupported: u64,
+    /// Entries that failed; the walk went on.
+    pub errors: Vec<EntryError>,
+    /// Why the walk stopped early (destination full or read-only).
+    pub aborted: Option<String>,
+}
+
+impl Summary {
+    /// Add the counts of `o` to `self`.
+    pub fn add(&mut self, o: Summary) {
+        self.files += o.files;
+        self.directories += o.directories;
+        self.symlinks += o.symlinks;
+        self.hardlinks += o.hardlinks;
+        self.fifos += o.fifos;
+        self.sockets += o.sockets;
+        self.devices += o.devices;
+        self.bytes.add(o.bytes);
+        for (k, v) in o.methods {
+            *self.methods.entry(k).or_default() += v;
+        }
+        self.small_written += o.small_written;
+        for (k, v) in o.fallbacks {
+            *self.fallbacks.entry(k).or_default() += v;
+        }
+        self.xattrs_unsupported += o.xattrs_unsupported;
+        self.errors.extend(o.errors);
+        if self.aborted.is_none() {
+            self.aborted = o.aborted;
+        }
+    }
+
+    /// Entries created, of every kind.
+    pub fn entries(&self) -> u64 {
+        self.files
+            + self.directories
+            + self.symlinks
+            + self.hardlinks
+            + self.fifos
+            + self.sockets
+            + self.devices
+    }
+
+    /// Whether everything was copied.
+    pub fn ok(&self) -> bool {
+        self.errors.is_empty() && self.aborted.is_none()
+    }
+}
+
+/// What the copy needs of a source entry's `statx`.
+#[derive(Clone, Copy, Debug)]
+struct Src {
+    mode: u32,
+    uid: u32,
+    gid: u32,
+    nlink: u32,
+    size: u64,
+    blocks: u64,
+    dev: u64,
+    ino: u64,
+    rdev: u64,
+    atime: Timespec,
+    mtime: Timespec,
+}
+
+impl From<rustix::fs::Statx> for Src {
+    fn from(s: rustix::fs::Statx) -> Self {
+        let (dev, ino) = sys::dev_ino(&s);
+        let ts = |t: rustix::fs::StatxTimestamp| Timespec {
+            tv_sec: t.tv_sec,
+            tv_nsec: t.tv_nsec as _,
+        };
+        Src {
+            mode: u32::from(s.stx_mode),
+            uid: s.stx_uid,
+            gid: s.stx_gid,
+            nlink: s.stx_nlink,
+            size: s.stx_size,
+            blocks: s.stx_blocks,
+            dev,
+            ino,
+            rdev: rustix::fs::makedev(s.stx_rdev_major, s.stx_rdev_minor),
+            atime: ts(s.stx_atime),
+            mtime: ts(s.stx_mtime),
+        }
+    }
+}
+
+impl Src {
+    fn kind(&self) -> FileType {
+        FileType::from_raw_mode(self.mode)
+    }
+}
+
+/// A destination directory being filled.
+struct DirNode {
+    dst: OwnedFd,
+    parent: Option<Arc<DirNode>>,
+    /// 1 while it is being listed, plus one per subdirectory not done.
+    pending: AtomicUsize,
+    /// Path relative to the top of the copy.
+    rel: PathBuf,
+    /// The group new entries get (the directory's if it is setgid).
+    new_gid: u32,
+    /// New entries get exactly the creation mode less the umask (no
+    /// default ACL can apply).
+    exact_modes: bool,
+    /// Metadata to give the directory once its children are done.
+    finish: Option<DirFinish>,
+}
+
+struct DirFinish {
+    src: Src,
+    xattrs: Vec<Xattr>,
+    owner: (u32, u32),
+    mode: u32,
+}
+
+enum Task {
+    List {
+        node: Arc<DirNode>,
+        src: OwnedFd,
+    },
+    Open {
+        parent: Arc<DirNode>,
+        src_dir: Arc<OwnedFd>,
+        name: CString,
+        st: Src,
+    },
+}
+
+struct Worker {
+    copier: Copier,
+    xb: XattrBuf,
+    buf: Vec<u8>,
+    dirbuf: Vec<MaybeUninit<u8>>,
+    sum: Summary,
+}
+
+/// A failure on one entry.
+struct Fail {
+    err: EntryError,
+    errno: Option<Errno>,
+}
+
+fn fail(path: &Path, op: &str, e: Errno) -> Fail {
+    Fail {
+        err: entry_error(path, op, e),
+        errno: Some(e),
+    }
+}
+
+fn fail_fs(path: &Path, e: &cowkit_fs::Error) -> Fail {
+    Fail {
+        err: entry_error_fs(path, e),
+        errno: sys::errno_of(e),
+    }
+}
+
+/// Created but not filled yet.
+enum Created {
+    Regular { src: OwnedFd, dst: OwnedFd },
+    Other,
+}
+
+struct Ctx<'a> {
+    o: &'a CopyOptions,
+    progress: &'a dyn Progress,
+    queue: Queue<Task>,
+    links: Mutex<HashMap<(u64, u64), PathBuf>>,
+    /// The top destination directory, for linking hardlink group members.
+    top: OnceLock<OwnedFd>,
+    src_root: PathBuf,
+    dst_root: PathBuf,
+    euid: u32,
+    egid: u32,
+    /// The process umask: what the kernel takes off creation modes.
+    pumask: Option<u32>,
+    /// The umask applied when modes are not preserved.
+    umask: u32,
+    aborted: Mutex<Option<String>>,
+}
+
+const DIRBUF: usize = 256 * 1024;
+
+/// Copy `src` to `dst` (which becomes the copy; GNU `cp`'s "into an
+/// existing directory" is for the caller to decide). A directory is copied
+/// recursively by `o.threads` workers; an existing destination directory
+/// is merged into, existing files are replaced.
+///
+/// Fails before copying anything when `src` cannot be read, `dst`'s parent
+/// cannot be opened, or `dst` is `src` or inside it. Failures on single
+/// entries are in [`Summary::errors`].
+pub fn copy(
+    src: &Path,
+    dst: &Path,
+    o: &CopyOptions,
+    progress: &dyn Progress,
+) -> Result<Summary, Error> {
+    let io = |op, path: &Path| {
+        let path = path.to_path_buf();
+        move |e: Errno| Error::Io {
+            op,
+            path,
+            source: e.into(),
+        }
+    };
+    let flags = if o.follow_top {
+        AtFlags::empty()
+    } else {
+        AtFlags::SYMLINK_NOFOLLOW
+    };
+    let st = Src::from(
+        rustix::fs::statx(CWD, src, flags, rustix::fs::StatxFlags::BASIC_STATS)
+            .map_err(io("stat", src))?,
+    );
+    let (dparent, dname) = split(dst).ok_or_else(|| Error::Refused {
+        op: "copy to",
+        path: dst.to_path_buf(),
+    })?;
+    let dpfd = rustix::fs::openat(
+        CWD,
+        dparent,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(io("open directory", dparent))?;
+    let is_dir = st.kind() == FileType::Directory;
+    if let Ok(d) = sys::statx_at(dpfd.as_fd(), &dname) {
+        if sys::dev_ino(&d) == (st.dev, st.ino) {
+            return Err(if is_dir {
+                Error::IntoItself {
+                    src: src.to_path_buf(),
+                    dst: dst.to_path_buf(),
+                }
+            } else {
+                Error::SameFile {
+                    src: src.to_path_buf(),
+                    dst: dst.to_path_buf(),
+                }
+            });
+        }
+    }
+    if is_dir {
+        if !o.recursive {
+            return Err(Error::Refused {
+                op: "copy a directory without recursion:",
+                path: src.to_path_buf(),
+            });
+        }
+        if inside(dpfd.as_fd(), (st.dev, st.ino)).map_err(io("look up the parents of", dst))? {
+            return Err(Error::IntoItself {
+                src: src.to_path_buf(),
+                dst: dst.to_path_buf(),
+            });
+        }
+    }
+    let dpst = rustix::fs::fstat(&dpfd).map_err(io("stat", dparent))?;
+    let euid = rustix::process::geteuid().as_raw();
+    let egid = rustix::process::getegid().as_raw();
+    let default_acl = rustix::fs::fgetxattr(&dpfd, "system.posix_acl_default", &mut [0u8; 0][..]);
+    let pumask = sys::process_umask();
+    let ctx = Ctx {
+        o,
+        progress,
+        queue: Queue::new(),
+        links: Mutex::new(HashMap::new()),
+        top: OnceLock::new(),
+        src_root: src.to_path_buf(),
+        dst_root: dst.to_path_buf(),
+        euid,
+        egid,
+        pumask,
+        umask: o.umask.or(pumask).unwrap_or(0o022),
+        aborted: Mutex::new(None),
+    };
+    let holder = Arc::new(DirNode {
+        dst: dpfd,
+        parent: None,
+        pending: AtomicUsize::new(1),
+        rel: PathBuf::new(),
+        new_gid: if dpst.st_mode & 0o2000 != 0 {
+            dpst.st_gid
+        } else {
+            egid
+        },
+        exact_modes: matches!(default_acl, Err(Errno::NODATA | Errno::OPNOTSUPP)),
+        finish: None,
+    });
+    let mut w = ctx.worker();
+    if is_dir {
+        let sfd = open_dir(CWD, src).map_err(io("open directory", src))?;
+        match ctx.make_dir(&mut w, &holder, sfd, &dname, st, PathBuf::new()) {
+            Ok((node, sfd)) => {
+                let top = rustix::io::fcntl_dupfd_cloexec(&node.dst, 0)
+                    .map_err(io("open directory", dst))?;
+                let _ = ctx.top.set(top);
+                ctx.queue.push(Task::List { node, src: sfd });
+            }
+            Err(f) => ctx.fail(&mut w, f),
+        }
+    } else {
+        let real;
+        let src_path = if o.follow_top {
+            real = std::fs::canonicalize(src).map_err(|e| Error::Io {
+                op: "resolve",
+                path: src.to_path_buf(),
+                source: e,
+            })?;
+            &real
+        } else {
+            src
+        };
+        let (sparent, sname) = split(src_path).ok_or_else(|| Error::Refused {
+            op: "copy",
+            path: src.to_path_buf(),
+        })?;
+        let spfd = open_dir(CWD, sparent).map_err(io("open directory", sparent))?;
+        ctx.entry(
+            &mut w,
+            &holder,
+            spfd.as_fd(),
+            &sname,
+            &dname,
+            &st,
+            src_path,
+            dst,
+        );
+    }
+    let workers = ctx
+        .queue
+        .run(o.threads, || ctx.worker(), |w, t| ctx.task(w, t));
+    let mut sum = w.sum;
+    for w in workers {
+        sum.add(w.sum);
+    }
+    sum.aborted = ctx.aborted.into_inner().unwrap_or_else(|e| e.into_inner());
+    sum.errors.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(sum)
+}
+
+/// `path`'s parent directory (`.` when it has none) and last component.
+fn split(path: &Path) -> Option<(&Path, CString)> {
+    let name = path.file_name()?;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    Some((parent, CString::new(name.as_bytes()).ok()?))
+}
+
+fn open_dir<Fd: AsFd, P: rustix::path::Arg>(dir: Fd, name: P) -> rustix::io::Result<OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    rustix::fs::openat(&dir, name, flags, Mode::empty())
+}
+
+/// Whether the directory `dir` is the directory `id` or lies below it:
+/// walks `..` up to the root, comparing device and inode.
+fn inside(dir: BorrowedFd<'_>, id: (u64, u64)) -> rustix::io::Result<bool> {
+    let stat = |fd: BorrowedFd<'_>| {
+        rustix::fs::statx(
+            fd,
+            c"",
+            AtFlags::EMPTY_PATH,
+            rustix::fs::StatxFlags::BASIC_STATS,
+        )
+        .map(|s| sys::dev_ino(&s))
+    };
+    let mut cur = rustix::io::fcntl_dupfd_cloexec(dir, 0)?;
+    let mut here = stat(cur.as_fd())?;
+    loop {
+        if here == id {
+            return Ok(true);
+        }
+        let up = open_dir(&cur, c"..")?;
+        let there = stat(up.as_fd())?;
+        if there == here {
+            return Ok(false);
+        }
+        (cur, here) = (up, there);
+    }
+}
+
+/// `f()`, and if the name exists already, remove it and try once more.
+fn replacing<T>(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    mut f: impl FnMut() -> rustix::io::Result<T>,
+) -> rustix::io::Result<T> {
+    match f() {
+        Err(Errno::EXIST) => {
+            rustix::fs::unlinkat(dir, name, AtFlags::empty())?;
+            f()
+        }
+        r => r,
+    }
+}
+
+fn is_refusal(e: Errno) -> bool {
+    matches!(
+        e,
+        Errno::OPNOTSUPP | Errno::XDEV | Errno::INVAL | Errno::NOTTY | Errno::NOSYS
+    )
+}
+
+impl Ctx<'_> {
+    fn worker(&self) -> Worker {
+        Worker {
+            copier: Copier::new(self.o.chain),
+            xb: XattrBuf::new(),
+            buf: Vec::new(),
+            dirbuf: Vec::new(),
+            sum: Summary::default(),
+        }
+    }
+
+    fn fail(&self, w: &mut Worker, f: Fail) {
+        if sys::is_fatal(f.errno) {
+            let mut a = self.aborted.lock().unwrap_or_else(|e| e.into_inner());
+            if a.is_none() {
+                *a = Some(f.err.to_string());
+            }
+            self.queue.stop();
+        }
+        self.progress.on_error(&f.err);
+        w.sum.errors.push(f.err);
+    }
+
+    fn task(&self, w: &mut Worker, t: Task) {
+        match t {
+            Task::List { node, src } => self.list(w, node, src),
+            Task::Open {
+                parent,
+                src_dir,
+                name,
+                st,
+            } => {
+                let rel = parent.rel.join(OsStr::from_bytes(name.to_bytes()));
+                let path = self.src_root.join(&rel);
+                let made = open_dir(&*src_dir, &name)
+                    .map_err(|e| fail(&path, "open directory", e))
+                    .and_then(|sfd| self.make_dir(w, &parent, sfd, &name, st, rel));
+                drop(src_dir);
+                match made {
+                    Ok((node, sfd)) => self.list(w, node, sfd),
+                    Err(f) => {
+                        self.fail(w, f);
+                        self.finish_dir(w, parent);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Create (or reuse) the destination directory `name` in `parent`, and
+    /// read what it will need from the open source directory `sfd`.
+    fn make_dir(
+        &self,
+        w: &mut Worker,
+        parent: &Arc<DirNode>,
+        sfd: OwnedFd,
+        name: &CStr,
+        st: Src,
+        rel: PathBuf,
+    ) -> Result<(Arc<DirNode>, OwnedFd), Fail> {
+        let dpath = self.dst_root.join(&rel);
+        let fresh = match rustix::fs::mkdirat(&parent.dst, name, Mode::from_raw_mode(0o700)) {
+            Ok(()) => true,
+            Err(Errno::EXIST) => false,
+            Err(e) => return Err(fail(&dpath, "create directory", e)),
+        };
+        let dfd = open_dir(&parent.dst, name).map_err(|e| fail(&dpath, "open directory", e))?;
+        let dst_st = rustix::fs::fstat(&dfd).map_err(|e| fail(&dpath, "stat", e))?;
+        let xattrs = if self.o.preserve.xattrs {
+            match w.xb.read(On::Fd(sfd.as_fd())) {
+                Ok(x) => x,
+                Err(Errno::OPNOTSUPP) => Vec::new(),
+                Err(e) => {
+                    let spath = self.src_root.join(&rel);
+                    return Err(fail(&spath, "read extended attributes of", e));
+                }
+            }
+        } else {
+            Vec::new()
+        };
+        w.sum.directories += 1;
+        self.progress.on_entry(0);
+        let node = Arc::new(DirNode {
+            dst: dfd,
+            parent: Some(parent.clone()),
+            pending: AtomicUsize::new(1),
+            rel,
+            new_gid: if dst_st.st_mode & 0o2000 != 0 {
+                dst_st.st_gid
+            } else {
+                self.egid
+            },
+            exact_modes: fresh && parent.exact_modes,
+            finish: Some(DirFinish {
+                src: st,
+                xattrs,
+                owner: (dst_st.st_uid, dst_st.st_gid),
+                mode: dst_st.st_mode & 0o7777,
+            }),
+        });
+        Ok((node, sfd))
+    }
+
+    /// Read the source directory `src` and copy its entries into `node`;
+    /// subdirectories go to the queue.
+    fn list(&self, w: &mut Worker, node: Arc<DirNode>, src: OwnedFd) {
+        let src = Arc::new(src);
+        let mut buf = std::mem::take(&mut w.dirbuf);
+        buf.resize(DIRBUF, MaybeUninit::uninit());
+        let mut dir = RawDir::new(&*src, &mut buf);
+        while let Some(ent) = dir.next() {
+            if self.queue.stopped() {
+                break;
+            }
+            let ent = match ent {
+                Ok(e) => e,
+                Err(e) => {
+                    let path = self.src_root.join(&node.rel);
+                    self.fail(w, fail(&path, "read directory", e));
+                    break;
+                }
+            };
+            let name = ent.file_name();
+            if name == c"." || name == c".." {
+                continue;
+            }
+            let rel = node.rel.join(OsStr::from_bytes(name.to_bytes()));
+            let spath = self.src_root.join(&rel);
+            let st = match sys::statx_at(src.as_fd(), name) {
+                Ok(s) => Src::from(s),
+                Err(e) => {
+                    self.fail(w, fail(&spath, "stat", e));
+                    continue;
+                }
+            };
+            if st.kind() == FileType::Directory {
+                node.pending.fetch_add(1, Ordering::AcqRel);
+                self.queue.push(Task::Open {
+                    parent: node.clone(),
+                    src_dir: src.clone(),
+                    name: name.to_owned(),
+                    st,
+                });
+            } else {
+                let dpath = self.dst_root.join(&rel);
+                self.entry(w, &node, src.as_fd(), name, name, &st, &spath, &dpath);
+            }
+        }
+        w.dirbuf = buf;
+        self.finish_dir(w, node);
+    }
+
+    /// One child of `node` is done (or `node`'s own listing): when nothing
+    /// is left, give the directory its metadata, times last, and go up.
+    fn finish_dir(&self, w: &mut Worker, node: Arc<DirNode>) {
+        let mut cur = node;
+        loop {
+            if cur.pending.fetch_sub(1, Ordering::AcqRel) != 1 {
+                return;
+            }
+            if let (Some(f), false) = (&cur.finish, self.queue.stopped()) {
+                let dst = On::Fd(cur.dst.as_fd());
+                let r = self.apply(
+                    dst,
+                    &f.src,
+                    &f.xattrs,
+                    f.owner,
+                    Some(f.mode),
+                    &mut w.sum.xattrs_unsupported,
+                );
+                if let Err((op, e)) = r {
+                    let path = self.dst_root.join(&cur.rel);
+                    self.fail(w, fail(&path, op, e));
+                }
+            }
+            match cur.parent.clone() {
+                Some(p) => cur = p,
+                None => return,
+            }
+        }
+    }
+
+    /// Copy one non-directory entry `sname` of `src_dir` to `dname` in
+    /// `node`.
+    #[allow(clippy::too_many_arguments)]
+    fn entry(
+        &self,
+        w: &mut Worker,
+        node: &DirNode,
+        src_dir: BorrowedFd<'_>,
+        sname: &CStr,
+        dname: &CStr,
+        st: &Src,
+        spath: &Path,
+        dpath: &Path,
+    ) {
+        match self.entry_inner(w, node, src_dir, sname, dname, st, spath, dpath) {
+            Ok(bytes) => self.progress.on_entry(bytes),
+            Err(f) => self.fail(w, f),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn entry_inner(
+        &self,
+        w: &mut Worker,
+        node: &DirNode,
+        src_dir: BorrowedFd<'_>,
+        sname: &CStr,
+        dname: &CStr,
+        st: &Src,
+        spath: &Path,
+        dpath: &Path,
+    ) -> Result<u64, Fail> {
+        let key = (self.o.preserve.links && st.nlink > 1).then_some((st.dev, st.ino));
+        let created = if let Some(key) = key {
+            let mut map = self.links.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(first) = map.get(&key) {
+                let first = first.clone();
+                drop(map);
+                let top = self.top.get().map_or(node.dst.as_fd(), |t| t.as_fd());
+                replacing(node.dst.as_fd(), dname, || {
+                    rustix::fs::linkat(top, &first, &node.dst, dname, AtFlags::empty())
+                })
+                .map_err(|e| fail(dpath, "link", e))?;
+                w.sum.hardlinks += 1;
+                return Ok(0);
+            }
+            let c = self.create(node, src_dir, sname, dname, st, spath, dpath)?;
+            map.insert(key, node.rel.join(OsStr::from_bytes(dname.to_bytes())));
+            c
+        } else {
+            self.create(node, src_dir, sname, dname, st, spath, dpath)?
+        };
+        // The state the kernel gave the new entry.
+        let owner = (self.euid, node.new_gid);
+        let mode_now = match self.pumask {
+            Some(u) if node.exact_modes => Some(self.create_perm(st) & !u),
+            _ => None,
+        };
+        match created {
+            Created::Regular { src, dst } => {
+                let bytes = match self.data(w, &src, &dst, st, spath, dpath) {
+                    Ok(b) => b,
+                    Err(f) => {
+                        // Nothing half-copied keeps the name.
+                        let _ = rustix::fs::unlinkat(&node.dst, dname, AtFlags::empty());
+                        return Err(f);
+                    }
+                };
+                let xattrs = self.read_xattrs(w, On::Fd(src.as_fd()), spath)?;
+                self.apply(
+                    On::Fd(dst.as_fd()),
+                    st,
+                    &xattrs,
+                    owner,
+                    mode_now,
+                    &mut w.sum.xattrs_unsupported,
+                )
+                .map_err(|(op, e)| fail(dpath, op, e))?;
+                w.sum.files += 1;
+                Ok(bytes)
+            }
+            Created::Other => {
+                let xattrs = self.read_xattrs(w, On::At(src_dir, sname), spath)?;
+                let mode_now = if st.kind() == FileType::Symlink {
+                    None
+                } else {
+                    mode_now
+                };
+                self.apply(
+                    On::At(node.dst.as_fd(), dname),
+                    st,
+                    &xattrs,
+                    owner,
+                    mode_now,
+                    &mut w.sum.xattrs_unsupported,
+                )
+                .map_err(|(op, e)| fail(dpath, op, e))?;
+                match st.kind() {
+                    FileType::Symlink => w.sum.symlinks += 1,
+                    FileType::Fifo => w.sum.fifos += 1,
+                    FileType::Socket => w.sum.sockets += 1,
+                    _ => w.sum.devices += 1,
+                }
+                Ok(0)
+            }
+        }
+    }
+
+    fn read_xattrs(&self, w: &mut Worker, on: On<'_>, spath: &Path) -> Result<Vec<Xattr>, Fail> {
+        if !self.o.preserve.xattrs {
+            return Ok(Vec::new());
+        }
+        match w.xb.read(on) {
+            Ok(x) => Ok(x),
+            Err(Errno::OPNOTSUPP) => Ok(Vec::new()),
+            Err(e) => Err(fail(spath, "read extended attributes of", e)),
+        }
+    }
+
+    /// The permission bits an entry is created with.
+    fn create_perm(&self, st: &Src) -> u32 {
+        if self.o.preserve.mode {
+            st.mode & 0o777
+        } else {
+            st.mode & 0o777 & !self.umask
+        }
+    }
+
+    /// The mode the copy must end with.
+    fn want_mode(&self, st: &Src) -> u32 {
+        if self.o.preserve.mode {
+            st.mode & 0o7777
+        } else {
+            st.mode & 0o777 & !self.umask
+        }
+    }
+
+    /// Create the destination entry (for a regular file: open both).
+    #[allow(clippy::too_many_arguments)]
+    fn create(
+        &self,
+        node: &DirNode,
+        src_dir: BorrowedFd<'_>,
+        sname: &CStr,
+        dname: &CStr,
+        st: &Src,
+        spath: &Path,
+        dpath: &Path,
+    ) -> Result<Created, Fail> {
+        let dir = node.dst.as_fd();
+        let perm = Mode::from_raw_mode(self.create_perm(st));
+        match st.kind() {
+            FileType::RegularFile => {
+                let base = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+                let src =
+                    match rustix::fs::openat(src_dir, sname, base | OFlags::NOATIME, Mode::empty())
+                    {
+                        Err(Errno::PERM) => rustix::fs::openat(src_dir, sname, base, Mode::empty()),
+                        r => r,
+                    }
+                    .map_err(|e| fail(spath, "open", e))?;
+                let flags = OFlags::WRONLY
+                    | OFlags::CREATE
+                    | OFlags::EXCL
+                    | OFlags::NOFOLLOW
+                    | OFlags::CLOEXEC;
+                let dst = replacing(dir, dname, || rustix::fs::openat(dir, dname, flags, perm))
+                    .map_err(|e| fail(dpath, "create", e))?;
+                Ok(Created::Regular { src, dst })
+            }
+            FileType::Symlink => {
+                let target = rustix::fs::readlinkat(src_dir, sname, Vec::new())
+                    .map_err(|e| fail(spath, "read symlink", e))?;
+                replacing(dir, dname, || rustix::fs::symlinkat(&target, dir, dname))
+                    .map_err(|e| fail(dpath, "create symlink", e))?;
+                Ok(Created::Other)
+            }
+            kind @ (FileType::Fifo
+            | FileType::Socket
+            | FileType::CharacterDevice
+            | FileType::BlockDevice) => {
+                replacing(dir, dname, || {
+                    rustix::fs::mknodat(dir, dname, kind, perm, st.rdev)
+                })
+                .map_err(|e| fail(dpath, "create special file", e))?;
+                Ok(Created::Other)
+            }
+            _ => Err(fail(spath, "copy (unknown file type)", Errno::INVAL)),
+        }
+    }
+
+    /// Move the data of a regular file; returns the bytes.
+    fn data(
+        &self,
+        w: &mut Worker,
+        src: &OwnedFd,
+        dst: &OwnedFd,
+        st: &Src,
+        spath: &Path,
+        dpath: &Path,
+    ) -> Result<u64, Fail> {
+        let size = st.size;
+        if size == 0 {
+            return Ok(0);
+        }
+        let sparse = st.blocks * 512 < size;
+        if size <= self.o.small_file_max && !sparse && self.o.chain != Chain::only(Method::Clone) {
+            return self.write_small(w, src, dst, size, spath, dpath);
+        }
+        let (sh, dh) = (Handle::new(src, spath), Handle::new(dst, dpath));
+        let fallback_ok = self.o.chain != Chain::only(self.o.chain.first());
+        if w.copier.confirmed() == Some(Method::Clone) {
+            // The pair is known to clone: one FICLONE, without the two
+            // fstat calls of a Copier round.
+            match rustix::fs::ioctl_ficlone(dst, src) {
+                Ok(()) => {
+                    w.sum.bytes.cloned += size;
+                    *w.sum.methods.entry(Method::Clone).or_default() += 1;
+                    return Ok(size);
+                }
+                Err(e) if is_refusal(e) && fallback_ok => {
+                    return self.retry(w, sh, dh, Method::Clone, Reason::Errno(e));
+                }
+                Err(e) => return Err(fail(spath, "clone", e)),
+            }
+        }
+        match w.copier.copy_file(sh, dh) {
+            Ok(c) => {
+                for f in &c.fallbacks {
+                    let k = format!("{} refused: {}", f.from, f.reason);
+                    *w.sum.fallbacks.entry(k).or_default() += 1;
+                }
+                w.sum.bytes.add(c.bytes);
+                *w.sum.methods.entry(c.method).or_default() += 1;
+                Ok(c.bytes.total())
+            }
+            Err(cowkit_fs::Error::ConfirmedMethodFailed { method, reason, .. }) if fallback_ok => {
+                self.retry(w, sh, dh, method, reason)
+            }
+            Err(e) => Err(fail_fs(spath, &e)),
+        }
+    }
+
+    /// A method that works for the tree was refused for this one file
+    /// (a NOCOW source on Btrfs, a file on another mount): copy it with a
+    /// fresh copier from the next method down.
+    fn retry(
+        &self,
+        w: &mut Worker,
+        sh: Handle<'_>,
+        dh: Handle<'_>,
+        method: Method,
+        reason: Reason,
+    ) -> Result<u64, Fail> {
+        let Some(next) = method.next() else {
+            return Err(fail(
+                sh.path(),
+                "copy",
+                reason.errno().unwrap_or(Errno::INVAL),
+            ));
+        };
+        let k = format!("{method} refused for single files: {reason}");
+        *w.sum.fallbacks.entry(k).or_default() += 1;
+        let mut c = Copier::new(Chain::starting_at(next));
+        let done = c.copy_file(sh, dh).map_err(|e| fail_fs(sh.path(), &e))?;
+        w.sum.bytes.add(done.bytes);
+        *w.sum.methods.entry(done.method).or_default() += 1;
+        Ok(done.bytes.total())
+    }
+
+    fn write_small(
+        &self,
+        w: &mut Worker,
+        src: &OwnedFd,
+        dst: &OwnedFd,
+        size: u64,
+        spath: &Path,
+        dpath: &Path,
+    ) -> Result<u64, Fail> {
+        let size = size as usize;
+        if w.buf.len() < size {
+            w.buf.resize(size, 0);
+        }
+        let mut got = 0;
+        while got < size {
+            match rustix::io::read(src, &mut w.buf[got..size]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(Errno::INTR) => {}
+                Err(e) => return Err(fail(spath, "read", e)),
+            }
+        }
+        let mut off = 0;
+        while off < got {
+            match rustix::io::write(dst, &w.buf[off..got]) {
+                Ok(n) => off += n,
+                Err(Errno::INTR) => {}
+                Err(e) => return Err(fail(dpath, "write", e)),
+            }
+        }
+        w.sum.bytes.written += got as u64;
+        w.sum.small_written += 1;
+        *w.sum.methods.entry(Method::ReadWrite).or_default() += 1;
+        Ok(got as u64)
+    }
+
+    /// Give `dst` the metadata of `st` in the order owner → xattrs → mode
+    /// → times, skipping what would change nothing. `owner` and
+    /// `mode_now` are what the entry has now (`None`: unknown).
+    fn apply(
+        &self,
+        dst: On<'_>,
+        st: &Src,
+        xattrs: &[Xattr],
+        owner: (u32, u32),
+        mode_now: Option<u32>,
+        unsupported: &mut u64,
+    ) -> Result<(), (&'static str, Errno)> {
+        let p = &self.o.preserve;
+        let is_link = st.kind() == FileType::Symlink;
+        let mut chowned = false;
+        if p.owner && (st.uid, st.gid) != owner {
+            let (u, g) = (Some(Uid::from_raw(st.uid)), Some(Gid::from_raw(st.gid)));
+            let r = match dst {
+                On::Fd(fd) => rustix::fs::fchown(fd, u, g),
+                On::At(dir, name) => {
+                    rustix::fs::chownat(dir, name, u, g, AtFlags::SYMLINK_NOFOLLOW)
+                }
+            };
+            match r {
+                Ok(()) => chowned = true,
+                // As cp: a user cannot give files away; not an error.
+                Err(Errno::PERM) if self.euid != 0 => {}
+                Err(e) => return Err(("set owner of", e)),
+            }
+        }
+        let mut acl = false;
+        for x in xattrs {
+            match sys::set_xattr(dst, x) {
+                Ok(()) => {}
+                Err(Errno::OPNOTSUPP) => *unsupported += 1,
+                Err(e) => return Err(("set extended attributes of", e)),
+            }
+            acl |= x.name.as_bytes() == b"system.posix_acl_access";
+        }
+        if !is_link {
+            let want = self.want_mode(st);
+            if chowned || acl || mode_now != Some(want) {
+                let m = Mode::from_raw_mode(want);
+                match dst {
+                    On::Fd(fd) => rustix::fs::fchmod(fd, m),
+                    On::At(dir, name) => rustix::fs::chmodat(dir, name, m, AtFlags::empty()),
+                }
+                .map_err(|e| ("set mode of", e))?;
+            }
+        }
+        if p.times {
+            let t = Timestamps {
+                last_access: st.atime,
+                last_modification: st.mtime,
+            };
+            match dst {
+                On::Fd(fd) => rustix::fs::futimens(fd, &t),
+                On::At(dir, name) => {
+                    rustix::fs::utimensat(dir, name, &t, AtFlags::SYMLINK_NOFOLLOW)
+                }
+            }
+            .map_err(|e| ("set times of", e))?;
+        }
+        Ok(())
+    }
+}

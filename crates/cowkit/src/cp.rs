@@ -1,0 +1,224 @@
+//! `cowkit cp [-a] [-r] SRC... DST`: parallel tree copy with GNU cp's
+//! meaning of SRC and DST.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use cowkit_fs::{Chain, Method};
+use cowkit_tree::{CopyOptions, EntryError, Preserve, Progress, Summary};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use crate::install::Reflink;
+use crate::output::{human_bytes, print_json, CliError};
+
+/// Arguments of `cowkit cp`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Archive: copy recursively, symlinks as symlinks, and preserve
+    /// everything (owner, mode, times, xattrs and ACLs, hardlinks), like
+    /// `cp -a`.
+    #[arg(short = 'a', long)]
+    archive: bool,
+    /// Copy directories recursively (mode only, as `cp -r`).
+    #[arg(short = 'r', short_alias = 'R', long)]
+    recursive: bool,
+    /// Whether file data may share blocks with the source.
+    #[arg(long, value_enum, default_value_t = Reflink::Auto)]
+    reflink: Reflink,
+    /// Parallel workers (default: the number of CPUs).
+    #[arg(short, long)]
+    jobs: Option<usize>,
+    /// Write files up to this many bytes instead of cloning them.
+    #[arg(long, hide = true, default_value_t = 0)]
+    small_write: u64,
+    /// Print a JSON summary.
+    #[arg(long)]
+    json: bool,
+    /// Sources, then the destination.
+    #[arg(required = true, num_args = 2..)]
+    paths: Vec<PathBuf>,
+}
+
+struct Bar {
+    bar: ProgressBar,
+    json: bool,
+}
+
+impl Progress for Bar {
+    fn on_entry(&self, bytes: u64) {
+        self.bar.inc(1);
+        if bytes > 0 {
+            self.bar.set_message(human_bytes(bytes));
+        }
+    }
+    fn on_error(&self, e: &EntryError) {
+        if !self.json {
+            self.bar.suspend(|| eprintln!("error: {e}"));
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    ok: bool,
+    copies: Vec<Copy<'a>>,
+}
+
+#[derive(Serialize)]
+struct Copy<'a> {
+    src: &'a Path,
+    dst: PathBuf,
+    error: Option<Vec<String>>,
+    #[serde(flatten)]
+    summary: Option<Summary>,
+}
+
+/// Where each source goes, GNU cp style.
+fn targets(paths: &[PathBuf]) -> Result<Vec<(&Path, PathBuf)>, CliError> {
+    let (dst, srcs) = paths.split_last().expect("clap asks for two paths");
+    let dst_is_dir = dst.is_dir();
+    if srcs.len() > 1 && !dst_is_dir {
+        return Err(
+            CliError::msg(format!("target `{}` is not a directory", dst.display()))
+                .hint("with several sources, the destination must be an existing directory"),
+        );
+    }
+    Ok(srcs
+        .iter()
+        .map(|s| {
+            let to = if dst_is_dir {
+                match s.file_name() {
+                    Some(name) => dst.join(name),
+                    // `.` or `..`: the contents go into the directory.
+                    None => dst.clone(),
+                }
+            } else {
+                dst.clone()
+            };
+            (s.as_path(), to)
+        })
+        .collect())
+}
+
+pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
+    cowkit_tree::raise_fd_limit();
+    // Created entries then get exactly the modes asked for, which lets
+    // the copy skip a chmod per file; the user's umask still applies where
+    // modes are not preserved.
+    let umask = rustix::process::umask(rustix::fs::Mode::empty()).bits();
+    let opts = CopyOptions {
+        chain: match args.reflink {
+            Reflink::Auto => Chain::AUTO,
+            Reflink::Always => Chain::only(Method::Clone),
+            Reflink::Never => Chain::only(Method::ReadWrite),
+        },
+        threads: args
+            .jobs
+            .unwrap_or_else(cowkit_tree::default_threads)
+            .max(1),
+        preserve: if args.archive {
+            Preserve::ALL
+        } else {
+            Preserve::NONE
+        },
+        recursive: args.archive || args.recursive,
+        follow_top: !(args.archive || args.recursive),
+        umask: Some(umask),
+        small_file_max: args.small_write,
+    };
+    let targets = targets(&args.paths)?;
+
+    let bar = ProgressBar::new_spinner();
+    if quiet || args.json {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {human_pos} entries copied ({per_sec}) {msg}")
+            .expect("valid template"),
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    let progress = Bar {
+        bar: bar.clone(),
+        json: args.json,
+    };
+
+    let mut copies = Vec::new();
+    let mut ok = true;
+    for (src, dst) in targets {
+        match cowkit_tree::copy(src, &dst, &opts, &progress) {
+            Ok(s) => {
+                ok &= s.ok();
+                copies.push(Copy {
+                    src,
+                    dst,
+                    error: None,
+                    summary: Some(s),
+                });
+            }
+            Err(e) => {
+                ok = false;
+                let err = CliError::new(format!("cannot copy `{}`", src.display()), e);
+                if !args.json {
+                    bar.suspend(|| crate::output::report_error(&err));
+                }
+                copies.push(Copy {
+                    src,
+                    dst,
+                    error: Some(err.chain()),
+                    summary: None,
+                });
+            }
+        }
+    }
+    bar.finish_and_clear();
+
+    if args.json {
+        print_json(&Report { ok, copies });
+    } else {
+        for c in &copies {
+            let Some(s) = &c.summary else { continue };
+            if let Some(why) = &s.aborted {
+                eprintln!(
+                    "error: copy of `{}` to `{}` stopped, incomplete: {why}",
+                    c.src.display(),
+                    c.dst.display()
+                );
+                eprintln!("hint: free space on the destination (or fix it), then copy again");
+            }
+            if quiet {
+                continue;
+            }
+            let b = &s.bytes;
+            let verb = if s.ok() { "copied" } else { "partly copied" };
+            eprintln!(
+                "{verb} `{}` → `{}`: {} files, {} directories, {} symlinks, {} hardlinks, {} special; {} cloned, {} copied in kernel, {} written; errors: {}",
+                c.src.display(),
+                c.dst.display(),
+                s.files,
+                s.directories,
+                s.symlinks,
+                s.hardlinks,
+                s.fifos + s.sockets + s.devices,
+                human_bytes(b.cloned),
+                human_bytes(b.copied),
+                human_bytes(b.written),
+                s.errors.len()
+            );
+            for (why, n) in &s.fallbacks {
+                eprintln!("fallback: {why} ({n} files)");
+            }
+            if s.xattrs_unsupported > 0 {
+                eprintln!(
+                    "warning: {} extended attributes not supported by the destination filesystem",
+                    s.xattrs_unsupported
+                );
+            }
+        }
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

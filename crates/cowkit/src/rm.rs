@@ -1,0 +1,148 @@
+//! `cowkit rm -r PATH...`: parallel delete.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use cowkit_tree::{EntryError, Progress, RemoveOptions, RemoveSummary};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use crate::output::{print_json, CliError};
+
+/// Arguments of `cowkit rm`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Remove directories and their contents (required for directories).
+    #[arg(short = 'r', short_alias = 'R', long)]
+    recursive: bool,
+    /// Ignore missing paths.
+    #[arg(short, long)]
+    force: bool,
+    /// Parallel workers (default: the number of CPUs).
+    #[arg(short, long)]
+    jobs: Option<usize>,
+    /// Print a JSON summary.
+    #[arg(long)]
+    json: bool,
+    /// What to remove.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+}
+
+struct Bar {
+    bar: ProgressBar,
+    json: bool,
+}
+
+impl Progress for Bar {
+    fn on_entry(&self, _bytes: u64) {
+        self.bar.inc(1);
+    }
+    fn on_error(&self, e: &EntryError) {
+        if !self.json {
+            self.bar.suspend(|| eprintln!("error: {e}"));
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Report {
+    ok: bool,
+    removed: Vec<Removed>,
+}
+
+#[derive(Serialize)]
+struct Removed {
+    path: PathBuf,
+    error: Option<Vec<String>>,
+    #[serde(flatten)]
+    summary: Option<RemoveSummary>,
+}
+
+pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
+    cowkit_tree::raise_fd_limit();
+    let opts = RemoveOptions {
+        threads: args
+            .jobs
+            .unwrap_or_else(cowkit_tree::default_threads)
+            .max(1),
+        force: args.force,
+    };
+    let bar = ProgressBar::new_spinner();
+    if quiet || args.json {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {human_pos} entries removed ({per_sec})")
+            .expect("valid template"),
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    let progress = Bar {
+        bar: bar.clone(),
+        json: args.json,
+    };
+    let mut ok = true;
+    let mut removed = Vec::new();
+    for path in args.paths {
+        if !args.recursive && path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+            ok = false;
+            let err = CliError::msg(format!(
+                "cannot remove `{}`: is a directory",
+                path.display()
+            ))
+            .hint("use -r to remove directories and their contents");
+            if !args.json {
+                bar.suspend(|| crate::output::report_error(&err));
+            }
+            removed.push(Removed {
+                path,
+                error: Some(err.chain()),
+                summary: None,
+            });
+            continue;
+        }
+        match cowkit_tree::remove(&path, &opts, &progress) {
+            Ok(s) => {
+                ok &= s.errors.is_empty();
+                removed.push(Removed {
+                    path,
+                    error: None,
+                    summary: Some(s),
+                });
+            }
+            Err(e) => {
+                ok = false;
+                let err = CliError::new(format!("cannot remove `{}`", path.display()), e);
+                if !args.json {
+                    bar.suspend(|| crate::output::report_error(&err));
+                }
+                removed.push(Removed {
+                    path,
+                    error: Some(err.chain()),
+                    summary: None,
+                });
+            }
+        }
+    }
+    bar.finish_and_clear();
+    if args.json {
+        print_json(&Report { ok, removed });
+    } else if !quiet {
+        for r in &removed {
+            if let Some(s) = &r.summary {
+                eprintln!(
+                    "removed `{}`: {} files, {} directories; errors: {}",
+                    r.path.display(),
+                    s.files,
+                    s.directories,
+                    s.errors.len()
+                );
+            }
+        }
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
