@@ -2,12 +2,14 @@
 """Timing and reporting helper for bench/rpm-install.sh (standard library only).
 
   measure.py run --record FILE.jsonl --sync MOUNT [--cwd DIR] [--stdout-null]
-                 [--field KEY=VALUE]... -- CMD [ARG...]
+                 [--stderr FILE] [--field KEY=VALUE]... -- CMD [ARG...]
       Runs CMD, timed with the monotonic clock; then syncfs(MOUNT), timed
       too. Appends one JSON line: t_cmd (seconds, the command alone),
       t_durable (command plus syncfs of the mount), maxrss_kib (peak RSS of
       the largest process in the command's tree, from wait4), the --field
       values. Exits with the command's status if it failed, recording nothing.
+      --stderr FILE: the command's stderr goes to FILE (truncated) instead of
+      the terminal, so that no progress display is drawn while it is timed.
 
   measure.py report --record FILE.jsonl --machine FILE.json --md OUT.md --json OUT.json
       Medians, min/max and ratios per package, compression and method;
@@ -43,10 +45,13 @@ def cmd_run(args):
     if not cmd:
         sys.exit("measure.py run: no command")
     stdout = subprocess.DEVNULL if args.stdout_null else None
+    stderr = open(args.stderr, "wb") if args.stderr else None
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=args.cwd, stdout=stdout)
+    proc = subprocess.Popen(cmd, cwd=args.cwd, stdout=stdout, stderr=stderr)
     _, status, usage = os.wait4(proc.pid, 0)
     t1 = time.monotonic()
+    if stderr is not None:
+        stderr.close()
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         print(
@@ -214,6 +219,7 @@ def main():
     r.add_argument("--sync", required=True, help="mount point to syncfs after the command")
     r.add_argument("--cwd")
     r.add_argument("--stdout-null", action="store_true")
+    r.add_argument("--stderr", help="file for the command's stderr")
     r.add_argument("--field", action="append", default=[])
     r.add_argument("cmd", nargs=argparse.REMAINDER)
     p = sub.add_parser("report")
