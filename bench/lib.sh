@@ -57,3 +57,48 @@ human() {
     while (b >= 1024 && i < 5) { b /= 1024; i++ }
     printf (i == 1 ? "%d %s" : "%.1f %s"), b, u[i] }'
 }
+
+# find_cowkit HINT SUBCOMMAND... — set and export COWKIT: the binary named by
+# $COWKIT, or the repository's release build (rebuilt by cargo when stale, so
+# a stale binary is never timed); die unless every SUBCOMMAND answers --help.
+find_cowkit() {
+  local hint=$1 sub
+  shift
+  if [ -z "${COWKIT:-}" ]; then
+    COWKIT="$REPO_ROOT/target/release/cowkit"
+    if command -v cargo >/dev/null 2>&1; then
+      log "building cowkit: cargo build --release --locked -p cowkit"
+      (cd "$REPO_ROOT" && cargo build --release --locked -p cowkit) ||
+        die "cargo build of cowkit failed"
+    elif [ ! -x "$COWKIT" ]; then
+      die "no $COWKIT and no cargo to build it; set COWKIT=/path/to/cowkit"
+    fi
+  fi
+  COWKIT=$(abs_path "$COWKIT")
+  [ -x "$COWKIT" ] || die "COWKIT=$COWKIT is not an executable"
+  for sub in "$@"; do
+    "$COWKIT" "$sub" --help >/dev/null 2>&1 ||
+      die "$COWKIT has no working '$sub' subcommand ('$COWKIT $sub --help' fails)." "$hint"
+  done
+  export COWKIT
+}
+
+# clean_stale_images GLOB_PREFIX — remove image directories (PREFIX.*) left by
+# runs that were killed outright (their recorded pid is gone).
+clean_stale_images() {
+  local d pid
+  for d in "$1".*; do
+    [ -d "$d" ] || continue
+    pid=$(cat "$d/pid" 2>/dev/null || echo)
+    if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
+      rm -rf --one-file-system "$d"
+    fi
+  done
+}
+
+# prepare_results_dir — make RESULTS_DIR absolute, existing and writable.
+prepare_results_dir() {
+  RESULTS_DIR=$(abs_path "$RESULTS_DIR")
+  mkdir -p "$RESULTS_DIR" || die "cannot create RESULTS_DIR=$RESULTS_DIR"
+  [ -w "$RESULTS_DIR" ] || die "RESULTS_DIR=$RESULTS_DIR is not writable"
+}

@@ -101,38 +101,11 @@ if [ -z "${COWKIT_BENCH_NS:-}" ]; then
     done
   done
   if [ "$uses_cowkit" = 1 ]; then
-    if [ -z "${COWKIT:-}" ]; then
-      # The repository's own build. cargo is run even when the binary exists
-      # (a no-op when it is up to date), so that a stale binary is not timed.
-      COWKIT="$REPO_ROOT/target/release/cowkit"
-      if command -v cargo >/dev/null 2>&1; then
-        log "building cowkit: cargo build --release --locked -p cowkit"
-        (cd "$REPO_ROOT" && cargo build --release --locked -p cowkit) ||
-          die "cargo build of cowkit failed"
-      elif [ ! -x "$COWKIT" ]; then
-        die "no $COWKIT and no cargo to build it; set COWKIT=/path/to/cowkit"
-      fi
-    fi
-    COWKIT=$(abs_path "$COWKIT")
-    [ -x "$COWKIT" ] || die "COWKIT=$COWKIT is not an executable"
-    for sub in install transcode; do
-      "$COWKIT" "$sub" --help >/dev/null 2>&1 ||
-        die "$COWKIT has no working '$sub' subcommand ('$COWKIT $sub --help' fails)." \
-          "Use a cowkit build that has it, or METHODS=peers to time only rpm -i and rpm2cpio."
-    done
-    export COWKIT
+    find_cowkit "Use a cowkit build that has it, or METHODS=peers to time only rpm -i and rpm2cpio." install transcode
   fi
   # Leftover image directories of runs that were killed outright.
-  for d in "$BENCH_IMG_DIR"/cowkit-bench.*; do
-    [ -d "$d" ] || continue
-    pid=$(cat "$d/pid" 2>/dev/null || echo)
-    if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
-      rm -rf --one-file-system "$d"
-    fi
-  done
-  RESULTS_DIR=$(abs_path "$RESULTS_DIR")
-  mkdir -p "$RESULTS_DIR" || die "cannot create RESULTS_DIR=$RESULTS_DIR"
-  [ -w "$RESULTS_DIR" ] || die "RESULTS_DIR=$RESULTS_DIR is not writable"
+  clean_stale_images "$BENCH_IMG_DIR/cowkit-bench"
+  prepare_results_dir
   export RESULTS_DIR COWKIT_BENCH_NS=1
   # A private mount namespace: even a SIGKILL leaves no mount behind (the
   # loop device is auto-cleared when its mount goes away with the namespace).

@@ -134,38 +134,11 @@ if [ -z "${COWKIT_TREE_NS:-}" ]; then
   fi
 
   if [ "$uses_cowkit" = 1 ]; then
-    if [ -z "${COWKIT:-}" ]; then
-      # The repository's own build, rebuilt when stale (a no-op otherwise).
-      COWKIT="$REPO_ROOT/target/release/cowkit"
-      if command -v cargo >/dev/null 2>&1; then
-        log "building cowkit: cargo build --release --locked -p cowkit"
-        (cd "$REPO_ROOT" && cargo build --release --locked -p cowkit) ||
-          die "cargo build of cowkit failed"
-      elif [ ! -x "$COWKIT" ]; then
-        die "no $COWKIT and no cargo to build it; set COWKIT=/path/to/cowkit"
-      fi
-    fi
-    COWKIT=$(abs_path "$COWKIT")
-    [ -x "$COWKIT" ] || die "COWKIT=$COWKIT is not an executable"
-    for sub in cp rm; do
-      "$COWKIT" "$sub" --help >/dev/null 2>&1 ||
-        die "$COWKIT has no working '$sub' subcommand ('$COWKIT $sub --help' fails)." \
-          "Use a cowkit build that has it, or METHODS=peers to time only cp, xcp and rm."
-    done
-    export COWKIT
+    find_cowkit "Use a cowkit build that has it, or METHODS=peers to time only cp, xcp and rm." cp rm
   fi
-
-  # Image directories of runs that were killed outright.
-  for d in "$BENCH_IMG_DIR"/cowkit-tree.*; do
-    [ -d "$d" ] || continue
-    pid=$(cat "$d/pid" 2>/dev/null || echo)
-    if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
-      rm -rf --one-file-system "$d"
-    fi
-  done
-  RESULTS_DIR=$(abs_path "$RESULTS_DIR")
-  mkdir -p "$RESULTS_DIR" || die "cannot create RESULTS_DIR=$RESULTS_DIR"
-  [ -w "$RESULTS_DIR" ] || die "RESULTS_DIR=$RESULTS_DIR is not writable"
+  # Leftover image directories of runs that were killed outright.
+  clean_stale_images "$BENCH_IMG_DIR/cowkit-tree"
+  prepare_results_dir
   export RESULTS_DIR TREE_CACHE COWKIT_TREE_NS=1
   # A private mount namespace: even after a SIGKILL no mount is left behind
   # (the loop devices are auto-cleared when their mounts go with it).
