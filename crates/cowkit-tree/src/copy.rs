@@ -7,7 +7,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use cowkit_fs::meta::Xattr;
 use cowkit_fs::{Bytes, Chain, Copier, Handle, Method, Reason};
@@ -165,6 +165,73 @@ impl Summary {
     }
 }
 
+/// Hardlink groups seen so far, by source device and inode: shared by
+/// every [`copy_linked()`] call that is given the same map, so that names
+/// of one group in several sources stay linked in the copies (as `cp -a`
+/// does across its arguments).
+#[derive(Default)]
+pub struct Links {
+    map: Mutex<HashMap<(u64, u64), Link>>,
+    /// Signalled when a group's first member is done, or failed.
+    changed: Condvar,
+}
+
+impl std::fmt::Debug for Links {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.lock().len();
+        f.debug_struct("Links").field("groups", &n).finish()
+    }
+}
+
+enum Link {
+    /// The first member is being copied: other members wait, so that none
+    /// is linked to a file whose data is not complete.
+    Pending,
+    /// Copied: further members are linked to `rel` below `top`.
+    Done { top: Arc<OwnedFd>, rel: PathBuf },
+}
+
+impl Links {
+    /// An empty map.
+    pub fn new() -> Self {
+        Links::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<(u64, u64), Link>> {
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Where the group `key` was copied to; `None`: the caller is now the
+    /// group's first member and must call [`Links::done`].
+    fn claim(&self, key: (u64, u64)) -> Option<(Arc<OwnedFd>, PathBuf)> {
+        let mut map = self.lock();
+        loop {
+            match map.get(&key) {
+                Some(Link::Done { top, rel }) => return Some((top.clone(), rel.clone())),
+                Some(Link::Pending) => {
+                    map = self.changed.wait(map).unwrap_or_else(|e| e.into_inner());
+                }
+                None => {
+                    map.insert(key, Link::Pending);
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// The first member of `key` is copied to `at` (or failed: `None`, and
+    /// the next member to come along tries in its turn).
+    fn done(&self, key: (u64, u64), at: Option<(Arc<OwnedFd>, PathBuf)>) {
+        let mut map = self.lock();
+        match at {
+            Some((top, rel)) => map.insert(key, Link::Done { top, rel }),
+            None => map.remove(&key),
+        };
+        drop(map);
+        self.changed.notify_all();
+    }
+}
+
 /// What the copy needs of a source entry's `statx`.
 #[derive(Clone, Copy, Debug)]
 struct Src {
@@ -285,9 +352,10 @@ struct Ctx<'a> {
     o: &'a CopyOptions,
     progress: &'a dyn Progress,
     queue: Queue<Task>,
-    links: Mutex<HashMap<(u64, u64), PathBuf>>,
-    /// The top destination directory, for linking hardlink group members.
-    top: OnceLock<OwnedFd>,
+    links: &'a Links,
+    /// The directory that hardlink group paths are relative to: the copy
+    /// itself for a directory, its parent for a single file.
+    top: Option<Arc<OwnedFd>>,
     src_root: PathBuf,
     dst_root: PathBuf,
     euid: u32,
@@ -313,6 +381,19 @@ pub fn copy(
     src: &Path,
     dst: &Path,
     o: &CopyOptions,
+    progress: &dyn Progress,
+) -> Result<Summary, Error> {
+    copy_linked(src, dst, o, &Links::new(), progress)
+}
+
+/// [`copy()`], with hardlink groups looked up in (and added to) `links`:
+/// give several calls the same map to keep hardlinks between their
+/// sources.
+pub fn copy_linked(
+    src: &Path,
+    dst: &Path,
+    o: &CopyOptions,
+    links: &Links,
     progress: &dyn Progress,
 ) -> Result<Summary, Error> {
     let io = |op, path: &Path| {
@@ -378,12 +459,12 @@ pub fn copy(
     let egid = rustix::process::getegid().as_raw();
     let default_acl = rustix::fs::fgetxattr(&dpfd, "system.posix_acl_default", &mut [0u8; 0][..]);
     let pumask = sys::process_umask();
-    let ctx = Ctx {
+    let mut ctx = Ctx {
         o,
         progress,
         queue: Queue::new(),
-        links: Mutex::new(HashMap::new()),
-        top: OnceLock::new(),
+        links,
+        top: None,
         src_root: src.to_path_buf(),
         dst_root: dst.to_path_buf(),
         euid,
@@ -412,7 +493,7 @@ pub fn copy(
             Ok((node, sfd)) => {
                 let top = rustix::io::fcntl_dupfd_cloexec(&node.dst, 0)
                     .map_err(io("open directory", dst))?;
-                let _ = ctx.top.set(top);
+                ctx.top = Some(Arc::new(top));
                 ctx.queue.push(Task::List { node, src: sfd });
             }
             Err(f) => ctx.fail(&mut w, f),
@@ -434,6 +515,9 @@ pub fn copy(
             path: src.to_path_buf(),
         })?;
         let spfd = open_dir(CWD, sparent).map_err(io("open directory", sparent))?;
+        let top = rustix::io::fcntl_dupfd_cloexec(&holder.dst, 0)
+            .map_err(io("open directory", dparent))?;
+        ctx.top = Some(Arc::new(top));
         ctx.entry(
             &mut w,
             &holder,
@@ -473,7 +557,10 @@ fn open_dir<Fd: AsFd, P: rustix::path::Arg>(dir: Fd, name: P) -> rustix::io::Res
 }
 
 /// Whether the directory `dir` is the directory `id` or lies below it:
-/// walks `..` up to the root, comparing device and inode.
+/// walks `..` up to the root, comparing device and inode. `..` is opened
+/// with `O_PATH`, which needs search permission only; a directory the
+/// user cannot search ends the walk: a source above it could not be
+/// copied down to `dir` anyway.
 fn inside(dir: BorrowedFd<'_>, id: (u64, u64)) -> rustix::io::Result<bool> {
     let stat = |fd: BorrowedFd<'_>| {
         rustix::fs::statx(
@@ -490,7 +577,12 @@ fn inside(dir: BorrowedFd<'_>, id: (u64, u64)) -> rustix::io::Result<bool> {
         if here == id {
             return Ok(true);
         }
-        let up = open_dir(&cur, c"..")?;
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let up = match rustix::fs::openat(&cur, c"..", flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::ACCESS) => return Ok(false),
+            Err(e) => return Err(e),
+        };
         let there = stat(up.as_fd())?;
         if there == here {
             return Ok(false);
@@ -736,25 +828,44 @@ impl Ctx<'_> {
         dpath: &Path,
     ) -> Result<u64, Fail> {
         let key = (self.o.preserve.links && st.nlink > 1).then_some((st.dev, st.ino));
-        let created = if let Some(key) = key {
-            let mut map = self.links.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(first) = map.get(&key) {
-                let first = first.clone();
-                drop(map);
-                let top = self.top.get().map_or(node.dst.as_fd(), |t| t.as_fd());
-                replacing(node.dst.as_fd(), dname, || {
-                    rustix::fs::linkat(top, &first, &node.dst, dname, AtFlags::empty())
-                })
-                .map_err(|e| fail(dpath, "link", e))?;
-                w.sum.hardlinks += 1;
-                return Ok(0);
-            }
-            let c = self.create(node, src_dir, sname, dname, st, spath, dpath)?;
-            map.insert(key, node.rel.join(OsStr::from_bytes(dname.to_bytes())));
-            c
-        } else {
-            self.create(node, src_dir, sname, dname, st, spath, dpath)?
+        let Some(key) = key else {
+            return self.create_and_fill(w, node, src_dir, sname, dname, st, spath, dpath);
         };
+        if let Some((top, first)) = self.links.claim(key) {
+            replacing(node.dst.as_fd(), dname, || {
+                rustix::fs::linkat(&*top, &first, &node.dst, dname, AtFlags::empty())
+            })
+            .map_err(|e| fail(dpath, "link", e))?;
+            w.sum.hardlinks += 1;
+            return Ok(0);
+        }
+        let r = self.create_and_fill(w, node, src_dir, sname, dname, st, spath, dpath);
+        let at = match (&r, &self.top) {
+            (Ok(_), Some(top)) => {
+                let rel = node.rel.join(OsStr::from_bytes(dname.to_bytes()));
+                Some((top.clone(), rel))
+            }
+            _ => None,
+        };
+        self.links.done(key, at);
+        r
+    }
+
+    /// Create the copy of a non-directory entry and give it its data and
+    /// metadata; a regular file that fails half-way loses its name.
+    #[allow(clippy::too_many_arguments)]
+    fn create_and_fill(
+        &self,
+        w: &mut Worker,
+        node: &DirNode,
+        src_dir: BorrowedFd<'_>,
+        sname: &CStr,
+        dname: &CStr,
+        st: &Src,
+        spath: &Path,
+        dpath: &Path,
+    ) -> Result<u64, Fail> {
+        let created = self.create(node, src_dir, sname, dname, st, spath, dpath)?;
         // The state the kernel gave the new entry.
         let owner = (self.euid, node.new_gid);
         let mode_now = match self.pumask {

@@ -42,7 +42,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-pub use copy::{copy, CopyOptions, Preserve, Summary};
+pub use copy::{copy, copy_linked, CopyOptions, Links, Preserve, Summary};
 pub use remove::{remove, RemoveOptions, RemoveSummary};
 
 /// Errors that stop a whole [`copy()`] or [`remove()`] before it starts.

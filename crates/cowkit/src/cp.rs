@@ -87,18 +87,27 @@ fn targets(paths: &[PathBuf]) -> Result<Vec<(&Path, PathBuf)>, CliError> {
     Ok(srcs
         .iter()
         .map(|s| {
-            let to = if dst_is_dir {
-                match s.file_name() {
-                    Some(name) => dst.join(name),
-                    // `.` or `..`: the contents go into the directory.
-                    None => dst.clone(),
-                }
-            } else {
-                dst.clone()
+            let to = match last_name(s) {
+                Some(name) if dst_is_dir => dst.join(name),
+                // `SRC/.`: the contents go into the directory.
+                _ => dst.clone(),
             };
             (s.as_path(), to)
         })
         .collect())
+}
+
+/// The last component of `path` as the user wrote it (`Path::file_name`
+/// reads `src/.` as `src`, where cp reads `.`); `None` for `.` and `..`.
+fn last_name(path: &Path) -> Option<&std::ffi::OsStr> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    let end = bytes.iter().rposition(|&b| b != b'/')?;
+    let last = bytes[..=end].rsplit(|&b| b == b'/').next()?;
+    match last {
+        b"." | b".." => None,
+        _ => path.file_name(),
+    }
 }
 
 pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
@@ -145,8 +154,10 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
 
     let mut copies = Vec::new();
     let mut ok = true;
+    // One map for all sources: hardlinks between them are kept, as cp -a.
+    let links = cowkit_tree::Links::new();
     for (src, dst) in targets {
-        match cowkit_tree::copy(src, &dst, &opts, &progress) {
+        match cowkit_tree::copy_linked(src, &dst, &opts, &links, &progress) {
             Ok(s) => {
                 ok &= s.ok();
                 copies.push(Copy {

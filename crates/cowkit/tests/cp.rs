@@ -150,7 +150,7 @@ fn cp_full_destination_fails_clearly() {
     let Some(t) = scratch(Fs::Xfs) else { return };
     let d = t.path();
     sh(
-        "mkdir -p src/a small && head -c 3145741 /dev/urandom > src/a/big && for i in $(seq 1 50); do echo $i > src/f$i; done",
+        "mkdir -p src/a small && head -c 3145741 /dev/urandom > src/a/big && ln src/a/big src/big2 && for i in $(seq 1 50); do echo $i > src/f$i; done",
         d,
     );
     let st = Command::new("mount")
@@ -166,8 +166,10 @@ fn cp_full_destination_fails_clearly() {
     assert!(e.contains("No space left on device"), "{e}");
     assert!(e.contains("incomplete"), "{e}");
     assert!(!e.contains("\ncopied `"), "claimed done: {e}");
-    // Nothing half-written keeps the big file's name.
+    // Nothing half-written keeps the big file's names: the second name
+    // of its hardlink group was not linked to a partial copy.
     assert!(!d.join("small/dst/a/big").exists());
+    assert!(!d.join("small/dst/big2").exists());
 }
 
 #[test]
@@ -228,4 +230,221 @@ fn rm_r_matches_rm_rf() {
     std::os::unix::fs::symlink(d.join("tree"), d.join("link")).unwrap();
     assert!(cowkit(&[&"rm", &"-r", &d.join("link")]).status.success());
     assert!(d.join("tree/d1/f").exists());
+}
+
+/// `SRC/.` copies the contents of SRC into an existing DST, as GNU cp.
+#[test]
+fn cp_dot_source_merges_into_destination() {
+    let Some(t) = scratch(Fs::Xfs) else { return };
+    let d = t.path();
+    sh(
+        "mkdir -p src/x ours theirs && echo 1 > src/x/f && echo 2 > src/g && echo old > ours/keep && echo old > theirs/keep && cp -a src/. theirs",
+        d,
+    );
+    let o = cowkit(&[
+        &"cp",
+        &"-a",
+        &format!("{}/.", d.join("src").display()),
+        &d.join("ours"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    same_tree(&d.join("theirs"), &d.join("ours"));
+    assert!(!d.join("ours/src").exists());
+    assert_eq!(std::fs::read(d.join("ours/x/f")).unwrap(), b"1\n");
+}
+
+fn ino(p: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(p).unwrap().ino()
+}
+
+/// Names of one hardlink group given as different sources (or inside
+/// different source trees) stay one group in the copies, as `cp -a`.
+#[test]
+fn cp_keeps_hardlinks_across_sources() {
+    let Some(t) = scratch(Fs::Xfs) else { return };
+    let d = t.path();
+    sh(
+        "mkdir -p s1 s2 ours theirs && echo data > s1/f && ln s1/f s2/g && ln s1/f top && cp -a s1 s2 top theirs",
+        d,
+    );
+    let o = cowkit(&[
+        &"cp",
+        &"-a",
+        &d.join("s1"),
+        &d.join("s2"),
+        &d.join("top"),
+        &d.join("ours"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for root in ["theirs", "ours"] {
+        let r = d.join(root);
+        assert_eq!(ino(&r.join("s1/f")), ino(&r.join("s2/g")), "{root}");
+        assert_eq!(ino(&r.join("s1/f")), ino(&r.join("top")), "{root}");
+    }
+    same_tree(&d.join("theirs"), &d.join("ours"));
+}
+
+/// As an unprivileged user: unreadable files and directories are errors
+/// with their paths, everything else is copied, the exit code is 1, like
+/// GNU cp.
+#[test]
+fn cp_unreadable_entries_as_user() {
+    let Some(t) = scratch(Fs::Xfs) else { return };
+    let d = t.path();
+    sh(
+        "mkdir -p src/open src/shut && echo a > src/open/a && echo b > src/secret && echo c > src/shut/c && chmod 000 src/secret src/shut && mkdir out && chown -R nobody: src out && chmod 755 .",
+        d,
+    );
+    // Relative paths from inside the scratch directory: the rig's own
+    // directories above it are root's alone.
+    let as_nobody = |prog: &str, args: &[&str]| {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", prog]);
+        c.args(args).current_dir(d);
+        c.output().unwrap()
+    };
+    let theirs = as_nobody("cp", &["-a", "src", "out/theirs"]);
+    assert_eq!(theirs.status.code(), Some(1), "{}", stderr(&theirs));
+    // A copy of the binary the user can reach, wherever the build is.
+    std::fs::copy(env!("CARGO_BIN_EXE_cowkit"), d.join("cowkit")).unwrap();
+    let ours = as_nobody("./cowkit", &["cp", "-a", "--json", "src", "out/ours"]);
+    assert_eq!(ours.status.code(), Some(1), "{}", stderr(&ours));
+    let v: serde_json::Value = serde_json::from_slice(&ours.stdout).unwrap();
+    let errors = v["copies"][0]["errors"].as_array().unwrap();
+    let mut failed: Vec<(&str, &str)> = errors
+        .iter()
+        .map(|e| {
+            let p = e["path"].as_str().unwrap();
+            (
+                &p[p.rfind('/').unwrap() + 1..],
+                e["errno"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    failed.sort();
+    assert_eq!(failed, [("secret", "EACCES"), ("shut", "EACCES")], "{v}");
+    assert_eq!(std::fs::read(d.join("out/ours/open/a")).unwrap(), b"a\n");
+    assert!(!d.join("out/ours/secret").exists());
+    // The same entries are missing from both copies, but for the
+    // unreadable directory: GNU cp leaves an empty one behind, cowkit does
+    // not create what it cannot fill.
+    let names = |p: &Path| {
+        let mut v: Vec<_> = walk(p)
+            .into_iter()
+            .map(|x| x.strip_prefix(p).unwrap().to_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let mut theirs = names(&d.join("out/theirs"));
+    theirs.retain(|p| p != Path::new("shut"));
+    assert_eq!(names(&d.join("out/ours")), theirs);
+}
+
+fn walk(p: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = vec![];
+    for e in std::fs::read_dir(p).unwrap() {
+        let e = e.unwrap();
+        out.push(e.path());
+        if e.file_type().unwrap().is_dir() {
+            if let Ok(rd) = std::fs::read_dir(e.path()) {
+                drop(rd);
+                out.extend(walk(&e.path()));
+            }
+        }
+    }
+    out
+}
+
+/// A source that changes while it is copied: files and directories
+/// vanish, files grow, new ones appear. The copy must not crash or leave
+/// a torn file: every copied file is one version of its source, and every
+/// error is a vanished entry, reported with its path.
+#[test]
+fn cp_source_changing_during_copy() {
+    let Some(t) = scratch(Fs::Xfs) else { return };
+    let d = t.path();
+    let src = d.join("src");
+    let line = |i: usize, k: usize| format!("file {i} line {k}\n");
+    let base = |i: usize| (0..200).map(|k| line(i, k)).collect::<String>();
+    for dir in 0..20 {
+        std::fs::create_dir_all(src.join(format!("d{dir}"))).unwrap();
+        for i in 0..100 {
+            let n = dir * 100 + i;
+            std::fs::write(src.join(format!("d{dir}/f{n}")), base(n)).unwrap();
+        }
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mutator = {
+        let (src, stop) = (src.clone(), stop.clone());
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut round = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let dir = round % 20;
+                let n = dir * 100 + (round * 7) % 100;
+                let p = src.join(format!("d{dir}/f{n}"));
+                match round % 3 {
+                    0 => {
+                        let _ = std::fs::remove_file(&p);
+                    }
+                    1 => {
+                        if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&p) {
+                            f.write_all(line(n, 200 + round).as_bytes()).unwrap();
+                        }
+                    }
+                    _ => {
+                        let _ = std::fs::write(src.join(format!("d{dir}/new{round}")), "new\n");
+                    }
+                }
+                if round == 500 {
+                    let _ = std::fs::remove_dir_all(src.join("d19"));
+                }
+                round += 1;
+            }
+        })
+    };
+    let o = cowkit(&[&"cp", &"-a", &"-j", &"2", &"--json", &src, &d.join("dst")]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    mutator.join().unwrap();
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for e in v["copies"][0]["errors"].as_array().unwrap() {
+        assert_eq!(e["errno"], "ENOENT", "{v}");
+        assert!(
+            e["path"]
+                .as_str()
+                .unwrap()
+                .starts_with(src.to_str().unwrap()),
+            "{v}"
+        );
+    }
+    assert_eq!(o.status.code() == Some(0), v["ok"] == true);
+    let mut checked = 0;
+    for p in walk(&d.join("dst")) {
+        if p.is_dir() {
+            continue;
+        }
+        let name = p.file_name().unwrap().to_str().unwrap();
+        let got = std::fs::read_to_string(&p).unwrap();
+        if name.starts_with("new") {
+            // Copied before or after its one write.
+            assert!(got.is_empty() || got == "new\n", "{}", p.display());
+            continue;
+        }
+        let n: usize = name[1..].parse().unwrap();
+        // The original 200 lines, then whole appended lines only.
+        let b = base(n);
+        assert!(got.starts_with(&b), "{} torn", p.display());
+        for l in got[b.len()..].lines() {
+            assert!(
+                l.starts_with(&format!("file {n} line ")),
+                "{}: {l:?}",
+                p.display()
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked > 1000, "only {checked} files copied");
 }
