@@ -24,6 +24,8 @@
 #   BENCH_IMG_DIR=/var/tmp   where the per-run image copies go
 #   LOOP_DIRECT_IO=1    losetup --direct-io=on for the benchmark mounts
 #   STRACE=1            0: skip the strace -c -f runs
+#   FLAT_FILES=2000     files in the flat directory that measures the
+#                       syscalls of one more regular file
 #   STRACE_FS=xfs       the filesystems they run on (default: the first of
 #                       FILESYSTEMS; the counts hardly depend on it)
 #   VERIFY=1            0: skip comparing the round-1 copies with the source
@@ -400,6 +402,46 @@ print(json.dumps({"kind": "cowkit-summary", "fs": os.environ["FS"], "command": o
     rm -rf --one-file-system "$dst"
     sync -f "$MNT"
   done
+  strace_marginal "$fs"
+}
+
+# strace_marginal FS — the syscalls one more regular file costs each copy
+# tool: strace -c -f of a flat directory of FLAT_FILES 4 KiB files, minus
+# that of an empty directory, divided by FLAT_FILES. The whole-tree counts
+# above also carry the directories and symlinks.
+FLAT_FILES=${FLAT_FILES:-2000}
+strace_marginal() {
+  local fs=$1 m n dir dst="$MNT/dst" argv=() out
+  local -A total=()
+  mkdir -p "$MNT/flat-0" "$MNT/flat-$FLAT_FILES"
+  for ((n = 0; n < FLAT_FILES; n++)); do
+    head -c 4096 /dev/urandom >"$MNT/flat-$FLAT_FILES/f$n"
+  done
+  sync -f "$MNT"
+  for m in cp-a xcp cowkit-j2; do
+    case " ${methods[*]} " in *" $m "*) ;; *) continue ;; esac
+    for n in 0 "$FLAT_FILES"; do
+      dir="$MNT/flat-$n"
+      rm -rf --one-file-system "$dst"
+      method_argv "$m" "$dir" "$dst"
+      out="$RIG/strace-flat.$fs.$m.$n"
+      strace -c -f -o "$out" -- "${argv[@]}" >/dev/null 2>"$RIG/cmd.err" || {
+        tail -n 20 "$RIG/cmd.err" >&2 || true
+        die "strace of $m on a flat directory failed"
+      }
+      "$PY" "$TREE_PY" strace "$out" --files "$n" >"$out.json"
+    done
+    FS="$fs" M="$m" N="$FLAT_FILES" "$PY" -c 'import json, os, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+n = int(os.environ["N"])
+calls = {k: (b["calls"].get(k, 0) - a["calls"].get(k, 0)) / n for k in b["calls"]}
+calls = dict(sorted(((k, v) for k, v in calls.items() if v > 0.005), key=lambda kv: -kv[1]))
+print(json.dumps({"kind": "strace-marginal", "fs": os.environ["FS"], "method": os.environ["M"], "files": n,
+                  "per_file": (b["total_syscalls"] - a["total_syscalls"]) / n, "calls": calls}))' \
+      "$RIG/strace-flat.$fs.$m.0.json" "$RIG/strace-flat.$fs.$m.$FLAT_FILES.json" >>"$RECORD"
+  done
+  rm -rf --one-file-system "$dst" "$MNT/flat-0" "$MNT/flat-$FLAT_FILES"
+  sync -f "$MNT"
 }
 
 # run_fs FS — mount a copy of the cached image and run every method ROUNDS times.

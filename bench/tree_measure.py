@@ -356,6 +356,7 @@ def fmt_mib(n):
 
 def cmd_report(args):
     times, space, straces, trees, fsinfo, extras = [], {}, [], {}, {}, []
+    marginals = []
     with open(args.record) as fh:
         for line in fh:
             rec = json.loads(line)
@@ -366,6 +367,8 @@ def cmd_report(args):
                 space[(rec["fs"], rec["method"])] = rec["bytes"]
             elif k == "strace":
                 straces.append(rec)
+            elif k == "strace-marginal":
+                marginals.append(rec)
             elif k == "tree":
                 trees[rec["fs"]] = rec
             elif k == "fs":
@@ -505,6 +508,18 @@ def cmd_report(args):
                 "| %s | %s | %d | %d | %d | %.2f | %s |"
                 % (s["fs"], s["method"], s["total_syscalls"], s["errors"], s["regular_files"], s["per_file"], top)
             )
+    if marginals:
+        L.append("")
+        L.append(
+            "Syscalls of one more regular file: `strace -c -f` of a flat directory of %d 4 KiB files minus that of an empty directory, per file:"
+            % marginals[0]["files"]
+        )
+        L.append("")
+        L.append("| fs | method | syscalls per regular file | calls |")
+        L.append("|---|---|---:|---|")
+        for s in marginals:
+            calls = ", ".join("%s %.2f" % kv for kv in s["calls"].items())
+            L.append("| %s | %s | %.2f | %s |" % (s["fs"], s["method"], s["per_file"], calls))
     for e in extras:
         if e["kind"] == "cowkit-summary":
             L.append("")
@@ -527,6 +542,7 @@ def cmd_report(args):
                     "trees": trees,
                     "results": summary,
                     "strace": straces,
+                    "strace_marginal": marginals,
                     "extras": extras,
                 },
                 fh,

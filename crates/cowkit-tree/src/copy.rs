@@ -287,6 +287,8 @@ struct DirNode {
     rel: PathBuf,
     /// The group new entries get (the directory's if it is setgid).
     new_gid: u32,
+    /// The directory is setgid: new subdirectories are too.
+    setgid: bool,
     /// New entries get exactly the creation mode less the umask (no
     /// default ACL can apply).
     exact_modes: bool,
@@ -483,6 +485,7 @@ pub fn copy_linked(
         } else {
             egid
         },
+        setgid: dpst.st_mode & 0o2000 != 0,
         exact_modes: matches!(default_acl, Err(Errno::NODATA | Errno::OPNOTSUPP)),
         finish: None,
     });
@@ -674,13 +677,40 @@ impl Ctx<'_> {
         rel: PathBuf,
     ) -> Result<(Arc<DirNode>, OwnedFd), Fail> {
         let dpath = self.dst_root.join(&rel);
-        let fresh = match rustix::fs::mkdirat(&parent.dst, name, Mode::from_raw_mode(0o700)) {
+        // Created with its final permissions where that is safe, so that
+        // most directories need no chmod: without group and other access
+        // while it still has the wrong owner, and writable by its creator
+        // unless that is root, until its children are in.
+        let mut perm = self.want_mode(&st) & 0o777;
+        if self.o.preserve.owner && (st.uid, st.gid) != (self.euid, parent.new_gid) {
+            perm &= !0o077;
+        }
+        if self.euid != 0 {
+            perm |= 0o700;
+        }
+        let fresh = match rustix::fs::mkdirat(&parent.dst, name, Mode::from_raw_mode(perm)) {
             Ok(()) => true,
             Err(Errno::EXIST) => false,
             Err(e) => return Err(fail(&dpath, "create directory", e)),
         };
         let dfd = open_dir(&parent.dst, name).map_err(|e| fail(&dpath, "open directory", e))?;
-        let dst_st = rustix::fs::fstat(&dfd).map_err(|e| fail(&dpath, "stat", e))?;
+        // What the kernel gave a new directory is known without asking:
+        // no default ACL can apply (`exact_modes`), the umask is known, the
+        // group and setgid bit come from the parent.
+        let (owner, mode, setgid) = match self.pumask {
+            Some(u) if fresh && parent.exact_modes => {
+                let sgid = if parent.setgid { 0o2000 } else { 0 };
+                ((self.euid, parent.new_gid), (perm & !u) | sgid, parent.setgid)
+            }
+            _ => {
+                let dst_st = rustix::fs::fstat(&dfd).map_err(|e| fail(&dpath, "stat", e))?;
+                (
+                    (dst_st.st_uid, dst_st.st_gid),
+                    dst_st.st_mode & 0o7777,
+                    dst_st.st_mode & 0o2000 != 0,
+                )
+            }
+        };
         let xattrs = if self.o.preserve.xattrs {
             match w.xb.read(On::Fd(sfd.as_fd())) {
                 Ok(x) => x,
@@ -700,17 +730,14 @@ impl Ctx<'_> {
             parent: Some(parent.clone()),
             pending: AtomicUsize::new(1),
             rel,
-            new_gid: if dst_st.st_mode & 0o2000 != 0 {
-                dst_st.st_gid
-            } else {
-                self.egid
-            },
+            new_gid: if setgid { owner.1 } else { self.egid },
+            setgid,
             exact_modes: fresh && parent.exact_modes,
             finish: Some(DirFinish {
                 src: st,
                 xattrs,
-                owner: (dst_st.st_uid, dst_st.st_gid),
-                mode: dst_st.st_mode & 0o7777,
+                owner,
+                mode,
             }),
         });
         Ok((node, sfd))
