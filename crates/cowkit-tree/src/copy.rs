@@ -700,7 +700,11 @@ impl Ctx<'_> {
         let (owner, mode, setgid) = match self.pumask {
             Some(u) if fresh && parent.exact_modes => {
                 let sgid = if parent.setgid { 0o2000 } else { 0 };
-                ((self.euid, parent.new_gid), (perm & !u) | sgid, parent.setgid)
+                (
+                    (self.euid, parent.new_gid),
+                    (perm & !u) | sgid,
+                    parent.setgid,
+                )
             }
             _ => {
                 let dst_st = rustix::fs::fstat(&dfd).map_err(|e| fail(&dpath, "stat", e))?;
