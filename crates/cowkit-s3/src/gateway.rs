@@ -768,29 +768,35 @@ impl S3 for S3Gateway {
             }
             Prepared::Assemble(plan) => plan,
         };
-        // Assembly may be slow where blocks must be copied: the response
-        // starts at once and s3s sends whitespace until the XML is ready.
+        // The guard goes with the work: a client that hangs up does not
+        // release the lock while the assembly still runs.
         let store = self.store.clone();
+        let mut work = tokio::task::spawn_blocking(move || {
+            let _guard = guard;
+            store.complete_assemble(plan)
+        });
         let upload_id = i.upload_id.clone();
-        let fut = async move {
-            // The guard goes with the work: a client that hangs up does not
-            // release the lock while the assembly still runs.
-            let res = tokio::task::spawn_blocking(move || {
-                let _guard = guard;
-                store.complete_assemble(plan)
-            })
-            .await
-            .map_err(internal)?;
-            let c: Completed = res.map_err(to_s3_error)?;
-            access(serde_json::json!({
-                "op": "CompleteMultipartUpload", "bucket": c.record.bucket, "key": c.record.key,
-                "upload_id": upload_id, "parts": c.record.parts.len(), "size": c.record.size,
-                "etag": c.record.etag, "bytes_cloned": c.bytes.cloned,
-                "bytes_copied": c.bytes.copied, "bytes_written": c.bytes.written,
-                "unaligned_parts": c.unaligned_parts, "ms": c.elapsed.as_secs_f64() * 1e3,
-            }));
-            Ok(output(&c.record))
-        };
+        let finish =
+            move |res: crate::Result<Completed>| -> S3Result<CompleteMultipartUploadOutput> {
+                let c = res.map_err(to_s3_error)?;
+                access(serde_json::json!({
+                    "op": "CompleteMultipartUpload", "bucket": c.record.bucket, "key": c.record.key,
+                    "upload_id": upload_id, "parts": c.record.parts.len(), "size": c.record.size,
+                    "etag": c.record.etag, "bytes_cloned": c.bytes.cloned,
+                    "bytes_copied": c.bytes.copied, "bytes_written": c.bytes.written,
+                    "unaligned_parts": c.unaligned_parts, "ms": c.elapsed.as_secs_f64() * 1e3,
+                }));
+                Ok(output(&c.record))
+            };
+        // A complete that clones is done in milliseconds: answer it plainly
+        // (an error keeps its HTTP status). One that copies may take long:
+        // after `Options::keepalive_after` the response starts and s3s sends whitespace
+        // until the XML is ready, as S3 does.
+        if let Ok(res) = tokio::time::timeout(self.store.options().keepalive_after, &mut work).await
+        {
+            return Ok(S3Response::new(finish(res.map_err(internal)?)?));
+        }
+        let fut = async move { finish(work.await.map_err(internal)?) };
         Ok(S3Response::new(CompleteMultipartUploadOutput {
             future: Some(Box::pin(fut)),
             ..Default::default()

@@ -101,6 +101,10 @@ impl Server {
                 },
                 () = &mut shutdown => break,
             };
+            // Responses are often written in two pieces (headers, then a
+            // body or keepalive whitespace): Nagle would hold the second
+            // one back for a delayed ACK (40 ms).
+            let _ = sock.set_nodelay(true);
             let svc = self.service.clone();
             let service =
                 hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {

@@ -47,6 +47,9 @@ pub struct Options {
     /// How long the record of a completed upload is kept, so that a
     /// retried complete gets the same answer.
     pub completed_ttl: Duration,
+    /// How long a complete may run before its response starts and
+    /// whitespace keeps the connection alive until the XML is ready.
+    pub keepalive_after: Duration,
 }
 
 impl Default for Options {
@@ -56,6 +59,7 @@ impl Default for Options {
             min_part_size: 5 << 20,
             keep_parts: false,
             completed_ttl: Duration::from_secs(24 * 3600),
+            keepalive_after: Duration::from_millis(500),
         }
     }
 }

@@ -69,6 +69,10 @@ struct ServeArgs {
     /// Keep part files after a complete (to inspect shared extents).
     #[arg(long, hide_short_help = true)]
     keep_parts: bool,
+    /// Milliseconds a complete may run before its response starts and
+    /// whitespace keeps the connection alive until the XML is ready.
+    #[arg(long, default_value_t = 500, hide_short_help = true)]
+    keepalive_after_ms: u64,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
@@ -127,6 +131,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode, CliError> {
             fsync: a.fsync,
             min_part_size: a.min_part_size,
             keep_parts: a.keep_parts,
+            keepalive_after: Duration::from_millis(a.keepalive_after_ms),
             ..Options::default()
         },
     };

@@ -611,3 +611,37 @@ def test_aws_cli(server, tmp_path):
     aws(server, "s3", "rm", "--recursive", "s3://cli/")
     aws(server, "s3", "rb", "s3://cli")
     assert "cli" not in aws(server, "s3", "ls").stdout
+
+
+def test_keepalive_complete(make_server):
+    """A complete that outlasts --keepalive-after-ms (0 here) answers 200 at
+    once, sends whitespace while assembling, then the XML; boto3 parses it."""
+    server = make_server("ext4", ["--keepalive-after-ms", "0"])
+    s3 = server.client()
+    s3.create_bucket(Bucket="keep")
+    uid, parts, data, md5s = multipart(s3, "keep", "k", [5 * MiB + 1, 5 * MiB, 7])
+    body = "<CompleteMultipartUpload>" + "".join(
+        f"<Part><PartNumber>{p['PartNumber']}</PartNumber><ETag>{p['ETag']}</ETag></Part>" for p in parts
+    ) + "</CompleteMultipartUpload>"
+    # Signed raw request, to see the bytes on the wire.
+    import botocore.auth
+    import botocore.awsrequest
+    import botocore.credentials
+    url = f"{server.endpoint}/keep/k?uploadId={uid}"
+    req = botocore.awsrequest.AWSRequest(method="POST", url=url, data=body.encode())
+    botocore.auth.S3SigV4Auth(botocore.credentials.Credentials(AK, SK), "s3", "us-east-1").add_auth(req)
+    conn = http.client.HTTPConnection(server.endpoint.split("//")[1])
+    conn.request("POST", f"/keep/k?uploadId={uid}", body=body.encode(), headers=dict(req.headers))
+    r = conn.getresponse()
+    raw = r.read().decode()
+    assert r.status == 200 and r.getheader("Transfer-Encoding") == "chunked", (r.status, raw)
+    head, _, rest = raw.partition("?>")
+    assert head.startswith("<?xml") and "<CompleteMultipartUploadResult" in rest, raw
+    assert expected_etag(md5s) in rest
+    assert md5(s3.get_object(Bucket="keep", Key="k")["Body"].read()) == md5(data)
+    # And through boto3 (a retry: the same answer, by the plain path).
+    r = s3.complete_multipart_upload(Bucket="keep", Key="k", UploadId=uid, MultipartUpload={"Parts": parts})
+    assert r["ETag"].strip('"') == expected_etag(md5s)
+    uid, parts, data, md5s = multipart(s3, "keep", "k2", [5 * MiB + 1, 5 * MiB, 7])
+    r = s3.complete_multipart_upload(Bucket="keep", Key="k2", UploadId=uid, MultipartUpload={"Parts": parts})
+    assert r["ETag"].strip('"') == expected_etag(md5s)
