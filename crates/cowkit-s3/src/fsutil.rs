@@ -220,7 +220,7 @@ pub fn read_names(dir: BorrowedFd<'_>, path: &Path) -> Result<Vec<(String, rusti
     .map_err(|e| io("open directory", path, e))?;
     let mut d = rustix::fs::Dir::new(fd).map_err(|e| io("read directory", path, e))?;
     let mut out = Vec::new();
-    while let Some(ent) = d.next() {
+    for ent in d.by_ref() {
         let ent = ent.map_err(|e| io("read directory", path, e))?;
         let name = ent.file_name().to_bytes();
         if name == b"." || name == b".." {
