@@ -24,9 +24,7 @@ fn ten_thousand_parts(fs: Fs) {
     let mut list = Vec::new();
     for n in 1..=MAX_PARTS {
         // 4096 + n % 7 bytes: most parts land at unaligned offsets.
-        let data: Vec<u8> = (0..4096 + n % 7)
-            .map(|i| (i as i32 * 31 + n) as u8)
-            .collect();
+        let data: Vec<u8> = (0..4096 + n % 7).map(|i| (i * 31 + n) as u8).collect();
         let md5 = hex::encode(md5::Md5::digest(&data));
         let mut f = store.new_part_file(&id, "many", "k", n).unwrap();
         f.write_all(&data).unwrap();
