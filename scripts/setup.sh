@@ -22,6 +22,7 @@ have filefrag || need+=(e2fsprogs)
 have cc || need+=(gcc libc6-dev)
 have gpg || need+=(gpg)
 have gpg-agent || need+=(gpg-agent)
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 
 if ((${#need[@]})); then
   if [ "$(id -u)" != 0 ]; then
@@ -38,4 +39,16 @@ fi
 if ! have cargo; then
   [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
   have cargo || { echo "setup: cargo not found (install Rust 1.85 or newer)" >&2; exit 1; }
+fi
+
+# The S3 gateway's client tests (boto3, the aws CLI, pytest) run from a
+# virtualenv in the repository (.venv, ignored by git), pinned versions.
+venv="$(cd "$(dirname "$0")/.." && pwd)/.venv"
+s3_pins=(boto3==1.44.5 botocore==1.44.5 awscli==1.46.2 s3transfer==0.19.3 pytest==9.2.0)
+if ! "$venv/bin/python" -c 'import boto3, pytest, awscli' >/dev/null 2>&1 ||
+  [ "$(cat "$venv/.cowkit-pins" 2>/dev/null)" != "${s3_pins[*]}" ]; then
+  echo "setup: creating $venv (${s3_pins[*]})" >&2
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "${s3_pins[@]}"
+  echo "${s3_pins[*]}" >"$venv/.cowkit-pins"
 fi

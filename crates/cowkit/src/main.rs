@@ -10,6 +10,7 @@ mod install;
 mod output;
 mod probe;
 mod rm;
+mod s3;
 mod transcode;
 
 use std::process::ExitCode;
@@ -51,6 +52,9 @@ enum Command {
     Cp(cp::Args),
     /// Remove files and directory trees in parallel (`-r`, like `rm -r`).
     Rm(rm::Args),
+    /// S3 gateway over a directory (`cowkit s3 serve --root DIR`):
+    /// objects are plain files, multipart uploads complete by cloning.
+    S3(s3::Args),
     /// (internal) the confined transcoding worker.
     #[command(name = "__transcode-worker", hide = true)]
     TranscodeWorker(transcode::WorkerArgs),
@@ -68,8 +72,13 @@ fn main() -> ExitCode {
         (false, 2) => log::LevelFilter::Debug,
         _ => log::LevelFilter::Trace,
     };
-    env_logger::Builder::new()
-        .filter_level(level)
+    let mut logger = env_logger::Builder::new();
+    logger.filter_level(level);
+    if matches!(cli.command, Command::S3(_)) && !cli.quiet {
+        // The gateway's access log (one JSON line per request) is on by default.
+        logger.filter_module("cowkit_s3", level.max(log::LevelFilter::Info));
+    }
+    logger
         .parse_env("RUST_LOG")
         .format_target(false)
         .format_timestamp(None)
@@ -81,6 +90,7 @@ fn main() -> ExitCode {
         Command::Install(args) => install::run(args, cli.quiet),
         Command::Cp(args) => cp::run(args, cli.quiet),
         Command::Rm(args) => rm::run(args, cli.quiet),
+        Command::S3(args) => s3::run(args),
         Command::TranscodeWorker(_) => unreachable!("handled above"),
     };
     match res {

@@ -1,0 +1,149 @@
+//! Typed errors of the gateway, carrying the names and paths involved.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in the storage backend.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A system call on one file or directory failed.
+    #[error("cannot {op} `{path}`")]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The file concerned.
+        path: PathBuf,
+        /// The kernel's answer.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Moving data between files failed (cowkit-fs chain).
+    #[error(transparent)]
+    Fs(#[from] cowkit_fs::Error),
+    /// A metadata record is unreadable.
+    #[error("metadata record `{path}` is damaged: {why}")]
+    Corrupt {
+        /// The record.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+    /// The bucket does not exist.
+    #[error("bucket `{bucket}` does not exist")]
+    NoSuchBucket {
+        /// The bucket.
+        bucket: String,
+    },
+    /// The bucket exists already.
+    #[error("bucket `{bucket}` exists already")]
+    BucketExists {
+        /// The bucket.
+        bucket: String,
+    },
+    /// The bucket still holds objects or uploads.
+    #[error("bucket `{bucket}` is not empty")]
+    BucketNotEmpty {
+        /// The bucket.
+        bucket: String,
+    },
+    /// The bucket name breaks the S3 naming rules or is reserved.
+    #[error("`{bucket}` is not a valid bucket name: {why}")]
+    InvalidBucketName {
+        /// The name.
+        bucket: String,
+        /// Which rule.
+        why: &'static str,
+    },
+    /// The key cannot be stored as a path inside the bucket.
+    #[error("`{key}` is not a key this gateway can store: {why}")]
+    InvalidKey {
+        /// The key.
+        key: String,
+        /// Why.
+        why: &'static str,
+    },
+    /// The key's path collides with another key's (a file where a directory
+    /// is needed or the reverse: keys `a` and `a/b`).
+    #[error("key `{key}` collides with another key at `{path}` (a key cannot be both an object and a prefix of other keys followed by `/`)")]
+    KeyConflict {
+        /// The key.
+        key: String,
+        /// The path in the way.
+        path: PathBuf,
+    },
+    /// The object does not exist.
+    #[error("object `{key}` does not exist in bucket `{bucket}`")]
+    NoSuchKey {
+        /// The bucket.
+        bucket: String,
+        /// The key.
+        key: String,
+    },
+    /// The multipart upload does not exist (or belongs to another key).
+    #[error("multipart upload `{upload_id}` does not exist")]
+    NoSuchUpload {
+        /// The upload id.
+        upload_id: String,
+    },
+    /// A part named by a complete is missing or has another ETag.
+    #[error("part {part} of upload `{upload_id}`: {why}")]
+    InvalidPart {
+        /// The upload id.
+        upload_id: String,
+        /// The part number.
+        part: i32,
+        /// What is wrong.
+        why: String,
+    },
+    /// Part numbers of a complete are not strictly ascending.
+    #[error("the parts of a complete must be listed in strictly ascending order (part {part} follows {after})")]
+    InvalidPartOrder {
+        /// The part out of order.
+        part: i32,
+        /// The part before it.
+        after: i32,
+    },
+    /// A part other than the last is below the minimum part size.
+    #[error("part {part} has {size} bytes; every part but the last needs at least {min}")]
+    EntityTooSmall {
+        /// The part number.
+        part: i32,
+        /// Its size.
+        size: u64,
+        /// The minimum.
+        min: u64,
+    },
+    /// A request argument is out of range.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// The requested byte range is outside the object.
+    #[error("range `{range}` is outside the object's {size} bytes")]
+    InvalidRange {
+        /// The range asked for.
+        range: String,
+        /// The object's size.
+        size: u64,
+    },
+    /// The body did not match its Content-MD5.
+    #[error("the body's MD5 is {actual}, the request said {expected}")]
+    BadDigest {
+        /// From the request.
+        expected: String,
+        /// Computed.
+        actual: String,
+    },
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+pub(crate) fn io(
+    op: &'static str,
+    path: impl Into<PathBuf>,
+    e: impl Into<std::io::Error>,
+) -> Error {
+    Error::Io {
+        op,
+        path: path.into(),
+        source: e.into(),
+    }
+}

@@ -1,0 +1,56 @@
+//! An S3 gateway over a directory, with multipart uploads completed by
+//! cloning blocks instead of writing the object a second time.
+//!
+//! - [`store`]: buckets are directories, objects plain files
+//!   (`DIR/<bucket>/<key>`, readable by any tool), records of ETag, content
+//!   type and user metadata in `DIR/.cowkit-s3/`; every write lands by
+//!   rename, atomically.
+//! - [`multipart`]: parts are files; a complete validates the part list and
+//!   assembles the object by `FICLONERANGE` where a part starts at a
+//!   block-aligned offset, `copy_file_range` elsewhere (the cowkit-fs
+//!   chain), and is idempotent under retries and races.
+//! - [`gateway`]: the [`s3s::S3`] implementation; [`server`]: hyper, the
+//!   access log, graceful shutdown.
+//!
+//! ```no_run
+//! use cowkit_s3::{store::{Options, Store}, multipart::Prepared};
+//! use std::io::Write;
+//!
+//! let store = Store::open("/srv/s3".as_ref(), Options::default())?;
+//! store.create_bucket("photos")?;
+//! let id = store.create_upload("photos", "big.raw", None, Default::default())?;
+//! let mut f = store.new_part_file(&id, "photos", "big.raw", 1)?;
+//! f.write_all(b"hello")?;
+//! let part = store.commit_part(&id, "photos", "big.raw", 1, f, "5d41402abc4b2a76b9719d911017c592".into())?;
+//! if let Prepared::Assemble(plan) = store.complete_prepare(&id, "photos", "big.raw", vec![(1, part.md5)])? {
+//!     let done = store.complete_assemble(plan)?;
+//!     println!("{} cloned, {} copied", done.bytes.cloned, done.bytes.copied);
+//! }
+//! # Ok::<(), cowkit_s3::Error>(())
+//! ```
+#![deny(missing_docs)]
+
+pub mod error;
+mod fsutil;
+pub mod gateway;
+pub mod list;
+pub mod multipart;
+pub mod names;
+pub mod server;
+pub mod store;
+
+pub use error::{Error, Result};
+pub use fsutil::NewFile;
+pub use gateway::S3Gateway;
+
+/// `e` and its causes, joined with `: `.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(c) = src {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        src = c.source();
+    }
+    s
+}

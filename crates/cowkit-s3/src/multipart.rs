@@ -1,0 +1,637 @@
+//! Multipart uploads and the zero-copy complete.
+//!
+//! ```text
+//! DIR/.cowkit-s3/uploads/<id>/upload.json     bucket, key, content type, metadata, start
+//! DIR/.cowkit-s3/uploads/<id>/p00001          part 1's bytes
+//! DIR/.cowkit-s3/uploads/<id>/p00001.json     part 1's record: number, size, MD5, inode
+//! DIR/.cowkit-s3/uploads/<id>/completed.json  after a complete: its answer, for retries
+//! ```
+//!
+//! One small file per part, never an xattr: 10,000 parts are 10,000 small
+//! records, whatever the filesystem's xattr limit.
+//!
+//! A complete is validated (strictly ascending part numbers, every part
+//! present with the ETag given, every part but the last at least
+//! `min_part_size`), then assembled into an unnamed file on the same
+//! filesystem: a part that lands at a block-aligned offset is cloned
+//! (`FICLONERANGE`, through the cowkit-fs chain, which falls back to
+//! `copy_file_range` and read/write where cloning is refused); a part that
+//! lands at an unaligned offset (a previous part's size was not a multiple
+//! of the block size) cannot share blocks and goes through
+//! `copy_file_range`. The object is then committed like a PutObject, the
+//! answer recorded in `completed.json` and the part files removed.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime};
+
+use cowkit_fs::{Bytes, Chain, Copier, Handle, Method};
+use md5::Digest;
+use rustix::fs::AtFlags;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{io, Error, Result};
+use crate::fsutil::{self, NewFile};
+use crate::names;
+use crate::store::{mtime, ObjectMeta, Store};
+
+/// The most parts an upload may have.
+pub const MAX_PARTS: i32 = 10_000;
+
+/// What is kept about an upload in progress.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct UploadRecord {
+    /// Target bucket.
+    pub bucket: String,
+    /// Target key.
+    pub key: String,
+    /// `Content-Type` for the object.
+    pub content_type: Option<String>,
+    /// User metadata for the object.
+    pub metadata: BTreeMap<String, String>,
+    /// Start, seconds since the epoch.
+    pub initiated: u64,
+}
+
+/// What is kept about one part.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PartRecord {
+    /// Part number, 1 to 10,000.
+    pub number: i32,
+    /// Size in bytes.
+    pub size: u64,
+    /// MD5 of the part, hex (the part's ETag).
+    pub md5: String,
+    /// Inode of the part file.
+    pub ino: u64,
+    /// When it was uploaded, seconds since the epoch.
+    pub modified: u64,
+}
+
+/// The answer of a complete, kept for retries.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CompletedRecord {
+    /// Bucket.
+    pub bucket: String,
+    /// Key.
+    pub key: String,
+    /// The multipart ETag, `md5(md5s)-N`, without quotes.
+    pub etag: String,
+    /// Object size.
+    pub size: u64,
+    /// The part list the complete was asked with.
+    pub parts: Vec<(i32, String)>,
+}
+
+/// An upload as listed.
+#[derive(Clone, Debug)]
+pub struct UploadInfo {
+    /// Upload id.
+    pub id: String,
+    /// Target key.
+    pub key: String,
+    /// Start.
+    pub initiated: SystemTime,
+    /// Completed already (kept only for retries).
+    pub completed: bool,
+}
+
+/// A validated complete, ready to assemble.
+#[derive(Debug)]
+pub struct Plan {
+    id: String,
+    dir: OwnedFd,
+    dir_path: PathBuf,
+    upload: UploadRecord,
+    parts: Vec<PartRecord>,
+    requested: Vec<(i32, String)>,
+    etag: String,
+}
+
+impl Plan {
+    /// Number of parts.
+    pub fn parts(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// Size of the object to be.
+    pub fn size(&self) -> u64 {
+        self.parts.iter().map(|p| p.size).sum()
+    }
+}
+
+/// What a validated complete needs.
+#[derive(Debug)]
+pub enum Prepared {
+    /// The same complete had already succeeded: its answer.
+    Done(CompletedRecord),
+    /// The parts to assemble.
+    Assemble(Plan),
+}
+
+/// The outcome of an assembled complete.
+#[derive(Clone, Debug)]
+pub struct Completed {
+    /// The answer.
+    pub record: CompletedRecord,
+    /// Bytes per method: `cloned` shared blocks, `copied` went through
+    /// `copy_file_range`, `written` through a buffer.
+    pub bytes: Bytes,
+    /// Parts that were at an unaligned offset in the object.
+    pub unaligned_parts: usize,
+    /// Time spent assembling and committing.
+    pub elapsed: Duration,
+}
+
+fn part_name(n: i32) -> String {
+    format!("p{n:05}")
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs()
+}
+
+/// The multipart ETag of parts with these MD5s (hex).
+pub fn multipart_etag<'a>(md5s: impl IntoIterator<Item = &'a str>) -> String {
+    let mut h = md5::Md5::new();
+    let mut n = 0;
+    for m in md5s {
+        h.update(hex::decode(m).unwrap_or_default());
+        n += 1;
+    }
+    format!("{}-{n}", hex::encode(h.finalize()))
+}
+
+/// An ETag as given by a client, without quotes or a `W/` prefix.
+pub fn bare_etag(s: &str) -> &str {
+    s.trim().trim_start_matches("W/").trim_matches('"')
+}
+
+impl Store {
+    fn upload_path(&self, id: &str) -> PathBuf {
+        self.sys_path().join("uploads").join(id)
+    }
+
+    /// Start an upload; returns its id.
+    pub fn create_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        content_type: Option<String>,
+        metadata: BTreeMap<String, String>,
+    ) -> Result<String> {
+        names::check_key(key)?;
+        self.bucket_dir(bucket)?;
+        let id = fsutil::rand_hex(16);
+        let p = self.upload_path(&id);
+        let dir = fsutil::mkdir_open(self.uploads.as_fd(), &id, &p)?;
+        let rec = UploadRecord {
+            bucket: bucket.to_string(),
+            key: key.to_string(),
+            content_type,
+            metadata,
+            initiated: now_secs(),
+        };
+        fsutil::write_json(
+            dir.as_fd(),
+            "upload.json",
+            &p.join("upload.json"),
+            &rec,
+            self.opts.fsync,
+        )?;
+        if self.opts.fsync {
+            fsutil::sync_dir(&self.uploads, &self.sys_path().join("uploads"))?;
+        }
+        Ok(id)
+    }
+
+    /// The upload's directory and record; [`Error::NoSuchUpload`] unless it
+    /// exists for this bucket and key.
+    fn upload(
+        &self,
+        id: &str,
+        bucket: &str,
+        key: &str,
+    ) -> Result<(OwnedFd, UploadRecord, PathBuf)> {
+        let none = || Error::NoSuchUpload {
+            upload_id: id.to_string(),
+        };
+        if !names::is_upload_id(id) {
+            return Err(none());
+        }
+        let p = self.upload_path(id);
+        let dir = fsutil::open_dir_opt(self.uploads.as_fd(), id, &p)?.ok_or_else(none)?;
+        let rec: UploadRecord =
+            fsutil::read_json(dir.as_fd(), "upload.json", &p.join("upload.json"))?
+                .ok_or_else(none)?;
+        if rec.bucket != bucket || rec.key != key {
+            return Err(none());
+        }
+        Ok((dir, rec, p))
+    }
+
+    fn completed(&self, dir: &OwnedFd, p: &std::path::Path) -> Result<Option<CompletedRecord>> {
+        fsutil::read_json(dir.as_fd(), "completed.json", &p.join("completed.json"))
+    }
+
+    /// An open upload (not completed).
+    fn open_upload(
+        &self,
+        id: &str,
+        bucket: &str,
+        key: &str,
+    ) -> Result<(OwnedFd, UploadRecord, PathBuf)> {
+        let (dir, rec, p) = self.upload(id, bucket, key)?;
+        if self.completed(&dir, &p)?.is_some() {
+            return Err(Error::NoSuchUpload {
+                upload_id: id.to_string(),
+            });
+        }
+        Ok((dir, rec, p))
+    }
+
+    fn check_part_number(n: i32) -> Result<()> {
+        if !(1..=MAX_PARTS).contains(&n) {
+            return Err(Error::InvalidArgument(format!(
+                "part number {n} is not between 1 and {MAX_PARTS}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// A new unnamed file for a part's data, in the upload's directory.
+    pub fn new_part_file(&self, id: &str, bucket: &str, key: &str, number: i32) -> Result<NewFile> {
+        Self::check_part_number(number)?;
+        let (dir, _, p) = self.open_upload(id, bucket, key)?;
+        NewFile::create(dir.as_fd(), &p)
+    }
+
+    /// Give `file` (from [`Store::new_part_file`]) its place as part
+    /// `number`, replacing an earlier upload of that part.
+    pub fn commit_part(
+        &self,
+        id: &str,
+        bucket: &str,
+        key: &str,
+        number: i32,
+        mut file: NewFile,
+        md5: String,
+    ) -> Result<PartRecord> {
+        let (dir, _, p) = self.open_upload(id, bucket, key)?;
+        let st = rustix::fs::fstat(&file.file).map_err(|e| io("stat", &file.path, e))?;
+        if self.opts.fsync {
+            file.sync()?;
+        }
+        let tmp = file.name_it(dir.as_fd())?;
+        let rec = PartRecord {
+            number,
+            size: st.st_size as u64,
+            md5,
+            ino: st.st_ino,
+            modified: now_secs(),
+        };
+        let name = part_name(number);
+        let rec_name = format!("{name}.json");
+        let done = fsutil::write_json(
+            dir.as_fd(),
+            &rec_name,
+            &p.join(&rec_name),
+            &rec,
+            self.opts.fsync,
+        )
+        .and_then(|()| {
+            rustix::fs::renameat(&dir, tmp.as_str(), &dir, name.as_str())
+                .map_err(|e| io("rename into place", p.join(&name), e))
+        });
+        if done.is_err() {
+            let _ = rustix::fs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
+        }
+        done?;
+        if self.opts.fsync {
+            fsutil::sync_dir(&dir, &p)?;
+        }
+        Ok(rec)
+    }
+
+    /// Make part `number` a copy of `len` bytes of an object from `start`,
+    /// cloned where the source offset is block-aligned. The part's MD5 is
+    /// computed by reading the source range (no data is written for it).
+    #[allow(clippy::too_many_arguments)]
+    pub fn copy_part(
+        &self,
+        id: &str,
+        bucket: &str,
+        key: &str,
+        number: i32,
+        src_bucket: &str,
+        src_key: &str,
+        range: Option<(u64, u64)>,
+    ) -> Result<(PartRecord, cowkit_fs::Copied)> {
+        let (src, info) = self.open_object(src_bucket, src_key)?;
+        let size = info.meta.size;
+        let (start, end) = match range {
+            None => (0, size),
+            Some((a, b)) if a <= b && b < size => (a, b + 1),
+            Some((a, b)) => {
+                return Err(Error::InvalidRange {
+                    range: format!("bytes={a}-{b}"),
+                    size,
+                })
+            }
+        };
+        let dst = self.new_part_file(id, bucket, key, number)?;
+        let src_path = self.dir().join(src_bucket).join(src_key);
+        let mut copier = Copier::new(Chain::AUTO);
+        let copied = copier.copy_range(
+            Handle::new(&src, &src_path),
+            start,
+            Handle::new(&dst.file, &dst.path),
+            0,
+            end - start,
+        )?;
+        let mut h = md5::Md5::new();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut off = start;
+        while off < end {
+            let want = ((end - off) as usize).min(buf.len());
+            let n = rustix::io::pread(&src, &mut buf[..want], off)
+                .map_err(|e| io("read", &src_path, e))?;
+            if n == 0 {
+                return Err(cowkit_fs::Error::UnexpectedEof {
+                    path: src_path,
+                    at: off,
+                    wanted: end,
+                }
+                .into());
+            }
+            h.update(&buf[..n]);
+            off += n as u64;
+        }
+        let rec = self.commit_part(id, bucket, key, number, dst, hex::encode(h.finalize()))?;
+        Ok((rec, copied))
+    }
+
+    /// The parts uploaded so far, by number.
+    pub fn list_parts(&self, id: &str, bucket: &str, key: &str) -> Result<Vec<PartRecord>> {
+        let (dir, _, p) = self.open_upload(id, bucket, key)?;
+        self.part_records(&dir, &p)
+    }
+
+    fn part_records(&self, dir: &OwnedFd, p: &std::path::Path) -> Result<Vec<PartRecord>> {
+        let mut out = Vec::new();
+        for (name, _) in fsutil::read_names(dir.as_fd(), p)? {
+            if name.len() == 11 && name.starts_with('p') && name.ends_with(".json") {
+                if let Some(r) =
+                    fsutil::read_json::<PartRecord>(dir.as_fd(), &name, &p.join(&name))?
+                {
+                    out.push(r);
+                }
+            }
+        }
+        out.sort_by_key(|r| r.number);
+        Ok(out)
+    }
+
+    /// Abort the upload: its parts are removed.
+    pub fn abort_upload(&self, id: &str, bucket: &str, key: &str) -> Result<()> {
+        let (_, _, p) = self.open_upload(id, bucket, key)?;
+        fsutil::remove_flat_dir(self.uploads.as_fd(), id, &p)
+    }
+
+    /// The uploads of `bucket`, sorted by key then start.
+    pub fn list_uploads(&self, bucket: &str) -> Result<Vec<UploadInfo>> {
+        let up = self.sys_path().join("uploads");
+        let mut out = Vec::new();
+        for (id, _) in fsutil::read_names(self.uploads.as_fd(), &up)? {
+            if !names::is_upload_id(&id) {
+                continue;
+            }
+            let p = up.join(&id);
+            let Some(dir) = fsutil::open_dir_opt(self.uploads.as_fd(), &id, &p)? else {
+                continue;
+            };
+            let Ok(Some(rec)) = fsutil::read_json::<UploadRecord>(dir.as_fd(), "upload.json", &p)
+            else {
+                continue;
+            };
+            if rec.bucket != bucket {
+                continue;
+            }
+            let completed = crate::fsutil::open_opt(dir.as_fd(), "completed.json", &p)?.is_some();
+            out.push(UploadInfo {
+                id,
+                key: rec.key,
+                initiated: SystemTime::UNIX_EPOCH + Duration::from_secs(rec.initiated),
+                completed,
+            });
+        }
+        out.sort_by(|a, b| {
+            (a.key.as_str(), a.initiated, &a.id).cmp(&(b.key.as_str(), b.initiated, &b.id))
+        });
+        Ok(out)
+    }
+
+    /// Validate a complete. The caller must serialize completes of one
+    /// upload (see `S3Gateway`); a retry of a complete that succeeded
+    /// gets [`Prepared::Done`].
+    pub fn complete_prepare(
+        &self,
+        id: &str,
+        bucket: &str,
+        key: &str,
+        requested: Vec<(i32, String)>,
+    ) -> Result<Prepared> {
+        let (dir, upload, p) = self.upload(id, bucket, key)?;
+        let requested: Vec<(i32, String)> = requested
+            .into_iter()
+            .map(|(n, e)| (n, bare_etag(&e).to_string()))
+            .collect();
+        if let Some(done) = self.completed(&dir, &p)? {
+            if done.parts == requested {
+                return Ok(Prepared::Done(done));
+            }
+            return Err(Error::NoSuchUpload {
+                upload_id: id.to_string(),
+            });
+        }
+        if requested.is_empty() {
+            return Err(Error::InvalidArgument(
+                "a complete must list at least one part".into(),
+            ));
+        }
+        if requested.len() > MAX_PARTS as usize {
+            return Err(Error::InvalidArgument(format!(
+                "a complete lists {} parts; at most {MAX_PARTS} are allowed",
+                requested.len()
+            )));
+        }
+        for w in requested.windows(2) {
+            if w[1].0 <= w[0].0 {
+                return Err(Error::InvalidPartOrder {
+                    part: w[1].0,
+                    after: w[0].0,
+                });
+            }
+        }
+        let have: BTreeMap<i32, PartRecord> = self
+            .part_records(&dir, &p)?
+            .into_iter()
+            .map(|r| (r.number, r))
+            .collect();
+        let mut parts = Vec::with_capacity(requested.len());
+        let last = requested.len() - 1;
+        for (i, (n, etag)) in requested.iter().enumerate() {
+            let bad = |why: String| Error::InvalidPart {
+                upload_id: id.to_string(),
+                part: *n,
+                why,
+            };
+            let rec = have
+                .get(n)
+                .ok_or_else(|| bad("it was never uploaded".into()))?;
+            if rec.md5 != *etag {
+                return Err(bad(format!("its ETag is \"{}\", not \"{etag}\"", rec.md5)));
+            }
+            if i != last && rec.size < self.opts.min_part_size {
+                return Err(Error::EntityTooSmall {
+                    part: *n,
+                    size: rec.size,
+                    min: self.opts.min_part_size,
+                });
+            }
+            parts.push(rec.clone());
+        }
+        let etag = multipart_etag(parts.iter().map(|r| r.md5.as_str()));
+        Ok(Prepared::Assemble(Plan {
+            id: id.to_string(),
+            dir,
+            dir_path: p,
+            upload,
+            parts,
+            requested,
+            etag,
+        }))
+    }
+
+    /// Assemble and commit a validated complete.
+    pub fn complete_assemble(&self, plan: Plan) -> Result<Completed> {
+        let t0 = Instant::now();
+        let dst = self.new_file()?;
+        let bs = cowkit_fs::align::block_size(&dst.file).map_err(|e| io("statfs", &dst.path, e))?;
+        // Aligned parts: clone, falling back down the chain where refused.
+        let mut aligned = Copier::new(Chain::AUTO).with_block_size(bs);
+        // Unaligned parts cannot share blocks: copy_file_range first.
+        let mut unaligned = Copier::new(Chain::starting_at(Method::CopyFileRange));
+        let mut bytes = Bytes::default();
+        let mut unaligned_parts = 0;
+        let mut off = 0u64;
+        for rec in &plan.parts {
+            let name = part_name(rec.number);
+            let path = plan.dir_path.join(&name);
+            let bad = |why: String| Error::InvalidPart {
+                upload_id: plan.id.clone(),
+                part: rec.number,
+                why,
+            };
+            let src = fsutil::open_opt(plan.dir.as_fd(), &name, &path)?
+                .ok_or_else(|| bad("its file is gone".into()))?;
+            let st = rustix::fs::fstat(&src).map_err(|e| io("stat", &path, e))?;
+            if st.st_ino != rec.ino || st.st_size as u64 != rec.size {
+                return Err(bad("it was replaced while the complete ran; retry".into()));
+            }
+            let copier = if off % bs == 0 {
+                &mut aligned
+            } else {
+                unaligned_parts += 1;
+                &mut unaligned
+            };
+            let c = copier.copy_range(
+                Handle::new(&src, &path),
+                0,
+                Handle::new(&dst.file, &dst.path),
+                off,
+                rec.size,
+            )?;
+            bytes.add(c.bytes);
+            off += rec.size;
+        }
+        let meta = ObjectMeta {
+            etag: plan.etag.clone(),
+            content_type: plan.upload.content_type.clone(),
+            metadata: plan.upload.metadata.clone(),
+            ..ObjectMeta::default()
+        };
+        let meta = self.commit_object(&plan.upload.bucket, &plan.upload.key, dst, meta)?;
+        let record = CompletedRecord {
+            bucket: plan.upload.bucket.clone(),
+            key: plan.upload.key.clone(),
+            etag: plan.etag.clone(),
+            size: meta.size,
+            parts: plan.requested.clone(),
+        };
+        fsutil::write_json(
+            plan.dir.as_fd(),
+            "completed.json",
+            &plan.dir_path.join("completed.json"),
+            &record,
+            self.opts.fsync,
+        )?;
+        if self.opts.fsync {
+            fsutil::sync_dir(&plan.dir, &plan.dir_path)?;
+        }
+        if !self.opts.keep_parts {
+            for (name, _) in fsutil::read_names(plan.dir.as_fd(), &plan.dir_path)? {
+                if name != "upload.json" && name != "completed.json" {
+                    let _ = rustix::fs::unlinkat(&plan.dir, name.as_str(), AtFlags::empty());
+                }
+            }
+        }
+        Ok(Completed {
+            record,
+            bytes,
+            unaligned_parts,
+            elapsed: t0.elapsed(),
+        })
+    }
+
+    /// Remove completed uploads whose record is older than the TTL.
+    pub(crate) fn gc_uploads(&self) -> Result<()> {
+        let up = self.sys_path().join("uploads");
+        let now = SystemTime::now();
+        for (id, _) in fsutil::read_names(self.uploads.as_fd(), &up)? {
+            if !names::is_upload_id(&id) {
+                continue;
+            }
+            let Ok(st) = rustix::fs::statat(
+                &self.uploads,
+                format!("{id}/completed.json").as_str(),
+                AtFlags::SYMLINK_NOFOLLOW,
+            ) else {
+                continue;
+            };
+            let age = now.duration_since(mtime(&st)).unwrap_or_default();
+            if age > self.opts.completed_ttl {
+                fsutil::remove_flat_dir(self.uploads.as_fd(), &id, &up.join(&id))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// MD5 of a whole reader, hex.
+pub fn md5_hex(mut r: impl Read) -> std::io::Result<String> {
+    let mut h = md5::Md5::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = r.read(&mut buf)?;
+        if n == 0 {
+            return Ok(hex::encode(h.finalize()));
+        }
+        h.update(&buf[..n]);
+    }
+}

@@ -1,0 +1,158 @@
+//! Bucket and key names: which ones the gateway accepts and the paths they
+//! become.
+//!
+//! A key is stored as the file `DIR/<bucket>/<key>`, so it must be a safe
+//! relative path: no empty, `.` or `..` component, no leading or trailing
+//! `/`, no NUL, components of at most 255 bytes. Such keys are refused with
+//! `InvalidArgument` rather than mangled, so that every stored object is
+//! readable by other tools under its own name.
+
+use crate::error::{Error, Result};
+
+/// The directory under the root that holds the gateway's own state; it is
+/// not a valid bucket name (S3 names cannot start with `.`).
+pub const SYS_DIR: &str = ".cowkit-s3";
+
+/// Longest key S3 allows, in bytes.
+pub const MAX_KEY_LEN: usize = 1024;
+
+/// Check `bucket` against the S3 bucket naming rules.
+pub fn check_bucket(bucket: &str) -> Result<()> {
+    let bad = |why| {
+        Err(Error::InvalidBucketName {
+            bucket: bucket.to_string(),
+            why,
+        })
+    };
+    if bucket == SYS_DIR {
+        return bad("the name is reserved for the gateway's own state");
+    }
+    if !(3..=63).contains(&bucket.len()) {
+        return bad("it must have 3 to 63 characters");
+    }
+    let b = bucket.as_bytes();
+    if !b
+        .iter()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'.' || *c == b'-')
+    {
+        return bad("only lowercase letters, digits, `.` and `-` are allowed");
+    }
+    let edge = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    if !edge(b[0]) || !edge(b[b.len() - 1]) {
+        return bad("it must begin and end with a letter or digit");
+    }
+    if bucket.contains("..") {
+        return bad("it must not contain `..`");
+    }
+    if bucket.parse::<std::net::Ipv4Addr>().is_ok() {
+        return bad("it must not look like an IP address");
+    }
+    if bucket.starts_with("xn--") || bucket.ends_with("-s3alias") {
+        return bad("the prefix `xn--` and the suffix `-s3alias` are reserved");
+    }
+    Ok(())
+}
+
+/// Check that `key` can be stored as a relative path, and return it.
+pub fn check_key(key: &str) -> Result<&str> {
+    let bad = |why| {
+        Err(Error::InvalidKey {
+            key: key.to_string(),
+            why,
+        })
+    };
+    if key.is_empty() {
+        return bad("it is empty");
+    }
+    if key.len() > MAX_KEY_LEN {
+        return bad("it is longer than 1024 bytes");
+    }
+    if key.contains('\0') {
+        return bad("it contains a NUL byte");
+    }
+    if key.starts_with('/') {
+        return bad("it starts with `/` (an absolute path)");
+    }
+    if key.ends_with('/') {
+        return bad("it ends with `/` (a directory, not a file)");
+    }
+    for c in key.split('/') {
+        match c {
+            "" => return bad("it has an empty component (`//`)"),
+            "." => return bad("it has a `.` component"),
+            ".." => return bad("it has a `..` component"),
+            _ if c.len() > 255 => return bad("a component is longer than 255 bytes"),
+            _ => {}
+        }
+    }
+    Ok(key)
+}
+
+/// Whether `name` is a valid multipart upload id (32 lowercase hex digits,
+/// as this gateway makes them): anything else never reaches a path.
+pub fn is_upload_id(name: &str) -> bool {
+    name.len() == 32 && name.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets() {
+        for ok in ["abc", "my-bucket.1", "a".repeat(63).as_str()] {
+            check_bucket(ok).unwrap();
+        }
+        for bad in [
+            "ab",
+            ".cowkit-s3",
+            "ABC",
+            "-abc",
+            "abc-",
+            "a..b",
+            "192.168.1.1",
+            "xn--abc",
+            "a_b",
+            &"a".repeat(64),
+        ] {
+            assert!(check_bucket(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn keys() {
+        for ok in [
+            "a",
+            "a/b/c",
+            "ünïcödé/ключ/鍵",
+            "a b+c=d&e",
+            ".hidden",
+            "a..b",
+        ] {
+            check_key(ok).unwrap();
+        }
+        for bad in [
+            "",
+            "/etc/passwd",
+            "../x",
+            "a/../b",
+            "a/./b",
+            "a//b",
+            "a/",
+            ".",
+            "..",
+            "a\0b",
+        ] {
+            assert!(check_key(bad).is_err(), "{bad:?}");
+        }
+        assert!(check_key(&"x".repeat(256)).is_err());
+        assert!(check_key(&"x/".repeat(600)).is_err());
+    }
+
+    #[test]
+    fn upload_ids() {
+        assert!(is_upload_id("0123456789abcdef0123456789abcdef"));
+        assert!(!is_upload_id("../../../../etc/passwd0123456789ab"));
+        assert!(!is_upload_id("0123456789ABCDEF0123456789abcdef"));
+    }
+}

@@ -1,0 +1,615 @@
+//! The storage backend: buckets are directories under the root, objects are
+//! plain files, the gateway's own records live in `DIR/.cowkit-s3/`.
+//!
+//! ```text
+//! DIR/<bucket>/<key>                         the object's bytes
+//! DIR/.cowkit-s3/meta/<bucket>/bucket.json   creation time
+//! DIR/.cowkit-s3/meta/<bucket>/<h2>/<h>.json the object's record: key, inode, size,
+//!                                            ETag, content type, user metadata
+//!                                            (h = SHA-256 of the key)
+//! DIR/.cowkit-s3/tmp/                        files being written
+//! DIR/.cowkit-s3/uploads/<id>/               one multipart upload (see `multipart`)
+//! ```
+//!
+//! Every object is written as an unnamed file (`O_TMPFILE`) in `tmp/`,
+//! then named there, its record written (with the new file's inode
+//! number), and renamed over `DIR/<bucket>/<key>`: readers see the old or
+//! the new object, never a partial one. A record whose inode does not match
+//! the file (the file was replaced by another tool, or a writer raced) is
+//! ignored and the object gets an ETag made from inode, size and mtime.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use cowkit_fs::root::{RelPath, Root};
+use rustix::fs::{AtFlags, FileType};
+use rustix::io::Errno;
+use serde::{Deserialize, Serialize};
+use sha2::Digest;
+
+use crate::error::{io, Error, Result};
+use crate::fsutil::{self, NewFile};
+use crate::names::{self, SYS_DIR};
+
+/// How the store behaves.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Make data and directory entries durable before answering.
+    pub fsync: bool,
+    /// Smallest size of every part but the last (S3: 5 MiB).
+    pub min_part_size: u64,
+    /// Keep part files after a complete (for tests that look at shared
+    /// extents); normally they are removed.
+    pub keep_parts: bool,
+    /// How long the record of a completed upload is kept, so that a
+    /// retried complete gets the same answer.
+    pub completed_ttl: Duration,
+    /// How long a complete may run before its response starts and
+    /// whitespace keeps the connection alive until the XML is ready.
+    pub keepalive_after: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            fsync: false,
+            min_part_size: 5 << 20,
+            keep_parts: false,
+            completed_ttl: Duration::from_secs(24 * 3600),
+            keepalive_after: Duration::from_millis(500),
+        }
+    }
+}
+
+/// What is kept about an object besides its bytes.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ObjectMeta {
+    /// The key (checked on read: the record's name is a hash).
+    pub key: String,
+    /// Inode of the file the record describes.
+    pub ino: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// ETag without quotes.
+    pub etag: String,
+    /// `Content-Type`.
+    pub content_type: Option<String>,
+    /// `x-amz-meta-*`, names lowercase.
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// An object as read: its record and file status.
+#[derive(Debug)]
+pub struct ObjectInfo {
+    /// The record (synthetic when none matched the file).
+    pub meta: ObjectMeta,
+    /// Modification time.
+    pub mtime: SystemTime,
+}
+
+/// A bucket as listed.
+#[derive(Debug, Clone)]
+pub struct BucketInfo {
+    /// Name.
+    pub name: String,
+    /// Creation time.
+    pub created: SystemTime,
+}
+
+/// The storage backend on one root directory.
+#[derive(Debug)]
+pub struct Store {
+    pub(crate) root: Root,
+    pub(crate) dir: PathBuf,
+    pub(crate) tmp: OwnedFd,
+    pub(crate) meta: OwnedFd,
+    pub(crate) uploads: OwnedFd,
+    pub(crate) opts: Options,
+}
+
+pub(crate) fn mtime(st: &rustix::fs::Stat) -> SystemTime {
+    SystemTime::UNIX_EPOCH
+        + Duration::new(
+            st.st_mtime.max(0) as u64,
+            st.st_mtime_nsec.clamp(0, 999_999_999) as u32,
+        )
+}
+
+fn errno_of(e: &cowkit_fs::Error) -> Option<Errno> {
+    match e {
+        cowkit_fs::Error::Io { source, .. } => source.raw_os_error().map(Errno::from_raw_os_error),
+        _ => None,
+    }
+}
+
+impl Store {
+    /// Open the store on `dir` (which must exist), creating its own
+    /// directories and removing files left by an interrupted run.
+    pub fn open(dir: &Path, opts: Options) -> Result<Store> {
+        let root = Root::open(dir)?;
+        let sp = dir.join(SYS_DIR);
+        let sys = fsutil::mkdir_open(root.fd(), SYS_DIR, &sp)?;
+        let tmp = fsutil::mkdir_open(sys.as_fd(), "tmp", &sp.join("tmp"))?;
+        let meta = fsutil::mkdir_open(sys.as_fd(), "meta", &sp.join("meta"))?;
+        let uploads = fsutil::mkdir_open(sys.as_fd(), "uploads", &sp.join("uploads"))?;
+        drop(sys);
+        let store = Store {
+            root,
+            dir: dir.to_path_buf(),
+            tmp,
+            meta,
+            uploads,
+            opts,
+        };
+        for (n, _) in fsutil::read_names(store.tmp.as_fd(), &store.tmp_path())? {
+            let _ = rustix::fs::unlinkat(&store.tmp, n.as_str(), AtFlags::empty());
+        }
+        store.gc_uploads()?;
+        Ok(store)
+    }
+
+    /// The options.
+    pub fn options(&self) -> &Options {
+        &self.opts
+    }
+
+    /// The root directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub(crate) fn sys_path(&self) -> PathBuf {
+        self.dir.join(SYS_DIR)
+    }
+
+    pub(crate) fn tmp_path(&self) -> PathBuf {
+        self.sys_path().join("tmp")
+    }
+
+    fn meta_path(&self, bucket: &str) -> PathBuf {
+        self.sys_path().join("meta").join(bucket)
+    }
+
+    /// A new unnamed file for an object's data.
+    pub fn new_file(&self) -> Result<NewFile> {
+        NewFile::create(self.tmp.as_fd(), &self.tmp_path())
+    }
+
+    // ---- buckets ----------------------------------------------------------
+
+    /// The bucket's directory; [`Error::NoSuchBucket`] when absent.
+    pub(crate) fn bucket_dir(&self, bucket: &str) -> Result<OwnedFd> {
+        names::check_bucket(bucket).map_err(|_| Error::NoSuchBucket {
+            bucket: bucket.to_string(),
+        })?;
+        fsutil::open_dir_opt(self.root.fd(), bucket, &self.dir.join(bucket))?.ok_or_else(|| {
+            Error::NoSuchBucket {
+                bucket: bucket.to_string(),
+            }
+        })
+    }
+
+    fn bucket_meta_dir(&self, bucket: &str) -> Result<OwnedFd> {
+        fsutil::mkdir_open(self.meta.as_fd(), bucket, &self.meta_path(bucket))
+    }
+
+    /// All buckets, by name.
+    pub fn list_buckets(&self) -> Result<Vec<BucketInfo>> {
+        let mut out = Vec::new();
+        for (name, ft) in fsutil::read_names(self.root.fd(), &self.dir)? {
+            if names::check_bucket(&name).is_err()
+                || !(ft == FileType::Directory || ft == FileType::Unknown)
+            {
+                continue;
+            }
+            let Ok(st) =
+                rustix::fs::statat(self.root.fd(), name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
+            else {
+                continue;
+            };
+            if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
+                continue;
+            }
+            let created = rustix::fs::statat(
+                &self.meta,
+                format!("{name}/bucket.json").as_str(),
+                AtFlags::empty(),
+            )
+            .map_or(mtime(&st), |m| mtime(&m));
+            out.push(BucketInfo { name, created });
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    /// Create the bucket.
+    pub fn create_bucket(&self, bucket: &str) -> Result<()> {
+        names::check_bucket(bucket)?;
+        let path = self.dir.join(bucket);
+        match rustix::fs::mkdirat(
+            self.root.fd(),
+            bucket,
+            rustix::fs::Mode::from_raw_mode(0o755),
+        ) {
+            Ok(()) => {}
+            Err(Errno::EXIST) => {
+                return Err(Error::BucketExists {
+                    bucket: bucket.to_string(),
+                })
+            }
+            Err(e) => return Err(io("create directory", path, e)),
+        }
+        let m = self.bucket_meta_dir(bucket)?;
+        let created = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs();
+        fsutil::write_json(
+            m.as_fd(),
+            "bucket.json",
+            &self.meta_path(bucket).join("bucket.json"),
+            &serde_json::json!({ "name": bucket, "created": created }),
+            self.opts.fsync,
+        )?;
+        if self.opts.fsync {
+            fsutil::sync_dir(self.root.fd(), &self.dir)?;
+        }
+        Ok(())
+    }
+
+    /// Whether the bucket exists.
+    pub fn head_bucket(&self, bucket: &str) -> Result<()> {
+        self.bucket_dir(bucket).map(drop)
+    }
+
+    /// Delete the bucket, which must hold no object and no upload.
+    pub fn delete_bucket(&self, bucket: &str) -> Result<()> {
+        let fd = self.bucket_dir(bucket)?;
+        let not_empty = || Error::BucketNotEmpty {
+            bucket: bucket.to_string(),
+        };
+        if !fsutil::read_names(fd.as_fd(), &self.dir.join(bucket))?.is_empty() {
+            return Err(not_empty());
+        }
+        if self.list_uploads(bucket)?.iter().any(|u| !u.completed) {
+            return Err(not_empty());
+        }
+        match rustix::fs::unlinkat(self.root.fd(), bucket, AtFlags::REMOVEDIR) {
+            Ok(()) => {}
+            Err(Errno::NOTEMPTY | Errno::EXIST) => return Err(not_empty()),
+            Err(e) => return Err(io("remove directory", self.dir.join(bucket), e)),
+        }
+        self.remove_meta_tree(bucket);
+        Ok(())
+    }
+
+    fn remove_meta_tree(&self, bucket: &str) {
+        let p = self.meta_path(bucket);
+        if let Ok(Some(fd)) = fsutil::open_dir_opt(self.meta.as_fd(), bucket, &p) {
+            if let Ok(names) = fsutil::read_names(fd.as_fd(), &p) {
+                for (n, ft) in names {
+                    if ft == FileType::Directory {
+                        let _ = fsutil::remove_flat_dir(fd.as_fd(), &n, &p.join(&n));
+                    } else {
+                        let _ = rustix::fs::unlinkat(&fd, n.as_str(), AtFlags::empty());
+                    }
+                }
+            }
+        }
+        let _ = rustix::fs::unlinkat(&self.meta, bucket, AtFlags::REMOVEDIR);
+    }
+
+    // ---- object records -----------------------------------------------------
+
+    fn record_name(key: &str) -> (String, String) {
+        let h = hex::encode(sha2::Sha256::digest(key.as_bytes()));
+        (h[..2].to_string(), format!("{h}.json"))
+    }
+
+    fn read_record(&self, bucket: &str, key: &str) -> Result<Option<ObjectMeta>> {
+        let (sub, name) = Self::record_name(key);
+        let p = self.meta_path(bucket).join(&sub).join(&name);
+        let rel = format!("{bucket}/{sub}/{name}");
+        let m: Option<ObjectMeta> = match fsutil::read_json(self.meta.as_fd(), &rel, &p) {
+            Ok(m) => m,
+            // A damaged record is as good as none: the object stays readable.
+            Err(Error::Corrupt { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        Ok(m.filter(|m| m.key == key))
+    }
+
+    fn write_record(&self, bucket: &str, meta: &ObjectMeta) -> Result<()> {
+        let (sub, name) = Self::record_name(&meta.key);
+        let bm = self.bucket_meta_dir(bucket)?;
+        let sp = self.meta_path(bucket).join(&sub);
+        let sd = fsutil::mkdir_open(bm.as_fd(), &sub, &sp)?;
+        fsutil::write_json(sd.as_fd(), &name, &sp.join(&name), meta, self.opts.fsync)?;
+        if self.opts.fsync {
+            fsutil::sync_dir(&sd, &sp)?;
+        }
+        Ok(())
+    }
+
+    fn remove_record(&self, bucket: &str, key: &str) {
+        let (sub, name) = Self::record_name(key);
+        let _ = rustix::fs::unlinkat(
+            &self.meta,
+            format!("{bucket}/{sub}/{name}").as_str(),
+            AtFlags::empty(),
+        );
+    }
+
+    // ---- objects ------------------------------------------------------------
+
+    fn rel(bucket: &str, key: &str) -> Result<RelPath> {
+        names::check_key(key)?;
+        RelPath::new(&format!("{bucket}/{key}")).map_err(|e| Error::InvalidKey {
+            key: key.to_string(),
+            why: e.why,
+        })
+    }
+
+    /// Give `file` (made by [`Store::new_file`]) the name `key` in `bucket`,
+    /// replacing any object there, with the record `meta` (its inode and
+    /// size are filled in here). Returns the record written.
+    pub fn commit_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        mut file: NewFile,
+        mut meta: ObjectMeta,
+    ) -> Result<ObjectMeta> {
+        let rel = Self::rel(bucket, key)?;
+        let _bucket = self.bucket_dir(bucket)?;
+        let st = rustix::fs::fstat(&file.file).map_err(|e| io("stat", &file.path, e))?;
+        meta.key = key.to_string();
+        meta.ino = st.st_ino;
+        meta.size = st.st_size as u64;
+        if self.opts.fsync {
+            file.sync()?;
+        }
+        let tmpname = file.name_it(self.tmp.as_fd())?;
+        let unlink_tmp = || {
+            let _ = rustix::fs::unlinkat(&self.tmp, tmpname.as_str(), AtFlags::empty());
+        };
+        let (parent, name) = rel.split().expect("a key is not the root");
+        let conflict = |path: PathBuf| Error::KeyConflict {
+            key: key.to_string(),
+            path,
+        };
+        let pfd = match self.root.create_dirs(&parent, 0o755) {
+            Ok(fd) => fd,
+            Err(e) => {
+                unlink_tmp();
+                return Err(match errno_of(&e) {
+                    Some(Errno::NOTDIR | Errno::EXIST) => conflict(self.root.display(&parent)),
+                    _ => e.into(),
+                });
+            }
+        };
+        if let Err(e) = self.write_record(bucket, &meta) {
+            unlink_tmp();
+            return Err(e);
+        }
+        match rustix::fs::renameat(&self.tmp, tmpname.as_str(), &pfd, name) {
+            Ok(()) => {}
+            Err(e) => {
+                unlink_tmp();
+                let path = self.root.display(&rel);
+                return Err(match e {
+                    Errno::ISDIR | Errno::NOTEMPTY | Errno::EXIST | Errno::NOTDIR => conflict(path),
+                    e => io("rename into place", path, e),
+                });
+            }
+        }
+        if self.opts.fsync {
+            fsutil::sync_dir(&pfd, &self.root.display(&parent))?;
+        }
+        Ok(meta)
+    }
+
+    /// Open the object for reading, with its record.
+    pub fn open_object(&self, bucket: &str, key: &str) -> Result<(File, ObjectInfo)> {
+        let rel = Self::rel(bucket, key)?;
+        let _bucket = self.bucket_dir(bucket)?;
+        let missing = || Error::NoSuchKey {
+            bucket: bucket.to_string(),
+            key: key.to_string(),
+        };
+        let mut tries = 0;
+        loop {
+            let fd = match self.root.open_read(&rel) {
+                Ok(fd) => fd,
+                Err(e) => {
+                    return Err(match errno_of(&e) {
+                        Some(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => missing(),
+                        _ => e.into(),
+                    })
+                }
+            };
+            let st = rustix::fs::fstat(&fd).map_err(|e| io("stat", self.root.display(&rel), e))?;
+            if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+                return Err(missing());
+            }
+            let rec = self.read_record(bucket, key)?;
+            match rec {
+                Some(m) if m.ino == st.st_ino && m.size == st.st_size as u64 => {
+                    return Ok((
+                        File::from(fd),
+                        ObjectInfo {
+                            meta: m,
+                            mtime: mtime(&st),
+                        },
+                    ))
+                }
+                // A writer may be between its record and its rename: retry.
+                Some(_) if tries < 3 => {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                rec => {
+                    let meta = ObjectMeta {
+                        key: key.to_string(),
+                        ino: st.st_ino,
+                        size: st.st_size as u64,
+                        etag: synthetic_etag(&st),
+                        content_type: rec.and_then(|r| r.content_type),
+                        metadata: BTreeMap::new(),
+                    };
+                    return Ok((
+                        File::from(fd),
+                        ObjectInfo {
+                            meta,
+                            mtime: mtime(&st),
+                        },
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Delete the object; a missing object is not an error (S3 semantics).
+    /// Directories left empty are removed up to the bucket.
+    pub fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
+        let rel = Self::rel(bucket, key)?;
+        let _bucket = self.bucket_dir(bucket)?;
+        let (parent, name) = rel.split().expect("a key is not the root");
+        let pfd = match self.root.open_dir(&parent) {
+            Ok(fd) => fd,
+            Err(e) if matches!(errno_of(&e), Some(Errno::NOENT | Errno::NOTDIR)) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        match rustix::fs::unlinkat(&pfd, name, AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) | Err(Errno::ISDIR) => {}
+            Err(e) => return Err(io("remove", self.root.display(&rel), e)),
+        }
+        self.remove_record(bucket, key);
+        if self.opts.fsync {
+            fsutil::sync_dir(&pfd, &self.root.display(&parent))?;
+        }
+        // Remove now-empty directories, deepest first, never the bucket.
+        let mut p = parent;
+        while let Some((up, name)) = p.split() {
+            if up.is_root() {
+                break;
+            }
+            let Ok(ufd) = self.root.open_dir(&up) else {
+                break;
+            };
+            if rustix::fs::unlinkat(&ufd, name, AtFlags::REMOVEDIR).is_err() {
+                break;
+            }
+            p = up;
+        }
+        Ok(())
+    }
+
+    /// Every key in `bucket` that starts with `prefix`, sorted bytewise (as
+    /// S3 sorts), with nothing else read.
+    pub fn keys(&self, bucket: &str, prefix: &str) -> Result<Vec<String>> {
+        let bfd = self.bucket_dir(bucket)?;
+        // Walk only below the directory part of the prefix.
+        let base = match prefix.rfind('/') {
+            Some(i) => &prefix[..i],
+            None => "",
+        };
+        let mut out = Vec::new();
+        let start = if base.is_empty() {
+            Some(bfd)
+        } else {
+            match RelPath::new(&format!("{bucket}/{base}")) {
+                Ok(r) => self.root.open_dir(&r).ok(),
+                Err(_) => None,
+            }
+        };
+        if let Some(fd) = start {
+            let mut stack = vec![(fd, base.to_string())];
+            while let Some((fd, dir)) = stack.pop() {
+                let shown = self.dir.join(bucket).join(&dir);
+                for (name, mut ft) in fsutil::read_names(fd.as_fd(), &shown)? {
+                    let key = if dir.is_empty() {
+                        name.clone()
+                    } else {
+                        format!("{dir}/{name}")
+                    };
+                    if !key.starts_with(prefix) && !prefix.starts_with(&format!("{key}/")) {
+                        continue;
+                    }
+                    if ft == FileType::Unknown {
+                        match fsutil_stat_type(fd.as_fd(), &name) {
+                            Some(t) => ft = t,
+                            None => continue,
+                        }
+                    }
+                    if ft == FileType::Directory {
+                        if let Some(sub) =
+                            fsutil::open_dir_opt(fd.as_fd(), &name, &shown.join(&name))?
+                        {
+                            stack.push((sub, key));
+                        }
+                    } else if ft == FileType::RegularFile && key.starts_with(prefix) {
+                        out.push(key);
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    /// The record and mtime of `key`, for listings; `None` when it vanished.
+    pub fn stat_object(&self, bucket: &str, key: &str) -> Result<Option<ObjectInfo>> {
+        match self.open_object(bucket, key) {
+            Ok((_, info)) => Ok(Some(info)),
+            Err(Error::NoSuchKey { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Copy the object `src_key` of `src_bucket` to `key` in `bucket` by
+    /// cloning (or the cowkit-fs fallback chain). `meta` replaces the
+    /// source's content type and metadata when given.
+    pub fn copy_object(
+        &self,
+        src_bucket: &str,
+        src_key: &str,
+        bucket: &str,
+        key: &str,
+        replace: Option<(Option<String>, BTreeMap<String, String>)>,
+    ) -> Result<(ObjectMeta, cowkit_fs::Copied)> {
+        let (src, info) = self.open_object(src_bucket, src_key)?;
+        let dst = self.new_file()?;
+        let src_path = self.dir.join(src_bucket).join(src_key);
+        let mut copier = cowkit_fs::Copier::new(cowkit_fs::Chain::AUTO);
+        let copied = copier.copy_file(
+            cowkit_fs::Handle::new(&src, &src_path),
+            cowkit_fs::Handle::new(&dst.file, &dst.path),
+        )?;
+        let mut meta = info.meta;
+        if let Some((ct, md)) = replace {
+            meta.content_type = ct;
+            meta.metadata = md;
+        }
+        let meta = self.commit_object(bucket, key, dst, meta)?;
+        Ok((meta, copied))
+    }
+}
+
+fn fsutil_stat_type(dir: BorrowedFd<'_>, name: &str) -> Option<FileType> {
+    rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+        .ok()
+        .map(|st| FileType::from_raw_mode(st.st_mode))
+}
+
+/// An ETag for a file without a matching record: changes whenever the file
+/// does.
+pub(crate) fn synthetic_etag(st: &rustix::fs::Stat) -> String {
+    format!(
+        "{:x}-{:x}-{:x}.{:x}",
+        st.st_ino, st.st_size, st.st_mtime, st.st_mtime_nsec
+    )
+}

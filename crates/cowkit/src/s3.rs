@@ -1,0 +1,184 @@
+//! `cowkit s3 serve`: the S3 gateway over a directory.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use cowkit_s3::server::{Config, Server};
+use cowkit_s3::store::Options;
+
+use crate::output::CliError;
+
+/// One compact JSON line on stdout, flushed (tests read it).
+fn print_line(v: &serde_json::Value) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{v}");
+    let _ = out.flush();
+}
+
+/// Arguments of `cowkit s3`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Subcommand)]
+enum Command {
+    /// Serve DIR over the S3 protocol: buckets are its subdirectories,
+    /// objects plain files; multipart uploads complete by cloning blocks.
+    Serve(ServeArgs),
+}
+
+/// Arguments of `cowkit s3 serve`.
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// The directory to serve (must exist).
+    #[arg(long)]
+    root: PathBuf,
+    /// Address to listen on (port 0: any free port; see `--json`).
+    #[arg(long, default_value = "127.0.0.1:7070")]
+    listen: SocketAddr,
+    /// Access key clients sign with (or env `COWKIT_S3_ACCESS_KEY`).
+    #[arg(long, requires = "secret_key")]
+    access_key: Option<String>,
+    /// Secret key (or env `COWKIT_S3_SECRET_KEY`; the flag is visible to
+    /// other users in `ps`, prefer the environment or a file).
+    #[arg(long, requires = "access_key")]
+    secret_key: Option<String>,
+    /// A file whose first line is `ACCESS_KEY:SECRET_KEY`.
+    #[arg(long, conflicts_with_all = ["access_key", "secret_key"])]
+    credentials_file: Option<PathBuf>,
+    /// Also accept unsigned requests (anyone who can connect can read and
+    /// write everything).
+    #[arg(long)]
+    anonymous: bool,
+    /// Make data and directory entries durable (fsync) before answering.
+    #[arg(long)]
+    fsync: bool,
+    /// Print `{"event":"listening",...}` as one JSON line on stdout once
+    /// the socket is bound, and `{"event":"stopped"}` at exit.
+    #[arg(long)]
+    json: bool,
+    /// Smallest size of every multipart part but the last (S3: 5 MiB).
+    /// For tests that need many parts without gigabytes of data.
+    #[arg(long, default_value_t = 5 << 20, hide_short_help = true)]
+    min_part_size: u64,
+    /// Keep part files after a complete (to inspect shared extents).
+    #[arg(long, hide_short_help = true)]
+    keep_parts: bool,
+    /// Milliseconds a complete may run before its response starts and
+    /// whitespace keeps the connection alive until the XML is ready.
+    #[arg(long, default_value_t = 500, hide_short_help = true)]
+    keepalive_after_ms: u64,
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    match args.command {
+        Command::Serve(a) => serve(a),
+    }
+}
+
+fn credentials(a: &ServeArgs) -> Result<Option<(String, String)>, CliError> {
+    if let (Some(ak), Some(sk)) = (&a.access_key, &a.secret_key) {
+        return Ok(Some((ak.clone(), sk.clone())));
+    }
+    if let Some(f) = &a.credentials_file {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| CliError::new(format!("cannot read `{}`", f.display()), e))?;
+        let line = text
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty() && !l.starts_with('#'))
+            .unwrap_or_default();
+        return match line.split_once(':') {
+            Some((ak, sk)) if !ak.is_empty() && !sk.is_empty() => {
+                Ok(Some((ak.to_string(), sk.to_string())))
+            }
+            _ => Err(CliError::msg(format!(
+                "`{}` does not start with a line `ACCESS_KEY:SECRET_KEY`",
+                f.display()
+            ))),
+        };
+    }
+    match (
+        std::env::var("COWKIT_S3_ACCESS_KEY"),
+        std::env::var("COWKIT_S3_SECRET_KEY"),
+    ) {
+        (Ok(ak), Ok(sk)) if !ak.is_empty() && !sk.is_empty() => Ok(Some((ak, sk))),
+        _ => Ok(None),
+    }
+}
+
+fn serve(a: ServeArgs) -> Result<ExitCode, CliError> {
+    let creds = credentials(&a)?;
+    if creds.is_none() && !a.anonymous {
+        return Err(
+            CliError::msg("no credentials: every request would be refused").hint(
+                "give --access-key/--secret-key, COWKIT_S3_ACCESS_KEY/COWKIT_S3_SECRET_KEY, \
+             --credentials-file, or --anonymous to allow unsigned requests",
+            ),
+        );
+    }
+    let cfg = Config {
+        root: a.root.clone(),
+        listen: a.listen,
+        credentials: creds,
+        anonymous: a.anonymous,
+        store: Options {
+            fsync: a.fsync,
+            min_part_size: a.min_part_size,
+            keep_parts: a.keep_parts,
+            keepalive_after: Duration::from_millis(a.keepalive_after_ms),
+            ..Options::default()
+        },
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::new("cannot start the async runtime", e))?;
+    rt.block_on(async move {
+        let server = Server::bind(cfg).await.map_err(|e| {
+            CliError::new(format!("cannot serve `{}`", a.root.display()), e)
+                .hint("--root must be an existing directory you can write to")
+        })?;
+        let addr = server.local_addr();
+        if a.json {
+            print_line(&serde_json::json!({
+                "event": "listening",
+                "listen": addr.to_string(),
+                "endpoint": format!("http://{addr}"),
+                "root": a.root,
+                "pid": std::process::id(),
+                "fsync": a.fsync,
+                "anonymous": a.anonymous,
+                "min_part_size": a.min_part_size,
+            }));
+        } else {
+            println!(
+                "serving `{}` on http://{addr} (SIGTERM or Ctrl-C stops)",
+                a.root.display()
+            );
+        }
+        let shutdown = async {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    .expect("SIGTERM handler");
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            log::info!("shutting down: no new connections, waiting for requests in flight");
+        };
+        server
+            .run(shutdown, Duration::from_secs(30))
+            .await
+            .map_err(|e| CliError::new("the server failed", e))?;
+        if a.json {
+            print_line(&serde_json::json!({"event": "stopped"}));
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
