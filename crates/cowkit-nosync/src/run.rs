@@ -349,6 +349,19 @@ pub fn exec(
     }
 }
 
+/// End this process the way the command ended: by the same signal, with
+/// its default action (so a parent shell sees "killed by SIGTERM", not an
+/// exit code). Returns only if the signal did not end the process.
+pub fn die_like(signal: i32) {
+    if signal == signal_hook::consts::SIGKILL || signal == signal_hook::consts::SIGSTOP {
+        if let Some(sig) = Signal::from_named_raw(signal) {
+            let _ = rustix::process::kill_process(rustix::process::getpid(), sig);
+        }
+        return;
+    }
+    let _ = signal_hook::low_level::emulate_default_handler(signal);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
