@@ -1,7 +1,7 @@
 //! The source of the `cowkit nosync` preload shim, and the names it shares
 //! with the supervisor in `cowkit-nosync`.
 //!
-//! The shim itself is [`shim.rs`](../src/cowkit_nosync_shim/shim.rs.html)
+//! The shim itself is `src/shim.rs`
 //! next to this file: a `#![no_std]` cdylib with `panic=abort`, which a
 //! workspace crate cannot be (Cargo sets `panic` per profile, not per
 //! crate). `crates/cowkit-nosync/build.rs` compiles that one file with
