@@ -26,7 +26,14 @@ fn main() {
     cmd.args(["--edition", "2021", "--crate-type", "cdylib"])
         .args(["--crate-name", "cowkit_nosync_shim"])
         .args(["--target", &target])
-        .args(["-C", "panic=abort", "-C", "opt-level=2", "-C", "debuginfo=0"])
+        .args([
+            "-C",
+            "panic=abort",
+            "-C",
+            "opt-level=2",
+            "-C",
+            "debuginfo=0",
+        ])
         .args(["-C", "strip=symbols", "-C", "codegen-units=1"])
         // The one libc symbol, `__errno_location`, gets its version from
         // libc.so at link time (GLIBC_2.2.5 / GLIBC_2.17).
@@ -47,5 +54,8 @@ fn main() {
         });
     }
     let status = cmd.status().expect("run rustc for the nosync shim");
-    assert!(status.success(), "building the nosync shim failed: {status}");
+    assert!(
+        status.success(),
+        "building the nosync shim failed: {status}"
+    );
 }

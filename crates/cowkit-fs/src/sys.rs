@@ -132,8 +132,8 @@ pub struct BpfInsn {
 /// inherited across `fork` and kept across `execve`; setuid programs and
 /// file capabilities keep working because `no_new_privs` stays off.
 pub fn seccomp_set_mode_filter(prog: &[BpfInsn]) -> std::io::Result<()> {
-    let len = u16::try_from(prog.len())
-        .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    let len =
+        u16::try_from(prog.len()).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
     let fprog = libc::sock_fprog {
         len,
         filter: prog.as_ptr() as *mut libc::sock_filter,

@@ -94,7 +94,15 @@ mod sys {
     /// As for [`call1`].
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
-    pub unsafe fn call6(n: usize, a: usize, b: usize, c: usize, d: usize, e: usize, f: usize) -> isize {
+    pub unsafe fn call6(
+        n: usize,
+        a: usize,
+        b: usize,
+        c: usize,
+        d: usize,
+        e: usize,
+        f: usize,
+    ) -> isize {
         let r: isize;
         // SAFETY: the x86_64 Linux system call ABI: number in rax, arguments
         // in rdi, rsi, rdx, r10, r8, r9; rcx and r11 are clobbered.
@@ -115,7 +123,15 @@ mod sys {
     /// As for [`call1`].
     #[cfg(target_arch = "aarch64")]
     #[inline(always)]
-    pub unsafe fn call6(n: usize, a: usize, b: usize, c: usize, d: usize, e: usize, f: usize) -> isize {
+    pub unsafe fn call6(
+        n: usize,
+        a: usize,
+        b: usize,
+        c: usize,
+        d: usize,
+        e: usize,
+        f: usize,
+    ) -> isize {
         let r: isize;
         // SAFETY: the aarch64 Linux system call ABI: number in x8, arguments
         // in x0..x5, result in x0.
@@ -393,14 +409,26 @@ fn do_pwritev2(fd: i32, iov: *const u8, iovcnt: i32, offset: i64, flags: i32) ->
 /// # Safety
 /// As for `pwritev2(2)`.
 #[no_mangle]
-pub unsafe extern "C" fn pwritev2(fd: i32, iov: *const u8, iovcnt: i32, offset: i64, flags: i32) -> isize {
+pub unsafe extern "C" fn pwritev2(
+    fd: i32,
+    iov: *const u8,
+    iovcnt: i32,
+    offset: i64,
+    flags: i32,
+) -> isize {
     do_pwritev2(fd, iov, iovcnt, offset, flags)
 }
 
 /// # Safety
 /// As for `pwritev2(2)`.
 #[no_mangle]
-pub unsafe extern "C" fn pwritev64v2(fd: i32, iov: *const u8, iovcnt: i32, offset: i64, flags: i32) -> isize {
+pub unsafe extern "C" fn pwritev64v2(
+    fd: i32,
+    iov: *const u8,
+    iovcnt: i32,
+    offset: i64,
+    flags: i32,
+) -> isize {
     do_pwritev2(fd, iov, iovcnt, offset, flags)
 }
 

@@ -62,14 +62,10 @@ fn arch() -> Result<TargetArch> {
 }
 
 /// Build one program and turn its architecture-mismatch kill into allow.
-fn program(
-    rules: BTreeMap<i64, Vec<SeccompRule>>,
-    matched: SeccompAction,
-) -> Result<BpfProgram> {
-    let mut prog: BpfProgram =
-        SeccompFilter::new(rules, SeccompAction::Allow, matched, arch()?)
-            .and_then(BpfProgram::try_from)
-            .map_err(Error::Filter)?;
+fn program(rules: BTreeMap<i64, Vec<SeccompRule>>, matched: SeccompAction) -> Result<BpfProgram> {
+    let mut prog: BpfProgram = SeccompFilter::new(rules, SeccompAction::Allow, matched, arch()?)
+        .and_then(BpfProgram::try_from)
+        .map_err(Error::Filter)?;
     // [0] load arch, [1] jump if equal over [2], [2] return KILL_PROCESS.
     let kill = prog
         .iter_mut()
@@ -106,7 +102,10 @@ pub fn programs() -> Result<[BpfProgram; 2]> {
         .collect::<Result<_>>()?;
     Ok([
         program(zero, SeccompAction::Errno(0))?,
-        program(ebadf, SeccompAction::Errno(rustix::io::Errno::BADF.raw_os_error() as u32))?,
+        program(
+            ebadf,
+            SeccompAction::Errno(rustix::io::Errno::BADF.raw_os_error() as u32),
+        )?,
     ])
 }
 
@@ -139,7 +138,9 @@ pub fn install() -> Result<Installed> {
                 .collect()
         })
         .collect();
-    let first = raw.first().map(|p| cowkit_fs::seccomp::seccomp_set_mode_filter(p));
+    let first = raw
+        .first()
+        .map(|p| cowkit_fs::seccomp::seccomp_set_mode_filter(p));
     match first {
         Some(Ok(())) => {
             for p in raw.iter().skip(1) {
@@ -180,7 +181,9 @@ mod tests {
             assert!(p.len() > 4);
             assert_eq!(p[2].code, BPF_RET_K);
             assert_eq!(p[2].k, SECCOMP_RET_ALLOW);
-            assert!(!p.iter().any(|i| i.code == BPF_RET_K && i.k == SECCOMP_RET_KILL_PROCESS));
+            assert!(!p
+                .iter()
+                .any(|i| i.code == BPF_RET_K && i.k == SECCOMP_RET_KILL_PROCESS));
         }
     }
 }

@@ -58,7 +58,11 @@ fn rel(p: &str) -> RelPath {
     RelPath::new(p).expect("constant paths are valid")
 }
 
-fn read_at(dir: impl AsFd, name: &str, shown: &Path) -> Result<Option<(Vec<u8>, rustix::fs::Stat)>> {
+fn read_at(
+    dir: impl AsFd,
+    name: &str,
+    shown: &Path,
+) -> Result<Option<(Vec<u8>, rustix::fs::Stat)>> {
     match rustix::fs::openat(
         dir,
         name,
@@ -281,9 +285,15 @@ mod tests {
         let text = std::fs::read_to_string(r.join("etc/ld.so.preload")).unwrap();
         assert_eq!(
             text,
-            format!("# keep me\n/usr/lib/other.so\n/usr/lib/a.so\n{}\n", shim_path())
+            format!(
+                "# keep me\n/usr/lib/other.so\n/usr/lib/a.so\n{}\n",
+                shim_path()
+            )
         );
-        let mode = std::fs::metadata(r.join("etc/ld.so.preload")).unwrap().permissions().mode();
+        let mode = std::fs::metadata(r.join("etc/ld.so.preload"))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o7777, 0o600);
         assert_eq!(std::fs::read(host_shim_path(r)).unwrap(), SHIM);
         let again = install(r).unwrap();

@@ -160,7 +160,10 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
 
     let shim = if opts.preload {
         let path = crate::shim::materialize(&opts.cache_dir)?;
-        cmd.env("LD_PRELOAD", ld_preload(std::env::var_os("LD_PRELOAD"), &path));
+        cmd.env(
+            "LD_PRELOAD",
+            ld_preload(std::env::var_os("LD_PRELOAD"), &path),
+        );
         Some(path)
     } else {
         None

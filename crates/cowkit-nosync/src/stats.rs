@@ -46,7 +46,10 @@ impl Stats {
 
     /// The count of one kind by name.
     pub fn get(&self, kind: &str) -> Option<u64> {
-        KINDS.iter().position(|&k| k == kind).map(|i| self.counts[i])
+        KINDS
+            .iter()
+            .position(|&k| k == kind)
+            .map(|i| self.counts[i])
     }
 
     /// `(kind, count)` pairs.

@@ -122,7 +122,9 @@ fn the_kickstart_snippet_recreates_the_shim_byte_for_byte() {
     let post = section(&snippet, "%post ");
     assert!(!pre.is_empty() && !post.is_empty());
     // Only builtins, printf and gzip in %pre.
-    for word in ["cat ", "mv ", "cp ", "chmod", "base64", "xxd", "grep", "mkdir"] {
+    for word in [
+        "cat ", "mv ", "cp ", "chmod", "base64", "xxd", "grep", "mkdir",
+    ] {
         assert!(!pre.contains(word), "%pre uses {word}");
     }
 
@@ -137,11 +139,20 @@ fn the_kickstart_snippet_recreates_the_shim_byte_for_byte() {
     assert_eq!(std::fs::read(&so).unwrap(), SHIM, "not byte for byte");
     let mode = std::fs::metadata(&so).unwrap().permissions().mode() & 0o7777;
     assert_eq!(mode, 0o644);
-    let listed = format!("/usr/lib/other.so\n{}\n", cowkit_nosync::preload::shim_path());
-    assert_eq!(std::fs::read_to_string(root.join("etc/ld.so.preload")).unwrap(), listed);
+    let listed = format!(
+        "/usr/lib/other.so\n{}\n",
+        cowkit_nosync::preload::shim_path()
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("etc/ld.so.preload")).unwrap(),
+        listed
+    );
     // Again: nothing changes.
     bash(&pre, root);
-    assert_eq!(std::fs::read_to_string(root.join("etc/ld.so.preload")).unwrap(), listed);
+    assert_eq!(
+        std::fs::read_to_string(root.join("etc/ld.so.preload")).unwrap(),
+        listed
+    );
     assert_eq!(std::fs::read(&so).unwrap(), SHIM);
     assert_eq!(std::fs::read_dir(root.join("usr/lib")).unwrap().count(), 1);
 
@@ -150,7 +161,10 @@ fn the_kickstart_snippet_recreates_the_shim_byte_for_byte() {
     let st = Command::new("cc")
         .args(["-O1", "-o"])
         .arg(&prog)
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/programs/syncer.c"))
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/programs/syncer.c"
+        ))
         .status()
         .unwrap();
     assert!(st.success());

@@ -31,7 +31,11 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// The command and its arguments.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
     command: Vec<OsString>,
 }
 
@@ -85,8 +89,9 @@ pub fn run(args: Args, verbose: u8, quiet: bool) -> Result<ExitCode, CliError> {
         None => {}
     }
     let Some((program, rest)) = args.command.split_first() else {
-        return Err(CliError::msg("no command given")
-            .hint("cowkit nosync [OPTIONS] -- CMD [ARGS...]"));
+        return Err(
+            CliError::msg("no command given").hint("cowkit nosync [OPTIONS] -- CMD [ARGS...]")
+        );
     };
     let exe = std::env::current_exe().map_err(|e| CliError::new("cannot find cowkit itself", e))?;
     let mut opts = RunOptions::new(exe, program.clone());
@@ -122,11 +127,18 @@ pub fn run(args: Args, verbose: u8, quiet: bool) -> Result<ExitCode, CliError> {
         for s in &outcome.syncs {
             eprintln!(
                 "cowkit nosync: final {}: `{}` ({}) {:.1} ms{}",
-                if s.fs_type == "sync(2)" { "sync" } else { "syncfs" },
+                if s.fs_type == "sync(2)" {
+                    "sync"
+                } else {
+                    "syncfs"
+                },
                 s.mount_point.display(),
                 s.fs_type,
                 s.elapsed.as_secs_f64() * 1e3,
-                s.error.as_ref().map(|e| format!(": {e}")).unwrap_or_default()
+                s.error
+                    .as_ref()
+                    .map(|e| format!(": {e}"))
+                    .unwrap_or_default()
             );
         }
         eprintln!(
@@ -178,10 +190,18 @@ fn preload(p: PreloadArgs, quiet: bool) -> Result<ExitCode, CliError> {
         if !quiet {
             println!(
                 "{} `{}` in `{root}`; `{}` {}",
-                if c.shim_changed { "wrote" } else { "already had" },
+                if c.shim_changed {
+                    "wrote"
+                } else {
+                    "already had"
+                },
                 c.shim,
                 preload::PRELOAD_FILE,
-                if c.preload_changed { "updated" } else { "already lists it" }
+                if c.preload_changed {
+                    "updated"
+                } else {
+                    "already lists it"
+                }
             );
         }
     } else {
@@ -193,7 +213,11 @@ fn preload(p: PreloadArgs, quiet: bool) -> Result<ExitCode, CliError> {
                 if c.shim_changed { "removed" } else { "no" },
                 c.shim,
                 preload::PRELOAD_FILE,
-                if c.preload_changed { "updated" } else { "did not list it" }
+                if c.preload_changed {
+                    "updated"
+                } else {
+                    "did not list it"
+                }
             );
         }
     }

@@ -19,7 +19,10 @@ use std::sync::OnceLock;
 use cowkit_testutil::required;
 
 const COWKIT: &str = env!("CARGO_BIN_EXE_cowkit");
-const PROGRAMS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../cowkit-nosync/tests/programs");
+const PROGRAMS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../cowkit-nosync/tests/programs"
+);
 const EVENTS: [&str; 6] = [
     "fsync",
     "fdatasync",
@@ -176,7 +179,8 @@ impl Drop for Tracer {
     fn drop(&mut self) {
         for ev in EVENTS {
             let _ = std::fs::write(
-                self.dir.join(format!("events/syscalls/sys_enter_{ev}/enable")),
+                self.dir
+                    .join(format!("events/syscalls/sys_enter_{ev}/enable")),
                 "0",
             );
         }
@@ -292,7 +296,12 @@ fn sync_calls_never_reach_the_kernel_for_any_kind_of_binary() {
         ("static C", vec![p.static_.as_os_str(), "DIR".as_ref()]),
         (
             "static raw",
-            vec![p.static_.as_os_str(), "DIR".as_ref(), "0".as_ref(), "raw".as_ref()],
+            vec![
+                p.static_.as_os_str(),
+                "DIR".as_ref(),
+                "0".as_ref(),
+                "raw".as_ref(),
+            ],
         ),
     ] {
         let [plain, eat, ours] = three_ways(name, &prog, syncer_data_intact).unwrap();
@@ -332,7 +341,12 @@ fn ldconfig_static_pie_is_covered() {
         let mut args: Vec<&OsStr> = match how {
             "plain" => vec![],
             "eatmydata" => vec!["eatmydata".as_ref()],
-            _ => vec![COWKIT.as_ref(), "nosync".as_ref(), "--final-sync=none".as_ref(), "--".as_ref()],
+            _ => vec![
+                COWKIT.as_ref(),
+                "nosync".as_ref(),
+                "--final-sync=none".as_ref(),
+                "--".as_ref(),
+            ],
         };
         args.extend([ldconfig.as_ref(), "-r".as_ref(), d.path().as_os_str()]);
         let Some((out, counts)) = traced(&args) else {
@@ -375,7 +389,14 @@ fn sync_open_flags_are_stripped_and_bad_descriptors_still_fail() {
     assert_eq!(plain["openat_o_dsync"], "1");
 
     for raw in ["libc", "raw"] {
-        let out = nosync(&["--final-sync=none".as_ref(), "--".as_ref(), p.dynamic.as_os_str(), dir, "0".as_ref(), raw.as_ref()]);
+        let out = nosync(&[
+            "--final-sync=none".as_ref(),
+            "--".as_ref(),
+            p.dynamic.as_os_str(),
+            dir,
+            "0".as_ref(),
+            raw.as_ref(),
+        ]);
         assert!(out.status.success(), "{out:?}");
         let v = kv(&stdout(&out));
         assert_eq!(v["open_o_sync"], "0", "{v:?}");
@@ -398,7 +419,12 @@ fn sync_open_flags_are_stripped_and_bad_descriptors_still_fail() {
         syncer_data_intact(d.path());
     }
     // The static program gets the filter only: EBADF for a negative fd.
-    let out = nosync(&["--final-sync=none".as_ref(), "--".as_ref(), p.static_.as_os_str(), dir]);
+    let out = nosync(&[
+        "--final-sync=none".as_ref(),
+        "--".as_ref(),
+        p.static_.as_os_str(),
+        dir,
+    ]);
     let text = stdout(&out);
     assert!(text.contains("fsync_neg=-1 errno=EBADF"), "{text}");
     assert!(text.contains("fdatasync_neg=-1 errno=EBADF"), "{text}");
@@ -414,7 +440,13 @@ fn exit_codes_and_signals_propagate() {
         assert_eq!(out.status.code(), Some(7), "{out:?}");
         for sig in [15, 9, 6] {
             let arg = format!("kill-{sig}");
-            let out = nosync(&["--final-sync=none".as_ref(), "--".as_ref(), prog.as_os_str(), dir, arg.as_ref()]);
+            let out = nosync(&[
+                "--final-sync=none".as_ref(),
+                "--".as_ref(),
+                prog.as_os_str(),
+                dir,
+                arg.as_ref(),
+            ]);
             assert_eq!(out.status.signal(), Some(sig), "{out:?}");
         }
     }
@@ -429,7 +461,13 @@ fn descendants_are_waited_for() {
     let flag = d.path().join("late");
     // The shell exits at once; its orphaned grandchild writes later.
     let script = format!("(sleep 0.3; echo done > '{}') & exit 0", flag.display());
-    let out = nosync(&["-v".as_ref(), "--".as_ref(), "sh".as_ref(), "-c".as_ref(), script.as_ref()]);
+    let out = nosync(&[
+        "-v".as_ref(),
+        "--".as_ref(),
+        "sh".as_ref(),
+        "-c".as_ref(),
+        script.as_ref(),
+    ]);
     assert!(out.status.success(), "{out:?}");
     assert_eq!(std::fs::read_to_string(&flag).unwrap(), "done\n");
 }
@@ -467,7 +505,10 @@ fn the_final_syncfs_happens_and_is_reported() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     let t = std::fs::read_to_string(&trace).unwrap();
-    let n = t.lines().filter(|l| l.contains("syncfs(") && l.contains("= 0")).count();
+    let n = t
+        .lines()
+        .filter(|l| l.contains("syncfs(") && l.contains("= 0"))
+        .count();
     assert!(n >= 1, "{t}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("final syncfs: `"), "{err}");
@@ -527,11 +568,16 @@ impl FailingDisk {
             .arg(disk.store.path()));
         disk.store_mounted = true;
         let img = disk.store.path().join("disk.img");
-        std::fs::File::create(&img).unwrap().set_len(256 << 20).unwrap();
+        std::fs::File::create(&img)
+            .unwrap()
+            .set_len(256 << 20)
+            .unwrap();
         run(Command::new("mkfs.ext4")
             .args(["-q", "-F", "-O", "^has_journal"])
             .arg(&img));
-        disk.loopdev = Some(run(Command::new("losetup").args(["-f", "--show"]).arg(&img)));
+        disk.loopdev = Some(run(Command::new("losetup")
+            .args(["-f", "--show"])
+            .arg(&img)));
         run(Command::new("mount")
             .arg(disk.loopdev.as_ref().unwrap())
             .arg(disk.mnt.path()));
@@ -541,12 +587,18 @@ impl FailingDisk {
 
 impl Drop for FailingDisk {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(self.mnt.path()).status();
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(self.mnt.path())
+            .status();
         if let Some(l) = &self.loopdev {
             let _ = Command::new("losetup").args(["-d", l]).status();
         }
         if self.store_mounted {
-            let _ = Command::new("umount").arg("-l").arg(self.store.path()).status();
+            let _ = Command::new("umount")
+                .arg("-l")
+                .arg(self.store.path())
+                .status();
         }
     }
 }
@@ -579,10 +631,18 @@ fn a_failing_final_syncfs_fails_the_run() {
 
 #[test]
 fn setuid_and_file_capabilities_keep_working_as_root() {
-    if !need(is_root(), "root") || !need(have("setcap"), "setcap") || !need(have("setpriv"), "setpriv") {
+    if !need(is_root(), "root")
+        || !need(have("setcap"), "setcap")
+        || !need(have("setpriv"), "setpriv")
+    {
         return;
     }
-    let out = nosync(&["--".as_ref(), "grep".as_ref(), "NoNewPrivs".as_ref(), "/proc/self/status".as_ref()]);
+    let out = nosync(&[
+        "--".as_ref(),
+        "grep".as_ref(),
+        "NoNewPrivs".as_ref(),
+        "/proc/self/status".as_ref(),
+    ]);
     assert!(stdout(&out).contains("NoNewPrivs:\t0"), "{out:?}");
 
     let d = scratch();
@@ -590,7 +650,11 @@ fn setuid_and_file_capabilities_keep_working_as_root() {
     let capcat = d.path().join("capcat");
     std::fs::copy("/bin/cat", &capcat).unwrap();
     std::fs::set_permissions(&capcat, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let st = Command::new("setcap").args(["cap_net_raw+ep"]).arg(&capcat).status().unwrap();
+    let st = Command::new("setcap")
+        .args(["cap_net_raw+ep"])
+        .arg(&capcat)
+        .status()
+        .unwrap();
     assert!(st.success());
     // A setuid-root copy of `id`.
     let suid = d.path().join("suid-id");
