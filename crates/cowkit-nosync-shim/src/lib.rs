@@ -51,7 +51,7 @@ mod tests {
     #[test]
     fn the_shim_source_agrees_on_the_names() {
         assert!(SOURCE.contains(&format!("b\"{STATS_ENV}=\"")));
-        assert!(SOURCE.contains(&format!("b\"{}pid=\"", STATS_PREFIX)));
+        assert!(SOURCE.contains(&format!("b\"{STATS_PREFIX}pid=\"")));
         for k in KINDS {
             assert!(SOURCE.contains(&format!("b\"{k}\",")), "{k}");
         }

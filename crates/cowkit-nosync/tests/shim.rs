@@ -84,7 +84,7 @@ fn the_shim_imports_only_errno_location_from_an_old_glibc() {
 }
 
 /// Lines between `start` (a line starting with it) and the next `%end`.
-fn section<'a>(snippet: &'a str, start: &str) -> String {
+fn section(snippet: &str, start: &str) -> String {
     let mut out = String::new();
     let mut on = false;
     for l in snippet.lines() {
