@@ -223,7 +223,7 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
         match rustix::process::wait(WaitOptions::empty()) {
             Ok(Some((p, st))) => {
                 if p.as_raw_nonzero().get() == pid {
-                    status = Some(ExitStatus::from_raw(st.as_raw() as i32));
+                    status = Some(ExitStatus::from_raw(st.as_raw()));
                 } else {
                     orphans += 1;
                 }
