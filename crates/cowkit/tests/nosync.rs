@@ -509,7 +509,11 @@ fn the_final_syncfs_happens_and_is_reported() {
     // `<... syncfs resumed>) = 0` when another thread runs in between.
     let n = t.lines().filter(|l| l.contains("syncfs(")).count();
     assert!(n >= 1, "{t}");
-    assert!(!t.lines().any(|l| l.contains("syncfs") && l.contains("= -1")), "{t}");
+    assert!(
+        !t.lines()
+            .any(|l| l.contains("syncfs") && l.contains("= -1")),
+        "{t}"
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("final syncfs: `"), "{err}");
 
@@ -700,9 +704,15 @@ fn preload_install_and_remove_through_the_cli() {
         stdout(&out)
     };
     let first = run("--install");
-    assert!(first.starts_with("wrote `/usr/lib/libcowkit-nosync-"), "{first}");
+    assert!(
+        first.starts_with("wrote `/usr/lib/libcowkit-nosync-"),
+        "{first}"
+    );
     let second = run("--install");
-    assert!(second.contains("already had") && second.contains("already lists it"), "{second}");
+    assert!(
+        second.contains("already had") && second.contains("already lists it"),
+        "{second}"
+    );
     let text = std::fs::read_to_string(root.join("etc/ld.so.preload")).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 2, "{text}");
@@ -721,9 +731,49 @@ fn preload_install_and_remove_through_the_cli() {
 
 #[test]
 fn kickstart_prints_pre_and_post() {
-    let out = Command::new(COWKIT).args(["nosync", "kickstart"]).output().unwrap();
+    let out = Command::new(COWKIT)
+        .args(["nosync", "kickstart"])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let text = stdout(&out);
     assert!(text.starts_with("%pre --interpreter=/bin/bash"), "{text}");
     assert!(text.contains("\n%post --nochroot"), "{text}");
+}
+
+#[test]
+fn unprivileged_runs_set_no_new_privs_and_say_so() {
+    if !need(is_root(), "root (to become nobody)") || !need(have("setpriv"), "setpriv") {
+        return;
+    }
+    let d = scratch();
+    let exe = d.path().join("cowkit");
+    std::fs::copy(COWKIT, &exe).unwrap();
+    let tmp = d.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    std::os::unix::fs::chown(&tmp, Some(65534), Some(65534)).unwrap();
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "env",
+            "-u",
+            "XDG_RUNTIME_DIR",
+        ])
+        .arg(format!("TMPDIR={}", tmp.display()))
+        .arg(&exe)
+        .args([
+            "nosync",
+            "--",
+            "sh",
+            "-c",
+            "grep NoNewPrivs /proc/self/status; exit 3",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert!(stdout(&out).contains("NoNewPrivs:\t1"), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no_new_privs is set"), "{err}");
 }
