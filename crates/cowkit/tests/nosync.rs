@@ -777,3 +777,30 @@ fn unprivileged_runs_set_no_new_privs_and_say_so() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no_new_privs is set"), "{err}");
 }
+
+#[test]
+fn a_signal_sent_to_cowkit_reaches_the_command() {
+    use std::io::BufRead;
+    let mut child = Command::new(COWKIT)
+        .args([
+            "nosync",
+            "--final-sync=none",
+            "--",
+            "sh",
+            "-c",
+            "echo ready; exec sleep 60",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "ready\n");
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let status = child.wait().unwrap();
+    // sleep died of the forwarded SIGTERM, and cowkit ends the same way.
+    assert_eq!(status.signal(), Some(15), "{status:?}");
+}
