@@ -23,6 +23,15 @@ have cc || need+=(gcc libc6-dev)
 have gpg || need+=(gpg)
 have gpg-agent || need+=(gpg-agent)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
+# cowkit nosync tests: eatmydata (the peer), objdump (the shim's symbol
+# versions), Go (a program with no libc), setpriv (run as nobody).
+have eatmydata || need+=(eatmydata)
+have objdump || need+=(binutils)
+have gzip || need+=(gzip)
+have setpriv || need+=(util-linux)
+have go || need+=(golang-go)
+# `cc -static` for the static test programs needs libc.a.
+[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || [ -e /usr/lib/aarch64-linux-gnu/libc.a ] || need+=(libc6-dev)
 
 if ((${#need[@]})); then
   if [ "$(id -u)" != 0 ]; then

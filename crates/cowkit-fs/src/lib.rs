@@ -36,5 +36,11 @@ pub mod probe;
 pub mod root;
 mod sys;
 
+/// Installing a seccomp filter without `no_new_privs` (the one system call
+/// rustix does not wrap that `cowkit nosync` needs).
+pub mod seccomp {
+    pub use crate::sys::{seccomp_set_mode_filter, BpfInsn};
+}
+
 pub use copy::{Bytes, Chain, Copied, Copier, Fallback, Handle, Method, Reason};
 pub use error::{Error, Result};

@@ -3,6 +3,9 @@
 //! Everything else in cowkit goes through safe `rustix` calls. The two
 //! `ioctl`s that rustix does not wrap, `FICLONERANGE` and `FS_IOC_FIEMAP`,
 //! are written here once as typed calls with opcodes from `linux-raw-sys`.
+//! Also the `seccomp(SECCOMP_SET_MODE_FILTER)` call that installs a filter
+//! without `no_new_privs` (for `cowkit nosync` as root), which rustix does
+//! not have.
 #![allow(unsafe_code)]
 
 use std::os::fd::AsFd;
@@ -103,4 +106,55 @@ pub fn fiemap<Fd: AsFd>(fd: Fd, start: u64, len: u64, flags: u32) -> io::Result<
     unsafe { ioctl(fd, Updater::<{ FS_IOC_FIEMAP }, FiemapBuf>::new(&mut buf))? };
     let n = (buf.header.fm_mapped_extents as usize).min(FIEMAP_BATCH);
     Ok(buf.extents[..n].to_vec())
+}
+
+/// One classic BPF instruction, `struct sock_filter` from `<linux/filter.h>`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BpfInsn {
+    /// Operation.
+    pub code: u16,
+    /// Jump offset if true.
+    pub jt: u8,
+    /// Jump offset if false.
+    pub jf: u8,
+    /// Operand.
+    pub k: u32,
+}
+
+/// `seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog)` —
+/// install a seccomp filter on every thread of this process, **without**
+/// setting `no_new_privs` first. See `seccomp(2)`.
+///
+/// The kernel accepts this only from a caller with `CAP_SYS_ADMIN` in its
+/// user namespace (or with `no_new_privs` already set); otherwise it fails
+/// with `EACCES`. The filter stays for the life of the process and is
+/// inherited across `fork` and kept across `execve`; setuid programs and
+/// file capabilities keep working because `no_new_privs` stays off.
+pub fn seccomp_set_mode_filter(prog: &[BpfInsn]) -> std::io::Result<()> {
+    let len =
+        u16::try_from(prog.len()).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    let fprog = libc::sock_fprog {
+        len,
+        filter: prog.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: `BpfInsn` has the layout of `struct sock_filter` (repr(C),
+    // u16/u8/u8/u32). `fprog` points at `len` such instructions, which the
+    // kernel copies (`copy_from_user`) during the call and does not keep;
+    // both `prog` and `fprog` outlive the call. No memory is written.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            libc::SECCOMP_FILTER_FLAG_TSYNC,
+            &fprog as *const libc::sock_fprog,
+        )
+    };
+    match rc {
+        0 => Ok(()),
+        // With TSYNC, a positive value is the id of a thread that could not
+        // be synchronised.
+        r if r > 0 => Err(std::io::Error::from_raw_os_error(libc::ESRCH)),
+        _ => Err(std::io::Error::last_os_error()),
+    }
 }

@@ -7,6 +7,7 @@
 mod cp;
 mod demo;
 mod install;
+mod nosync;
 mod output;
 mod probe;
 mod rm;
@@ -55,6 +56,13 @@ enum Command {
     /// S3 gateway over a directory (`cowkit s3 serve --root DIR`):
     /// objects are plain files, multipart uploads complete by cloning.
     S3(s3::Args),
+    /// Run a command with every sync call (fsync, fdatasync, sync, syncfs,
+    /// sync_file_range, msync, O_SYNC opens) turned into a no-op, for every
+    /// kind of binary; then syncfs what it wrote and exit with its status.
+    Nosync(nosync::Args),
+    /// (internal) installs the nosync seccomp filter, then runs the command.
+    #[command(name = "__nosync-exec", hide = true)]
+    NosyncExec(nosync::ExecArgs),
     /// (internal) the confined transcoding worker.
     #[command(name = "__transcode-worker", hide = true)]
     TranscodeWorker(transcode::WorkerArgs),
@@ -62,9 +70,11 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::TranscodeWorker(args) = cli.command {
-        return transcode::worker(args);
-    }
+    let cli = match cli.command {
+        Command::TranscodeWorker(args) => return transcode::worker(args),
+        Command::NosyncExec(args) => return nosync::exec(args),
+        _ => cli,
+    };
     let level = match (cli.quiet, cli.verbose) {
         (true, _) => log::LevelFilter::Error,
         (false, 0) => log::LevelFilter::Warn,
@@ -91,7 +101,8 @@ fn main() -> ExitCode {
         Command::Cp(args) => cp::run(args, cli.quiet),
         Command::Rm(args) => rm::run(args, cli.quiet),
         Command::S3(args) => s3::run(args),
-        Command::TranscodeWorker(_) => unreachable!("handled above"),
+        Command::Nosync(args) => nosync::run(args, cli.verbose, cli.quiet),
+        Command::TranscodeWorker(_) | Command::NosyncExec(_) => unreachable!("handled above"),
     };
     match res {
         Ok(code) => code,

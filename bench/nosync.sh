@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# Install real Debian packages with dpkg into a fresh root, and run a static
+# fsync-heavy program, plain, under eatmydata and under `cowkit nosync`,
+# alternating, on loop-mounted ext4 and XFS. See bench/README.md.
+#
+#   bash bench/nosync.sh
+#
+# Environment:
+#   ROUNDS=5                 rounds (each runs every method once per workload)
+#   FILESYSTEMS="ext4 xfs"   filesystems, one after the other
+#   PACKAGES="a b ..."       Debian packages (default: the list below)
+#   HEAVY_FILES=2000         files the fsync-heavy program writes and fsyncs
+#   DEB_DIR=/var/cache/cowkit-bench/debs   where the .deb files are cached
+#   BENCH_IMG_DIR=/var/tmp   where the sparse images go
+#   LOOP_DIRECT_IO=1         loop devices with O_DIRECT (0: buffered)
+#   RESULTS_DIR=bench/results
+#   COWKIT=/path/to/cowkit   (default: build target/release/cowkit)
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+ROUNDS=${ROUNDS:-5}
+FILESYSTEMS=${FILESYSTEMS:-"ext4 xfs"}
+HEAVY_FILES=${HEAVY_FILES:-2000}
+DEB_DIR=${DEB_DIR:-/var/cache/cowkit-bench/debs}
+BENCH_IMG_DIR=${BENCH_IMG_DIR:-/var/tmp}
+LOOP_DIRECT_IO=${LOOP_DIRECT_IO:-1}
+RESULTS_DIR=${RESULTS_DIR:-$BENCH_DIR/results}
+IMG_SIZE=${IMG_SIZE:-4G}
+# Packages with many files and no preinst (dpkg --unpack runs preinst in a
+# chroot of the bare root, which has no shell): 6,441 regular files here.
+PACKAGES=${PACKAGES:-"fonts-dejavu-core gcc-12-locales git-man iso-codes libc6-dev libgl-dev
+libglib2.0-dev-bin libpython3.11-stdlib libstdc++-12-dev libx11-dev linux-libc-dev manpages
+manpages-dev perl-modules-5.36 python3-babel python3-pygments x11proto-dev"}
+METHODS=(plain eatmydata nosync)
+
+if [ -z "${COWKIT_NOSYNC_BENCH_NS:-}" ]; then
+  need_root
+  need dpkg:dpkg eatmydata:eatmydata mkfs.xfs:xfsprogs mkfs.ext4:e2fsprogs cc:gcc \
+    python3:python3 unshare:util-linux apt-get:apt
+  outside_repo "$DEB_DIR"
+  find_cowkit "bench/nosync.sh needs cowkit nosync" nosync
+  prepare_results_dir
+  mkdir -p "$DEB_DIR"
+  for p in $PACKAGES; do
+    compgen -G "$DEB_DIR/${p}_*.deb" >/dev/null && continue
+    log "apt-get download $p"
+    (cd "$DEB_DIR" && apt-get download -q "$p" >/dev/null) || die "apt-get download $p failed"
+  done
+  clean_stale_images "$BENCH_IMG_DIR/cowkit-nosync"
+  export COWKIT_NOSYNC_BENCH_NS=1 RESULTS_DIR
+  exec unshare --mount --propagation private -- "$0" "$@"
+fi
+
+RIG=$(mktemp -d "$BENCH_IMG_DIR/cowkit-nosync.XXXXXX")
+echo $$ >"$RIG/pid"
+MNT="$RIG/mnt"
+mkdir -p "$MNT"
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM HUP
+  umount "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null || true
+  rm -rf --one-file-system "$RIG"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+debs=()
+for p in $PACKAGES; do
+  f=$(compgen -G "$DEB_DIR/${p}_*.deb" | sort | tail -n 1)
+  dpkg-deb -I "$f" preinst >/dev/null 2>&1 && die "$p has a preinst; pick packages without one"
+  debs+=("$f")
+done
+files=0
+for f in "${debs[@]}"; do files=$((files + $(dpkg-deb -c "$f" | grep -c '^-'))); done
+log "${#debs[@]} packages, $files regular files"
+
+HEAVY="$RIG/nosync-fsync-heavy"
+cc -O2 -static -o "$HEAVY" "$BENCH_DIR/nosync-fsync-heavy.c"
+
+RECORD="$RIG/record.jsonl"
+: >"$RECORD"
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+
+prefix() {
+  case $1 in
+  plain) ;;
+  eatmydata) echo eatmydata ;;
+  nosync) echo "$COWKIT" nosync --json -- ;;
+  esac
+}
+
+# note_final_sync FS WORKLOAD STDERR-FILE — keep cowkit's final syncfs times.
+note_final_sync() {
+  python3 - "$RECORD" "$1" "$2" "$MNT" "$3" <<'PY'
+import json, sys
+rec, fs, workload, mnt, err = sys.argv[1:]
+last = None
+for line in open(err, errors="replace"):
+    line = line.strip()
+    if line.startswith("{") and '"final_sync"' in line:
+        last = json.loads(line)
+if last is None:
+    sys.exit("no cowkit --json summary in " + err)
+bench = sum(s["seconds"] for s in last["final_sync"] if s["mount_point"] == mnt)
+with open(rec, "a") as fh:
+    fh.write(json.dumps({"kind": "final_sync", "fs": fs, "workload": workload,
+                         "all": last["final_sync_seconds"], "bench_mount": bench,
+                         "filesystems": len(last["final_sync"])}) + "\n")
+PY
+}
+
+fsdesc=()
+for fs in $FILESYSTEMS; do
+  truncate -s "$IMG_SIZE" "$RIG/$fs.img"
+  case $fs in
+  ext4) mkfs.ext4 -q -F "$RIG/$fs.img" ;;
+  xfs) mkfs.xfs -q -f "$RIG/$fs.img" ;;
+  *) die "unknown filesystem $fs" ;;
+  esac
+  mount -o loop "$RIG/$fs.img" "$MNT"
+  loopdev=$(findmnt -n -o SOURCE "$MNT")
+  loop_io=buffered
+  if [ "$LOOP_DIRECT_IO" = 1 ] && losetup --direct-io=on "$loopdev"; then loop_io=direct-io; fi
+  fsdesc+=("$fs on $loopdev ($loop_io), $IMG_SIZE sparse image on $(findmnt -n -o FSTYPE --target "$BENCH_IMG_DIR")")
+  log "$fs: $ROUNDS rounds"
+  for ((r = 0; r < ROUNDS; r++)); do
+    for ((i = 0; i < ${#METHODS[@]}; i++)); do
+      m=${METHODS[$(((i + r) % ${#METHODS[@]}))]}
+      # shellcheck disable=SC2207
+      pre=($(prefix "$m"))
+      # dpkg into a fresh root.
+      R="$MNT/root-$m-$r"
+      mkdir -p "$R/var/lib/dpkg/updates" "$R/var/lib/dpkg/info"
+      : >"$R/var/lib/dpkg/status"
+      sync -f "$MNT"
+      python3 "$BENCH_DIR/measure.py" run --record "$RECORD" --sync "$MNT" --stdout-null \
+        --stderr "$RIG/err" --field method="$m" --field fs="$fs" --field workload=dpkg -- \
+        "${pre[@]}" dpkg --root="$R" --force-depends --refuse-unsafe-io --unpack "${debs[@]}" ||
+        { cat "$RIG/err" >&2; die "dpkg ($m) failed"; }
+      [ "$m" = nosync ] && note_final_sync "$fs" dpkg "$RIG/err"
+      n=$(find "$R" -type f | wc -l)
+      [ "$n" -ge "$files" ] || die "$m: only $n files in the root, expected $files"
+      rm -rf "$R"
+      # The static fsync-heavy program.
+      D="$MNT/heavy-$m-$r"
+      mkdir -p "$D"
+      sync -f "$MNT"
+      python3 "$BENCH_DIR/measure.py" run --record "$RECORD" --sync "$MNT" --stdout-null \
+        --stderr "$RIG/err" --field method="$m" --field fs="$fs" --field workload=fsync-heavy -- \
+        "${pre[@]}" "$HEAVY" "$D" "$HEAVY_FILES" ||
+        { cat "$RIG/err" >&2; die "fsync-heavy ($m) failed"; }
+      [ "$m" = nosync ] && note_final_sync "$fs" fsync-heavy "$RIG/err"
+      rm -rf "$D"
+      sync -f "$MNT"
+    done
+  done
+  umount "$MNT"
+done
+
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+commit=$(git -C "$REPO_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+git -C "$REPO_ROOT" diff --quiet 2>/dev/null || commit="$commit (uncommitted changes)"
+machine="$(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1), $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo) RAM, Linux $(uname -r); $(dpkg-query -W -f='dpkg ${Version}, eatmydata ' dpkg)$(dpkg-query -W -f='${Version}' eatmydata); cowkit $commit; load average at start $load_start, at end $load_end"
+stamp=$(date +%F)
+out="$RESULTS_DIR/$stamp-nosync"
+[ -e "$out.md" ] && out="$out-$(date +%H%M)"
+python3 "$BENCH_DIR/nosync_report.py" --record "$RECORD" --machine "$machine" \
+  --setup "$(printf '%s; ' "${fsdesc[@]}")" --packages "${#debs[@]} packages ($PACKAGES), $files regular files" \
+  --heavy "$HEAVY_FILES" --rounds "$ROUNDS" --md "$out.md" --json "$out.json"
+log "results: $out.md"

@@ -1,0 +1,250 @@
+//! `cowkit nosync`: run a command without sync calls, then make its data
+//! durable. See `docs/nosync.md`.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Subcommand, ValueEnum};
+use cowkit_nosync::run::{self, FinalSync, RunOptions};
+
+use crate::output::CliError;
+
+/// `cowkit nosync [OPTIONS] -- CMD [ARGS...]`
+#[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Args {
+    #[command(subcommand)]
+    action: Option<Action>,
+    /// After the command: `auto` syncfs's every writable, storage-backed
+    /// filesystem (each timed, writeback errors reported), `all` runs
+    /// sync(2) and then collects errors the same way, `none` skips it.
+    #[arg(long, value_enum, default_value_t = FinalSyncArg::Auto)]
+    final_sync: FinalSyncArg,
+    /// Do not preload the shim (only the seccomp layer).
+    #[arg(long)]
+    no_preload: bool,
+    /// Do not install the seccomp filter (only the shim).
+    #[arg(long)]
+    no_seccomp: bool,
+    /// Print a JSON summary on stderr at the end.
+    #[arg(long)]
+    json: bool,
+    /// The command and its arguments.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    command: Vec<OsString>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FinalSyncArg {
+    Auto,
+    All,
+    None,
+}
+
+#[derive(Subcommand)]
+enum Action {
+    /// Install the shim into a root and register it in its
+    /// /etc/ld.so.preload (or remove it), for installer environments.
+    Preload(PreloadArgs),
+    /// Print a kickstart %pre section that recreates and registers the
+    /// shim with only bash, printf and gzip, and a %post that removes it.
+    Kickstart,
+}
+
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["install", "remove"])))]
+struct PreloadArgs {
+    /// Write the shim and add it to ROOT/etc/ld.so.preload.
+    #[arg(long)]
+    install: bool,
+    /// Take it out of ROOT/etc/ld.so.preload and delete it.
+    #[arg(long)]
+    remove: bool,
+    /// The root directory.
+    #[arg(long, default_value = "/")]
+    root: PathBuf,
+}
+
+/// `cowkit __nosync-exec [--no-seccomp] -- CMD [ARGS...]`
+#[derive(clap::Args)]
+pub struct ExecArgs {
+    #[arg(long)]
+    no_seccomp: bool,
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+    command: Vec<OsString>,
+}
+
+pub fn run(args: Args, verbose: u8, quiet: bool) -> Result<ExitCode, CliError> {
+    match args.action {
+        Some(Action::Preload(p)) => return preload(p, quiet),
+        Some(Action::Kickstart) => {
+            print!("{}", cowkit_nosync::kickstart::snippet());
+            return Ok(ExitCode::SUCCESS);
+        }
+        None => {}
+    }
+    let Some((program, rest)) = args.command.split_first() else {
+        return Err(
+            CliError::msg("no command given").hint("cowkit nosync [OPTIONS] -- CMD [ARGS...]")
+        );
+    };
+    let exe = std::env::current_exe().map_err(|e| CliError::new("cannot find cowkit itself", e))?;
+    let mut opts = RunOptions::new(exe, program.clone());
+    opts.args = rest.to_vec();
+    opts.final_sync = match args.final_sync {
+        FinalSyncArg::Auto => FinalSync::Auto,
+        FinalSyncArg::All => FinalSync::All,
+        FinalSyncArg::None => FinalSync::None,
+    };
+    opts.preload = !args.no_preload;
+    opts.seccomp = !args.no_seccomp;
+    opts.stats = verbose > 0 || args.json;
+    let outcome = run::run(&opts).map_err(|e| CliError::new("nosync failed", e))?;
+
+    for s in &outcome.skipped {
+        log::debug!(
+            "final sync: skipped `{}` ({}): {}",
+            s.mount.mount_point.display(),
+            s.mount.fs_type,
+            s.error
+        );
+    }
+    if verbose > 0 && !quiet {
+        if let Some(st) = &outcome.stats {
+            eprintln!(
+                "cowkit nosync: suppressed by the shim in {} process(es): {st}",
+                st.processes
+            );
+            eprintln!(
+                "cowkit nosync: calls answered by the seccomp filter (static binaries, Go, raw syscall) are not counted"
+            );
+        }
+        for s in &outcome.syncs {
+            eprintln!(
+                "cowkit nosync: final {}: `{}` ({}) {:.1} ms{}",
+                if s.fs_type == "sync(2)" {
+                    "sync"
+                } else {
+                    "syncfs"
+                },
+                s.mount_point.display(),
+                s.fs_type,
+                s.elapsed.as_secs_f64() * 1e3,
+                s.error
+                    .as_ref()
+                    .map(|e| format!(": {e}"))
+                    .unwrap_or_default()
+            );
+        }
+        eprintln!(
+            "cowkit nosync: command {:.3} s, final sync {:.3} s ({} filesystem(s)), {} orphan(s) reaped",
+            outcome.command_time.as_secs_f64(),
+            outcome.sync_time.as_secs_f64(),
+            outcome.syncs.len(),
+            outcome.orphans_reaped
+        );
+    }
+    for s in outcome.syncs.iter().filter(|s| s.error.is_some()) {
+        let e = s.error.as_ref().expect("filtered");
+        eprintln!(
+            "error: final syncfs of `{}` ({}) failed: {e}: data the command wrote there may not be on disk",
+            s.mount_point.display(),
+            s.fs_type
+        );
+    }
+    if args.json {
+        let v = serde_json::json!({
+            "exit_code": outcome.status.code(),
+            "signal": outcome.signal(),
+            "orphans_reaped": outcome.orphans_reaped,
+            "command_seconds": outcome.command_time.as_secs_f64(),
+            "final_sync_seconds": outcome.sync_time.as_secs_f64(),
+            "final_sync": outcome.syncs.iter().map(|s| serde_json::json!({
+                "mount_point": s.mount_point,
+                "fs_type": s.fs_type,
+                "seconds": s.elapsed.as_secs_f64(),
+                "error": s.error.as_ref().map(|e| e.to_string()),
+            })).collect::<Vec<_>>(),
+            "suppressed_by_shim": outcome.stats.as_ref().map(|st| st.iter().collect::<std::collections::BTreeMap<_, _>>()),
+            "shim": outcome.shim,
+        });
+        eprintln!("{v}");
+    }
+    if let Some(sig) = outcome.signal() {
+        run::die_like(sig);
+    }
+    Ok(ExitCode::from(outcome.exit_code().clamp(0, 255) as u8))
+}
+
+fn preload(p: PreloadArgs, quiet: bool) -> Result<ExitCode, CliError> {
+    use cowkit_nosync::preload;
+    let root = p.root.display().to_string();
+    if p.install {
+        let c = preload::install(&p.root)
+            .map_err(|e| CliError::new(format!("cannot install the shim into `{root}`"), e))?;
+        if !quiet {
+            println!(
+                "{} `{}` in `{root}`; `{}` {}",
+                if c.shim_changed {
+                    "wrote"
+                } else {
+                    "already had"
+                },
+                c.shim,
+                preload::PRELOAD_FILE,
+                if c.preload_changed {
+                    "updated"
+                } else {
+                    "already lists it"
+                }
+            );
+        }
+    } else {
+        let c = preload::remove(&p.root)
+            .map_err(|e| CliError::new(format!("cannot remove the shim from `{root}`"), e))?;
+        if !quiet {
+            println!(
+                "{} `{}` in `{root}`; `{}` {}",
+                if c.shim_changed { "removed" } else { "no" },
+                c.shim,
+                preload::PRELOAD_FILE,
+                if c.preload_changed {
+                    "updated"
+                } else {
+                    "did not list it"
+                }
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The worker: install the filter on this process, then become CMD.
+pub fn exec(args: ExecArgs) -> ExitCode {
+    let Some((program, rest)) = args.command.split_first() else {
+        return ExitCode::from(2);
+    };
+    let err = run::exec(program, rest, !args.no_seccomp, |installed| {
+        if installed == Some(cowkit_nosync::filter::Installed::NoNewPrivs) {
+            eprintln!(
+                "warning: cowkit nosync: not privileged: no_new_privs is set, so setuid programs and file capabilities run without their privileges"
+            );
+        }
+    });
+    let code = match &err {
+        cowkit_nosync::Error::Spawn { source, .. }
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            127
+        }
+        cowkit_nosync::Error::Spawn { .. } => 126,
+        _ => 125,
+    };
+    crate::output::report_error(&CliError::new("cowkit nosync", err));
+    ExitCode::from(code)
+}
