@@ -232,6 +232,19 @@ impl Links {
     }
 }
 
+/// A hardlink group being copied by this worker: dropped without
+/// [`Links::done`] (a panic), it marks the group failed.
+struct Claim<'a> {
+    links: &'a Links,
+    key: (u64, u64),
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        self.links.done(self.key, None);
+    }
+}
+
 /// What the copy needs of a source entry's `statx`.
 #[derive(Clone, Copy, Debug)]
 struct Src {
@@ -870,7 +883,13 @@ impl Ctx<'_> {
             w.sum.hardlinks += 1;
             return Ok(0);
         }
+        // Released as failed if the copy unwinds, so no one waits forever.
+        let claim = Claim {
+            links: self.links,
+            key,
+        };
         let r = self.create_and_fill(w, node, src_dir, sname, dname, st, spath, dpath);
+        std::mem::forget(claim);
         let at = match (&r, &self.top) {
             (Ok(_), Some(top)) => {
                 let rel = node.rel.join(OsStr::from_bytes(dname.to_bytes()));
