@@ -14,11 +14,25 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use cowkit_testutil::required;
 
 const COWKIT: &str = env!("CARGO_BIN_EXE_cowkit");
+
+/// The failing disk of `a_failing_final_syncfs_fails_the_run` is mounted
+/// where every test of this binary sees it, and the default final sync
+/// covers every writable filesystem: while it exists, no other test may
+/// run `cowkit nosync`. Tests take the lock shared, that one exclusive.
+static DISK: RwLock<()> = RwLock::new(());
+
+fn shared() -> RwLockReadGuard<'static, ()> {
+    DISK.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn exclusive() -> RwLockWriteGuard<'static, ()> {
+    DISK.write().unwrap_or_else(|e| e.into_inner())
+}
 const PROGRAMS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../cowkit-nosync/tests/programs"
@@ -148,9 +162,6 @@ impl Tracer {
         std::fs::create_dir(&dir).expect("create a tracefs instance");
         let t = Tracer { dir };
         t.write("options/event-fork", "1");
-        for ev in EVENTS {
-            t.write(&format!("events/syscalls/sys_enter_{ev}/enable"), "1");
-        }
         Some(t)
     }
 
@@ -159,8 +170,14 @@ impl Tracer {
             .unwrap_or_else(|e| panic!("write {v} to {}: {e}", self.dir.join(file).display()));
     }
 
+    /// Trace `pid` and its descendants. The events are enabled only after
+    /// the pid filter is set: with an empty filter they would record every
+    /// process on the machine (other tests' syncs among them).
     fn follow(&self, pid: u32) {
         self.write("set_event_pid", &pid.to_string());
+        for ev in EVENTS {
+            self.write(&format!("events/syscalls/sys_enter_{ev}/enable"), "1");
+        }
     }
 
     fn counts(&self) -> BTreeMap<&'static str, usize> {
@@ -276,6 +293,7 @@ fn syncer_data_intact(dir: &Path) {
 
 #[test]
 fn sync_calls_never_reach_the_kernel_for_any_kind_of_binary() {
+    let _disk = shared();
     if !need(have("eatmydata"), "eatmydata") || !need(have("go"), "go") {
         return;
     }
@@ -322,6 +340,7 @@ fn sync_calls_never_reach_the_kernel_for_any_kind_of_binary() {
 
 #[test]
 fn ldconfig_static_pie_is_covered() {
+    let _disk = shared();
     if !need(have("eatmydata"), "eatmydata") {
         return;
     }
@@ -380,6 +399,7 @@ fn kv(out: &str) -> BTreeMap<String, String> {
 
 #[test]
 fn sync_open_flags_are_stripped_and_bad_descriptors_still_fail() {
+    let _disk = shared();
     let p = programs();
     let d = scratch();
     let dir = d.path().as_os_str();
@@ -432,6 +452,7 @@ fn sync_open_flags_are_stripped_and_bad_descriptors_still_fail() {
 
 #[test]
 fn exit_codes_and_signals_propagate() {
+    let _disk = shared();
     let p = programs();
     let d = scratch();
     let dir = d.path().as_os_str();
@@ -457,6 +478,7 @@ fn exit_codes_and_signals_propagate() {
 
 #[test]
 fn descendants_are_waited_for() {
+    let _disk = shared();
     let d = scratch();
     let flag = d.path().join("late");
     // The shell exits at once; its orphaned grandchild writes later.
@@ -474,6 +496,7 @@ fn descendants_are_waited_for() {
 
 #[test]
 fn verbose_counts_what_the_shim_suppressed() {
+    let _disk = shared();
     let p = programs();
     let d = scratch();
     let out = Command::new(COWKIT)
@@ -492,6 +515,7 @@ fn verbose_counts_what_the_shim_suppressed() {
 
 #[test]
 fn the_final_syncfs_happens_and_is_reported() {
+    let _disk = shared();
     if !need(have("strace"), "strace") {
         return;
     }
@@ -609,6 +633,7 @@ impl Drop for FailingDisk {
 
 #[test]
 fn a_failing_final_syncfs_fails_the_run() {
+    let _only_me = exclusive();
     let Some(disk) = FailingDisk::new() else {
         return;
     };
@@ -635,6 +660,7 @@ fn a_failing_final_syncfs_fails_the_run() {
 
 #[test]
 fn setuid_and_file_capabilities_keep_working_as_root() {
+    let _disk = shared();
     if !need(is_root(), "root")
         || !need(have("setcap"), "setcap")
         || !need(have("setpriv"), "setpriv")
@@ -690,6 +716,7 @@ fn setuid_and_file_capabilities_keep_working_as_root() {
 
 #[test]
 fn preload_install_and_remove_through_the_cli() {
+    let _disk = shared();
     let t = tempfile::tempdir().unwrap();
     let root = t.path();
     std::fs::create_dir_all(root.join("etc")).unwrap();
@@ -731,6 +758,7 @@ fn preload_install_and_remove_through_the_cli() {
 
 #[test]
 fn kickstart_prints_pre_and_post() {
+    let _disk = shared();
     let out = Command::new(COWKIT)
         .args(["nosync", "kickstart"])
         .output()
@@ -743,6 +771,7 @@ fn kickstart_prints_pre_and_post() {
 
 #[test]
 fn unprivileged_runs_set_no_new_privs_and_say_so() {
+    let _disk = shared();
     if !need(is_root(), "root (to become nobody)") || !need(have("setpriv"), "setpriv") {
         return;
     }
@@ -780,6 +809,7 @@ fn unprivileged_runs_set_no_new_privs_and_say_so() {
 
 #[test]
 fn a_signal_sent_to_cowkit_reaches_the_command() {
+    let _disk = shared();
     use std::io::BufRead;
     let mut child = Command::new(COWKIT)
         .args([
