@@ -24,6 +24,7 @@
 //! segments found with `SEEK_DATA`/`SEEK_HOLE`, and clones share holes as
 //! they are.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
@@ -166,6 +167,62 @@ pub struct Fallback {
     pub from: Method,
     /// Why.
     pub reason: Reason,
+    /// The method stays confirmed for the pair; only this file went one
+    /// method down ([`Copier::with_retry_down`]).
+    pub this_file_only: bool,
+}
+
+impl fmt::Display for Fallback {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let scope = if self.this_file_only {
+            " for single files"
+        } else {
+            ""
+        };
+        write!(f, "{} refused{scope}: {}", self.from, self.reason)
+    }
+}
+
+/// What many copies did, in the shape every summary of cowkit uses
+/// (`install`, `cp`): bytes per method, files per method, and each
+/// fallback with the number of files it affected.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Tally {
+    /// File data moved, per method.
+    pub bytes: Bytes,
+    /// Files whose data each method moved.
+    pub files_by_method: BTreeMap<Method, u64>,
+    /// Fallbacks taken (their [`Fallback`] text), with how many files each.
+    pub fallbacks: BTreeMap<String, u64>,
+}
+
+impl Tally {
+    /// Count one copy.
+    pub fn record(&mut self, c: &Copied) {
+        self.bytes.add(c.bytes);
+        *self.files_by_method.entry(c.method).or_default() += 1;
+        for f in &c.fallbacks {
+            *self.fallbacks.entry(f.to_string()).or_default() += 1;
+        }
+    }
+
+    /// Count one file of `n` bytes written through user space by the
+    /// caller (small files, streamed content).
+    pub fn record_written(&mut self, n: u64) {
+        self.bytes.written += n;
+        *self.files_by_method.entry(Method::ReadWrite).or_default() += 1;
+    }
+
+    /// Add `other` to `self`.
+    pub fn add(&mut self, other: &Tally) {
+        self.bytes.add(other.bytes);
+        for (k, v) in &other.files_by_method {
+            *self.files_by_method.entry(*k).or_default() += v;
+        }
+        for (k, v) in &other.fallbacks {
+            *self.fallbacks.entry(k.clone()).or_default() += v;
+        }
+    }
 }
 
 /// Which methods a [`Copier`] may use.
@@ -315,6 +372,7 @@ pub struct Copier {
     confirmed: bool,
     block_size: Option<u64>,
     clone_tail: bool,
+    retry_down: bool,
     buf: Vec<u8>,
 }
 
@@ -332,8 +390,22 @@ impl Copier {
             confirmed: false,
             block_size: None,
             clone_tail: true,
+            retry_down: false,
             buf: Vec::new(),
         }
+    }
+
+    /// Whether a refusal of the confirmed method is retried for that one
+    /// file from the next method down (off by default: then it is
+    /// [`Error::ConfirmedMethodFailed`]). For walks over many files of one
+    /// filesystem pair where single files may refuse what the others take:
+    /// a NOCOW file on Btrfs, a file on another mount inside the tree. The
+    /// pair's confirmed method stays; the retry is reported as a
+    /// [`Fallback`] with `this_file_only`. Only allowed when the chain may
+    /// fall back.
+    pub fn with_retry_down(mut self, yes: bool) -> Self {
+        self.retry_down = yes;
+        self
     }
 
     /// Use `block_size` for clone alignment instead of asking `fstatfs` on
@@ -386,6 +458,31 @@ impl Copier {
             src_size: size,
             dst_size: 0,
             sparse: (st.st_blocks as u64) * 512 < size,
+            whole_file: true,
+        })
+    }
+
+    /// [`Copier::copy_file`] into a new, empty `dst`, when the caller
+    /// already knows the source's size and its allocated size (from a
+    /// `stat` it made anyway): no `fstat` of either file. `blocks` is
+    /// `st_blocks` (512-byte units), which tells whether the source may
+    /// have holes.
+    pub fn copy_new_file(
+        &mut self,
+        src: Handle<'_>,
+        dst: Handle<'_>,
+        size: u64,
+        blocks: u64,
+    ) -> Result<Copied> {
+        self.run(Job {
+            src,
+            dst,
+            src_off: 0,
+            dst_off: 0,
+            len: size,
+            src_size: size,
+            dst_size: 0,
+            sparse: blocks * 512 < size,
             whole_file: true,
         })
     }
@@ -471,6 +568,35 @@ impl Copier {
                 Err(Failure::Refused(reason)) => {
                     let (src, dst) = (job.src.path.to_path_buf(), job.dst.path.to_path_buf());
                     if self.confirmed {
+                        if let Some(next) = method
+                            .next()
+                            .filter(|_| self.retry_down && self.chain.fallback)
+                        {
+                            log::debug!(
+                                "{method} refused for {} alone ({reason}); copying it by {next}",
+                                job.src.path.display()
+                            );
+                            let mut one = Copier {
+                                chain: Chain::starting_at(next),
+                                current: next,
+                                confirmed: false,
+                                block_size: self.block_size,
+                                clone_tail: self.clone_tail,
+                                retry_down: false,
+                                buf: std::mem::take(&mut self.buf),
+                            };
+                            let done = one.run(job);
+                            self.buf = one.buf;
+                            let mut done = done?;
+                            fallbacks.push(Fallback {
+                                from: method,
+                                reason,
+                                this_file_only: true,
+                            });
+                            fallbacks.append(&mut done.fallbacks);
+                            done.fallbacks = fallbacks;
+                            return Ok(done);
+                        }
                         return Err(Error::ConfirmedMethodFailed {
                             method,
                             src,
@@ -488,6 +614,7 @@ impl Copier {
                             fallbacks.push(Fallback {
                                 from: method,
                                 reason,
+                                this_file_only: false,
                             });
                             self.current = next;
                         }
@@ -553,6 +680,7 @@ impl Copier {
             fallbacks.push(Fallback {
                 from: Method::Clone,
                 reason: Reason::Misaligned { block_size: bs },
+                this_file_only: false,
             });
             return self.rw_job(job).map_err(Failure::Fatal);
         }

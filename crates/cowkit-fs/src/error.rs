@@ -1,23 +1,67 @@
-//! Typed errors that carry the paths involved.
+//! Typed errors that carry the paths involved, and the helpers every cowkit
+//! crate uses to read them.
+//!
+//! [`IoError`] is the one shape of "a system call on one file failed":
+//! other crates wrap it (`Io(#[from] cowkit_fs::IoError)`) rather than
+//! declaring their own `Io { op, path, source }`. [`chain`] and
+//! [`errno_of`] walk any error's causes.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use rustix::io::Errno;
 
 use crate::copy::{Method, Reason};
+
+/// A system call on one file or directory failed: what was being done, the
+/// path concerned, and the kernel's answer.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {op} `{}`", path.display())]
+pub struct IoError {
+    /// What was being done, e.g. "read", "set owner of".
+    pub op: &'static str,
+    /// The file concerned.
+    pub path: PathBuf,
+    /// The kernel's answer.
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl IoError {
+    /// `op` on `path` failed with `source` (an [`Errno`] or an
+    /// [`std::io::Error`]).
+    pub fn new(
+        op: &'static str,
+        path: impl Into<PathBuf>,
+        source: impl Into<std::io::Error>,
+    ) -> Self {
+        IoError {
+            op,
+            path: path.into(),
+            source: source.into(),
+        }
+    }
+
+    /// The errno, when the kernel gave one.
+    pub fn errno(&self) -> Option<Errno> {
+        self.source.raw_os_error().map(Errno::from_raw_os_error)
+    }
+}
+
+/// A closure for `map_err`: `op` on `path` failed.
+pub fn io_at<E: Into<std::io::Error>>(
+    op: &'static str,
+    path: impl Into<PathBuf>,
+) -> impl FnOnce(E) -> IoError {
+    let path = path.into();
+    move |e| IoError::new(op, path, e)
+}
 
 /// Everything that can go wrong in `cowkit-fs`.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A system call on one file failed.
-    #[error("cannot {op} `{path}`")]
-    Io {
-        /// What was being done, e.g. "read", "set owner of".
-        op: &'static str,
-        /// The file concerned.
-        path: PathBuf,
-        /// The kernel's answer.
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] IoError),
 
     /// A data-moving system call between two files failed with an error
     /// that is not a reason to fall back (e.g. `ENOSPC`, `EIO`).
@@ -76,10 +120,32 @@ pub enum Error {
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-pub(crate) fn io(op: &'static str, path: &std::path::Path, e: rustix::io::Errno) -> Error {
-    Error::Io {
-        op,
-        path: path.to_path_buf(),
-        source: e.into(),
+pub(crate) fn io(op: &'static str, path: &Path, e: impl Into<std::io::Error>) -> Error {
+    Error::Io(IoError::new(op, path, e))
+}
+
+/// `e` and its causes as text, outermost first.
+pub fn chain(e: &(dyn std::error::Error + 'static)) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = Some(e);
+    while let Some(c) = cur {
+        out.push(c.to_string());
+        cur = c.source();
     }
+    out
+}
+
+/// The first errno found in `e` or its causes.
+pub fn errno_of(e: &(dyn std::error::Error + 'static)) -> Option<Errno> {
+    let mut cur = Some(e);
+    while let Some(c) = cur {
+        if let Some(n) = c
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::raw_os_error)
+        {
+            return Some(Errno::from_raw_os_error(n));
+        }
+        cur = c.source();
+    }
+    None
 }

@@ -6,7 +6,14 @@
 //! - [`probe`]: filesystem type, block size, and whether reflinks and
 //!   `copy_file_range` clones work between two places.
 //! - [`fiemap`]: a file's extents, to see which blocks are shared.
-//! - [`meta`]: owner → xattrs → mode → times, in that order; xattr copy.
+//! - [`dir`]: everything relative to a directory descriptor: open/create
+//!   directories, `statx`, listing, the atomic new file ([`dir::NewFile`]:
+//!   `O_TMPFILE` + `linkat`), rename into place, temporary names, umask.
+//! - [`meta`]: the one metadata apply (owner → xattrs → mode → times, on a
+//!   descriptor or a name) and the one extended-attribute reader.
+//! - [`mountinfo`]: the one `/proc/self/mountinfo` parser.
+//! - [`error`]: the one I/O error shape ([`IoError`]) other crates wrap,
+//!   and error-chain helpers ([`error::chain`], [`error::errno_of`]).
 //! - [`align`]: block alignment helpers.
 //! - [`root`]: paths resolved inside a root directory, never outside it.
 //! - [`caps`]: file capabilities, libcap text ↔ `security.capability`.
@@ -29,9 +36,11 @@
 pub mod align;
 pub mod caps;
 pub mod copy;
+pub mod dir;
 pub mod error;
 pub mod fiemap;
 pub mod meta;
+pub mod mountinfo;
 pub mod probe;
 pub mod root;
 mod sys;
@@ -42,5 +51,5 @@ pub mod seccomp {
     pub use crate::sys::{seccomp_set_mode_filter, BpfInsn};
 }
 
-pub use copy::{Bytes, Chain, Copied, Copier, Fallback, Handle, Method, Reason};
-pub use error::{Error, Result};
+pub use copy::{Bytes, Chain, Copied, Copier, Fallback, Handle, Method, Reason, Tally};
+pub use error::{Error, IoError, Result};

@@ -1,5 +1,12 @@
 //! Metadata applied in the order the kernel requires, and extended
-//! attributes.
+//! attributes: the one metadata apply and the one xattr reader of cowkit.
+//!
+//! [`apply_on`] gives an entry its metadata, on an open file
+//! ([`On::Fd`]) or on a name in a directory without following it
+//! ([`On::At`]: symlinks, device nodes, fifos), with a [`Policy`] for what
+//! may be skipped (a user cannot give files away; a filesystem may not
+//! take every attribute). [`XattrBuf`] reads all attributes of an entry
+//! with one call per attribute into reused buffers.
 //!
 //! Order: owner first (`fchown` clears setuid/setgid and drops
 //! `security.capability`), then extended attributes, then mode, then times
@@ -7,14 +14,16 @@
 //! mtime). Calls that would change nothing are skipped when the current
 //! state is known.
 
-use std::ffi::{CString, OsStr, OsString};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::ffi::{CStr, CString, OsStr, OsString};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 
-use rustix::fs::{Gid, Mode, Stat, Timespec, Timestamps, Uid, XattrFlags};
+use rustix::fs::{AtFlags, Gid, Mode, Stat, Timespec, Timestamps, Uid, XattrFlags};
 use rustix::io::Errno;
 
 use crate::copy::Handle;
-use crate::error::{io, Error, Result};
+use crate::error::{io, Error, IoError, Result};
 
 /// One extended attribute.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,10 +71,11 @@ impl Meta {
     }
 }
 
-/// What [`apply`] did, for callers that count syscalls saved.
+/// What [`apply`] / [`apply_on`] did, for callers that count syscalls
+/// saved and attributes skipped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Applied {
-    /// `fchown` was called.
+    /// `fchown` was called (and worked).
     pub chown: bool,
     /// Extended attributes set.
     pub xattrs: usize,
@@ -73,45 +83,144 @@ pub struct Applied {
     pub chmod: bool,
     /// `futimens` was called.
     pub times: bool,
+    /// The owner could not be given away (`EPERM`, allowed by
+    /// [`Policy::owner_may_fail`]).
+    pub chown_refused: bool,
+    /// Extended attributes the filesystem does not support (`EOPNOTSUPP`,
+    /// allowed by [`Policy::unsupported_xattrs_ok`]).
+    pub xattrs_unsupported: usize,
+}
+
+/// Where metadata or extended attributes go.
+#[derive(Clone, Copy, Debug)]
+pub enum On<'a> {
+    /// An open file.
+    Fd(BorrowedFd<'a>),
+    /// `name` in the directory `dir`, never followed (symlinks, fifos,
+    /// devices). Extended attributes reach it as `/proc/self/fd/DIR/NAME`,
+    /// so that only the last component is looked up.
+    At(BorrowedFd<'a>, &'a CStr),
+}
+
+impl On<'_> {
+    fn proc_path(dir: BorrowedFd<'_>, name: &CStr) -> PathBuf {
+        let mut p = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
+        p.push(OsStr::from_bytes(name.to_bytes()));
+        p
+    }
+}
+
+/// What the entry is known to have now; lets calls that change nothing be
+/// skipped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Current {
+    /// Owner and group.
+    pub owner: Option<(u32, u32)>,
+    /// Permission bits (`0o7777`).
+    pub mode: Option<u32>,
+}
+
+impl From<&Stat> for Current {
+    fn from(st: &Stat) -> Self {
+        Current {
+            owner: Some((st.st_uid, st.st_gid)),
+            mode: Some(st.st_mode & 0o7777),
+        }
+    }
+}
+
+/// Which failures [`apply_on`] tolerates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// `EPERM` from `chown` is not an error (as `cp -a` run by a user: it
+    /// cannot give files away).
+    pub owner_may_fail: bool,
+    /// `EOPNOTSUPP` from setting an extended attribute is counted, not an
+    /// error (a destination filesystem without that namespace).
+    pub unsupported_xattrs_ok: bool,
+}
+
+impl Policy {
+    /// Every failure is an error.
+    pub const STRICT: Policy = Policy {
+        owner_may_fail: false,
+        unsupported_xattrs_ok: false,
+    };
 }
 
 /// Apply `meta` to the open file `file`, in the order owner → xattrs → mode
 /// → times. `current` is the file's state if the caller already has it; it
 /// lets calls that change nothing be skipped.
 pub fn apply(file: Handle<'_>, meta: &Meta, current: Option<&Stat>) -> Result<Applied> {
+    apply_on(
+        On::Fd(file.as_fd()),
+        file.path(),
+        meta,
+        current.map(Current::from).unwrap_or_default(),
+        Policy::STRICT,
+    )
+}
+
+/// Apply `meta` to `on` (shown as `path` in errors) in the order owner →
+/// extended attributes → mode → times, skipping calls that would change
+/// nothing given `current`.
+///
+/// Changing the owner clears setuid/setgid and `security.capability`, and
+/// setting a POSIX access ACL rewrites the group bits, so either forces the
+/// mode to be set again. For a symlink leave `meta.mode` at `None` (Linux
+/// symlinks have no mode of their own).
+pub fn apply_on(
+    on: On<'_>,
+    path: &Path,
+    meta: &Meta,
+    current: Current,
+    policy: Policy,
+) -> Result<Applied> {
     let mut done = Applied::default();
-    let owner_differs = match current {
-        Some(st) => {
-            meta.uid.is_some_and(|u| u != st.st_uid) || meta.gid.is_some_and(|g| g != st.st_gid)
-        }
+    let owner_differs = match current.owner {
+        Some((u, g)) => meta.uid.is_some_and(|x| x != u) || meta.gid.is_some_and(|x| x != g),
         None => meta.uid.is_some() || meta.gid.is_some(),
     };
-    // Changing the owner clears setuid/setgid, so a skipped chown only
-    // allows a skipped chmod when the mode also matches.
     if owner_differs {
-        rustix::fs::fchown(
-            file,
-            meta.uid.map(Uid::from_raw),
-            meta.gid.map(Gid::from_raw),
-        )
-        .map_err(|e| io("set owner of", file.path(), e))?;
-        done.chown = true;
+        let (u, g) = (meta.uid.map(Uid::from_raw), meta.gid.map(Gid::from_raw));
+        let r = match on {
+            On::Fd(fd) => rustix::fs::fchown(fd, u, g),
+            On::At(dir, name) => rustix::fs::chownat(dir, name, u, g, AtFlags::SYMLINK_NOFOLLOW),
+        };
+        match r {
+            Ok(()) => done.chown = true,
+            Err(Errno::PERM) if policy.owner_may_fail => done.chown_refused = true,
+            Err(e) => return Err(io("set owner of", path, e)),
+        }
     }
+    let mut acl = false;
     for x in &meta.xattrs {
-        set_xattr(file, x)?;
-        done.xattrs += 1;
+        match set_xattr_on(on, x) {
+            Ok(()) => done.xattrs += 1,
+            Err(Errno::OPNOTSUPP) if policy.unsupported_xattrs_ok => done.xattrs_unsupported += 1,
+            Err(e) => return Err(xattr_error(path, x, e)),
+        }
+        acl |= x.name.as_bytes() == b"system.posix_acl_access";
     }
     if let Some(mode) = meta.mode {
-        let same = !done.chown && current.is_some_and(|st| st.st_mode & 0o7777 == mode & 0o7777);
-        if !same {
-            rustix::fs::fchmod(file, Mode::from_raw_mode(mode & 0o7777))
-                .map_err(|e| io("set mode of", file.path(), e))?;
+        let mode = mode & 0o7777;
+        if done.chown || acl || current.mode != Some(mode) {
+            let m = Mode::from_raw_mode(mode);
+            match on {
+                On::Fd(fd) => rustix::fs::fchmod(fd, m),
+                On::At(dir, name) => rustix::fs::chmodat(dir, name, m, AtFlags::empty()),
+            }
+            .map_err(|e| io("set mode of", path, e))?;
             done.chmod = true;
         }
     }
     if meta.atime.is_some() || meta.mtime.is_some() {
-        rustix::fs::futimens(file, &timestamps(meta))
-            .map_err(|e| io("set times of", file.path(), e))?;
+        let t = timestamps(meta);
+        match on {
+            On::Fd(fd) => rustix::fs::futimens(fd, &t),
+            On::At(dir, name) => rustix::fs::utimensat(dir, name, &t, AtFlags::SYMLINK_NOFOLLOW),
+        }
+        .map_err(|e| io("set times of", path, e))?;
         done.times = true;
     }
     Ok(done)
@@ -121,44 +230,26 @@ pub fn apply(file: Handle<'_>, meta: &Meta, current: Option<&Stat>) -> Result<Ap
 /// following it: owner, then extended attributes, then times (a symlink
 /// has no mode of its own on Linux, so `meta.mode` is ignored). `dir_path`
 /// names the directory in errors.
-pub fn apply_symlink_at<D: std::os::fd::AsFd>(
+pub fn apply_symlink_at<D: AsFd>(
     dir: D,
-    dir_path: &std::path::Path,
+    dir_path: &Path,
     name: &OsStr,
     meta: &Meta,
 ) -> Result<Applied> {
-    use rustix::fs::AtFlags;
     let path = dir_path.join(name);
-    let mut done = Applied::default();
-    if meta.uid.is_some() || meta.gid.is_some() {
-        rustix::fs::chownat(
-            &dir,
-            name,
-            meta.uid.map(Uid::from_raw),
-            meta.gid.map(Gid::from_raw),
-            AtFlags::SYMLINK_NOFOLLOW,
-        )
-        .map_err(|e| io("set owner of", &path, e))?;
-        done.chown = true;
-    }
-    if !meta.xattrs.is_empty() {
-        // l*xattr take a path: reach the link through the directory fd so
-        // that no component is resolved again from the working directory.
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&dir.as_fd());
-        let mut via = std::path::PathBuf::from(format!("/proc/self/fd/{fd}"));
-        via.push(name);
-        for x in &meta.xattrs {
-            rustix::fs::lsetxattr(&via, x.name.as_os_str(), &x.value, XattrFlags::empty())
-                .map_err(|e| io("set extended attribute on", &path, e))?;
-            done.xattrs += 1;
-        }
-    }
-    if meta.atime.is_some() || meta.mtime.is_some() {
-        rustix::fs::utimensat(&dir, name, &timestamps(meta), AtFlags::SYMLINK_NOFOLLOW)
-            .map_err(|e| io("set times of", &path, e))?;
-        done.times = true;
-    }
-    Ok(done)
+    let cname =
+        CString::new(name.as_bytes()).map_err(|_| io("set metadata of", &path, Errno::INVAL))?;
+    let meta = Meta {
+        mode: None,
+        ..meta.clone()
+    };
+    apply_on(
+        On::At(dir.as_fd(), &cname),
+        &path,
+        &meta,
+        Current::default(),
+        Policy::STRICT,
+    )
 }
 
 fn timestamps(meta: &Meta) -> Timestamps {
@@ -172,45 +263,38 @@ fn timestamps(meta: &Meta) -> Timestamps {
     }
 }
 
+fn xattr_error(path: &Path, x: &Xattr, e: Errno) -> Error {
+    let e = std::io::Error::from(e);
+    Error::Io(IoError::new(
+        "set extended attribute on",
+        path,
+        std::io::Error::new(e.kind(), format!("{}: {e}", x.name.to_string_lossy())),
+    ))
+}
+
+/// `fsetxattr`/`lsetxattr` of one attribute on `on`.
+pub fn set_xattr_on(on: On<'_>, x: &Xattr) -> rustix::io::Result<()> {
+    match on {
+        On::Fd(fd) => rustix::fs::fsetxattr(fd, &x.name, &x.value, XattrFlags::empty()),
+        On::At(dir, name) => rustix::fs::lsetxattr(
+            On::proc_path(dir, name),
+            &x.name,
+            &x.value,
+            XattrFlags::empty(),
+        ),
+    }
+}
+
 /// Set one extended attribute on `file`.
 pub fn set_xattr(file: Handle<'_>, x: &Xattr) -> Result<()> {
-    rustix::fs::fsetxattr(file, x.name.as_os_str(), &x.value, XattrFlags::empty()).map_err(|e| {
-        Error::Io {
-            op: "set extended attribute on",
-            path: file.path().to_path_buf(),
-            source: std::io::Error::new(
-                std::io::Error::from(e).kind(),
-                format!("{}: {}", x.name.to_string_lossy(), std::io::Error::from(e)),
-            ),
-        }
-    })
+    set_xattr_on(On::Fd(file.as_fd()), x).map_err(|e| xattr_error(file.path(), x, e))
 }
 
 /// All extended attributes of `file`, names and values.
 pub fn list_xattrs(file: Handle<'_>) -> Result<Vec<Xattr>> {
-    let names = read_sized(
-        |buf| rustix::fs::flistxattr(file, buf),
-        || rustix::fs::flistxattr_query(file),
-    )
-    .map_err(|e| io("list extended attributes of", file.path(), e))?;
-    let mut out = Vec::new();
-    for name in names.split(|&b| b == 0).filter(|n| !n.is_empty()) {
-        let cname = CString::new(name).expect("xattr names from the kernel have no NUL");
-        let value = match read_sized(
-            |buf| rustix::fs::fgetxattr(file, cname.as_c_str(), buf),
-            || rustix::fs::fgetxattr_query(file, cname.as_c_str()),
-        ) {
-            Ok(v) => v,
-            // Removed between list and get.
-            Err(Errno::NODATA) => continue,
-            Err(e) => return Err(io("read extended attribute of", file.path(), e)),
-        };
-        out.push(Xattr {
-            name: OsString::from_vec(name.to_vec()),
-            value,
-        });
-    }
-    Ok(out)
+    XattrBuf::new()
+        .read(On::Fd(file.as_fd()), Which::All)
+        .map_err(|e| io("read extended attributes of", file.path(), e))
 }
 
 /// Copy every extended attribute of `src` onto `dst`; returns how many.
@@ -222,23 +306,94 @@ pub fn copy_xattrs(src: Handle<'_>, dst: Handle<'_>) -> Result<usize> {
     Ok(all.len())
 }
 
-/// Read a variable-length kernel answer: ask for the size, read, and retry
-/// if it grew in between (`ERANGE`).
-fn read_sized(
-    mut read: impl FnMut(&mut [u8]) -> rustix::io::Result<usize>,
-    mut size: impl FnMut() -> rustix::io::Result<usize>,
-) -> rustix::io::Result<Vec<u8>> {
-    loop {
-        let n = size()?;
-        let mut buf = vec![0u8; n];
-        match read(&mut buf) {
-            Ok(got) => {
-                buf.truncate(got);
-                return Ok(buf);
-            }
-            Err(Errno::RANGE) => continue,
-            Err(e) => return Err(e),
+/// The largest value an extended attribute can have on Linux.
+const XATTR_VALUE_MAX: usize = 64 * 1024;
+
+/// Which attributes [`XattrBuf::read`] returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Which {
+    /// Every name the kernel lists.
+    All,
+    /// What a copy should carry over: not the names that are another view
+    /// of metadata copied anyway, or that only the kernel may write. XFS
+    /// lists its on-disk ACLs as `trusted.SGI_ACL_*` next to
+    /// `system.posix_acl_*` (copied as such), and `security.evm` is
+    /// computed by the kernel.
+    Copyable,
+}
+
+fn copyable(name: &[u8]) -> bool {
+    !(name.starts_with(b"trusted.SGI_") || name.starts_with(b"xfsroot.") || name == b"security.evm")
+}
+
+/// Reusable buffers for reading extended attributes: one `listxattr`, then
+/// one `getxattr` per name (none for the common entry without any).
+#[derive(Debug)]
+pub struct XattrBuf {
+    names: Vec<u8>,
+    value: Vec<u8>,
+}
+
+impl Default for XattrBuf {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl XattrBuf {
+    /// Buffers for a name list of 16 KiB (grown when needed) and the
+    /// largest value Linux allows.
+    pub fn new() -> Self {
+        XattrBuf {
+            names: vec![0; 16 * 1024],
+            value: vec![0; XATTR_VALUE_MAX],
         }
+    }
+
+    /// The extended attributes of `on` that `which` selects.
+    pub fn read(&mut self, on: On<'_>, which: Which) -> rustix::io::Result<Vec<Xattr>> {
+        let n = loop {
+            let r = match on {
+                On::Fd(fd) => rustix::fs::flistxattr(fd, &mut self.names[..]),
+                On::At(dir, name) => {
+                    rustix::fs::llistxattr(On::proc_path(dir, name), &mut self.names[..])
+                }
+            };
+            match r {
+                Ok(n) => break n,
+                Err(Errno::RANGE) => {
+                    let len = self.names.len() * 4;
+                    self.names.resize(len, 0);
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        let mut out = Vec::new();
+        if n == 0 {
+            return Ok(out);
+        }
+        let names = self.names[..n].to_vec();
+        for name in names
+            .split(|&b| b == 0)
+            .filter(|n| !n.is_empty() && (which == Which::All || copyable(n)))
+        {
+            let name = OsStr::from_bytes(name);
+            let r = match on {
+                On::Fd(fd) => rustix::fs::fgetxattr(fd, name, &mut self.value[..]),
+                On::At(dir, file) => {
+                    rustix::fs::lgetxattr(On::proc_path(dir, file), name, &mut self.value[..])
+                }
+            };
+            match r {
+                Ok(len) => out.push(Xattr {
+                    name: name.to_os_string(),
+                    value: self.value[..len].to_vec(),
+                }),
+                Err(Errno::NODATA) => continue, // removed in between
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
     }
 }
 

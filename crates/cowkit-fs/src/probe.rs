@@ -80,7 +80,8 @@ pub fn fs_info(path: &Path) -> Result<FsInfo> {
     let st = rustix::fs::statfs(path).map_err(|e| io("statfs", path, e))?;
     let stat = rustix::fs::stat(path).map_err(|e| io("stat", path, e))?;
     let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let mount = find_mount(&canonical);
+    let mounts = crate::mountinfo::read().unwrap_or_default();
+    let mount = crate::mountinfo::mount_of(&mounts, &canonical);
     let magic = st.f_type as u64;
     let fs_type = match &mount {
         Some(m) => m.fs_type.clone(),
@@ -96,8 +97,8 @@ pub fn fs_info(path: &Path) -> Result<FsInfo> {
             rustix::fs::major(stat.st_dev),
             rustix::fs::minor(stat.st_dev)
         ),
-        mount_point: mount.as_ref().map(|m| m.point.clone()),
-        mount_source: mount.map(|m| m.source),
+        mount_point: mount.map(|m| m.mount_point.clone()),
+        mount_source: mount.map(|m| m.source.clone()),
     })
 }
 
@@ -214,55 +215,6 @@ fn try_cfr(source: &File, dst_dir: &Path) -> CopyFileRange {
     }
 }
 
-struct Mount {
-    point: PathBuf,
-    fs_type: String,
-    source: String,
-}
-
-/// The mount with the longest mount point that is a prefix of `path`.
-fn find_mount(path: &Path) -> Option<Mount> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    text.lines()
-        .filter_map(parse_mountinfo_line)
-        .filter(|m| path.starts_with(&m.point))
-        .max_by_key(|m| m.point.as_os_str().len())
-}
-
-/// One line of `/proc/self/mountinfo`: fields 5 (mount point), and after
-/// the `-` separator, the type and the source. Octal escapes are decoded.
-fn parse_mountinfo_line(line: &str) -> Option<Mount> {
-    let (left, right) = line.split_once(" - ")?;
-    let point = left.split(' ').nth(4)?;
-    let mut right = right.split(' ');
-    let fs_type = right.next()?.to_string();
-    let source = unescape(right.next().unwrap_or(""));
-    Some(Mount {
-        point: PathBuf::from(unescape(point)),
-        fs_type,
-        source,
-    })
-}
-
-fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// Names of the filesystems cowkit cares about, by `statfs` magic.
 fn magic_name(magic: u64) -> &'static str {
     use linux_raw_sys::general as g;
@@ -274,21 +226,5 @@ fn magic_name(magic: u64) -> &'static str {
         g::NFS_SUPER_MAGIC => "nfs",
         g::OVERLAYFS_SUPER_MAGIC => "overlay",
         _ => "unknown",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mountinfo_line() {
-        let m = parse_mountinfo_line(
-            "36 35 7:0 / /mnt/a\\040b rw,relatime shared:1 - xfs /dev/loop0 rw,attr2",
-        )
-        .unwrap();
-        assert_eq!(m.point, PathBuf::from("/mnt/a b"));
-        assert_eq!(m.fs_type, "xfs");
-        assert_eq!(m.source, "/dev/loop0");
     }
 }

@@ -70,11 +70,11 @@ fn a_full_destination_is_an_error_naming_the_file_not_a_fallback() {
         let dst = p(&mnt, "out");
         let err = copy_with(chain, &src, &dst).unwrap_err();
         match &err {
-            Error::Io {
+            Error::Io(cowkit_fs::IoError {
                 op: "write",
                 path,
                 source,
-            } => {
+            }) => {
                 assert_eq!(path, &dst);
                 assert_eq!(
                     source.raw_os_error(),

@@ -11,7 +11,7 @@ use cowkit_archive::files::Kind;
 use cowkit_extents::format::Kind as ExtentKind;
 use cowkit_extents::open::{Content, ExtentsFile};
 use cowkit_fs::root::Root;
-use cowkit_fs::{Copier, Handle, Method};
+use cowkit_fs::{Copier, Handle, IoError};
 
 use crate::tree::Target;
 use crate::{finish, Error, Options, Owners, Progress, Result, Summary};
@@ -77,33 +77,19 @@ pub(crate) fn install(
                                 0,
                                 e.length,
                             )?;
-                            s.bytes.add(done.bytes);
-                            *s.files_by_method
-                                .entry(done.method.name().into())
-                                .or_default() += 1;
-                            for f in done.fallbacks {
-                                let why = format!("{} refused: {}", f.from.name(), f.reason);
-                                *s.fallbacks.entry(why).or_default() += 1;
-                            }
+                            s.tally.record(&done);
                         }
                         Some(Content::Extent(e)) => {
                             buf.resize(e.length as usize, 0);
                             x.file()
                                 .read_exact_at(&mut buf, e.offset)
-                                .map_err(|source| Error::Io {
-                                    op: "read",
-                                    path: x.path().to_path_buf(),
-                                    source,
+                                .map_err(|source| {
+                                    Error::Io(IoError::new("read", x.path().to_path_buf(), source))
                                 })?;
-                            (&*dst).write_all(&buf).map_err(|source| Error::Io {
-                                op: "write",
-                                path: dst_path.to_path_buf(),
-                                source,
+                            (&*dst).write_all(&buf).map_err(|source| {
+                                Error::Io(IoError::new("write", dst_path.to_path_buf(), source))
                             })?;
-                            s.bytes.written += e.length;
-                            *s.files_by_method
-                                .entry(Method::ReadWrite.name().into())
-                                .or_default() += 1;
+                            s.tally.record_written(e.length);
                         }
                     }
                     Ok(())

@@ -18,17 +18,16 @@
 //! let root = Root::open(Path::new("/tmp/root"))?;
 //! let owners = Owners::load(&root);
 //! let summary = install(&root, &owners, Path::new("pkg.rpme"), &Options::default(), &NoProgress)?;
-//! println!("{} files, {} bytes cloned", summary.files, summary.bytes.cloned);
+//! println!("{} files, {} bytes cloned", summary.files, summary.tally.bytes.cloned);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(missing_docs)]
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use cowkit_fs::root::Root;
-use cowkit_fs::{Bytes, Chain};
+use cowkit_fs::{Chain, IoError, Tally};
 use serde::Serialize;
 
 mod extents;
@@ -54,17 +53,10 @@ pub enum Error {
     /// A path in the package cannot be placed inside the root.
     #[error(transparent)]
     BadPath(#[from] cowkit_fs::root::BadPath),
-    /// A system call failed.
-    #[error("cannot {op} `{path}`")]
-    Io {
-        /// What was being done.
-        op: &'static str,
-        /// The path inside the root, as seen from the host.
-        path: PathBuf,
-        /// The error.
-        #[source]
-        source: std::io::Error,
-    },
+    /// A system call failed (the path inside the root, as seen from the
+    /// host).
+    #[error(transparent)]
+    Io(#[from] IoError),
     /// A file's capabilities in the header cannot be encoded.
     #[error("`{path}` has file capabilities that cannot be set")]
     Caps {
@@ -145,13 +137,12 @@ pub struct Summary {
     pub skipped_nodes: u64,
     /// Ghost files (not installed).
     pub ghosts: u64,
-    /// Content bytes per method: `cloned` (shared blocks), `copied`
-    /// (`copy_file_range`), `written` (through user space).
-    pub bytes: Bytes,
-    /// Files whose content moved by each method.
-    pub files_by_method: BTreeMap<String, u64>,
-    /// Why cloning fell back, with how many files each reason affected.
-    pub fallbacks: BTreeMap<String, u64>,
+    /// Content moved: bytes and files per method (`cloned`: shared
+    /// blocks, `copied`: `copy_file_range`, `written`: through user
+    /// space), and why cloning fell back, with how many files each reason
+    /// affected (the shape `cowkit cp` reports too).
+    #[serde(flatten)]
+    pub tally: Tally,
     /// Regular files re-hashed by `--verify`.
     pub verified: u64,
     /// Warnings (unknown owners, skipped nodes).
@@ -169,13 +160,7 @@ impl Summary {
         self.nodes += other.nodes;
         self.skipped_nodes += other.skipped_nodes;
         self.ghosts += other.ghosts;
-        self.bytes.add(other.bytes);
-        for (k, v) in other.files_by_method {
-            *self.files_by_method.entry(k).or_default() += v;
-        }
-        for (k, v) in other.fallbacks {
-            *self.fallbacks.entry(k).or_default() += v;
-        }
+        self.tally.add(&other.tally);
         self.verified += other.verified;
         for w in other.warnings {
             if !self.warnings.contains(&w) {
@@ -201,16 +186,10 @@ pub fn install(
     opts: &Options,
     progress: &dyn Progress,
 ) -> Result<Summary> {
-    let file = File::open(package).map_err(|source| Error::Io {
-        op: "open",
-        path: package.to_path_buf(),
-        source,
-    })?;
-    let is_extents = cowkit_extents::open::is_extents_file(&file).map_err(|source| Error::Io {
-        op: "read",
-        path: package.to_path_buf(),
-        source,
-    })?;
+    let file = File::open(package)
+        .map_err(|source| Error::Io(IoError::new("open", package.to_path_buf(), source)))?;
+    let is_extents = cowkit_extents::open::is_extents_file(&file)
+        .map_err(|source| Error::Io(IoError::new("read", package.to_path_buf(), source)))?;
     let mut summary = if is_extents {
         extents::install(root, owners, file, package, opts, progress)?
     } else {

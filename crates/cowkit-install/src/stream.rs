@@ -8,7 +8,7 @@ use std::io::{BufReader, Read, Write};
 use cowkit_archive::payload::{read_payload, PayloadError};
 use cowkit_archive::rpm::Package;
 use cowkit_fs::root::Root;
-use cowkit_fs::Method;
+use cowkit_fs::IoError;
 
 use crate::tree::Target;
 use crate::{finish, Error, Options, Owners, Progress, Result, Summary};
@@ -42,17 +42,15 @@ pub(crate) fn install(
                     // The typed cause (digest mismatch, damaged archive)
                     // is what read_payload returns.
                     Err(source) => {
-                        return Err(Error::Io {
-                            op: "read the payload for",
-                            path: dst_path.to_path_buf(),
+                        return Err(Error::Io(IoError::new(
+                            "read the payload for",
+                            dst_path.to_path_buf(),
                             source,
-                        })
+                        )))
                     }
                 };
-                dst.write_all(&buf[..n]).map_err(|source| Error::Io {
-                    op: "write",
-                    path: dst_path.to_path_buf(),
-                    source,
+                dst.write_all(&buf[..n]).map_err(|source| {
+                    Error::Io(IoError::new("write", dst_path.to_path_buf(), source))
                 })?;
                 progress.on_bytes(n as u64);
             }
@@ -61,10 +59,7 @@ pub(crate) fn install(
             Ok(())
         })?;
         s.files += 1;
-        s.bytes.written += file.size;
-        *s.files_by_method
-            .entry(Method::ReadWrite.name().into())
-            .or_default() += 1;
+        s.tally.record_written(file.size);
         // The content arrived with `file`; link every other member to it.
         for &m in entry.links.iter().filter(|&&m| m != file.index) {
             target.hardlink(place, places[m as usize].as_ref().expect("not a ghost"))?;

@@ -3,52 +3,24 @@
 //! then renamed into place.
 
 use std::collections::HashMap;
+use std::ffi::CString;
 use std::fs::File;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use cowkit_archive::files::{FileInfo, FileList, Kind};
-use cowkit_fs::meta::{self, Meta};
+use cowkit_fs::dir::{self, NewFile};
+use cowkit_fs::meta::{self, Current, Meta, On, Policy};
 use cowkit_fs::root::{RelPath, Root};
-use cowkit_fs::Handle;
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, Timespec};
+use cowkit_fs::{Handle, IoError};
+use rustix::fs::{AtFlags, FileType, Mode, Timespec};
 use rustix::io::Errno;
 
 use crate::owners::Owners;
 use crate::{Error, Result};
 
-static SEQ: AtomicU64 = AtomicU64::new(0);
-
-/// A fresh, short temporary name: `.ck<pid>.<n>`.
-fn tmp_name() -> String {
-    static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    format!(
-        ".ck{:x}.{:x}",
-        PID.get_or_init(std::process::id),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-/// The process umask, from `/proc/self/status` (reading it with umask(2)
-/// would change it for a moment under other threads); 0o022 if unknown.
-fn current_umask() -> u32 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Umask:"))
-                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
-        })
-        .unwrap_or(0o022)
-}
-
 fn sys(op: &'static str, path: PathBuf) -> impl FnOnce(Errno) -> Error {
-    move |e| Error::Io {
-        op,
-        path,
-        source: e.into(),
-    }
+    move |e| Error::Io(IoError::new(op, path, e))
 }
 
 /// An open directory of the root, and what entries created in it inherit.
@@ -104,7 +76,7 @@ impl<'r> Target<'r> {
             dirs: HashMap::new(),
             euid: rustix::process::geteuid().as_raw(),
             egid: rustix::process::getegid().as_raw(),
-            umask: current_umask(),
+            umask: dir::process_umask().unwrap_or(0o022),
         }
     }
 
@@ -214,14 +186,6 @@ impl<'r> Target<'r> {
         })
     }
 
-    fn rename(&self, p: &Place, tmp: &str) -> Result<()> {
-        let dir = self.dir(p);
-        rustix::fs::renameat(dir, tmp, dir, p.name.as_str()).map_err(|e| {
-            let _ = rustix::fs::unlinkat(dir, tmp, AtFlags::empty());
-            sys("rename into place", self.display(p))(e)
-        })
-    }
-
     /// Create the regular file `f` at `p`: `fill` writes its content into
     /// the new (empty) file, then metadata is applied and it gets its name.
     ///
@@ -251,105 +215,67 @@ impl<'r> Target<'r> {
         if exact {
             meta.mode = None;
         }
-        let (fd, named) = match rustix::fs::openat(
-            dir,
-            ".",
-            OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC,
-            Mode::from_raw_mode(create_mode),
-        ) {
-            Ok(fd) => (fd, None),
-            Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL) => {
-                let tmp = tmp_name();
-                let fd = rustix::fs::openat(
-                    dir,
-                    tmp.as_str(),
-                    OFlags::CREATE
-                        | OFlags::EXCL
-                        | OFlags::WRONLY
-                        | OFlags::CLOEXEC
-                        | OFlags::NOFOLLOW,
-                    Mode::from_raw_mode(create_mode),
-                )
-                .map_err(sys("create", path.clone()))?;
-                (fd, Some(tmp))
-            }
-            Err(e) => return Err(sys("create", path.clone())(e)),
-        };
-        let file = File::from(fd);
-        let done = fill(&file, &path).and_then(|()| {
-            meta::apply(Handle::new(&file, &path), &meta, None)?;
-            Ok(())
-        });
-        if let Some(tmp) = &named {
-            drop(file);
-            if let Err(e) = done {
-                let _ = rustix::fs::unlinkat(dir, tmp.as_str(), AtFlags::empty());
-                return Err(e);
-            }
-            return self.rename(p, tmp);
-        }
-        done?;
-        match self.link_anonymous(&file, dir, &p.name) {
-            Ok(()) => Ok(()),
-            Err(Errno::EXIST) => {
-                let tmp = tmp_name();
-                self.link_anonymous(&file, dir, &tmp)
-                    .map_err(sys("link into place", path.clone()))?;
-                self.rename(p, &tmp)
-            }
-            Err(e) => Err(sys("link into place", path)(e)),
-        }
-    }
-
-    /// Give the `O_TMPFILE` file `file` the name `name` in `dir`.
-    fn link_anonymous(&self, file: &File, dir: &OwnedFd, name: &str) -> rustix::io::Result<()> {
-        // AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; /proc/self/fd works for
-        // everyone else.
-        match rustix::fs::linkat(file, "", dir, name, AtFlags::EMPTY_PATH) {
-            Err(Errno::NOENT) | Err(Errno::PERM) => {
-                let via = format!("/proc/self/fd/{}", file.as_fd().as_raw_fd());
-                rustix::fs::linkat(
-                    rustix::fs::CWD,
-                    via.as_str(),
-                    dir,
-                    name,
-                    AtFlags::SYMLINK_FOLLOW,
-                )
-            }
-            r => r,
-        }
+        let parent = path.parent().unwrap_or(self.root.path());
+        let new = NewFile::anonymous(dir.as_fd(), parent, create_mode)?;
+        fill(new.file(), &path)?;
+        meta::apply(Handle::new(new.file(), &path), &meta, None)?;
+        new.commit(dir.as_fd(), &p.name, &path)?;
+        Ok(())
     }
 
     /// Make `member` a hardlink of the already installed `first`.
     pub fn hardlink(&self, first: &Place, member: &Place) -> Result<()> {
-        let tmp = tmp_name();
-        rustix::fs::linkat(
-            self.dir(first),
-            first.name.as_str(),
-            self.dir(member),
-            tmp.as_str(),
-            AtFlags::empty(),
-        )
-        .map_err(sys("link", self.display(member)))?;
-        self.rename(member, &tmp)
+        let dir = self.dir(member);
+        let path = self.display(member);
+        dir::create_replacing(
+            dir.as_fd(),
+            &member.name,
+            &path,
+            "link",
+            |tmp| {
+                rustix::fs::linkat(
+                    self.dir(first),
+                    first.name.as_str(),
+                    dir,
+                    tmp,
+                    AtFlags::empty(),
+                )
+            },
+            |_| Ok(()),
+        )?;
+        Ok(())
     }
 
     /// Create the symlink `f`.
     pub fn symlink(&self, f: &FileInfo, p: &Place) -> Result<()> {
         let dir = self.dir(p);
-        let tmp = tmp_name();
         let path = self.display(p);
         let target = f.link_target.as_deref().unwrap_or_default();
-        rustix::fs::symlinkat(target, dir, tmp.as_str())
-            .map_err(sys("create symlink", path.clone()))?;
         let mut meta = self.meta(f, &path)?;
         meta.xattrs.clear();
-        let applied = meta::apply_symlink_at(dir, &path, std::ffi::OsStr::new(&tmp), &meta);
-        if let Err(e) = applied {
-            let _ = rustix::fs::unlinkat(dir, tmp.as_str(), AtFlags::empty());
-            return Err(e.into());
-        }
-        self.rename(p, &tmp)
+        meta.mode = None;
+        self.create_at(p, &path, "create symlink", &meta, |tmp| {
+            rustix::fs::symlinkat(target, dir, tmp)
+        })
+    }
+
+    /// Create the entry `p` with `create` under a temporary name, give it
+    /// `meta` without following it, and rename it into place.
+    fn create_at(
+        &self,
+        p: &Place,
+        path: &std::path::Path,
+        op: &'static str,
+        meta: &Meta,
+        create: impl FnMut(&str) -> rustix::io::Result<()>,
+    ) -> Result<()> {
+        let dir = self.dir(p).as_fd();
+        dir::create_replacing(dir, &p.name, path, op, create, |tmp| {
+            let name = CString::new(tmp).expect("temporary names have no NUL");
+            let on = On::At(dir, &name);
+            meta::apply_on(on, path, meta, Current::default(), Policy::STRICT).map(|_| ())
+        })?;
+        Ok(())
     }
 
     /// Create the fifo, socket or device node `f`. Returns false (and
@@ -364,49 +290,14 @@ impl<'r> Target<'r> {
             _ => unreachable!("not a node"),
         };
         let dir = self.dir(p);
-        let tmp = tmp_name();
         let path = self.display(p);
         // FILERDEVS holds the old 16-bit encoding: major << 8 | minor.
         let dev = rustix::fs::makedev((dev >> 8) & 0xff, dev & 0xff);
-        rustix::fs::mknodat(dir, tmp.as_str(), ty, Mode::from_raw_mode(0o600), dev)
-            .map_err(sys("create node", path.clone()))?;
-        let meta = self.meta(f, &path)?;
-        let res = (|| {
-            rustix::fs::chownat(
-                dir,
-                tmp.as_str(),
-                meta.uid.map(rustix::fs::Uid::from_raw),
-                meta.gid.map(rustix::fs::Gid::from_raw),
-                AtFlags::SYMLINK_NOFOLLOW,
-            )
-            .map_err(sys("set owner of", path.clone()))?;
-            rustix::fs::chmodat(
-                dir,
-                tmp.as_str(),
-                Mode::from_raw_mode(f.mode & 0o7777),
-                AtFlags::empty(),
-            )
-            .map_err(sys("set mode of", path.clone()))?;
-            let t = Timespec {
-                tv_sec: i64::from(f.mtime),
-                tv_nsec: 0,
-            };
-            rustix::fs::utimensat(
-                dir,
-                tmp.as_str(),
-                &rustix::fs::Timestamps {
-                    last_access: t,
-                    last_modification: t,
-                },
-                AtFlags::SYMLINK_NOFOLLOW,
-            )
-            .map_err(sys("set times of", path.clone()))
-        })();
-        if let Err(e) = res {
-            let _ = rustix::fs::unlinkat(dir, tmp.as_str(), AtFlags::empty());
-            return Err(e);
-        }
-        self.rename(p, &tmp)?;
+        let mut meta = self.meta(f, &path)?;
+        meta.xattrs.clear();
+        self.create_at(p, &path, "create node", &meta, |tmp| {
+            rustix::fs::mknodat(dir, tmp, ty, Mode::from_raw_mode(0o600), dev)
+        })?;
         Ok(true)
     }
 

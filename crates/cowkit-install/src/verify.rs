@@ -3,6 +3,7 @@
 use std::io::Read;
 
 use cowkit_archive::files::{FileList, Kind};
+use cowkit_fs::IoError;
 
 use crate::tree::{Place, Target};
 use crate::{Error, Result};
@@ -27,11 +28,9 @@ pub(crate) fn verify(
         let mut h = files.algo.hasher();
         let mut size = 0u64;
         loop {
-            let n = file.read(&mut buf).map_err(|source| Error::Io {
-                op: "read",
-                path: path.clone(),
-                source,
-            })?;
+            let n = file
+                .read(&mut buf)
+                .map_err(|source| Error::Io(IoError::new("read", path.clone(), source)))?;
             if n == 0 {
                 break;
             }

@@ -152,10 +152,14 @@ fn shares_blocks_with_the_extents_file(fs: Fs) {
         };
         let sa = install_with(&a, &rpme, &opts).unwrap();
         let cloned = if clone_tail { LARGE } else { aligned };
-        assert_eq!(sa.bytes.cloned, 2 * cloned, "{what}: {sa:?}");
-        assert_eq!(sa.bytes.copied, 0, "{what}: {sa:?}");
-        assert_eq!(sa.files_by_method.get("clone"), Some(&2), "{what}: {sa:?}");
-        assert!(sa.fallbacks.is_empty(), "{what}: {sa:?}");
+        assert_eq!(sa.tally.bytes.cloned, 2 * cloned, "{what}: {sa:?}");
+        assert_eq!(sa.tally.bytes.copied, 0, "{what}: {sa:?}");
+        assert_eq!(
+            sa.tally.files_by_method.get(&cowkit_fs::Method::Clone),
+            Some(&2),
+            "{what}: {sa:?}"
+        );
+        assert!(sa.tally.fallbacks.is_empty(), "{what}: {sa:?}");
         for rel in CLONED {
             let p = a.join(FIXTURE).join(rel);
             assert_eq!(file_sha(&p), expected_sha(rel), "{what} {rel}");
@@ -186,7 +190,7 @@ fn shares_blocks_with_the_extents_file(fs: Fs) {
     // From the .rpm nothing is shared.
     let b = mkdir(&dir.path().join("b"));
     let sb = install_ok(&b, &rpm);
-    assert_eq!(sb.bytes.cloned, 0, "{fs:?}: {sb:?}");
+    assert_eq!(sb.tally.bytes.cloned, 0, "{fs:?}: {sb:?}");
     for rel in CLONED {
         let p = b.join(FIXTURE).join(rel);
         assert_eq!(file_sha(&p), expected_sha(rel), "{fs:?} {rel} from .rpm");
@@ -201,7 +205,11 @@ fn shares_blocks_with_the_extents_file(fs: Fs) {
         ..Options::default()
     };
     let sc = install_with(&c, &rpme, &never).unwrap();
-    assert_eq!((sc.bytes.cloned, sc.bytes.copied), (0, 0), "{sc:?}");
+    assert_eq!(
+        (sc.tally.bytes.cloned, sc.tally.bytes.copied),
+        (0, 0),
+        "{sc:?}"
+    );
     for rel in CLONED {
         let p = c.join(FIXTURE).join(rel);
         assert_eq!(file_sha(&p), expected_sha(rel));
@@ -233,20 +241,23 @@ fn ext4_falls_back_to_copying_and_installs_the_same_tree() {
     write_owner_db(&b);
     let sa = install_ok(&a, &rpme);
     install_ok(&b, &rpm);
-    assert_eq!(sa.bytes.cloned, 0, "{sa:?}");
-    assert_eq!(sa.bytes.copied, 2 * LARGE, "{sa:?}");
+    assert_eq!(sa.tally.bytes.cloned, 0, "{sa:?}");
+    assert_eq!(sa.tally.bytes.copied, 2 * LARGE, "{sa:?}");
     assert_eq!(
-        sa.files_by_method.get("copy_file_range"),
+        sa.tally
+            .files_by_method
+            .get(&cowkit_fs::Method::CopyFileRange),
         Some(&2),
         "{sa:?}"
     );
-    assert!(!sa.fallbacks.is_empty(), "{sa:?}");
+    assert!(!sa.tally.fallbacks.is_empty(), "{sa:?}");
     assert!(
-        sa.fallbacks
+        sa.tally
+            .fallbacks
             .keys()
             .all(|k| k.starts_with("clone refused: EOPNOTSUPP")),
         "{:?}",
-        sa.fallbacks
+        sa.tally.fallbacks
     );
     let (ta, tb) = (snapshot(&a), snapshot(&b));
     let d = diff(&ta, &tb, |e| (e.shape(), e.uid, e.gid, e.caps.clone()));
@@ -276,11 +287,11 @@ fn an_extents_file_on_another_filesystem_falls_back_with_exdev() {
     let rpme = src.path().join("pkg.rpme");
     transcode(&fixture("w19.zstdio"), &rpme);
     let s = install_ok(dst.path(), &rpme);
-    assert_eq!(s.bytes.cloned, 0, "{s:?}");
+    assert_eq!(s.tally.bytes.cloned, 0, "{s:?}");
     assert!(
-        s.fallbacks.keys().any(|k| k.contains("EXDEV")),
+        s.tally.fallbacks.keys().any(|k| k.contains("EXDEV")),
         "{:?}",
-        s.fallbacks
+        s.tally.fallbacks
     );
     for rel in CLONED {
         assert_eq!(
@@ -1065,7 +1076,7 @@ fn a_file_over_4_gib_in_a_stripped_cpio_payload_is_transcoded_with_holes_and_clo
 
     let root = mkdir(&dir.path().join("root"));
     let s = install_ok(&root, &rpme);
-    assert_eq!(s.bytes.cloned, HUGE / 4096 * 4096, "{s:?}");
+    assert_eq!(s.tally.bytes.cloned, HUGE / 4096 * 4096, "{s:?}");
     let p = root.join("opt/huge/huge.img");
     let m = std::fs::metadata(&p).unwrap();
     assert_eq!(m.len(), HUGE);

@@ -10,16 +10,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A file operation failed.
-    #[error("cannot {what} `{}`", path.display())]
-    Io {
-        /// What was being done.
-        what: &'static str,
-        /// The path.
-        path: PathBuf,
-        /// The error.
-        #[source]
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] cowkit_fs::IoError),
     /// A file operation inside a root failed.
     #[error(transparent)]
     Fs(#[from] cowkit_fs::Error),
@@ -67,11 +59,7 @@ pub enum Error {
 }
 
 pub(crate) fn io_err(what: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Error {
-    Error::Io {
-        what,
-        path: path.into(),
-        source,
-    }
+    Error::Io(cowkit_fs::IoError::new(what, path, source))
 }
 
 pub(crate) fn proc_err(what: &'static str, source: impl Into<io::Error>) -> Error {

@@ -12,9 +12,9 @@
 //! the command are seen even if something else synced the data first.
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::error::{io_err, Result};
+use crate::error::Result;
 
 /// Filesystem types never synced: in-memory, pseudo, or read-only by nature.
 /// `tmpfs`/`ramfs` are here because `syncfs` on them does nothing.
@@ -46,71 +46,7 @@ pub const SKIPPED_TYPES: &[&str] = &[
     "erofs",
 ];
 
-/// One line of `/proc/self/mountinfo`, the fields used here.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mount {
-    /// `major:minor` of the filesystem.
-    pub dev: (u32, u32),
-    /// Where it is mounted.
-    pub mount_point: PathBuf,
-    /// Filesystem type.
-    pub fs_type: String,
-    /// The mount source (device or description).
-    pub source: String,
-    /// Whether the mount or the superblock is read-only.
-    pub read_only: bool,
-}
-
-/// Undo mountinfo's octal escapes (`\040` for a space, …).
-fn unescape(s: &str) -> PathBuf {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            out.push(((b[i + 1] - b'0') << 6) | ((b[i + 2] - b'0') << 3) | (b[i + 3] - b'0'));
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    use std::os::unix::ffi::OsStringExt;
-    PathBuf::from(std::ffi::OsString::from_vec(out))
-}
-
-/// Parse the text of `/proc/PID/mountinfo`; malformed lines are skipped.
-pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
-    let mut v = Vec::new();
-    for line in text.lines() {
-        let Some((left, right)) = line.split_once(" - ") else {
-            continue;
-        };
-        let l: Vec<&str> = left.split(' ').collect();
-        let r: Vec<&str> = right.split(' ').collect();
-        if l.len() < 6 || r.len() < 3 {
-            continue;
-        }
-        let Some((maj, min)) = l[2].split_once(':') else {
-            continue;
-        };
-        let (Ok(maj), Ok(min)) = (maj.parse(), min.parse()) else {
-            continue;
-        };
-        let ro = |opts: &str| opts.split(',').any(|o| o == "ro");
-        v.push(Mount {
-            dev: (maj, min),
-            mount_point: unescape(l[4]),
-            fs_type: r[0].to_string(),
-            source: r[1].to_string(),
-            read_only: ro(l[5]) || ro(r[2]),
-        });
-    }
-    v
-}
+pub use cowkit_fs::mountinfo::Mount;
 
 /// The mounts the default final sync covers: writable, storing data, one per
 /// device (the first mount of each, in mountinfo order).
@@ -145,11 +81,9 @@ pub struct Skipped {
 
 /// Open the root of every candidate filesystem of this process.
 pub fn open_targets() -> Result<(Vec<Target>, Vec<Skipped>)> {
-    let p = Path::new("/proc/self/mountinfo");
-    let text = std::fs::read_to_string(p).map_err(|e| io_err("read", p, e))?;
     let mut targets = Vec::new();
     let mut skipped = Vec::new();
-    for mount in candidates(&parse_mountinfo(&text)) {
+    for mount in candidates(&cowkit_fs::mountinfo::read()?) {
         match open_dir(&mount.mount_point) {
             Ok(file) => targets.push(Target { mount, file }),
             Err(error) => skipped.push(Skipped { mount, error }),
@@ -169,6 +103,7 @@ fn open_dir(p: &Path) -> std::io::Result<File> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     const SAMPLE: &str = "\
 22 1 254:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw,errors=remount-ro
@@ -183,7 +118,7 @@ garbage line
 
     #[test]
     fn parses_and_picks_writable_storage_once_per_device() {
-        let m = parse_mountinfo(SAMPLE);
+        let m = cowkit_fs::mountinfo::parse(SAMPLE);
         assert_eq!(m.len(), 7);
         assert_eq!(m[3].mount_point, PathBuf::from("/mnt/my disk"));
         assert!(m[5].read_only && m[6].read_only && !m[0].read_only);

@@ -12,11 +12,14 @@
 //! root cannot send a write outside it.
 
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
+use cowkit_fs::dir::NewFile;
+use cowkit_fs::meta::{self, Meta};
 use cowkit_fs::root::{RelPath, Root};
+use cowkit_fs::Handle;
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
@@ -92,35 +95,19 @@ fn replace_at(
     owner: Option<(u32, u32)>,
     shown: &Path,
 ) -> Result<()> {
-    let tmp = format!(".{name}.cowkit-{}", std::process::id());
-    let fd = rustix::fs::openat(
-        dir,
-        &tmp,
-        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o600),
-    )
-    .map_err(|e| io_err("create a temporary file next to", shown, e.into()))?;
-    let res = (|| {
-        let mut f = File::from(fd);
-        f.write_all(data).map_err(|e| io_err("write", shown, e))?;
-        if let Some((uid, gid)) = owner {
-            rustix::fs::fchown(
-                &f,
-                Some(rustix::fs::Uid::from_raw(uid)),
-                Some(rustix::fs::Gid::from_raw(gid)),
-            )
-            .map_err(|e| io_err("set the owner of", shown, e.into()))?;
-        }
-        rustix::fs::fchmod(&f, Mode::from_raw_mode(mode))
-            .map_err(|e| io_err("set the mode of", shown, e.into()))?;
-        f.sync_all().map_err(|e| io_err("sync", shown, e))?;
-        rustix::fs::renameat(dir, &tmp, dir, name)
-            .map_err(|e| io_err("rename into place", shown, e.into()))
-    })();
-    if res.is_err() {
-        let _ = rustix::fs::unlinkat(dir, &tmp, rustix::fs::AtFlags::empty());
-    }
-    res
+    let parent = shown.parent().unwrap_or(shown);
+    let mut f = NewFile::named(dir.as_fd(), parent, 0o600)?;
+    f.write_all(data)?;
+    let meta = Meta {
+        uid: owner.map(|o| o.0),
+        gid: owner.map(|o| o.1),
+        mode: Some(mode),
+        ..Meta::default()
+    };
+    meta::apply(Handle::new(f.file(), shown), &meta, None)?;
+    f.sync()?;
+    f.commit(dir.as_fd(), name, shown)?;
+    Ok(())
 }
 
 /// Parse a preload file into lines of whitespace- or colon-separated

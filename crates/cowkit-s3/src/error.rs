@@ -6,16 +6,8 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A system call on one file or directory failed.
-    #[error("cannot {op} `{path}`")]
-    Io {
-        /// What was being done.
-        op: &'static str,
-        /// The file concerned.
-        path: PathBuf,
-        /// The kernel's answer.
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] cowkit_fs::IoError),
     /// Moving data between files failed (cowkit-fs chain).
     #[error(transparent)]
     Fs(#[from] cowkit_fs::Error),
@@ -141,9 +133,5 @@ pub(crate) fn io(
     path: impl Into<PathBuf>,
     e: impl Into<std::io::Error>,
 ) -> Error {
-    Error::Io {
-        op,
-        path: path.into(),
-        source: e.into(),
-    }
+    Error::Io(cowkit_fs::IoError::new(op, path, e))
 }

@@ -44,13 +44,6 @@ pub use fsutil::NewFile;
 pub use gateway::S3Gateway;
 
 /// `e` and its causes, joined with `: `.
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(c) = src {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        src = c.source();
-    }
-    s
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    cowkit_fs::error::chain(e).join(": ")
 }

@@ -268,7 +268,7 @@ impl Store {
     pub fn new_part_file(&self, id: &str, bucket: &str, key: &str, number: i32) -> Result<NewFile> {
         Self::check_part_number(number)?;
         let (dir, _, p) = self.open_upload(id, bucket, key)?;
-        NewFile::create(dir.as_fd(), &p)
+        Ok(NewFile::anonymous(dir.as_fd(), &p, 0o644)?)
     }
 
     /// Give `file` (from [`Store::new_part_file`]) its place as part
@@ -279,15 +279,15 @@ impl Store {
         bucket: &str,
         key: &str,
         number: i32,
-        mut file: NewFile,
+        file: NewFile,
         md5: String,
     ) -> Result<PartRecord> {
         let (dir, _, p) = self.open_upload(id, bucket, key)?;
-        let st = rustix::fs::fstat(&file.file).map_err(|e| io("stat", &file.path, e))?;
+        let st = rustix::fs::fstat(file.file()).map_err(|e| io("stat", file.path(), e))?;
         if self.opts.fsync {
             file.sync()?;
         }
-        let tmp = file.name_it(dir.as_fd())?;
+        let (_, tmp) = file.into_named(dir.as_fd())?;
         let rec = PartRecord {
             number,
             size: st.st_size as u64,
@@ -305,8 +305,13 @@ impl Store {
             self.opts.fsync,
         )
         .and_then(|()| {
-            rustix::fs::renameat(&dir, tmp.as_str(), &dir, name.as_str())
-                .map_err(|e| io("rename into place", p.join(&name), e))
+            Ok(cowkit_fs::dir::replace_at(
+                &dir,
+                &tmp,
+                &dir,
+                &name,
+                &p.join(&name),
+            )?)
         });
         if done.is_err() {
             let _ = rustix::fs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
@@ -350,7 +355,7 @@ impl Store {
         let copied = copier.copy_range(
             Handle::new(&src, &src_path),
             start,
-            Handle::new(&dst.file, &dst.path),
+            Handle::new(dst.file(), &dst.path()),
             0,
             end - start,
         )?;
@@ -522,7 +527,8 @@ impl Store {
     pub fn complete_assemble(&self, plan: Plan) -> Result<Completed> {
         let t0 = Instant::now();
         let dst = self.new_file()?;
-        let bs = cowkit_fs::align::block_size(&dst.file).map_err(|e| io("statfs", &dst.path, e))?;
+        let bs =
+            cowkit_fs::align::block_size(dst.file()).map_err(|e| io("statfs", dst.path(), e))?;
         // Aligned parts: clone, falling back down the chain where refused.
         let mut aligned = Copier::new(Chain::AUTO).with_block_size(bs);
         // Unaligned parts cannot share blocks: copy_file_range first.
@@ -553,7 +559,7 @@ impl Store {
             let c = copier.copy_range(
                 Handle::new(&src, &path),
                 0,
-                Handle::new(&dst.file, &dst.path),
+                Handle::new(dst.file(), &dst.path()),
                 off,
                 rec.size,
             )?;

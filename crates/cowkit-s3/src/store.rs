@@ -33,6 +33,7 @@ use sha2::Digest;
 use crate::error::{io, Error, Result};
 use crate::fsutil::{self, NewFile};
 use crate::names::{self, SYS_DIR};
+use cowkit_fs::error::errno_of;
 
 /// How the store behaves.
 #[derive(Clone, Debug)]
@@ -118,13 +119,6 @@ pub(crate) fn mtime(st: &rustix::fs::Stat) -> SystemTime {
         )
 }
 
-fn errno_of(e: &cowkit_fs::Error) -> Option<Errno> {
-    match e {
-        cowkit_fs::Error::Io { source, .. } => source.raw_os_error().map(Errno::from_raw_os_error),
-        _ => None,
-    }
-}
-
 impl Store {
     /// Open the store on `dir` (which must exist), creating its own
     /// directories and removing files left by an interrupted run.
@@ -175,7 +169,11 @@ impl Store {
 
     /// A new unnamed file for an object's data.
     pub fn new_file(&self) -> Result<NewFile> {
-        NewFile::create(self.tmp.as_fd(), &self.tmp_path())
+        Ok(NewFile::anonymous(
+            self.tmp.as_fd(),
+            &self.tmp_path(),
+            0o644,
+        )?)
     }
 
     // ---- buckets ----------------------------------------------------------
@@ -360,19 +358,19 @@ impl Store {
         &self,
         bucket: &str,
         key: &str,
-        mut file: NewFile,
+        file: NewFile,
         mut meta: ObjectMeta,
     ) -> Result<ObjectMeta> {
         let rel = Self::rel(bucket, key)?;
         let _bucket = self.bucket_dir(bucket)?;
-        let st = rustix::fs::fstat(&file.file).map_err(|e| io("stat", &file.path, e))?;
+        let st = rustix::fs::fstat(file.file()).map_err(|e| io("stat", file.path(), e))?;
         meta.key = key.to_string();
         meta.ino = st.st_ino;
         meta.size = st.st_size as u64;
         if self.opts.fsync {
             file.sync()?;
         }
-        let tmpname = file.name_it(self.tmp.as_fd())?;
+        let (_, tmpname) = file.into_named(self.tmp.as_fd())?;
         let unlink_tmp = || {
             let _ = rustix::fs::unlinkat(&self.tmp, tmpname.as_str(), AtFlags::empty());
         };
@@ -395,16 +393,14 @@ impl Store {
             unlink_tmp();
             return Err(e);
         }
-        match rustix::fs::renameat(&self.tmp, tmpname.as_str(), &pfd, name) {
-            Ok(()) => {}
-            Err(e) => {
-                unlink_tmp();
-                let path = self.root.display(&rel);
-                return Err(match e {
-                    Errno::ISDIR | Errno::NOTEMPTY | Errno::EXIST | Errno::NOTDIR => conflict(path),
-                    e => io("rename into place", path, e),
-                });
-            }
+        let path = self.root.display(&rel);
+        if let Err(e) = cowkit_fs::dir::replace_at(&self.tmp, &tmpname, &pfd, name, &path) {
+            return Err(match e.errno() {
+                Some(Errno::ISDIR | Errno::NOTEMPTY | Errno::EXIST | Errno::NOTDIR) => {
+                    conflict(path)
+                }
+                _ => e.into(),
+            });
         }
         if self.opts.fsync {
             fsutil::sync_dir(&pfd, &self.root.display(&parent))?;
@@ -587,7 +583,7 @@ impl Store {
         let mut copier = cowkit_fs::Copier::new(cowkit_fs::Chain::AUTO);
         let copied = copier.copy_file(
             cowkit_fs::Handle::new(&src, &src_path),
-            cowkit_fs::Handle::new(&dst.file, &dst.path),
+            cowkit_fs::Handle::new(dst.file(), &dst.path()),
         )?;
         let mut meta = info.meta;
         if let Some((ct, md)) = replace {

@@ -1,6 +1,6 @@
 //! The parallel tree copy: see [`copy()`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::ffi::{CStr, CString, OsStr};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -9,14 +9,15 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use cowkit_fs::meta::Xattr;
-use cowkit_fs::{Bytes, Chain, Copier, Handle, Method, Reason};
-use rustix::fs::{AtFlags, FileType, Gid, Mode, OFlags, RawDir, Timespec, Timestamps, Uid, CWD};
+use cowkit_fs::dir::{dev_ino, process_umask, statx_at};
+use cowkit_fs::meta::{self, Current, Meta, On, Policy, Which, Xattr, XattrBuf};
+use cowkit_fs::{Chain, Copier, Handle, IoError, Method, Tally};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir, Timespec, CWD};
 use rustix::io::Errno;
 use serde::Serialize;
 
 use crate::queue::Queue;
-use crate::sys::{self, entry_error, entry_error_fs, On, XattrBuf};
+use crate::sys::{self, entry_error, entry_error_fs};
 use crate::{EntryError, Error, Progress};
 
 /// Which parts of the metadata are copied.
@@ -107,14 +108,12 @@ pub struct Summary {
     pub sockets: u64,
     /// Character and block devices.
     pub devices: u64,
-    /// File data moved, per method.
-    pub bytes: Bytes,
-    /// Regular files with data, per method that moved it.
-    pub methods: BTreeMap<Method, u64>,
+    /// File data moved: bytes and regular files per method, fallbacks
+    /// taken (the shape `cowkit install` reports too).
+    #[serde(flatten)]
+    pub tally: Tally,
     /// Small files written instead of cloned.
     pub small_written: u64,
-    /// Fallbacks taken, with their reason, and how many files each.
-    pub fallbacks: BTreeMap<String, u64>,
     /// Extended attributes the destination filesystem does not support.
     pub xattrs_unsupported: u64,
     /// Entries that failed; the walk went on.
@@ -133,14 +132,8 @@ impl Summary {
         self.fifos += o.fifos;
         self.sockets += o.sockets;
         self.devices += o.devices;
-        self.bytes.add(o.bytes);
-        for (k, v) in o.methods {
-            *self.methods.entry(k).or_default() += v;
-        }
+        self.tally.add(&o.tally);
         self.small_written += o.small_written;
-        for (k, v) in o.fallbacks {
-            *self.fallbacks.entry(k).or_default() += v;
-        }
         self.xattrs_unsupported += o.xattrs_unsupported;
         self.errors.extend(o.errors);
         if self.aborted.is_none() {
@@ -263,7 +256,7 @@ struct Src {
 
 impl From<rustix::fs::Statx> for Src {
     fn from(s: rustix::fs::Statx) -> Self {
-        let (dev, ino) = sys::dev_ino(&s);
+        let (dev, ino) = dev_ino(&s);
         let ts = |t: rustix::fs::StatxTimestamp| Timespec {
             tv_sec: t.tv_sec,
             tv_nsec: t.tv_nsec as _,
@@ -343,7 +336,7 @@ struct Fail {
     errno: Option<Errno>,
 }
 
-fn fail(path: &Path, op: &str, e: Errno) -> Fail {
+fn fail(path: &Path, op: &'static str, e: Errno) -> Fail {
     Fail {
         err: entry_error(path, op, e),
         errno: Some(e),
@@ -353,7 +346,7 @@ fn fail(path: &Path, op: &str, e: Errno) -> Fail {
 fn fail_fs(path: &Path, e: &cowkit_fs::Error) -> Fail {
     Fail {
         err: entry_error_fs(path, e),
-        errno: sys::errno_of(e),
+        errno: cowkit_fs::error::errno_of(e),
     }
 }
 
@@ -413,11 +406,7 @@ pub fn copy_linked(
 ) -> Result<Summary, Error> {
     let io = |op, path: &Path| {
         let path = path.to_path_buf();
-        move |e: Errno| Error::Io {
-            op,
-            path,
-            source: e.into(),
-        }
+        move |e: Errno| Error::Io(IoError::new(op, path, e))
     };
     let flags = if o.follow_top {
         AtFlags::empty()
@@ -440,8 +429,8 @@ pub fn copy_linked(
     )
     .map_err(io("open directory", dparent))?;
     let is_dir = st.kind() == FileType::Directory;
-    if let Ok(d) = sys::statx_at(dpfd.as_fd(), &dname) {
-        if sys::dev_ino(&d) == (st.dev, st.ino) {
+    if let Ok(d) = statx_at(dpfd.as_fd(), &dname) {
+        if dev_ino(&d) == (st.dev, st.ino) {
             return Err(if is_dir {
                 Error::IntoItself {
                     src: src.to_path_buf(),
@@ -473,7 +462,7 @@ pub fn copy_linked(
     let euid = rustix::process::geteuid().as_raw();
     let egid = rustix::process::getegid().as_raw();
     let default_acl = rustix::fs::fgetxattr(&dpfd, "system.posix_acl_default", &mut [0u8; 0][..]);
-    let pumask = sys::process_umask();
+    let pumask = process_umask();
     let mut ctx = Ctx {
         o,
         progress,
@@ -517,11 +506,7 @@ pub fn copy_linked(
     } else {
         let real;
         let src_path = if o.follow_top {
-            real = std::fs::canonicalize(src).map_err(|e| Error::Io {
-                op: "resolve",
-                path: src.to_path_buf(),
-                source: e,
-            })?;
+            real = std::fs::canonicalize(src).map_err(|e| IoError::new("resolve", src, e))?;
             &real
         } else {
             src
@@ -585,7 +570,7 @@ fn inside(dir: BorrowedFd<'_>, id: (u64, u64)) -> rustix::io::Result<bool> {
             AtFlags::EMPTY_PATH,
             rustix::fs::StatxFlags::BASIC_STATS,
         )
-        .map(|s| sys::dev_ino(&s))
+        .map(|s| dev_ino(&s))
     };
     let mut cur = rustix::io::fcntl_dupfd_cloexec(dir, 0)?;
     let mut here = stat(cur.as_fd())?;
@@ -622,17 +607,12 @@ fn replacing<T>(
     }
 }
 
-fn is_refusal(e: Errno) -> bool {
-    matches!(
-        e,
-        Errno::OPNOTSUPP | Errno::XDEV | Errno::INVAL | Errno::NOTTY | Errno::NOSYS
-    )
-}
-
 impl Ctx<'_> {
     fn worker(&self) -> Worker {
         Worker {
-            copier: Copier::new(self.o.chain),
+            // A file the pair's method refuses alone (a NOCOW file on
+            // Btrfs, another mount inside the tree) goes one method down.
+            copier: Copier::new(self.o.chain).with_retry_down(true),
             xb: XattrBuf::new(),
             buf: Vec::new(),
             dirbuf: Vec::new(),
@@ -729,7 +709,7 @@ impl Ctx<'_> {
             }
         };
         let xattrs = if self.o.preserve.xattrs {
-            match w.xb.read(On::Fd(sfd.as_fd())) {
+            match w.xb.read(On::Fd(sfd.as_fd()), Which::Copyable) {
                 Ok(x) => x,
                 Err(Errno::OPNOTSUPP) => Vec::new(),
                 Err(e) => {
@@ -785,7 +765,7 @@ impl Ctx<'_> {
             }
             let rel = node.rel.join(OsStr::from_bytes(name.to_bytes()));
             let spath = self.src_root.join(&rel);
-            let st = match sys::statx_at(src.as_fd(), name) {
+            let st = match statx_at(src.as_fd(), name) {
                 Ok(s) => Src::from(s),
                 Err(e) => {
                     self.fail(w, fail(&spath, "stat", e));
@@ -818,18 +798,18 @@ impl Ctx<'_> {
                 return;
             }
             if let (Some(f), false) = (&cur.finish, self.queue.stopped()) {
-                let dst = On::Fd(cur.dst.as_fd());
+                let path = self.dst_root.join(&cur.rel);
                 let r = self.apply(
-                    dst,
+                    On::Fd(cur.dst.as_fd()),
+                    &path,
                     &f.src,
-                    &f.xattrs,
+                    f.xattrs.clone(),
                     f.owner,
                     Some(f.mode),
                     &mut w.sum.xattrs_unsupported,
                 );
-                if let Err((op, e)) = r {
-                    let path = self.dst_root.join(&cur.rel);
-                    self.fail(w, fail(&path, op, e));
+                if let Err(f) = r {
+                    self.fail(w, f);
                 }
             }
             match cur.parent.clone() {
@@ -935,13 +915,13 @@ impl Ctx<'_> {
                 let xattrs = self.read_xattrs(w, On::Fd(src.as_fd()), spath)?;
                 self.apply(
                     On::Fd(dst.as_fd()),
+                    dpath,
                     st,
-                    &xattrs,
+                    xattrs,
                     owner,
                     mode_now,
                     &mut w.sum.xattrs_unsupported,
-                )
-                .map_err(|(op, e)| fail(dpath, op, e))?;
+                )?;
                 w.sum.files += 1;
                 Ok(bytes)
             }
@@ -954,13 +934,13 @@ impl Ctx<'_> {
                 };
                 self.apply(
                     On::At(node.dst.as_fd(), dname),
+                    dpath,
                     st,
-                    &xattrs,
+                    xattrs,
                     owner,
                     mode_now,
                     &mut w.sum.xattrs_unsupported,
-                )
-                .map_err(|(op, e)| fail(dpath, op, e))?;
+                )?;
                 match st.kind() {
                     FileType::Symlink => w.sum.symlinks += 1,
                     FileType::Fifo => w.sum.fifos += 1,
@@ -976,7 +956,7 @@ impl Ctx<'_> {
         if !self.o.preserve.xattrs {
             return Ok(Vec::new());
         }
-        match w.xb.read(on) {
+        match w.xb.read(on, Which::Copyable) {
             Ok(x) => Ok(x),
             Err(Errno::OPNOTSUPP) => Ok(Vec::new()),
             Err(e) => Err(fail(spath, "read extended attributes of", e)),
@@ -1074,63 +1054,15 @@ impl Ctx<'_> {
             return self.write_small(w, src, dst, size, spath, dpath);
         }
         let (sh, dh) = (Handle::new(src, spath), Handle::new(dst, dpath));
-        let fallback_ok = self.o.chain != Chain::only(self.o.chain.first());
-        if w.copier.confirmed() == Some(Method::Clone) {
+        let done = if w.copier.confirmed() == Some(Method::Clone) {
             // The pair is known to clone: one FICLONE, without the two
             // fstat calls of a Copier round.
-            match rustix::fs::ioctl_ficlone(dst, src) {
-                Ok(()) => {
-                    w.sum.bytes.cloned += size;
-                    *w.sum.methods.entry(Method::Clone).or_default() += 1;
-                    return Ok(size);
-                }
-                Err(e) if is_refusal(e) && fallback_ok => {
-                    return self.retry(w, sh, dh, Method::Clone, Reason::Errno(e));
-                }
-                Err(e) => return Err(fail(spath, "clone", e)),
-            }
+            w.copier.copy_new_file(sh, dh, size, st.blocks)
+        } else {
+            w.copier.copy_file(sh, dh)
         }
-        match w.copier.copy_file(sh, dh) {
-            Ok(c) => {
-                for f in &c.fallbacks {
-                    let k = format!("{} refused: {}", f.from, f.reason);
-                    *w.sum.fallbacks.entry(k).or_default() += 1;
-                }
-                w.sum.bytes.add(c.bytes);
-                *w.sum.methods.entry(c.method).or_default() += 1;
-                Ok(c.bytes.total())
-            }
-            Err(cowkit_fs::Error::ConfirmedMethodFailed { method, reason, .. }) if fallback_ok => {
-                self.retry(w, sh, dh, method, reason)
-            }
-            Err(e) => Err(fail_fs(spath, &e)),
-        }
-    }
-
-    /// A method that works for the tree was refused for this one file
-    /// (a NOCOW source on Btrfs, a file on another mount): copy it with a
-    /// fresh copier from the next method down.
-    fn retry(
-        &self,
-        w: &mut Worker,
-        sh: Handle<'_>,
-        dh: Handle<'_>,
-        method: Method,
-        reason: Reason,
-    ) -> Result<u64, Fail> {
-        let Some(next) = method.next() else {
-            return Err(fail(
-                sh.path(),
-                "copy",
-                reason.errno().unwrap_or(Errno::INVAL),
-            ));
-        };
-        let k = format!("{method} refused for single files: {reason}");
-        *w.sum.fallbacks.entry(k).or_default() += 1;
-        let mut c = Copier::new(Chain::starting_at(next));
-        let done = c.copy_file(sh, dh).map_err(|e| fail_fs(sh.path(), &e))?;
-        w.sum.bytes.add(done.bytes);
-        *w.sum.methods.entry(done.method).or_default() += 1;
+        .map_err(|e| fail_fs(spath, &e))?;
+        w.sum.tally.record(&done);
         Ok(done.bytes.total())
     }
 
@@ -1164,75 +1096,47 @@ impl Ctx<'_> {
                 Err(e) => return Err(fail(dpath, "write", e)),
             }
         }
-        w.sum.bytes.written += got as u64;
         w.sum.small_written += 1;
-        *w.sum.methods.entry(Method::ReadWrite).or_default() += 1;
+        w.sum.tally.record_written(got as u64);
         Ok(got as u64)
     }
 
-    /// Give `dst` the metadata of `st` in the order owner → xattrs → mode
-    /// → times, skipping what would change nothing. `owner` and
-    /// `mode_now` are what the entry has now (`None`: unknown).
+    /// Give `dst` (shown as `dpath`) the metadata of `st` in the order
+    /// owner → xattrs → mode → times, skipping what would change nothing.
+    /// `owner` and `mode_now` are what the entry has now (`None`: unknown).
+    #[allow(clippy::too_many_arguments)]
     fn apply(
         &self,
         dst: On<'_>,
+        dpath: &Path,
         st: &Src,
-        xattrs: &[Xattr],
+        xattrs: Vec<Xattr>,
         owner: (u32, u32),
         mode_now: Option<u32>,
         unsupported: &mut u64,
-    ) -> Result<(), (&'static str, Errno)> {
+    ) -> Result<(), Fail> {
         let p = &self.o.preserve;
-        let is_link = st.kind() == FileType::Symlink;
-        let mut chowned = false;
-        if p.owner && (st.uid, st.gid) != owner {
-            let (u, g) = (Some(Uid::from_raw(st.uid)), Some(Gid::from_raw(st.gid)));
-            let r = match dst {
-                On::Fd(fd) => rustix::fs::fchown(fd, u, g),
-                On::At(dir, name) => {
-                    rustix::fs::chownat(dir, name, u, g, AtFlags::SYMLINK_NOFOLLOW)
-                }
-            };
-            match r {
-                Ok(()) => chowned = true,
-                // As cp: a user cannot give files away; not an error.
-                Err(Errno::PERM) if self.euid != 0 => {}
-                Err(e) => return Err(("set owner of", e)),
-            }
-        }
-        let mut acl = false;
-        for x in xattrs {
-            match sys::set_xattr(dst, x) {
-                Ok(()) => {}
-                Err(Errno::OPNOTSUPP) => *unsupported += 1,
-                Err(e) => return Err(("set extended attributes of", e)),
-            }
-            acl |= x.name.as_bytes() == b"system.posix_acl_access";
-        }
-        if !is_link {
-            let want = self.want_mode(st);
-            if chowned || acl || mode_now != Some(want) {
-                let m = Mode::from_raw_mode(want);
-                match dst {
-                    On::Fd(fd) => rustix::fs::fchmod(fd, m),
-                    On::At(dir, name) => rustix::fs::chmodat(dir, name, m, AtFlags::empty()),
-                }
-                .map_err(|e| ("set mode of", e))?;
-            }
-        }
-        if p.times {
-            let t = Timestamps {
-                last_access: st.atime,
-                last_modification: st.mtime,
-            };
-            match dst {
-                On::Fd(fd) => rustix::fs::futimens(fd, &t),
-                On::At(dir, name) => {
-                    rustix::fs::utimensat(dir, name, &t, AtFlags::SYMLINK_NOFOLLOW)
-                }
-            }
-            .map_err(|e| ("set times of", e))?;
-        }
+        let meta = Meta {
+            uid: p.owner.then_some(st.uid),
+            gid: p.owner.then_some(st.gid),
+            mode: (st.kind() != FileType::Symlink).then(|| self.want_mode(st)),
+            atime: p.times.then_some(st.atime),
+            mtime: p.times.then_some(st.mtime),
+            xattrs,
+        };
+        // As cp: a user cannot give files away, and a destination may lack
+        // an attribute namespace; neither is an error.
+        let policy = Policy {
+            owner_may_fail: self.euid != 0,
+            unsupported_xattrs_ok: true,
+        };
+        let current = Current {
+            owner: Some(owner),
+            mode: mode_now,
+        };
+        let done =
+            meta::apply_on(dst, dpath, &meta, current, policy).map_err(|e| fail_fs(dpath, &e))?;
+        *unsupported += done.xattrs_unsupported as u64;
         Ok(())
     }
 }

@@ -26,7 +26,7 @@
 //! println!(
 //!     "{} files, {} bytes cloned, errors: {}",
 //!     summary.files,
-//!     summary.bytes.cloned,
+//!     summary.tally.bytes.cloned,
 //!     summary.errors.len()
 //! );
 //! # Ok::<(), cowkit_tree::Error>(())
@@ -50,16 +50,8 @@ pub use remove::{remove, RemoveOptions, RemoveSummary};
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A system call on the top-level source or destination failed.
-    #[error("cannot {op} `{path}`")]
-    Io {
-        /// What was being done.
-        op: &'static str,
-        /// The path concerned.
-        path: PathBuf,
-        /// The kernel's answer.
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] cowkit_fs::IoError),
     /// The destination is the source or lies inside it.
     #[error("cannot copy the directory `{src}` into itself (`{dst}`)")]
     IntoItself {

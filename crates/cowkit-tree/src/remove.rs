@@ -13,8 +13,10 @@ use rustix::io::Errno;
 use serde::Serialize;
 
 use crate::queue::Queue;
-use crate::sys::{self, entry_error};
+use crate::sys::entry_error;
 use crate::{EntryError, Error, Progress};
+use cowkit_fs::dir::{dev_ino, statx_at};
+use cowkit_fs::IoError;
 
 /// How [`remove()`] works.
 #[derive(Clone, Debug)]
@@ -100,11 +102,7 @@ pub fn remove(
     o: &RemoveOptions,
     progress: &dyn Progress,
 ) -> Result<RemoveSummary, Error> {
-    let io = |op, e: Errno| Error::Io {
-        op,
-        path: path.to_path_buf(),
-        source: e.into(),
-    };
+    let io = |op, e: Errno| Error::Io(IoError::new(op, path, e));
     let refused = || Error::Refused {
         op: "remove",
         path: path.to_path_buf(),
@@ -128,7 +126,7 @@ pub fn remove(
         Err(Errno::NOENT) if o.force => return Ok(sum),
         Err(e) => return Err(io("open the parent directory of", e)),
     };
-    let st = match sys::statx_at(pfd.as_fd(), &name) {
+    let st = match statx_at(pfd.as_fd(), &name) {
         Ok(s) => s,
         Err(Errno::NOENT) if o.force => return Ok(sum),
         Err(e) => return Err(io("stat", e)),
@@ -145,9 +143,9 @@ pub fn remove(
         AtFlags::empty(),
         rustix::fs::StatxFlags::BASIC_STATS,
     )
-    .map(|s| sys::dev_ino(&s))
+    .map(|s| dev_ino(&s))
     .map_err(|e| io("stat /", e))?;
-    if sys::dev_ino(&st) == root_id {
+    if dev_ino(&st) == root_id {
         return Err(refused());
     }
     let ctx = Ctx {
@@ -241,7 +239,7 @@ impl Ctx<'_> {
             }
             let is_dir = match ent.file_type() {
                 FileType::Directory => true,
-                FileType::Unknown => match sys::statx_at(node.fd.as_fd(), name) {
+                FileType::Unknown => match statx_at(node.fd.as_fd(), name) {
                     Ok(s) => FileType::from_raw_mode(s.stx_mode.into()) == FileType::Directory,
                     Err(_) => false,
                 },

@@ -215,9 +215,13 @@ fn fidelity(src_fs: Fs, dst_fs: Fs) {
             total > 3 << 20 && shared == total,
             "shared {shared} of {total}"
         );
-        assert_eq!(sum.bytes.copied + sum.bytes.written, 0, "{sum:?}");
+        assert_eq!(
+            sum.tally.bytes.copied + sum.tally.bytes.written,
+            0,
+            "{sum:?}"
+        );
     } else {
-        assert_eq!(sum.bytes.cloned, 0);
+        assert_eq!(sum.tally.bytes.cloned, 0);
     }
 }
 

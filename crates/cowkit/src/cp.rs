@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use crate::install::Reflink;
-use crate::output::{human_bytes, print_json, CliError};
+use crate::output::{human_bytes, print_fallbacks, print_json, tally_text, CliError};
 
 /// Arguments of `cowkit cp`.
 #[derive(clap::Args)]
@@ -200,10 +200,9 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
             if quiet {
                 continue;
             }
-            let b = &s.bytes;
             let verb = if s.ok() { "copied" } else { "partly copied" };
             eprintln!(
-                "{verb} `{}` → `{}`: {} files, {} directories, {} symlinks, {} hardlinks, {} special; {} cloned, {} copied in kernel, {} written; errors: {}",
+                "{verb} `{}` → `{}`: {} files, {} directories, {} symlinks, {} hardlinks, {} special; {}; errors: {}",
                 c.src.display(),
                 c.dst.display(),
                 s.files,
@@ -211,14 +210,10 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
                 s.symlinks,
                 s.hardlinks,
                 s.fifos + s.sockets + s.devices,
-                human_bytes(b.cloned),
-                human_bytes(b.copied),
-                human_bytes(b.written),
+                tally_text(&s.tally),
                 s.errors.len()
             );
-            for (why, n) in &s.fallbacks {
-                eprintln!("fallback: {why} ({n} files)");
-            }
+            print_fallbacks(&s.tally);
             if s.xattrs_unsupported > 0 {
                 eprintln!(
                     "warning: {} extended attributes not supported by the destination filesystem",

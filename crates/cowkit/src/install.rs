@@ -12,7 +12,7 @@ use cowkit_install::{install, Options, Owners, Progress, Summary};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use crate::output::{human_bytes, print_json, report_error, CliError};
+use crate::output::{print_fallbacks, print_json, report_error, tally_text, CliError};
 
 /// How file data may be moved.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -164,27 +164,22 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         for w in &total.warnings {
             eprintln!("warning: {w}");
         }
-        let b = &total.bytes;
         eprintln!(
-            "installed {} package(s) into `{}`: {} files ({} hardlinks), {} directories, {} symlinks; {} cloned, {} copied in kernel, {} written{}",
+            "installed {} package(s) into `{}`: {} files ({} hardlinks), {} directories, {} symlinks; {}{}",
             total.packages,
             args.root.display(),
             total.files,
             total.hardlinks,
             total.directories,
             total.symlinks,
-            human_bytes(b.cloned),
-            human_bytes(b.copied),
-            human_bytes(b.written),
+            tally_text(&total.tally),
             if args.verify {
                 format!("; {} files verified", total.verified)
             } else {
                 String::new()
             }
         );
-        for (why, n) in &total.fallbacks {
-            eprintln!("fallback: {why} ({n} files)");
-        }
+        print_fallbacks(&total.tally);
     }
     if ok {
         Ok(ExitCode::SUCCESS)

@@ -90,3 +90,21 @@ pub fn human_bytes(n: u64) -> String {
         format!("{v:.1} {}", UNITS[u])
     }
 }
+
+/// What the data of many files took, as `install` and `cp` both say it:
+/// `1.0 MiB cloned, 0 B copied in kernel, 4.0 KiB written`.
+pub fn tally_text(t: &cowkit_fs::Tally) -> String {
+    format!(
+        "{} cloned, {} copied in kernel, {} written",
+        human_bytes(t.bytes.cloned),
+        human_bytes(t.bytes.copied),
+        human_bytes(t.bytes.written)
+    )
+}
+
+/// One `fallback:` line per fallback taken, with how many files it hit.
+pub fn print_fallbacks(t: &cowkit_fs::Tally) {
+    for (why, n) in &t.fallbacks {
+        eprintln!("fallback: {why} ({n} files)");
+    }
+}

@@ -1,0 +1,408 @@
+//! Operations relative to a directory descriptor, written once for every
+//! cowkit crate: opening and creating directories without following a
+//! symlink in the last component, `statx`, listing, the one atomic
+//! new-file type ([`NewFile`]), rename-into-place ([`replace_at`]), the one
+//! temporary-name generator ([`temp_name`]) and the process umask.
+//!
+//! Every function takes the directory as a descriptor and the name as one
+//! path component, so nothing is resolved again from the working directory,
+//! and the path used in errors separately (it is never opened).
+//!
+//! ```no_run
+//! use std::os::fd::AsFd;
+//! use std::path::Path;
+//! use cowkit_fs::dir::{self, NewFile};
+//!
+//! let top = Path::new("/srv/data");
+//! let fd = dir::open_dir(rustix::fs::CWD, top, top)?;
+//! // Appears complete under its name, or not at all.
+//! let mut f = NewFile::anonymous(fd.as_fd(), top, 0o644)?;
+//! f.write_all(b"hello\n")?;
+//! f.commit(fd.as_fd(), "greeting", &top.join("greeting"))?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::ffi::{CStr, OsString};
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, Statx, StatxFlags};
+use rustix::io::Errno;
+
+use crate::error::IoError;
+
+type Result<T, E = IoError> = std::result::Result<T, E>;
+
+/// The prefix of every temporary name cowkit creates: an interrupted run
+/// leaves only names that start with it.
+pub const TEMP_PREFIX: &str = ".ck";
+
+/// A fresh temporary name, `.ck<pid>.<n>` in hex: unique within this
+/// process, and between live processes. Creations under it use
+/// `O_EXCL`/`linkat` and retry with the next name if a dead process left
+/// the same one behind.
+pub fn temp_name() -> String {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    format!(
+        "{TEMP_PREFIX}{:x}.{:x}",
+        PID.get_or_init(std::process::id),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// How many fresh temporary names are tried before `EEXIST` is an error.
+const TEMP_TRIES: usize = 16;
+
+/// Run `f` with fresh temporary names until it does not fail with
+/// `EEXIST`; returns the name used.
+fn with_temp_name(mut f: impl FnMut(&str) -> rustix::io::Result<()>) -> rustix::io::Result<String> {
+    let mut last = Errno::EXIST;
+    for _ in 0..TEMP_TRIES {
+        let name = temp_name();
+        match f(&name) {
+            Ok(()) => return Ok(name),
+            Err(Errno::EXIST) => last = Errno::EXIST,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last)
+}
+
+/// The process umask, read from `/proc/self/status` (asking `umask(2)`
+/// would change it for a moment under other threads); `None` if unknown.
+pub fn process_umask() -> Option<u32> {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("Umask:"))
+        .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+}
+
+const DIR_FLAGS: OFlags = OFlags::DIRECTORY
+    .union(OFlags::RDONLY)
+    .union(OFlags::CLOEXEC)
+    .union(OFlags::NOFOLLOW);
+
+/// Open the directory `name` in `dir` without following a symlink in the
+/// last component. `path` names it in errors.
+pub fn open_dir<P: rustix::path::Arg>(dir: impl AsFd, name: P, path: &Path) -> Result<OwnedFd> {
+    rustix::fs::openat(dir, name, DIR_FLAGS, Mode::empty())
+        .map_err(|e| IoError::new("open directory", path, e))
+}
+
+/// [`open_dir`], or `None` when there is no such directory (`ENOENT`,
+/// `ENOTDIR`).
+pub fn open_dir_opt<P: rustix::path::Arg>(
+    dir: impl AsFd,
+    name: P,
+    path: &Path,
+) -> Result<Option<OwnedFd>> {
+    match rustix::fs::openat(dir, name, DIR_FLAGS, Mode::empty()) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(Errno::NOENT | Errno::NOTDIR) => Ok(None),
+        Err(e) => Err(IoError::new("open directory", path, e)),
+    }
+}
+
+/// Open the directory `name` in `dir`, creating it with `mode` (before the
+/// umask) if it does not exist.
+pub fn mkdir_open(dir: impl AsFd, name: &str, mode: u32, path: &Path) -> Result<OwnedFd> {
+    match rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(mode)) {
+        Ok(()) | Err(Errno::EXIST) => {}
+        Err(e) => return Err(IoError::new("create directory", path, e)),
+    }
+    open_dir(dir, name, path)
+}
+
+/// Open the file `name` in `dir` read-only without following a symlink;
+/// `None` when absent.
+pub fn open_read_opt(dir: impl AsFd, name: &str, path: &Path) -> Result<Option<File>> {
+    match rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+        Mode::empty(),
+    ) {
+        Ok(fd) => Ok(Some(File::from(fd))),
+        Err(Errno::NOENT) => Ok(None),
+        Err(e) => Err(IoError::new("open", path, e)),
+    }
+}
+
+/// `statx(dir, name, AT_SYMLINK_NOFOLLOW)` for the basic fields.
+pub fn statx_at(dir: BorrowedFd<'_>, name: &CStr) -> rustix::io::Result<Statx> {
+    rustix::fs::statx(
+        dir,
+        name,
+        AtFlags::SYMLINK_NOFOLLOW,
+        StatxFlags::BASIC_STATS,
+    )
+}
+
+/// What `name` is in `dir`, without following a symlink; `None` when absent.
+pub fn stat_at(dir: impl AsFd, name: &str) -> rustix::io::Result<Option<rustix::fs::Stat>> {
+    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => Ok(Some(st)),
+        Err(Errno::NOENT) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Device and inode of a `statx` answer.
+pub fn dev_ino(st: &Statx) -> (u64, u64) {
+    (
+        rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor),
+        st.stx_ino,
+    )
+}
+
+/// The names in the directory `dir` (without `.` and `..`), with their
+/// `d_type` (`Unknown` where the filesystem does not say).
+pub fn read_names(dir: impl AsFd, path: &Path) -> Result<Vec<(OsString, FileType)>> {
+    let fd = rustix::fs::openat(
+        dir,
+        ".",
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| IoError::new("open directory", path, e))?;
+    let mut d = rustix::fs::Dir::new(fd).map_err(|e| IoError::new("read directory", path, e))?;
+    let mut out = Vec::new();
+    for ent in d.by_ref() {
+        let ent = ent.map_err(|e| IoError::new("read directory", path, e))?;
+        let name = ent.file_name().to_bytes();
+        if name != b"." && name != b".." {
+            out.push((OsString::from_vec(name.to_vec()), ent.file_type()));
+        }
+    }
+    Ok(out)
+}
+
+/// `fsync` a directory (after names in it changed).
+pub fn sync_dir(dir: impl AsFd, path: &Path) -> Result<()> {
+    rustix::fs::fsync(dir).map_err(|e| IoError::new("fsync directory", path, e))
+}
+
+/// Rename `from` in `from_dir` to `to` in `to_dir`, replacing what is
+/// there; if that fails, `from` is removed so that nothing is left behind.
+/// `path` (the destination) names it in errors; the error keeps the errno
+/// ([`IoError::errno`]) for callers that tell conflicts apart.
+pub fn replace_at(
+    from_dir: impl AsFd,
+    from: &str,
+    to_dir: impl AsFd,
+    to: &str,
+    path: &Path,
+) -> Result<()> {
+    rustix::fs::renameat(&from_dir, from, to_dir, to).map_err(|e| {
+        let _ = rustix::fs::unlinkat(&from_dir, from, AtFlags::empty());
+        IoError::new("rename into place", path, e)
+    })
+}
+
+/// Make `name` in `dir` with `create` under a fresh temporary name, then
+/// `finish` it (metadata), then rename it over `name`. On any failure the
+/// temporary name is removed. For entries that cannot be created unnamed:
+/// symlinks, hardlinks, device nodes.
+pub fn create_replacing(
+    dir: BorrowedFd<'_>,
+    name: &str,
+    path: &Path,
+    op: &'static str,
+    create: impl FnMut(&str) -> rustix::io::Result<()>,
+    finish: impl FnOnce(&str) -> crate::Result<()>,
+) -> crate::Result<()> {
+    let tmp = with_temp_name(create).map_err(|e| IoError::new(op, path, e))?;
+    if let Err(e) = finish(&tmp) {
+        let _ = rustix::fs::unlinkat(dir, tmp.as_str(), AtFlags::empty());
+        return Err(e);
+    }
+    Ok(replace_at(dir, &tmp, dir, name, path)?)
+}
+
+/// Give the open file `file` the name `name` in `dir` (`linkat`): an
+/// `O_TMPFILE` file gets its first name this way. `AT_EMPTY_PATH` needs
+/// `CAP_DAC_READ_SEARCH`; everyone else goes through `/proc/self/fd`.
+pub fn link_fd(file: impl AsFd, dir: impl AsFd, name: &str) -> rustix::io::Result<()> {
+    match rustix::fs::linkat(&file, "", &dir, name, AtFlags::EMPTY_PATH) {
+        Err(Errno::NOENT | Errno::PERM) => {
+            let via = format!("/proc/self/fd/{}", file.as_fd().as_raw_fd());
+            rustix::fs::linkat(
+                rustix::fs::CWD,
+                via.as_str(),
+                dir,
+                name,
+                AtFlags::SYMLINK_FOLLOW,
+            )
+        }
+        r => r,
+    }
+}
+
+/// A new regular file that appears under its final name complete or not at
+/// all.
+///
+/// [`NewFile::anonymous`] makes it with `O_TMPFILE`, so it has no name
+/// until [`NewFile::commit`] links it in place in one directory operation
+/// (or, when the name exists, links it under a temporary name and renames
+/// that over the old file). Filesystems without `O_TMPFILE`, and
+/// [`NewFile::named`] (for files that always replace an existing one),
+/// get a temporary name from the start and a rename at the end. A
+/// `NewFile` dropped without being committed leaves nothing behind.
+///
+/// The directory is passed again at the end, so a file can be made in one
+/// place and committed later (after the directory was opened again), or
+/// into another directory of the same filesystem.
+#[derive(Debug)]
+pub struct NewFile {
+    /// `None` only once handed over.
+    file: Option<File>,
+    /// Its temporary name and the directory holding it, once it has one.
+    temp: Option<(OwnedFd, String)>,
+    /// For messages: the directory it was created in.
+    dir_path: PathBuf,
+}
+
+impl NewFile {
+    /// An unnamed file in `dir` (shown as `dir_path` in messages), opened
+    /// read-write with permission bits `mode` (before the umask).
+    pub fn anonymous(dir: BorrowedFd<'_>, dir_path: &Path, mode: u32) -> Result<NewFile> {
+        match rustix::fs::openat(
+            dir,
+            ".",
+            OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
+            Mode::from_raw_mode(mode),
+        ) {
+            Ok(fd) => Ok(NewFile {
+                file: Some(File::from(fd)),
+                temp: None,
+                dir_path: dir_path.to_path_buf(),
+            }),
+            Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL) => Self::named(dir, dir_path, mode),
+            Err(e) => Err(IoError::new("create a file in", dir_path, e)),
+        }
+    }
+
+    /// A file in `dir` under a fresh temporary name, opened read-write.
+    pub fn named(dir: BorrowedFd<'_>, dir_path: &Path, mode: u32) -> Result<NewFile> {
+        let held = rustix::io::fcntl_dupfd_cloexec(dir, 0)
+            .map_err(|e| IoError::new("open directory", dir_path, e))?;
+        let mut fd = None;
+        let name = with_temp_name(|name| {
+            fd = Some(rustix::fs::openat(
+                &held,
+                name,
+                OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::from_raw_mode(mode),
+            )?);
+            Ok(())
+        })
+        .map_err(|e| IoError::new("create a file in", dir_path, e))?;
+        Ok(NewFile {
+            file: fd.map(File::from),
+            temp: Some((held, name)),
+            dir_path: dir_path.to_path_buf(),
+        })
+    }
+
+    /// The open file.
+    pub fn file(&self) -> &File {
+        self.file
+            .as_ref()
+            .expect("a NewFile holds its file until handed over")
+    }
+
+    /// The path of the file for messages: its temporary name, or
+    /// `(new file)` in its directory.
+    pub fn path(&self) -> PathBuf {
+        self.dir_path
+            .join(self.temp.as_ref().map_or("(new file)", |(_, n)| n.as_str()))
+    }
+
+    /// Write all of `data` at the current offset.
+    pub fn write_all(&mut self, data: &[u8]) -> Result<()> {
+        self.file()
+            .write_all(data)
+            .map_err(|e| IoError::new("write", self.path(), e))
+    }
+
+    /// `fsync` the file.
+    pub fn sync(&self) -> Result<()> {
+        rustix::fs::fsync(self.file()).map_err(|e| IoError::new("fsync", self.path(), e))
+    }
+
+    /// Give the file a temporary name in `dir` (where it was created) if
+    /// it has none, and hand over the file and the name: from then on the
+    /// caller moves it ([`replace_at`]) or removes it.
+    pub fn into_named(mut self, dir: BorrowedFd<'_>) -> Result<(File, String)> {
+        let name = match self.temp.take() {
+            Some((_, n)) => n,
+            None => {
+                let file = self.file();
+                with_temp_name(|name| link_fd(file, dir, name))
+                    .map_err(|e| IoError::new("link", self.path(), e))?
+            }
+        };
+        Ok((self.file.take().expect("held"), name))
+    }
+
+    /// Give the file the name `name` in `dir`, replacing what is there;
+    /// `path` (the final name) is used in errors. On failure nothing is
+    /// left behind. Returns the open file.
+    pub fn commit(mut self, dir: BorrowedFd<'_>, name: &str, path: &Path) -> Result<File> {
+        let (from, tmp) = match self.temp.take() {
+            Some(t) => t,
+            None => {
+                match link_fd(self.file(), dir, name) {
+                    Ok(()) => return Ok(self.file.take().expect("held")),
+                    Err(Errno::EXIST) => {}
+                    Err(e) => return Err(IoError::new("link into place", path, e)),
+                }
+                let file = self.file();
+                let tmp = with_temp_name(|t| link_fd(file, dir, t))
+                    .map_err(|e| IoError::new("link into place", path, e))?;
+                let held = rustix::io::fcntl_dupfd_cloexec(dir, 0)
+                    .map_err(|e| IoError::new("link into place", path, e))?;
+                (held, tmp)
+            }
+        };
+        let file = self.file.take().expect("held");
+        replace_at(&from, &tmp, dir, name, path)?;
+        Ok(file)
+    }
+}
+
+impl Drop for NewFile {
+    fn drop(&mut self) {
+        if let Some((dir, tmp)) = &self.temp {
+            let _ = rustix::fs::unlinkat(dir, tmp.as_str(), AtFlags::empty());
+        }
+    }
+}
+
+/// Replace `name` in `dir` with a file holding `data`, atomically (written
+/// under a temporary name, optionally fsynced, renamed into place).
+pub fn write_file_at(
+    dir: impl AsFd,
+    name: &str,
+    path: &Path,
+    data: &[u8],
+    mode: u32,
+    sync: bool,
+) -> Result<()> {
+    let dir = dir.as_fd();
+    let mut f = NewFile::named(dir, path.parent().unwrap_or(Path::new("")), mode)?;
+    f.write_all(data)
+        .map_err(|e| IoError::new("write", path, e.source))?;
+    if sync {
+        f.sync()
+            .map_err(|e| IoError::new("fsync", path, e.source))?;
+    }
+    f.commit(dir, name, path)?;
+    Ok(())
+}
