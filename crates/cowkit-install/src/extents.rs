@@ -84,10 +84,14 @@ pub(crate) fn install(
                             x.file()
                                 .read_exact_at(&mut buf, e.offset)
                                 .map_err(|source| {
-                                    Error::Io(IoError::new("read", x.path().to_path_buf(), source))
+                                    Error::from(IoError::new(
+                                        "read",
+                                        x.path().to_path_buf(),
+                                        source,
+                                    ))
                                 })?;
                             (&*dst).write_all(&buf).map_err(|source| {
-                                Error::Io(IoError::new("write", dst_path.to_path_buf(), source))
+                                Error::from(IoError::new("write", dst_path.to_path_buf(), source))
                             })?;
                             s.tally.record_written(e.length);
                         }

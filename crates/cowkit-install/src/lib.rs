@@ -41,7 +41,8 @@ pub use owners::Owners;
 /// What can go wrong installing.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A filesystem operation failed.
+    /// A filesystem operation failed (paths inside the root as seen from
+    /// the host; an `IoError` converts into this).
     #[error(transparent)]
     Fs(#[from] cowkit_fs::Error),
     /// The package failed a check or could not be read.
@@ -53,10 +54,6 @@ pub enum Error {
     /// A path in the package cannot be placed inside the root.
     #[error(transparent)]
     BadPath(#[from] cowkit_fs::root::BadPath),
-    /// A system call failed (the path inside the root, as seen from the
-    /// host).
-    #[error(transparent)]
-    Io(#[from] IoError),
     /// A file's capabilities in the header cannot be encoded.
     #[error("`{path}` has file capabilities that cannot be set")]
     Caps {
@@ -74,6 +71,12 @@ pub enum Error {
         /// The first one.
         first: PathBuf,
     },
+}
+
+impl From<cowkit_fs::IoError> for Error {
+    fn from(e: cowkit_fs::IoError) -> Self {
+        Error::Fs(e.into())
+    }
 }
 
 /// `Result` with [`Error`].
@@ -187,9 +190,9 @@ pub fn install(
     progress: &dyn Progress,
 ) -> Result<Summary> {
     let file = File::open(package)
-        .map_err(|source| Error::Io(IoError::new("open", package.to_path_buf(), source)))?;
+        .map_err(|source| Error::from(IoError::new("open", package.to_path_buf(), source)))?;
     let is_extents = cowkit_extents::open::is_extents_file(&file)
-        .map_err(|source| Error::Io(IoError::new("read", package.to_path_buf(), source)))?;
+        .map_err(|source| Error::from(IoError::new("read", package.to_path_buf(), source)))?;
     let mut summary = if is_extents {
         extents::install(root, owners, file, package, opts, progress)?
     } else {

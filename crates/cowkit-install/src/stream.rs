@@ -42,7 +42,7 @@ pub(crate) fn install(
                     // The typed cause (digest mismatch, damaged archive)
                     // is what read_payload returns.
                     Err(source) => {
-                        return Err(Error::Io(IoError::new(
+                        return Err(Error::from(IoError::new(
                             "read the payload for",
                             dst_path.to_path_buf(),
                             source,
@@ -50,7 +50,7 @@ pub(crate) fn install(
                     }
                 };
                 dst.write_all(&buf[..n]).map_err(|source| {
-                    Error::Io(IoError::new("write", dst_path.to_path_buf(), source))
+                    Error::from(IoError::new("write", dst_path.to_path_buf(), source))
                 })?;
                 progress.on_bytes(n as u64);
             }

@@ -20,7 +20,7 @@ use crate::owners::Owners;
 use crate::{Error, Result};
 
 fn sys(op: &'static str, path: PathBuf) -> impl FnOnce(Errno) -> Error {
-    move |e| Error::Io(IoError::new(op, path, e))
+    move |e| Error::from(IoError::new(op, path, e))
 }
 
 /// An open directory of the root, and what entries created in it inherit.

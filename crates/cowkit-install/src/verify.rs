@@ -30,7 +30,7 @@ pub(crate) fn verify(
         loop {
             let n = file
                 .read(&mut buf)
-                .map_err(|source| Error::Io(IoError::new("read", path.clone(), source)))?;
+                .map_err(|source| Error::from(IoError::new("read", path.clone(), source)))?;
             if n == 0 {
                 break;
             }

@@ -9,10 +9,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// What went wrong; variants carry the paths involved.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A file operation failed.
-    #[error(transparent)]
-    Io(#[from] cowkit_fs::IoError),
-    /// A file operation inside a root failed.
+    /// A file operation failed (cowkit-fs; an `IoError` converts into
+    /// this).
     #[error(transparent)]
     Fs(#[from] cowkit_fs::Error),
     /// A cache or stats directory is not safe to load a library from.
@@ -59,12 +57,18 @@ pub enum Error {
 }
 
 pub(crate) fn io_err(what: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Error {
-    Error::Io(cowkit_fs::IoError::new(what, path, source))
+    Error::from(cowkit_fs::IoError::new(what, path, source))
 }
 
 pub(crate) fn proc_err(what: &'static str, source: impl Into<io::Error>) -> Error {
     Error::Process {
         what,
         source: source.into(),
+    }
+}
+
+impl From<cowkit_fs::IoError> for Error {
+    fn from(e: cowkit_fs::IoError) -> Self {
+        Error::Fs(e.into())
     }
 }

@@ -5,10 +5,8 @@ use std::path::PathBuf;
 /// Everything that can go wrong in the storage backend.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A system call on one file or directory failed.
-    #[error(transparent)]
-    Io(#[from] cowkit_fs::IoError),
-    /// Moving data between files failed (cowkit-fs chain).
+    /// A system call on one file or directory failed, or moving data
+    /// between files did (cowkit-fs; an `IoError` converts into this).
     #[error(transparent)]
     Fs(#[from] cowkit_fs::Error),
     /// A metadata record is unreadable.
@@ -125,6 +123,12 @@ pub enum Error {
     },
 }
 
+impl From<cowkit_fs::IoError> for Error {
+    fn from(e: cowkit_fs::IoError) -> Self {
+        Error::Fs(e.into())
+    }
+}
+
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -133,5 +137,5 @@ pub(crate) fn io(
     path: impl Into<PathBuf>,
     e: impl Into<std::io::Error>,
 ) -> Error {
-    Error::Io(cowkit_fs::IoError::new(op, path, e))
+    Error::from(cowkit_fs::IoError::new(op, path, e))
 }

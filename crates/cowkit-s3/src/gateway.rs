@@ -32,7 +32,7 @@ pub struct S3Gateway {
 pub fn to_s3_error(e: Error) -> S3Error {
     use S3ErrorCode as C;
     let (code, status) = match &e {
-        Error::Io(_) | Error::Fs(_) | Error::Corrupt { .. } => {
+        Error::Fs(_) | Error::Corrupt { .. } => {
             log::error!("{}", crate::error_chain(&e));
             (C::InternalError, None)
         }
