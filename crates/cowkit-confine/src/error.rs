@@ -1,4 +1,5 @@
-//! The one error type of this crate.
+//! The error type of confinement itself (the worker protocol's is
+//! [`WorkerError`](crate::worker::WorkerError)).
 
 use std::io;
 use std::path::PathBuf;

@@ -16,6 +16,11 @@
 //!   thread of the process.
 //! - [`self_check`] proves from inside, with one system call, that the filter
 //!   is in force; [`mode_of`] lets the parent check from outside.
+//! - [`worker`]: the protocol between the unconfined parent and its worker
+//!   ([`worker::Worker::start`] on the parent's side, [`worker::serve`] on
+//!   the worker's): the worker confines itself and says so, the parent
+//!   checks `/proc/<pid>/status` before it lets the worker read anything,
+//!   and the result or the error chain comes back as JSON.
 //!
 //! A call outside the allowlist fails with `EPERM` rather than killing the
 //! process: Rust code gets an ordinary [`std::io::Error`] it can report
@@ -48,6 +53,7 @@
 mod allowlist;
 pub mod error;
 mod status;
+pub mod worker;
 
 use std::collections::BTreeMap;
 

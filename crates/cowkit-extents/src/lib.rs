@@ -13,6 +13,10 @@
 //!   checking every file's digest and the payload digest.
 //! - [`open`]: [`open::ExtentsFile::open`] reads the footer and table and
 //!   checks them against the (verified) header before anything is trusted.
+//! - [`confined`]: the transcoder run in a seccomp-confined worker process
+//!   (the protocol of [`cowkit_confine::worker`]): [`confined::transcode`]
+//!   is the parent, which commits the output by rename only on success;
+//!   [`confined::worker`] is what the worker process runs.
 //!
 //! ```no_run
 //! use std::fs::File;
@@ -27,6 +31,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod confined;
 pub mod format;
 pub mod open;
 pub mod transcode;

@@ -1,0 +1,282 @@
+//! Transcoding in a confined worker process: the untrusted work (headers,
+//! signature, payload, digests) happens in a worker that confined itself
+//! with seccomp; this (unconfined) side only opens files, checks that the
+//! worker is confined, and commits the output when it succeeded. The
+//! protocol is [`cowkit_confine::worker`]'s.
+//!
+//! ```text
+//! parent: transcode                        worker: worker
+//!   open IN, create OUT's temp file
+//!   spawn the worker command:
+//!     stdin=IN, stdout=temp              ─▶ load the keys (trusted files)
+//!                                           seccomp filter, self-check
+//!   check /proc/<worker>/status, "G"     ─▶ begin: headers, signature;
+//!                                           write: payload, digests
+//!   read the outcome                     ◀─ outcome JSON, exit 0
+//!   rename temp → OUT
+//! ```
+//!
+//! The caller supplies the worker as a [`Command`] that runs a program
+//! calling [`worker`] (the `cowkit` CLI re-executes itself with a hidden
+//! subcommand) and passes it the [`WorkerOptions`] as it sees fit.
+
+use std::fs::File;
+use std::io::{self, BufReader};
+use std::os::fd::AsFd;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use cowkit_archive::pgp::Keyring;
+use cowkit_confine::worker::{serve, Failure, Worker, WorkerError};
+use cowkit_confine::Policy;
+use serde::{Deserialize, Serialize};
+
+use crate::transcode::{begin, NoProgress, Options, Summary};
+
+/// The hint given when `--key` was passed and no signature verified.
+const KEY_HINT: &str = "check that the package is signed and that --key names the right public key";
+
+/// What a confined transcode did.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Outcome {
+    /// What the transcoder wrote.
+    pub summary: Summary,
+    /// Who signed the package (the key's fingerprint, else its key ID,
+    /// else the key file) when keys were given.
+    pub signed_by: Option<String>,
+    /// Whether the worker was confined, as the parent saw it (not sent by
+    /// the worker).
+    #[serde(skip)]
+    pub confined: bool,
+}
+
+/// What the worker is asked to do (the caller passes these to the worker
+/// process, on its command line for instance).
+#[derive(Clone, Debug)]
+pub struct WorkerOptions {
+    /// Transcoder settings.
+    pub options: Options,
+    /// Key files or directories: if any, the package's header signature
+    /// must verify with one of their keys.
+    pub keys: Vec<PathBuf>,
+    /// Confine the worker (`false` only where seccomp is not available).
+    pub confine: bool,
+}
+
+/// Where the package comes from.
+#[derive(Clone, Copy, Debug)]
+pub enum Input<'a> {
+    /// This process's standard input.
+    Stdin,
+    /// A file.
+    Path(&'a Path),
+}
+
+/// Where the extents file goes.
+#[derive(Clone, Copy, Debug)]
+pub enum Output<'a> {
+    /// This process's standard output, written as it goes (a failed
+    /// transcode leaves a partial output there).
+    Stdout,
+    /// A file, created (or replaced) only when the transcode succeeded.
+    Path(&'a Path),
+}
+
+/// Why a confined transcode failed. In every case, an output path was
+/// neither created nor changed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The package could not be opened.
+    #[error("cannot open `{}`", path.display())]
+    Open {
+        /// The package.
+        path: PathBuf,
+        /// What went wrong.
+        #[source]
+        source: io::Error,
+    },
+    /// Standard input could not be duplicated for the worker.
+    #[error("cannot pass standard input to the worker")]
+    Stdin(#[source] io::Error),
+    /// Standard output could not be duplicated for the worker.
+    #[error("cannot pass standard output to the worker")]
+    Stdout(#[source] io::Error),
+    /// The temporary file for the output could not be created.
+    #[error("cannot create a file in `{}`", dir.display())]
+    Create {
+        /// The output's directory.
+        dir: PathBuf,
+        /// What went wrong.
+        #[source]
+        source: io::Error,
+    },
+    /// The temporary file could not be duplicated for the worker.
+    #[error("cannot pass the temporary file for `{}` to the worker", path.display())]
+    Temp {
+        /// The output.
+        path: PathBuf,
+        /// What went wrong.
+        #[source]
+        source: io::Error,
+    },
+    /// The worker could not be started, was not confined, or failed; its
+    /// own error is in [`WorkerError::Failed`].
+    #[error(transparent)]
+    Worker(#[from] WorkerError),
+    /// The output's mode could not be set.
+    #[error("cannot set the mode of the output `{}`", path.display())]
+    Mode {
+        /// The output.
+        path: PathBuf,
+        /// What went wrong.
+        #[source]
+        source: io::Error,
+    },
+    /// The output could not be renamed into place.
+    #[error("cannot rename the output to `{}`", path.display())]
+    Rename {
+        /// The output.
+        path: PathBuf,
+        /// What went wrong.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Transcodes `input` into `output` in a worker started from `worker`,
+/// which must run a program that calls [`worker`].
+///
+/// A file `output` is written to a temporary file in its directory and
+/// renamed into place only once the worker has reported success; on any
+/// error the temporary file is removed and `output` is left as it was.
+/// With `allow_unconfined`, a worker that runs without confinement
+/// ([`WorkerOptions::confine`] `false`) is accepted; otherwise it is
+/// killed before it reads anything.
+///
+/// # Errors
+///
+/// [`Error::Worker`] when the worker could not be started, was not
+/// confined, or failed ([`WorkerError::Failed`] carries its error chain
+/// and hint); the others name the file that could not be opened,
+/// created, or committed.
+pub fn transcode(
+    worker: Command,
+    input: Input<'_>,
+    output: Output<'_>,
+    allow_unconfined: bool,
+) -> Result<Outcome, Error> {
+    let input = match input {
+        Input::Stdin => stdio_file(io::stdin()).map_err(Error::Stdin)?,
+        Input::Path(path) => File::open(path).map_err(|source| Error::Open {
+            path: path.to_owned(),
+            source,
+        })?,
+    };
+    let run = |out: File| -> Result<Outcome, Error> {
+        let w = Worker::start(worker, input, out, allow_unconfined)?;
+        let confined = w.confined();
+        let mut outcome: Outcome = w.finish()?;
+        outcome.confined = confined;
+        Ok(outcome)
+    };
+    match output {
+        Output::Stdout => run(stdio_file(io::stdout()).map_err(Error::Stdout)?),
+        Output::Path(path) => create_committed(path, run),
+    }
+}
+
+/// A standard stream as a `File` of its own.
+fn stdio_file(fd: impl AsFd) -> io::Result<File> {
+    Ok(File::from(fd.as_fd().try_clone_to_owned()?))
+}
+
+/// Creates `path` with what `write` writes to the file it is given: a
+/// temporary file in `path`'s directory, given the mode of a new file
+/// (0666 minus the umask) and renamed to `path` when `write` succeeded,
+/// removed when anything failed.
+fn create_committed<T>(
+    path: &Path,
+    write: impl FnOnce(File) -> Result<T, Error>,
+) -> Result<T, Error> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let temp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(|source| Error::Create {
+            dir: dir.to_owned(),
+            source,
+        })?;
+    let file = temp.as_file().try_clone().map_err(|source| Error::Temp {
+        path: path.to_owned(),
+        source,
+    })?;
+    let value = write(file)?;
+    // A temporary file is created 0600.
+    let mask = rustix::process::umask(rustix::fs::Mode::empty());
+    rustix::process::umask(mask);
+    temp.as_file()
+        .set_permissions(PermissionsExt::from_mode(0o666 & !mask.bits()))
+        .map_err(|source| Error::Mode {
+            path: path.to_owned(),
+            source,
+        })?;
+    temp.persist(path).map_err(|e| Error::Rename {
+        path: path.to_owned(),
+        source: e.error,
+    })?;
+    Ok(value)
+}
+
+/// The worker: call it from the program that [`transcode`]'s `worker`
+/// command runs, with the options the caller passed on. Loads the keys,
+/// confines this process (unless `opts.confine` is `false`), and once the
+/// parent has checked that, transcodes stdin into stdout and sends the
+/// [`Outcome`] or the error back. Prints nothing.
+///
+/// Returns whether the package was transcoded: exit with status 0 then, 1
+/// otherwise.
+pub fn worker(opts: &WorkerOptions) -> bool {
+    let policy = Policy::stream_worker().allow_threads(true);
+    serve(
+        opts.confine.then_some(&policy),
+        || -> Result<Option<Keyring>, Failure> {
+            // Trusted inputs first: nothing can be opened once confined.
+            if opts.keys.is_empty() {
+                return Ok(None);
+            }
+            let mut k = Keyring::new();
+            for p in &opts.keys {
+                k.add(p)?;
+            }
+            Ok(Some(k))
+        },
+        |keyring, input, output| -> Result<Outcome, Failure> {
+            let begun = begin(BufReader::with_capacity(256 * 1024, input))?;
+            let signed_by = match &keyring {
+                None => None,
+                Some(k) => {
+                    let v = k
+                        .verify_header(begun.package())
+                        .map_err(|e| Failure::from(e).hint(KEY_HINT))?;
+                    Some(
+                        v.fingerprint
+                            .or(v.key_id)
+                            .unwrap_or_else(|| v.key_file.display().to_string()),
+                    )
+                }
+            };
+            let summary = begun.write(output, &opts.options, &NoProgress)?;
+            Ok(Outcome {
+                summary,
+                signed_by,
+                confined: opts.confine,
+            })
+        },
+    )
+}
