@@ -184,16 +184,10 @@ impl Failure {
     }
 }
 
-impl<E: std::error::Error> From<E> for Failure {
+impl<E: std::error::Error + 'static> From<E> for Failure {
     fn from(e: E) -> Self {
-        let mut messages = vec![e.to_string()];
-        let mut s = e.source();
-        while let Some(x) = s {
-            messages.push(x.to_string());
-            s = x.source();
-        }
         Failure {
-            messages,
+            messages: cowkit_fs::error::chain(&e),
             hint: None,
         }
     }

@@ -23,13 +23,15 @@
 use std::fs::File;
 use std::io::{self, BufReader};
 use std::os::fd::AsFd;
-use std::os::unix::fs::PermissionsExt;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use cowkit_archive::pgp::Keyring;
 use cowkit_confine::worker::{serve, Failure, Worker, WorkerError};
 use cowkit_confine::Policy;
+use cowkit_fs::dir::{self, NewFile};
+use cowkit_fs::IoError;
 use serde::{Deserialize, Serialize};
 
 use crate::transcode::{begin, NoProgress, Options, Summary};
@@ -102,46 +104,15 @@ pub enum Error {
     /// Standard output could not be duplicated for the worker.
     #[error("cannot pass standard output to the worker")]
     Stdout(#[source] io::Error),
-    /// The temporary file for the output could not be created.
-    #[error("cannot create a file in `{}`", dir.display())]
-    Create {
-        /// The output's directory.
-        dir: PathBuf,
-        /// What went wrong.
-        #[source]
-        source: io::Error,
-    },
-    /// The temporary file could not be duplicated for the worker.
-    #[error("cannot pass the temporary file for `{}` to the worker", path.display())]
-    Temp {
-        /// The output.
-        path: PathBuf,
-        /// What went wrong.
-        #[source]
-        source: io::Error,
-    },
+    /// The output file could not be created, passed to the worker or
+    /// named (cowkit-fs: `O_TMPFILE` + `linkat`, or a temporary name and a
+    /// rename).
+    #[error(transparent)]
+    Output(#[from] cowkit_fs::IoError),
     /// The worker could not be started, was not confined, or failed; its
     /// own error is in [`WorkerError::Failed`].
     #[error(transparent)]
     Worker(#[from] WorkerError),
-    /// The output's mode could not be set.
-    #[error("cannot set the mode of the output `{}`", path.display())]
-    Mode {
-        /// The output.
-        path: PathBuf,
-        /// What went wrong.
-        #[source]
-        source: io::Error,
-    },
-    /// The output could not be renamed into place.
-    #[error("cannot rename the output to `{}`", path.display())]
-    Rename {
-        /// The output.
-        path: PathBuf,
-        /// What went wrong.
-        #[source]
-        source: io::Error,
-    },
 }
 
 /// Transcodes `input` into `output` in a worker started from `worker`,
@@ -191,45 +162,30 @@ fn stdio_file(fd: impl AsFd) -> io::Result<File> {
     Ok(File::from(fd.as_fd().try_clone_to_owned()?))
 }
 
-/// Creates `path` with what `write` writes to the file it is given: a
-/// temporary file in `path`'s directory, given the mode of a new file
-/// (0666 minus the umask) and renamed to `path` when `write` succeeded,
-/// removed when anything failed.
+/// Creates `path` with what `write` writes to the file it is given: a new
+/// unnamed file in `path`'s directory (`O_TMPFILE`, so it gets the mode of
+/// a new file, 0666 minus the umask), given its name when `write`
+/// succeeded; nothing is left when anything failed
+/// ([`cowkit_fs::dir::NewFile`]).
 fn create_committed<T>(
     path: &Path,
     write: impl FnOnce(File) -> Result<T, Error>,
 ) -> Result<T, Error> {
-    let dir = match path.parent() {
+    let dir_path = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let temp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(|source| Error::Create {
-            dir: dir.to_owned(),
-            source,
-        })?;
-    let file = temp.as_file().try_clone().map_err(|source| Error::Temp {
-        path: path.to_owned(),
-        source,
+    let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
+        IoError::new("create", path, io::Error::from(io::ErrorKind::InvalidInput))
     })?;
+    let dir = dir::open_dir(rustix::fs::CWD, dir_path, dir_path)?;
+    let new = NewFile::anonymous(dir.as_fd(), dir_path, 0o666)?;
+    let file = new
+        .file()
+        .try_clone()
+        .map_err(|e| IoError::new("pass to the worker the new file for", path, e))?;
     let value = write(file)?;
-    // A temporary file is created 0600.
-    let mask = rustix::process::umask(rustix::fs::Mode::empty());
-    rustix::process::umask(mask);
-    temp.as_file()
-        .set_permissions(PermissionsExt::from_mode(0o666 & !mask.bits()))
-        .map_err(|source| Error::Mode {
-            path: path.to_owned(),
-            source,
-        })?;
-    temp.persist(path).map_err(|e| Error::Rename {
-        path: path.to_owned(),
-        source: e.error,
-    })?;
+    new.commit(dir.as_fd(), name, path)?;
     Ok(value)
 }
 

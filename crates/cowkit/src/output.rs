@@ -44,11 +44,8 @@ impl CliError {
     /// The message and its causes, outermost first.
     pub fn chain(&self) -> Vec<String> {
         let mut v = vec![self.context.clone()];
-        let mut src: Option<&(dyn std::error::Error + 'static)> =
-            self.source.as_deref().map(|s| s as _);
-        while let Some(s) = src {
-            v.push(s.to_string());
-            src = s.source();
+        if let Some(s) = self.source.as_deref() {
+            v.extend(cowkit_fs::error::chain(s));
         }
         v
     }
@@ -57,11 +54,10 @@ impl CliError {
 /// Print `e` as `error: …`, one `caused by:` line per source, and `hint:`.
 pub fn report_error(e: &CliError) {
     let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "error: {}", e.context);
-    let mut src: Option<&(dyn std::error::Error + 'static)> = e.source.as_deref().map(|s| s as _);
-    while let Some(s) = src {
+    let mut lines = e.chain().into_iter();
+    let _ = writeln!(err, "error: {}", lines.next().unwrap_or_default());
+    for s in lines {
         let _ = writeln!(err, "  caused by: {s}");
-        src = s.source();
     }
     if let Some(h) = &e.hint {
         let _ = writeln!(err, "hint: {h}");

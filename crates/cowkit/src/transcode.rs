@@ -135,17 +135,8 @@ fn cli_error(e: Error, input: &Path) -> CliError {
         Error::Open { source, .. } | Error::Stdin(source) => {
             CliError::new(format!("cannot open `{}`", input.display()), source)
         }
-        Error::Stdout(source) | Error::Temp { source, .. } => {
-            CliError::new("cannot open the output", source)
-        }
-        Error::Create { dir, source } => {
-            CliError::new(format!("cannot create a file in `{}`", dir.display()), source)
-        }
-        Error::Mode { source, .. } => CliError::new("cannot set the output's mode", source),
-        Error::Rename { path, source } => CliError::new(
-            format!("cannot rename the output to `{}`", path.display()),
-            source,
-        ),
+        Error::Stdout(source) => CliError::new("cannot open the output", source),
+        Error::Output(e) => CliError::new("cannot write the output", e),
         Error::Worker(WorkerError::Socket(source)) => {
             CliError::new("cannot create a socket", source)
         }
