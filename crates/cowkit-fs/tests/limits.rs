@@ -36,6 +36,60 @@ fn btrfs_nocow_source_falls_back_from_clone_with_einval() {
     assert_eq!(std::fs::read(&dst).unwrap(), want);
 }
 
+/// A walk over one Btrfs pair: clone works and is confirmed, then a NOCOW
+/// file refuses it. Without the per-file policy that is an error (no
+/// silent switch); with it, that one file goes one method down, the pair
+/// stays at clone, and the next file is cloned again.
+#[test]
+fn a_nocow_file_after_a_confirmed_clone_goes_one_method_down_only_with_retry_down() {
+    use cowkit_fs::{Copier, Handle};
+    let Some(dir) = scratch(Fs::Btrfs) else {
+        return;
+    };
+    let cow = p(dir.path(), "cow");
+    std::fs::write(&cow, pattern(1 << 20, 4)).unwrap();
+    let nocow = p(dir.path(), "nocow");
+    std::fs::File::create(&nocow).unwrap();
+    run("chattr", &["+C", nocow.to_str().unwrap()]);
+    let want = pattern(1 << 20, 5);
+    std::fs::write(&nocow, &want).unwrap();
+    let copy = |c: &mut Copier, src: &Path, name: &str| {
+        let dst = p(dir.path(), name);
+        let (s, d) = (
+            std::fs::File::open(src).unwrap(),
+            std::fs::File::create(&dst).unwrap(),
+        );
+        c.copy_file(Handle::new(&s, src), Handle::new(&d, &dst))
+    };
+
+    let mut strict = Copier::new(Chain::AUTO);
+    assert_eq!(copy(&mut strict, &cow, "a1").unwrap().method, Method::Clone);
+    match copy(&mut strict, &nocow, "a2") {
+        Err(Error::ConfirmedMethodFailed { method, reason, .. }) => {
+            assert_eq!(
+                (method, reason),
+                (Method::Clone, Reason::Errno(Errno::INVAL))
+            );
+        }
+        other => panic!("a confirmed method must not switch silently: {other:?}"),
+    }
+
+    let mut walk = Copier::new(Chain::AUTO).with_retry_down(true);
+    assert_eq!(copy(&mut walk, &cow, "b1").unwrap().method, Method::Clone);
+    let done = copy(&mut walk, &nocow, "b2").unwrap();
+    assert_eq!(done.method, Method::CopyFileRange, "{done:?}");
+    assert_eq!(done.fallbacks.len(), 1, "{done:?}");
+    assert!(done.fallbacks[0].this_file_only, "{done:?}");
+    assert_eq!(done.fallbacks[0].reason, Reason::Errno(Errno::INVAL));
+    assert_eq!(
+        done.fallbacks[0].to_string(),
+        "clone refused for single files: EINVAL (Invalid argument)"
+    );
+    assert_eq!(std::fs::read(p(dir.path(), "b2")).unwrap(), want);
+    assert_eq!(walk.confirmed(), Some(Method::Clone));
+    assert_eq!(copy(&mut walk, &cow, "b3").unwrap().method, Method::Clone);
+}
+
 /// A 1 MiB tmpfs mounted on `dir` for the test's lifetime.
 struct TinyFs<'a>(&'a Path);
 
