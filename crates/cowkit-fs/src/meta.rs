@@ -397,6 +397,17 @@ impl XattrBuf {
     }
 }
 
+/// Whether a default ACL may apply to entries created in the directory
+/// `dir`: then it, not the umask, decides their creation mode, which cannot
+/// be trusted to be final. Any answer but "no such attribute" or "no
+/// extended attributes here" counts as yes.
+pub fn may_have_default_acl(dir: impl AsFd) -> bool {
+    !matches!(
+        rustix::fs::fgetxattr(dir, "system.posix_acl_default", &mut [0u8; 0][..]),
+        Err(Errno::NODATA | Errno::OPNOTSUPP)
+    )
+}
+
 /// A helper for callers that name xattrs with `&str`.
 pub fn xattr(name: &str, value: impl Into<Vec<u8>>) -> Xattr {
     Xattr {

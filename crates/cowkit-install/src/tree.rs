@@ -116,13 +116,7 @@ impl<'r> Target<'r> {
             let fd = self.root.create_dirs(&rel, 0o755)?;
             let st = rustix::fs::fstat(&fd).map_err(sys("stat", self.root.display(&rel)))?;
             let new_gid = (st.st_mode & 0o2000 != 0).then_some(st.st_gid);
-            // Any answer but "no such attribute" (or no xattr support)
-            // means a default ACL may apply.
-            let mut probe = [0u8; 1];
-            let default_acl = !matches!(
-                rustix::fs::fgetxattr(&fd, "system.posix_acl_default", &mut probe[..]),
-                Err(Errno::NODATA | Errno::NOTSUP)
-            );
+            let default_acl = meta::may_have_default_acl(&fd);
             self.dirs.insert(
                 d.to_string(),
                 Dir {

@@ -461,8 +461,8 @@ pub fn copy_linked(
     let dpst = rustix::fs::fstat(&dpfd).map_err(io("stat", dparent))?;
     let euid = rustix::process::geteuid().as_raw();
     let egid = rustix::process::getegid().as_raw();
-    let default_acl = rustix::fs::fgetxattr(&dpfd, "system.posix_acl_default", &mut [0u8; 0][..]);
     let pumask = process_umask();
+    let exact_modes = !meta::may_have_default_acl(&dpfd);
     let mut ctx = Ctx {
         o,
         progress,
@@ -488,7 +488,7 @@ pub fn copy_linked(
             egid
         },
         setgid: dpst.st_mode & 0o2000 != 0,
-        exact_modes: matches!(default_acl, Err(Errno::NODATA | Errno::OPNOTSUPP)),
+        exact_modes,
         finish: None,
     });
     let mut w = ctx.worker();
