@@ -93,11 +93,9 @@ pub fn open_targets() -> Result<(Vec<Target>, Vec<Skipped>)> {
 }
 
 fn open_dir(p: &Path) -> std::io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(rustix::fs::OFlags::DIRECTORY.bits() as i32)
-        .open(p)
+    cowkit_fs::dir::open_dir(rustix::fs::CWD, p, p)
+        .map(File::from)
+        .map_err(|e| e.source)
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use cowkit_fs::dir::{dev_ino, process_umask, statx_at};
+use cowkit_fs::dir::{self, dev_ino, process_umask, statx_at};
 use cowkit_fs::meta::{self, Current, Meta, On, Policy, Which, Xattr, XattrBuf};
 use cowkit_fs::{Chain, Copier, Handle, IoError, Method, Tally};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir, Timespec, CWD};
@@ -343,6 +343,13 @@ fn fail(path: &Path, op: &'static str, e: Errno) -> Fail {
     }
 }
 
+fn fail_io(e: &IoError) -> Fail {
+    Fail {
+        err: sys::entry_error_io(e),
+        errno: e.errno(),
+    }
+}
+
 fn fail_fs(path: &Path, e: &cowkit_fs::Error) -> Fail {
     Fail {
         err: entry_error_fs(path, e),
@@ -493,7 +500,7 @@ pub fn copy_linked(
     });
     let mut w = ctx.worker();
     if is_dir {
-        let sfd = open_dir(CWD, src).map_err(io("open directory", src))?;
+        let sfd = dir::open_dir(CWD, src, src)?;
         match ctx.make_dir(&mut w, &holder, sfd, &dname, st, PathBuf::new()) {
             Ok((node, sfd)) => {
                 let top = rustix::io::fcntl_dupfd_cloexec(&node.dst, 0)
@@ -515,7 +522,7 @@ pub fn copy_linked(
             op: "copy",
             path: src.to_path_buf(),
         })?;
-        let spfd = open_dir(CWD, sparent).map_err(io("open directory", sparent))?;
+        let spfd = dir::open_dir(CWD, sparent, sparent)?;
         let top = rustix::io::fcntl_dupfd_cloexec(&holder.dst, 0)
             .map_err(io("open directory", dparent))?;
         ctx.top = Some(Arc::new(top));
@@ -550,11 +557,6 @@ fn split(path: &Path) -> Option<(&Path, CString)> {
         _ => Path::new("."),
     };
     Some((parent, CString::new(name.as_bytes()).ok()?))
-}
-
-fn open_dir<Fd: AsFd, P: rustix::path::Arg>(dir: Fd, name: P) -> rustix::io::Result<OwnedFd> {
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    rustix::fs::openat(&dir, name, flags, Mode::empty())
 }
 
 /// Whether the directory `dir` is the directory `id` or lies below it:
@@ -643,8 +645,8 @@ impl Ctx<'_> {
             } => {
                 let rel = parent.rel.join(OsStr::from_bytes(name.to_bytes()));
                 let path = self.src_root.join(&rel);
-                let made = open_dir(&*src_dir, &name)
-                    .map_err(|e| fail(&path, "open directory", e))
+                let made = dir::open_dir(&*src_dir, name.as_c_str(), &path)
+                    .map_err(|e| fail_io(&e))
                     .and_then(|sfd| self.make_dir(w, &parent, sfd, &name, st, rel));
                 drop(src_dir);
                 match made {
@@ -686,7 +688,7 @@ impl Ctx<'_> {
             Err(Errno::EXIST) => false,
             Err(e) => return Err(fail(&dpath, "create directory", e)),
         };
-        let dfd = open_dir(&parent.dst, name).map_err(|e| fail(&dpath, "open directory", e))?;
+        let dfd = dir::open_dir(&parent.dst, name, &dpath).map_err(|e| fail_io(&e))?;
         // What the kernel gave a new directory is known without asking:
         // no default ACL can apply (`exact_modes`), the umask is known, the
         // group and setgid bit come from the parent.

@@ -1,6 +1,6 @@
 //! The parallel tree remove: see [`remove()`].
 
-use std::ffi::{CStr, CString, OsStr};
+use std::ffi::{CString, OsStr};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -8,15 +8,15 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use cowkit_fs::dir::{self, dev_ino, statx_at};
+use cowkit_fs::IoError;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir, CWD};
 use rustix::io::Errno;
 use serde::Serialize;
 
 use crate::queue::Queue;
-use crate::sys::entry_error;
+use crate::sys::{self, entry_error};
 use crate::{EntryError, Error, Progress};
-use cowkit_fs::dir::{dev_ino, statx_at};
-use cowkit_fs::IoError;
 
 /// How [`remove()`] works.
 #[derive(Clone, Debug)]
@@ -154,7 +154,7 @@ pub fn remove(
         queue: Queue::new(),
         root: path.to_path_buf(),
     };
-    let fd = open_dir(&pfd, &name).map_err(|e| io("open directory", e))?;
+    let fd = dir::open_dir(&pfd, name.as_c_str(), path)?;
     let top = Arc::new(Node {
         fd,
         parent: Parent::Top(pfd),
@@ -184,11 +184,6 @@ pub fn remove(
     Ok(sum)
 }
 
-fn open_dir<Fd: AsFd>(dir: Fd, name: &CStr) -> rustix::io::Result<OwnedFd> {
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    rustix::fs::openat(&dir, name, flags, Mode::empty())
-}
-
 impl Ctx<'_> {
     fn fail(&self, w: &mut Worker, node: &Node, err: EntryError) {
         node.failed.store(true, Ordering::Relaxed);
@@ -199,7 +194,8 @@ impl Ctx<'_> {
     fn task(&self, w: &mut Worker, t: Task) {
         let Task::Open { parent, name } = t;
         let rel = parent.rel.join(OsStr::from_bytes(name.to_bytes()));
-        match open_dir(&parent.fd, &name) {
+        let path = self.root.join(&rel);
+        match dir::open_dir(&parent.fd, name.as_c_str(), &path) {
             Ok(fd) => {
                 let node = Arc::new(Node {
                     fd,
@@ -211,10 +207,9 @@ impl Ctx<'_> {
                 });
                 self.list(w, node);
             }
-            Err(Errno::NOENT) if self.o.force => self.finish(w, parent),
+            Err(e) if e.errno() == Some(Errno::NOENT) && self.o.force => self.finish(w, parent),
             Err(e) => {
-                let err = entry_error(&self.root.join(&rel), "open directory", e);
-                self.fail(w, &parent, err);
+                self.fail(w, &parent, sys::entry_error_io(&e));
                 self.finish(w, parent);
             }
         }

@@ -12,6 +12,11 @@ pub fn entry_error(path: &Path, op: &'static str, e: Errno) -> EntryError {
     entry_error_of(path, &IoError::new(op, path, e))
 }
 
+/// An [`EntryError`] from a failed system call on its path.
+pub fn entry_error_io(e: &IoError) -> EntryError {
+    entry_error_of(&e.path, e)
+}
+
 /// An [`EntryError`] from a cowkit-fs error.
 pub fn entry_error_fs(path: &Path, e: &cowkit_fs::Error) -> EntryError {
     entry_error_of(path, e)
