@@ -11,7 +11,7 @@ use cowkit_extents::format::Kind;
 use cowkit_extents::open::{Content, ExtentsFile};
 use cowkit_extents::transcode::{begin, NoProgress, Options, Summary};
 use cowkit_extents::Error;
-use cowkit_testutil::rpm_fixture;
+use cowkit_testutil::rpm::fixture_in;
 
 const PAYLOADS: [&str; 6] = [
     "w19.zstdio",
@@ -59,7 +59,7 @@ fn content(x: &ExtentsFile, index: u32) -> Vec<u8> {
 fn every_compressor_transcodes_to_the_same_files_as_rpm2cpio() {
     let dir = tempfile::tempdir_in(tmp()).unwrap();
     for payload in PAYLOADS {
-        let pkg = rpm_fixture(tmp(), payload);
+        let pkg = fixture_in(tmp(), payload);
         let out = dir.path().join(format!("{payload}.rpme"));
         let s =
             transcode(&pkg, &out, &Options::default()).unwrap_or_else(|e| panic!("{payload}: {e}"));
@@ -114,7 +114,7 @@ fn every_compressor_transcodes_to_the_same_files_as_rpm2cpio() {
 
 #[test]
 fn a_pipe_gets_the_same_bytes_as_a_file() {
-    let pkg = rpm_fixture(tmp(), "w19.zstdio");
+    let pkg = fixture_in(tmp(), "w19.zstdio");
     let dir = tempfile::tempdir_in(tmp()).unwrap();
     let as_file = dir.path().join("file.rpme");
     transcode(&pkg, &as_file, &Options::default()).unwrap();
@@ -188,7 +188,7 @@ fn walk(dir: &Path) -> PathBuf {
 
 #[test]
 fn damaged_extents_files_are_rejected() {
-    let pkg = rpm_fixture(tmp(), "w19.zstdio");
+    let pkg = fixture_in(tmp(), "w19.zstdio");
     let dir = tempfile::tempdir_in(tmp()).unwrap();
     let good = dir.path().join("good.rpme");
     transcode(&pkg, &good, &Options::default()).unwrap();
@@ -236,7 +236,7 @@ fn damaged_extents_files_are_rejected() {
 
 #[test]
 fn damaged_packages_leave_an_error() {
-    let pkg = rpm_fixture(tmp(), "w.ufdio");
+    let pkg = fixture_in(tmp(), "w.ufdio");
     let bytes = std::fs::read(&pkg).unwrap();
     let dir = tempfile::tempdir_in(tmp()).unwrap();
     let at = bytes.windows(6).rposition(|w| w == b"hello\n").unwrap();
