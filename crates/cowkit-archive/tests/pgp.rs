@@ -5,59 +5,15 @@
 
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
 
 use cowkit_archive::pgp::{Error, Keyring, SignatureTag, Verified};
 use cowkit_archive::rpm::{self as cowrpm, Package};
-use sha2::{Digest, Sha256};
+use cowkit_testutil::rpm::{edit_header, pgp_fingerprint, pgp_fixtures};
 
-/// Make the keys and signed packages once (gpg and rpmsign are required:
-/// `scripts/setup.sh` installs them). The directory is named after a hash
-/// of the scripts that make it and is created by an atomic rename, so that
-/// concurrent test runs share a finished copy and never see a partial one.
-fn fixtures() -> &'static Path {
-    static F: OnceLock<PathBuf> = OnceLock::new();
-    F.get_or_init(|| {
-        let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-        let script = here.join("pgp/make-signed.sh");
-        let mut hash = Sha256::new();
-        for input in [
-            script.clone(),
-            here.join("rpm/build.sh"),
-            here.join("rpm/cowkit-fixture.spec"),
-        ] {
-            hash.update(std::fs::read(&input).unwrap());
-        }
-        let tag: String = hash.finalize()[..6]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        let root = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        let dir = root.join(format!("pgp-fixtures-{tag}"));
-        if dir.join("header-ed.sig").exists() {
-            return dir;
-        }
-        let tmp = root.join(format!("pgp-fixtures-{tag}.tmp{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&tmp);
-        let out = Command::new("bash")
-            .arg(&script)
-            .arg(&tmp)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "making the signed fixtures failed (are `gpg` and `rpmsign` installed? \
-             Debian packages `gpg`, `gpg-agent` and `rpm`):\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        if std::fs::rename(&tmp, &dir).is_err() {
-            // Another run finished first: use its copy.
-            assert!(dir.join("header-ed.sig").exists(), "cannot rename {tmp:?}");
-            let _ = std::fs::remove_dir_all(&tmp);
-        }
-        dir
-    })
+/// The keys and signed packages, made once (gpg and rpmsign are required:
+/// `scripts/setup.sh` installs them).
+fn fixtures() -> PathBuf {
+    pgp_fixtures(Path::new(env!("CARGO_TARGET_TMPDIR")))
 }
 
 fn file(name: &str) -> PathBuf {
@@ -69,10 +25,7 @@ fn bytes(name: &str) -> Vec<u8> {
 }
 
 fn fingerprint(key: &str) -> String {
-    std::fs::read_to_string(file(&format!("{key}.fpr")))
-        .unwrap()
-        .trim()
-        .to_string()
+    pgp_fingerprint(&fixtures(), key)
 }
 
 fn key_id(key: &str) -> String {
@@ -205,20 +158,10 @@ fn a_flipped_header_byte_is_caught_by_the_digest_before_the_signature() {
 /// passes and only the signature can catch it.
 fn forge_header(original: &[u8]) -> Vec<u8> {
     let mut b = original.to_vec();
-    let pkg = package(&b);
-    let (start, end) = (pkg.header_offset(), pkg.prefix().len());
-    let old_digest: String = Sha256::digest(&b[start..end])
-        .iter()
-        .map(|x| format!("{x:02x}"))
-        .collect();
-    let at = start + find(&b[start..end], b"cowkit test fixture");
-    b[at] = b'C';
-    let new_digest: String = Sha256::digest(&b[start..end])
-        .iter()
-        .map(|x| format!("{x:02x}"))
-        .collect();
-    let d = find(&b[..start], old_digest.as_bytes());
-    b[d..d + 64].copy_from_slice(new_digest.as_bytes());
+    edit_header(&mut b, |h| {
+        let at = find(h, b"cowkit test fixture");
+        h[at] = b'C';
+    });
     b
 }
 

@@ -4,23 +4,14 @@
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use cowkit_extents::format::Kind;
 use cowkit_extents::open::{Content, ExtentsFile};
 use cowkit_extents::transcode::{begin, NoProgress, Options, Summary};
 use cowkit_extents::Error;
-use cowkit_testutil::rpm_fixture;
-
-const PAYLOADS: [&str; 6] = [
-    "w19.zstdio",
-    "w6.xzdio",
-    "w9.gzdio",
-    "w9.bzdio",
-    "w9.lzdio",
-    "w.ufdio",
-];
+use cowkit_testutil::rpm::{build_rpm_in, cpio_extract, fixture_in, PAYLOADS};
 const ROOT: &str = "/usr/share/cowkit-fixture";
 
 fn tmp() -> &'static Path {
@@ -30,18 +21,6 @@ fn tmp() -> &'static Path {
 fn transcode(input: &Path, out: &Path, opts: &Options) -> Result<Summary, Error> {
     let begun = begin(File::open(input).unwrap())?;
     begun.write(File::create(out).unwrap(), opts, &NoProgress)
-}
-
-/// The files of a package as `rpm2cpio | cpio -idm` extracts them.
-fn extract(pkg: &Path, into: &Path) {
-    std::fs::create_dir_all(into).unwrap();
-    let st = Command::new("sh")
-        .arg("-c")
-        .arg(format!("rpm2cpio '{}' | cpio -idm --quiet", pkg.display()))
-        .current_dir(into)
-        .status()
-        .unwrap();
-    assert!(st.success());
 }
 
 fn content(x: &ExtentsFile, index: u32) -> Vec<u8> {
@@ -59,7 +38,7 @@ fn content(x: &ExtentsFile, index: u32) -> Vec<u8> {
 fn every_compressor_transcodes_to_the_same_files_as_rpm2cpio() {
     let dir = tempfile::tempdir_in(tmp()).unwrap();
     for payload in PAYLOADS {
-        let pkg = rpm_fixture(tmp(), payload);
+        let pkg = fixture_in(tmp(), payload);
         let out = dir.path().join(format!("{payload}.rpme"));
         let s =
             transcode(&pkg, &out, &Options::default()).unwrap_or_else(|e| panic!("{payload}: {e}"));
@@ -77,7 +56,7 @@ fn every_compressor_transcodes_to_the_same_files_as_rpm2cpio() {
 
         let x = ExtentsFile::open(File::open(&out).unwrap(), &out).unwrap();
         let tree = dir.path().join(format!("{payload}.tree"));
-        extract(&pkg, &tree);
+        cpio_extract(&pkg, &tree);
         let mut regular = 0;
         for f in &x.files().files {
             if f.kind != cowkit_archive::files::Kind::Regular || f.ghost {
@@ -114,7 +93,7 @@ fn every_compressor_transcodes_to_the_same_files_as_rpm2cpio() {
 
 #[test]
 fn a_pipe_gets_the_same_bytes_as_a_file() {
-    let pkg = rpm_fixture(tmp(), "w19.zstdio");
+    let pkg = fixture_in(tmp(), "w19.zstdio");
     let dir = tempfile::tempdir_in(tmp()).unwrap();
     let as_file = dir.path().join("file.rpme");
     transcode(&pkg, &as_file, &Options::default()).unwrap();
@@ -142,28 +121,16 @@ fn a_pipe_gets_the_same_bytes_as_a_file() {
 
 #[test]
 fn zero_blocks_become_holes_and_read_back_as_zeros() {
-    // A package whose file is mostly zeros.
+    // A package whose file is mostly zeros (gzip: rpmbuild's default).
     let spec_dir = tempfile::tempdir_in(tmp()).unwrap();
-    let spec = spec_dir.path().join("zeros.spec");
-    std::fs::write(
-        &spec,
-        "Name: zeros\nVersion: 1\nRelease: 1\nSummary: z\nLicense: MIT\nBuildArch: noarch\n\
-         %description\nz\n%install\nmkdir -p %{buildroot}/z\n\
-         head -c 1048576 /dev/zero > %{buildroot}/z/zeros\nprintf x >> %{buildroot}/z/zeros\n\
-         %files\n/z/zeros\n",
-    )
-    .unwrap();
-    let top = spec_dir.path().join("top");
-    let st = Command::new("rpmbuild")
-        .args(["--quiet", "--nodeps", "-bb"])
-        .arg("--define")
-        .arg(format!("_topdir {}", top.display()))
-        .arg(&spec)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let pkg: PathBuf = walk(&top.join("RPMS"));
+    let pkg = build_rpm_in(
+        spec_dir.path(),
+        "zeros",
+        "mkdir -p %{buildroot}/z\n\
+         head -c 1048576 /dev/zero > %{buildroot}/z/zeros\nprintf x >> %{buildroot}/z/zeros",
+        "/z/zeros",
+        "w9.gzdio",
+    );
     let out = spec_dir.path().join("zeros.rpme");
     let s = transcode(&pkg, &out, &Options::default()).unwrap();
     assert_eq!(s.hole_bytes, 1 << 20);
@@ -173,22 +140,9 @@ fn zero_blocks_become_holes_and_read_back_as_zeros() {
     assert!(data[..1 << 20].iter().all(|&b| b == 0) && data[1 << 20] == b'x');
 }
 
-fn walk(dir: &Path) -> PathBuf {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            return walk(&p);
-        }
-        if p.extension().is_some_and(|x| x == "rpm") {
-            return p;
-        }
-    }
-    panic!("no rpm under {}", dir.display())
-}
-
 #[test]
 fn damaged_extents_files_are_rejected() {
-    let pkg = rpm_fixture(tmp(), "w19.zstdio");
+    let pkg = fixture_in(tmp(), "w19.zstdio");
     let dir = tempfile::tempdir_in(tmp()).unwrap();
     let good = dir.path().join("good.rpme");
     transcode(&pkg, &good, &Options::default()).unwrap();
@@ -236,7 +190,7 @@ fn damaged_extents_files_are_rejected() {
 
 #[test]
 fn damaged_packages_leave_an_error() {
-    let pkg = rpm_fixture(tmp(), "w.ufdio");
+    let pkg = fixture_in(tmp(), "w.ufdio");
     let bytes = std::fs::read(&pkg).unwrap();
     let dir = tempfile::tempdir_in(tmp()).unwrap();
     let at = bytes.windows(6).rposition(|w| w == b"hello\n").unwrap();

@@ -1,5 +1,12 @@
-//! Test helpers: a fresh directory on a real filesystem of the kind a test
-//! asks for.
+//! Test helpers shared by the crates' integration tests.
+//!
+//! The crate root hands out a fresh directory on a real filesystem of the
+//! kind a test asks for, deterministic data, and small helpers (hex and
+//! SHA-256, byte search, error chains, running a command that must
+//! succeed). [`rpm`] builds and edits packages (the fixture package,
+//! packages from spec text, signed packages, what `rpm -qp` says about a
+//! header, `rpm2cpio | cpio` extraction); [`tree`] snapshots directory
+//! trees and compares them.
 //!
 //! `scripts/rig.sh` loop-mounts scratch XFS (two of them, for cross-device
 //! pairs of one type), Btrfs and ext4 images and a tmpfs, and names their
@@ -16,11 +23,20 @@
 //!     std::fs::write(dir.path().join("a"), b"data").unwrap();
 //! }
 //! ```
+//!
+//! This crate depends on no cowkit crate: it is a dev-dependency of all of
+//! them, and a test crate must see only one copy of its own crate's types.
+//! Helpers that need cowkit types stay in the tests of their crate.
 #![deny(missing_docs)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
+use sha2::{Digest, Sha256};
 pub use tempfile::TempDir;
+
+pub mod rpm;
+pub mod tree;
 
 /// The filesystems of the rig.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -142,37 +158,58 @@ pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
     out
 }
 
-/// The fixture package `cowkit-fixture` (every kind of entry) built with
-/// `rpmbuild` and the given `_binary_payload` (`w19.zstdio`, `w6.xzdio`,
-/// `w9.gzdio`, `w9.bzdio`, `w9.lzdio`, `w.ufdio`), into `dir`. Built once
-/// per process and payload; panics when `rpmbuild` fails.
-pub fn rpm_fixture(dir: &std::path::Path, payload: &str) -> PathBuf {
-    use std::collections::HashMap;
-    use std::sync::Mutex;
-    static BUILT: Mutex<Option<HashMap<(PathBuf, String), PathBuf>>> = Mutex::new(None);
-    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    let key = (dir.to_path_buf(), payload.to_string());
-    if let Some(p) = built.get_or_insert_with(HashMap::new).get(&key) {
-        return p.clone();
+/// Lower-case hex of `b`.
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Lower-case hex SHA-256 of `b`.
+pub fn sha256_hex(b: &[u8]) -> String {
+    hex(&Sha256::digest(b))
+}
+
+/// Lower-case hex SHA-256 of the content of the file `p`.
+pub fn file_sha(p: &Path) -> String {
+    sha256_hex(&std::fs::read(p).unwrap_or_else(|e| panic!("read {}: {e}", p.display())))
+}
+
+/// Where `needle` first occurs in `haystack`.
+pub fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// How often `needle` occurs in `haystack`.
+pub fn count(haystack: &[u8], needle: &[u8]) -> usize {
+    haystack
+        .windows(needle.len())
+        .filter(|w| *w == needle)
+        .count()
+}
+
+/// An error and its causes on one line, joined with `: `.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(x) = src {
+        s.push_str(": ");
+        s.push_str(&x.to_string());
+        src = x.source();
     }
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../cowkit-archive/tests/fixtures/rpm/build.sh");
-    // A directory of its own per process: test binaries run concurrently.
-    let out_dir = dir.join(format!("rpm-fixtures-{}", std::process::id()));
-    let out = std::process::Command::new("bash")
-        .arg(&script)
-        .arg(&out_dir)
-        .arg(payload)
+    s
+}
+
+/// Run `cmd` to completion and return its output; panics, naming `what`
+/// (say, the program and the package that has it) and showing its stderr,
+/// when it cannot be started or does not exit 0.
+pub fn run_ok(cmd: &mut Command, what: &str) -> Output {
+    let out = cmd
         .output()
-        .expect("run the fixture build script");
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
     assert!(
         out.status.success(),
-        "building the {payload} fixture: {}",
+        "{what} failed ({}):\n{}",
+        out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    built
-        .get_or_insert_with(HashMap::new)
-        .insert(key, path.clone());
-    path
+    out
 }

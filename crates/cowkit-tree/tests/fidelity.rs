@@ -7,6 +7,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use cowkit_testutil::tree::kind_of;
 use cowkit_testutil::{scratch, Fs};
 use cowkit_tree::{copy, CopyOptions, NoProgress};
 use rustix::fs::SeekFrom;
@@ -15,7 +16,8 @@ use sha2::{Digest, Sha256};
 /// Everything `cp -a` keeps of one entry.
 #[derive(Debug, PartialEq, Eq)]
 struct Rec {
-    kind: &'static str,
+    /// [`kind_of`] the entry's type.
+    kind: char,
     mode: u32,
     uid: u32,
     gid: u32,
@@ -72,24 +74,8 @@ fn snapshot(root: &Path) -> BTreeMap<PathBuf, Rec> {
         let p = root.join(&rel);
         let md = std::fs::symlink_metadata(&p).unwrap();
         let ft = md.file_type();
-        use std::os::unix::fs::FileTypeExt;
-        let kind = if ft.is_dir() {
-            "dir"
-        } else if ft.is_file() {
-            "file"
-        } else if ft.is_symlink() {
-            "symlink"
-        } else if ft.is_fifo() {
-            "fifo"
-        } else if ft.is_socket() {
-            "socket"
-        } else if ft.is_char_device() {
-            "chr"
-        } else {
-            "blk"
-        };
         let mut rec = Rec {
-            kind,
+            kind: kind_of(ft),
             mode: md.mode(),
             uid: md.uid(),
             gid: md.gid(),

@@ -16,6 +16,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use cowkit_nosync::shim::KINDS;
 use cowkit_testutil::required;
 
 const COWKIT: &str = env!("CARGO_BIN_EXE_cowkit");
@@ -37,14 +38,9 @@ const PROGRAMS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../cowkit-nosync/tests/programs"
 );
-const EVENTS: [&str; 6] = [
-    "fsync",
-    "fdatasync",
-    "sync",
-    "syncfs",
-    "sync_file_range",
-    "msync",
-];
+/// The sync system calls, traced at `sys_enter_*`: the first six of what
+/// the shim counts (`open` and `pwritev2` follow them).
+const EVENTS: &[&str] = KINDS.split_at(6).0;
 
 /// Skip (or, under CI/the rig, fail) when `what` is missing.
 fn need(ok: bool, what: &str) -> bool {

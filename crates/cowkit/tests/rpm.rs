@@ -2,20 +2,30 @@
 //! summaries, stdin and stdout, damaged and unsigned packages, the
 //! confined worker, and partly failing installs.
 
-#[path = "../../cowkit-install/tests/common/mod.rs"]
-mod common;
-
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 
-use common::*;
-use cowkit_testutil::{scratch, Fs};
+use cowkit_testutil::rpm::{
+    build_rpm_cached, edit_header, fixture_in, footer_u64, header_range, pgp_fingerprint,
+    pgp_fixtures, replace_once, write_owner_db, FIXTURE, LARGE,
+};
+use cowkit_testutil::tree::{diff, mkdir, snapshot, Entry};
+use cowkit_testutil::{find, scratch, sha256_hex, Fs};
 use serde_json::Value;
 
 // ---------------------------------------------------------------------------
 // Helpers.
+
+/// The shared temporary directory of the test binaries.
+fn tmp() -> &'static Path {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+}
+
+/// The fixture package `cowkit-fixture` with `payload`, built once.
+fn fixture(payload: &str) -> PathBuf {
+    fixture_in(tmp(), payload)
+}
 
 struct Run {
     ok: bool,
@@ -304,51 +314,13 @@ fn transcode_refuses_damaged_packages_and_leaves_no_file_behind() {
 // ---------------------------------------------------------------------------
 // 10. --key.
 
-/// Keys and signed packages from the archive crate's `make-signed.sh`,
-/// made once and kept under a name that changes with the scripts.
-fn pgp() -> &'static Path {
-    static P: OnceLock<PathBuf> = OnceLock::new();
-    P.get_or_init(|| {
-        let fixtures =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../cowkit-archive/tests/fixtures");
-        let script = fixtures.join("pgp/make-signed.sh");
-        let mut inputs = Vec::new();
-        for f in [
-            &script,
-            &fixtures.join("rpm/build.sh"),
-            &fixtures.join("rpm/cowkit-fixture.spec"),
-        ] {
-            inputs.extend(std::fs::read(f).unwrap());
-        }
-        let dir = tmp().join(format!("cli-pgp-{}", &sha256_hex(&inputs)[..12]));
-        if dir.join("signed-ed.rpm").exists() {
-            return dir;
-        }
-        let part = tmp().join(format!("cli-pgp-{}.part", std::process::id()));
-        let _ = std::fs::remove_dir_all(&part);
-        let out = Command::new("bash")
-            .arg(&script)
-            .arg(&part)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "make-signed.sh (needs gpg, gpg-agent, rpmsign): {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        if std::fs::rename(&part, &dir).is_err() {
-            assert!(dir.join("signed-ed.rpm").exists());
-            let _ = std::fs::remove_dir_all(&part);
-        }
-        dir
-    })
+/// Keys and signed packages from the archive crate's `make-signed.sh`.
+fn pgp() -> PathBuf {
+    pgp_fixtures(tmp())
 }
 
 fn fingerprint(key: &str) -> String {
-    std::fs::read_to_string(pgp().join(format!("{key}.fpr")))
-        .unwrap()
-        .trim()
-        .to_string()
+    pgp_fingerprint(&pgp(), key)
 }
 
 #[test]
@@ -576,7 +548,8 @@ fn install_goes_on_past_a_damaged_package_and_reports_it() {
     let good1 = dir.path().join("fixture.rpme");
     let t = transcode(&fixture("w19.zstdio"), &good1, &[]);
     assert!(t.ok, "{}", t.stderr);
-    let good2 = build_rpm(
+    let good2 = build_rpm_cached(
+        tmp(),
         "cowkit-other",
         "mkdir -p %{buildroot}/opt/other\necho other > %{buildroot}/opt/other/file",
         "/opt/other",
@@ -584,11 +557,7 @@ fn install_goes_on_past_a_damaged_package_and_reports_it() {
     );
     // A flipped table byte in an extents file, and a cut plain package.
     let b = std::fs::read(&good1).unwrap();
-    let table = u64::from_le_bytes(
-        b[b.len() - 176 + 32..b.len() - 176 + 40]
-            .try_into()
-            .unwrap(),
-    );
+    let table = footer_u64(&b, 32);
     let bad1 = dir.path().join("bad-table.rpme");
     std::fs::write(&bad1, flip(&b, table as usize + 3)).unwrap();
     let bad2 = dir.path().join("cut.rpm");

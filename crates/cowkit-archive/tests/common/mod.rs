@@ -2,10 +2,10 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 use cowkit_archive::rpm::Compressor;
+use cowkit_testutil::rpm::fixture_in;
 
 pub const PAYLOADS: [(&str, Compressor); 6] = [
     ("w19.zstdio", Compressor::Zstd),
@@ -16,28 +16,12 @@ pub const PAYLOADS: [(&str, Compressor); 6] = [
     ("w.ufdio", Compressor::None),
 ];
 
-/// Build the fixture once per payload (rpmbuild is required: CI installs it).
+/// The fixture, built once per payload (rpmbuild is required: CI installs
+/// it), in the order of [`PAYLOADS`].
 pub fn fixtures() -> &'static Vec<PathBuf> {
     static F: OnceLock<Vec<PathBuf>> = OnceLock::new();
     F.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("rpm-fixtures");
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rpm/build.sh");
-        PAYLOADS
-            .iter()
-            .map(|(p, _)| {
-                let out = Command::new("bash")
-                    .arg(&script)
-                    .arg(&dir)
-                    .arg(p)
-                    .output()
-                    .unwrap();
-                assert!(
-                    out.status.success(),
-                    "building the {p} fixture: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-                PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-            })
-            .collect()
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        PAYLOADS.iter().map(|(p, _)| fixture_in(dir, p)).collect()
     })
 }

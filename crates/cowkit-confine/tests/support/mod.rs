@@ -7,7 +7,7 @@ pub mod parent;
 use std::io::Read;
 use std::sync::OnceLock;
 
-use sha2::{Digest, Sha256};
+pub use cowkit_testutil::{hex, sha256_hex};
 
 /// Set in the child's environment to what it should do (a [`Mode`] name).
 /// Absent: the child test returns at once.
@@ -127,14 +127,6 @@ pub fn framed_input() -> Vec<u8> {
         out.extend_from_slice(&s.packed);
     }
     out
-}
-
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The checksum the child reports for its 64 MiB allocation.
