@@ -12,7 +12,7 @@ use std::process::Command;
 use cowkit_confine::worker::WorkerError;
 use cowkit_extents::confined::{self, Error, Input, Outcome, Output, WorkerOptions};
 use cowkit_extents::transcode::{begin, NoProgress, Options};
-use cowkit_testutil::rpm_fixture;
+use cowkit_testutil::rpm::fixture_in;
 
 /// `confine` or `unconfined`: what the worker child does.
 const CHILD_ENV: &str = "COWKIT_EXTENTS_WORKER";
@@ -62,7 +62,7 @@ fn names_in(dir: &Path) -> Vec<String> {
 }
 
 fn package() -> PathBuf {
-    rpm_fixture(tmp(), "w.ufdio")
+    fixture_in(tmp(), "w.ufdio")
 }
 
 fn transcode(input: &Path, output: &Path) -> Result<Outcome, Error> {
