@@ -448,18 +448,7 @@ impl Copier {
         if dst_size != 0 {
             rustix::fs::ftruncate(dst, 0).map_err(|e| io("truncate", dst.path, e))?;
         }
-        let size = st.st_size as u64;
-        self.run(Job {
-            src,
-            dst,
-            src_off: 0,
-            dst_off: 0,
-            len: size,
-            src_size: size,
-            dst_size: 0,
-            sparse: (st.st_blocks as u64) * 512 < size,
-            whole_file: true,
-        })
+        self.copy_new_file(src, dst, st.st_size as u64, st.st_blocks as u64)
     }
 
     /// [`Copier::copy_file`] into a new, empty `dst`, when the caller
