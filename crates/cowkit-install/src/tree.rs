@@ -1,6 +1,8 @@
-//! Creating entries inside the root: every one under a temporary name in
-//! its parent directory (resolved inside the root), its metadata applied,
-//! then renamed into place.
+//! Creating entries inside the root, in their parent directory (resolved
+//! inside the root): regular files as unnamed `cowkit_fs::dir::NewFile`s
+//! linked in place when complete, symlinks, hardlinks and nodes under a
+//! temporary name (`cowkit_fs::dir::create_replacing`) renamed into place;
+//! metadata through `cowkit_fs::meta`.
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -183,11 +185,11 @@ impl<'r> Target<'r> {
     /// Create the regular file `f` at `p`: `fill` writes its content into
     /// the new (empty) file, then metadata is applied and it gets its name.
     ///
-    /// The file is made with `O_TMPFILE`, so it has no name at all until it
-    /// is complete: `linkat` then gives it its real name in one directory
-    /// operation (or, when the name exists, a temporary name that is
-    /// renamed over it). Filesystems without `O_TMPFILE` get a named
-    /// temporary file and a rename. Nothing is left behind on error.
+    /// The file is a [`NewFile`]: made with `O_TMPFILE`, so it has no name
+    /// at all until it is complete; `linkat` then gives it its real name in
+    /// one directory operation (or, when the name exists, a temporary name
+    /// that is renamed over it). Filesystems without `O_TMPFILE` get a
+    /// named temporary file and a rename. Nothing is left behind on error.
     pub fn regular(
         &self,
         f: &FileInfo,
