@@ -366,9 +366,9 @@ impl NewFile {
                 let file = self.file();
                 let tmp = with_temp_name(|t| link_fd(file, dir, t))
                     .map_err(|e| IoError::new("link into place", path, e))?;
-                let held = rustix::io::fcntl_dupfd_cloexec(dir, 0)
-                    .map_err(|e| IoError::new("link into place", path, e))?;
-                (held, tmp)
+                let file = self.file.take().expect("held");
+                replace_at(dir, &tmp, dir, name, path)?;
+                return Ok(file);
             }
         };
         let file = self.file.take().expect("held");
