@@ -47,15 +47,6 @@ impl IoError {
     }
 }
 
-/// A closure for `map_err`: `op` on `path` failed.
-pub fn io_at<E: Into<std::io::Error>>(
-    op: &'static str,
-    path: impl Into<PathBuf>,
-) -> impl FnOnce(E) -> IoError {
-    let path = path.into();
-    move |e| IoError::new(op, path, e)
-}
-
 /// Everything that can go wrong in `cowkit-fs`.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
