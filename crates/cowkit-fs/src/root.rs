@@ -172,6 +172,44 @@ impl Root {
     }
 }
 
+impl Root {
+    /// Where the directory `rel` really is inside the root, as an absolute
+    /// path with no symlinks (`/usr/lib/sysimage/rpm` for a
+    /// `var/lib/rpm -> ../../usr/lib/sysimage/rpm` link), or `None` when
+    /// it does not exist. The result is safe to hand to a tool that
+    /// prefixes it with the root and follows symlinks on the host (rpm's
+    /// `--root` with `--dbpath`): no component of it is a symlink.
+    pub fn real_path(&self, rel: &RelPath) -> Result<Option<String>> {
+        let fd = match self.openat2(rel, OFlags::DIRECTORY | OFlags::PATH) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(io("open directory", &self.display(rel), e)),
+        };
+        let of = |fd: BorrowedFd<'_>, what: &Path| -> Result<PathBuf> {
+            let link = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
+            std::fs::read_link(&link)
+                .map_err(|e| crate::IoError::new("resolve", what.to_path_buf(), e).into())
+        };
+        let base: PathBuf = of(self.fd.as_fd(), &self.path)?;
+        let real: PathBuf = of(fd.as_fd(), &self.display(rel))?;
+        let inside = real.strip_prefix(&base).map_err(|_| {
+            crate::Error::from(crate::IoError::new(
+                "resolve",
+                self.display(rel),
+                std::io::Error::other("it resolves outside the root"),
+            ))
+        })?;
+        let s = inside.to_str().ok_or_else(|| {
+            crate::Error::from(crate::IoError::new(
+                "resolve",
+                self.display(rel),
+                std::io::Error::other("the path is not UTF-8"),
+            ))
+        })?;
+        Ok(Some(format!("/{s}")))
+    }
+}
+
 /// What `name` is in `dir`, without following a symlink; `None` when absent.
 pub fn stat_at(dir: impl AsFd, name: &str) -> rustix::io::Result<Option<rustix::fs::Stat>> {
     match rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {

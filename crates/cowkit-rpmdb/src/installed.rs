@@ -1,0 +1,314 @@
+//! Installed packages as rpm's XML query (`rpm -q --xml`) gives them.
+
+use std::collections::HashMap;
+
+use quick_xml::events::Event;
+
+use crate::{Error, Result};
+
+/// A scriptlet of an installed package.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Script {
+    /// The body (empty when the scriptlet is only a program).
+    pub body: String,
+    /// The interpreter and its arguments (`["/bin/sh"]` when absent).
+    pub prog: Vec<String>,
+    /// rpm's scriptlet flags (expand 1, qformat 2, critical 4).
+    pub flags: u32,
+}
+
+/// One file of an installed package.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InstalledFile {
+    /// Absolute path.
+    pub path: String,
+    /// Type and permission bits.
+    pub mode: u32,
+    /// rpm's file flags (`%config` 1, `%doc` 2, `%missingok` 8,
+    /// `%noreplace` 16, `%ghost` 64).
+    pub flags: u32,
+    /// Hex digest of the content (regular files), empty otherwise.
+    pub digest: String,
+    /// rpm's file state (0 normal, 1 replaced, 2 not installed, 3 net
+    /// shared, 4 wrong color, 5 missing).
+    pub state: u32,
+}
+
+/// An installed package.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Installed {
+    /// Name.
+    pub name: String,
+    /// `name-[epoch:]version-release.arch`, as rpm prints it.
+    pub nevra: String,
+    /// Epoch, version, release.
+    pub evr: (Option<u32>, String, String),
+    /// Its files.
+    pub files: Vec<InstalledFile>,
+    /// `%preun`.
+    pub preun: Option<Script>,
+    /// `%postun`.
+    pub postun: Option<Script>,
+    /// rpm's file digest algorithm number (8 = SHA-256; 1 = MD5 when
+    /// absent).
+    pub digest_algo: u32,
+}
+
+#[derive(Debug, Clone)]
+enum Value {
+    S(String),
+    I(u64),
+}
+
+type Tags = HashMap<String, Vec<Value>>;
+
+/// Parse the concatenated `<rpmHeader>` documents of `rpm -q --xml`.
+pub(crate) fn parse(xml: &str) -> Result<Vec<Installed>> {
+    let bad = |why: String| Error::Answer {
+        what: "-q --xml",
+        why,
+    };
+    let mut r = quick_xml::Reader::from_str(xml);
+    let mut out = Vec::new();
+    let mut tags: Tags = HashMap::new();
+    let mut tag: Option<String> = None;
+    let mut kind: Option<Vec<u8>> = None;
+    let mut text = String::new();
+    loop {
+        match r.read_event().map_err(|e| bad(e.to_string()))? {
+            Event::Start(e) => match e.name().as_ref() {
+                b"rpmHeader" => tags.clear(),
+                b"rpmTag" => {
+                    let name = e
+                        .try_get_attribute("name")
+                        .map_err(|e| bad(e.to_string()))?
+                        .ok_or_else(|| bad("an rpmTag without a name".into()))?;
+                    // rpm's tag names are plain ASCII words.
+                    let name = String::from_utf8_lossy(&name.value).into_owned();
+                    tags.entry(name.clone()).or_default();
+                    tag = Some(name);
+                }
+                k => {
+                    kind = Some(k.to_vec());
+                    text.clear();
+                }
+            },
+            Event::Empty(e) => {
+                if let (Some(t), b"string") = (&tag, e.name().as_ref()) {
+                    tags.entry(t.clone())
+                        .or_default()
+                        .push(Value::S(String::new()));
+                }
+            }
+            Event::Text(t) => {
+                if kind.is_some() {
+                    text.push_str(&t.decode().map_err(|e| bad(e.to_string()))?);
+                }
+            }
+            Event::GeneralRef(g) => {
+                if kind.is_some() {
+                    let name = g.decode().map_err(|e| bad(e.to_string()))?;
+                    let c = match &*name {
+                        "amp" => "&",
+                        "lt" => "<",
+                        "gt" => ">",
+                        "quot" => "\"",
+                        "apos" => "'",
+                        other => return Err(bad(format!("unknown entity &{other};"))),
+                    };
+                    text.push_str(c);
+                }
+            }
+            Event::End(e) => match e.name().as_ref() {
+                b"rpmHeader" => out.push(package(&tags).map_err(bad)?),
+                b"rpmTag" => tag = None,
+                k => {
+                    if let (Some(t), Some(kd)) = (&tag, &kind) {
+                        if kd.as_slice() == k {
+                            let v = if k == b"integer" {
+                                Value::I(
+                                    text.trim()
+                                        .parse()
+                                        .map_err(|_| bad(format!("integer `{text}`")))?,
+                                )
+                            } else {
+                                Value::S(std::mem::take(&mut text))
+                            };
+                            tags.entry(t.clone()).or_default().push(v);
+                        }
+                    }
+                    kind = None;
+                }
+            },
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+fn strings<'a>(tags: &'a Tags, name: &str) -> Vec<&'a str> {
+    tags.get(name)
+        .map(|v| {
+            v.iter()
+                .map(|x| match x {
+                    Value::S(s) => s.as_str(),
+                    Value::I(_) => "",
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn ints(tags: &Tags, name: &str) -> Vec<u64> {
+    tags.get(name)
+        .map(|v| {
+            v.iter()
+                .map(|x| match x {
+                    Value::I(i) => *i,
+                    Value::S(_) => 0,
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn one<'a>(tags: &'a Tags, name: &str) -> Option<&'a str> {
+    strings(tags, name).first().copied()
+}
+
+fn script(tags: &Tags, body: &str, prog: &str, flags: &str) -> Option<Script> {
+    let b = one(tags, body);
+    let p = strings(tags, prog);
+    if b.is_none() && p.is_empty() {
+        return None;
+    }
+    Some(Script {
+        body: b.unwrap_or("").to_string(),
+        prog: if p.is_empty() {
+            vec!["/bin/sh".to_string()]
+        } else {
+            p.iter().map(|s| s.to_string()).collect()
+        },
+        flags: ints(tags, flags).first().copied().unwrap_or(0) as u32,
+    })
+}
+
+fn package(tags: &Tags) -> std::result::Result<Installed, String> {
+    let name = one(tags, "Name")
+        .ok_or("a header without a name")?
+        .to_string();
+    let version = one(tags, "Version").unwrap_or("").to_string();
+    let release = one(tags, "Release").unwrap_or("").to_string();
+    let arch = one(tags, "Arch").unwrap_or("noarch");
+    let epoch = ints(tags, "Epoch").first().map(|&e| e as u32);
+    let nevra = match epoch {
+        Some(e) => format!("{name}-{e}:{version}-{release}.{arch}"),
+        None => format!("{name}-{version}-{release}.{arch}"),
+    };
+    let base = strings(tags, "Basenames");
+    let dirs = strings(tags, "Dirnames");
+    let idx = ints(tags, "Dirindexes");
+    let modes = ints(tags, "Filemodes");
+    let flags = ints(tags, "Fileflags");
+    let digests = strings(tags, "Filedigests");
+    let states = ints(tags, "Filestates");
+    let mut files = Vec::with_capacity(base.len());
+    for (i, b) in base.iter().enumerate() {
+        let d = idx
+            .get(i)
+            .and_then(|&j| dirs.get(j as usize))
+            .ok_or_else(|| format!("{nevra}: file {i} has no directory"))?;
+        files.push(InstalledFile {
+            path: format!("{d}{b}"),
+            mode: modes.get(i).copied().unwrap_or(0) as u32,
+            flags: flags.get(i).copied().unwrap_or(0) as u32,
+            digest: digests.get(i).copied().unwrap_or("").to_string(),
+            state: states.get(i).copied().unwrap_or(0) as u32,
+        });
+    }
+    Ok(Installed {
+        preun: script(tags, "Preun", "Preunprog", "Preunflags"),
+        postun: script(tags, "Postun", "Postunprog", "Postunflags"),
+        digest_algo: ints(tags, "Filedigestalgo").first().copied().unwrap_or(1) as u32,
+        name,
+        nevra,
+        evr: (epoch, version, release),
+        files,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_rpm_xml() {
+        let xml = r#"<rpmHeader>
+  <rpmTag name="Name">
+	<string>pkgf</string>
+  </rpmTag>
+  <rpmTag name="Version">
+	<string>1.0</string>
+  </rpmTag>
+  <rpmTag name="Release">
+	<string>1</string>
+  </rpmTag>
+  <rpmTag name="Arch">
+	<string>noarch</string>
+  </rpmTag>
+  <rpmTag name="Preun">
+	<string>echo "a &amp;&amp; b &lt;x&gt;" $1</string>
+  </rpmTag>
+  <rpmTag name="Filemodes">
+	<integer>16877</integer>
+	<integer>33188</integer>
+  </rpmTag>
+  <rpmTag name="Filedigests">
+	<string/>
+	<string>092f</string>
+  </rpmTag>
+  <rpmTag name="Fileflags">
+	<integer>0</integer>
+	<integer>17</integer>
+  </rpmTag>
+  <rpmTag name="Dirindexes">
+	<integer>0</integer>
+	<integer>1</integer>
+  </rpmTag>
+  <rpmTag name="Basenames">
+	<string>pkgf</string>
+	<string>f</string>
+  </rpmTag>
+  <rpmTag name="Dirnames">
+	<string>/usr/share/</string>
+	<string>/usr/share/pkgf/</string>
+  </rpmTag>
+</rpmHeader>
+<rpmHeader>
+  <rpmTag name="Name">
+	<string>other</string>
+  </rpmTag>
+  <rpmTag name="Epoch">
+	<integer>2</integer>
+  </rpmTag>
+</rpmHeader>
+"#;
+        let v = parse(xml).unwrap();
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[0].nevra, "pkgf-1.0-1.noarch");
+        assert_eq!(v[0].preun.as_ref().unwrap().body, r#"echo "a && b <x>" $1"#);
+        assert_eq!(v[0].preun.as_ref().unwrap().prog, ["/bin/sh"]);
+        assert!(v[0].postun.is_none());
+        assert_eq!(v[0].files.len(), 2);
+        assert_eq!(v[0].files[1].path, "/usr/share/pkgf/f");
+        assert_eq!(v[0].files[1].flags, 17);
+        assert_eq!(v[0].files[1].digest, "092f");
+        assert_eq!(v[0].files[0].digest, "");
+        assert_eq!(v[1].nevra, "other-2:-.noarch");
+        assert!(parse(
+            "<rpmHeader><rpmTag name=\"Name\"><integer>x</integer></rpmTag></rpmHeader>"
+        )
+        .is_err());
+    }
+}
