@@ -27,7 +27,7 @@ pub(crate) fn install(
     let x = ExtentsFile::open(file, path)?;
     let files = x.files();
     let mut target = Target::new(root, owners);
-    let places = target.prepare(files)?;
+    let places = target.prepare(files, &opts.rename)?;
 
     // One work item per regular file, or per hardlink set.
     let items: Vec<&[u32]> = files

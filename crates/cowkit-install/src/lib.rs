@@ -32,11 +32,14 @@ use serde::Serialize;
 
 mod extents;
 mod owners;
+pub mod scripts;
 mod stream;
 mod tree;
+pub mod txn;
 mod verify;
 
 pub use owners::Owners;
+pub use txn::{transaction, TxOptions, TxSummary};
 
 /// What can go wrong installing.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +65,25 @@ pub enum Error {
         /// Why.
         #[source]
         source: cowkit_fs::caps::CapsError,
+    },
+    /// The root's rpm database refused or failed.
+    #[error(transparent)]
+    Db(#[from] cowkit_rpmdb::Error),
+    /// Scriptlets or triggers that cowkit cannot run as rpm would.
+    #[error("cannot run these as rpm would: {}", .problems.join("; "))]
+    Unsupported {
+        /// One line per scriptlet or trigger, naming the package.
+        problems: Vec<String>,
+    },
+    /// A critical scriptlet (`%pretrans`, `%pre`, `%preun`) failed.
+    #[error("{package}: {phase} scriptlet failed ({status})")]
+    ScriptFailed {
+        /// The package's NEVRA.
+        package: String,
+        /// The scriptlet.
+        phase: &'static str,
+        /// How it ended.
+        status: String,
     },
     /// `--verify` found installed files that do not match the header.
     #[error("{count} installed file(s) do not match their header digest, first `{first}`")]
@@ -97,6 +119,10 @@ pub struct Options {
     /// cloning is cheaper on Btrfs. [`clone_tail_pays_off`] decides by the
     /// root's filesystem.
     pub clone_tail: bool,
+    /// Files placed under another name in their directory (header path →
+    /// new last component): rpm's `.rpmnew`, or a temporary name for a
+    /// new version that is dropped afterwards.
+    pub rename: std::collections::HashMap<String, String>,
 }
 
 impl Default for Options {
@@ -106,6 +132,7 @@ impl Default for Options {
             threads: 1,
             verify: false,
             clone_tail: false,
+            rename: std::collections::HashMap::new(),
         }
     }
 }
@@ -242,4 +269,13 @@ fn finish(
         s.verified += verify::verify(target, files, places)?;
     }
     Ok(())
+}
+
+/// Lower-case hex.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
 }

@@ -26,7 +26,7 @@ pub(crate) fn install(
     let pkg = Package::read(&mut input)?;
     let files = pkg.files()?;
     let mut target = Target::new(root, owners);
-    let places = target.prepare(&files)?;
+    let places = target.prepare(&files, &opts.rename)?;
     let mut s = Summary::default();
     let mut buf = vec![0u8; CHUNK];
     read_payload(&pkg, &files, input, |entry| -> Result<()> {

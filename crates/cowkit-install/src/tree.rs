@@ -54,8 +54,22 @@ pub(crate) struct Place {
 }
 
 impl Place {
-    pub fn of(f: &FileInfo) -> Result<Place> {
+    /// Where `f` goes: its header path, or the name `rename` gives it in
+    /// the same directory.
+    pub fn of(f: &FileInfo, rename: &HashMap<String, String>) -> Result<Place> {
         let rel = RelPath::new(&f.path)?;
+        let rel = match rename.get(&f.path) {
+            Some(name) => {
+                let (parent, _) = rel.split().ok_or_else(|| {
+                    Error::BadPath(cowkit_fs::root::BadPath {
+                        path: f.path.clone(),
+                        why: "it names the root itself",
+                    })
+                })?;
+                RelPath::new(&format!("{}/{name}", parent.as_str()))?
+            }
+            None => rel,
+        };
         let (parent, name) = rel.split().ok_or_else(|| {
             Error::BadPath(cowkit_fs::root::BadPath {
                 path: f.path.clone(),
@@ -88,7 +102,11 @@ impl<'r> Target<'r> {
 
     /// Validate every path, then create the package's directories and the
     /// parents of everything else (mode 0755 until [`Target::finish_dirs`]).
-    pub fn prepare(&mut self, files: &FileList) -> Result<Vec<Option<Place>>> {
+    pub fn prepare(
+        &mut self,
+        files: &FileList,
+        rename: &HashMap<String, String>,
+    ) -> Result<Vec<Option<Place>>> {
         let places = files
             .files
             .iter()
@@ -96,7 +114,7 @@ impl<'r> Target<'r> {
                 if f.ghost {
                     Ok(None)
                 } else {
-                    Place::of(f).map(Some)
+                    Place::of(f, rename).map(Some)
                 }
             })
             .collect::<Result<Vec<_>>>()?;

@@ -1,14 +1,14 @@
-//! `cowkit install --root DIR PKG...`: extents files by cloning, plain
-//! RPMs by streaming; several packages at once.
+//! `cowkit install --root DIR PKG...`: one rpm-style transaction
+//! (`cowkit_install::txn`): rpm checks and orders it, cowkit places the
+//! files (extents files by cloning, plain RPMs by streaming), runs the
+//! scriptlets and registers the packages in the root's rpm database.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use cowkit_fs::root::Root;
 use cowkit_fs::{Chain, Method};
-use cowkit_install::{install, Options, Owners, Progress, Summary};
+use cowkit_install::{transaction, Options, Progress, TxOptions, TxSummary};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
@@ -32,7 +32,8 @@ pub struct Args {
     #[arg(long)]
     root: PathBuf,
     /// Packages: extents files (`.rpme`, from `cowkit transcode`) or plain
-    /// `.rpm` files.
+    /// `.rpm` files. Installed as one transaction in rpm's order; a newer
+    /// version of an installed package upgrades it.
     #[arg(required = true)]
     packages: Vec<PathBuf>,
     /// Parallel jobs (default: the number of CPUs).
@@ -49,7 +50,27 @@ pub struct Args {
     /// faster; for measurements elsewhere).
     #[arg(long, hide = true)]
     clone_tail: bool,
-    /// Print a JSON summary.
+    /// The rpm database inside the root (default: an existing one, else
+    /// `%_dbpath` from the root's rpm macros, else /var/lib/rpm).
+    #[arg(long, value_name = "DIR")]
+    dbpath: Option<String>,
+    /// Do not check with or register in the root's rpm database (no
+    /// conflict checks, no upgrades, the order given).
+    #[arg(long)]
+    no_db: bool,
+    /// Do not check dependencies (like `rpm --nodeps`).
+    #[arg(long)]
+    nodeps: bool,
+    /// Let files of these packages replace other installed packages' files.
+    #[arg(long)]
+    replacefiles: bool,
+    /// Run no scriptlets (like `rpm --noscripts`).
+    #[arg(long)]
+    noscripts: bool,
+    /// Only check the transaction and print the plan (like `rpm --test`).
+    #[arg(long)]
+    test: bool,
+    /// Print a JSON summary (scriptlets' output then goes to stderr).
     #[arg(long)]
     json: bool,
 }
@@ -66,15 +87,8 @@ impl Progress for Bar {
 struct Report<'a> {
     root: &'a std::path::Path,
     ok: bool,
-    failed: Vec<Failure>,
     #[serde(flatten)]
-    summary: &'a Summary,
-}
-
-#[derive(Serialize)]
-struct Failure {
-    package: PathBuf,
-    error: Vec<String>,
+    summary: &'a TxSummary,
 }
 
 pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
@@ -82,24 +96,34 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         CliError::new(format!("cannot install into `{}`", args.root.display()), e)
             .hint("create the root directory first (`mkdir -p`)")
     })?;
-    let owners = Owners::load(&root);
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
     let workers = jobs.min(args.packages.len());
-    let opts = Options {
-        chain: match args.reflink {
-            Reflink::Auto => Chain::AUTO,
-            Reflink::Always => Chain::only(Method::Clone),
-            Reflink::Never => Chain::only(Method::ReadWrite),
+    let opts = TxOptions {
+        install: Options {
+            chain: match args.reflink {
+                Reflink::Auto => Chain::AUTO,
+                Reflink::Always => Chain::only(Method::Clone),
+                Reflink::Never => Chain::only(Method::ReadWrite),
+            },
+            threads: (jobs / workers).max(1),
+            verify: args.verify,
+            clone_tail: args.clone_tail || cowkit_install::clone_tail_pays_off(&root),
+            ..Options::default()
         },
-        threads: (jobs / workers).max(1),
-        verify: args.verify,
-        clone_tail: args.clone_tail || cowkit_install::clone_tail_pays_off(&root),
+        jobs,
+        db: !args.no_db,
+        dbpath: args.dbpath.clone(),
+        nodeps: args.nodeps,
+        replacefiles: args.replacefiles,
+        noscripts: args.noscripts,
+        test: args.test,
+        script_stdout_to_stderr: args.json,
     };
     let bar = ProgressBar::new(0);
-    if quiet || args.json {
+    if quiet || args.json || args.test {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
     bar.set_style(
@@ -110,80 +134,126 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
     );
     bar.enable_steady_tick(std::time::Duration::from_millis(200));
     let progress = Bar(bar.clone());
-
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<(usize, Result<Summary, cowkit_install::Error>)>> =
-        Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(pkg) = args.packages.get(i) else {
-                    break;
-                };
-                let r = install(&root, &owners, pkg, &opts, &progress);
-                bar.set_message(format!("{}/{} packages", i + 1, args.packages.len()));
-                results
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push((i, r));
-            });
-        }
-    });
+    let result = transaction(&root, &args.packages, &opts, &progress);
     bar.finish_and_clear();
-
-    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
-    results.sort_by_key(|(i, _)| *i);
-    let mut total = Summary::default();
-    let mut failed = Vec::new();
-    for (i, r) in results {
-        let pkg = &args.packages[i];
-        match r {
-            Ok(s) => total.add(s),
-            Err(e) => {
-                let err = CliError::new(format!("cannot install `{}`", pkg.display()), e);
-                failed.push(Failure {
-                    package: pkg.clone(),
-                    error: err.chain(),
-                });
-                if !args.json {
-                    report_error(&err);
-                }
+    let total = result.map_err(|e| {
+        let hint = match &e {
+            cowkit_install::Error::Unsupported { .. } => {
+                Some("`--noscripts` installs without running any scriptlet")
             }
+            cowkit_install::Error::Db(cowkit_rpmdb::Error::Problems { problems })
+                if problems.iter().any(|p| p.contains("is needed by")) =>
+            {
+                Some("install the packages that provide them in the same transaction, or pass `--nodeps`")
+            }
+            cowkit_install::Error::Db(cowkit_rpmdb::Error::Problems { problems })
+                if problems.iter().any(|p| p.contains("conflicts with file")) =>
+            {
+                Some("`--replacefiles` lets these packages replace those files")
+            }
+            cowkit_install::Error::Db(cowkit_rpmdb::Error::Spawn { .. }) => {
+                Some("install rpm (Debian: `apt-get install rpm`), or pass `--no-db`")
+            }
+            _ => None,
+        };
+        let err = CliError::new(
+            format!("cannot install into `{}`", args.root.display()),
+            e,
+        );
+        match hint {
+            Some(h) => err.hint(h),
+            None => err,
         }
-    }
-    let ok = failed.is_empty();
+    })?;
+    let ok = total.failed.is_empty();
     if args.json {
         print_json(&Report {
             root: &args.root,
-            ok: failed.is_empty(),
-            failed,
+            ok,
             summary: &total,
         });
-    } else if !quiet {
-        for w in &total.warnings {
-            eprintln!("warning: {w}");
+    } else {
+        for f in &total.failed {
+            report_error(&CliError::from_chain(
+                format!("cannot install `{}`", f.package.display()),
+                &f.error,
+            ));
         }
-        eprintln!(
-            "installed {} package(s) into `{}`: {} files ({} hardlinks), {} directories, {} symlinks; {}{}",
-            total.packages,
-            args.root.display(),
-            total.files,
-            total.hardlinks,
-            total.directories,
-            total.symlinks,
-            tally_text(&total.tally),
-            if args.verify {
-                format!("; {} files verified", total.verified)
-            } else {
-                String::new()
-            }
-        );
-        print_fallbacks(&total.tally);
+        if !quiet {
+            print_text(&args, &total);
+        }
     }
     if ok {
         Ok(ExitCode::SUCCESS)
     } else {
         Ok(ExitCode::FAILURE)
     }
+}
+
+fn print_text(args: &Args, total: &TxSummary) {
+    if total.test {
+        eprintln!(
+            "test only: {} package(s) would be installed in this order, nothing was changed:",
+            total.order.len()
+        );
+        for n in &total.order {
+            eprintln!("  {n}");
+        }
+        for (o, n) in &total.upgraded {
+            eprintln!("  {o} would be upgraded to {n}");
+        }
+        return;
+    }
+    let s = &total.files;
+    for w in s.warnings.iter().chain(&total.scriptlet_warnings) {
+        eprintln!("warning: {w}");
+    }
+    for c in &total.config {
+        let text = match c.action {
+            "rpmnew" => format!("{} created as {}.rpmnew", c.path, c.path),
+            "rpmsave" => format!("{} saved as {}.rpmsave", c.path, c.path),
+            "rpmorig" => format!("{} saved as {}.rpmorig", c.path, c.path),
+            _ => format!("{} kept (edited; the new version changes nothing)", c.path),
+        };
+        eprintln!("warning: {text}");
+    }
+    eprintln!(
+        "installed {} package(s) into `{}`: {} files ({} hardlinks), {} directories, {} symlinks; {}{}",
+        s.packages,
+        args.root.display(),
+        s.files,
+        s.hardlinks,
+        s.directories,
+        s.symlinks,
+        tally_text(&s.tally),
+        if args.verify {
+            format!("; {} files verified", s.verified)
+        } else {
+            String::new()
+        }
+    );
+    if let Some(db) = &total.db {
+        eprintln!(
+            "registered {} package(s) in the rpm database `{}`{}; {} scriptlet(s) run{}",
+            total.registered,
+            db.path,
+            match &db.source {
+                cowkit_rpmdb::Source::Option => " (--dbpath)".to_string(),
+                cowkit_rpmdb::Source::Existing => " (existing)".to_string(),
+                cowkit_rpmdb::Source::RootMacros(f) => format!(" (%_dbpath in {f})"),
+                cowkit_rpmdb::Source::Default => " (rpm's default)".to_string(),
+            },
+            total.scriptlets,
+            if total.upgraded.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; {} upgrade(s), {} old file(s) removed",
+                    total.upgraded.len(),
+                    total.old_files_removed
+                )
+            }
+        );
+    }
+    print_fallbacks(&s.tally);
 }

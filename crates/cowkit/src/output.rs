@@ -11,6 +11,27 @@ pub struct CliError {
     hint: Option<String>,
 }
 
+/// One cause of a [`CliError::from_chain`].
+#[derive(Debug)]
+struct Cause {
+    text: String,
+    source: Option<Box<Cause>>,
+}
+
+impl Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::error::Error for Cause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|c| c as &(dyn std::error::Error + 'static))
+    }
+}
+
 impl CliError {
     /// An error with `context` in front of `source`.
     pub fn new(
@@ -20,6 +41,22 @@ impl CliError {
         CliError {
             context: context.to_string(),
             source: Some(Box::new(source)),
+            hint: None,
+        }
+    }
+
+    /// An error whose causes were already put into words (a library's
+    /// per-item failure: `cowkit_fs::error::chain` of it).
+    pub fn from_chain(context: impl Display, causes: &[String]) -> Self {
+        let source = causes.iter().rev().fold(None, |inner, text| {
+            Some(Box::new(Cause {
+                text: text.clone(),
+                source: inner,
+            }))
+        });
+        CliError {
+            context: context.to_string(),
+            source: source.map(|b| b as Box<dyn std::error::Error + Send + Sync>),
             hint: None,
         }
     }

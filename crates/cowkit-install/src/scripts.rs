@@ -1,0 +1,204 @@
+//! Package scriptlets, run the way `rpm --root` runs them.
+//!
+//! rpm writes a scriptlet's body to a temporary file in the root's
+//! `/var/tmp` (creating it when missing), chroots into the root, and runs
+//! the interpreter from the header (`/bin/sh` when none is given) with the
+//! file and `$1`: the number of instances of the package that will be
+//! installed when the operation completes (1 install, 2 upgrade, 1 for the
+//! old package's `%preun`/`%postun` during an upgrade, 0 on erase). The
+//! working directory is `/`, stdin is `/dev/null`, `PATH` is rpm's
+//! `%_install_script_path` and the umask 022. A scriptlet that is only a
+//! program (`%post -p /sbin/ldconfig`) runs without a file.
+//!
+//! What cowkit cannot run exactly like rpm is refused before anything is
+//! touched ([`Scriptlet::runnable`]): `<lua>` scriptlets (rpm runs them in
+//! its own embedded interpreter), and bodies rpm expands with its own
+//! macros (`-e`) or query formats (`-q`) at install time.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use cowkit_fs::root::{RelPath, Root};
+use cowkit_fs::IoError;
+use rpm::IndexTag;
+
+use crate::{Error, Result};
+
+/// When a scriptlet runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum Phase {
+    /// `%pretrans`: before anything of the transaction is placed.
+    PreTrans,
+    /// `%pre`: before the package's files.
+    Pre,
+    /// `%post`: after its files.
+    Post,
+    /// `%posttrans`: after the whole transaction.
+    PostTrans,
+    /// `%preun`: of an old version, before its files are removed.
+    PreUn,
+    /// `%postun`: of an old version, after its files are removed.
+    PostUn,
+}
+
+impl Phase {
+    /// The spec file's name (`%pre`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::PreTrans => "%pretrans",
+            Phase::Pre => "%pre",
+            Phase::Post => "%post",
+            Phase::PostTrans => "%posttrans",
+            Phase::PreUn => "%preun",
+            Phase::PostUn => "%postun",
+        }
+    }
+
+    /// rpm stops the package when one of these fails (rpm 4.18
+    /// `lib/rpmscript.c`: pretrans, pre, preun are critical); the others
+    /// only warn.
+    pub fn critical(self) -> bool {
+        matches!(self, Phase::PreTrans | Phase::Pre | Phase::PreUn)
+    }
+
+    fn tags(self) -> (IndexTag, IndexTag, IndexTag) {
+        use IndexTag::*;
+        match self {
+            Phase::PreTrans => (RPMTAG_PRETRANS, RPMTAG_PRETRANSPROG, RPMTAG_PRETRANSFLAGS),
+            Phase::Pre => (RPMTAG_PREIN, RPMTAG_PREINPROG, RPMTAG_PREINFLAGS),
+            Phase::Post => (RPMTAG_POSTIN, RPMTAG_POSTINPROG, RPMTAG_POSTINFLAGS),
+            Phase::PostTrans => (RPMTAG_POSTTRANS, RPMTAG_POSTTRANSPROG, RPMTAG_POSTTRANSFLAGS),
+            Phase::PreUn => (RPMTAG_PREUN, RPMTAG_PREUNPROG, RPMTAG_PREUNFLAGS),
+            Phase::PostUn => (RPMTAG_POSTUN, RPMTAG_POSTUNPROG, RPMTAG_POSTUNFLAGS),
+        }
+    }
+}
+
+/// rpm's scriptlet flags (`lib/rpmscript.h`).
+const FLAG_EXPAND: u32 = 1;
+const FLAG_QFORMAT: u32 = 2;
+
+/// rpm's `%_install_script_path`.
+const SCRIPT_PATH: &str = "/usr/sbin:/usr/bin:/sbin:/bin:/usr/X11R6/bin";
+
+/// One scriptlet of one package.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Scriptlet {
+    /// When it runs.
+    pub phase: Phase,
+    /// The body (empty for a program-only scriptlet).
+    pub body: String,
+    /// Interpreter and arguments.
+    pub prog: Vec<String>,
+    /// rpm's flags.
+    pub flags: u32,
+}
+
+impl Scriptlet {
+    /// The `phase` scriptlet of a package header, if it has one.
+    pub fn of_header(h: &rpm::Header<IndexTag>, phase: Phase) -> Option<Scriptlet> {
+        let (body_tag, prog_tag, flags_tag) = phase.tags();
+        let body = h.get_entry_data_as_string(body_tag).ok();
+        // Old packages store the program as one string, newer ones as an
+        // array (interpreter and arguments).
+        let prog: Vec<String> = match h.get_entry_data_as_string_array(prog_tag) {
+            Ok(v) => v.into_iter().map(str::to_string).collect(),
+            Err(_) => h
+                .get_entry_data_as_string(prog_tag)
+                .map(|s| vec![s.to_string()])
+                .unwrap_or_default(),
+        };
+        if body.is_none() && prog.is_empty() {
+            return None;
+        }
+        Some(Scriptlet {
+            phase,
+            body: body.unwrap_or("").to_string(),
+            prog: if prog.is_empty() {
+                vec!["/bin/sh".to_string()]
+            } else {
+                prog
+            },
+            flags: h.get_entry_data_as_u32(flags_tag).unwrap_or(0),
+        })
+    }
+
+    /// An installed package's scriptlet (from the database).
+    pub fn of_installed(s: &cowkit_rpmdb::Script, phase: Phase) -> Scriptlet {
+        Scriptlet {
+            phase,
+            body: s.body.clone(),
+            prog: s.prog.clone(),
+            flags: s.flags,
+        }
+    }
+
+    /// Why cowkit cannot run this scriptlet exactly as rpm would, if so.
+    pub fn runnable(&self) -> std::result::Result<(), &'static str> {
+        if self.prog.first().map(String::as_str) == Some("<lua>") {
+            return Err("it is a <lua> scriptlet, which rpm runs in its own embedded interpreter");
+        }
+        if self.flags & FLAG_EXPAND != 0 {
+            return Err("rpm expands its body with rpm's own macros at install time (-e)");
+        }
+        if self.flags & FLAG_QFORMAT != 0 {
+            return Err("rpm expands its body as a query format at install time (-q)");
+        }
+        Ok(())
+    }
+
+    /// Run it chrooted into `root` with `$1 = arg1`. Its output goes to
+    /// ours (stdout to stderr when `stdout_to_stderr`, so that a JSON
+    /// summary on stdout stays clean). `Ok(None)` when it succeeded,
+    /// `Ok(Some(status))` when it ran and failed.
+    pub fn run(
+        &self,
+        root: &Root,
+        arg1: u32,
+        stdout_to_stderr: bool,
+    ) -> Result<Option<String>> {
+        let mut argv: Vec<String> = self.prog.clone();
+        let mut tmp: Option<(std::os::fd::OwnedFd, String, PathBuf)> = None;
+        if !self.body.is_empty() {
+            let rel = RelPath::new("var/tmp").expect("a valid path");
+            let dir = root.create_dirs(&rel, 0o755)?;
+            let name = format!("rpm-tmp{}", cowkit_fs::dir::temp_name());
+            let path = root.display(&rel).join(&name);
+            cowkit_fs::dir::write_file_at(&dir, &name, &path, self.body.as_bytes(), 0o600, false)?;
+            argv.push(format!("/var/tmp/{name}"));
+            tmp = Some((dir, name, path));
+        }
+        argv.push(arg1.to_string());
+        let result = self.exec(root.path(), &argv, stdout_to_stderr);
+        if let Some((dir, name, path)) = tmp {
+            rustix::fs::unlinkat(&dir, name.as_str(), rustix::fs::AtFlags::empty())
+                .map_err(|e| IoError::new("remove", path, e))?;
+        }
+        result
+    }
+
+    fn exec(&self, root: &Path, argv: &[String], stdout_to_stderr: bool) -> Result<Option<String>> {
+        // The host's sh sets rpm's umask, then becomes chroot(8), which
+        // becomes the interpreter inside the root.
+        let mut c = Command::new("/bin/sh");
+        c.arg("-c")
+            .arg("umask 022 && exec chroot \"$@\"")
+            .arg("sh")
+            .arg(root)
+            .args(argv)
+            .env("PATH", SCRIPT_PATH)
+            .current_dir("/")
+            .stdin(Stdio::null());
+        if stdout_to_stderr {
+            let err = std::io::stderr();
+            let fd = std::os::fd::AsFd::as_fd(&err)
+                .try_clone_to_owned()
+                .map_err(|e| IoError::new("duplicate", PathBuf::from("stderr"), e))?;
+            c.stdout(Stdio::from(fd));
+        }
+        let status = c.status().map_err(|e| {
+            Error::from(IoError::new("run chroot(8) for", root.to_path_buf(), e))
+        })?;
+        Ok((!status.success()).then(|| status.to_string()))
+    }
+}

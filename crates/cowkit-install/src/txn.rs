@@ -1,0 +1,700 @@
+//! A transaction: several packages installed or upgraded the way `rpm -U`
+//! does it, with cowkit placing the files.
+//!
+//! 1. Every package's header is read and verified; rpm checks the whole
+//!    transaction against the root's database ([`cowkit_rpmdb::Rpm::check`]:
+//!    file conflicts, packages already installed, dependencies) and orders
+//!    it. Scriptlets cowkit cannot run as rpm would are refused here. A
+//!    refusal touches nothing. `--test` stops here.
+//! 2. `%pretrans` of every package, in order.
+//! 3. Per package, in rpm's order: `%pre`, its files (owners resolved after
+//!    `%pre`, config files decided like rpm), `%post`; for an upgrade then
+//!    the old version's `%preun`, its files that the new one does not
+//!    have, its `%postun`. Consecutive packages with none of these
+//!    scriptlets and no old version are placed in parallel.
+//! 4. One header-only registration of every placed package
+//!    ([`cowkit_rpmdb::Rpm::register`]).
+//! 5. `%posttrans` of every placed package.
+//!
+//! A package whose `%pretrans`/`%pre` fails or whose files cannot be placed
+//! is reported and not registered; the others go on, as with rpm. Files it
+//! had already placed stay (as rpm leaves them); see `docs/install.md`.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufReader, Read};
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use cowkit_archive::files::{DigestAlgo, FileList, Kind};
+use cowkit_fs::root::{RelPath, Root};
+use cowkit_fs::IoError;
+use cowkit_rpmdb::{Check, DbPath, Installed, Rpm};
+use rpm::IndexTag;
+use serde::Serialize;
+
+use crate::scripts::{Phase, Scriptlet};
+use crate::{install, Error, Options, Owners, Progress, Result, Summary};
+
+/// rpm's `%config(noreplace)` file flag.
+const NOREPLACE: u32 = 1 << 4;
+/// rpm's `%config` file flag.
+const CONFIG: u32 = 1;
+/// rpm's `%ghost` file flag.
+const GHOST: u32 = 1 << 6;
+
+/// Transaction settings.
+#[derive(Clone, Debug, Default)]
+pub struct TxOptions {
+    /// How each package's files are placed (`threads` is per package).
+    pub install: Options,
+    /// Packages placed at once where no scriptlet orders them.
+    pub jobs: usize,
+    /// Register in the rpm database (`--no-db` turns it off).
+    pub db: bool,
+    /// The database path inside the root (`--dbpath`); otherwise found by
+    /// [`cowkit_rpmdb::locate`].
+    pub dbpath: Option<String>,
+    /// Do not check dependencies.
+    pub nodeps: bool,
+    /// Let files replace other packages' files.
+    pub replacefiles: bool,
+    /// Run no scriptlets.
+    pub noscripts: bool,
+    /// Check and plan only.
+    pub test: bool,
+    /// Send scriptlets' stdout to stderr.
+    pub script_stdout_to_stderr: bool,
+}
+
+/// What happened to a config file.
+#[derive(Clone, Debug, Serialize)]
+pub struct ConfigNote {
+    /// The file.
+    pub path: String,
+    /// `rpmnew` (the new version was written beside the edited one),
+    /// `rpmsave` (the edited one was saved, the new one installed),
+    /// `rpmorig` (an unowned file was saved), `kept` (edited, and the new
+    /// version brings no change).
+    pub action: &'static str,
+}
+
+/// A package that failed.
+#[derive(Clone, Debug, Serialize)]
+pub struct PackageFailure {
+    /// The package file.
+    pub package: PathBuf,
+    /// Its NEVRA.
+    pub nevra: String,
+    /// The error and its causes.
+    pub error: Vec<String>,
+}
+
+/// What a transaction did.
+#[derive(Debug, Default, Serialize)]
+pub struct TxSummary {
+    /// Files placed (all packages).
+    #[serde(flatten)]
+    pub files: Summary,
+    /// The database, when registering.
+    pub db: Option<DbPath>,
+    /// rpm's order of the transaction (NEVRAs).
+    pub order: Vec<String>,
+    /// Packages placed.
+    pub installed: Vec<String>,
+    /// Upgrades: (old NEVRA, new NEVRA).
+    pub upgraded: Vec<(String, String)>,
+    /// Packages registered in the database.
+    pub registered: u64,
+    /// Scriptlets run.
+    pub scriptlets: u64,
+    /// Scriptlets that failed without stopping their package (`%post`,
+    /// `%postun`, `%posttrans`), as "package %phase: status".
+    pub scriptlet_warnings: Vec<String>,
+    /// Files of old versions removed.
+    pub old_files_removed: u64,
+    /// Config files that were not simply replaced.
+    pub config: Vec<ConfigNote>,
+    /// Packages that failed.
+    pub failed: Vec<PackageFailure>,
+    /// Only checked and planned (`--test`).
+    pub test: bool,
+}
+
+/// A package of the transaction, from its verified header.
+struct Pkg {
+    path: PathBuf,
+    name: String,
+    nevra: String,
+    scripts: Vec<Scriptlet>,
+    triggers: Vec<&'static str>,
+    files: FileList,
+    flags: Vec<u32>,
+}
+
+impl Pkg {
+    fn read(path: &Path) -> Result<Pkg> {
+        let io = |op, e| Error::from(IoError::new(op, path.to_path_buf(), e));
+        let file = std::fs::File::open(path).map_err(|e| io("open", e))?;
+        let pkg = if cowkit_extents::open::is_extents_file(&file).map_err(|e| io("read", e))? {
+            let x = cowkit_extents::open::ExtentsFile::open(file, path)?;
+            Self::from_package(path, x.package())?
+        } else {
+            let p = cowkit_archive::rpm::Package::read(&mut BufReader::new(file))?;
+            Self::from_package(path, &p)?
+        };
+        Ok(pkg)
+    }
+
+    fn from_package(path: &Path, p: &cowkit_archive::rpm::Package) -> Result<Pkg> {
+        let m = p.metadata();
+        let h = &m.header;
+        let bad = |why: String| {
+            Error::Package(cowkit_archive::rpm::Error::Parse(format!(
+                "{}: {why}",
+                path.display()
+            )))
+        };
+        let name = m.get_name().map_err(|e| bad(e.to_string()))?.to_string();
+        let version = m.get_version().map_err(|e| bad(e.to_string()))?;
+        let release = m.get_release().map_err(|e| bad(e.to_string()))?;
+        let arch = m.get_arch().unwrap_or("noarch");
+        let nevra = match h.get_entry_data_as_u32(IndexTag::RPMTAG_EPOCH) {
+            Ok(e) => format!("{name}-{e}:{version}-{release}.{arch}"),
+            Err(_) => format!("{name}-{version}-{release}.{arch}"),
+        };
+        let scripts = [Phase::PreTrans, Phase::Pre, Phase::Post, Phase::PostTrans]
+            .into_iter()
+            .filter_map(|ph| Scriptlet::of_header(h, ph))
+            .collect();
+        let mut triggers = Vec::new();
+        for (tag, what) in [
+            (IndexTag::RPMTAG_TRIGGERSCRIPTS, "%trigger"),
+            (IndexTag::RPMTAG_FILETRIGGERSCRIPTS, "%filetrigger"),
+            (IndexTag::RPMTAG_TRANSFILETRIGGERSCRIPTS, "%transfiletrigger"),
+        ] {
+            if h.entry_is_present(tag) {
+                triggers.push(what);
+            }
+        }
+        let files = p.files()?;
+        let flags = if h.entry_is_present(IndexTag::RPMTAG_FILEFLAGS) {
+            h.get_entry_data_as_u32_array(IndexTag::RPMTAG_FILEFLAGS)
+                .map_err(|e| bad(e.to_string()))?
+        } else {
+            Vec::new()
+        };
+        Ok(Pkg {
+            path: path.to_path_buf(),
+            name,
+            nevra,
+            scripts,
+            triggers,
+            files,
+            flags,
+        })
+    }
+
+    fn script(&self, phase: Phase) -> Option<&Scriptlet> {
+        self.scripts.iter().find(|s| s.phase == phase)
+    }
+}
+
+/// Install or upgrade `packages` in `root` as one transaction.
+pub fn transaction(
+    root: &Root,
+    packages: &[PathBuf],
+    opts: &TxOptions,
+    progress: &dyn Progress,
+) -> Result<TxSummary> {
+    let mut sum = TxSummary {
+        test: opts.test,
+        ..TxSummary::default()
+    };
+    // 1. Headers, rpm's check and order, what cannot run.
+    let pkgs = packages
+        .iter()
+        .map(|p| Pkg::read(p))
+        .collect::<Result<Vec<_>>>()?;
+    let (rpm, order, old) = if opts.db {
+        let db = cowkit_rpmdb::locate(root, opts.dbpath.as_deref())?;
+        let rpm = Rpm::new(root.path(), &db);
+        sum.db = Some(db);
+        let names: Vec<&str> = pkgs.iter().map(|p| p.name.as_str()).collect();
+        let old: HashMap<String, Installed> = rpm
+            .installed(&names)?
+            .into_iter()
+            .map(|i| (i.name.clone(), i))
+            .collect();
+        let nevras = rpm.check(
+            packages,
+            &Check {
+                nodeps: opts.nodeps,
+                replacefiles: opts.replacefiles,
+            },
+        )?;
+        let mut order = Vec::with_capacity(nevras.len());
+        let mut taken = vec![false; pkgs.len()];
+        for n in &nevras {
+            let i = (0..pkgs.len())
+                .find(|&i| !taken[i] && &pkgs[i].nevra == n)
+                .ok_or_else(|| {
+                    Error::Db(cowkit_rpmdb::Error::Answer {
+                        what: "--test -vv -U",
+                        why: format!("it ordered `{n}`, which is not one of the packages"),
+                    })
+                })?;
+            taken[i] = true;
+            order.push(i);
+        }
+        (Some(rpm), order, old)
+    } else {
+        (None, (0..pkgs.len()).collect(), HashMap::new())
+    };
+    sum.order = order.iter().map(|&i| pkgs[i].nevra.clone()).collect();
+    if !opts.noscripts {
+        refuse_unsupported(&pkgs, &old, rpm.as_ref())?;
+    }
+    if opts.test {
+        for &i in &order {
+            if let Some(o) = old.get(&pkgs[i].name) {
+                sum.upgraded.push((o.nevra.clone(), pkgs[i].nevra.clone()));
+            }
+        }
+        return Ok(sum);
+    }
+
+    let run = |s: &Scriptlet, p: &Pkg, arg: u32, sum: &mut TxSummary| -> Result<bool> {
+        if opts.noscripts {
+            return Ok(true);
+        }
+        sum.scriptlets += 1;
+        match s.run(root, arg, opts.script_stdout_to_stderr)? {
+            None => Ok(true),
+            Some(status) if s.phase.critical() => Err(Error::ScriptFailed {
+                package: p.nevra.clone(),
+                phase: s.phase.name(),
+                status,
+            }),
+            Some(status) => {
+                sum.scriptlet_warnings
+                    .push(format!("{} {}: {status}", p.nevra, s.phase.name()));
+                Ok(false)
+            }
+        }
+    };
+    let arg_of = |p: &Pkg| if old.contains_key(&p.name) { 2 } else { 1 };
+    let fail = |sum: &mut TxSummary, p: &Pkg, e: Error| {
+        sum.failed.push(PackageFailure {
+            package: p.path.clone(),
+            nevra: p.nevra.clone(),
+            error: cowkit_fs::error::chain(&e),
+        });
+    };
+
+    // 2. %pretrans.
+    let mut alive: Vec<usize> = Vec::new();
+    for &i in &order {
+        let p = &pkgs[i];
+        match p.script(Phase::PreTrans) {
+            Some(s) => match run(s, p, arg_of(p), &mut sum) {
+                Ok(_) => alive.push(i),
+                Err(e) => fail(&mut sum, p, e),
+            },
+            None => alive.push(i),
+        }
+    }
+
+    // 3. Packages, in order; runs without scriptlets in parallel.
+    let mut owners = Owners::load(root);
+    let mut placed: Vec<usize> = Vec::new();
+    let mut k = 0;
+    while k < alive.len() {
+        let quiet = |i: usize| {
+            let p = &pkgs[i];
+            !old.contains_key(&p.name)
+                && (opts.noscripts
+                    || (p.script(Phase::Pre).is_none() && p.script(Phase::Post).is_none()))
+        };
+        if quiet(alive[k]) {
+            let mut end = k;
+            while end < alive.len() && quiet(alive[end]) {
+                end += 1;
+            }
+            let batch: Vec<&Pkg> = alive[k..end].iter().map(|&i| &pkgs[i]).collect();
+            let results = place_parallel(root, &owners, &batch, opts, progress);
+            for (j, r) in results.into_iter().enumerate() {
+                match r {
+                    Ok(s) => {
+                        sum.files.add(s);
+                        sum.installed.push(batch[j].nevra.clone());
+                        placed.push(alive[k + j]);
+                    }
+                    Err(e) => fail(&mut sum, batch[j], e),
+                }
+            }
+            k = end;
+            continue;
+        }
+        let i = alive[k];
+        k += 1;
+        let p = &pkgs[i];
+        let o = old.get(&p.name);
+        match one_package(root, &mut owners, p, o, opts, progress, &run, &mut sum) {
+            Ok(s) => {
+                sum.files.add(s);
+                sum.installed.push(p.nevra.clone());
+                if let Some(o) = o {
+                    sum.upgraded.push((o.nevra.clone(), p.nevra.clone()));
+                }
+                placed.push(i);
+            }
+            Err(e) => fail(&mut sum, p, e),
+        }
+    }
+    sum.files.warnings.extend(owners.warnings());
+
+    // 4. One registration.
+    if let Some(rpm) = &rpm {
+        let paths: Vec<PathBuf> = placed.iter().map(|&i| pkgs[i].path.clone()).collect();
+        rpm.register(&paths, opts.replacefiles)?;
+        sum.registered = paths.len() as u64;
+    }
+
+    // 5. %posttrans.
+    for &i in &placed {
+        let p = &pkgs[i];
+        if let Some(s) = p.script(Phase::PostTrans) {
+            run(s, p, arg_of(p), &mut sum)?;
+        }
+    }
+    Ok(sum)
+}
+
+/// Everything that cowkit cannot run as rpm would, in one error.
+fn refuse_unsupported(
+    pkgs: &[Pkg],
+    old: &HashMap<String, Installed>,
+    rpm: Option<&Rpm>,
+) -> Result<()> {
+    let mut problems = Vec::new();
+    for p in pkgs {
+        for s in &p.scripts {
+            if let Err(why) = s.runnable() {
+                problems.push(format!("{} {}: {why}", p.nevra, s.phase.name()));
+            }
+        }
+        for t in &p.triggers {
+            problems.push(format!(
+                "{}: has {t} scriptlets, which cowkit does not run",
+                p.nevra
+            ));
+        }
+        if let Some(o) = old.get(&p.name) {
+            for (s, ph) in [(&o.preun, Phase::PreUn), (&o.postun, Phase::PostUn)] {
+                if let Some(s) = s {
+                    if let Err(why) = Scriptlet::of_installed(s, ph).runnable() {
+                        problems.push(format!("{} {} (installed): {why}", o.nevra, ph.name()));
+                    }
+                }
+            }
+        }
+    }
+    if let Some(rpm) = rpm {
+        let names: HashSet<&str> = pkgs.iter().map(|p| p.name.as_str()).collect();
+        for (nevra, kind, watched) in rpm.installed_triggers()? {
+            let fires = if kind == "%trigger" {
+                names.contains(watched.as_str())
+            } else {
+                pkgs.iter().any(|p| {
+                    p.files
+                        .files
+                        .iter()
+                        .any(|f| f.path.starts_with(watched.as_str()))
+                })
+            };
+            if fires {
+                problems.push(format!(
+                    "{nevra} (installed): its {kind} on `{watched}` would fire, and cowkit does not run triggers"
+                ));
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Unsupported { problems })
+    }
+}
+
+/// Place a run of packages without scriptlets, `opts.jobs` at a time.
+fn place_parallel(
+    root: &Root,
+    owners: &Owners,
+    batch: &[&Pkg],
+    opts: &TxOptions,
+    progress: &dyn Progress,
+) -> Vec<Result<Summary>> {
+    let workers = opts.jobs.clamp(1, batch.len().max(1));
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<(usize, Result<Summary>)>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(p) = batch.get(i) else { break };
+                let r = install(root, owners, &p.path, &opts.install, progress);
+                results
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((i, r));
+            });
+        }
+    });
+    let mut r = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    r.sort_by_key(|(i, _)| *i);
+    r.into_iter().map(|(_, r)| r).collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn one_package(
+    root: &Root,
+    owners: &mut Owners,
+    p: &Pkg,
+    old: Option<&Installed>,
+    opts: &TxOptions,
+    progress: &dyn Progress,
+    run: &dyn Fn(&Scriptlet, &Pkg, u32, &mut TxSummary) -> Result<bool>,
+    sum: &mut TxSummary,
+) -> Result<Summary> {
+    let arg = if old.is_some() { 2 } else { 1 };
+    if let Some(s) = p.script(Phase::Pre) {
+        run(s, p, arg, sum)?;
+        if !opts.noscripts {
+            // A %pre may have added the users and groups that own the
+            // files.
+            *owners = Owners::load(root);
+        }
+    }
+    let mut install_opts = opts.install.clone();
+    let discard = decide_config(root, p, old, &mut install_opts, sum)?;
+    let s_placed = install(root, owners, &p.path, &install_opts, progress)?;
+    for (dir, name, path) in discard {
+        unlink(&dir, &name, &path)?;
+    }
+    if let Some(s) = p.script(Phase::Post) {
+        run(s, p, arg, sum)?;
+    }
+    if let Some(o) = old {
+        if let Some(s) = &o.preun {
+            // rpm keeps the old version (files and entry) when its %preun
+            // fails; cowkit has placed the new one already and registers
+            // it over the old entry, so it keeps the old files and says so.
+            if let Err(e) = run(&Scriptlet::of_installed(s, Phase::PreUn), p, 1, sum) {
+                sum.scriptlet_warnings.push(format!(
+                    "{}: {e}; its files that {} does not have were left in place",
+                    o.nevra, p.nevra
+                ));
+                return Ok(s_placed);
+            }
+        }
+        sum.old_files_removed += remove_old_files(root, p, o, sum)?;
+        if let Some(s) = &o.postun {
+            run(&Scriptlet::of_installed(s, Phase::PostUn), p, 1, sum)?;
+        }
+    }
+    Ok(s_placed)
+}
+
+/// The parent directory of `path` (absolute, from a header) inside the
+/// root, opened, and the last component; `None` when the parent is
+/// missing.
+fn parent_of(root: &Root, path: &str) -> Result<Option<(std::os::fd::OwnedFd, String, PathBuf)>> {
+    let rel = RelPath::new(path.trim_start_matches('/'))?;
+    let Some((parent, name)) = rel.split() else {
+        return Ok(None);
+    };
+    let host = root.display(&rel);
+    match root.open_dir(&parent) {
+        Ok(fd) => Ok(Some((fd, name.to_string(), host))),
+        Err(e) if cowkit_fs::error::errno_of(&e) == Some(rustix::io::Errno::NOENT) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The digest of the regular file `name` in `dir` with `algo`, or `None`
+/// when it is missing or not a regular file.
+fn digest_on_disk(dir: impl AsFd, name: &str, path: &Path, algo: DigestAlgo) -> Result<Option<String>> {
+    let Some(st) = cowkit_fs::dir::stat_at(dir.as_fd(), name)
+        .map_err(|e| IoError::new("stat", path.to_path_buf(), e))?
+    else {
+        return Ok(None);
+    };
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
+        return Ok(None);
+    }
+    let Some(mut f) = cowkit_fs::dir::open_read_opt(dir, name, path)? else {
+        return Ok(None);
+    };
+    let mut h = algo.hasher();
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = f
+            .read(&mut buf)
+            .map_err(|e| IoError::new("read", path.to_path_buf(), e))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(Some(crate::hex(&h.finish())))
+}
+
+fn unlink(dir: impl AsFd, name: &str, path: &Path) -> Result<()> {
+    match rustix::fs::unlinkat(dir, name, rustix::fs::AtFlags::empty()) {
+        Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
+        Err(e) => Err(IoError::new("remove", path.to_path_buf(), e).into()),
+    }
+}
+
+fn rename_beside(dir: impl AsFd, name: &str, suffix: &str, path: &Path) -> Result<()> {
+    let to = format!("{name}{suffix}");
+    rustix::fs::renameat(dir.as_fd(), name, dir.as_fd(), to.as_str())
+        .map_err(|e| IoError::new("rename", path.to_path_buf(), e))?;
+    Ok(())
+}
+
+type Discard = Vec<(std::os::fd::OwnedFd, String, PathBuf)>;
+
+/// rpm's decisions for the package's config files that exist on disk:
+/// an unchanged one is replaced; one the user edited is kept with the new
+/// version beside it (`%config(noreplace)`: `.rpmnew`) or saved
+/// (`%config`: `.rpmsave`, or `.rpmorig` when no installed package owned
+/// it) and replaced. Renames of new files go into `opts.rename`; files
+/// to drop after the install (new versions that change nothing) are
+/// returned.
+fn decide_config(
+    root: &Root,
+    p: &Pkg,
+    old: Option<&Installed>,
+    opts: &mut Options,
+    sum: &mut TxSummary,
+) -> Result<Discard> {
+    let mut discard = Vec::new();
+    let old_files: HashMap<&str, &cowkit_rpmdb::InstalledFile> = old
+        .map(|o| o.files.iter().map(|f| (f.path.as_str(), f)).collect())
+        .unwrap_or_default();
+    for f in &p.files.files {
+        let flags = p.flags.get(f.index as usize).copied().unwrap_or(0);
+        if flags & CONFIG == 0 || f.ghost || f.kind != Kind::Regular || !p.files.link_set(f).is_empty() {
+            continue;
+        }
+        let Some((dir, name, path)) = parent_of(root, &f.path)? else {
+            continue;
+        };
+        let new = f.digest.as_deref().map(crate::hex).unwrap_or_default();
+        let owned = old_files.get(f.path.as_str()).filter(|o| o.flags & CONFIG != 0);
+        let algo = match owned {
+            Some(_) => old
+                .and_then(|o| DigestAlgo::from_rpm(o.digest_algo))
+                .unwrap_or(p.files.algo),
+            None => p.files.algo,
+        };
+        let Some(disk) = digest_on_disk(&dir, &name, &path, algo)? else {
+            continue;
+        };
+        let note = |action| ConfigNote {
+            path: f.path.clone(),
+            action,
+        };
+        match owned {
+            Some(o) => {
+                if disk == o.digest {
+                    continue; // unchanged: replaced
+                }
+                if new == o.digest {
+                    // Edited, and the new version changes nothing: keep.
+                    let tmp = cowkit_fs::dir::temp_name();
+                    opts.rename.insert(f.path.clone(), tmp.clone());
+                    discard.push((dir, tmp, path));
+                    sum.config.push(note("kept"));
+                } else if flags & NOREPLACE != 0 {
+                    opts.rename.insert(f.path.clone(), format!("{name}.rpmnew"));
+                    sum.config.push(note("rpmnew"));
+                } else {
+                    rename_beside(&dir, &name, ".rpmsave", &path)?;
+                    sum.config.push(note("rpmsave"));
+                }
+            }
+            None => {
+                if p.files.algo == algo && disk == new {
+                    continue;
+                }
+                if flags & NOREPLACE != 0 {
+                    opts.rename.insert(f.path.clone(), format!("{name}.rpmnew"));
+                    sum.config.push(note("rpmnew"));
+                } else {
+                    rename_beside(&dir, &name, ".rpmorig", &path)?;
+                    sum.config.push(note("rpmorig"));
+                }
+            }
+        }
+    }
+    Ok(discard)
+}
+
+/// Remove the old version's files that the new one does not have (an
+/// edited config file is saved as `.rpmsave`); directories only when
+/// empty, deepest first. Files in another state than "normal" (replaced
+/// by another package, not installed) are left.
+fn remove_old_files(root: &Root, p: &Pkg, o: &Installed, sum: &mut TxSummary) -> Result<u64> {
+    let mut n = 0;
+    let mut dirs = Vec::new();
+    let algo = DigestAlgo::from_rpm(o.digest_algo).unwrap_or(p.files.algo);
+    for f in &o.files {
+        if p.files.find(&f.path).is_some() || f.state != 0 {
+            continue;
+        }
+        if f.mode & 0o170000 == 0o040000 {
+            dirs.push(f.path.as_str());
+            continue;
+        }
+        let Some((dir, name, path)) = parent_of(root, &f.path)? else {
+            continue;
+        };
+        if f.flags & CONFIG != 0 && f.flags & GHOST == 0 {
+            if let Some(d) = digest_on_disk(&dir, &name, &path, algo)? {
+                if d != f.digest {
+                    rename_beside(&dir, &name, ".rpmsave", &path)?;
+                    sum.config.push(ConfigNote {
+                        path: f.path.clone(),
+                        action: "rpmsave",
+                    });
+                    continue;
+                }
+            }
+        }
+        if cowkit_fs::dir::stat_at(&dir, &name)
+            .map_err(|e| IoError::new("stat", path.clone(), e))?
+            .is_some()
+        {
+            unlink(&dir, &name, &path)?;
+            n += 1;
+        }
+    }
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.len()));
+    for d in dirs {
+        let Some((dir, name, path)) = parent_of(root, d)? else {
+            continue;
+        };
+        match rustix::fs::unlinkat(&dir, name.as_str(), rustix::fs::AtFlags::REMOVEDIR) {
+            Ok(()) => n += 1,
+            Err(rustix::io::Errno::NOENT)
+            | Err(rustix::io::Errno::NOTEMPTY)
+            | Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => return Err(IoError::new("remove directory", path, e).into()),
+        }
+    }
+    Ok(n)
+}
