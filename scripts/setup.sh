@@ -22,6 +22,11 @@ have filefrag || need+=(e2fsprogs)
 have cc || need+=(gcc libc6-dev)
 have gpg || need+=(gpg)
 have gpg-agent || need+=(gpg-agent)
+# cowkit-testutil repo: dnf on a local repository whose packages bring
+# the host's static busybox as the root's /bin/sh.
+have dnf || need+=(dnf)
+have createrepo_c || need+=(createrepo-c)
+dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || need+=(busybox-static)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 # cowkit nosync tests: eatmydata (the peer), objdump (the shim's symbol
 # versions), Go (a program with no libc), setpriv (run as nobody).

@@ -5,8 +5,10 @@
 //! SHA-256, byte search, error chains, running a command that must
 //! succeed). [`rpm`] builds and edits packages (the fixture package,
 //! packages from spec text, signed packages, what `rpm -qp` says about a
-//! header, `rpm2cpio | cpio` extraction); [`tree`] snapshots directory
-//! trees and compares them.
+//! header, `rpm2cpio | cpio` extraction); [`repo`] builds a local RPM
+//! repository (dependencies, scriptlets, users, configs, upgrades) and
+//! runs `dnf` and `rpm` on a root; [`tree`] snapshots directory trees and
+//! compares them.
 //!
 //! `scripts/rig.sh` loop-mounts scratch XFS (two of them, for cross-device
 //! pairs of one type), Btrfs and ext4 images and a tmpfs, and names their
@@ -35,6 +37,7 @@ use std::process::{Command, Output};
 use sha2::{Digest, Sha256};
 pub use tempfile::TempDir;
 
+pub mod repo;
 pub mod rpm;
 pub mod tree;
 

@@ -77,7 +77,7 @@ fn archive_fixtures() -> PathBuf {
 
 /// `make()`'s path, made once per process and `key`; one at a time (test
 /// threads asking for the same thing wait for the first).
-fn once_per_process(key: String, make: impl FnOnce() -> PathBuf) -> PathBuf {
+pub(crate) fn once_per_process(key: String, make: impl FnOnce() -> PathBuf) -> PathBuf {
     static MADE: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
     let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(p) = made.get(&key) {
