@@ -67,7 +67,11 @@ impl Phase {
             Phase::PreTrans => (RPMTAG_PRETRANS, RPMTAG_PRETRANSPROG, RPMTAG_PRETRANSFLAGS),
             Phase::Pre => (RPMTAG_PREIN, RPMTAG_PREINPROG, RPMTAG_PREINFLAGS),
             Phase::Post => (RPMTAG_POSTIN, RPMTAG_POSTINPROG, RPMTAG_POSTINFLAGS),
-            Phase::PostTrans => (RPMTAG_POSTTRANS, RPMTAG_POSTTRANSPROG, RPMTAG_POSTTRANSFLAGS),
+            Phase::PostTrans => (
+                RPMTAG_POSTTRANS,
+                RPMTAG_POSTTRANSPROG,
+                RPMTAG_POSTTRANSFLAGS,
+            ),
             Phase::PreUn => (RPMTAG_PREUN, RPMTAG_PREUNPROG, RPMTAG_PREUNFLAGS),
             Phase::PostUn => (RPMTAG_POSTUN, RPMTAG_POSTUNPROG, RPMTAG_POSTUNFLAGS),
         }
@@ -151,12 +155,7 @@ impl Scriptlet {
     /// ours (stdout to stderr when `stdout_to_stderr`, so that a JSON
     /// summary on stdout stays clean). `Ok(None)` when it succeeded,
     /// `Ok(Some(status))` when it ran and failed.
-    pub fn run(
-        &self,
-        root: &Root,
-        arg1: u32,
-        stdout_to_stderr: bool,
-    ) -> Result<Option<String>> {
+    pub fn run(&self, root: &Root, arg1: u32, stdout_to_stderr: bool) -> Result<Option<String>> {
         let mut argv: Vec<String> = self.prog.clone();
         let mut tmp: Option<(std::os::fd::OwnedFd, String, PathBuf)> = None;
         if !self.body.is_empty() {
@@ -196,9 +195,9 @@ impl Scriptlet {
                 .map_err(|e| IoError::new("duplicate", PathBuf::from("stderr"), e))?;
             c.stdout(Stdio::from(fd));
         }
-        let status = c.status().map_err(|e| {
-            Error::from(IoError::new("run chroot(8) for", root.to_path_buf(), e))
-        })?;
+        let status = c
+            .status()
+            .map_err(|e| Error::from(IoError::new("run chroot(8) for", root.to_path_buf(), e)))?;
         Ok((!status.success()).then(|| status.to_string()))
     }
 }

@@ -172,7 +172,10 @@ impl Pkg {
         for (tag, what) in [
             (IndexTag::RPMTAG_TRIGGERSCRIPTS, "%trigger"),
             (IndexTag::RPMTAG_FILETRIGGERSCRIPTS, "%filetrigger"),
-            (IndexTag::RPMTAG_TRANSFILETRIGGERSCRIPTS, "%transfiletrigger"),
+            (
+                IndexTag::RPMTAG_TRANSFILETRIGGERSCRIPTS,
+                "%transfiletrigger",
+            ),
         ] {
             if h.entry_is_present(tag) {
                 triggers.push(what);
@@ -217,26 +220,54 @@ pub fn transaction(
         .iter()
         .map(|p| Pkg::read(p))
         .collect::<Result<Vec<_>>>()?;
-    let (rpm, order, old) = if opts.db {
-        let db = cowkit_rpmdb::locate(root, opts.dbpath.as_deref())?;
-        let rpm = Rpm::new(root.path(), &db);
-        sum.db = Some(db);
+    // A root without a database is checked against an empty scratch one:
+    // where its database goes is decided after its files are placed, by
+    // the root's own rpm configuration if the transaction brings one.
+    let found = if opts.db {
+        cowkit_rpmdb::find(root, opts.dbpath.as_deref())?
+    } else {
+        None
+    };
+    let (order, old) = if opts.db {
+        let scratch = match &found {
+            Some(_) => None,
+            None => Some(cowkit_rpmdb::Scratch::new(root)?),
+        };
+        let db = found
+            .as_ref()
+            .or(scratch.as_ref().map(|s| s.db()))
+            .expect("one of them");
+        let rpm = Rpm::new(root.path(), db);
         let names: Vec<&str> = pkgs.iter().map(|p| p.name.as_str()).collect();
         let old: HashMap<String, Installed> = rpm
             .installed(&names)?
             .into_iter()
             .map(|i| (i.name.clone(), i))
             .collect();
-        let nevras = rpm.check(
+        let plan = rpm.check(
             packages,
             &Check {
                 nodeps: opts.nodeps,
                 replacefiles: opts.replacefiles,
             },
         )?;
-        let mut order = Vec::with_capacity(nevras.len());
+        // Erasures other than the old versions of upgraded packages come
+        // from Obsoletes: cowkit would have to remove those packages'
+        // files and run their scriptlets, which it does not do yet.
+        let obsoleted: Vec<String> = plan
+            .erase
+            .iter()
+            .filter(|e| !old.values().any(|o| &o.nevra == *e))
+            .map(|e| format!("{e} (installed): would be erased by an Obsoletes of a new package, which cowkit does not do"))
+            .collect();
+        if !obsoleted.is_empty() {
+            return Err(Error::Unsupported {
+                problems: obsoleted,
+            });
+        }
+        let mut order = Vec::with_capacity(plan.order.len());
         let mut taken = vec![false; pkgs.len()];
-        for n in &nevras {
+        for n in &plan.order {
             let i = (0..pkgs.len())
                 .find(|&i| !taken[i] && &pkgs[i].nevra == n)
                 .ok_or_else(|| {
@@ -248,14 +279,18 @@ pub fn transaction(
             taken[i] = true;
             order.push(i);
         }
-        (Some(rpm), order, old)
+        if !opts.noscripts {
+            refuse_unsupported(&pkgs, &old, Some(&rpm))?;
+        }
+        (order, old)
     } else {
-        (None, (0..pkgs.len()).collect(), HashMap::new())
+        if !opts.noscripts {
+            refuse_unsupported(&pkgs, &HashMap::new(), None)?;
+        }
+        ((0..pkgs.len()).collect(), HashMap::new())
     };
+    sum.db = found.clone();
     sum.order = order.iter().map(|&i| pkgs[i].nevra.clone()).collect();
-    if !opts.noscripts {
-        refuse_unsupported(&pkgs, &old, rpm.as_ref())?;
-    }
     if opts.test {
         for &i in &order {
             if let Some(o) = old.get(&pkgs[i].name) {
@@ -356,10 +391,15 @@ pub fn transaction(
     sum.files.warnings.extend(owners.warnings());
 
     // 4. One registration.
-    if let Some(rpm) = &rpm {
+    if opts.db {
+        let db = match found {
+            Some(db) => db,
+            None => cowkit_rpmdb::locate(root, None)?,
+        };
         let paths: Vec<PathBuf> = placed.iter().map(|&i| pkgs[i].path.clone()).collect();
-        rpm.register(&paths, opts.replacefiles)?;
+        Rpm::new(root.path(), &db).register(&paths, opts.replacefiles)?;
         sum.registered = paths.len() as u64;
+        sum.db = Some(db);
     }
 
     // 5. %posttrans.
@@ -525,7 +565,12 @@ fn parent_of(root: &Root, path: &str) -> Result<Option<(std::os::fd::OwnedFd, St
 
 /// The digest of the regular file `name` in `dir` with `algo`, or `None`
 /// when it is missing or not a regular file.
-fn digest_on_disk(dir: impl AsFd, name: &str, path: &Path, algo: DigestAlgo) -> Result<Option<String>> {
+fn digest_on_disk(
+    dir: impl AsFd,
+    name: &str,
+    path: &Path,
+    algo: DigestAlgo,
+) -> Result<Option<String>> {
     let Some(st) = cowkit_fs::dir::stat_at(dir.as_fd(), name)
         .map_err(|e| IoError::new("stat", path.to_path_buf(), e))?
     else {
@@ -587,14 +632,20 @@ fn decide_config(
         .unwrap_or_default();
     for f in &p.files.files {
         let flags = p.flags.get(f.index as usize).copied().unwrap_or(0);
-        if flags & CONFIG == 0 || f.ghost || f.kind != Kind::Regular || !p.files.link_set(f).is_empty() {
+        if flags & CONFIG == 0
+            || f.ghost
+            || f.kind != Kind::Regular
+            || !p.files.link_set(f).is_empty()
+        {
             continue;
         }
         let Some((dir, name, path)) = parent_of(root, &f.path)? else {
             continue;
         };
         let new = f.digest.as_deref().map(crate::hex).unwrap_or_default();
-        let owned = old_files.get(f.path.as_str()).filter(|o| o.flags & CONFIG != 0);
+        let owned = old_files
+            .get(f.path.as_str())
+            .filter(|o| o.flags & CONFIG != 0);
         let algo = match owned {
             Some(_) => old
                 .and_then(|o| DigestAlgo::from_rpm(o.digest_algo))

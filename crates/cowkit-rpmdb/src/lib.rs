@@ -81,6 +81,12 @@ pub enum Error {
     },
 }
 
+impl From<cowkit_fs::IoError> for Error {
+    fn from(e: cowkit_fs::IoError) -> Self {
+        Error::Fs(e.into())
+    }
+}
+
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -126,25 +132,115 @@ pub const DEFAULT_DBPATH: &str = "/var/lib/rpm";
 ///
 /// `option` (an absolute path inside the root) wins; then an existing
 /// database at a known location; then `%_dbpath` from the root's own rpm
-/// macro files; then [`DEFAULT_DBPATH`].
+/// macro files; then [`DEFAULT_DBPATH`]. A transaction that installs the
+/// root's own `rpm` package into a fresh root should call this after its
+/// files are placed, so that the root's configuration decides (see
+/// [`find`] for the check before).
 pub fn locate(root: &Root, option: Option<&str>) -> Result<DbPath> {
-    let (wanted, source) = match option {
-        Some(p) => (p.to_string(), Source::Option),
-        None => match existing(root)? {
-            Some(p) => (p, Source::Existing),
-            None => match macros::dbpath_of(root) {
-                Some((p, file)) => (p, Source::RootMacros(file)),
-                None => (DEFAULT_DBPATH.to_string(), Source::Default),
-            },
-        },
+    if let Some(db) = find(root, option)? {
+        return Ok(db);
+    }
+    let (wanted, source) = match macros::dbpath_of(root) {
+        Some((p, file)) => (p, Source::RootMacros(file)),
+        None => (DEFAULT_DBPATH.to_string(), Source::Default),
     };
-    let rel = in_root(&wanted)?;
+    create(root, &wanted, source)
+}
+
+/// The database `root` already has (or `option`, created): `None` for a
+/// root without one, whose configuration may arrive with the packages.
+pub fn find(root: &Root, option: Option<&str>) -> Result<Option<DbPath>> {
+    if let Some(p) = option {
+        return create(root, p, Source::Option).map(Some);
+    }
+    Ok(existing(root)?.map(|path| DbPath {
+        path,
+        source: Source::Existing,
+    }))
+}
+
+fn create(root: &Root, wanted: &str, source: Source) -> Result<DbPath> {
+    let rel = in_root(wanted)?;
     root.create_dirs(&rel, 0o755)?;
     let path = root.real_path(&rel)?.ok_or(Error::BadDbPath {
-        path: wanted.clone(),
+        path: wanted.to_string(),
         why: "it vanished while being created",
     })?;
     Ok(DbPath { path, source })
+}
+
+/// An empty database in a temporary directory of the root (`/var/tmp`),
+/// removed on drop: what a transaction into a root without a database is
+/// checked against before the root's configuration is known.
+pub struct Scratch<'r> {
+    root: &'r Root,
+    dir: std::os::fd::OwnedFd,
+    name: String,
+    host: PathBuf,
+    db: DbPath,
+    /// Directories made for it (`var`, `var/tmp`), removed with it.
+    made: Vec<&'static str>,
+}
+
+impl<'r> Scratch<'r> {
+    /// Make one.
+    pub fn new(root: &'r Root) -> Result<Scratch<'r>> {
+        let mut made = Vec::new();
+        for d in ["var/tmp", "var"] {
+            if root
+                .real_path(&RelPath::new(d).expect("a valid path"))?
+                .is_none()
+            {
+                made.push(d);
+            }
+        }
+        let rel = RelPath::new("var/tmp").expect("a valid path");
+        let dir = root.create_dirs(&rel, 0o755)?;
+        let name = cowkit_fs::dir::temp_name();
+        let host = root.display(&rel).join(&name);
+        cowkit_fs::dir::mkdir_open(&dir, &name, 0o700, &host)?;
+        let real = root.real_path(&rel)?.ok_or(Error::BadDbPath {
+            path: "/var/tmp".into(),
+            why: "it vanished while being created",
+        })?;
+        Ok(Scratch {
+            db: DbPath {
+                path: format!("{}/{name}", real.trim_end_matches('/')),
+                source: Source::Default,
+            },
+            root,
+            dir,
+            name,
+            host,
+            made,
+        })
+    }
+
+    /// The database path.
+    pub fn db(&self) -> &DbPath {
+        &self.db
+    }
+}
+
+impl Drop for Scratch<'_> {
+    fn drop(&mut self) {
+        if let Ok(fd) = cowkit_fs::dir::open_dir(&self.dir, self.name.as_str(), &self.host) {
+            if let Ok(names) = cowkit_fs::dir::read_names(&fd, &self.host) {
+                for (n, _) in names {
+                    let _ = rustix::fs::unlinkat(&fd, n.as_os_str(), rustix::fs::AtFlags::empty());
+                }
+            }
+        }
+        let _ = rustix::fs::unlinkat(
+            &self.dir,
+            self.name.as_str(),
+            rustix::fs::AtFlags::REMOVEDIR,
+        );
+        // Only when still empty: nothing else may have been put there.
+        for d in &self.made {
+            let _ = rustix::fs::unlinkat(self.root.fd(), *d, rustix::fs::AtFlags::REMOVEDIR);
+        }
+    }
 }
 
 fn in_root(p: &str) -> Result<RelPath> {
@@ -202,6 +298,16 @@ pub struct Check {
     pub nodeps: bool,
     /// Allow files to replace other packages' files (`--replacefiles`).
     pub replacefiles: bool,
+}
+
+/// rpm's plan for a transaction.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// The packages to install, in rpm's order (NEVRAs).
+    pub order: Vec<String>,
+    /// Installed packages rpm would erase: the old versions of upgraded
+    /// packages, and packages the new ones obsolete.
+    pub erase: Vec<String>,
 }
 
 /// The `rpm` program working on one root and database.
@@ -282,7 +388,7 @@ impl Rpm {
     /// already installed (or newer ones), and unless `check.nodeps`,
     /// dependencies. Returns the packages' NEVRAs (`name-version-release.arch`)
     /// in rpm's own transaction order, or [`Error::Problems`].
-    pub fn check(&self, packages: &[PathBuf], check: &Check) -> Result<Vec<String>> {
+    pub fn check(&self, packages: &[PathBuf], check: &Check) -> Result<Plan> {
         let mut c = self.command();
         self.install_args(&mut c, check);
         c.args(["--test", "-vv", "-U"]).args(packages);
@@ -295,7 +401,7 @@ impl Rpm {
         if !out.status.success() {
             return Err(rpm_failed("--test -U", &out));
         }
-        let order = order(&stderr);
+        let (order, erase) = order(&stderr);
         if order.len() != packages.len() {
             return Err(Error::Answer {
                 what: "--test -vv -U",
@@ -306,7 +412,7 @@ impl Rpm {
                 ),
             });
         }
-        Ok(order)
+        Ok(Plan { order, erase })
     }
 
     /// Register `packages` in the database in one transaction (`rpm -U
@@ -435,9 +541,10 @@ pub fn problems(stderr: &str) -> Vec<String> {
 
 /// The transaction order from rpm's `-vv` trace: after `tsorting
 /// packages`, one line per element, `D: ORDER PRED SUCC DEPTH +NEVRA`
-/// (`-` for erasures, which are left out).
-pub fn order(stderr: &str) -> Vec<String> {
+/// (`-` for erasures): installs and erasures.
+pub fn order(stderr: &str) -> (Vec<String>, Vec<String>) {
     let mut out = Vec::new();
+    let mut erase = Vec::new();
     let mut on = false;
     for line in stderr.lines() {
         if line.contains("tsorting packages") {
@@ -456,11 +563,13 @@ pub fn order(stderr: &str) -> Vec<String> {
         }
         if let Some(nevra) = f[4].strip_prefix('+') {
             out.push(nevra.to_string());
-        } else if !f[4].starts_with('-') {
+        } else if let Some(nevra) = f[4].strip_prefix('-') {
+            erase.push(nevra.to_string());
+        } else {
             break;
         }
     }
-    out
+    (out, erase)
 }
 
 #[cfg(test)]
@@ -475,8 +584,10 @@ mod tests {
                  D:     1    0    0    1   -old-1.0-1.noarch\n\
                  D:     2    1    0    2   +pkga-1:1.0-1.noarch\n\
                  D: installing in order\n";
-        assert_eq!(order(t), ["conf2-1.0-1.noarch", "pkga-1:1.0-1.noarch"]);
-        assert!(order("D: nothing\n").is_empty());
+        let (i, e) = order(t);
+        assert_eq!(i, ["conf2-1.0-1.noarch", "pkga-1:1.0-1.noarch"]);
+        assert_eq!(e, ["old-1.0-1.noarch"]);
+        assert!(order("D: nothing\n").0.is_empty());
     }
 
     #[test]
