@@ -75,6 +75,16 @@ pub enum Error {
         /// One line per scriptlet or trigger, naming the package.
         problems: Vec<String>,
     },
+    /// One package given twice.
+    #[error("`{first}` and `{second}` are the same package, {nevra}")]
+    Duplicate {
+        /// Its NEVRA.
+        nevra: String,
+        /// One file.
+        first: PathBuf,
+        /// The other.
+        second: PathBuf,
+    },
     /// A critical scriptlet (`%pretrans`, `%pre`, `%preun`) failed.
     #[error("{package}: {phase} scriptlet failed ({status})")]
     ScriptFailed {

@@ -220,6 +220,16 @@ pub fn transaction(
         .iter()
         .map(|p| Pkg::read(p))
         .collect::<Result<Vec<_>>>()?;
+    let mut seen: HashMap<&str, &Path> = HashMap::new();
+    for p in &pkgs {
+        if let Some(first) = seen.insert(&p.nevra, &p.path) {
+            return Err(Error::Duplicate {
+                nevra: p.nevra.clone(),
+                first: first.to_path_buf(),
+                second: p.path.clone(),
+            });
+        }
+    }
     // A root without a database is checked against an empty scratch one:
     // where its database goes is decided after its files are placed, by
     // the root's own rpm configuration if the transaction brings one.

@@ -136,35 +136,36 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
     let progress = Bar(bar.clone());
     let result = transaction(&root, &args.packages, &opts, &progress);
     bar.finish_and_clear();
-    let total = result.map_err(|e| {
-        let hint = match &e {
-            cowkit_install::Error::Unsupported { .. } => {
-                Some("`--noscripts` installs without running any scriptlet")
+    let total = match result {
+        Ok(t) => t,
+        Err(e) => {
+            let hint = hint_for(&e);
+            let mut err = CliError::new(
+                format!("cannot install into `{}`", args.root.display()),
+                e,
+            );
+            if let Some(h) = hint {
+                err = err.hint(h);
             }
-            cowkit_install::Error::Db(cowkit_rpmdb::Error::Problems { problems })
-                if problems.iter().any(|p| p.contains("is needed by")) =>
-            {
-                Some("install the packages that provide them in the same transaction, or pass `--nodeps`")
+            if !args.json {
+                return Err(err);
             }
-            cowkit_install::Error::Db(cowkit_rpmdb::Error::Problems { problems })
-                if problems.iter().any(|p| p.contains("conflicts with file")) =>
-            {
-                Some("`--replacefiles` lets these packages replace those files")
+            // The whole transaction was refused: nothing was changed.
+            #[derive(Serialize)]
+            struct Refused<'a> {
+                root: &'a std::path::Path,
+                ok: bool,
+                error: Vec<String>,
             }
-            cowkit_install::Error::Db(cowkit_rpmdb::Error::Spawn { .. }) => {
-                Some("install rpm (Debian: `apt-get install rpm`), or pass `--no-db`")
-            }
-            _ => None,
-        };
-        let err = CliError::new(
-            format!("cannot install into `{}`", args.root.display()),
-            e,
-        );
-        match hint {
-            Some(h) => err.hint(h),
-            None => err,
+            print_json(&Refused {
+                root: &args.root,
+                ok: false,
+                error: err.chain(),
+            });
+            report_error(&err);
+            return Ok(ExitCode::FAILURE);
         }
-    })?;
+    };
     let ok = total.failed.is_empty();
     if args.json {
         print_json(&Report {
@@ -187,6 +188,32 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         Ok(ExitCode::SUCCESS)
     } else {
         Ok(ExitCode::FAILURE)
+    }
+}
+
+/// A `hint:` for errors that have a known fix.
+fn hint_for(e: &cowkit_install::Error) -> Option<&'static str> {
+    use cowkit_install::Error;
+    use cowkit_rpmdb::Error as Db;
+    match e {
+        Error::Unsupported { .. } => {
+            Some("`--noscripts` installs without running any scriptlet")
+        }
+        Error::Db(Db::Problems { problems }) if problems.iter().any(|p| p.contains("is needed by")) => {
+            Some("install the packages that provide them in the same transaction, or pass `--nodeps`")
+        }
+        Error::Db(Db::Problems { problems }) if problems.iter().any(|p| p.contains("conflicts")) => {
+            Some("`--replacefiles` lets these packages replace installed packages' files")
+        }
+        Error::Db(Db::Problems { problems })
+            if problems.iter().any(|p| p.contains("already installed")) =>
+        {
+            Some("`rpm -q` shows what is installed; nothing needs doing for these packages")
+        }
+        Error::Db(Db::Spawn { .. }) => {
+            Some("install rpm (Debian: `apt-get install rpm`), or pass `--no-db`")
+        }
+        _ => None,
     }
 }
 

@@ -562,55 +562,72 @@ fn install_goes_on_past_a_damaged_package_and_reports_it() {
     std::fs::write(&bad1, flip(&b, table as usize + 3)).unwrap();
     let bad2 = dir.path().join("cut.rpm");
     let r = std::fs::read(&good2).unwrap();
-    std::fs::write(&bad2, &r[..r.len() / 2]).unwrap();
+    // Cut inside the payload (its last bytes): the header is intact.
+    std::fs::write(&bad2, &r[..r.len() - 16]).unwrap();
 
+    // A package whose header or table cannot be read refuses the whole
+    // transaction before anything is touched, as rpm does.
     let root = mkdir(&dir.path().join("root"));
     let i = run(cowkit()
-        .args(["install", "--json", "-j", "2", "--root"])
+        .args(["install", "--json", "--nodeps", "-j", "2", "--root"])
         .arg(&root)
-        .args([&good1, &bad1, &good2, &bad2]));
+        .args([&good1, &bad1, &good2]));
+    assert!(!i.ok, "exit status 0 with a damaged package");
+    let j = i.json();
+    assert_eq!(j["ok"], false, "{j}");
+    assert!(j["error"].to_string().contains("damaged"), "{j}");
+    assert!(
+        std::fs::read_dir(&root).unwrap().next().is_none(),
+        "the root was touched: {:?}",
+        names_in(&root)
+    );
+
+    // A payload that breaks off is found while placing: that package
+    // fails and is not registered, the others are placed and registered.
+    let i = run(cowkit()
+        .args(["install", "--json", "--nodeps", "-j", "2", "--root"])
+        .arg(&root)
+        .args([&good1, &bad2]));
     assert!(!i.ok, "exit status 0 with failed packages");
     let j = i.json();
     assert_eq!(j["ok"], false, "{j}");
-    assert_eq!(j["packages"], 2, "{j}");
+    assert_eq!(j["packages"], 1, "{j}");
+    assert_eq!(j["registered"], 1, "{j}");
     let failed = j["failed"].as_array().unwrap();
     let names: Vec<&str> = failed
         .iter()
         .map(|f| f["package"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        names,
-        [bad1.to_str().unwrap(), bad2.to_str().unwrap()],
-        "{j}"
-    );
-    let why = |k: usize| failed[k]["error"].to_string();
-    assert!(why(0).contains("damaged"), "{}", why(0));
-    assert!(
-        why(1).contains("payload") || why(1).contains("truncated"),
-        "{}",
-        why(1)
-    );
+    assert_eq!(names, [bad2.to_str().unwrap()], "{j}");
+    let why = failed[0]["error"].to_string();
+    assert!(why.contains("payload") || why.contains("truncated"), "{why}");
     assert_eq!(
         std::fs::read(root.join(FIXTURE).join("small.txt")).unwrap(),
         b"hello\n"
     );
-    assert_eq!(
-        std::fs::read(root.join("opt/other/file")).unwrap(),
-        b"other\n"
-    );
+    let db = j["db"]["path"].as_str().unwrap();
+    let q = Command::new("rpm")
+        .args(["--root"])
+        .arg(&root)
+        .args(["--dbpath", db, "-qa", "--qf", "%{NAME}\\n"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&q.stdout), "cowkit-fixture\n");
 
-    // Without --json: one error per failed package on stderr.
+    // Without --json: one error per failed package on stderr, and the
+    // summary of the others.
     let root2 = mkdir(&dir.path().join("root2"));
     let i = run(cowkit()
-        .args(["install", "--root"])
+        .args(["install", "--nodeps", "--root"])
         .arg(&root2)
-        .args([&good1, &bad1]));
+        .args([&good1, &bad2]));
     assert!(!i.ok);
     assert!(
         i.stderr
-            .contains(&format!("error: cannot install `{}`", bad1.display())),
+            .contains(&format!("error: cannot install `{}`", bad2.display())),
         "{}",
         i.stderr
     );
     assert!(i.stderr.contains("installed 1 package(s)"), "{}", i.stderr);
+    assert!(i.stderr.contains("registered 1 package(s)"), "{}", i.stderr);
 }
