@@ -404,7 +404,7 @@ pub fn transaction(
     if opts.db {
         let db = match found {
             Some(db) => db,
-            None => cowkit_rpmdb::locate(root, None)?,
+            None => cowkit_rpmdb::locate(root, opts.dbpath.as_deref())?,
         };
         let paths: Vec<PathBuf> = placed.iter().map(|&i| pkgs[i].path.clone()).collect();
         Rpm::new(root.path(), &db).register(&paths, opts.replacefiles)?;

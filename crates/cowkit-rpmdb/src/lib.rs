@@ -137,7 +137,10 @@ pub const DEFAULT_DBPATH: &str = "/var/lib/rpm";
 /// files are placed, so that the root's configuration decides (see
 /// [`find`] for the check before).
 pub fn locate(root: &Root, option: Option<&str>) -> Result<DbPath> {
-    if let Some(db) = find(root, option)? {
+    if let Some(p) = option {
+        return create(root, p, Source::Option);
+    }
+    if let Some(db) = find(root, None)? {
         return Ok(db);
     }
     let (wanted, source) = match macros::dbpath_of(root) {
@@ -147,11 +150,16 @@ pub fn locate(root: &Root, option: Option<&str>) -> Result<DbPath> {
     create(root, &wanted, source)
 }
 
-/// The database `root` already has (or `option`, created): `None` for a
-/// root without one, whose configuration may arrive with the packages.
+/// The database `root` already has, or the directory `option` names if it
+/// exists; `None` for a root without one (whose configuration may arrive
+/// with the packages). Creates nothing.
 pub fn find(root: &Root, option: Option<&str>) -> Result<Option<DbPath>> {
     if let Some(p) = option {
-        return create(root, p, Source::Option).map(Some);
+        let rel = in_root(p)?;
+        return Ok(root.real_path(&rel)?.map(|path| DbPath {
+            path,
+            source: Source::Option,
+        }));
     }
     Ok(existing(root)?.map(|path| DbPath {
         path,
@@ -431,7 +439,9 @@ impl Rpm {
                 replacefiles,
             },
         );
-        c.arg("-U").args(packages);
+        // The files are in place already: rpm's disk-space check would
+        // count them a second time and refuse a nearly full root.
+        c.args(["--ignoresize", "-U"]).args(packages);
         let out = self.run(c)?;
         let stderr = String::from_utf8_lossy(&out.stderr);
         let problems = problems(&stderr);

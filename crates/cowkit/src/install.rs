@@ -140,10 +140,8 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         Ok(t) => t,
         Err(e) => {
             let hint = hint_for(&e);
-            let mut err = CliError::new(
-                format!("cannot install into `{}`", args.root.display()),
-                e,
-            );
+            let mut err =
+                CliError::new(format!("cannot install into `{}`", args.root.display()), e);
             if let Some(h) = hint {
                 err = err.hint(h);
             }

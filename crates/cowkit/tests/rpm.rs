@@ -600,7 +600,10 @@ fn install_goes_on_past_a_damaged_package_and_reports_it() {
         .collect();
     assert_eq!(names, [bad2.to_str().unwrap()], "{j}");
     let why = failed[0]["error"].to_string();
-    assert!(why.contains("payload") || why.contains("truncated"), "{why}");
+    assert!(
+        why.contains("payload") || why.contains("truncated"),
+        "{why}"
+    );
     assert_eq!(
         std::fs::read(root.join(FIXTURE).join("small.txt")).unwrap(),
         b"hello\n"

@@ -1,0 +1,532 @@
+//! `cowkit install` as an rpm transaction, against the real `dnf` and
+//! `rpm` on the test repository of `cowkit_testutil::repo`: the same
+//! packages, database, trees and scriptlet effects as `dnf --installroot`,
+//! upgrades with config files, removal and upgrade by rpm and dnf
+//! afterwards, and the refusals (Lua, triggers, conflicts, dependencies,
+//! packages already installed), a failing `%pre` and a full disk.
+//!
+//! Needs root (scriptlets are run chrooted) and the rig's filesystems.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use cowkit_testutil::repo::{
+    build_repo, dbpath, dnf, installed, owner_mode, rpm_in, verify, TestRepo, EPOCH_V2, LOG, MAIN,
+    UID,
+};
+use cowkit_testutil::rpm::rpmbuild;
+use cowkit_testutil::tree::{diff, hardlink_groups, mkdir, snapshot, Tree};
+use cowkit_testutil::{required, run_ok, scratch, Fs};
+use serde_json::Value;
+
+fn tmp() -> &'static Path {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+}
+
+fn as_root(test: &str) -> bool {
+    if rustix::process::geteuid().is_root() {
+        return true;
+    }
+    assert!(!required(), "{test} needs root (scriptlets run chrooted)");
+    eprintln!("SKIPPED: {test} needs root");
+    false
+}
+
+struct Run {
+    ok: bool,
+    stdout: Vec<u8>,
+    stderr: String,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&self.stdout),
+                self.stderr
+            )
+        })
+    }
+}
+
+fn run(cmd: &mut Command) -> Run {
+    let out = cmd.output().unwrap();
+    Run {
+        ok: out.status.success(),
+        stdout: out.stdout,
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+/// `cowkit install --root ROOT --dbpath` (the database `dnf` and
+/// [`rpm_in`] use on this host, so that both sides compare) `ARGS…`.
+fn install(root: &Path, args: &[&str], pkgs: &[PathBuf]) -> Run {
+    run(Command::new(env!("CARGO_BIN_EXE_cowkit"))
+        .arg("install")
+        .arg("--root")
+        .arg(root)
+        .arg("--dbpath")
+        .arg(dbpath())
+        .args(args)
+        .args(pkgs))
+}
+
+/// Transcode `pkgs` into `dir` (next to the roots: same filesystem, so
+/// installs clone).
+fn transcode_all(pkgs: &[&Path], dir: &Path) -> Vec<PathBuf> {
+    mkdir(dir);
+    pkgs.iter()
+        .map(|p| {
+            let out = dir.join(p.file_name().unwrap()).with_extension("rpme");
+            let r = run(Command::new(env!("CARGO_BIN_EXE_cowkit"))
+                .arg("transcode")
+                .arg(p)
+                .arg("-o")
+                .arg(&out));
+            assert!(r.ok, "transcode {}: {}", p.display(), r.stderr);
+            out
+        })
+        .collect()
+}
+
+/// What dnf and cowkit both leave that belongs to neither the packages
+/// nor their scriptlets: the databases, dnf's own state and logs, and the
+/// copy of dnf's cache path dnf makes inside the root.
+fn comparable(tree: Tree, cache: &Path) -> Tree {
+    let cache_rel = cache.to_str().unwrap().trim_start_matches('/').to_string();
+    let db = dbpath().trim_start_matches('/').to_string();
+    let skip = |p: &str| {
+        let first = |pre: &str| p == pre || p.starts_with(&format!("{pre}/"));
+        first(&db)
+            || first("var/lib/dnf")
+            || first("var/log")
+            || first("var/cache")
+            || first("etc/dnf")
+            || first(&cache_rel)
+            // Parents of the above that only they created.
+            || (cache_rel.starts_with(&format!("{p}/")))
+            || (db.starts_with(&format!("{p}/")))
+    };
+    tree.into_iter().filter(|(p, _)| !skip(p)).collect()
+}
+
+/// The two roots agree on everything rpm decides: types, modes, content,
+/// link targets, owners, caps, file mtimes (directories' differ: rpm and
+/// dnf make unowned parents at their own pace), hardlinks.
+fn assert_same_trees(a: &Path, b: &Path, cache: &Path, what: &str) {
+    let ta = comparable(snapshot(a), cache);
+    let tb = comparable(snapshot(b), cache);
+    let d = diff(&ta, &tb, |e| {
+        (
+            e.shape(),
+            e.uid,
+            e.gid,
+            e.caps.clone(),
+            // Files the scriptlets write have the time of the run.
+            (e.kind != 'd' && e.mtime <= EPOCH_V2 + 86_400).then_some(e.mtime),
+        )
+    });
+    assert!(
+        d.is_empty(),
+        "{what}: dnf's and cowkit's roots differ:\n{d:#?}"
+    );
+    assert_eq!(
+        hardlink_groups(&ta),
+        hardlink_groups(&tb),
+        "{what}: hardlinks"
+    );
+}
+
+fn log(root: &Path) -> String {
+    std::fs::read_to_string(root.join(LOG)).unwrap_or_default()
+}
+
+fn main_packages(repo: &TestRepo) -> Vec<&Path> {
+    MAIN.iter().map(|n| repo.rpm(n)).collect()
+}
+
+fn edit_configs(root: &Path) {
+    for f in ["etc/ck/app.conf", "etc/ck/plain.conf", "etc/ck/same.conf"] {
+        let p = root.join(f);
+        let mut s = std::fs::read_to_string(&p).unwrap();
+        s.push_str("edited by the user\n");
+        std::fs::write(&p, s).unwrap();
+    }
+}
+
+fn same_as_dnf_on(fs: Fs) {
+    let Some(dir) = scratch(fs) else { return };
+    let repo = build_repo(tmp());
+    let d = dir.path();
+    let (a, b) = (mkdir(&d.join("dnf")), mkdir(&d.join("cowkit")));
+    let cache = d.join("dnf-cache");
+
+    // Version 1: dnf resolves and installs; cowkit installs the same
+    // packages, transcoded.
+    run_ok(
+        dnf(&repo.dir, &a, &cache).args(["install", repo.top]),
+        "dnf install",
+    );
+    let rpme = transcode_all(&main_packages(&repo), &d.join("rpme"));
+    let r = install(&b, &["--json"], &rpme);
+    assert!(r.ok, "{}", r.stderr);
+    let j = r.json();
+    assert_eq!(j["registered"], MAIN.len(), "{j}");
+    assert_eq!(j["failed"], serde_json::json!([]), "{j}");
+    assert!(j["files_by_method"]["clone"].as_u64().unwrap() > 0, "{j}");
+    assert_eq!(j["db"]["source"]["from"], "option", "{j}");
+
+    assert_eq!(installed(&a), installed(&b));
+    assert_eq!(verify(&a), verify(&b));
+    assert_same_trees(&a, &b, &cache, "after install");
+    assert_eq!(log(&a), log(&b), "scriptlets");
+    assert!(!log(&b).is_empty());
+    // The %pre user owns its files.
+    let (uid, _, _) = owner_mode(&b, "usr/share/ck-users/secret");
+    assert_eq!(uid, UID);
+
+    // Version 2 over files the user edited: same .rpmnew/.rpmsave, same
+    // removed files, same scriptlets with the same $1.
+    edit_configs(&a);
+    edit_configs(&b);
+    run_ok(
+        dnf(&repo.upgrade_dir, &a, &cache).args(["upgrade"]),
+        "dnf upgrade",
+    );
+    let v2: Vec<&Path> = repo.v2.iter().map(PathBuf::as_path).collect();
+    let rpme2 = transcode_all(&v2, &d.join("rpme2"));
+    let r = install(&b, &["--json"], &rpme2);
+    assert!(r.ok, "{}", r.stderr);
+    let j = r.json();
+    assert_eq!(j["db"]["source"]["from"], "option", "{j}");
+    let actions: BTreeSet<String> = j["config"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {}",
+                c["path"].as_str().unwrap(),
+                c["action"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        BTreeSet::from([
+            "/etc/ck/app.conf rpmnew".to_string(),
+            "/etc/ck/plain.conf rpmsave".to_string(),
+            "/etc/ck/same.conf kept".to_string(),
+        ]),
+        "{j}"
+    );
+    assert!(j["old_files_removed"].as_u64().unwrap() > 0, "{j}");
+    assert_eq!(installed(&a), installed(&b));
+    assert_eq!(verify(&a), verify(&b));
+    assert_same_trees(&a, &b, &cache, "after upgrade");
+    assert_eq!(log(&a), log(&b), "scriptlets");
+
+    // rpm and dnf work on what cowkit installed: dnf sees every package,
+    // rpm removes one (running its %preun/%postun with 0), dnf another.
+    let listed = run_ok(
+        dnf(&repo.upgrade_dir, &b, &cache).args(["list", "--installed"]),
+        "dnf list --installed",
+    );
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    for n in MAIN {
+        assert!(
+            listed.contains(&format!("{n}.noarch")),
+            "{n} not in\n{listed}"
+        );
+    }
+    run_ok(rpm_in(&b).args(["-e", "--nodeps", "ck-scripts"]), "rpm -e");
+    assert!(log(&b).contains("ck-scripts-2 preun 0"), "{}", log(&b));
+    assert!(!b.join("usr/share/ck-scripts").exists());
+    run_ok(
+        dnf(&repo.upgrade_dir, &b, &cache).args(["remove", "ck-doc"]),
+        "dnf remove",
+    );
+    assert!(!installed(&b).contains_key("ck-doc"));
+    assert_eq!(verify(&b), verify_expected_after_edits());
+}
+
+/// `rpm -Va` after the edits: the config files the user changed (and the
+/// %pre that edited passwd and group), nothing else.
+fn verify_expected_after_edits() -> Vec<String> {
+    let mut v: Vec<String> = [
+        "S.5....T.  c /etc/ck/app.conf",
+        "S.5....T.  c /etc/ck/same.conf",
+        "S.5....T.  c /etc/group",
+        "S.5....T.  c /etc/passwd",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn same_as_dnf_on_xfs() {
+    if as_root("same_as_dnf_on_xfs") {
+        same_as_dnf_on(Fs::Xfs);
+    }
+}
+
+#[test]
+fn same_as_dnf_on_btrfs() {
+    if as_root("same_as_dnf_on_btrfs") {
+        same_as_dnf_on(Fs::Btrfs);
+    }
+}
+
+/// A root with the version-1 packages installed by cowkit.
+fn base_root(d: &Path, repo: &TestRepo) -> PathBuf {
+    let root = mkdir(&d.join("root"));
+    let pkgs: Vec<PathBuf> = main_packages(repo)
+        .iter()
+        .map(|p| p.to_path_buf())
+        .collect();
+    let r = install(&root, &[], &pkgs);
+    assert!(r.ok, "{}", r.stderr);
+    root
+}
+
+/// Refused before the root is touched: same tree, same database.
+fn assert_refused(root: &Path, r: &Run, says: &[&str]) {
+    assert!(!r.ok, "exit status 0");
+    for s in says {
+        assert!(r.stderr.contains(s), "`{s}` not in:\n{}", r.stderr);
+    }
+    assert!(r.stderr.contains("hint:"), "{}", r.stderr);
+    let _ = root;
+}
+
+#[test]
+fn what_cannot_run_as_rpm_would_is_refused_up_front() {
+    if !as_root("what_cannot_run_as_rpm_would_is_refused_up_front") {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let repo = build_repo(tmp());
+    let root = base_root(dir.path(), &repo);
+    // The tree but the database (whose sqlite shared-memory file changes
+    // when rpm only reads it); the database is compared by its content.
+    let db = dbpath().trim_start_matches('/').to_string();
+    let files = |r: &Path| -> Tree {
+        snapshot(r)
+            .into_iter()
+            .filter(|(p, _)| !p.starts_with(&format!("{db}/")))
+            .collect()
+    };
+    let before = (files(&root), installed(&root));
+    let untouched = |what: &str| {
+        let d = diff(&before.0, &files(&root), |e| {
+            (e.shape(), e.uid, e.gid, e.mtime)
+        });
+        assert!(d.is_empty(), "{what}: the tree changed: {d:#?}");
+        assert_eq!(installed(&root), before.1, "{what}: the database changed");
+    };
+
+    // A Lua scriptlet: named with its package and scriptlet.
+    let lua = repo.rpm("ck-lua").to_path_buf();
+    let r = install(&root, &[], std::slice::from_ref(&lua));
+    assert_refused(
+        &root,
+        &r,
+        &["ck-lua-1-1.noarch %post", "<lua>", "--noscripts"],
+    );
+    untouched("lua");
+    // A file trigger.
+    let trig = repo.rpm("ck-trigger").to_path_buf();
+    let r = install(&root, &[], std::slice::from_ref(&trig));
+    assert_refused(&root, &r, &["ck-trigger-1-1.noarch", "%filetrigger"]);
+    untouched("trigger");
+    // Two packages that own one file with different content.
+    let (ca, cb) = (
+        repo.rpm("ck-conflict-a").to_path_buf(),
+        repo.rpm("ck-conflict-b").to_path_buf(),
+    );
+    let r = install(&root, &[], &[ca.clone(), cb.clone()]);
+    assert_refused(&root, &r, &["conflicts between attempted installs"]);
+    untouched("conflict in the transaction");
+    // A package already installed.
+    let vi = repo.rpm("ck-vi").to_path_buf();
+    let r = install(&root, &[], std::slice::from_ref(&vi));
+    assert_refused(&root, &r, &["ck-vi-1-1.noarch is already installed"]);
+    untouched("already installed");
+    // Missing dependencies, in an empty root.
+    let empty = mkdir(&dir.path().join("empty"));
+    let app = repo.rpm("ck-app").to_path_buf();
+    let r = install(&empty, &[], std::slice::from_ref(&app));
+    assert_refused(&empty, &r, &["is needed by ck-app-1-1.noarch", "--nodeps"]);
+    assert_eq!(snapshot(&empty), Tree::new(), "the empty root was touched");
+    // --test: the plan, nothing changed.
+    let r = install(&root, &["--test"], std::slice::from_ref(&ca));
+    assert!(r.ok, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("ck-conflict-a-1-1.noarch"),
+        "{}",
+        r.stderr
+    );
+    untouched("--test");
+
+    // With --noscripts the Lua package installs; a conflict with an
+    // installed package is refused, and allowed by --replacefiles.
+    let r = install(&root, &["--noscripts"], &[lua]);
+    assert!(r.ok, "{}", r.stderr);
+    assert!(installed(&root).contains_key("ck-lua"));
+    let r = install(&root, &[], std::slice::from_ref(&ca));
+    assert!(r.ok, "{}", r.stderr);
+    let r = install(&root, &[], std::slice::from_ref(&cb));
+    assert_refused(
+        &root,
+        &r,
+        &["conflicts with file from package ck-conflict-a"],
+    );
+    let r = install(&root, &["--replacefiles"], std::slice::from_ref(&cb));
+    assert!(r.ok, "{}", r.stderr);
+    assert!(installed(&root).contains_key("ck-conflict-b"));
+}
+
+/// A package whose `%pre` fails: none of its files is placed, it is not
+/// registered, the others are, and the exit status says so.
+#[test]
+fn a_failing_pre_stops_its_package_only() {
+    if !as_root("a_failing_pre_stops_its_package_only") {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let repo = build_repo(tmp());
+    let bad = dir.path().join("ck-prefail-1-1.noarch.rpm");
+    rpmbuild(
+        "Name: ck-prefail\nVersion: 1\nRelease: 1\nSummary: x\nLicense: MIT\nBuildArch: noarch\n\
+         %description\nx\n%install\nmkdir -p %{buildroot}/usr/share/ck-prefail\n\
+         echo data > %{buildroot}/usr/share/ck-prefail/file\n\
+         %pre\necho 'ck-prefail refuses' >&2\nexit 3\n\
+         %files\n/usr/share/ck-prefail\n",
+        "w9.gzdio",
+        &bad,
+    );
+    let root = mkdir(&dir.path().join("root"));
+    let mut pkgs: Vec<PathBuf> = main_packages(&repo)
+        .iter()
+        .map(|p| p.to_path_buf())
+        .collect();
+    pkgs.push(bad.clone());
+    let r = install(&root, &["--json"], &pkgs);
+    assert!(!r.ok, "exit status 0");
+    assert!(r.stderr.contains("ck-prefail refuses"), "{}", r.stderr);
+    let j = r.json();
+    assert_eq!(j["registered"], MAIN.len(), "{j}");
+    let failed = j["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{j}");
+    assert_eq!(failed[0]["nevra"], "ck-prefail-1-1.noarch", "{j}");
+    assert!(
+        failed[0]["error"]
+            .to_string()
+            .contains("%pre scriptlet failed"),
+        "{j}"
+    );
+    assert!(!root.join("usr/share/ck-prefail").exists());
+    assert!(!installed(&root).contains_key("ck-prefail"));
+    assert_eq!(
+        verify(&root),
+        ["S.5....T.  c /etc/group", "S.5....T.  c /etc/passwd"]
+    );
+}
+
+/// rpm's own disk-space check refuses a transaction that cannot fit
+/// before anything is touched. When the disk fills up in the middle (here
+/// a `%post` eats the space), the package being placed fails and leaves no
+/// file under a final name and is not registered; the packages placed
+/// before and after it are registered and verify clean.
+#[test]
+fn a_full_disk_fails_one_package_and_the_database_agrees() {
+    if !as_root("a_full_disk_fails_one_package_and_the_database_agrees") {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let repo = build_repo(tmp());
+    let spec = |name: &str, extra: &str, mib: u32| {
+        format!(
+            "Name: {name}\nVersion: 1\nRelease: 1\nSummary: x\nLicense: MIT\nBuildArch: noarch\n{extra}\n\
+             %description\nx\n%install\nmkdir -p %{{buildroot}}/usr/share/{name}\n\
+             yes cowkit | head -c {} > %{{buildroot}}/usr/share/{name}/file\n\
+             %files\n/usr/share/{name}\n",
+            mib << 20
+        )
+    };
+    let pkg = |name: &str, extra: &str, mib: u32| {
+        let p = dir.path().join(format!("{name}-1-1.noarch.rpm"));
+        rpmbuild(&spec(name, extra, mib), "w9.gzdio", &p);
+        p
+    };
+    let huge = pkg("ck-huge", "", 12);
+    // Fills the disk from its %post; ck-big comes after it.
+    let filler = pkg(
+        "ck-filler",
+        "Requires(post): ck-busybox\n%post\ncat /usr/bin/busybox /usr/bin/busybox > /var/tmp/fill\n",
+        0,
+    );
+    let big = pkg("ck-big", "Requires: ck-filler", 2);
+
+    let root = mkdir(&dir.path().join("root"));
+    run_ok(
+        Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=8m", "cowkit-full"])
+            .arg(&root),
+        "mount tmpfs",
+    );
+    struct Umount(PathBuf);
+    impl Drop for Umount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _u = Umount(root.clone());
+    let main: Vec<PathBuf> = main_packages(&repo)
+        .iter()
+        .map(|p| p.to_path_buf())
+        .collect();
+
+    let mut pkgs = main.clone();
+    pkgs.push(huge);
+    let r = install(&root, &["--json"], &pkgs);
+    assert!(!r.ok, "exit status 0");
+    let j = r.json();
+    assert!(j["error"].to_string().contains("needs"), "{j}");
+    assert!(j["error"].to_string().contains("more space"), "{j}");
+    assert_eq!(snapshot(&root), Tree::new(), "the root was touched");
+
+    let mut pkgs = main;
+    pkgs.push(filler);
+    pkgs.push(big);
+    let r = install(&root, &["--json", "-j", "1"], &pkgs);
+    assert!(!r.ok, "exit status 0");
+    let j = r.json();
+    let failed = j["failed"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{j}\n{}", r.stderr));
+    assert_eq!(failed.len(), 1, "{j}");
+    assert_eq!(failed[0]["nevra"], "ck-big-1-1.noarch", "{j}");
+    assert!(
+        failed[0]["error"].to_string().contains("No space left"),
+        "{j}"
+    );
+    assert_eq!(j["registered"], MAIN.len() + 1, "{j}");
+    assert!(!installed(&root).contains_key("ck-big"));
+    assert!(installed(&root).contains_key("ck-filler"));
+    assert!(!root.join("usr/share/ck-big/file").exists());
+    assert_eq!(
+        cowkit_testutil::tree::temporary_names(&root),
+        Vec::<String>::new(),
+        "temporary files left"
+    );
+    assert_eq!(
+        verify(&root),
+        ["S.5....T.  c /etc/group", "S.5....T.  c /etc/passwd"]
+    );
+}
