@@ -203,6 +203,7 @@ impl std::fmt::Display for Compressor {
 pub struct Package {
     prefix: Vec<u8>,
     header_start: usize,
+    header_digest: String,
     metadata: rpm::PackageMetadata,
     compressor: Compressor,
     payload_digest: Option<String>,
@@ -369,6 +370,7 @@ impl Package {
         if expected != actual {
             return Err(Error::HeaderDigestMismatch { expected, actual });
         }
+        let header_digest = actual;
 
         // Everything below comes from the verified header.
         let h = &metadata.header;
@@ -397,6 +399,7 @@ impl Package {
         Ok(Package {
             prefix,
             header_start,
+            header_digest,
             metadata,
             compressor,
             payload_digest,
@@ -411,6 +414,13 @@ impl Package {
     /// Offset of the main header in [`Package::prefix`].
     pub fn header_offset(&self) -> usize {
         self.header_start
+    }
+
+    /// SHA-256 of the main header (lower-case hex), checked against the
+    /// signature header's `RPMSIGTAG_SHA256`: the package's identity
+    /// (rpm's `%{SHA256HEADER}`), the same for a `.rpm` and its extents file.
+    pub fn header_digest(&self) -> &str {
+        &self.header_digest
     }
 
     /// The parsed headers.

@@ -31,6 +31,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod cache;
 pub mod confined;
 pub mod format;
 pub mod open;

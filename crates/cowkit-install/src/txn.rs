@@ -91,9 +91,24 @@ pub struct PackageFailure {
     pub error: Vec<String>,
 }
 
+/// Where a transaction's time went, in seconds.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Timings {
+    /// Reading the headers and rpm's check and order.
+    pub check: f64,
+    /// Placing files (and removing old versions' files).
+    pub place: f64,
+    /// Running scriptlets.
+    pub scriptlets: f64,
+    /// Registering in the database.
+    pub register: f64,
+}
+
 /// What a transaction did.
 #[derive(Debug, Default, Serialize)]
 pub struct TxSummary {
+    /// Where the time went.
+    pub seconds: Timings,
     /// Files placed (all packages).
     #[serde(flatten)]
     pub files: Summary,
@@ -215,6 +230,7 @@ pub fn transaction(
         test: opts.test,
         ..TxSummary::default()
     };
+    let t0 = std::time::Instant::now();
     // 1. Headers, rpm's check and order, what cannot run.
     let pkgs = packages
         .iter()
@@ -301,6 +317,7 @@ pub fn transaction(
     };
     sum.db = found.clone();
     sum.order = order.iter().map(|&i| pkgs[i].nevra.clone()).collect();
+    sum.seconds.check = t0.elapsed().as_secs_f64();
     if opts.test {
         for &i in &order {
             if let Some(o) = old.get(&pkgs[i].name) {
@@ -315,7 +332,10 @@ pub fn transaction(
             return Ok(true);
         }
         sum.scriptlets += 1;
-        match s.run(root, arg, opts.script_stdout_to_stderr)? {
+        let t = std::time::Instant::now();
+        let r = s.run(root, arg, opts.script_stdout_to_stderr);
+        sum.seconds.scriptlets += t.elapsed().as_secs_f64();
+        match r? {
             None => Ok(true),
             Some(status) if s.phase.critical() => Err(Error::ScriptFailed {
                 package: p.nevra.clone(),
@@ -352,6 +372,8 @@ pub fn transaction(
     }
 
     // 3. Packages, in order; runs without scriptlets in parallel.
+    let t_place = std::time::Instant::now();
+    let scripts_before = sum.seconds.scriptlets;
     let mut owners = Owners::load(root);
     let mut placed: Vec<usize> = Vec::new();
     let mut k = 0;
@@ -399,15 +421,19 @@ pub fn transaction(
         }
     }
     sum.files.warnings.extend(owners.warnings());
+    sum.seconds.place =
+        t_place.elapsed().as_secs_f64() - (sum.seconds.scriptlets - scripts_before);
 
-    // 4. One registration.
-    if opts.db {
+    // 4. One registration (none when nothing was placed).
+    if opts.db && !placed.is_empty() {
         let db = match found {
             Some(db) => db,
             None => cowkit_rpmdb::locate(root, opts.dbpath.as_deref())?,
         };
         let paths: Vec<PathBuf> = placed.iter().map(|&i| pkgs[i].path.clone()).collect();
+        let t = std::time::Instant::now();
         Rpm::new(root.path(), &db).register(&paths, opts.replacefiles)?;
+        sum.seconds.register = t.elapsed().as_secs_f64();
         sum.registered = paths.len() as u64;
         sum.db = Some(db);
     }

@@ -84,11 +84,50 @@ impl Progress for Bar {
 }
 
 #[derive(Serialize)]
-struct Report<'a> {
+struct Report<'a, E: Serialize> {
     root: &'a std::path::Path,
     ok: bool,
     #[serde(flatten)]
+    extra: E,
+    #[serde(flatten)]
     summary: &'a TxSummary,
+}
+
+/// How a transaction's outcome is shown.
+pub(crate) struct Show<'a> {
+    pub root: &'a std::path::Path,
+    pub json: bool,
+    pub quiet: bool,
+    pub verify: bool,
+}
+
+/// Print a transaction's outcome (JSON with `extra` fields, or text) and
+/// turn it into the exit status.
+pub(crate) fn finish(show: &Show<'_>, total: &TxSummary, extra: impl Serialize) -> ExitCode {
+    let ok = total.failed.is_empty();
+    if show.json {
+        print_json(&Report {
+            root: show.root,
+            ok,
+            extra,
+            summary: total,
+        });
+    } else {
+        for f in &total.failed {
+            report_error(&CliError::from_chain(
+                format!("cannot install `{}`", f.package.display()),
+                &f.error,
+            ));
+        }
+        if !show.quiet {
+            print_text(show, total);
+        }
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
@@ -138,55 +177,48 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
     bar.finish_and_clear();
     let total = match result {
         Ok(t) => t,
-        Err(e) => {
-            let hint = hint_for(&e);
-            let mut err =
-                CliError::new(format!("cannot install into `{}`", args.root.display()), e);
-            if let Some(h) = hint {
-                err = err.hint(h);
-            }
-            if !args.json {
-                return Err(err);
-            }
-            // The whole transaction was refused: nothing was changed.
-            #[derive(Serialize)]
-            struct Refused<'a> {
-                root: &'a std::path::Path,
-                ok: bool,
-                error: Vec<String>,
-            }
-            print_json(&Refused {
-                root: &args.root,
-                ok: false,
-                error: err.chain(),
-            });
-            report_error(&err);
-            return Ok(ExitCode::FAILURE);
-        }
+        Err(e) => return refused(&args.root, args.json, e),
     };
-    let ok = total.failed.is_empty();
-    if args.json {
-        print_json(&Report {
+    Ok(finish(
+        &Show {
             root: &args.root,
-            ok,
-            summary: &total,
-        });
-    } else {
-        for f in &total.failed {
-            report_error(&CliError::from_chain(
-                format!("cannot install `{}`", f.package.display()),
-                &f.error,
-            ));
-        }
-        if !quiet {
-            print_text(&args, &total);
-        }
+            json: args.json,
+            quiet,
+            verify: args.verify,
+        },
+        &total,
+        (),
+    ))
+}
+
+/// The whole transaction was refused (nothing was changed): the error,
+/// with a hint, as text or JSON.
+pub(crate) fn refused(
+    root: &std::path::Path,
+    json: bool,
+    e: cowkit_install::Error,
+) -> Result<ExitCode, CliError> {
+    let hint = hint_for(&e);
+    let mut err = CliError::new(format!("cannot install into `{}`", root.display()), e);
+    if let Some(h) = hint {
+        err = err.hint(h);
     }
-    if ok {
-        Ok(ExitCode::SUCCESS)
-    } else {
-        Ok(ExitCode::FAILURE)
+    if !json {
+        return Err(err);
     }
+    #[derive(Serialize)]
+    struct Refused<'a> {
+        root: &'a std::path::Path,
+        ok: bool,
+        error: Vec<String>,
+    }
+    print_json(&Refused {
+        root,
+        ok: false,
+        error: err.chain(),
+    });
+    report_error(&err);
+    Ok(ExitCode::FAILURE)
 }
 
 /// A `hint:` for errors that have a known fix.
@@ -215,7 +247,7 @@ fn hint_for(e: &cowkit_install::Error) -> Option<&'static str> {
     }
 }
 
-fn print_text(args: &Args, total: &TxSummary) {
+fn print_text(args: &Show<'_>, total: &TxSummary) {
     if total.test {
         eprintln!(
             "test only: {} package(s) would be installed in this order, nothing was changed:",

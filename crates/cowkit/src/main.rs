@@ -6,6 +6,7 @@
 
 mod cp;
 mod demo;
+mod dnf;
 mod install;
 mod nosync;
 mod output;
@@ -45,9 +46,16 @@ enum Command {
     /// cloning blocks; verifies the header, every file and the payload
     /// first, in a confined worker.
     Transcode(transcode::Args),
-    /// Install packages (`.rpme` or `.rpm`) into a root directory. The rpm
-    /// database and scriptlets are not touched.
+    /// Install or upgrade packages (`.rpme` or `.rpm`) in a root directory
+    /// as one rpm transaction: rpm checks and orders it, cowkit places the
+    /// files, runs the scriptlets chrooted and registers the packages in
+    /// the root's rpm database.
     Install(install::Args),
+    /// dnf resolves and downloads for a root (`--installroot`); cowkit
+    /// transcodes into a shared cache and installs: `cowkit dnf --root R
+    /// -- --releasever 40 install bash`. Other dnf commands (remove, list)
+    /// run dnf on the same database.
+    Dnf(dnf::Args),
     /// Copy files and directory trees in parallel, cloning file data
     /// (`-a`: everything preserved, like `cp -a`).
     Cp(cp::Args),
@@ -98,6 +106,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(args),
         Command::Transcode(args) => transcode::run(args),
         Command::Install(args) => install::run(args, cli.quiet),
+        Command::Dnf(args) => dnf::run(args, cli.quiet),
         Command::Cp(args) => cp::run(args, cli.quiet),
         Command::Rm(args) => rm::run(args, cli.quiet),
         Command::S3(args) => s3::run(args),

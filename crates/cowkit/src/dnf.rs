@@ -1,0 +1,355 @@
+//! `cowkit dnf --root R [OPTIONS] [--] DNF-ARGS...`: dnf resolves and
+//! downloads, cowkit transcodes (once, into a shared cache) and installs.
+//!
+//! 1. dnf runs as `dnf --installroot R -y DNF-ARGS --downloadonly
+//!    --downloaddir TMP`, with `%_dbpath` set (through a private `HOME`'s
+//!    `.rpmmacros`) to the database cowkit uses for R, so that it resolves
+//!    against what is installed there. dnf keeps every choice: repositories,
+//!    versions, dependencies, its own options.
+//! 2. Each downloaded package is looked up in the cache by its verified
+//!    header digest; misses are transcoded in parallel (confined workers)
+//!    straight into the cache (atomic commit: concurrent builds are safe).
+//! 3. The cached extents files are installed as one transaction
+//!    (`cowkit_install::txn`: rpm's check and order, scriptlets, database).
+//!
+//! Commands that download nothing (`remove`, `list`, `history`, ...) run
+//! dnf itself with the same database setting, so `cowkit dnf --root R
+//! remove NAME` works on a root cowkit installed.
+
+use std::ffi::OsString;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use cowkit_extents::cache::{Cache, Lookup};
+use cowkit_fs::root::Root;
+use cowkit_install::{transaction, Options, TxOptions};
+use serde::Serialize;
+
+use crate::install::{finish, refused, Show};
+use crate::output::CliError;
+
+/// dnf commands whose packages cowkit installs; the others run dnf.
+const FORWARD: [&str; 10] = [
+    "install",
+    "in",
+    "upgrade",
+    "up",
+    "update",
+    "reinstall",
+    "downgrade",
+    "distro-sync",
+    "upgrade-minimal",
+    "localinstall",
+];
+
+/// Arguments of `cowkit dnf`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The root to build (dnf's `--installroot`; created if missing).
+    #[arg(long)]
+    root: PathBuf,
+    /// The cache of transcoded packages, shared by builds. Put it on the
+    /// filesystem of the roots: installs from it then clone.
+    #[arg(long, default_value = "/var/cache/cowkit")]
+    cache: PathBuf,
+    /// The rpm database inside the root (default: an existing one, else
+    /// `%_dbpath` from the root's rpm macros, else /var/lib/rpm).
+    #[arg(long, value_name = "DIR")]
+    dbpath: Option<String>,
+    /// Parallel jobs (default: the number of CPUs).
+    #[arg(short, long)]
+    jobs: Option<usize>,
+    /// Run no scriptlets (like `rpm --noscripts`).
+    #[arg(long)]
+    noscripts: bool,
+    /// Print a JSON summary (dnf's and the scriptlets' output go to stderr).
+    #[arg(long)]
+    json: bool,
+    /// dnf's options and command, e.g. `--releasever 40 install bash`.
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "DNF-ARGS"
+    )]
+    dnf: Vec<OsString>,
+}
+
+/// The fields `cowkit dnf --json` adds to the install summary.
+#[derive(Serialize, Default)]
+struct Extra {
+    /// Downloaded packages.
+    downloaded: usize,
+    /// Found in the cache / transcoded now / damaged entries replaced.
+    cache_hits: usize,
+    cache_misses: usize,
+    cache_damaged: Vec<String>,
+    /// Seconds: dnf (resolve and download), transcoding.
+    resolve_seconds: f64,
+    transcode_seconds: f64,
+}
+
+/// A `HOME` whose `.rpmmacros` sets `%_dbpath`: dnf (and the librpm it
+/// loads) read it after the system's macro files, so it wins on any host.
+fn home_with_dbpath(dbpath: &str) -> Result<tempfile::TempDir, CliError> {
+    let home = tempfile::Builder::new()
+        .prefix("cowkit-dnf-home.")
+        .tempdir()
+        .map_err(|e| CliError::new("cannot make a temporary directory", e))?;
+    std::fs::write(
+        home.path().join(".rpmmacros"),
+        format!("%_dbpath {dbpath}\n"),
+    )
+    .map_err(|e| CliError::new("cannot write .rpmmacros", e))?;
+    Ok(home)
+}
+
+fn dnf_command(args: &Args, home: &Path) -> Command {
+    let mut c = Command::new(std::env::var_os("COWKIT_DNF").unwrap_or_else(|| "dnf".into()));
+    c.env("HOME", home)
+        .arg(format!("--installroot={}", args.root.display()))
+        .args(&args.dnf);
+    c
+}
+
+pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
+    std::fs::create_dir_all(&args.root)
+        .map_err(|e| CliError::new(format!("cannot create `{}`", args.root.display()), e))?;
+    let root = Root::open(&args.root)
+        .map_err(|e| CliError::new(format!("cannot open `{}`", args.root.display()), e))?;
+    let forward = args
+        .dnf
+        .iter()
+        .any(|a| a.to_str().is_some_and(|a| FORWARD.contains(&a)));
+    let found = cowkit_rpmdb::find(&root, args.dbpath.as_deref())
+        .map_err(|e| CliError::new("cannot find the root's rpm database", e))?;
+
+    if !forward {
+        // dnf on its own, on the database cowkit uses.
+        let db = match found {
+            Some(db) => db,
+            None => cowkit_rpmdb::locate(&root, args.dbpath.as_deref())
+                .map_err(|e| CliError::new("cannot set up the root's rpm database", e))?,
+        };
+        let home = home_with_dbpath(&db.path)?;
+        let status = dnf_command(&args, home.path())
+            .status()
+            .map_err(|e| CliError::new("cannot run dnf", e).hint(DNF_HINT))?;
+        return Ok(ExitCode::from(status.code().unwrap_or(1).clamp(0, 255) as u8));
+    }
+
+    // 1. dnf resolves and downloads, against the root's database (or an
+    // empty one: where a new root's database goes is decided after its
+    // packages are placed).
+    let scratch = match &found {
+        Some(_) => None,
+        None => Some(
+            cowkit_rpmdb::Scratch::new(&root)
+                .map_err(|e| CliError::new("cannot make a scratch database", e))?,
+        ),
+    };
+    let db_for_dnf = found
+        .as_ref()
+        .or(scratch.as_ref().map(|s| s.db()))
+        .expect("one of them")
+        .path
+        .clone();
+    let mut extra = Extra::default();
+    std::fs::create_dir_all(&args.cache).map_err(|e| {
+        CliError::new(format!("cannot create the cache `{}`", args.cache.display()), e)
+    })?;
+    let download = tempfile::Builder::new()
+        .prefix("download.")
+        .tempdir_in(&args.cache)
+        .map_err(|e| CliError::new("cannot make a download directory in the cache", e))?;
+    let home = home_with_dbpath(&db_for_dnf)?;
+    let t = Instant::now();
+    let mut dnf = dnf_command(&args, home.path());
+    dnf.args(["-y", "--downloadonly"])
+        .arg(format!("--downloaddir={}", download.path().display()));
+    if args.json || quiet {
+        // Keep stdout for the summary.
+        dnf.stdout(Stdio::from(
+            std::io::stderr()
+                .lock()
+                .as_fd_owned()
+                .map_err(|e| CliError::new("cannot duplicate stderr", e))?,
+        ));
+    }
+    let status = dnf
+        .status()
+        .map_err(|e| CliError::new("cannot run dnf", e).hint(DNF_HINT))?;
+    drop(scratch);
+    if !status.success() {
+        return Err(CliError::msg(format!(
+            "dnf could not resolve or download the packages ({status})"
+        )));
+    }
+    extra.resolve_seconds = t.elapsed().as_secs_f64();
+    let mut rpms: Vec<PathBuf> = std::fs::read_dir(download.path())
+        .map_err(|e| CliError::new("cannot list the downloaded packages", e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "rpm"))
+        .collect();
+    rpms.sort();
+    extra.downloaded = rpms.len();
+    if rpms.is_empty() {
+        if !quiet && !args.json {
+            eprintln!("nothing to install: dnf downloaded no packages");
+        }
+        if args.json {
+            crate::output::print_json(&serde_json::json!({
+                "root": args.root, "ok": true, "downloaded": 0
+            }));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    // 2. The cache: hits by header digest, misses transcoded in parallel.
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let t = Instant::now();
+    let cache = Cache::new(&args.cache);
+    let mut cached = Vec::with_capacity(rpms.len());
+    let mut todo: Vec<(PathBuf, PathBuf)> = Vec::new();
+    for rpm in &rpms {
+        let file = std::fs::File::open(rpm)
+            .map_err(|e| CliError::new(format!("cannot open `{}`", rpm.display()), e))?;
+        let pkg = cowkit_archive::rpm::Package::read(&mut BufReader::new(file))
+            .map_err(|e| CliError::new(format!("cannot read `{}`", rpm.display()), e))?;
+        let lookup = cache
+            .lookup(pkg.header_digest())
+            .map_err(|e| CliError::new("cannot use the cache", e))?;
+        match lookup {
+            Lookup::Hit(p) => {
+                extra.cache_hits += 1;
+                cached.push(p);
+            }
+            Lookup::Miss(p) => {
+                extra.cache_misses += 1;
+                todo.push((rpm.clone(), p.clone()));
+                cached.push(p);
+            }
+            Lookup::Damaged(p, why) => {
+                extra.cache_misses += 1;
+                extra
+                    .cache_damaged
+                    .push(format!("{}: {}", p.display(), cowkit_fs::error::chain(&why).join(": ")));
+                if !args.json && !quiet {
+                    eprintln!(
+                        "warning: the cache entry `{}` is damaged ({why}); transcoding again",
+                        p.display()
+                    );
+                }
+                todo.push((rpm.clone(), p.clone()));
+                cached.push(p);
+            }
+        }
+    }
+    transcode_all(&todo, jobs)?;
+    extra.transcode_seconds = t.elapsed().as_secs_f64();
+
+    // 3. One transaction.
+    let opts = TxOptions {
+        install: Options {
+            threads: 1,
+            clone_tail: cowkit_install::clone_tail_pays_off(&root),
+            ..Options::default()
+        },
+        jobs,
+        db: true,
+        dbpath: args.dbpath.clone(),
+        noscripts: args.noscripts,
+        script_stdout_to_stderr: args.json,
+        ..TxOptions::default()
+    };
+    let total = match transaction(&root, &cached, &opts, &cowkit_install::NoProgress) {
+        Ok(t) => t,
+        Err(e) => return refused(&args.root, args.json, e),
+    };
+    drop(download);
+    if !args.json && !quiet {
+        eprintln!(
+            "dnf: {:.2} s to resolve and download {} package(s); cache `{}`: {} hit(s), {} transcoded in {:.2} s",
+            extra.resolve_seconds,
+            extra.downloaded,
+            args.cache.display(),
+            extra.cache_hits,
+            extra.cache_misses,
+            extra.transcode_seconds
+        );
+    }
+    Ok(finish(
+        &Show {
+            root: &args.root,
+            json: args.json,
+            quiet,
+            verify: false,
+        },
+        &total,
+        extra,
+    ))
+}
+
+const DNF_HINT: &str = "install dnf (Debian: `apt-get install dnf`)";
+
+/// `cowkit transcode IN -o OUT` for every pair, `jobs` at a time (each in
+/// its own confined worker).
+fn transcode_all(todo: &[(PathBuf, PathBuf)], jobs: usize) -> Result<(), CliError> {
+    let exe = std::env::current_exe().map_err(|e| CliError::new("cannot find cowkit itself", e))?;
+    let next = AtomicUsize::new(0);
+    let errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..jobs.min(todo.len()) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some((rpm, out)) = todo.get(i) else { break };
+                let r = Command::new(&exe)
+                    .arg("transcode")
+                    .arg(rpm)
+                    .arg("-o")
+                    .arg(out)
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .output();
+                let failed = match r {
+                    Ok(o) if o.status.success() => None,
+                    Ok(o) => Some(String::from_utf8_lossy(&o.stderr).trim().to_string()),
+                    Err(e) => Some(e.to_string()),
+                };
+                if let Some(why) = failed {
+                    errors
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(format!("{}: {why}", rpm.display()));
+                }
+            });
+        }
+    });
+    let errors = errors.into_inner().unwrap_or_else(|e| e.into_inner());
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::msg(format!(
+            "cannot transcode {} package(s); nothing was installed:\n  {}",
+            errors.len(),
+            errors.join("\n  ")
+        )))
+    }
+}
+
+trait AsFdOwned {
+    fn as_fd_owned(&self) -> std::io::Result<std::os::fd::OwnedFd>;
+}
+
+impl<T: std::os::fd::AsFd> AsFdOwned for T {
+    fn as_fd_owned(&self) -> std::io::Result<std::os::fd::OwnedFd> {
+        self.as_fd().try_clone_to_owned()
+    }
+}
