@@ -530,3 +530,108 @@ fn a_full_disk_fails_one_package_and_the_database_agrees() {
         ["S.5....T.  c /etc/group", "S.5....T.  c /etc/passwd"]
     );
 }
+
+/// `cowkit dnf ARGS` with the arguments `dnf(repo, root, cache)` gives
+/// plain dnf (but the root, which cowkit passes itself).
+fn cowkit_dnf(repo: &Path, root: &Path, dnf_cache: &Path, ck_cache: &Path, cmd: &[&str]) -> Run {
+    let plain = dnf(repo, root, dnf_cache);
+    let dnf_args: Vec<std::ffi::OsString> = plain
+        .get_args()
+        .filter(|a| !a.to_string_lossy().starts_with("--installroot="))
+        .map(|a| a.to_os_string())
+        .collect();
+    run(Command::new(env!("CARGO_BIN_EXE_cowkit"))
+        .args(["dnf", "--json", "--root"])
+        .arg(root)
+        .arg("--cache")
+        .arg(ck_cache)
+        .arg("--dbpath")
+        .arg(dbpath())
+        .arg("--")
+        .args(dnf_args)
+        .args(cmd))
+}
+
+/// dnf resolves and downloads, cowkit transcodes into its cache and
+/// installs: the same root as plain dnf; a second build clones from the
+/// cache without transcoding; a damaged cache entry is found, reported and
+/// replaced; upgrades and removals through `cowkit dnf` work.
+#[test]
+fn cowkit_dnf_builds_what_dnf_builds_and_caches_transcodes() {
+    if !as_root("cowkit_dnf_builds_what_dnf_builds_and_caches_transcodes") {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let repo = build_repo(tmp());
+    let d = dir.path();
+    let (a, b, c) = (
+        mkdir(&d.join("dnf")),
+        mkdir(&d.join("cowkit")),
+        mkdir(&d.join("cowkit-warm")),
+    );
+    let dnf_cache = d.join("dnf-cache");
+    let ck_cache = d.join("cowkit-cache");
+    run_ok(
+        dnf(&repo.dir, &a, &dnf_cache).args(["install", repo.top]),
+        "dnf install",
+    );
+
+    // Cold: everything transcoded, installed by cloning from the cache.
+    let r = cowkit_dnf(&repo.dir, &b, &dnf_cache, &ck_cache, &["install", repo.top]);
+    assert!(r.ok, "{}", r.stderr);
+    let j = r.json();
+    assert_eq!(j["downloaded"], MAIN.len(), "{j}");
+    assert_eq!(j["cache_misses"], MAIN.len(), "{j}");
+    assert_eq!(j["cache_hits"], 0, "{j}");
+    assert_eq!(j["registered"], MAIN.len(), "{j}");
+    assert!(j["files_by_method"]["clone"].as_u64().unwrap() > 0, "{j}");
+    assert_eq!(installed(&a), installed(&b));
+    assert_eq!(verify(&a), verify(&b));
+    assert_same_trees(&a, &b, &dnf_cache, "cowkit dnf install");
+    assert_eq!(log(&a), log(&b), "scriptlets");
+
+    // Warm: no transcoding.
+    let r = cowkit_dnf(&repo.dir, &c, &dnf_cache, &ck_cache, &["install", repo.top]);
+    assert!(r.ok, "{}", r.stderr);
+    let j = r.json();
+    assert_eq!(j["cache_hits"], MAIN.len(), "{j}");
+    assert_eq!(j["cache_misses"], 0, "{j}");
+    assert_same_trees(&b, &c, &dnf_cache, "warm cache");
+
+    // A damaged entry (one header byte): found, reported, transcoded again.
+    let entries: Vec<PathBuf> = cowkit_testutil::tree::regular_files(&ck_cache.join("rpme"))
+        .into_iter()
+        .map(|p| ck_cache.join("rpme").join(p))
+        .collect();
+    assert_eq!(entries.len(), MAIN.len(), "{entries:?}");
+    let victim = &entries[0];
+    let mut bytes = std::fs::read(victim).unwrap();
+    let (start, end) = cowkit_testutil::rpm::header_range(&bytes);
+    bytes[(start + end) / 2] ^= 0x40;
+    std::fs::write(victim, &bytes).unwrap();
+    let e = mkdir(&d.join("cowkit-damaged"));
+    let r = cowkit_dnf(&repo.dir, &e, &dnf_cache, &ck_cache, &["install", repo.top]);
+    assert!(r.ok, "{}", r.stderr);
+    let j = r.json();
+    assert_eq!(j["cache_misses"], 1, "{j}");
+    assert_eq!(j["cache_damaged"].as_array().unwrap().len(), 1, "{j}");
+    assert_ne!(std::fs::read(victim).unwrap(), bytes, "the entry was not replaced");
+    assert_same_trees(&b, &e, &dnf_cache, "after a damaged cache entry");
+
+    // Upgrade and removal through cowkit dnf, as plain dnf does them.
+    edit_configs(&a);
+    edit_configs(&b);
+    run_ok(
+        dnf(&repo.upgrade_dir, &a, &dnf_cache).args(["upgrade"]),
+        "dnf upgrade",
+    );
+    let r = cowkit_dnf(&repo.upgrade_dir, &b, &dnf_cache, &ck_cache, &["upgrade"]);
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(installed(&a), installed(&b));
+    assert_eq!(verify(&a), verify(&b));
+    assert_same_trees(&a, &b, &dnf_cache, "cowkit dnf upgrade");
+    assert_eq!(log(&a), log(&b), "scriptlets");
+    let r = cowkit_dnf(&repo.upgrade_dir, &b, &dnf_cache, &ck_cache, &["remove", "ck-doc"]);
+    assert!(r.ok, "{}", r.stderr);
+    assert!(!installed(&b).contains_key("ck-doc"));
+}
