@@ -254,6 +254,7 @@ pub fn transaction(
     } else {
         None
     };
+    let check_rpm = found.as_ref().map(|db| Rpm::new(root.path(), db));
     let (order, old) = if opts.db {
         let scratch = match &found {
             Some(_) => None,
@@ -390,7 +391,15 @@ pub fn transaction(
                 end += 1;
             }
             let batch: Vec<&Pkg> = alive[k..end].iter().map(|&i| &pkgs[i]).collect();
-            let results = place_parallel(root, &owners, &batch, opts, progress);
+            // Config files already on disk are decided first (cheap: only
+            // config files are looked at); a package whose decision fails
+            // fails alone.
+            let mut decided: Vec<Result<Options>> = Vec::with_capacity(batch.len());
+            for p in &batch {
+                let mut o = opts.install.clone();
+                decided.push(decide_config(root, p, None, &mut o, &mut sum).map(|_| o));
+            }
+            let results = place_parallel(root, &owners, &batch, decided, opts.jobs, progress);
             for (j, r) in results.into_iter().enumerate() {
                 match r {
                     Ok(s) => {
@@ -408,7 +417,20 @@ pub fn transaction(
         k += 1;
         let p = &pkgs[i];
         let o = old.get(&p.name);
-        match one_package(root, &mut owners, p, o, opts, progress, &run, &mut sum) {
+        match one_package(
+            root,
+            &mut owners,
+            p,
+            o,
+            opts,
+            progress,
+            &run,
+            &Others {
+                pkgs: &pkgs,
+                rpm: check_rpm.as_ref(),
+            },
+            &mut sum,
+        ) {
             Ok(s) => {
                 sum.files.add(s);
                 sum.installed.push(p.nevra.clone());
@@ -421,8 +443,7 @@ pub fn transaction(
         }
     }
     sum.files.warnings.extend(owners.warnings());
-    sum.seconds.place =
-        t_place.elapsed().as_secs_f64() - (sum.seconds.scriptlets - scripts_before);
+    sum.seconds.place = t_place.elapsed().as_secs_f64() - (sum.seconds.scriptlets - scripts_before);
 
     // 4. One registration (none when nothing was placed).
     if opts.db && !placed.is_empty() {
@@ -509,18 +530,26 @@ fn place_parallel(
     root: &Root,
     owners: &Owners,
     batch: &[&Pkg],
-    opts: &TxOptions,
+    decided: Vec<Result<Options>>,
+    jobs: usize,
     progress: &dyn Progress,
 ) -> Vec<Result<Summary>> {
-    let workers = opts.jobs.clamp(1, batch.len().max(1));
+    let workers = jobs.clamp(1, batch.len().max(1));
     let next = AtomicUsize::new(0);
+    let decided: Vec<Mutex<Option<Result<Options>>>> =
+        decided.into_iter().map(|d| Mutex::new(Some(d))).collect();
     let results: Mutex<Vec<(usize, Result<Summary>)>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(p) = batch.get(i) else { break };
-                let r = install(root, owners, &p.path, &opts.install, progress);
+                let o = decided[i]
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take()
+                    .expect("taken once");
+                let r = o.and_then(|o| install(root, owners, &p.path, &o, progress));
                 results
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -533,6 +562,36 @@ fn place_parallel(
     r.into_iter().map(|(_, r)| r).collect()
 }
 
+/// Who else owns files: the transaction's packages, and the database.
+struct Others<'a> {
+    pkgs: &'a [Pkg],
+    rpm: Option<&'a Rpm>,
+}
+
+impl Others<'_> {
+    /// Of `paths` (files of the installed `name`), those another package
+    /// of the transaction or another installed package owns.
+    fn owned(&self, paths: &[&str], name: &str) -> Result<HashSet<String>> {
+        let mut out: HashSet<String> = paths
+            .iter()
+            .filter(|path| {
+                self.pkgs
+                    .iter()
+                    .any(|p| p.name != name && p.files.find(path).is_some())
+            })
+            .map(|p| p.to_string())
+            .collect();
+        if let Some(rpm) = self.rpm {
+            for (path, owner) in rpm.owners(paths)? {
+                if owner != name {
+                    out.insert(path);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn one_package(
     root: &Root,
@@ -542,6 +601,7 @@ fn one_package(
     opts: &TxOptions,
     progress: &dyn Progress,
     run: &dyn Fn(&Scriptlet, &Pkg, u32, &mut TxSummary) -> Result<bool>,
+    others: &Others<'_>,
     sum: &mut TxSummary,
 ) -> Result<Summary> {
     let arg = if old.is_some() { 2 } else { 1 };
@@ -575,7 +635,7 @@ fn one_package(
                 return Ok(s_placed);
             }
         }
-        sum.old_files_removed += remove_old_files(root, p, o, sum)?;
+        sum.old_files_removed += remove_old_files(root, p, o, others, sum)?;
         if let Some(s) = &o.postun {
             run(&Scriptlet::of_installed(s, Phase::PostUn), p, 1, sum)?;
         }
@@ -735,12 +795,28 @@ fn decide_config(
 /// edited config file is saved as `.rpmsave`); directories only when
 /// empty, deepest first. Files in another state than "normal" (replaced
 /// by another package, not installed) are left.
-fn remove_old_files(root: &Root, p: &Pkg, o: &Installed, sum: &mut TxSummary) -> Result<u64> {
+fn remove_old_files(
+    root: &Root,
+    p: &Pkg,
+    o: &Installed,
+    others: &Others<'_>,
+    sum: &mut TxSummary,
+) -> Result<u64> {
     let mut n = 0;
     let mut dirs = Vec::new();
     let algo = DigestAlgo::from_rpm(o.digest_algo).unwrap_or(p.files.algo);
+    let gone: Vec<&str> = o
+        .files
+        .iter()
+        .filter(|f| p.files.find(&f.path).is_none() && f.state == 0)
+        .map(|f| f.path.as_str())
+        .collect();
+    // Files another package owns stay: one of the transaction's (a file
+    // that moved between packages), or another installed one (rpm skips
+    // those too).
+    let kept = others.owned(&gone, &o.name)?;
     for f in &o.files {
-        if p.files.find(&f.path).is_some() || f.state != 0 {
+        if p.files.find(&f.path).is_some() || f.state != 0 || kept.contains(f.path.as_str()) {
             continue;
         }
         if f.mode & 0o170000 == 0o040000 {

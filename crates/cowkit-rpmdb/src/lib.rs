@@ -469,6 +469,31 @@ impl Rpm {
         installed::parse(&String::from_utf8_lossy(&out.stdout))
     }
 
+    /// The installed owners of `paths`: (path, package name) for every
+    /// owner, from one `rpm -qf` that lists each owner's files.
+    pub fn owners(&self, paths: &[&str]) -> Result<Vec<(String, String)>> {
+        if paths.is_empty() {
+            return Ok(Vec::new());
+        }
+        let wanted: std::collections::HashSet<&str> = paths.iter().copied().collect();
+        let mut c = self.command();
+        c.args(["-qf", "--qf", "[%{FILENAMES}\\t%{NAME}\\n]"])
+            .args(paths);
+        let out = self.run(c)?;
+        // Unowned paths make rpm exit 1 ("not owned by any package").
+        let mut v = Vec::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            if let Some((path, name)) = line.rsplit_once('\t') {
+                if wanted.contains(path) {
+                    v.push((path.to_string(), name.to_string()));
+                }
+            }
+        }
+        v.sort();
+        v.dedup();
+        Ok(v)
+    }
+
     /// Every installed package's NEVRA.
     pub fn all(&self) -> Result<Vec<String>> {
         let mut c = self.command();

@@ -139,7 +139,9 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         let status = dnf_command(&args, home.path())
             .status()
             .map_err(|e| CliError::new("cannot run dnf", e).hint(DNF_HINT))?;
-        return Ok(ExitCode::from(status.code().unwrap_or(1).clamp(0, 255) as u8));
+        return Ok(ExitCode::from(
+            status.code().unwrap_or(1).clamp(0, 255) as u8
+        ));
     }
 
     // 1. dnf resolves and downloads, against the root's database (or an
@@ -160,7 +162,10 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         .clone();
     let mut extra = Extra::default();
     std::fs::create_dir_all(&args.cache).map_err(|e| {
-        CliError::new(format!("cannot create the cache `{}`", args.cache.display()), e)
+        CliError::new(
+            format!("cannot create the cache `{}`", args.cache.display()),
+            e,
+        )
     })?;
     let download = tempfile::Builder::new()
         .prefix("download.")
@@ -238,9 +243,11 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
             }
             Lookup::Damaged(p, why) => {
                 extra.cache_misses += 1;
-                extra
-                    .cache_damaged
-                    .push(format!("{}: {}", p.display(), cowkit_fs::error::chain(&why).join(": ")));
+                extra.cache_damaged.push(format!(
+                    "{}: {}",
+                    p.display(),
+                    cowkit_fs::error::chain(&why).join(": ")
+                ));
                 if !args.json && !quiet {
                     eprintln!(
                         "warning: the cache entry `{}` is damaged ({why}); transcoding again",

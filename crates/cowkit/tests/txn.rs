@@ -615,7 +615,11 @@ fn cowkit_dnf_builds_what_dnf_builds_and_caches_transcodes() {
     let j = r.json();
     assert_eq!(j["cache_misses"], 1, "{j}");
     assert_eq!(j["cache_damaged"].as_array().unwrap().len(), 1, "{j}");
-    assert_ne!(std::fs::read(victim).unwrap(), bytes, "the entry was not replaced");
+    assert_ne!(
+        std::fs::read(victim).unwrap(),
+        bytes,
+        "the entry was not replaced"
+    );
     assert_same_trees(&b, &e, &dnf_cache, "after a damaged cache entry");
 
     // Upgrade and removal through cowkit dnf, as plain dnf does them.
@@ -631,7 +635,93 @@ fn cowkit_dnf_builds_what_dnf_builds_and_caches_transcodes() {
     assert_eq!(verify(&a), verify(&b));
     assert_same_trees(&a, &b, &dnf_cache, "cowkit dnf upgrade");
     assert_eq!(log(&a), log(&b), "scriptlets");
-    let r = cowkit_dnf(&repo.upgrade_dir, &b, &dnf_cache, &ck_cache, &["remove", "ck-doc"]);
+    let r = cowkit_dnf(
+        &repo.upgrade_dir,
+        &b,
+        &dnf_cache,
+        &ck_cache,
+        &["remove", "ck-doc"],
+    );
     assert!(r.ok, "{}", r.stderr);
     assert!(!installed(&b).contains_key("ck-doc"));
+}
+
+/// Config files that exist, owned by no package, when a package brings
+/// them: the same `.rpmnew`/`.rpmorig` as `rpm -U`, with rpm's words.
+#[test]
+fn unowned_config_files_are_kept_aside_as_rpm_does() {
+    if !as_root("unowned_config_files_are_kept_aside_as_rpm_does") {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let repo = build_repo(tmp());
+    let pkg = repo.rpm("ck-config").to_path_buf();
+    let prepare = |name: &str| {
+        let r = mkdir(&dir.path().join(name));
+        mkdir(&r.join("etc/ck"));
+        std::fs::write(r.join("etc/ck/app.conf"), "mine\n").unwrap();
+        std::fs::write(r.join("etc/ck/plain.conf"), "mine\n").unwrap();
+        r
+    };
+    let (a, b) = (prepare("rpm"), prepare("cowkit"));
+    let out = run_ok(
+        rpm_in(&a).args(["--nodeps", "--noscripts", "-U"]).arg(&pkg),
+        "rpm -U",
+    );
+    let rpm_said = String::from_utf8_lossy(&out.stderr).into_owned();
+    let r = install(&b, &["--nodeps"], std::slice::from_ref(&pkg));
+    assert!(r.ok, "{}", r.stderr);
+    for line in rpm_said.lines().filter(|l| l.starts_with("warning: /etc")) {
+        assert!(
+            r.stderr.contains(line),
+            "rpm said `{line}`; cowkit said:\n{}",
+            r.stderr
+        );
+    }
+    let etc = |r: &Path| cowkit_testutil::tree::under(&snapshot(r), "etc");
+    // (Directory mtimes differ: rpm's are the time of the last entry it
+    // made in them, cowkit sets the header's after the entries.)
+    let d = diff(&etc(&a), &etc(&b), |e| {
+        (e.shape(), e.uid, e.gid, (e.kind != 'd').then_some(e.mtime))
+    });
+    assert!(d.is_empty(), "{d:#?}");
+    assert!(b.join("etc/ck/app.conf.rpmnew").exists());
+    assert!(b.join("etc/ck/plain.conf.rpmorig").exists());
+    assert_eq!(verify(&a), verify(&b));
+}
+
+/// An absolute symlink where the database would go points into the root,
+/// never at the host's directory it names.
+#[test]
+fn the_database_stays_inside_the_root() {
+    if !as_root("the_database_stays_inside_the_root") {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let repo = build_repo(tmp());
+    let host = mkdir(&dir.path().join("host-db"));
+    let root = mkdir(&dir.path().join("root"));
+    mkdir(&root.join("var/lib"));
+    std::os::unix::fs::symlink(&host, root.join("var/lib/rpm")).unwrap();
+    // Its target, inside the root, exists: the database goes there.
+    mkdir(&root.join(host.strip_prefix("/").unwrap()));
+    let pkgs: Vec<PathBuf> = main_packages(&repo)
+        .iter()
+        .map(|p| p.to_path_buf())
+        .collect();
+    let r = run(Command::new(env!("CARGO_BIN_EXE_cowkit"))
+        .args(["install", "--json", "--root"])
+        .arg(&root)
+        .args(&pkgs));
+    assert!(r.ok, "{}", r.stderr);
+    let j = r.json();
+    assert_eq!(j["db"]["path"], host.to_str().unwrap(), "{j}");
+    assert!(root
+        .join(host.strip_prefix("/").unwrap())
+        .join("rpmdb.sqlite")
+        .exists());
+    assert!(
+        std::fs::read_dir(&host).unwrap().next().is_none(),
+        "the host directory was written"
+    );
 }
