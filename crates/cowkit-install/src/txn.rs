@@ -535,9 +535,18 @@ fn place_parallel(
     progress: &dyn Progress,
 ) -> Vec<Result<Summary>> {
     let workers = jobs.clamp(1, batch.len().max(1));
+    // The CPUs the packages do not use go to threads within a package.
+    let threads = (jobs / workers).max(1);
     let next = AtomicUsize::new(0);
-    let decided: Vec<Mutex<Option<Result<Options>>>> =
-        decided.into_iter().map(|d| Mutex::new(Some(d))).collect();
+    let decided: Vec<Mutex<Option<Result<Options>>>> = decided
+        .into_iter()
+        .map(|d| {
+            Mutex::new(Some(d.map(|mut o| {
+                o.threads = o.threads.max(threads);
+                o
+            })))
+        })
+        .collect();
     let results: Mutex<Vec<(usize, Result<Summary>)>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..workers {
@@ -614,6 +623,7 @@ fn one_package(
         }
     }
     let mut install_opts = opts.install.clone();
+    install_opts.threads = install_opts.threads.max(opts.jobs);
     let discard = decide_config(root, p, old, &mut install_opts, sum)?;
     let s_placed = install(root, owners, &p.path, &install_opts, progress)?;
     for (dir, name, path) in discard {

@@ -100,24 +100,20 @@ pub(crate) fn parse(xml: &str) -> Result<Vec<Installed>> {
                         .push(Value::S(String::new()));
                 }
             }
-            Event::Text(t) => {
-                if kind.is_some() {
-                    text.push_str(&t.decode().map_err(|e| bad(e.to_string()))?);
-                }
+            Event::Text(t) if kind.is_some() => {
+                text.push_str(&t.decode().map_err(|e| bad(e.to_string()))?);
             }
-            Event::GeneralRef(g) => {
-                if kind.is_some() {
-                    let name = g.decode().map_err(|e| bad(e.to_string()))?;
-                    let c = match &*name {
-                        "amp" => "&",
-                        "lt" => "<",
-                        "gt" => ">",
-                        "quot" => "\"",
-                        "apos" => "'",
-                        other => return Err(bad(format!("unknown entity &{other};"))),
-                    };
-                    text.push_str(c);
-                }
+            Event::GeneralRef(g) if kind.is_some() => {
+                let name = g.decode().map_err(|e| bad(e.to_string()))?;
+                let c = match &*name {
+                    "amp" => "&",
+                    "lt" => "<",
+                    "gt" => ">",
+                    "quot" => "\"",
+                    "apos" => "'",
+                    other => return Err(bad(format!("unknown entity &{other};"))),
+                };
+                text.push_str(c);
             }
             Event::End(e) => match e.name().as_ref() {
                 b"rpmHeader" => out.push(package(&tags).map_err(bad)?),

@@ -139,7 +139,6 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
-    let workers = jobs.min(args.packages.len());
     let opts = TxOptions {
         install: Options {
             chain: match args.reflink {
@@ -147,7 +146,9 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
                 Reflink::Always => Chain::only(Method::Clone),
                 Reflink::Never => Chain::only(Method::ReadWrite),
             },
-            threads: (jobs / workers).max(1),
+            // The transaction gives a package more threads when it is
+            // placed alone.
+            threads: 1,
             verify: args.verify,
             clone_tail: args.clone_tail || cowkit_install::clone_tail_pays_off(&root),
             ..Options::default()
