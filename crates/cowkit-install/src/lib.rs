@@ -39,7 +39,7 @@ pub mod txn;
 mod verify;
 
 pub use owners::Owners;
-pub use txn::{transaction, TxOptions, TxSummary};
+pub use txn::{prepare, transaction, Prepared, TxOptions, TxSummary};
 
 /// What can go wrong installing.
 #[derive(Debug, thiserror::Error)]

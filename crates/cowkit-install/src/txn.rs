@@ -226,6 +226,63 @@ pub fn transaction(
     opts: &TxOptions,
     progress: &dyn Progress,
 ) -> Result<TxSummary> {
+    prepare(root, packages, opts)?.run(progress)
+}
+
+/// A transaction checked by rpm and ordered, nothing touched yet.
+pub struct Prepared<'r> {
+    root: &'r Root,
+    opts: TxOptions,
+    pkgs: Vec<Pkg>,
+    order: Vec<usize>,
+    old: HashMap<String, Installed>,
+    found: Option<DbPath>,
+    sum: TxSummary,
+}
+
+impl std::fmt::Debug for Prepared<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("order", &self.sum.order)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Prepared<'_> {
+    /// rpm's order (NEVRAs).
+    pub fn order(&self) -> &[String] {
+        &self.sum.order
+    }
+
+    /// Install each package from another file with the same header: the
+    /// extents file `path_of` gives for its `.rpm` (checked again when it
+    /// is opened, and refused if its header differs).
+    pub fn use_files(&mut self, mut path_of: impl FnMut(&Path) -> PathBuf) -> Result<()> {
+        for p in &mut self.pkgs {
+            let other = path_of(&p.path);
+            let q = Pkg::read(&other)?;
+            if q.nevra != p.nevra || q.files.files != p.files.files {
+                return Err(Error::Package(cowkit_archive::rpm::Error::Parse(format!(
+                    "`{}` is not the package `{}` ({})",
+                    other.display(),
+                    p.path.display(),
+                    p.nevra
+                ))));
+            }
+            p.path = other;
+        }
+        Ok(())
+    }
+
+    /// Run it: scriptlets, files, registration (see the module docs).
+    pub fn run(self, progress: &dyn Progress) -> Result<TxSummary> {
+        run(self, progress)
+    }
+}
+
+/// Read and check `packages` for a transaction in `root`: headers, rpm's
+/// check and order, what cannot run. Nothing in the root is changed.
+pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Result<Prepared<'r>> {
     let mut sum = TxSummary {
         test: opts.test,
         ..TxSummary::default()
@@ -254,7 +311,6 @@ pub fn transaction(
     } else {
         None
     };
-    let check_rpm = found.as_ref().map(|db| Rpm::new(root.path(), db));
     let (order, old) = if opts.db {
         let scratch = match &found {
             Some(_) => None,
@@ -319,6 +375,28 @@ pub fn transaction(
     sum.db = found.clone();
     sum.order = order.iter().map(|&i| pkgs[i].nevra.clone()).collect();
     sum.seconds.check = t0.elapsed().as_secs_f64();
+    Ok(Prepared {
+        root,
+        opts: opts.clone(),
+        pkgs,
+        order,
+        old,
+        found,
+        sum,
+    })
+}
+
+fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
+    let Prepared {
+        root,
+        opts,
+        pkgs,
+        order,
+        old,
+        found,
+        mut sum,
+    } = prepared;
+    let opts = &opts;
     if opts.test {
         for &i in &order {
             if let Some(o) = old.get(&pkgs[i].name) {
@@ -375,6 +453,7 @@ pub fn transaction(
     // 3. Packages, in order; runs without scriptlets in parallel.
     let t_place = std::time::Instant::now();
     let scripts_before = sum.seconds.scriptlets;
+    let check_rpm = found.as_ref().map(|db| Rpm::new(root.path(), db));
     let mut owners = Owners::load(root);
     let mut placed: Vec<usize> = Vec::new();
     let mut k = 0;
