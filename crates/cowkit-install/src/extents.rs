@@ -25,6 +25,7 @@ pub(crate) fn install(
     progress: &dyn Progress,
 ) -> Result<Summary> {
     let x = ExtentsFile::open(file, path)?;
+    crate::check_expected(x.package(), path, opts)?;
     let files = x.files();
     let mut target = Target::new(root, owners);
     let places = target.prepare(files, &opts.rename)?;

@@ -95,6 +95,18 @@ pub enum Error {
         /// How it ended.
         status: String,
     },
+    /// The package is not the one that was checked.
+    #[error(
+        "`{path}` is not the package that was checked: header digest {found}, expected {expected}"
+    )]
+    NotTheCheckedPackage {
+        /// The file.
+        path: PathBuf,
+        /// Its header digest.
+        found: String,
+        /// The checked one's.
+        expected: String,
+    },
     /// `--verify` found installed files that do not match the header.
     #[error("{count} installed file(s) do not match their header digest, first `{first}`")]
     VerifyFailed {
@@ -133,6 +145,10 @@ pub struct Options {
     /// new last component): rpm's `.rpmnew`, or a temporary name for a
     /// new version that is dropped afterwards.
     pub rename: std::collections::HashMap<String, String>,
+    /// The header digest (rpm's `%{SHA256HEADER}`) the package must have:
+    /// a transaction checked one file and installs another with the same
+    /// header (its extents file).
+    pub expect_header: Option<String>,
 }
 
 impl Default for Options {
@@ -143,6 +159,7 @@ impl Default for Options {
             verify: false,
             clone_tail: false,
             rename: std::collections::HashMap::new(),
+            expect_header: None,
         }
     }
 }
@@ -233,7 +250,7 @@ pub fn install(
     let mut summary = if is_extents {
         extents::install(root, owners, file, package, opts, progress)?
     } else {
-        stream::install(root, owners, file, opts, progress)?
+        stream::install(root, owners, file, package, opts, progress)?
     };
     summary.packages = 1;
     summary.warnings.extend(owners.warnings());
@@ -279,6 +296,19 @@ fn finish(
         s.verified += verify::verify(target, files, places)?;
     }
     Ok(())
+}
+
+/// Refuse a package whose header is not the one [`Options::expect_header`]
+/// names.
+fn check_expected(pkg: &cowkit_archive::rpm::Package, path: &Path, opts: &Options) -> Result<()> {
+    match &opts.expect_header {
+        Some(want) if want != pkg.header_digest() => Err(Error::NotTheCheckedPackage {
+            path: path.to_path_buf(),
+            found: pkg.header_digest().to_string(),
+            expected: want.clone(),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Lower-case hex.

@@ -19,11 +19,13 @@ pub(crate) fn install(
     root: &Root,
     owners: &Owners,
     file: File,
+    path: &std::path::Path,
     opts: &Options,
     progress: &dyn Progress,
 ) -> Result<Summary> {
     let mut input = BufReader::with_capacity(CHUNK, file);
     let pkg = Package::read(&mut input)?;
+    crate::check_expected(&pkg, path, opts)?;
     let files = pkg.files()?;
     let mut target = Target::new(root, owners);
     let places = target.prepare(&files, &opts.rename)?;

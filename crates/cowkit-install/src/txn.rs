@@ -140,6 +140,8 @@ pub struct TxSummary {
 /// A package of the transaction, from its verified header.
 struct Pkg {
     path: PathBuf,
+    /// rpm's `%{SHA256HEADER}`, verified.
+    digest: String,
     name: String,
     nevra: String,
     scripts: Vec<Scriptlet>,
@@ -205,6 +207,7 @@ impl Pkg {
         };
         Ok(Pkg {
             path: path.to_path_buf(),
+            digest: p.header_digest().to_string(),
             name,
             nevra,
             scripts,
@@ -254,24 +257,15 @@ impl Prepared<'_> {
         &self.sum.order
     }
 
-    /// Install each package from another file with the same header: the
-    /// extents file `path_of` gives for its `.rpm` (checked again when it
-    /// is opened, and refused if its header differs).
-    pub fn use_files(&mut self, mut path_of: impl FnMut(&Path) -> PathBuf) -> Result<()> {
+    /// Install each package from another file with the same header (the
+    /// extents file of a checked `.rpm`): `path_of` gives the file for a
+    /// package's path. Each is checked when it is opened for installing:
+    /// one whose header digest is not the checked package's is refused
+    /// ([`Error::NotTheCheckedPackage`]).
+    pub fn use_files(&mut self, mut path_of: impl FnMut(&Path) -> PathBuf) {
         for p in &mut self.pkgs {
-            let other = path_of(&p.path);
-            let q = Pkg::read(&other)?;
-            if q.nevra != p.nevra || q.files.files != p.files.files {
-                return Err(Error::Package(cowkit_archive::rpm::Error::Parse(format!(
-                    "`{}` is not the package `{}` ({})",
-                    other.display(),
-                    p.path.display(),
-                    p.nevra
-                ))));
-            }
-            p.path = other;
+            p.path = path_of(&p.path);
         }
-        Ok(())
     }
 
     /// Run it: scriptlets, files, registration (see the module docs).
@@ -637,7 +631,10 @@ fn place_parallel(
                     .unwrap_or_else(|e| e.into_inner())
                     .take()
                     .expect("taken once");
-                let r = o.and_then(|o| install(root, owners, &p.path, &o, progress));
+                let r = o.and_then(|mut o| {
+                    o.expect_header = Some(p.digest.clone());
+                    install(root, owners, &p.path, &o, progress)
+                });
                 results
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -703,6 +700,7 @@ fn one_package(
     }
     let mut install_opts = opts.install.clone();
     install_opts.threads = install_opts.threads.max(opts.jobs);
+    install_opts.expect_header = Some(p.digest.clone());
     let discard = decide_config(root, p, old, &mut install_opts, sum)?;
     let s_placed = install(root, owners, &p.path, &install_opts, progress)?;
     for (dir, name, path) in discard {

@@ -221,46 +221,6 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
-    let t = Instant::now();
-    let cache = Cache::new(&args.cache);
-    let mut cached = Vec::with_capacity(rpms.len());
-    let mut todo: Vec<(PathBuf, PathBuf)> = Vec::new();
-    for rpm in &rpms {
-        let file = std::fs::File::open(rpm)
-            .map_err(|e| CliError::new(format!("cannot open `{}`", rpm.display()), e))?;
-        let pkg = cowkit_archive::rpm::Package::read(&mut BufReader::new(file))
-            .map_err(|e| CliError::new(format!("cannot read `{}`", rpm.display()), e))?;
-        let lookup = cache
-            .lookup(pkg.header_digest())
-            .map_err(|e| CliError::new("cannot use the cache", e))?;
-        match lookup {
-            Lookup::Hit(p) => {
-                extra.cache_hits += 1;
-                cached.push(p);
-            }
-            Lookup::Miss(p) => {
-                extra.cache_misses += 1;
-                todo.push((rpm.clone(), p.clone()));
-                cached.push(p);
-            }
-            Lookup::Damaged(p, why) => {
-                extra.cache_misses += 1;
-                extra.cache_damaged.push(format!(
-                    "{}: {}",
-                    p.display(),
-                    cowkit_fs::error::chain(&why).join(": ")
-                ));
-                if !args.json && !quiet {
-                    eprintln!(
-                        "warning: the cache entry `{}` is damaged ({why}); transcoding again",
-                        p.display()
-                    );
-                }
-                todo.push((rpm.clone(), p.clone()));
-                cached.push(p);
-            }
-        }
-    }
     // 3. One transaction. rpm checks and orders the downloaded packages
     // (the same headers as their extents files) while the misses are
     // transcoded.
@@ -276,22 +236,22 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         script_stdout_to_stderr: args.json,
         ..TxOptions::default()
     };
-    let (prepared, transcoded) = std::thread::scope(|s| {
+    let t = Instant::now();
+    let cache = Cache::new(&args.cache);
+    let (prepared, cached) = std::thread::scope(|s| {
         let check = s.spawn(|| prepare(&root, &rpms, &opts));
-        let transcoded = transcode_all(&todo, jobs);
-        (check.join().expect("the check does not panic"), transcoded)
+        let cached = lookup_and_transcode(&cache, &rpms, jobs, &mut extra, args.json || quiet);
+        (check.join().expect("the check does not panic"), cached)
     });
     extra.transcode_seconds = t.elapsed().as_secs_f64();
-    transcoded?;
+    let cached = cached?;
     let mut prepared = match prepared {
         Ok(p) => p,
         Err(e) => return refused(&args.root, args.json, e),
     };
     let by_rpm: std::collections::HashMap<&Path, &PathBuf> =
         rpms.iter().map(PathBuf::as_path).zip(&cached).collect();
-    if let Err(e) = prepared.use_files(|p| by_rpm[p].clone()) {
-        return refused(&args.root, args.json, e);
-    }
+    prepared.use_files(|p| by_rpm[p].clone());
     let total = match prepared.run(&cowkit_install::NoProgress) {
         Ok(t) => t,
         Err(e) => return refused(&args.root, args.json, e),
@@ -318,6 +278,57 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         &total,
         extra,
     ))
+}
+
+/// Look every package up in the cache by its header digest and transcode
+/// the misses (and damaged entries) into it; the cache paths, in order.
+fn lookup_and_transcode(
+    cache: &Cache,
+    rpms: &[PathBuf],
+    jobs: usize,
+    extra: &mut Extra,
+    quiet: bool,
+) -> Result<Vec<PathBuf>, CliError> {
+    let mut cached = Vec::with_capacity(rpms.len());
+    let mut todo: Vec<(PathBuf, PathBuf)> = Vec::new();
+    for rpm in rpms {
+        let file = std::fs::File::open(rpm)
+            .map_err(|e| CliError::new(format!("cannot open `{}`", rpm.display()), e))?;
+        let pkg = cowkit_archive::rpm::Package::read(&mut BufReader::new(file))
+            .map_err(|e| CliError::new(format!("cannot read `{}`", rpm.display()), e))?;
+        let lookup = cache
+            .lookup(pkg.header_digest())
+            .map_err(|e| CliError::new("cannot use the cache", e))?;
+        match lookup {
+            Lookup::Hit(p) => {
+                extra.cache_hits += 1;
+                cached.push(p);
+            }
+            Lookup::Miss(p) => {
+                extra.cache_misses += 1;
+                todo.push((rpm.clone(), p.clone()));
+                cached.push(p);
+            }
+            Lookup::Damaged(p, why) => {
+                extra.cache_misses += 1;
+                extra.cache_damaged.push(format!(
+                    "{}: {}",
+                    p.display(),
+                    cowkit_fs::error::chain(&why).join(": ")
+                ));
+                if !quiet {
+                    eprintln!(
+                        "warning: the cache entry `{}` is damaged ({why}); transcoding again",
+                        p.display()
+                    );
+                }
+                todo.push((rpm.clone(), p.clone()));
+                cached.push(p);
+            }
+        }
+    }
+    transcode_all(&todo, jobs)?;
+    Ok(cached)
 }
 
 const DNF_HINT: &str = "install dnf (Debian: `apt-get install dnf`)";
