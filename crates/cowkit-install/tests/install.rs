@@ -1098,3 +1098,40 @@ fn a_file_over_4_gib_in_a_stripped_cpio_payload_is_transcoded_with_holes_and_clo
         b"small\n"
     );
 }
+
+/// The transaction library: a package swapped for another after the
+/// check is refused when it is opened, and nothing of it is placed.
+#[test]
+fn a_file_swapped_after_the_check_is_refused() {
+    let Some(dir) = cowkit_testutil::scratch(cowkit_testutil::Fs::Xfs) else {
+        return;
+    };
+    let a = build_rpm(
+        "cowkit-swap-a",
+        "mkdir -p %{buildroot}/opt/a\necho a > %{buildroot}/opt/a/file",
+        "/opt/a",
+        "w9.gzdio",
+    );
+    let b = build_rpm(
+        "cowkit-swap-b",
+        "mkdir -p %{buildroot}/opt/b\necho b > %{buildroot}/opt/b/file",
+        "/opt/b",
+        "w9.gzdio",
+    );
+    let b_rpme = dir.path().join("b.rpme");
+    transcode(&b, &b_rpme);
+    let root_dir = mkdir(&dir.path().join("root"));
+    let root = cowkit_fs::root::Root::open(&root_dir).unwrap();
+    let opts = cowkit_install::TxOptions {
+        jobs: 1,
+        noscripts: true,
+        ..cowkit_install::TxOptions::default()
+    };
+    let mut prepared = cowkit_install::prepare(&root, std::slice::from_ref(&a), &opts).unwrap();
+    prepared.use_files(|_| b_rpme.clone());
+    let sum = prepared.run(&cowkit_install::NoProgress).unwrap();
+    assert_eq!(sum.failed.len(), 1, "{sum:?}");
+    let why = sum.failed[0].error.join(": ");
+    assert!(why.contains("is not the package that was checked"), "{why}");
+    assert!(!root_dir.join("opt").exists(), "something was placed");
+}
