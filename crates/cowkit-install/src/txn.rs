@@ -240,6 +240,8 @@ pub struct Prepared<'r> {
     order: Vec<usize>,
     old: HashMap<String, Installed>,
     found: Option<DbPath>,
+    /// A new root's database, the transaction registered in it already.
+    scratch: Option<cowkit_rpmdb::Scratch<'r>>,
     sum: TxSummary,
 }
 
@@ -305,11 +307,15 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
     } else {
         None
     };
+    // A new root's database is built aside: rpm checks the transaction
+    // and registers it in one call (nothing else reads that database),
+    // and it is moved into place once the files are (see `run`).
+    let scratch = match (&found, opts.db) {
+        (None, true) => Some(cowkit_rpmdb::Scratch::new(root)?),
+        _ => None,
+    };
+    let pre_register = scratch.is_some() && !opts.test;
     let (order, old) = if opts.db {
-        let scratch = match &found {
-            Some(_) => None,
-            None => Some(cowkit_rpmdb::Scratch::new(root)?),
-        };
         let db = found
             .as_ref()
             .or(scratch.as_ref().map(|s| s.db()))
@@ -321,13 +327,15 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
             .into_iter()
             .map(|i| (i.name.clone(), i))
             .collect();
-        let plan = rpm.check(
-            packages,
-            &Check {
-                nodeps: opts.nodeps,
-                replacefiles: opts.replacefiles,
-            },
-        )?;
+        let check = Check {
+            nodeps: opts.nodeps,
+            replacefiles: opts.replacefiles,
+        };
+        let plan = if pre_register {
+            rpm.check_and_register(packages, &check)?
+        } else {
+            rpm.check(packages, &check)?
+        };
         // Erasures other than the old versions of upgraded packages come
         // from Obsoletes: cowkit would have to remove those packages'
         // files and run their scriptlets, which it does not do yet.
@@ -376,6 +384,7 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
         order,
         old,
         found,
+        scratch: scratch.filter(|_| pre_register),
         sum,
     })
 }
@@ -388,6 +397,7 @@ fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
         order,
         old,
         found,
+        mut scratch,
         mut sum,
     } = prepared;
     let opts = &opts;
@@ -518,15 +528,44 @@ fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
     sum.files.warnings.extend(owners.warnings());
     sum.seconds.place = t_place.elapsed().as_secs_f64() - (sum.seconds.scriptlets - scripts_before);
 
+    if let Some(s) = &mut scratch {
+        s.keep_owned(|dir| placed.iter().any(|&i| pkgs[i].files.find(dir).is_some()));
+    }
+
     // 4. One registration (none when nothing was placed).
     if opts.db && !placed.is_empty() {
+        let t = std::time::Instant::now();
         let db = match found {
             Some(db) => db,
             None => cowkit_rpmdb::locate(root, opts.dbpath.as_deref())?,
         };
         let paths: Vec<PathBuf> = placed.iter().map(|&i| pkgs[i].path.clone()).collect();
-        let t = std::time::Instant::now();
-        Rpm::new(root.path(), &db).register(&paths, opts.replacefiles)?;
+        let moved = match &scratch {
+            // Registered at the check: drop what was not placed, move it
+            // into place.
+            Some(scratch) => {
+                let unplaced: Vec<String> = (0..pkgs.len())
+                    .filter(|i| !placed.contains(i))
+                    .map(|i| pkgs[i].nevra.clone())
+                    .collect();
+                Rpm::new(root.path(), scratch.db()).unregister(&unplaced)?;
+                match scratch.move_to(&db) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        sum.files.warnings.push(format!(
+                            "the database registered at the check could not be moved into place ({}); registering again",
+                            cowkit_fs::error::chain(&e).join(": ")
+                        ));
+                        false
+                    }
+                }
+            }
+            None => false,
+        };
+        drop(scratch);
+        if !moved {
+            Rpm::new(root.path(), &db).register(&paths, opts.replacefiles)?;
+        }
         sum.seconds.register = t.elapsed().as_secs_f64();
         sum.registered = paths.len() as u64;
         sum.db = Some(db);

@@ -230,6 +230,76 @@ impl<'r> Scratch<'r> {
     }
 }
 
+impl Scratch<'_> {
+    /// Move the database built here into `to` (a directory with no
+    /// database yet), file by file, never over an existing file. The
+    /// files that could not be moved stay here (and are removed with the
+    /// scratch directory): an error names the first.
+    pub fn move_to(&self, to: &DbPath) -> Result<()> {
+        let rel = in_root(&to.path)?;
+        let dest = self.root.open_dir(&rel)?;
+        let src = self.dir_fd()?;
+        let mut names: Vec<std::ffi::OsString> = Vec::new();
+        for (n, _) in cowkit_fs::dir::read_names(&src, &self.host)? {
+            let s = n.to_string_lossy();
+            if s.ends_with("-shm") {
+                // sqlite's shared-memory index: rebuilt by the next reader.
+                continue;
+            }
+            if s.ends_with("-wal") {
+                // rpm checkpoints its write-ahead log when it closes the
+                // database; one with content left is not moved piecemeal.
+                let st =
+                    rustix::fs::statat(&src, n.as_os_str(), rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                        .map_err(|e| cowkit_fs::IoError::new("stat", self.host.join(&n), e))?;
+                if st.st_size > 0 {
+                    return Err(Error::BadDbPath {
+                        path: self.db.path.clone(),
+                        why: "its write-ahead log was not checkpointed",
+                    });
+                }
+                continue;
+            }
+            names.push(n);
+        }
+        // The database itself last: a reader never finds it without its
+        // companions.
+        names.sort_by_key(|n| n.as_os_str() == "rpmdb.sqlite");
+        for n in names {
+            rustix::fs::renameat_with(
+                &src,
+                n.as_os_str(),
+                &dest,
+                n.as_os_str(),
+                rustix::fs::RenameFlags::NOREPLACE,
+            )
+            .map_err(|e| {
+                cowkit_fs::IoError::new(
+                    "move the new database into",
+                    self.root.display(&rel).join(&n),
+                    e,
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Keep the directories made for the scratch database (`var`,
+    /// `var/tmp`) that `owned` says a package placed since owns; the
+    /// others are removed with it when empty.
+    pub fn keep_owned(&mut self, owned: impl Fn(&str) -> bool) {
+        self.made.retain(|d| !owned(&format!("/{d}")));
+    }
+
+    fn dir_fd(&self) -> Result<std::os::fd::OwnedFd> {
+        Ok(cowkit_fs::dir::open_dir(
+            &self.dir,
+            self.name.as_str(),
+            &self.host,
+        )?)
+    }
+}
+
 impl Drop for Scratch<'_> {
     fn drop(&mut self) {
         if let Ok(fd) = cowkit_fs::dir::open_dir(&self.dir, self.name.as_str(), &self.host) {
@@ -397,9 +467,24 @@ impl Rpm {
     /// dependencies. Returns the packages' NEVRAs (`name-version-release.arch`)
     /// in rpm's own transaction order, or [`Error::Problems`].
     pub fn check(&self, packages: &[PathBuf], check: &Check) -> Result<Plan> {
+        self.check_or_register(packages, check, true)
+    }
+
+    /// [`Rpm::check`], and when it passes, register the packages in the
+    /// same rpm transaction (`-U --justdb` without `--test`): for a
+    /// database nothing else reads yet (a new root's, built aside and
+    /// moved into place by [`Scratch::move_to`]).
+    pub fn check_and_register(&self, packages: &[PathBuf], check: &Check) -> Result<Plan> {
+        self.check_or_register(packages, check, false)
+    }
+
+    fn check_or_register(&self, packages: &[PathBuf], check: &Check, test: bool) -> Result<Plan> {
         let mut c = self.command();
         self.install_args(&mut c, check);
-        c.args(["--test", "-vv", "-U"]).args(packages);
+        if test {
+            c.arg("--test");
+        }
+        c.args(["-vv", "-U"]).args(packages);
         let out = self.run(c)?;
         let stderr = String::from_utf8_lossy(&out.stderr);
         let problems = problems(&stderr);
@@ -450,6 +535,26 @@ impl Rpm {
         }
         if !out.status.success() {
             return Err(rpm_failed("--justdb -U", &out));
+        }
+        Ok(())
+    }
+
+    /// Remove the entries of `nevras` from the database, header only
+    /// (`rpm -e --justdb --nodeps --noscripts --notriggers`): nothing in
+    /// the root is touched.
+    pub fn unregister(&self, nevras: &[String]) -> Result<()> {
+        if nevras.is_empty() {
+            return Ok(());
+        }
+        let mut c = self.command();
+        if self.force_debian {
+            c.arg("--force-debian");
+        }
+        c.args(["-e", "--justdb", "--nodeps", "--noscripts", "--notriggers"])
+            .args(nevras);
+        let out = self.run(c)?;
+        if !out.status.success() {
+            return Err(rpm_failed("-e --justdb", &out));
         }
         Ok(())
     }
