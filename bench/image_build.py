@@ -214,7 +214,7 @@ def main():
         "",
         "Time split of cowkit's transaction (medians, s):",
         "",
-        "| method | transcode | check + order (rpm) | place | scriptlets | register (rpm --justdb) |",
+        "| method | cache + transcode, beside the check | check + order (rpm) | place | scriptlets | register |",
         "|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -227,7 +227,10 @@ def main():
         "`dnf --assumeno` of the same command (it resolves and stops); its transaction part is its total "
         "minus that. cowkit's resolve is the `dnf --downloadonly` it runs (resolve, and copying the "
         "packages out of the file:// repository); its transaction part is everything after. In the cold "
-        "run rpm's check runs while the misses are transcoded, so check and transcode overlap. "
+        "run rpm's check runs while the misses are transcoded (in the warm run, while the cache is "
+        "looked up): the first column is the wall time of that phase, which contains the check. For a new "
+        "root rpm checks and registers in one call (the check column), and `register` is the move of that "
+        "database into place. "
         "`total + syncfs`: the command, then syncfs of the mount (the data made durable); cowkit's cold "
         "run must write its cache before it can clone from it. Before the rounds (untimed) one root of "
         "each was checked: equal `rpm -qa` and equal `rpm -Va`.",
