@@ -195,7 +195,19 @@ fn same_as_dnf_on(fs: Fs) {
         dnf(&repo.upgrade_dir, &a, &cache).args(["upgrade"]),
         "dnf upgrade",
     );
-    let v2: Vec<&Path> = repo.v2.iter().map(PathBuf::as_path).collect();
+    // rpm itself upgrades one package cowkit installed; cowkit the rest.
+    run_ok(
+        rpm_in(&b)
+            .args(["-U", "--nodeps"])
+            .arg(repo.rpm_v2("ck-data")),
+        "rpm -U",
+    );
+    let v2: Vec<&Path> = repo
+        .v2
+        .iter()
+        .map(PathBuf::as_path)
+        .filter(|p| !p.to_string_lossy().contains("/ck-data-"))
+        .collect();
     let rpme2 = transcode_all(&v2, &d.join("rpme2"));
     let r = install(&b, &["--json"], &rpme2);
     assert!(r.ok, "{}", r.stderr);
@@ -724,4 +736,66 @@ fn the_database_stays_inside_the_root() {
         std::fs::read_dir(&host).unwrap().next().is_none(),
         "the host directory was written"
     );
+}
+
+/// Two builds at once with one cold cache both succeed and leave one
+/// entry per package; a cache on another filesystem than the root works,
+/// and the summary says the data was copied and why.
+#[test]
+fn the_cache_is_shared_by_concurrent_builds_and_may_live_elsewhere() {
+    if !as_root("the_cache_is_shared_by_concurrent_builds_and_may_live_elsewhere") {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let Some(other) = scratch(Fs::Ext4) else {
+        return;
+    };
+    let repo = build_repo(tmp());
+    let d = dir.path();
+    let dnf_cache = d.join("dnf-cache");
+    let ck_cache = d.join("cowkit-cache");
+    // Warm dnf's metadata cache first: two dnf processes filling one
+    // metadata cache at once is dnf's business, not the point here.
+    let warm = mkdir(&d.join("warm"));
+    let r = cowkit_dnf(
+        &repo.dir,
+        &warm,
+        &dnf_cache,
+        &other.path().join("c0"),
+        &["install", "ck-vi"],
+    );
+    assert!(r.ok, "{}", r.stderr);
+
+    let (a, b) = (mkdir(&d.join("a")), mkdir(&d.join("b")));
+    let (ra, rb) = std::thread::scope(|s| {
+        let ta =
+            s.spawn(|| cowkit_dnf(&repo.dir, &a, &dnf_cache, &ck_cache, &["install", repo.top]));
+        let tb =
+            s.spawn(|| cowkit_dnf(&repo.dir, &b, &dnf_cache, &ck_cache, &["install", repo.top]));
+        (ta.join().unwrap(), tb.join().unwrap())
+    });
+    assert!(ra.ok, "{}", ra.stderr);
+    assert!(rb.ok, "{}", rb.stderr);
+    let entries = cowkit_testutil::tree::regular_files(&ck_cache.join("rpme"));
+    assert_eq!(entries.len(), MAIN.len(), "{entries:?}");
+    assert_eq!(
+        cowkit_testutil::tree::temporary_names(&ck_cache),
+        Vec::<String>::new(),
+        "temporary files left in the cache"
+    );
+    assert_same_trees(&a, &b, &dnf_cache, "two concurrent builds");
+    assert_eq!(installed(&a), installed(&b));
+
+    // The cache on ext4, the root on XFS: copied, and said so.
+    let c = mkdir(&d.join("c"));
+    let far = other.path().join("cache");
+    let r = cowkit_dnf(&repo.dir, &c, &dnf_cache, &far, &["install", repo.top]);
+    assert!(r.ok, "{}", r.stderr);
+    let j = r.json();
+    assert_eq!(j["files_by_method"].get("clone"), None, "{j}");
+    assert!(
+        j["fallbacks"].as_object().is_some_and(|f| !f.is_empty()),
+        "{j}"
+    );
+    assert_same_trees(&a, &c, &dnf_cache, "cache on another filesystem");
 }
