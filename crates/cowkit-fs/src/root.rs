@@ -153,6 +153,20 @@ impl Root {
             .map_err(|e| io("open", &self.display(rel), e))
     }
 
+    /// The text file `rel` (symlinks followed inside the root), at most
+    /// `limit` bytes of it; `None` when it is missing, unreadable or not
+    /// UTF-8 (configuration files a root may or may not have).
+    pub fn read_text(&self, rel: &str, limit: u64) -> Option<String> {
+        use std::io::Read;
+        let fd = self.open_read(&RelPath::new(rel).ok()?).ok()?;
+        let mut s = String::new();
+        std::fs::File::from(fd)
+            .take(limit)
+            .read_to_string(&mut s)
+            .ok()?;
+        Some(s)
+    }
+
     /// Open the directory `rel`, creating it and any missing parents with
     /// `mode` (before umask). An existing symlink to a directory (inside
     /// the root) counts as the directory, as it does for rpm.

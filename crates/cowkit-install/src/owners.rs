@@ -2,10 +2,9 @@
 //! and `/etc/group`, as rpm does for `--root`.
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::sync::Mutex;
 
-use cowkit_fs::root::{RelPath, Root};
+use cowkit_fs::root::Root;
 
 /// Name → id maps of one root, and the names that were not found.
 #[derive(Debug, Default)]
@@ -28,13 +27,7 @@ fn parse(text: &str) -> HashMap<String, u32> {
 }
 
 fn read_in_root(root: &Root, path: &str) -> Option<String> {
-    let fd = root.open_read(&RelPath::new(path).ok()?).ok()?;
-    let mut s = String::new();
-    std::fs::File::from(fd)
-        .take(64 << 20)
-        .read_to_string(&mut s)
-        .ok()?;
-    Some(s)
+    root.read_text(path, 64 << 20)
 }
 
 impl Owners {

@@ -485,15 +485,7 @@ impl Rpm {
             c.arg("--test");
         }
         c.args(["-vv", "-U"]).args(packages);
-        let out = self.run(c)?;
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let problems = problems(&stderr);
-        if !problems.is_empty() {
-            return Err(Error::Problems { problems });
-        }
-        if !out.status.success() {
-            return Err(rpm_failed("--test -U", &out));
-        }
+        let stderr = self.transaction(c, "-vv -U")?;
         let (order, erase) = order(&stderr);
         if order.len() != packages.len() {
             return Err(Error::Answer {
@@ -527,16 +519,22 @@ impl Rpm {
         // The files are in place already: rpm's disk-space check would
         // count them a second time and refuse a nearly full root.
         c.args(["--ignoresize", "-U"]).args(packages);
+        self.transaction(c, "--justdb -U").map(drop)
+    }
+
+    /// Run an rpm transaction command: its problems (in rpm's words) or
+    /// another failure as an error, else its stderr (the `-vv` trace).
+    fn transaction(&self, c: Command, what: &'static str) -> Result<String> {
         let out = self.run(c)?;
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         let problems = problems(&stderr);
         if !problems.is_empty() {
             return Err(Error::Problems { problems });
         }
         if !out.status.success() {
-            return Err(rpm_failed("--justdb -U", &out));
+            return Err(rpm_failed(what, &out));
         }
-        Ok(())
+        Ok(stderr)
     }
 
     /// Remove the entries of `nevras` from the database, header only

@@ -7,7 +7,6 @@
 //! expanded; a `%_dbpath` that needs more is ignored.
 
 use std::collections::HashMap;
-use std::io::Read;
 
 use cowkit_fs::root::{RelPath, Root};
 
@@ -42,14 +41,8 @@ fn files(root: &Root) -> Vec<String> {
 }
 
 fn read(root: &Root, rel: &str) -> Option<String> {
-    let fd = root.open_read(&RelPath::new(rel).ok()?).ok()?;
-    let mut s = String::new();
     // Macro files are small; a huge one is not a macro file.
-    std::fs::File::from(fd)
-        .take(1 << 20)
-        .read_to_string(&mut s)
-        .ok()?;
-    Some(s)
+    root.read_text(rel, 1 << 20)
 }
 
 /// The definitions of one file: `%name value` lines (no parameters, no

@@ -217,10 +217,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
     }
 
     // 2. The cache: hits by header digest, misses transcoded in parallel.
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
+    let jobs = crate::output::jobs(args.jobs);
     // 3. One transaction. rpm checks and orders the downloaded packages
     // (the same headers as their extents files) while the misses are
     // transcoded.

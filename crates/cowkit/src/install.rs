@@ -135,10 +135,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         CliError::new(format!("cannot install into `{}`", args.root.display()), e)
             .hint("create the root directory first (`mkdir -p`)")
     })?;
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
+    let jobs = crate::output::jobs(args.jobs);
     let opts = TxOptions {
         install: Options {
             chain: match args.reflink {

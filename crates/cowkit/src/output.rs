@@ -101,6 +101,13 @@ pub fn report_error(e: &CliError) {
     }
 }
 
+/// `-j N`, or the number of CPUs.
+pub fn jobs(asked: Option<usize>) -> usize {
+    asked
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1)
+}
+
 /// Print `value` as pretty JSON on stdout. A closed pipe is not an error.
 pub fn print_json(value: &impl serde::Serialize) {
     let mut out = std::io::stdout().lock();

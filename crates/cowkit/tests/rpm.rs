@@ -2,10 +2,13 @@
 //! summaries, stdin and stdout, damaged and unsigned packages, the
 //! confined worker, and partly failing installs.
 
+mod common;
+
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use common::{cowkit, run, Run};
 use cowkit_testutil::rpm::{
     build_rpm_cached, edit_header, fixture_in, footer_u64, header_range, pgp_fingerprint,
     pgp_fixtures, replace_once, write_owner_db, FIXTURE, LARGE,
@@ -25,37 +28,6 @@ fn tmp() -> &'static Path {
 /// The fixture package `cowkit-fixture` with `payload`, built once.
 fn fixture(payload: &str) -> PathBuf {
     fixture_in(tmp(), payload)
-}
-
-struct Run {
-    ok: bool,
-    stdout: Vec<u8>,
-    stderr: String,
-}
-
-impl Run {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.stdout).unwrap_or_else(|e| {
-            panic!(
-                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
-                String::from_utf8_lossy(&self.stdout),
-                self.stderr
-            )
-        })
-    }
-}
-
-fn cowkit() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_cowkit"))
-}
-
-fn run(cmd: &mut Command) -> Run {
-    let out = cmd.output().unwrap();
-    Run {
-        ok: out.status.success(),
-        stdout: out.stdout,
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
 }
 
 fn transcode(input: &Path, output: &Path, extra: &[&str]) -> Run {

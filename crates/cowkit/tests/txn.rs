@@ -7,10 +7,13 @@
 //!
 //! Needs root (scriptlets are run chrooted) and the rig's filesystems.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::{cowkit, run, Run};
 use cowkit_testutil::repo::{
     build_repo, dbpath, dnf, installed, owner_mode, rpm_in, verify, TestRepo, EPOCH_V2, LOG, MAIN,
     UID,
@@ -18,7 +21,6 @@ use cowkit_testutil::repo::{
 use cowkit_testutil::rpm::rpmbuild;
 use cowkit_testutil::tree::{diff, hardlink_groups, mkdir, snapshot, Tree};
 use cowkit_testutil::{required, run_ok, scratch, Fs};
-use serde_json::Value;
 
 fn tmp() -> &'static Path {
     Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -33,37 +35,10 @@ fn as_root(test: &str) -> bool {
     false
 }
 
-struct Run {
-    ok: bool,
-    stdout: Vec<u8>,
-    stderr: String,
-}
-
-impl Run {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.stdout).unwrap_or_else(|e| {
-            panic!(
-                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
-                String::from_utf8_lossy(&self.stdout),
-                self.stderr
-            )
-        })
-    }
-}
-
-fn run(cmd: &mut Command) -> Run {
-    let out = cmd.output().unwrap();
-    Run {
-        ok: out.status.success(),
-        stdout: out.stdout,
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
-}
-
 /// `cowkit install --root ROOT --dbpath` (the database `dnf` and
 /// [`rpm_in`] use on this host, so that both sides compare) `ARGS…`.
 fn install(root: &Path, args: &[&str], pkgs: &[PathBuf]) -> Run {
-    run(Command::new(env!("CARGO_BIN_EXE_cowkit"))
+    run(cowkit()
         .arg("install")
         .arg("--root")
         .arg(root)
@@ -80,11 +55,7 @@ fn transcode_all(pkgs: &[&Path], dir: &Path) -> Vec<PathBuf> {
     pkgs.iter()
         .map(|p| {
             let out = dir.join(p.file_name().unwrap()).with_extension("rpme");
-            let r = run(Command::new(env!("CARGO_BIN_EXE_cowkit"))
-                .arg("transcode")
-                .arg(p)
-                .arg("-o")
-                .arg(&out));
+            let r = run(cowkit().arg("transcode").arg(p).arg("-o").arg(&out));
             assert!(r.ok, "transcode {}: {}", p.display(), r.stderr);
             out
         })
@@ -552,7 +523,7 @@ fn cowkit_dnf(repo: &Path, root: &Path, dnf_cache: &Path, ck_cache: &Path, cmd: 
         .filter(|a| !a.to_string_lossy().starts_with("--installroot="))
         .map(|a| a.to_os_string())
         .collect();
-    run(Command::new(env!("CARGO_BIN_EXE_cowkit"))
+    run(cowkit()
         .args(["dnf", "--json", "--root"])
         .arg(root)
         .arg("--cache")
@@ -721,7 +692,7 @@ fn the_database_stays_inside_the_root() {
         .iter()
         .map(|p| p.to_path_buf())
         .collect();
-    let r = run(Command::new(env!("CARGO_BIN_EXE_cowkit"))
+    let r = run(cowkit()
         .args(["install", "--json", "--root"])
         .arg(&root)
         .args(&pkgs));
