@@ -548,8 +548,10 @@ fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
                     .filter(|i| !placed.contains(i))
                     .map(|i| pkgs[i].nevra.clone())
                     .collect();
-                Rpm::new(root.path(), scratch.db()).unregister(&unplaced)?;
-                match scratch.move_to(&db) {
+                let moved = Rpm::new(root.path(), scratch.db())
+                    .unregister(&unplaced)
+                    .and_then(|()| scratch.move_to(&db));
+                match moved {
                     Ok(()) => true,
                     Err(e) => {
                         sum.files.warnings.push(format!(
