@@ -377,6 +377,41 @@ impl NewFile {
     }
 }
 
+impl NewFile {
+    /// Give the file the name `name` in `dir` unless that name exists:
+    /// `Ok(None)` then, and nothing is left behind (content-addressed
+    /// stores, where an existing name already holds the same bytes).
+    pub fn commit_new(mut self, dir: BorrowedFd<'_>, name: &str, path: &Path) -> Result<Option<File>> {
+        match self.temp.take() {
+            None => match link_fd(self.file(), dir, name) {
+                Ok(()) => Ok(self.file.take()),
+                Err(Errno::EXIST) => Ok(None),
+                Err(e) => Err(IoError::new("link into place", path, e)),
+            },
+            Some((from, tmp)) => {
+                let r = rustix::fs::renameat_with(
+                    &from,
+                    tmp.as_str(),
+                    dir,
+                    name,
+                    rustix::fs::RenameFlags::NOREPLACE,
+                );
+                match r {
+                    Ok(()) => Ok(self.file.take()),
+                    Err(e) => {
+                        let _ = rustix::fs::unlinkat(&from, tmp.as_str(), AtFlags::empty());
+                        if e == Errno::EXIST {
+                            Ok(None)
+                        } else {
+                            Err(IoError::new("rename into place", path, e))
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 impl Drop for NewFile {
     fn drop(&mut self) {
         if let Some((dir, tmp)) = &self.temp {

@@ -13,6 +13,7 @@ mod output;
 mod probe;
 mod rm;
 mod s3;
+mod store;
 mod transcode;
 
 use std::process::ExitCode;
@@ -56,6 +57,14 @@ enum Command {
     /// -- --releasever 40 install bash`. Other dnf commands (remove, list)
     /// run dnf on the same database.
     Dnf(dnf::Args),
+    /// The content store: files named by SHA-256, imported by cloning
+    /// (`cowkit store import TREE`, `cowkit store fsck`).
+    #[command(subcommand)]
+    Store(store::StoreCmd),
+    /// Read-only images over the store that share page cache between
+    /// images (`cowkit image create NAME --from TREE`, `mount`, `umount`).
+    #[command(subcommand)]
+    Image(store::ImageCmd),
     /// Copy files and directory trees in parallel, cloning file data
     /// (`-a`: everything preserved, like `cp -a`).
     Cp(cp::Args),
@@ -107,6 +116,8 @@ fn main() -> ExitCode {
         Command::Transcode(args) => transcode::run(args),
         Command::Install(args) => install::run(args, cli.quiet),
         Command::Dnf(args) => dnf::run(args, cli.quiet),
+        Command::Store(cmd) => store::run_store(cmd, cli.quiet),
+        Command::Image(cmd) => store::run_image(cmd, cli.quiet),
         Command::Cp(args) => cp::run(args, cli.quiet),
         Command::Rm(args) => rm::run(args, cli.quiet),
         Command::S3(args) => s3::run(args),

@@ -1,0 +1,257 @@
+//! Images: a metadata layer over the store's objects, mounted read-only
+//! with overlayfs.
+//!
+//! An image is a directory `STORE/images/NAME`, made under a temporary
+//! name and renamed into place complete. It holds every entry of its tree
+//! with the tree's owners, modes, times (ns) and extended attributes:
+//! directories, symlinks, devices, fifos, sockets and hardlinks as such; a
+//! regular file with content as a sparse file of its size with
+//! `trusted.overlay.metacopy` (empty) and `trusted.overlay.redirect` =
+//! `/ab/cdef…`, the object's path from the objects directory (it must be
+//! absolute: overlayfs refuses a relative one there). An empty file stays
+//! an empty file.
+//!
+//! [`mount`] runs `mount -t overlay overlay -o
+//! ro,metacopy=on,lowerdir=IMAGE::OBJECTS DIR`: the objects are a
+//! data-only lower layer (Linux 6.5+), found only through redirects. Two
+//! images whose files redirect to one object read it through one inode,
+//! so its pages are cached once.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use cowkit_fs::dir;
+use cowkit_fs::meta::{self, Current, Meta, On, Policy};
+use cowkit_fs::IoError;
+use rustix::fs::{AtFlags, Mode, OFlags};
+
+use crate::tree::{Entry, Kind};
+use crate::{Error, Result, Store};
+
+/// Where the store keeps images.
+pub fn images_dir(store: &Store) -> PathBuf {
+    store.dir().join("images")
+}
+
+fn check_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-+".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::BadName(name.to_string()))
+    }
+}
+
+/// The image `name`'s directory.
+pub fn image_dir(store: &Store, name: &str) -> Result<PathBuf> {
+    check_name(name)?;
+    Ok(images_dir(store).join(name))
+}
+
+fn cstr(p: &Path) -> Result<CString> {
+    CString::new(p.as_os_str().as_bytes()).map_err(|_| Error::Unsupported {
+        path: p.to_path_buf(),
+        why: "a NUL byte in its name",
+    })
+}
+
+/// Write the image `name` of `entries` (from [`crate::tree::read_tree`])
+/// into the store. Refuses a name that exists.
+pub fn create(store: &Store, name: &str, entries: &[Entry]) -> Result<PathBuf> {
+    let final_dir = image_dir(store, name)?;
+    let images = images_dir(store);
+    std::fs::create_dir_all(&images).map_err(|e| IoError::new("create", images.clone(), e))?;
+    let images_fd = dir::open_dir(rustix::fs::CWD, images.as_os_str(), &images)?;
+    if dir::stat_at(&images_fd, name)
+        .map_err(|e| IoError::new("stat", final_dir.clone(), e))?
+        .is_some()
+    {
+        return Err(Error::Image(format!(
+            "the image `{name}` exists already ({})",
+            final_dir.display()
+        )));
+    }
+    let tmp = dir::temp_name();
+    let tmp_path = images.join(&tmp);
+    let root = dir::mkdir_open(&images_fd, &tmp, 0o700, &tmp_path)?;
+    let r = write(&root, &tmp_path, entries);
+    let r = r.and_then(|()| {
+        rustix::fs::renameat_with(
+            &images_fd,
+            tmp.as_str(),
+            &images_fd,
+            name,
+            rustix::fs::RenameFlags::NOREPLACE,
+        )
+        .map_err(|e| IoError::new("rename into place", final_dir.clone(), e).into())
+    });
+    if r.is_err() {
+        let _ = std::fs::remove_dir_all(&tmp_path);
+    }
+    r.map(|()| final_dir)
+}
+
+fn write(root: &OwnedFd, root_path: &Path, entries: &[Entry]) -> Result<()> {
+    let mut dirs: HashMap<PathBuf, OwnedFd> = HashMap::new();
+    dirs.insert(
+        PathBuf::new(),
+        rustix::io::fcntl_dupfd_cloexec(root, 0)
+            .map_err(|e| IoError::new("open", root_path.to_path_buf(), e))?,
+    );
+    for e in entries.iter().skip(1) {
+        let parent_rel = e.path.parent().unwrap_or(Path::new("")).to_path_buf();
+        let name = e.path.file_name().expect("entries below the root have names");
+        let cname = cstr(Path::new(name))?;
+        let path = root_path.join(&e.path);
+        let parent = &dirs[&parent_rel];
+        let mut meta = Meta {
+            uid: Some(e.uid),
+            gid: Some(e.gid),
+            mode: Some(e.perm),
+            atime: Some(e.atime),
+            mtime: Some(e.mtime),
+            xattrs: e.xattrs.clone(),
+        };
+        let io = |op: &'static str| {
+            let path = path.clone();
+            move |err| IoError::new(op, path, err)
+        };
+        match e.kind {
+            Kind::Dir => {
+                rustix::fs::mkdirat(parent, cname.as_c_str(), Mode::from_raw_mode(0o700))
+                    .map_err(io("create directory"))?;
+                let fd = dir::open_dir(parent, cname.as_c_str(), &path)?;
+                dirs.insert(e.path.clone(), fd);
+                continue; // metadata after its entries
+            }
+            Kind::File => {
+                if let Some(first) = e.link {
+                    let f = &entries[first];
+                    let fp = &dirs[&f.path.parent().unwrap_or(Path::new("")).to_path_buf()];
+                    let fname = cstr(Path::new(f.path.file_name().expect("named")))?;
+                    rustix::fs::linkat(fp, fname.as_c_str(), parent, cname.as_c_str(), AtFlags::empty())
+                        .map_err(io("link"))?;
+                    continue;
+                }
+                let fd = rustix::fs::openat(
+                    parent,
+                    cname.as_c_str(),
+                    OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::from_raw_mode(0o600),
+                )
+                .map_err(io("create"))?;
+                if e.size > 0 {
+                    rustix::fs::ftruncate(&fd, e.size).map_err(io("truncate"))?;
+                    let digest = e.digest.as_deref().expect("imported");
+                    meta.xattrs.push(meta::xattr("trusted.overlay.metacopy", Vec::new()));
+                    meta.xattrs.push(meta::xattr(
+                        "trusted.overlay.redirect",
+                        format!("/{}", Store::object_rel(digest)),
+                    ));
+                }
+                meta::apply_on(On::Fd(fd.as_fd()), &path, &meta, Current::default(), Policy::STRICT)?;
+                continue;
+            }
+            Kind::Symlink => {
+                let target = e.target.as_deref().expect("read");
+                rustix::fs::symlinkat(target.as_bytes(), parent, cname.as_c_str())
+                    .map_err(io("create symlink"))?;
+                meta.mode = None;
+            }
+            Kind::Fifo | Kind::Socket | Kind::Char | Kind::Block => {
+                let t = match e.kind {
+                    Kind::Fifo => rustix::fs::FileType::Fifo,
+                    Kind::Socket => rustix::fs::FileType::Socket,
+                    Kind::Char => rustix::fs::FileType::CharacterDevice,
+                    _ => rustix::fs::FileType::BlockDevice,
+                };
+                rustix::fs::mknodat(parent, cname.as_c_str(), t, Mode::from_raw_mode(0o600), e.rdev)
+                    .map_err(io("create node"))?;
+            }
+        }
+        meta::apply_on(
+            On::At(parent.as_fd(), cname.as_c_str()),
+            &path,
+            &meta,
+            Current::default(),
+            Policy::STRICT,
+        )?;
+    }
+    // Directories last, deepest first, so their times stay.
+    let mut ds: Vec<&Entry> = entries.iter().filter(|e| e.kind == Kind::Dir).collect();
+    ds.sort_by_key(|e| std::cmp::Reverse(e.path.components().count()));
+    for e in ds {
+        let meta = Meta {
+            uid: Some(e.uid),
+            gid: Some(e.gid),
+            mode: Some(e.perm),
+            atime: Some(e.atime),
+            mtime: Some(e.mtime),
+            xattrs: e.xattrs.clone(),
+        };
+        let path = root_path.join(&e.path);
+        meta::apply_on(On::Fd(dirs[&e.path].as_fd()), &path, &meta, Current::default(), Policy::STRICT)?;
+    }
+    Ok(())
+}
+
+/// Refuse a path that overlayfs's option parser would split.
+fn mount_path(p: &Path) -> Result<String> {
+    let s = p.to_str().ok_or_else(|| Error::Image(format!("`{}` is not UTF-8", p.display())))?;
+    if s.contains([',', ':', '\\']) {
+        return Err(Error::Image(format!(
+            "`{s}` has a `,`, `:` or `\\`, which overlayfs's mount options cannot hold"
+        )));
+    }
+    Ok(s.to_string())
+}
+
+/// Mount the image `name` read-only at `target`.
+pub fn mount(store: &Store, name: &str, target: &Path) -> Result<()> {
+    let image = image_dir(store, name)?;
+    if !image.is_dir() {
+        return Err(Error::Image(format!("no image `{name}` in `{}`", store.dir().display())));
+    }
+    let opts = format!(
+        "ro,metacopy=on,lowerdir={}::{}",
+        mount_path(&std::path::absolute(&image).unwrap_or(image.clone()))?,
+        mount_path(&std::path::absolute(store.objects_dir()).unwrap_or(store.objects_dir()))?
+    );
+    let out = Command::new("mount")
+        .args(["-t", "overlay", "overlay", "-o", &opts])
+        .arg(target)
+        .output()
+        .map_err(|e| IoError::new("run mount(8) for", target.to_path_buf(), e))?;
+    if !out.status.success() {
+        return Err(Error::Image(format!(
+            "mount -t overlay ... {} failed: {}",
+            target.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(())
+}
+
+/// Unmount an image mounted at `target`.
+pub fn umount(target: &Path) -> Result<()> {
+    let out = Command::new("umount")
+        .arg(target)
+        .output()
+        .map_err(|e| IoError::new("run umount(8) for", target.to_path_buf(), e))?;
+    if !out.status.success() {
+        return Err(Error::Image(format!(
+            "umount {} failed: {}",
+            target.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(())
+}

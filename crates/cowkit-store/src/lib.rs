@@ -1,0 +1,257 @@
+//! A content store and read-only images over it.
+//!
+//! - [`Store`]: files named by the SHA-256 of their content, in fan-out
+//!   directories (`objects/ab/cdef…`), written once and never changed
+//!   (mode 0444). An object is a clone of its source where the filesystem
+//!   shares blocks (XFS, Btrfs), a copy elsewhere, made with `O_TMPFILE`
+//!   and linked in place only if no object of that name exists: two
+//!   imports of one file race to one object and both succeed. A file
+//!   already in the store costs a hash and no data write.
+//! - [`tree`]: a source tree read into [`tree::Entry`]s (metadata, xattrs,
+//!   hardlinks), its regular files imported.
+//! - [`image`]: the metadata layer of an image, as a directory: every
+//!   entry with its metadata, regular files as sparse files carrying
+//!   `trusted.overlay.metacopy` and `trusted.overlay.redirect=/ab/cdef…`;
+//!   mounted read-only by overlayfs over the objects as a data-only lower
+//!   layer (Linux 6.5+), so images that hold the same content share one
+//!   page-cache copy of it.
+#![deny(missing_docs)]
+
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use cowkit_fs::dir::{self, NewFile};
+use cowkit_fs::{Copier, Handle, IoError, Method};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+pub mod image;
+pub mod tree;
+
+/// What can go wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A filesystem operation failed.
+    #[error(transparent)]
+    Fs(#[from] cowkit_fs::Error),
+    /// A source file changed while it was imported.
+    #[error("`{0}` changed while it was imported")]
+    Changed(PathBuf),
+    /// Something in a source tree cannot be represented.
+    #[error("`{path}` cannot be put in an image: {why}")]
+    Unsupported {
+        /// The entry.
+        path: PathBuf,
+        /// Why.
+        why: &'static str,
+    },
+    /// An image name that is not a plain name.
+    #[error("`{0}` is not a valid image name (letters, digits, `.`, `_`, `-`, `+`)")]
+    BadName(String),
+    /// Image creation or mounting failed otherwise.
+    #[error("{0}")]
+    Image(String),
+}
+
+impl From<IoError> for Error {
+    fn from(e: IoError) -> Self {
+        Error::Fs(e.into())
+    }
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A content store.
+#[derive(Debug)]
+pub struct Store {
+    dir: PathBuf,
+    objects: OwnedFd,
+}
+
+/// One file imported.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Imported {
+    /// SHA-256 of the content, lower-case hex.
+    pub digest: String,
+    /// A new object (false: it was in the store already).
+    pub new: bool,
+    /// How a new object's bytes were made.
+    pub method: Option<Method>,
+}
+
+/// Totals of an import.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Summary {
+    /// Regular files imported.
+    pub files: u64,
+    /// New objects.
+    pub objects_new: u64,
+    /// Files whose content was in the store already.
+    pub objects_reused: u64,
+    /// Bytes of new objects by method (clone, copy_file_range, read_write).
+    pub bytes_by_method: std::collections::BTreeMap<String, u64>,
+    /// Bytes hashed.
+    pub bytes_hashed: u64,
+}
+
+/// Lower-case hex.
+pub(crate) fn hex(b: &[u8]) -> String {
+    use std::fmt::Write;
+    b.iter().fold(String::with_capacity(b.len() * 2), |mut s, x| {
+        let _ = write!(s, "{x:02x}");
+        s
+    })
+}
+
+/// SHA-256 of everything readable from `f`, and the byte count.
+fn hash(mut f: &File, path: &Path) -> Result<(String, u64)> {
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 256 << 10];
+    let mut n = 0u64;
+    loop {
+        let k = match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(k) => k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(IoError::new("read", path.to_path_buf(), e).into()),
+        };
+        h.update(&buf[..k]);
+        n += k as u64;
+    }
+    Ok((hex(&h.finalize()), n))
+}
+
+impl Store {
+    /// Open (creating) the store at `dir`.
+    pub fn open(dir: &Path) -> Result<Store> {
+        std::fs::create_dir_all(dir.join("objects"))
+            .map_err(|e| IoError::new("create", dir.join("objects"), e))?;
+        let objects = rustix::fs::open(
+            dir.join("objects"),
+            rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map_err(|e| IoError::new("open", dir.join("objects"), e))?;
+        Ok(Store {
+            dir: dir.to_path_buf(),
+            objects,
+        })
+    }
+
+    /// The store's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The objects directory (an image's data layer).
+    pub fn objects_dir(&self) -> PathBuf {
+        self.dir.join("objects")
+    }
+
+    /// The object's path relative to the objects directory: `ab/cdef…`.
+    pub fn object_rel(digest: &str) -> String {
+        format!("{}/{}", &digest[..2], &digest[2..])
+    }
+
+    /// Whether the object `digest` exists.
+    pub fn has(&self, digest: &str) -> Result<bool> {
+        Ok(dir::stat_at(&self.objects, Self::object_rel(digest).as_str())
+            .map_err(|e| IoError::new("stat", self.objects_dir().join(Self::object_rel(digest)), e))?
+            .is_some())
+    }
+
+    /// Import the regular file `src` (named `path` in messages): hash it;
+    /// if the store lacks its content, clone (or copy) it into a new
+    /// object. The file must not change meanwhile: its inode, size, mtime
+    /// and ctime are compared before and after ([`Error::Changed`]).
+    pub fn import_file(&self, src: &File, path: &Path, copier: &mut Copier) -> Result<Imported> {
+        let before = rustix::fs::fstat(src).map_err(|e| IoError::new("stat", path.to_path_buf(), e))?;
+        let (digest, n) = hash(src, path)?;
+        if n != before.st_size as u64 {
+            return Err(Error::Changed(path.to_path_buf()));
+        }
+        if self.has(&digest)? {
+            return Ok(Imported {
+                digest,
+                new: false,
+                method: None,
+            });
+        }
+        let fan_path = self.objects_dir().join(&digest[..2]);
+        let fan = dir::mkdir_open(&self.objects, &digest[..2], 0o755, &fan_path)?;
+        let new = NewFile::anonymous(fan.as_fd(), &fan_path, 0o444)?;
+        let copied = copier.copy_new_file(
+            Handle::new(src, path),
+            Handle::new(new.file(), &fan_path),
+            before.st_size as u64,
+            before.st_blocks as u64,
+        )?;
+        let after = rustix::fs::fstat(src).map_err(|e| IoError::new("stat", path.to_path_buf(), e))?;
+        let same = |a: &rustix::fs::Stat, b: &rustix::fs::Stat| {
+            (a.st_ino, a.st_size, a.st_mtime, a.st_mtime_nsec, a.st_ctime, a.st_ctime_nsec)
+                == (b.st_ino, b.st_size, b.st_mtime, b.st_mtime_nsec, b.st_ctime, b.st_ctime_nsec)
+        };
+        if !same(&before, &after) {
+            return Err(Error::Changed(path.to_path_buf()));
+        }
+        let obj_path = fan_path.join(&digest[2..]);
+        let committed = new.commit_new(fan.as_fd(), &digest[2..], &obj_path)?;
+        Ok(Imported {
+            new: committed.is_some(),
+            method: committed.is_some().then_some(copied.method),
+            digest,
+        })
+    }
+
+    /// Re-hash every object; the ones whose content is not their name, or
+    /// that are not regular read-only files, with why.
+    pub fn fsck(&self) -> Result<Fsck> {
+        let mut out = Fsck::default();
+        let top = self.objects_dir();
+        let mut fans: Vec<_> = dir::read_names(&self.objects, &top)?;
+        fans.sort_by(|a, b| a.0.cmp(&b.0));
+        for (fan, _) in fans {
+            let fan_s = fan.to_string_lossy().into_owned();
+            let fan_path = top.join(&fan);
+            let Some(fd) = dir::open_dir_opt(&self.objects, fan.as_os_str(), &fan_path)? else {
+                continue;
+            };
+            let mut names = dir::read_names(&fd, &fan_path)?;
+            names.sort_by(|a, b| a.0.cmp(&b.0));
+            for (name, _) in names {
+                let name_s = name.to_string_lossy().into_owned();
+                let p = fan_path.join(&name);
+                if name_s.starts_with(dir::TEMP_PREFIX) {
+                    continue;
+                }
+                out.checked += 1;
+                let want = format!("{fan_s}{name_s}");
+                let bad = |why: String| (Store::object_rel(&want), why);
+                let Some(f) = dir::open_read_opt(&fd, &name_s, &p)? else {
+                    out.damaged.push(bad("not a regular file".into()));
+                    continue;
+                };
+                let (got, n) = hash(&f, &p)?;
+                out.bytes += n;
+                if got != want {
+                    out.damaged.push(bad(format!("its content hashes to {got}")));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// What [`Store::fsck`] found.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Fsck {
+    /// Objects checked.
+    pub checked: u64,
+    /// Bytes hashed.
+    pub bytes: u64,
+    /// Damaged objects: (object path relative to `objects/`, why).
+    pub damaged: Vec<(String, String)>,
+}

@@ -1,0 +1,218 @@
+//! `cowkit store` and `cowkit image`: the content store and read-only
+//! images over it (`cowkit_store`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use cowkit_store::{image, tree, Store};
+use serde::Serialize;
+
+use crate::output::{print_json, CliError};
+
+/// The default store: `/var/lib/cowkit/store` for root, else
+/// `$XDG_DATA_HOME/cowkit/store` (`~/.local/share/cowkit/store`).
+fn default_store() -> PathBuf {
+    if rustix::process::geteuid().is_root() {
+        return PathBuf::from("/var/lib/cowkit/store");
+    }
+    std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join("cowkit/store")
+}
+
+/// The store option shared by the subcommands.
+#[derive(clap::Args)]
+pub struct StoreArg {
+    /// The store directory [default: /var/lib/cowkit/store as root,
+    /// ~/.local/share/cowkit/store otherwise]. Put it on the filesystem
+    /// of the trees it imports: objects are then clones.
+    #[arg(long, value_name = "DIR")]
+    store: Option<PathBuf>,
+}
+
+impl StoreArg {
+    fn open(&self) -> Result<Store, CliError> {
+        let dir = self.store.clone().unwrap_or_else(default_store);
+        Store::open(&dir)
+            .map_err(|e| CliError::new(format!("cannot open the store `{}`", dir.display()), e))
+    }
+}
+
+/// `cowkit store ...`
+#[derive(clap::Subcommand)]
+pub enum StoreCmd {
+    /// Import a directory tree's files as objects (clones where the
+    /// filesystem allows).
+    Import {
+        /// The tree.
+        src: PathBuf,
+        #[command(flatten)]
+        store: StoreArg,
+        /// Print a JSON summary.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-hash every object and report the damaged ones.
+    Fsck {
+        #[command(flatten)]
+        store: StoreArg,
+        /// Print a JSON summary.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `cowkit image ...`
+#[derive(clap::Subcommand)]
+pub enum ImageCmd {
+    /// Import a tree and write an image of it.
+    Create {
+        /// The image's name.
+        name: String,
+        /// The tree.
+        #[arg(long)]
+        from: PathBuf,
+        #[command(flatten)]
+        store: StoreArg,
+        /// Print a JSON summary.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Mount an image read-only (overlayfs over the store's objects).
+    Mount {
+        /// The image's name.
+        name: String,
+        /// Where.
+        dir: PathBuf,
+        #[command(flatten)]
+        store: StoreArg,
+    },
+    /// Unmount an image.
+    Umount {
+        /// Where it is mounted.
+        dir: PathBuf,
+    },
+}
+
+#[derive(Serialize)]
+struct ImportReport<'a> {
+    store: &'a std::path::Path,
+    image: Option<&'a std::path::Path>,
+    entries: usize,
+    #[serde(flatten)]
+    summary: &'a cowkit_store::Summary,
+}
+
+fn say_import(r: &ImportReport<'_>, json: bool, quiet: bool) {
+    if json {
+        print_json(r);
+    } else if !quiet {
+        let s = r.summary;
+        let by: Vec<String> = s
+            .bytes_by_method
+            .iter()
+            .map(|(m, b)| format!("{} {m}", crate::output::human_bytes(*b)))
+            .collect();
+        eprintln!(
+            "{} entries, {} files: {} new objects ({}), {} already in the store `{}`{}",
+            r.entries,
+            s.files,
+            s.objects_new,
+            if by.is_empty() { "no bytes".to_string() } else { by.join(", ") },
+            s.objects_reused,
+            r.store.display(),
+            r.image
+                .map(|i| format!("; image `{}`", i.display()))
+                .unwrap_or_default()
+        );
+    }
+}
+
+pub fn run_store(cmd: StoreCmd, quiet: bool) -> Result<ExitCode, CliError> {
+    match cmd {
+        StoreCmd::Import { src, store, json } => {
+            let store = store.open()?;
+            let (entries, summary) = tree::read_tree(&store, &src)
+                .map_err(|e| CliError::new(format!("cannot import `{}`", src.display()), e))?;
+            say_import(
+                &ImportReport {
+                    store: store.dir(),
+                    image: None,
+                    entries: entries.len(),
+                    summary: &summary,
+                },
+                json,
+                quiet,
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        StoreCmd::Fsck { store, json } => {
+            let store = store.open()?;
+            let f = store
+                .fsck()
+                .map_err(|e| CliError::new("cannot check the store", e))?;
+            if json {
+                print_json(&f);
+            } else {
+                for (o, why) in &f.damaged {
+                    eprintln!("damaged: objects/{o}: {why}");
+                }
+                if !quiet {
+                    eprintln!(
+                        "{} objects checked ({}), {} damaged",
+                        f.checked,
+                        crate::output::human_bytes(f.bytes),
+                        f.damaged.len()
+                    );
+                }
+            }
+            Ok(if f.damaged.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+    }
+}
+
+pub fn run_image(cmd: ImageCmd, quiet: bool) -> Result<ExitCode, CliError> {
+    match cmd {
+        ImageCmd::Create {
+            name,
+            from,
+            store,
+            json,
+        } => {
+            let store = store.open()?;
+            let ctx = || format!("cannot create the image `{name}` from `{}`", from.display());
+            let (entries, summary) = tree::read_tree(&store, &from).map_err(|e| CliError::new(ctx(), e))?;
+            let dir = image::create(&store, &name, &entries).map_err(|e| CliError::new(ctx(), e))?;
+            say_import(
+                &ImportReport {
+                    store: store.dir(),
+                    image: Some(&dir),
+                    entries: entries.len(),
+                    summary: &summary,
+                },
+                json,
+                quiet,
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        ImageCmd::Mount { name, dir, store } => {
+            let store = store.open()?;
+            image::mount(&store, &name, &dir).map_err(|e| {
+                CliError::new(format!("cannot mount the image `{name}`"), e)
+                    .hint("images are mounted with overlayfs data-only lower layers: Linux 6.5 or newer, as root")
+            })?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ImageCmd::Umount { dir } => {
+            image::umount(&dir)
+                .map_err(|e| CliError::new(format!("cannot unmount `{}`", dir.display()), e))?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
