@@ -381,7 +381,12 @@ impl NewFile {
     /// Give the file the name `name` in `dir` unless that name exists:
     /// `Ok(None)` then, and nothing is left behind (content-addressed
     /// stores, where an existing name already holds the same bytes).
-    pub fn commit_new(mut self, dir: BorrowedFd<'_>, name: &str, path: &Path) -> Result<Option<File>> {
+    pub fn commit_new(
+        mut self,
+        dir: BorrowedFd<'_>,
+        name: &str,
+        path: &Path,
+    ) -> Result<Option<File>> {
         match self.temp.take() {
             None => match link_fd(self.file(), dir, name) {
                 Ok(()) => Ok(self.file.take()),

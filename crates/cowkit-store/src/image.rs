@@ -108,7 +108,10 @@ fn write(root: &OwnedFd, root_path: &Path, entries: &[Entry]) -> Result<()> {
     );
     for e in entries.iter().skip(1) {
         let parent_rel = e.path.parent().unwrap_or(Path::new("")).to_path_buf();
-        let name = e.path.file_name().expect("entries below the root have names");
+        let name = e
+            .path
+            .file_name()
+            .expect("entries below the root have names");
         let cname = cstr(Path::new(name))?;
         let path = root_path.join(&e.path);
         let parent = &dirs[&parent_rel];
@@ -137,27 +140,44 @@ fn write(root: &OwnedFd, root_path: &Path, entries: &[Entry]) -> Result<()> {
                     let f = &entries[first];
                     let fp = &dirs[&f.path.parent().unwrap_or(Path::new("")).to_path_buf()];
                     let fname = cstr(Path::new(f.path.file_name().expect("named")))?;
-                    rustix::fs::linkat(fp, fname.as_c_str(), parent, cname.as_c_str(), AtFlags::empty())
-                        .map_err(io("link"))?;
+                    rustix::fs::linkat(
+                        fp,
+                        fname.as_c_str(),
+                        parent,
+                        cname.as_c_str(),
+                        AtFlags::empty(),
+                    )
+                    .map_err(io("link"))?;
                     continue;
                 }
                 let fd = rustix::fs::openat(
                     parent,
                     cname.as_c_str(),
-                    OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    OFlags::CREATE
+                        | OFlags::EXCL
+                        | OFlags::WRONLY
+                        | OFlags::NOFOLLOW
+                        | OFlags::CLOEXEC,
                     Mode::from_raw_mode(0o600),
                 )
                 .map_err(io("create"))?;
                 if e.size > 0 {
                     rustix::fs::ftruncate(&fd, e.size).map_err(io("truncate"))?;
                     let digest = e.digest.as_deref().expect("imported");
-                    meta.xattrs.push(meta::xattr("trusted.overlay.metacopy", Vec::new()));
+                    meta.xattrs
+                        .push(meta::xattr("trusted.overlay.metacopy", Vec::new()));
                     meta.xattrs.push(meta::xattr(
                         "trusted.overlay.redirect",
                         format!("/{}", Store::object_rel(digest)),
                     ));
                 }
-                meta::apply_on(On::Fd(fd.as_fd()), &path, &meta, Current::default(), Policy::STRICT)?;
+                meta::apply_on(
+                    On::Fd(fd.as_fd()),
+                    &path,
+                    &meta,
+                    Current::default(),
+                    Policy::STRICT,
+                )?;
                 continue;
             }
             Kind::Symlink => {
@@ -173,8 +193,14 @@ fn write(root: &OwnedFd, root_path: &Path, entries: &[Entry]) -> Result<()> {
                     Kind::Char => rustix::fs::FileType::CharacterDevice,
                     _ => rustix::fs::FileType::BlockDevice,
                 };
-                rustix::fs::mknodat(parent, cname.as_c_str(), t, Mode::from_raw_mode(0o600), e.rdev)
-                    .map_err(io("create node"))?;
+                rustix::fs::mknodat(
+                    parent,
+                    cname.as_c_str(),
+                    t,
+                    Mode::from_raw_mode(0o600),
+                    e.rdev,
+                )
+                .map_err(io("create node"))?;
             }
         }
         meta::apply_on(
@@ -198,14 +224,22 @@ fn write(root: &OwnedFd, root_path: &Path, entries: &[Entry]) -> Result<()> {
             xattrs: e.xattrs.clone(),
         };
         let path = root_path.join(&e.path);
-        meta::apply_on(On::Fd(dirs[&e.path].as_fd()), &path, &meta, Current::default(), Policy::STRICT)?;
+        meta::apply_on(
+            On::Fd(dirs[&e.path].as_fd()),
+            &path,
+            &meta,
+            Current::default(),
+            Policy::STRICT,
+        )?;
     }
     Ok(())
 }
 
 /// Refuse a path that overlayfs's option parser would split.
 fn mount_path(p: &Path) -> Result<String> {
-    let s = p.to_str().ok_or_else(|| Error::Image(format!("`{}` is not UTF-8", p.display())))?;
+    let s = p
+        .to_str()
+        .ok_or_else(|| Error::Image(format!("`{}` is not UTF-8", p.display())))?;
     if s.contains([',', ':', '\\']) {
         return Err(Error::Image(format!(
             "`{s}` has a `,`, `:` or `\\`, which overlayfs's mount options cannot hold"
@@ -218,7 +252,10 @@ fn mount_path(p: &Path) -> Result<String> {
 pub fn mount(store: &Store, name: &str, target: &Path) -> Result<()> {
     let image = image_dir(store, name)?;
     if !image.is_dir() {
-        return Err(Error::Image(format!("no image `{name}` in `{}`", store.dir().display())));
+        return Err(Error::Image(format!(
+            "no image `{name}` in `{}`",
+            store.dir().display()
+        )));
     }
     let opts = format!(
         "ro,metacopy=on,lowerdir={}::{}",
@@ -254,4 +291,56 @@ pub fn umount(target: &Path) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Every object an image refers to that the store lacks: (image, path in
+/// the image, object path from `objects/`).
+pub fn missing_objects(store: &Store) -> Result<Vec<(String, String, String)>> {
+    let mut out = Vec::new();
+    let images = images_dir(store);
+    let Ok(rd) = std::fs::read_dir(&images) else {
+        return Ok(out);
+    };
+    let mut names: Vec<String> = rd
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| !n.starts_with(dir::TEMP_PREFIX))
+        .collect();
+    names.sort();
+    for name in names {
+        let top = images.join(&name);
+        let mut stack = vec![top.clone()];
+        while let Some(d) = stack.pop() {
+            let rd =
+                std::fs::read_dir(&d).map_err(|e| IoError::new("read directory", d.clone(), e))?;
+            for e in rd {
+                let e = e.map_err(|err| IoError::new("read directory", d.clone(), err))?;
+                let p = e.path();
+                let t = e
+                    .file_type()
+                    .map_err(|err| IoError::new("stat", p.clone(), err))?;
+                if t.is_dir() {
+                    stack.push(p);
+                    continue;
+                }
+                if !t.is_file() {
+                    continue;
+                }
+                let mut buf = vec![0u8; 256];
+                let Ok(n) = rustix::fs::lgetxattr(&p, "trusted.overlay.redirect", &mut buf) else {
+                    continue;
+                };
+                let redirect = String::from_utf8_lossy(&buf[..n]).into_owned();
+                let rel = redirect.trim_start_matches('/');
+                if dir::stat_at(&store.objects, rel)
+                    .map_err(|err| IoError::new("stat", store.objects_dir().join(rel), err))?
+                    .is_none()
+                {
+                    let inside = p.strip_prefix(&top).unwrap_or(&p).display().to_string();
+                    out.push((name.clone(), format!("/{inside}"), rel.to_string()));
+                }
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
 }

@@ -91,6 +91,8 @@ pub struct Summary {
     pub objects_new: u64,
     /// Files whose content was in the store already.
     pub objects_reused: u64,
+    /// Empty files (no object: an image keeps them as empty files).
+    pub empty_files: u64,
     /// Bytes of new objects by method (clone, copy_file_range, read_write).
     pub bytes_by_method: std::collections::BTreeMap<String, u64>,
     /// Bytes hashed.
@@ -100,10 +102,11 @@ pub struct Summary {
 /// Lower-case hex.
 pub(crate) fn hex(b: &[u8]) -> String {
     use std::fmt::Write;
-    b.iter().fold(String::with_capacity(b.len() * 2), |mut s, x| {
-        let _ = write!(s, "{x:02x}");
-        s
-    })
+    b.iter()
+        .fold(String::with_capacity(b.len() * 2), |mut s, x| {
+            let _ = write!(s, "{x:02x}");
+            s
+        })
 }
 
 /// SHA-256 of everything readable from `f`, and the byte count.
@@ -131,7 +134,9 @@ impl Store {
             .map_err(|e| IoError::new("create", dir.join("objects"), e))?;
         let objects = rustix::fs::open(
             dir.join("objects"),
-            rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::OFlags::DIRECTORY
+                | rustix::fs::OFlags::RDONLY
+                | rustix::fs::OFlags::CLOEXEC,
             rustix::fs::Mode::empty(),
         )
         .map_err(|e| IoError::new("open", dir.join("objects"), e))?;
@@ -158,9 +163,13 @@ impl Store {
 
     /// Whether the object `digest` exists.
     pub fn has(&self, digest: &str) -> Result<bool> {
-        Ok(dir::stat_at(&self.objects, Self::object_rel(digest).as_str())
-            .map_err(|e| IoError::new("stat", self.objects_dir().join(Self::object_rel(digest)), e))?
-            .is_some())
+        Ok(
+            dir::stat_at(&self.objects, Self::object_rel(digest).as_str())
+                .map_err(|e| {
+                    IoError::new("stat", self.objects_dir().join(Self::object_rel(digest)), e)
+                })?
+                .is_some(),
+        )
     }
 
     /// Import the regular file `src` (named `path` in messages): hash it;
@@ -168,7 +177,8 @@ impl Store {
     /// object. The file must not change meanwhile: its inode, size, mtime
     /// and ctime are compared before and after ([`Error::Changed`]).
     pub fn import_file(&self, src: &File, path: &Path, copier: &mut Copier) -> Result<Imported> {
-        let before = rustix::fs::fstat(src).map_err(|e| IoError::new("stat", path.to_path_buf(), e))?;
+        let before =
+            rustix::fs::fstat(src).map_err(|e| IoError::new("stat", path.to_path_buf(), e))?;
         let (digest, n) = hash(src, path)?;
         if n != before.st_size as u64 {
             return Err(Error::Changed(path.to_path_buf()));
@@ -189,10 +199,24 @@ impl Store {
             before.st_size as u64,
             before.st_blocks as u64,
         )?;
-        let after = rustix::fs::fstat(src).map_err(|e| IoError::new("stat", path.to_path_buf(), e))?;
+        let after =
+            rustix::fs::fstat(src).map_err(|e| IoError::new("stat", path.to_path_buf(), e))?;
         let same = |a: &rustix::fs::Stat, b: &rustix::fs::Stat| {
-            (a.st_ino, a.st_size, a.st_mtime, a.st_mtime_nsec, a.st_ctime, a.st_ctime_nsec)
-                == (b.st_ino, b.st_size, b.st_mtime, b.st_mtime_nsec, b.st_ctime, b.st_ctime_nsec)
+            (
+                a.st_ino,
+                a.st_size,
+                a.st_mtime,
+                a.st_mtime_nsec,
+                a.st_ctime,
+                a.st_ctime_nsec,
+            ) == (
+                b.st_ino,
+                b.st_size,
+                b.st_mtime,
+                b.st_mtime_nsec,
+                b.st_ctime,
+                b.st_ctime_nsec,
+            )
         };
         if !same(&before, &after) {
             return Err(Error::Changed(path.to_path_buf()));
@@ -237,10 +261,12 @@ impl Store {
                 let (got, n) = hash(&f, &p)?;
                 out.bytes += n;
                 if got != want {
-                    out.damaged.push(bad(format!("its content hashes to {got}")));
+                    out.damaged
+                        .push(bad(format!("its content hashes to {got}")));
                 }
             }
         }
+        out.missing = image::missing_objects(self)?;
         Ok(out)
     }
 }
@@ -254,4 +280,7 @@ pub struct Fsck {
     pub bytes: u64,
     /// Damaged objects: (object path relative to `objects/`, why).
     pub damaged: Vec<(String, String)>,
+    /// Objects images refer to that are not in the store: (image, path
+    /// in the image, object).
+    pub missing: Vec<(String, String, String)>,
 }

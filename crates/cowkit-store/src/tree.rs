@@ -201,6 +201,12 @@ impl Walk<'_> {
                         }
                         self.links.insert(id, self.entries.len());
                     }
+                    if e.size == 0 {
+                        self.sum.files += 1;
+                        self.sum.empty_files += 1;
+                        self.entries.push(e);
+                        continue;
+                    }
                     let name_s = name.to_str().map(str::to_string);
                     let f = match &name_s {
                         Some(n) => dir::open_read_opt(fd, n, &path)?,

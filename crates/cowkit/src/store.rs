@@ -120,7 +120,11 @@ fn say_import(r: &ImportReport<'_>, json: bool, quiet: bool) {
             r.entries,
             s.files,
             s.objects_new,
-            if by.is_empty() { "no bytes".to_string() } else { by.join(", ") },
+            if by.is_empty() {
+                "no bytes".to_string()
+            } else {
+                by.join(", ")
+            },
             s.objects_reused,
             r.store.display(),
             r.image
@@ -159,16 +163,20 @@ pub fn run_store(cmd: StoreCmd, quiet: bool) -> Result<ExitCode, CliError> {
                 for (o, why) in &f.damaged {
                     eprintln!("damaged: objects/{o}: {why}");
                 }
+                for (image, path, o) in &f.missing {
+                    eprintln!("missing: objects/{o}, which `{path}` of the image `{image}` needs");
+                }
                 if !quiet {
                     eprintln!(
-                        "{} objects checked ({}), {} damaged",
+                        "{} objects checked ({}), {} damaged, {} missing",
                         f.checked,
                         crate::output::human_bytes(f.bytes),
-                        f.damaged.len()
+                        f.damaged.len(),
+                        f.missing.len()
                     );
                 }
             }
-            Ok(if f.damaged.is_empty() {
+            Ok(if f.damaged.is_empty() && f.missing.is_empty() {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::FAILURE
@@ -187,8 +195,10 @@ pub fn run_image(cmd: ImageCmd, quiet: bool) -> Result<ExitCode, CliError> {
         } => {
             let store = store.open()?;
             let ctx = || format!("cannot create the image `{name}` from `{}`", from.display());
-            let (entries, summary) = tree::read_tree(&store, &from).map_err(|e| CliError::new(ctx(), e))?;
-            let dir = image::create(&store, &name, &entries).map_err(|e| CliError::new(ctx(), e))?;
+            let (entries, summary) =
+                tree::read_tree(&store, &from).map_err(|e| CliError::new(ctx(), e))?;
+            let dir =
+                image::create(&store, &name, &entries).map_err(|e| CliError::new(ctx(), e))?;
             say_import(
                 &ImportReport {
                     store: store.dir(),

@@ -1,0 +1,520 @@
+//! `cowkit store` and `cowkit image` on the rig's filesystems: a mounted
+//! image equals its source; objects are clones on XFS and copies on ext4;
+//! two images share the page cache of their common content and the
+//! second reads from the disk only what changed; missing and damaged
+//! objects, concurrent imports, a killed import, hostile trees.
+//!
+//! Mounting needs root (overlayfs).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::{symlink, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{cowkit, run, Run};
+use cowkit_testutil::tree::{diff, hardlink_groups, mkdir, snapshot, Tree};
+use cowkit_testutil::{pattern, required, run_ok, scratch, Fs};
+
+fn as_root(test: &str) -> bool {
+    if rustix::process::geteuid().is_root() {
+        return true;
+    }
+    assert!(!required(), "{test} needs root (overlayfs mounts)");
+    eprintln!("SKIPPED: {test} needs root");
+    false
+}
+
+fn ck(args: &[&str], store: &Path) -> Run {
+    run(cowkit().args(args).arg("--store").arg(store))
+}
+
+/// Unmounts on drop.
+struct Mounted(PathBuf);
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+fn mount(store: &Path, name: &str, at: &Path) -> Mounted {
+    mkdir(at);
+    let r = run(cowkit()
+        .args(["image", "mount", name])
+        .arg(at)
+        .arg("--store")
+        .arg(store));
+    assert!(r.ok, "{}", r.stderr);
+    Mounted(at.to_path_buf())
+}
+
+/// Every extended attribute of every entry (`getfattr`), by path.
+fn xattrs(dir: &Path) -> BTreeMap<String, String> {
+    let out = run_ok(
+        Command::new("getfattr")
+            .args(["-R", "-h", "-d", "-m", "-", "-e", "hex", "--absolute-names"])
+            .arg(dir),
+        "getfattr",
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut m = BTreeMap::new();
+    for block in text.split("\n\n").filter(|b| !b.trim().is_empty()) {
+        let mut lines = block.lines();
+        let file = lines.next().unwrap().trim_start_matches("# file: ");
+        let rel = file
+            .strip_prefix(dir.to_str().unwrap())
+            .unwrap_or(file)
+            .to_string();
+        m.insert(rel, lines.collect::<Vec<_>>().join("\n"));
+    }
+    m
+}
+
+/// A tree with every kind of entry, odd names, owners, xattrs, an ACL,
+/// capabilities, hardlinks, ns times, a symlink pointing out.
+fn varied_tree(at: &Path) -> PathBuf {
+    let t = mkdir(at);
+    mkdir(&t.join("sub/deeper"));
+    std::fs::write(t.join("small"), b"small\n").unwrap();
+    std::fs::write(t.join("sub/big"), pattern(3 << 20, 7)).unwrap();
+    std::fs::write(t.join("sub/deeper/same-as-small"), b"small\n").unwrap();
+    std::fs::write(t.join("empty"), b"").unwrap();
+    std::fs::write(t.join("name\nwith newline"), b"nl").unwrap();
+    std::fs::hard_link(t.join("sub/big"), t.join("big-link")).unwrap();
+    symlink("/etc/passwd", t.join("points-out")).unwrap();
+    symlink("../../small", t.join("sub/deeper/rel")).unwrap();
+    run_ok(Command::new("mkfifo").arg(t.join("fifo")), "mkfifo");
+    run_ok(
+        Command::new("mknod")
+            .arg(t.join("null"))
+            .args(["c", "1", "3"]),
+        "mknod",
+    );
+    run_ok(
+        Command::new("setfattr")
+            .args(["-n", "user.k", "-v", "v\nw"])
+            .arg(t.join("small")),
+        "setfattr",
+    );
+    run_ok(
+        Command::new("setfacl")
+            .args(["-m", "u:1234:rw"])
+            .arg(t.join("sub/big")),
+        "setfacl",
+    );
+    run_ok(
+        Command::new("setfacl")
+            .args(["-d", "-m", "g:55:rx"])
+            .arg(t.join("sub")),
+        "setfacl -d",
+    );
+    run_ok(
+        Command::new("setcap")
+            .args(["cap_net_raw=ep"])
+            .arg(t.join("small")),
+        "setcap",
+    );
+    run_ok(
+        Command::new("chown")
+            .args(["-h", "1234:5678"])
+            .arg(t.join("points-out")),
+        "chown",
+    );
+    run_ok(
+        Command::new("chown")
+            .args(["4321:8765"])
+            .arg(t.join("sub/deeper")),
+        "chown",
+    );
+    run_ok(
+        Command::new("chmod")
+            .args(["2751"])
+            .arg(t.join("sub/deeper")),
+        "chmod",
+    );
+    run_ok(
+        Command::new("touch")
+            .args(["-h", "-d", "2001-02-03 04:05:06.123456789"])
+            .arg(t.join("points-out"))
+            .arg(t.join("sub/big"))
+            .arg(t.join("sub")),
+        "touch",
+    );
+    t
+}
+
+fn compare(src: &Path, mnt: &Path, what: &str) {
+    let (a, b) = (snapshot(src), snapshot(mnt));
+    let d = diff(&a, &b, |e| {
+        (
+            e.shape(),
+            e.uid,
+            e.gid,
+            (e.kind != 'd').then_some(e.mtime),
+            e.caps.clone(),
+        )
+    });
+    assert!(
+        d.is_empty(),
+        "{what}: the mount differs from its source:\n{d:#?}"
+    );
+    assert_eq!(
+        hardlink_groups(&a),
+        hardlink_groups(&b),
+        "{what}: hardlinks"
+    );
+    assert_eq!(xattrs(src), xattrs(mnt), "{what}: extended attributes");
+    // Directory times too, and ns precision.
+    for (p, e) in &a {
+        let (m1, m2) = (
+            std::fs::symlink_metadata(src.join(p)).unwrap(),
+            std::fs::symlink_metadata(mnt.join(p)).unwrap(),
+        );
+        assert_eq!(
+            (m1.mtime(), m1.mtime_nsec()),
+            (m2.mtime(), m2.mtime_nsec()),
+            "{what}: mtime of {p} ({})",
+            e.kind
+        );
+    }
+}
+
+fn image_equals_source_on(fs: Fs) {
+    let Some(dir) = scratch(fs) else { return };
+    let src = varied_tree(&dir.path().join("src"));
+    let store = dir.path().join("store");
+    let r = run(cowkit()
+        .args(["image", "create", "varied", "--json", "--from"])
+        .arg(&src)
+        .arg("--store")
+        .arg(&store));
+    assert!(r.ok, "{}", r.stderr);
+    let j = r.json();
+    assert_eq!(j["files"], 5, "{j}");
+    // small and same-as-small are one object; the hardlink is not
+    // imported twice; an empty file needs none.
+    assert_eq!(j["objects_new"], 3, "{j}");
+    assert_eq!(j["objects_reused"], 1, "{j}");
+    assert_eq!(j["empty_files"], 1, "{j}");
+    let method = if fs.reflinks() {
+        "clone"
+    } else {
+        "copy_file_range"
+    };
+    assert!(
+        j["bytes_by_method"][method].as_u64().unwrap_or(0) >= 3 << 20,
+        "{j}"
+    );
+    let mnt = dir.path().join("mnt");
+    let _m = mount(&store, "varied", &mnt);
+    compare(&src, &mnt, fs.type_name());
+    // Read-only.
+    assert!(std::fs::write(mnt.join("small"), b"x").is_err());
+
+    // The objects share their blocks with the sources on XFS.
+    let big = std::fs::File::open(src.join("sub/big")).unwrap();
+    let (shared, total) = cowkit_fs::fiemap::shared_bytes(&big).unwrap();
+    if fs.reflinks() {
+        assert_eq!(
+            shared, total,
+            "the source's blocks are not shared with its object"
+        );
+    } else {
+        assert_eq!(shared, 0);
+    }
+    let f = ck(&["store", "fsck", "--json"], &store);
+    assert!(f.ok, "{}", f.stderr);
+    assert_eq!(f.json()["checked"], 3);
+}
+
+#[test]
+fn image_equals_source_on_xfs() {
+    if as_root("image_equals_source_on_xfs") {
+        image_equals_source_on(Fs::Xfs);
+    }
+}
+
+#[test]
+fn image_equals_source_on_ext4() {
+    if as_root("image_equals_source_on_ext4") {
+        image_equals_source_on(Fs::Ext4);
+    }
+}
+
+/// The block device under `dir` and its "sectors read" counter.
+fn sectors_read(dir: &Path) -> u64 {
+    let out = run_ok(
+        Command::new("findmnt")
+            .args(["-n", "-o", "SOURCE", "--target"])
+            .arg(dir),
+        "findmnt",
+    );
+    let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let name = Path::new(&dev)
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    let stat = std::fs::read_to_string(format!("/sys/block/{name}/stat"))
+        .unwrap_or_else(|e| panic!("/sys/block/{name}/stat ({dev}): {e}"));
+    stat.split_whitespace().nth(2).unwrap().parse().unwrap()
+}
+
+fn drop_caches() {
+    run_ok(&mut Command::new("sync"), "sync");
+    std::fs::write("/proc/sys/vm/drop_caches", "3").unwrap();
+}
+
+fn read_all(dir: &Path) -> u64 {
+    let mut n = 0;
+    for (p, e) in snapshot(dir) {
+        if e.kind == 'f' {
+            n += std::fs::read(dir.join(p)).unwrap().len() as u64;
+        }
+    }
+    n
+}
+
+/// Resident bytes of every file below `dir` (`fincore`).
+fn resident(dir: &Path) -> u64 {
+    let mut total = 0;
+    for (p, e) in snapshot(dir) {
+        if e.kind != 'f' || e.size == 0 {
+            continue;
+        }
+        let out = run_ok(
+            Command::new("fincore")
+                .args(["-b", "-n", "-o", "RES"])
+                .arg(dir.join(p)),
+            "fincore",
+        );
+        total += String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse::<u64>()
+            .unwrap();
+    }
+    total
+}
+
+/// Two releases of a tree (8 files of 2 MiB; the second changes 2 of them)
+/// as two images: reading both through their mounts caches the distinct
+/// content once, and the second image reads from the disk only what
+/// changed. Side by side: the same trees as plain copies cache both.
+#[test]
+fn two_images_share_the_page_cache_of_their_common_content() {
+    if !as_root("two_images_share_the_page_cache_of_their_common_content") {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let d = dir.path();
+    const MIB: usize = 1 << 20;
+    let (v1, v2) = (mkdir(&d.join("v1")), mkdir(&d.join("v2")));
+    for i in 0..8u64 {
+        std::fs::write(v1.join(format!("f{i}")), pattern(2 * MIB, i)).unwrap();
+        let seed = if i < 2 { 100 + i } else { i };
+        std::fs::write(v2.join(format!("f{i}")), pattern(2 * MIB, seed)).unwrap();
+    }
+    let store = d.join("store");
+    for (name, src) in [("v1", &v1), ("v2", &v2)] {
+        let r = run(cowkit()
+            .args(["image", "create", name, "--from"])
+            .arg(src)
+            .arg("--store")
+            .arg(&store));
+        assert!(r.ok, "{}", r.stderr);
+    }
+    let (m1, m2) = (d.join("m1"), d.join("m2"));
+    let _a = mount(&store, "v1", &m1);
+    let _b = mount(&store, "v2", &m2);
+
+    drop_caches();
+    let s0 = sectors_read(d);
+    assert_eq!(read_all(&m1), 16 * MIB as u64);
+    let s1 = sectors_read(d);
+    assert_eq!(read_all(&m2), 16 * MIB as u64);
+    let s2 = sectors_read(d);
+    let first = (s1 - s0) * 512;
+    let second = (s2 - s1) * 512;
+    // The first image read its 16 MiB; the second only the 4 MiB that
+    // changed (plus metadata).
+    assert!(first >= 16 * MIB as u64, "first image read {first} bytes");
+    assert!(
+        second >= 4 * MIB as u64 && second < 6 * MIB as u64,
+        "the second image read {second} bytes from the disk (4 MiB changed)"
+    );
+    let distinct = 20 * MIB as u64;
+    let cached = resident(&store.join("objects"));
+    assert!(
+        cached.abs_diff(distinct) <= distinct / 20,
+        "page cache over the objects: {cached} bytes, distinct content {distinct}"
+    );
+
+    // Plain copies of the same trees: both are read and cached in full.
+    drop_caches();
+    let s0 = sectors_read(d);
+    read_all(&v1);
+    read_all(&v2);
+    let plain = (sectors_read(d) - s0) * 512;
+    assert!(plain >= 32 * MIB as u64, "plain trees read {plain} bytes");
+    let both = resident(&v1) + resident(&v2);
+    assert!(both >= 31 * MIB as u64, "plain trees cached {both} bytes");
+}
+
+/// A missing object: the file cannot be opened, the rest of the image
+/// can, and `fsck` names it; a damaged object: `fsck` names it.
+#[test]
+fn missing_and_damaged_objects_are_found() {
+    if !as_root("missing_and_damaged_objects_are_found") {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let src = mkdir(&dir.path().join("src"));
+    std::fs::write(src.join("a"), b"a\n").unwrap();
+    std::fs::write(src.join("b"), b"b\n").unwrap();
+    std::fs::write(src.join("c"), b"c\n").unwrap();
+    let store = dir.path().join("store");
+    let r = run(cowkit()
+        .args(["image", "create", "abc", "--from"])
+        .arg(&src)
+        .arg("--store")
+        .arg(&store));
+    assert!(r.ok, "{}", r.stderr);
+    let obj = |content: &[u8]| {
+        let h = cowkit_testutil::sha256_hex(content);
+        store.join("objects").join(&h[..2]).join(&h[2..])
+    };
+    std::fs::remove_file(obj(b"a\n")).unwrap();
+    let damaged = obj(b"b\n");
+    let mut perm = std::fs::metadata(&damaged).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o644);
+    std::fs::set_permissions(&damaged, perm).unwrap();
+    std::fs::write(&damaged, b"B\n").unwrap();
+
+    let mnt = dir.path().join("mnt");
+    let _m = mount(&store, "abc", &mnt);
+    let e = std::fs::read(mnt.join("a")).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
+    assert!(
+        std::fs::symlink_metadata(mnt.join("a")).is_ok(),
+        "stat still works"
+    );
+    assert_eq!(std::fs::read(mnt.join("c")).unwrap(), b"c\n");
+
+    let f = ck(&["store", "fsck"], &store);
+    assert!(!f.ok, "fsck passed a damaged store");
+    let h = cowkit_testutil::sha256_hex(b"a\n");
+    assert!(
+        f.stderr
+            .contains(&format!("missing: objects/{}/{}", &h[..2], &h[2..])),
+        "{}",
+        f.stderr
+    );
+    assert!(f.stderr.contains("`/a` of the image `abc`"), "{}", f.stderr);
+    let h = cowkit_testutil::sha256_hex(b"b\n");
+    assert!(
+        f.stderr
+            .contains(&format!("damaged: objects/{}/{}", &h[..2], &h[2..])),
+        "{}",
+        f.stderr
+    );
+}
+
+/// Two imports of one tree at once both succeed with one object per
+/// content; an import killed with SIGKILL leaves no object whose content
+/// is not its name.
+#[test]
+fn concurrent_and_killed_imports_leave_a_sound_store() {
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let src = mkdir(&dir.path().join("src"));
+    for i in 0..64u64 {
+        std::fs::write(src.join(format!("f{i}")), pattern(256 << 10, i % 40)).unwrap();
+    }
+    let store = dir.path().join("store");
+    let (a, b) = std::thread::scope(|s| {
+        let ta = s.spawn(|| {
+            ck(
+                &["store", "import", "--json", src.to_str().unwrap()],
+                &store,
+            )
+        });
+        let tb = s.spawn(|| {
+            ck(
+                &["store", "import", "--json", src.to_str().unwrap()],
+                &store,
+            )
+        });
+        (ta.join().unwrap(), tb.join().unwrap())
+    });
+    assert!(a.ok, "{}", a.stderr);
+    assert!(b.ok, "{}", b.stderr);
+    let new = a.json()["objects_new"].as_u64().unwrap() + b.json()["objects_new"].as_u64().unwrap();
+    assert_eq!(new, 40, "one new object per distinct content");
+    let f = ck(&["store", "fsck", "--json"], &store);
+    assert!(f.ok, "{}", f.stderr);
+    assert_eq!(f.json()["checked"], 40);
+
+    // Killed in the middle of a larger import.
+    let big = mkdir(&dir.path().join("big"));
+    for i in 0..200u64 {
+        std::fs::write(big.join(format!("g{i}")), pattern(1 << 20, 1000 + i)).unwrap();
+    }
+    let store2 = dir.path().join("store2");
+    let mut child = cowkit()
+        .args(["store", "import"])
+        .arg(&big)
+        .arg("--store")
+        .arg(&store2)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let f = ck(&["store", "fsck", "--json"], &store2);
+    assert!(f.ok, "{}", f.stderr);
+    let j = f.json();
+    assert_eq!(j["damaged"], serde_json::json!([]), "{j}");
+    assert!(
+        j["checked"].as_u64().unwrap() < 200,
+        "the import was not interrupted: {j}"
+    );
+}
+
+/// Bad image names and trees with overlay attributes are refused.
+#[test]
+fn bad_names_and_overlay_attributes_are_refused() {
+    if !as_root("bad_names_and_overlay_attributes_are_refused") {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let src = mkdir(&dir.path().join("src"));
+    std::fs::write(src.join("a"), b"a").unwrap();
+    let store = dir.path().join("store");
+    for name in ["../x", ".hidden", "a/b", ""] {
+        let r = run(cowkit()
+            .args(["image", "create", name, "--from"])
+            .arg(&src)
+            .arg("--store")
+            .arg(&store));
+        assert!(!r.ok, "the name {name:?} was accepted");
+    }
+    run_ok(
+        Command::new("setfattr")
+            .args(["-n", "trusted.overlay.redirect", "-v", "/etc"])
+            .arg(src.join("a")),
+        "setfattr",
+    );
+    let r = run(cowkit()
+        .args(["image", "create", "x", "--from"])
+        .arg(&src)
+        .arg("--store")
+        .arg(&store));
+    assert!(!r.ok);
+    assert!(r.stderr.contains("trusted.overlay"), "{}", r.stderr);
+    let images = store.join("images");
+    if images.exists() {
+        let t: Tree = snapshot(&images);
+        assert!(t.is_empty(), "{t:?}");
+    }
+}
