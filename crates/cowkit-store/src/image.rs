@@ -235,6 +235,16 @@ fn write(root: &OwnedFd, root_path: &Path, entries: &[Entry]) -> Result<()> {
     Ok(())
 }
 
+/// Remove the image `name` (its objects stay until [`Store::gc`]). It is
+/// renamed away first, so it disappears at once.
+pub fn remove(store: &Store, name: &str) -> Result<()> {
+    let path = image_dir(store, name)?;
+    let gone = images_dir(store).join(dir::temp_name());
+    std::fs::rename(&path, &gone).map_err(|e| IoError::new("remove", path.clone(), e))?;
+    std::fs::remove_dir_all(&gone).map_err(|e| IoError::new("remove", gone.clone(), e))?;
+    Ok(())
+}
+
 /// Refuse a path that overlayfs's option parser would split.
 fn mount_path(p: &Path) -> Result<String> {
     let s = p
@@ -293,9 +303,9 @@ pub fn umount(target: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Every object an image refers to that the store lacks: (image, path in
-/// the image, object path from `objects/`).
-pub fn missing_objects(store: &Store) -> Result<Vec<(String, String, String)>> {
+/// Every object reference of every image: (image, path in the image,
+/// object path from `objects/`), sorted.
+pub fn references(store: &Store) -> Result<Vec<(String, String, String)>> {
     let mut out = Vec::new();
     let images = images_dir(store);
     let Ok(rd) = std::fs::read_dir(&images) else {
@@ -303,10 +313,11 @@ pub fn missing_objects(store: &Store) -> Result<Vec<(String, String, String)>> {
     };
     let mut names: Vec<String> = rd
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| !n.starts_with(dir::TEMP_PREFIX))
         .collect();
     names.sort();
     for name in names {
+        // Images being written (temporary names) count too: an object
+        // they refer to is needed.
         let top = images.join(&name);
         let mut stack = vec![top.clone()];
         while let Some(d) = stack.pop() {
@@ -330,17 +341,33 @@ pub fn missing_objects(store: &Store) -> Result<Vec<(String, String, String)>> {
                     continue;
                 };
                 let redirect = String::from_utf8_lossy(&buf[..n]).into_owned();
-                let rel = redirect.trim_start_matches('/');
-                if dir::stat_at(&store.objects, rel)
-                    .map_err(|err| IoError::new("stat", store.objects_dir().join(rel), err))?
-                    .is_none()
-                {
-                    let inside = p.strip_prefix(&top).unwrap_or(&p).display().to_string();
-                    out.push((name.clone(), format!("/{inside}"), rel.to_string()));
-                }
+                let inside = p.strip_prefix(&top).unwrap_or(&p).display().to_string();
+                out.push((
+                    name.clone(),
+                    format!("/{inside}"),
+                    redirect.trim_start_matches('/').to_string(),
+                ));
             }
         }
     }
     out.sort();
+    Ok(out)
+}
+
+/// Every object an image refers to that the store lacks: (image, path in
+/// the image, object path from `objects/`).
+pub fn missing_objects(store: &Store) -> Result<Vec<(String, String, String)>> {
+    let mut out = Vec::new();
+    for r in references(store)? {
+        if r.0.starts_with(dir::TEMP_PREFIX) {
+            continue;
+        }
+        if dir::stat_at(&store.objects, r.2.as_str())
+            .map_err(|err| IoError::new("stat", store.objects_dir().join(&r.2), err))?
+            .is_none()
+        {
+            out.push(r);
+        }
+    }
     Ok(out)
 }

@@ -47,6 +47,9 @@ pub enum Error {
         /// Why.
         why: &'static str,
     },
+    /// Another process uses the store.
+    #[error("the store `{0}` is in use by another process (an import or image creation)")]
+    Busy(PathBuf),
     /// An image name that is not a plain name.
     #[error("`{0}` is not a valid image name (letters, digits, `.`, `_`, `-`, `+`)")]
     BadName(String),
@@ -65,10 +68,15 @@ impl From<IoError> for Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// A content store.
+///
+/// An open store holds a shared `flock` on `STORE/lock`; [`Store::gc`]
+/// needs it exclusive, so it never runs while an import or image creation
+/// of another process could still need an object it would remove.
 #[derive(Debug)]
 pub struct Store {
     dir: PathBuf,
     objects: OwnedFd,
+    _lock: OwnedFd,
 }
 
 /// One file imported.
@@ -128,8 +136,18 @@ fn hash(mut f: &File, path: &Path) -> Result<(String, u64)> {
 }
 
 impl Store {
-    /// Open (creating) the store at `dir`.
+    /// Open (creating) the store at `dir`, shared with other processes.
     pub fn open(dir: &Path) -> Result<Store> {
+        Self::open_with(dir, rustix::fs::FlockOperation::LockShared)
+    }
+
+    /// Open the store at `dir` for [`Store::gc`]: alone, or
+    /// [`Error::Busy`].
+    pub fn open_exclusive(dir: &Path) -> Result<Store> {
+        Self::open_with(dir, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+    }
+
+    fn open_with(dir: &Path, lock: rustix::fs::FlockOperation) -> Result<Store> {
         std::fs::create_dir_all(dir.join("objects"))
             .map_err(|e| IoError::new("create", dir.join("objects"), e))?;
         let objects = rustix::fs::open(
@@ -140,9 +158,22 @@ impl Store {
             rustix::fs::Mode::empty(),
         )
         .map_err(|e| IoError::new("open", dir.join("objects"), e))?;
+        let lock_path = dir.join("lock");
+        let lock_fd = rustix::fs::open(
+            &lock_path,
+            rustix::fs::OFlags::CREATE | rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::from_raw_mode(0o644),
+        )
+        .map_err(|e| IoError::new("open", lock_path.clone(), e))?;
+        match rustix::fs::flock(&lock_fd, lock) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::WOULDBLOCK) => return Err(Error::Busy(dir.to_path_buf())),
+            Err(e) => return Err(IoError::new("lock", lock_path, e).into()),
+        }
         Ok(Store {
             dir: dir.to_path_buf(),
             objects,
+            _lock: lock_fd,
         })
     }
 
@@ -269,6 +300,53 @@ impl Store {
         out.missing = image::missing_objects(self)?;
         Ok(out)
     }
+}
+
+impl Store {
+    /// Remove every object no image refers to (images being written
+    /// included). Needs the store opened with [`Store::open_exclusive`]:
+    /// no import runs meanwhile.
+    pub fn gc(&self) -> Result<Gc> {
+        let keep: std::collections::HashSet<String> =
+            image::references(self)?.into_iter().map(|r| r.2).collect();
+        let mut out = Gc::default();
+        let top = self.objects_dir();
+        for (fan, _) in dir::read_names(&self.objects, &top)? {
+            let fan_path = top.join(&fan);
+            let Some(fd) = dir::open_dir_opt(&self.objects, fan.as_os_str(), &fan_path)? else {
+                continue;
+            };
+            for (name, _) in dir::read_names(&fd, &fan_path)? {
+                let rel = format!("{}/{}", fan.to_string_lossy(), name.to_string_lossy());
+                if keep.contains(&rel) {
+                    out.kept += 1;
+                    continue;
+                }
+                let st = rustix::fs::statat(
+                    &fd,
+                    name.as_os_str(),
+                    rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+                )
+                .map_err(|e| IoError::new("stat", fan_path.join(&name), e))?;
+                rustix::fs::unlinkat(&fd, name.as_os_str(), rustix::fs::AtFlags::empty())
+                    .map_err(|e| IoError::new("remove", fan_path.join(&name), e))?;
+                out.removed += 1;
+                out.bytes += st.st_size as u64;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// What [`Store::gc`] did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Gc {
+    /// Objects an image refers to.
+    pub kept: u64,
+    /// Objects removed.
+    pub removed: u64,
+    /// Their bytes.
+    pub bytes: u64,
 }
 
 /// What [`Store::fsck`] found.

@@ -54,6 +54,15 @@ pub enum StoreCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Remove the objects no image refers to (waits for no one: refused
+    /// while another process uses the store).
+    Gc {
+        #[command(flatten)]
+        store: StoreArg,
+        /// Print a JSON summary.
+        #[arg(long)]
+        json: bool,
+    },
     /// Re-hash every object and report the damaged ones.
     Fsck {
         #[command(flatten)]
@@ -86,6 +95,13 @@ pub enum ImageCmd {
         name: String,
         /// Where.
         dir: PathBuf,
+        #[command(flatten)]
+        store: StoreArg,
+    },
+    /// Remove an image (its objects stay until `cowkit store gc`).
+    Rm {
+        /// The image's name.
+        name: String,
         #[command(flatten)]
         store: StoreArg,
     },
@@ -150,6 +166,26 @@ pub fn run_store(cmd: StoreCmd, quiet: bool) -> Result<ExitCode, CliError> {
                 json,
                 quiet,
             );
+            Ok(ExitCode::SUCCESS)
+        }
+        StoreCmd::Gc { store, json } => {
+            let dir = store.store.clone().unwrap_or_else(default_store);
+            let st = Store::open_exclusive(&dir).map_err(|e| {
+                CliError::new(format!("cannot collect garbage in `{}`", dir.display()), e)
+            })?;
+            let g = st
+                .gc()
+                .map_err(|e| CliError::new("cannot collect garbage", e))?;
+            if json {
+                print_json(&g);
+            } else if !quiet {
+                eprintln!(
+                    "{} objects removed ({}), {} kept",
+                    g.removed,
+                    crate::output::human_bytes(g.bytes),
+                    g.kept
+                );
+            }
             Ok(ExitCode::SUCCESS)
         }
         StoreCmd::Fsck { store, json } => {
@@ -217,6 +253,12 @@ pub fn run_image(cmd: ImageCmd, quiet: bool) -> Result<ExitCode, CliError> {
                 CliError::new(format!("cannot mount the image `{name}`"), e)
                     .hint("images are mounted with overlayfs data-only lower layers: Linux 6.5 or newer, as root")
             })?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ImageCmd::Rm { name, store } => {
+            let store = store.open()?;
+            image::remove(&store, &name)
+                .map_err(|e| CliError::new(format!("cannot remove the image `{name}`"), e))?;
             Ok(ExitCode::SUCCESS)
         }
         ImageCmd::Umount { dir } => {

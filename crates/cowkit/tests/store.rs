@@ -518,3 +518,59 @@ fn bad_names_and_overlay_attributes_are_refused() {
         assert!(t.is_empty(), "{t:?}");
     }
 }
+
+/// `gc` removes exactly the objects no image needs, and waits for no one:
+/// while another process holds the store it refuses.
+#[test]
+fn gc_removes_what_no_image_needs_and_never_runs_beside_an_import() {
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let store = dir.path().join("store");
+    let (a, b) = (mkdir(&dir.path().join("a")), mkdir(&dir.path().join("b")));
+    std::fs::write(a.join("shared"), b"shared\n").unwrap();
+    std::fs::write(b.join("shared"), b"shared\n").unwrap();
+    std::fs::write(a.join("only-a"), b"a\n").unwrap();
+    std::fs::write(b.join("only-b"), b"b\n").unwrap();
+    for (n, src) in [("a", &a), ("b", &b)] {
+        let r = run(cowkit()
+            .args(["image", "create", n, "--from"])
+            .arg(src)
+            .arg("--store")
+            .arg(&store));
+        assert!(r.ok, "{}", r.stderr);
+    }
+    // An object no image refers to (a plain import).
+    let loose = mkdir(&dir.path().join("loose"));
+    std::fs::write(loose.join("x"), b"loose\n").unwrap();
+    assert!(ck(&["store", "import", loose.to_str().unwrap()], &store).ok);
+
+    // Busy while another process holds the store.
+    // (`-o`: the lock stays with flock itself, not with its child.)
+    let mut holder = Command::new("flock")
+        .args(["-s", "-o"])
+        .arg(store.join("lock"))
+        .args(["sleep", "30"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let g = ck(&["store", "gc"], &store);
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert!(!g.ok, "gc ran beside another user of the store");
+    assert!(
+        g.stderr.contains("in use by another process"),
+        "{}",
+        g.stderr
+    );
+
+    let g = ck(&["store", "gc", "--json"], &store);
+    assert!(g.ok, "{}", g.stderr);
+    assert_eq!(g.json()["removed"], 1, "{}", g.json());
+    assert_eq!(g.json()["kept"], 3);
+    assert!(ck(&["image", "rm", "a"], &store).ok);
+    let g = ck(&["store", "gc", "--json"], &store);
+    assert_eq!(g.json()["removed"], 1, "{}", g.json());
+    assert_eq!(g.json()["kept"], 2);
+    let f = ck(&["store", "fsck", "--json"], &store);
+    assert!(f.ok, "{}", f.stderr);
+    assert_eq!(f.json()["missing"], serde_json::json!([]));
+}
