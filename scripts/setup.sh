@@ -27,6 +27,9 @@ have gpg-agent || need+=(gpg-agent)
 have dnf || need+=(dnf)
 have createrepo_c || need+=(createrepo-c)
 dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || need+=(busybox-static)
+# The composefs crate (EROFS images) links OpenSSL: headers and pkg-config.
+dpkg-query -W -f='${Status}' libssl-dev 2>/dev/null | grep -q 'ok installed' || need+=(libssl-dev)
+have pkg-config || need+=(pkg-config)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 # cowkit nosync tests: eatmydata (the peer), objdump (the shim's symbol
 # versions), Go (a program with no libc), setpriv (run as nobody).

@@ -67,6 +67,9 @@ fn cstr(p: &Path) -> Result<CString> {
 /// into the store. Refuses a name that exists.
 pub fn create(store: &Store, name: &str, entries: &[Entry]) -> Result<PathBuf> {
     let final_dir = image_dir(store, name)?;
+    if erofs_file(store, name)?.exists() {
+        return Err(Error::Image(format!("the image `{name}` exists already")));
+    }
     let images = images_dir(store);
     std::fs::create_dir_all(&images).map_err(|e| IoError::new("create", images.clone(), e))?;
     let images_fd = dir::open_dir(rustix::fs::CWD, images.as_os_str(), &images)?;
@@ -238,6 +241,11 @@ fn write(root: &OwnedFd, root_path: &Path, entries: &[Entry]) -> Result<()> {
 /// Remove the image `name` (its objects stay until [`Store::gc`]). It is
 /// renamed away first, so it disappears at once.
 pub fn remove(store: &Store, name: &str) -> Result<()> {
+    let erofs = erofs_file(store, name)?;
+    if erofs.is_file() {
+        return std::fs::remove_file(&erofs)
+            .map_err(|e| IoError::new("remove", erofs.clone(), e).into());
+    }
     let path = image_dir(store, name)?;
     let gone = images_dir(store).join(dir::temp_name());
     std::fs::rename(&path, &gone).map_err(|e| IoError::new("remove", path.clone(), e))?;
@@ -258,8 +266,33 @@ fn mount_path(p: &Path) -> Result<String> {
     Ok(s.to_string())
 }
 
-/// Mount the image `name` read-only at `target`.
+/// Mount the image `name` read-only at `target`. An EROFS image is
+/// mounted first at a private temporary directory; overlayfs keeps its own
+/// reference to its layers, so that mount is undone at once and only the
+/// overlay remains.
 pub fn mount(store: &Store, name: &str, target: &Path) -> Result<()> {
+    let objects =
+        mount_path(&std::path::absolute(store.objects_dir()).unwrap_or(store.objects_dir()))?;
+    let erofs = erofs_file(store, name)?;
+    if erofs.is_file() {
+        let staging = store.dir().join("mnt");
+        std::fs::create_dir_all(&staging)
+            .map_err(|e| IoError::new("create", staging.clone(), e))?;
+        let meta = staging.join(dir::temp_name());
+        std::fs::create_dir(&meta).map_err(|e| IoError::new("create", meta.clone(), e))?;
+        let r = run_mount(&["-t", "erofs", "-o", "ro,loop"], &erofs, &meta).and_then(|()| {
+            let opts = format!("ro,metacopy=on,lowerdir={}::{objects}", mount_path(&meta)?);
+            let r = run_mount(
+                &["-t", "overlay", "-o", &opts],
+                Path::new("overlay"),
+                target,
+            );
+            let _ = umount(&meta);
+            r
+        });
+        let _ = std::fs::remove_dir(&meta);
+        return r;
+    }
     let image = image_dir(store, name)?;
     if !image.is_dir() {
         return Err(Error::Image(format!(
@@ -268,18 +301,28 @@ pub fn mount(store: &Store, name: &str, target: &Path) -> Result<()> {
         )));
     }
     let opts = format!(
-        "ro,metacopy=on,lowerdir={}::{}",
+        "ro,metacopy=on,lowerdir={}::{objects}",
         mount_path(&std::path::absolute(&image).unwrap_or(image.clone()))?,
-        mount_path(&std::path::absolute(store.objects_dir()).unwrap_or(store.objects_dir()))?
     );
+    run_mount(
+        &["-t", "overlay", "-o", &opts],
+        Path::new("overlay"),
+        target,
+    )
+}
+
+fn run_mount(args: &[&str], source: &Path, target: &Path) -> Result<()> {
     let out = Command::new("mount")
-        .args(["-t", "overlay", "overlay", "-o", &opts])
+        .args(args)
+        .arg(source)
         .arg(target)
         .output()
         .map_err(|e| IoError::new("run mount(8) for", target.to_path_buf(), e))?;
     if !out.status.success() {
         return Err(Error::Image(format!(
-            "mount -t overlay ... {} failed: {}",
+            "mount {} {} {} failed: {}",
+            args.join(" "),
+            source.display(),
             target.display(),
             String::from_utf8_lossy(&out.stderr).trim()
         )));
@@ -319,6 +362,27 @@ pub fn references(store: &Store) -> Result<Vec<(String, String, String)>> {
         // Images being written (temporary names) count too: an object
         // they refer to is needed.
         let top = images.join(&name);
+        if let Some(image) = name.strip_suffix(".erofs") {
+            let bytes = std::fs::read(&top).map_err(|e| IoError::new("read", top.clone(), e))?;
+            let objects = composefs::erofs::reader::collect_objects::<
+                composefs::fsverity::Sha256HashValue,
+            >(&bytes)
+            .map_err(|e| {
+                Error::Image(format!("`{}` is not a readable image: {e}", top.display()))
+            })?;
+            for o in objects {
+                use composefs::fsverity::FsVerityHashValue;
+                out.push((
+                    image.to_string(),
+                    "(a file)".to_string(),
+                    o.to_object_pathname(),
+                ));
+            }
+            continue;
+        }
+        if !top.is_dir() {
+            continue;
+        }
         let mut stack = vec![top.clone()];
         while let Some(d) = stack.pop() {
             let rd =
@@ -370,4 +434,123 @@ pub fn missing_objects(store: &Store) -> Result<Vec<(String, String, String)>> {
         }
     }
     Ok(out)
+}
+
+/// How an image is kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Format {
+    /// One EROFS file, `images/NAME.erofs` (written by the `composefs`
+    /// crate: overlay xattrs, sparse files, holes kept).
+    #[default]
+    Erofs,
+    /// A directory `images/NAME`.
+    Dir,
+}
+
+/// The EROFS image `name`'s file.
+pub fn erofs_file(store: &Store, name: &str) -> Result<PathBuf> {
+    check_name(name)?;
+    Ok(images_dir(store).join(format!("{name}.erofs")))
+}
+
+fn composefs_stat(e: &Entry) -> composefs::generic_tree::Stat {
+    composefs::generic_tree::Stat {
+        st_mode: e.perm,
+        st_uid: e.uid,
+        st_gid: e.gid,
+        st_mtim_sec: e.mtime.tv_sec,
+        st_mtim_nsec: e.mtime.tv_nsec as u32,
+        xattrs: e
+            .xattrs
+            .iter()
+            .map(|x| (Box::from(x.name.as_os_str()), Box::from(x.value.as_slice())))
+            .collect(),
+    }
+}
+
+/// The EROFS bytes of `entries`: regular files with content refer to their
+/// objects (`trusted.overlay.redirect=/ab/cdef…`, empty metacopy).
+fn erofs_bytes(entries: &[Entry]) -> Result<Box<[u8]>> {
+    use composefs::fsverity::{FsVerityHashValue, Sha256HashValue};
+    use composefs::generic_tree::LeafContent;
+    use composefs::tree::{Directory, FileSystem, Inode, RegularFile};
+
+    let mut fs = FileSystem::<Sha256HashValue>::new(composefs_stat(&entries[0]));
+    let mut children: HashMap<PathBuf, Vec<usize>> = HashMap::new();
+    for (i, e) in entries.iter().enumerate().skip(1) {
+        children
+            .entry(e.path.parent().unwrap_or(Path::new("")).to_path_buf())
+            .or_default()
+            .push(i);
+    }
+    let mut leaf_of: HashMap<usize, composefs::generic_tree::LeafId> = HashMap::new();
+    // Leaves first, in entry order (a hardlink reuses its first's leaf).
+    for (i, e) in entries.iter().enumerate().skip(1) {
+        let content = match e.kind {
+            Kind::Dir => continue,
+            Kind::File => {
+                if let Some(first) = e.link {
+                    let id = leaf_of[&first];
+                    leaf_of.insert(i, id);
+                    continue;
+                }
+                match &e.digest {
+                    Some(d) if e.size > 0 => {
+                        let id = Sha256HashValue::from_hex(d)
+                            .map_err(|err| Error::Image(format!("bad digest `{d}`: {err:?}")))?;
+                        LeafContent::Regular(RegularFile::ExternalNoVerity(id, e.size))
+                    }
+                    _ => LeafContent::Regular(RegularFile::Inline(Box::from(&[][..]))),
+                }
+            }
+            Kind::Symlink => LeafContent::Symlink(Box::from(e.target.as_deref().expect("read"))),
+            Kind::Fifo => LeafContent::Fifo,
+            Kind::Socket => LeafContent::Socket,
+            Kind::Char => LeafContent::CharacterDevice(e.rdev),
+            Kind::Block => LeafContent::BlockDevice(e.rdev),
+        };
+        leaf_of.insert(i, fs.push_leaf(composefs_stat(e), content));
+    }
+    fn build(
+        dir: &mut Directory<Sha256HashValue>,
+        at: &Path,
+        entries: &[Entry],
+        children: &HashMap<PathBuf, Vec<usize>>,
+        leaf_of: &HashMap<usize, composefs::generic_tree::LeafId>,
+    ) {
+        for &i in children.get(at).map(Vec::as_slice).unwrap_or(&[]) {
+            let e = &entries[i];
+            let name = e.path.file_name().expect("named");
+            if e.kind == Kind::Dir {
+                let mut sub = Directory::new(composefs_stat(e));
+                build(&mut sub, &e.path, entries, children, leaf_of);
+                dir.insert(name, Inode::Directory(Box::new(sub)));
+            } else {
+                dir.insert(name, Inode::leaf(leaf_of[&i]));
+            }
+        }
+    }
+    build(&mut fs.root, Path::new(""), entries, &children, &leaf_of);
+    let fs = composefs::erofs::writer::ValidatedFileSystem::new(fs)
+        .map_err(|e| Error::Image(format!("the image is not valid: {e:#}")))?;
+    Ok(composefs::erofs::writer::mkfs_erofs(&fs))
+}
+
+/// Write the EROFS image `name` of `entries` (`images/NAME.erofs`,
+/// complete or absent). Refuses a name that exists in either format.
+pub fn create_erofs(store: &Store, name: &str, entries: &[Entry]) -> Result<PathBuf> {
+    let file = erofs_file(store, name)?;
+    if image_dir(store, name)?.exists() {
+        return Err(Error::Image(format!("the image `{name}` exists already")));
+    }
+    let bytes = erofs_bytes(entries)?;
+    let images = images_dir(store);
+    std::fs::create_dir_all(&images).map_err(|e| IoError::new("create", images.clone(), e))?;
+    let images_fd = dir::open_dir(rustix::fs::CWD, images.as_os_str(), &images)?;
+    let mut new = dir::NewFile::anonymous(images_fd.as_fd(), &images, 0o444)?;
+    new.write_all(&bytes)?;
+    match new.commit_new(images_fd.as_fd(), &format!("{name}.erofs"), &file)? {
+        Some(_) => Ok(file),
+        None => Err(Error::Image(format!("the image `{name}` exists already"))),
+    }
 }

@@ -73,6 +73,15 @@ pub enum StoreCmd {
     },
 }
 
+/// How an image is kept.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum FormatArg {
+    /// One EROFS file.
+    Erofs,
+    /// A directory.
+    Dir,
+}
+
 /// `cowkit image ...`
 #[derive(clap::Subcommand)]
 pub enum ImageCmd {
@@ -83,6 +92,9 @@ pub enum ImageCmd {
         /// The tree.
         #[arg(long)]
         from: PathBuf,
+        /// `erofs`: one file (the default); `dir`: a directory.
+        #[arg(long, value_enum, default_value_t = FormatArg::Erofs)]
+        format: FormatArg,
         #[command(flatten)]
         store: StoreArg,
         /// Print a JSON summary.
@@ -200,7 +212,12 @@ pub fn run_store(cmd: StoreCmd, quiet: bool) -> Result<ExitCode, CliError> {
                     eprintln!("damaged: objects/{o}: {why}");
                 }
                 for (image, path, o) in &f.missing {
-                    eprintln!("missing: objects/{o}, which `{path}` of the image `{image}` needs");
+                    let what = if path.starts_with('/') {
+                        format!("`{path}`")
+                    } else {
+                        "a file".to_string()
+                    };
+                    eprintln!("missing: objects/{o}, which {what} of the image `{image}` needs");
                 }
                 if !quiet {
                     eprintln!(
@@ -226,6 +243,7 @@ pub fn run_image(cmd: ImageCmd, quiet: bool) -> Result<ExitCode, CliError> {
         ImageCmd::Create {
             name,
             from,
+            format,
             store,
             json,
         } => {
@@ -233,8 +251,11 @@ pub fn run_image(cmd: ImageCmd, quiet: bool) -> Result<ExitCode, CliError> {
             let ctx = || format!("cannot create the image `{name}` from `{}`", from.display());
             let (entries, summary) =
                 tree::read_tree(&store, &from).map_err(|e| CliError::new(ctx(), e))?;
-            let dir =
-                image::create(&store, &name, &entries).map_err(|e| CliError::new(ctx(), e))?;
+            let dir = match format {
+                FormatArg::Erofs => image::create_erofs(&store, &name, &entries),
+                FormatArg::Dir => image::create(&store, &name, &entries),
+            }
+            .map_err(|e| CliError::new(ctx(), e))?;
             say_import(
                 &ImportReport {
                     store: store.dir(),
