@@ -550,7 +550,7 @@ impl Store {
             if st.st_ino != rec.ino || st.st_size as u64 != rec.size {
                 return Err(bad("it was replaced while the complete ran; retry".into()));
             }
-            let copier = if off % bs == 0 {
+            let copier = if off.is_multiple_of(bs) {
                 &mut aligned
             } else {
                 unaligned_parts += 1;
