@@ -81,6 +81,71 @@ fn kind_of(t: FileType) -> Kind {
 
 /// Read the tree at `src`, importing its regular files into `store`.
 pub fn read_tree(store: &Store, src: &Path) -> Result<(Vec<Entry>, Summary)> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Job>(64);
+    let rx = std::sync::Mutex::new(rx);
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let (walked, results) = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut copier = Copier::new(cowkit_fs::Chain::AUTO).with_retry_down(true);
+                    let mut out = Vec::new();
+                    loop {
+                        let job = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                        let Ok((idx, f, path)) = job else { break };
+                        if failed.load(std::sync::atomic::Ordering::Relaxed) {
+                            continue; // drain: the walk stops at its next send
+                        }
+                        let r = store.import_file(&f, &path, &mut copier);
+                        if r.is_err() {
+                            failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        out.push((idx, r));
+                    }
+                    out
+                })
+            })
+            .collect();
+        let walked = walk(src, tx);
+        let results: Vec<_> = handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("an import worker panicked"))
+            .collect();
+        (walked, results)
+    });
+    let (mut entries, mut sum) = walked?;
+    for (idx, r) in results {
+        let imp = r?;
+        let size = entries[idx].size;
+        sum.files += 1;
+        sum.bytes_hashed += size;
+        if imp.new {
+            sum.objects_new += 1;
+            let m = match imp.method {
+                Some(Method::Clone) => "clone",
+                Some(Method::CopyFileRange) => "copy_file_range",
+                _ => "read_write",
+            };
+            *sum.bytes_by_method.entry(m.into()).or_default() += size;
+        } else {
+            sum.objects_reused += 1;
+        }
+        entries[idx].digest = Some(imp.digest);
+    }
+    for i in 0..entries.len() {
+        if let Some(first) = entries[i].link {
+            entries[i].digest = entries[first].digest.clone();
+        }
+    }
+    Ok((entries, sum))
+}
+
+/// A regular file to import: its entry, the open file, its path.
+type Job = (usize, std::fs::File, PathBuf);
+
+/// Walk `src`, sending its non-empty regular files to `jobs`.
+fn walk(src: &Path, jobs: std::sync::mpsc::SyncSender<Job>) -> Result<(Vec<Entry>, Summary)> {
     let root = rustix::fs::open(
         src,
         rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
@@ -88,9 +153,8 @@ pub fn read_tree(store: &Store, src: &Path) -> Result<(Vec<Entry>, Summary)> {
     )
     .map_err(|e| IoError::new("open", src.to_path_buf(), e))?;
     let mut w = Walk {
-        store,
         src,
-        copier: Copier::new(cowkit_fs::Chain::AUTO).with_retry_down(true),
+        jobs,
         xbuf: XattrBuf::new(),
         entries: Vec::new(),
         links: HashMap::new(),
@@ -127,9 +191,8 @@ pub fn read_tree(store: &Store, src: &Path) -> Result<(Vec<Entry>, Summary)> {
 }
 
 struct Walk<'a> {
-    store: &'a Store,
     src: &'a Path,
-    copier: Copier,
+    jobs: std::sync::mpsc::SyncSender<Job>,
     xbuf: XattrBuf,
     entries: Vec<Entry>,
     links: HashMap<(u64, u64), usize>,
@@ -194,8 +257,8 @@ impl Walk<'_> {
                     );
                     if st.stx_nlink > 1 {
                         if let Some(&first) = self.links.get(&id) {
+                            // Its digest is its first member's, once known.
                             e.link = Some(first);
-                            e.digest = self.entries[first].digest.clone();
                             self.entries.push(e);
                             continue;
                         }
@@ -224,21 +287,11 @@ impl Walk<'_> {
                         }
                     }
                     .ok_or_else(|| Error::Changed(path.clone()))?;
-                    let imp = self.store.import_file(&f, &path, &mut self.copier)?;
-                    self.sum.files += 1;
-                    self.sum.bytes_hashed += e.size;
-                    if imp.new {
-                        self.sum.objects_new += 1;
-                        let m = match imp.method {
-                            Some(Method::Clone) => "clone",
-                            Some(Method::CopyFileRange) => "copy_file_range",
-                            _ => "read_write",
-                        };
-                        *self.sum.bytes_by_method.entry(m.into()).or_default() += e.size;
-                    } else {
-                        self.sum.objects_reused += 1;
+                    // Imported by the workers; the bounded queue bounds
+                    // the open files.
+                    if self.jobs.send((self.entries.len(), f, path)).is_err() {
+                        return Err(Error::Image("the import workers stopped".into()));
                     }
-                    e.digest = Some(imp.digest);
                     self.entries.push(e);
                 }
                 Kind::Symlink => {
