@@ -525,7 +525,11 @@ fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
             Err(e) => fail(&mut sum, p, e),
         }
     }
-    sum.files.warnings.extend(owners.warnings());
+    for w in owners.warnings() {
+        if !sum.files.warnings.contains(&w) {
+            sum.files.warnings.push(w);
+        }
+    }
     sum.seconds.place = t_place.elapsed().as_secs_f64() - (sum.seconds.scriptlets - scripts_before);
 
     if let Some(s) = &mut scratch {
