@@ -517,7 +517,4 @@ fn write_out(
     Ok((out.finish()?, holes))
 }
 
-/// Lower-case hex.
-pub fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
+pub use cowkit_fs::hex;

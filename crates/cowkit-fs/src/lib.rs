@@ -53,3 +53,13 @@ pub mod seccomp {
 
 pub use copy::{Bytes, Chain, Copied, Copier, Fallback, Handle, Method, Reason, Tally};
 pub use error::{Error, IoError, Result};
+
+/// Lower-case hex of `b` (digests in names, messages and records).
+pub fn hex(b: &[u8]) -> String {
+    use std::fmt::Write;
+    b.iter()
+        .fold(String::with_capacity(b.len() * 2), |mut s, x| {
+            let _ = write!(s, "{x:02x}");
+            s
+        })
+}

@@ -311,11 +311,4 @@ fn check_expected(pkg: &cowkit_archive::rpm::Package, path: &Path, opts: &Option
     }
 }
 
-/// Lower-case hex.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes.iter().fold(String::new(), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
-}
+pub(crate) use cowkit_fs::hex;

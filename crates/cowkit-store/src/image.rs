@@ -102,6 +102,18 @@ pub fn create(store: &Store, name: &str, entries: &[Entry]) -> Result<PathBuf> {
     r.map(|()| final_dir)
 }
 
+/// The metadata the tree gave `e`: owner, mode, times, xattrs.
+fn meta_of(e: &Entry) -> Meta {
+    Meta {
+        uid: Some(e.uid),
+        gid: Some(e.gid),
+        mode: Some(e.perm),
+        atime: Some(e.atime),
+        mtime: Some(e.mtime),
+        xattrs: e.xattrs.clone(),
+    }
+}
+
 fn write(root: &OwnedFd, root_path: &Path, entries: &[Entry]) -> Result<()> {
     let mut dirs: HashMap<PathBuf, OwnedFd> = HashMap::new();
     dirs.insert(
@@ -118,14 +130,7 @@ fn write(root: &OwnedFd, root_path: &Path, entries: &[Entry]) -> Result<()> {
         let cname = cstr(Path::new(name))?;
         let path = root_path.join(&e.path);
         let parent = &dirs[&parent_rel];
-        let mut meta = Meta {
-            uid: Some(e.uid),
-            gid: Some(e.gid),
-            mode: Some(e.perm),
-            atime: Some(e.atime),
-            mtime: Some(e.mtime),
-            xattrs: e.xattrs.clone(),
-        };
+        let mut meta = meta_of(e);
         let io = |op: &'static str| {
             let path = path.clone();
             move |err| IoError::new(op, path, err)
@@ -218,14 +223,7 @@ fn write(root: &OwnedFd, root_path: &Path, entries: &[Entry]) -> Result<()> {
     let mut ds: Vec<&Entry> = entries.iter().filter(|e| e.kind == Kind::Dir).collect();
     ds.sort_by_key(|e| std::cmp::Reverse(e.path.components().count()));
     for e in ds {
-        let meta = Meta {
-            uid: Some(e.uid),
-            gid: Some(e.gid),
-            mode: Some(e.perm),
-            atime: Some(e.atime),
-            mtime: Some(e.mtime),
-            xattrs: e.xattrs.clone(),
-        };
+        let meta = meta_of(e);
         let path = root_path.join(&e.path);
         meta::apply_on(
             On::Fd(dirs[&e.path].as_fd()),

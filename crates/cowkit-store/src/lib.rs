@@ -107,15 +107,7 @@ pub struct Summary {
     pub bytes_hashed: u64,
 }
 
-/// Lower-case hex.
-pub(crate) fn hex(b: &[u8]) -> String {
-    use std::fmt::Write;
-    b.iter()
-        .fold(String::with_capacity(b.len() * 2), |mut s, x| {
-            let _ = write!(s, "{x:02x}");
-            s
-        })
-}
+use cowkit_fs::hex;
 
 /// SHA-256 of everything readable from `f`, and the byte count.
 fn hash(mut f: &File, path: &Path) -> Result<(String, u64)> {
