@@ -27,8 +27,7 @@ have gpg-agent || need+=(gpg-agent)
 have dnf || need+=(dnf)
 have createrepo_c || need+=(createrepo-c)
 dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || need+=(busybox-static)
-# The composefs crate (EROFS images) links OpenSSL: headers and pkg-config.
-dpkg-query -W -f='${Status}' libssl-dev 2>/dev/null | grep -q 'ok installed' || need+=(libssl-dev)
+# -sys crates (liblzma, zstd) probe with pkg-config.
 have pkg-config || need+=(pkg-config)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 # cowkit nosync tests: eatmydata (the peer), objdump (the shim's symbol

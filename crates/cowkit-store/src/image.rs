@@ -362,19 +362,10 @@ pub fn references(store: &Store) -> Result<Vec<(String, String, String)>> {
         let top = images.join(&name);
         if let Some(image) = name.strip_suffix(".erofs") {
             let bytes = std::fs::read(&top).map_err(|e| IoError::new("read", top.clone(), e))?;
-            let objects = composefs::erofs::reader::collect_objects::<
-                composefs::fsverity::Sha256HashValue,
-            >(&bytes)
-            .map_err(|e| {
+            for (path, object) in crate::erofs::objects(&bytes).map_err(|e| {
                 Error::Image(format!("`{}` is not a readable image: {e}", top.display()))
-            })?;
-            for o in objects {
-                use composefs::fsverity::FsVerityHashValue;
-                out.push((
-                    image.to_string(),
-                    "(a file)".to_string(),
-                    o.to_object_pathname(),
-                ));
+            })? {
+                out.push((image.to_string(), path, object));
             }
             continue;
         }
@@ -437,8 +428,8 @@ pub fn missing_objects(store: &Store) -> Result<Vec<(String, String, String)>> {
 /// How an image is kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Format {
-    /// One EROFS file, `images/NAME.erofs` (written by the `composefs`
-    /// crate: overlay xattrs, sparse files, holes kept).
+    /// One EROFS file, `images/NAME.erofs` (see [`crate::erofs`]: overlay
+    /// xattrs, files as holes of their size, per-file fingerprints).
     #[default]
     Erofs,
     /// A directory `images/NAME`.
@@ -451,97 +442,19 @@ pub fn erofs_file(store: &Store, name: &str) -> Result<PathBuf> {
     Ok(images_dir(store).join(format!("{name}.erofs")))
 }
 
-fn composefs_stat(e: &Entry) -> composefs::generic_tree::Stat {
-    composefs::generic_tree::Stat {
-        st_mode: e.perm,
-        st_uid: e.uid,
-        st_gid: e.gid,
-        st_mtim_sec: e.mtime.tv_sec,
-        st_mtim_nsec: e.mtime.tv_nsec as u32,
-        xattrs: e
-            .xattrs
-            .iter()
-            .map(|x| (Box::from(x.name.as_os_str()), Box::from(x.value.as_slice())))
-            .collect(),
-    }
-}
-
-/// The EROFS bytes of `entries`: regular files with content refer to their
-/// objects (`trusted.overlay.redirect=/ab/cdef…`, empty metacopy).
-fn erofs_bytes(entries: &[Entry]) -> Result<Box<[u8]>> {
-    use composefs::fsverity::{FsVerityHashValue, Sha256HashValue};
-    use composefs::generic_tree::LeafContent;
-    use composefs::tree::{Directory, FileSystem, Inode, RegularFile};
-
-    let mut fs = FileSystem::<Sha256HashValue>::new(composefs_stat(&entries[0]));
-    let mut children: HashMap<PathBuf, Vec<usize>> = HashMap::new();
-    for (i, e) in entries.iter().enumerate().skip(1) {
-        children
-            .entry(e.path.parent().unwrap_or(Path::new("")).to_path_buf())
-            .or_default()
-            .push(i);
-    }
-    let mut leaf_of: HashMap<usize, composefs::generic_tree::LeafId> = HashMap::new();
-    // Leaves first, in entry order (a hardlink reuses its first's leaf).
-    for (i, e) in entries.iter().enumerate().skip(1) {
-        let content = match e.kind {
-            Kind::Dir => continue,
-            Kind::File => {
-                if let Some(first) = e.link {
-                    let id = leaf_of[&first];
-                    leaf_of.insert(i, id);
-                    continue;
-                }
-                match &e.digest {
-                    Some(d) if e.size > 0 => {
-                        let id = Sha256HashValue::from_hex(d)
-                            .map_err(|err| Error::Image(format!("bad digest `{d}`: {err:?}")))?;
-                        LeafContent::Regular(RegularFile::ExternalNoVerity(id, e.size))
-                    }
-                    _ => LeafContent::Regular(RegularFile::Inline(Box::from(&[][..]))),
-                }
-            }
-            Kind::Symlink => LeafContent::Symlink(Box::from(e.target.as_deref().expect("read"))),
-            Kind::Fifo => LeafContent::Fifo,
-            Kind::Socket => LeafContent::Socket,
-            Kind::Char => LeafContent::CharacterDevice(e.rdev),
-            Kind::Block => LeafContent::BlockDevice(e.rdev),
-        };
-        leaf_of.insert(i, fs.push_leaf(composefs_stat(e), content));
-    }
-    fn build(
-        dir: &mut Directory<Sha256HashValue>,
-        at: &Path,
-        entries: &[Entry],
-        children: &HashMap<PathBuf, Vec<usize>>,
-        leaf_of: &HashMap<usize, composefs::generic_tree::LeafId>,
-    ) {
-        for &i in children.get(at).map(Vec::as_slice).unwrap_or(&[]) {
-            let e = &entries[i];
-            let name = e.path.file_name().expect("named");
-            if e.kind == Kind::Dir {
-                let mut sub = Directory::new(composefs_stat(e));
-                build(&mut sub, &e.path, entries, children, leaf_of);
-                dir.insert(name, Inode::Directory(Box::new(sub)));
-            } else {
-                dir.insert(name, Inode::leaf(leaf_of[&i]));
-            }
-        }
-    }
-    build(&mut fs.root, Path::new(""), entries, &children, &leaf_of);
-    let fs = composefs::erofs::writer::ValidatedFileSystem::new(fs)
-        .map_err(|e| Error::Image(format!("the image is not valid: {e:#}")))?;
-    Ok(composefs::erofs::writer::mkfs_erofs(&fs))
-}
-
 /// Write the EROFS image `name` of `entries` (`images/NAME.erofs`,
 /// complete or absent). Refuses a name that exists in either format.
-pub fn create_erofs(store: &Store, name: &str, entries: &[Entry]) -> Result<PathBuf> {
+pub fn create_erofs(
+    store: &Store,
+    name: &str,
+    entries: &[Entry],
+    opts: &crate::erofs::Options,
+) -> Result<PathBuf> {
     let file = erofs_file(store, name)?;
     if image_dir(store, name)?.exists() {
         return Err(Error::Image(format!("the image `{name}` exists already")));
     }
-    let bytes = erofs_bytes(entries)?;
+    let bytes = crate::erofs::write(entries, opts)?;
     let images = images_dir(store);
     std::fs::create_dir_all(&images).map_err(|e| IoError::new("create", images.clone(), e))?;
     let images_fd = dir::open_dir(rustix::fs::CWD, images.as_os_str(), &images)?;

@@ -27,6 +27,7 @@ use cowkit_fs::{Copier, Handle, IoError, Method};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+pub mod erofs;
 pub mod image;
 pub mod tree;
 

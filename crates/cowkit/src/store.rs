@@ -95,6 +95,14 @@ pub enum ImageCmd {
         /// `erofs`: one file (the default); `dir`: a directory.
         #[arg(long, value_enum, default_value_t = FormatArg::Erofs)]
         format: FormatArg,
+        /// The per-file fingerprint xattr of EROFS images (for page cache
+        /// sharing with `-o inode_share` on Linux 7.0), named as
+        /// `mkfs.erofs --xattr-inode-digest=X` names it.
+        #[arg(long, value_name = "NAME", default_value = cowkit_store::erofs::FINGERPRINT_XATTR)]
+        fingerprint_xattr: String,
+        /// Write no fingerprint xattrs.
+        #[arg(long, conflicts_with = "fingerprint_xattr")]
+        no_fingerprints: bool,
         #[command(flatten)]
         store: StoreArg,
         /// Print a JSON summary.
@@ -244,6 +252,8 @@ pub fn run_image(cmd: ImageCmd, quiet: bool) -> Result<ExitCode, CliError> {
             name,
             from,
             format,
+            fingerprint_xattr,
+            no_fingerprints,
             store,
             json,
         } => {
@@ -252,7 +262,12 @@ pub fn run_image(cmd: ImageCmd, quiet: bool) -> Result<ExitCode, CliError> {
             let (entries, summary) =
                 tree::read_tree(&store, &from).map_err(|e| CliError::new(ctx(), e))?;
             let dir = match format {
-                FormatArg::Erofs => image::create_erofs(&store, &name, &entries),
+                FormatArg::Erofs => {
+                    let opts = cowkit_store::erofs::Options {
+                        fingerprint: (!no_fingerprints).then_some(fingerprint_xattr),
+                    };
+                    image::create_erofs(&store, &name, &entries, &opts)
+                }
                 FormatArg::Dir => image::create(&store, &name, &entries),
             }
             .map_err(|e| CliError::new(ctx(), e))?;

@@ -1,0 +1,819 @@
+//! The EROFS metadata layer of an image: a small writer and a reader.
+//!
+//! The writer lays out one uncompressed EROFS (4 KiB blocks) holding every
+//! entry of a tree with its owner, mode, ns mtime, extended attributes and
+//! hardlinks. A regular file with content carries no data: it is a
+//! chunk-based inode of the file's size whose one chunk is a hole, with
+//! `trusted.overlay.metacopy` (empty) and `trusted.overlay.redirect`
+//! (`/ab/cdef…`, the object's path) for overlayfs, and the fingerprint that
+//! EROFS page cache sharing (Linux 7.0, `-o inode_share`) matches files by:
+//! `"sha256:"` followed by the 32 raw digest bytes, under the long xattr
+//! name prefix `erofs.fingerprint.v1` that `mkfs.erofs
+//! --xattr-inode-digest` writes (a hidden name: no short prefix, so
+//! `listxattr` does not show it). The superblock names that prefix in
+//! `ishare_xattr_prefix_id` and sets `COMPAT_ISHARE_XATTRS`; the prefix
+//! table is stored plain in the metadata area (`COMPAT_PLAIN_XATTR_PFX`),
+//! which kernels read when there is no packed inode.
+//!
+//! The layout follows the on-disk format of `include/erofs_fs.h` (Linux
+//! and erofs-utils): the superblock at byte 1024, the prefix table after
+//! it, then 64-byte extended inodes (32-byte aligned; an inode with its
+//! xattrs and inline data never straddles a block when it fits in one),
+//! each followed by its inline xattrs and then its inline data (small
+//! directories and symlinks) or its chunk map; directories too large to
+//! be inline take whole blocks after the metadata.
+//!
+//! The reader walks such an image (or any uncompressed, non-chunk-indexed
+//! EROFS with inline xattrs) with every offset checked, so a damaged image
+//! gives an error, not a panic.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use crate::tree::{Entry, Kind};
+use crate::{Error, Result, Store};
+
+/// The xattr name `mkfs.erofs --xattr-inode-digest` uses by default for
+/// per-file fingerprints.
+pub const FINGERPRINT_XATTR: &str = "erofs.fingerprint.v1";
+
+const BLOCK: u64 = 4096;
+const SB_OFFSET: usize = 1024;
+const SB_SIZE: usize = 128;
+const MAGIC: u32 = 0xE0F5_E1E2;
+const INODE_SIZE: usize = 64;
+const DIRENT_SIZE: usize = 12;
+
+const COMPAT_MTIME: u32 = 0x2;
+const COMPAT_PLAIN_XATTR_PFX: u32 = 0x10;
+const COMPAT_ISHARE_XATTRS: u32 = 0x20;
+const INCOMPAT_CHUNKED_FILE: u32 = 0x4;
+const INCOMPAT_XATTR_PREFIXES: u32 = 0x40;
+
+const FLAT_PLAIN: u16 = 0;
+const FLAT_INLINE: u16 = 2;
+const CHUNK_BASED: u16 = 4;
+const CHUNK_INDEXES: u16 = 0x20;
+const NULL_ADDR32: u32 = u32::MAX;
+const LONG_PREFIX: u8 = 0x80;
+
+/// Short xattr name prefixes and their EROFS indexes. An ACL's name is
+/// the whole prefix (empty suffix).
+const PREFIXES: &[(u8, &str)] = &[
+    (2, "system.posix_acl_access"),
+    (3, "system.posix_acl_default"),
+    (1, "user."),
+    (4, "trusted."),
+    (6, "security."),
+];
+
+/// What to write besides the tree.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The fingerprint xattr name (as `mkfs.erofs --xattr-inode-digest=X`),
+    /// or `None` for no fingerprints.
+    pub fingerprint: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            fingerprint: Some(FINGERPRINT_XATTR.to_string()),
+        }
+    }
+}
+
+fn file_type(k: Kind) -> u8 {
+    match k {
+        Kind::File => 1,
+        Kind::Dir => 2,
+        Kind::Char => 3,
+        Kind::Block => 4,
+        Kind::Fifo => 5,
+        Kind::Socket => 6,
+        Kind::Symlink => 7,
+    }
+}
+
+fn mode_type(k: Kind) -> u32 {
+    match k {
+        Kind::File => 0o100000,
+        Kind::Dir => 0o040000,
+        Kind::Char => 0o020000,
+        Kind::Block => 0o060000,
+        Kind::Fifo => 0o010000,
+        Kind::Socket => 0o140000,
+        Kind::Symlink => 0o120000,
+    }
+}
+
+/// (base index, infix) of a long prefix name: a known short prefix if the
+/// name starts with one, else the whole name as a hidden prefix.
+fn split_long_prefix(name: &str) -> (u8, &str) {
+    for (i, p) in PREFIXES.iter().filter(|(_, p)| p.ends_with('.')) {
+        if let Some(rest) = name.strip_prefix(p) {
+            return (*i, rest);
+        }
+    }
+    (0, name)
+}
+
+/// One encoded xattr: (name index, name suffix, value).
+type Xattr = (u8, Vec<u8>, Vec<u8>);
+
+fn encode_name(name: &[u8], path: &Path) -> Result<(u8, Vec<u8>)> {
+    for (i, p) in PREFIXES {
+        if let Some(rest) = name.strip_prefix(p.as_bytes()) {
+            if !p.ends_with('.') && !rest.is_empty() {
+                continue;
+            }
+            if rest.len() > 255 {
+                break;
+            }
+            return Ok((*i, rest.to_vec()));
+        }
+    }
+    Err(Error::Unsupported {
+        path: path.to_path_buf(),
+        why: "an extended attribute outside user., trusted., security. and POSIX ACLs (or a name over 255 bytes)",
+    })
+}
+
+fn xattr_body_len(xattrs: &[Xattr]) -> usize {
+    if xattrs.is_empty() {
+        return 0;
+    }
+    12 + xattrs
+        .iter()
+        .map(|(_, n, v)| (4 + n.len() + v.len()).next_multiple_of(4))
+        .sum::<usize>()
+}
+
+fn put_xattrs(out: &mut Vec<u8>, xattrs: &[Xattr]) {
+    if xattrs.is_empty() {
+        return;
+    }
+    out.extend_from_slice(&[0u8; 12]); // no name filter, no shared xattrs
+    for (i, n, v) in xattrs {
+        let start = out.len();
+        out.push(n.len() as u8);
+        out.push(*i);
+        out.extend_from_slice(&(v.len() as u16).to_le_bytes());
+        out.extend_from_slice(n);
+        out.extend_from_slice(v);
+        out.resize(start + (out.len() - start).next_multiple_of(4), 0);
+    }
+}
+
+/// What follows an inode and its xattrs.
+enum Data {
+    /// Nothing (empty files, devices).
+    None,
+    /// Bytes: inline after the inode when they fit, else whole blocks.
+    Bytes(Vec<u8>),
+    /// A directory's blocks; names resolved to nids once laid out.
+    Dir(Vec<Vec<(Vec<u8>, usize, u8)>>),
+    /// A chunk map of `n` holes with chunk size `BLOCK << bits`.
+    Holes { bits: u16, n: u64 },
+}
+
+struct Node {
+    kind: Kind,
+    entry: usize,
+    nlink: u32,
+    size: u64,
+    xattrs: Vec<Xattr>,
+    data: Data,
+    // Laid out:
+    pos: u64,
+    inline: bool,
+    blkaddr: u32,
+}
+
+/// Pack a directory's sorted (name, inode, type) list into dirent blocks.
+fn dir_blocks(list: Vec<(Vec<u8>, usize, u8)>) -> Vec<Vec<(Vec<u8>, usize, u8)>> {
+    let mut blocks = vec![Vec::new()];
+    let mut used = 0usize;
+    for d in list {
+        let need = DIRENT_SIZE + d.0.len();
+        if used + need > BLOCK as usize {
+            blocks.push(Vec::new());
+            used = 0;
+        }
+        used += need;
+        blocks.last_mut().expect("one block").push(d);
+    }
+    blocks
+}
+
+/// The size of a directory's data: full blocks, then the last one's used
+/// bytes.
+fn dir_size(blocks: &[Vec<(Vec<u8>, usize, u8)>]) -> u64 {
+    let last: usize = blocks
+        .last()
+        .map(|b| b.iter().map(|d| DIRENT_SIZE + d.0.len()).sum())
+        .unwrap_or(0);
+    (blocks.len() as u64 - 1) * BLOCK + last as u64
+}
+
+fn dir_bytes(blocks: &[Vec<(Vec<u8>, usize, u8)>], nid: impl Fn(usize) -> u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (bi, b) in blocks.iter().enumerate() {
+        let start = out.len();
+        let mut nameoff = b.len() * DIRENT_SIZE;
+        for (name, node, t) in b {
+            out.extend_from_slice(&nid(*node).to_le_bytes());
+            out.extend_from_slice(&(nameoff as u16).to_le_bytes());
+            out.push(*t);
+            out.push(0);
+            nameoff += name.len();
+        }
+        for (name, _, _) in b {
+            out.extend_from_slice(name);
+        }
+        if bi + 1 < blocks.len() {
+            out.resize(start + BLOCK as usize, 0);
+        }
+    }
+    out
+}
+
+/// The EROFS bytes of `entries` (from [`crate::tree::read_tree`]; the
+/// first is the root directory).
+pub fn write(entries: &[Entry], opts: &Options) -> Result<Vec<u8>> {
+    if entries.first().map(|e| e.kind) != Some(Kind::Dir) {
+        return Err(Error::Image(
+            "an image's tree starts with a directory".into(),
+        ));
+    }
+    let fingerprint = opts.fingerprint.as_deref().map(split_long_prefix);
+    if let Some((_, infix)) = fingerprint {
+        if infix.is_empty() || infix.len() > 255 {
+            return Err(Error::Image(
+                "the fingerprint xattr name must be 1 to 255 bytes past its prefix".into(),
+            ));
+        }
+    }
+
+    // Inodes: one per entry, a hardlink shares its first's.
+    let mut node_of = vec![usize::MAX; entries.len()];
+    let mut nodes: Vec<Node> = Vec::new();
+    let mut children: HashMap<&Path, Vec<usize>> = HashMap::new();
+    for (i, e) in entries.iter().enumerate() {
+        if i > 0 {
+            let parent = e.path.parent().unwrap_or(Path::new(""));
+            children.entry(parent).or_default().push(i);
+        }
+        if let Some(first) = e.link {
+            node_of[i] = node_of[first];
+            nodes[node_of[first]].nlink += 1;
+            continue;
+        }
+        let mut xattrs = Vec::with_capacity(e.xattrs.len() + 3);
+        for x in &e.xattrs {
+            let (idx, suffix) = encode_name(x.name.as_bytes(), &e.path)?;
+            if x.value.len() > usize::from(u16::MAX) {
+                return Err(Error::Unsupported {
+                    path: e.path.clone(),
+                    why: "an extended attribute value over 65535 bytes",
+                });
+            }
+            xattrs.push((idx, suffix, x.value.clone()));
+        }
+        let (size, data) = match e.kind {
+            Kind::File if e.size > 0 => {
+                let digest = e.digest.as_deref().ok_or_else(|| {
+                    Error::Image(format!("`{}` was not imported", e.path.display()))
+                })?;
+                let raw = cowkit_fs::unhex(digest)
+                    .filter(|r| r.len() == 32)
+                    .ok_or_else(|| Error::Image(format!("bad digest `{digest}`")))?;
+                xattrs.push((4, b"overlay.metacopy".to_vec(), Vec::new()));
+                xattrs.push((
+                    4,
+                    b"overlay.redirect".to_vec(),
+                    format!("/{}", Store::object_rel(digest)).into_bytes(),
+                ));
+                if fingerprint.is_some() {
+                    let mut v = b"sha256:".to_vec();
+                    v.extend_from_slice(&raw);
+                    xattrs.push((LONG_PREFIX, Vec::new(), v));
+                }
+                // One hole chunk covers the file (up to 8 TiB a chunk).
+                let blocks = e.size.div_ceil(BLOCK);
+                let bits = (u64::BITS - (blocks - 1).leading_zeros()).min(31) as u16;
+                let n = blocks.div_ceil(1u64 << bits);
+                (e.size, Data::Holes { bits, n })
+            }
+            Kind::Symlink => {
+                let t = e.target.as_deref().unwrap_or_default().as_bytes().to_vec();
+                (t.len() as u64, Data::Bytes(t))
+            }
+            _ => (0, Data::None),
+        };
+        node_of[i] = nodes.len();
+        nodes.push(Node {
+            kind: e.kind,
+            entry: i,
+            nlink: if e.kind == Kind::Dir { 2 } else { 1 },
+            size,
+            xattrs,
+            data,
+            pos: 0,
+            inline: false,
+            blkaddr: 0,
+        });
+    }
+    // Directories: sorted dirents with `.` and `..`; nlink counts subdirs.
+    let dir_at: HashMap<&Path, usize> = entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.kind == Kind::Dir)
+        .map(|(i, e)| (e.path.as_path(), i))
+        .collect();
+    let mut parent_node = vec![0usize; nodes.len()];
+    for (i, e) in entries.iter().enumerate().skip(1) {
+        let parent = e.path.parent().unwrap_or(Path::new(""));
+        let p = dir_at.get(parent).copied();
+        if e.kind == Kind::Dir || p.is_none() {
+            let p = p.ok_or_else(|| {
+                Error::Image(format!("`{}` has no parent directory", e.path.display()))
+            })?;
+            if e.kind == Kind::Dir {
+                parent_node[node_of[i]] = node_of[p];
+            }
+        }
+    }
+    for (i, e) in entries.iter().enumerate() {
+        if e.kind != Kind::Dir {
+            continue;
+        }
+        let me = node_of[i];
+        let mut list: Vec<(Vec<u8>, usize, u8)> =
+            vec![(b".".to_vec(), me, 2), (b"..".to_vec(), parent_node[me], 2)];
+        if i == 0 {
+            list[1].1 = me;
+        }
+        for &c in children
+            .get(e.path.as_path())
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+        {
+            let ce = &entries[c];
+            let name = ce
+                .path
+                .file_name()
+                .expect("entries below the root have names");
+            if name.len() > 255 {
+                return Err(Error::Unsupported {
+                    path: ce.path.clone(),
+                    why: "a name over 255 bytes",
+                });
+            }
+            if ce.kind == Kind::Dir {
+                nodes[me].nlink += 1;
+            }
+            list.push((name.as_bytes().to_vec(), node_of[c], file_type(ce.kind)));
+        }
+        list.sort_by(|a, b| a.0.cmp(&b.0));
+        let blocks = dir_blocks(list);
+        nodes[me].size = dir_size(&blocks);
+        nodes[me].data = Data::Dir(blocks);
+    }
+
+    // Layout: superblock, prefix table, inodes (root first), data blocks.
+    let mut prefix_table = Vec::new();
+    if let Some((base, infix)) = fingerprint {
+        prefix_table.extend_from_slice(&((1 + infix.len()) as u16).to_le_bytes());
+        prefix_table.push(base);
+        prefix_table.extend_from_slice(infix.as_bytes());
+        prefix_table.resize(prefix_table.len().next_multiple_of(4), 0);
+    }
+    let prefix_start = (SB_OFFSET + SB_SIZE) as u64;
+    let mut pos = (prefix_start + prefix_table.len() as u64).next_multiple_of(32);
+    for n in nodes.iter_mut() {
+        let head = (INODE_SIZE + xattr_body_len(&n.xattrs)) as u64;
+        let tail = match &n.data {
+            Data::None => 0,
+            Data::Bytes(_) | Data::Dir(_) => n.size,
+            Data::Holes { n, .. } => 4 * n,
+        };
+        n.inline = match n.data {
+            Data::Holes { .. } => true,
+            Data::None => false,
+            _ => n.size > 0 && head + tail <= BLOCK,
+        };
+        let total = head + if n.inline { tail } else { 0 };
+        if total <= BLOCK && pos % BLOCK + total > BLOCK {
+            pos = pos.next_multiple_of(BLOCK);
+        }
+        n.pos = pos;
+        pos = (pos + total).next_multiple_of(32);
+    }
+    let mut blk = pos.div_ceil(BLOCK);
+    for n in nodes.iter_mut() {
+        if !n.inline && n.size > 0 {
+            n.blkaddr = u32::try_from(blk)
+                .map_err(|_| Error::Image("the image would exceed 16 TiB".into()))?;
+            blk += n.size.div_ceil(BLOCK);
+        }
+    }
+    let nid = |node: usize| nodes[node].pos / 32;
+    if nid(0) > u64::from(u16::MAX) {
+        return Err(Error::Image("the root inode is out of reach".into()));
+    }
+
+    let mut img = vec![0u8; (blk * BLOCK) as usize];
+    for (ino, n) in nodes.iter().enumerate() {
+        let e = &entries[n.entry];
+        let layout = match (&n.data, n.inline) {
+            (Data::Holes { .. }, _) => CHUNK_BASED,
+            (_, true) => FLAT_INLINE,
+            _ => FLAT_PLAIN,
+        };
+        let icount = match xattr_body_len(&n.xattrs) {
+            0 => 0,
+            l => u16::try_from((l - 12) / 4 + 1).map_err(|_| Error::Unsupported {
+                path: e.path.clone(),
+                why: "extended attributes over 256 KiB",
+            })?,
+        };
+        let i_u: u32 = match (&n.data, e.kind) {
+            (Data::Holes { bits, .. }, _) => u32::from(*bits),
+            (_, Kind::Char | Kind::Block) => {
+                let (maj, min) = (rustix::fs::major(e.rdev), rustix::fs::minor(e.rdev));
+                (min & 0xff) | (maj << 8) | ((min & !0xff) << 12)
+            }
+            _ => n.blkaddr,
+        };
+        let mut b = Vec::with_capacity(INODE_SIZE + 64);
+        b.extend_from_slice(&(1 | (layout << 1)).to_le_bytes());
+        b.extend_from_slice(&icount.to_le_bytes());
+        b.extend_from_slice(&((mode_type(n.kind) | (e.perm & 0o7777)) as u16).to_le_bytes());
+        b.extend_from_slice(&0u16.to_le_bytes());
+        b.extend_from_slice(&n.size.to_le_bytes());
+        b.extend_from_slice(&i_u.to_le_bytes());
+        b.extend_from_slice(&(ino as u32 + 1).to_le_bytes());
+        b.extend_from_slice(&e.uid.to_le_bytes());
+        b.extend_from_slice(&e.gid.to_le_bytes());
+        b.extend_from_slice(&(e.mtime.tv_sec as u64).to_le_bytes());
+        b.extend_from_slice(&(e.mtime.tv_nsec as u32).to_le_bytes());
+        b.extend_from_slice(&n.nlink.to_le_bytes());
+        b.resize(INODE_SIZE, 0);
+        put_xattrs(&mut b, &n.xattrs);
+        let data = match &n.data {
+            Data::None => Vec::new(),
+            Data::Bytes(v) => v.clone(),
+            Data::Dir(blocks) => dir_bytes(blocks, nid),
+            Data::Holes { n, .. } => NULL_ADDR32.to_le_bytes().repeat(*n as usize),
+        };
+        if n.inline {
+            b.extend_from_slice(&data);
+        } else if !data.is_empty() {
+            let at = u64::from(n.blkaddr) * BLOCK;
+            img[at as usize..at as usize + data.len()].copy_from_slice(&data);
+        }
+        img[n.pos as usize..n.pos as usize + b.len()].copy_from_slice(&b);
+    }
+    let pt = prefix_start as usize;
+    img[pt..pt + prefix_table.len()].copy_from_slice(&prefix_table);
+
+    let mut sb = Vec::with_capacity(SB_SIZE);
+    let mut compat = COMPAT_MTIME;
+    let mut incompat = INCOMPAT_CHUNKED_FILE;
+    if fingerprint.is_some() {
+        compat |= COMPAT_PLAIN_XATTR_PFX | COMPAT_ISHARE_XATTRS;
+        incompat |= INCOMPAT_XATTR_PREFIXES;
+    }
+    sb.extend_from_slice(&MAGIC.to_le_bytes());
+    sb.extend_from_slice(&0u32.to_le_bytes()); // no checksum feature
+    sb.extend_from_slice(&compat.to_le_bytes());
+    sb.push(12); // blkszbits
+    sb.push(0); // sb_extslots
+    sb.extend_from_slice(&(nid(0) as u16).to_le_bytes());
+    sb.extend_from_slice(&(nodes.len() as u64).to_le_bytes());
+    sb.extend_from_slice(&0u64.to_le_bytes()); // epoch
+    sb.extend_from_slice(&0u32.to_le_bytes()); // fixed_nsec
+    sb.extend_from_slice(&(blk as u32).to_le_bytes());
+    sb.extend_from_slice(&0u32.to_le_bytes()); // meta_blkaddr
+    sb.extend_from_slice(&0u32.to_le_bytes()); // xattr_blkaddr
+    sb.extend_from_slice(&[0u8; 16]); // uuid
+    let mut vol = [0u8; 16];
+    vol[..6].copy_from_slice(b"cowkit");
+    sb.extend_from_slice(&vol);
+    sb.extend_from_slice(&incompat.to_le_bytes());
+    sb.extend_from_slice(&[0u8; 6]); // compr algs, extra devices, devt slot
+    sb.push(0); // dirblkbits
+    sb.push(u8::from(fingerprint.is_some())); // xattr_prefix_count
+    sb.extend_from_slice(&((prefix_start / 4) as u32).to_le_bytes());
+    sb.extend_from_slice(&0u64.to_le_bytes()); // packed_nid
+    sb.push(0); // xattr_filter_reserved
+    sb.push(0); // ishare_xattr_prefix_id: long prefix 0
+    sb.resize(SB_SIZE, 0);
+    img[SB_OFFSET..SB_OFFSET + SB_SIZE].copy_from_slice(&sb);
+    Ok(img)
+}
+
+/// One inode of an image, as the reader sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Inode {
+    /// Node number (offset / 32).
+    pub nid: u64,
+    /// Type and permission bits.
+    pub mode: u32,
+    /// Size.
+    pub size: u64,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// Modification time (s, ns).
+    pub mtime: (i64, u32),
+    /// Link count.
+    pub nlink: u32,
+    /// Extended attributes by full name (a hidden long prefix is named by
+    /// itself, e.g. `erofs.fingerprint.v1`).
+    pub xattrs: BTreeMap<Vec<u8>, Vec<u8>>,
+    /// A symlink's target.
+    pub target: Option<Vec<u8>>,
+}
+
+/// A readable image.
+pub struct Reader<'a> {
+    img: &'a [u8],
+    prefixes: Vec<(u8, Vec<u8>)>,
+    root: u64,
+    /// The fingerprint xattr's full name, if the image records one.
+    pub fingerprint: Option<Vec<u8>>,
+}
+
+fn damaged(what: &str) -> Error {
+    Error::Image(format!("the EROFS image is damaged: {what}"))
+}
+
+impl<'a> Reader<'a> {
+    fn bytes(&self, at: u64, len: u64) -> Result<&'a [u8]> {
+        let end = at
+            .checked_add(len)
+            .ok_or_else(|| damaged("offset overflow"))?;
+        self.img
+            .get(at as usize..end as usize)
+            .ok_or_else(|| damaged("a reference past its end"))
+    }
+
+    fn u16(&self, at: u64) -> Result<u16> {
+        Ok(u16::from_le_bytes(
+            self.bytes(at, 2)?.try_into().expect("2"),
+        ))
+    }
+
+    fn u32(&self, at: u64) -> Result<u32> {
+        Ok(u32::from_le_bytes(
+            self.bytes(at, 4)?.try_into().expect("4"),
+        ))
+    }
+
+    fn u64(&self, at: u64) -> Result<u64> {
+        Ok(u64::from_le_bytes(
+            self.bytes(at, 8)?.try_into().expect("8"),
+        ))
+    }
+
+    /// Open an image.
+    pub fn new(img: &'a [u8]) -> Result<Self> {
+        let mut r = Reader {
+            img,
+            prefixes: Vec::new(),
+            root: 0,
+            fingerprint: None,
+        };
+        let sb = SB_OFFSET as u64;
+        if r.u32(sb)? != MAGIC {
+            return Err(Error::Image("not an EROFS image (bad magic)".into()));
+        }
+        if r.bytes(sb + 12, 1)?[0] != 12 || r.u32(sb + 40)? != 0 {
+            return Err(Error::Image(
+                "an EROFS image this reader does not handle (block size or metadata start)".into(),
+            ));
+        }
+        r.root = u64::from(r.u16(sb + 14)?);
+        let compat = r.u32(sb + 8)?;
+        let count = r.bytes(sb + 91, 1)?[0];
+        let mut at = u64::from(r.u32(sb + 92)?) * 4;
+        for _ in 0..count {
+            let len = u64::from(r.u16(at)?);
+            if len == 0 {
+                return Err(damaged("an empty xattr prefix"));
+            }
+            let p = r.bytes(at + 2, len)?;
+            r.prefixes.push((p[0], p[1..].to_vec()));
+            at = (at + 2 + len).next_multiple_of(4);
+        }
+        if compat & COMPAT_ISHARE_XATTRS != 0 {
+            let id = r.bytes(sb + 105, 1)?[0];
+            let (base, infix) = r
+                .prefixes
+                .get(usize::from(id))
+                .ok_or_else(|| damaged("the fingerprint prefix is missing"))?;
+            r.fingerprint = Some(r.prefix_name(*base, infix)?);
+        }
+        Ok(r)
+    }
+
+    fn prefix_name(&self, base: u8, infix: &[u8]) -> Result<Vec<u8>> {
+        let mut n = match base {
+            0 => Vec::new(),
+            _ => PREFIXES
+                .iter()
+                .find(|(i, _)| *i == base)
+                .ok_or_else(|| damaged("an unknown xattr prefix"))?
+                .1
+                .as_bytes()
+                .to_vec(),
+        };
+        n.extend_from_slice(infix);
+        Ok(n)
+    }
+
+    /// The root directory's inode.
+    pub fn root(&self) -> Result<Inode> {
+        self.inode(self.root).map(|(i, _)| i)
+    }
+
+    /// Read the inode `nid` and its data (directories and symlinks only).
+    fn inode(&self, nid: u64) -> Result<(Inode, Vec<u8>)> {
+        let at = nid
+            .checked_mul(32)
+            .ok_or_else(|| damaged("a nid out of range"))?;
+        let format = self.u16(at)?;
+        let extended = format & 1 == 1;
+        let layout = (format >> 1) & 7;
+        let icount = u64::from(self.u16(at + 2)?);
+        let mode = u32::from(self.u16(at + 4)?);
+        let (isize, size, i_u, uid, gid, mtime, nlink) = if extended {
+            (
+                64,
+                self.u64(at + 8)?,
+                self.u32(at + 16)?,
+                self.u32(at + 24)?,
+                self.u32(at + 28)?,
+                (self.u64(at + 32)? as i64, self.u32(at + 40)?),
+                self.u32(at + 44)?,
+            )
+        } else {
+            (
+                32,
+                u64::from(self.u32(at + 8)?),
+                self.u32(at + 16)?,
+                u32::from(self.u16(at + 24)?),
+                u32::from(self.u16(at + 26)?),
+                (i64::from(self.u32(at + 12)?), 0),
+                u32::from(self.u16(at + 6)?),
+            )
+        };
+        let mut xattrs = BTreeMap::new();
+        let xsize = if icount == 0 {
+            0
+        } else {
+            12 + 4 * (icount - 1)
+        };
+        if icount > 0 {
+            let shared = u64::from(self.bytes(at + isize + 4, 1)?[0]);
+            if shared > 0 {
+                return Err(Error::Image(
+                    "an EROFS image with shared xattrs, which this reader does not handle".into(),
+                ));
+            }
+            let end = at + isize + xsize;
+            let mut p = at + isize + 12;
+            while p < end {
+                let h = self.bytes(p, 4)?;
+                let (nlen, idx, vlen) = (
+                    u64::from(h[0]),
+                    h[1],
+                    u64::from(u16::from_le_bytes([h[2], h[3]])),
+                );
+                let mut name = if idx & LONG_PREFIX != 0 {
+                    let (b, infix) = self
+                        .prefixes
+                        .get(usize::from(idx & !LONG_PREFIX))
+                        .ok_or_else(|| damaged("an xattr names a missing prefix"))?;
+                    self.prefix_name(*b, infix)?
+                } else {
+                    self.prefix_name(idx, b"")?
+                };
+                name.extend_from_slice(self.bytes(p + 4, nlen)?);
+                let value = self.bytes(p + 4 + nlen, vlen)?.to_vec();
+                xattrs.insert(name, value);
+                p = (p + 4 + nlen + vlen).next_multiple_of(4);
+            }
+        }
+        let kind = mode & 0o170000;
+        let data = if kind == 0o040000 || kind == 0o120000 {
+            match layout {
+                FLAT_INLINE if size < BLOCK => self.bytes(at + isize + xsize, size)?.to_vec(),
+                FLAT_PLAIN => self.bytes(u64::from(i_u) * BLOCK, size)?.to_vec(),
+                _ => {
+                    return Err(Error::Image(format!(
+                        "an EROFS directory or symlink of layout {layout}, which this reader does not handle"
+                    )))
+                }
+            }
+        } else {
+            if kind == 0o100000 && layout == CHUNK_BASED && i_u as u16 & CHUNK_INDEXES != 0 {
+                return Err(Error::Image("chunk indexes are not handled".into()));
+            }
+            Vec::new()
+        };
+        let target = (kind == 0o120000).then(|| data.clone());
+        Ok((
+            Inode {
+                nid,
+                mode,
+                size,
+                uid,
+                gid,
+                mtime,
+                nlink,
+                xattrs,
+                target,
+            },
+            data,
+        ))
+    }
+
+    /// Every inode below the root with its path (the root itself first,
+    /// with an empty path), in directory order.
+    pub fn walk(&self) -> Result<Vec<(PathBuf, Inode)>> {
+        let mut out = Vec::new();
+        let mut seen = HashSet::new();
+        let mut stack = vec![(PathBuf::new(), self.root)];
+        while let Some((path, nid)) = stack.pop() {
+            let (inode, data) = self.inode(nid)?;
+            let is_dir = inode.mode & 0o170000 == 0o040000;
+            out.push((path.clone(), inode));
+            if !is_dir {
+                continue;
+            }
+            if !seen.insert(nid) {
+                return Err(damaged("a directory cycle"));
+            }
+            let mut sub = Vec::new();
+            for block in data.chunks(BLOCK as usize) {
+                if block.len() < DIRENT_SIZE {
+                    return Err(damaged("a short directory block"));
+                }
+                let first_off = usize::from(u16::from_le_bytes([block[8], block[9]]));
+                let n = first_off / DIRENT_SIZE;
+                if n == 0 || first_off > block.len() {
+                    return Err(damaged("a directory block without entries"));
+                }
+                for k in 0..n {
+                    let d = block
+                        .get(k * DIRENT_SIZE..(k + 1) * DIRENT_SIZE)
+                        .ok_or_else(|| damaged("a directory entry past its block"))?;
+                    let child = u64::from_le_bytes(d[..8].try_into().expect("8"));
+                    let off = usize::from(u16::from_le_bytes([d[8], d[9]]));
+                    let end = if k + 1 < n {
+                        let nd = &block[(k + 1) * DIRENT_SIZE..];
+                        usize::from(u16::from_le_bytes([nd[8], nd[9]]))
+                    } else {
+                        let rest = block.get(off..).unwrap_or_default();
+                        off + rest.iter().position(|&b| b == 0).unwrap_or(rest.len())
+                    };
+                    let name = block
+                        .get(off..end)
+                        .ok_or_else(|| damaged("a name past its directory block"))?;
+                    if name == b"." || name == b".." {
+                        continue;
+                    }
+                    if name.is_empty() || name.contains(&b'/') {
+                        return Err(damaged("a bad name in a directory"));
+                    }
+                    sub.push((path.join(OsStr::from_bytes(name)), child));
+                }
+            }
+            stack.extend(sub.into_iter().rev());
+        }
+        Ok(out)
+    }
+}
+
+/// The objects an EROFS image refers to: (path in the image, object path
+/// from `objects/`), one per file with a redirect.
+pub fn objects(img: &[u8]) -> Result<Vec<(String, String)>> {
+    let r = Reader::new(img)?;
+    let mut out = Vec::new();
+    for (path, inode) in r.walk()? {
+        if let Some(v) = inode.xattrs.get(&b"trusted.overlay.redirect"[..]) {
+            let v = String::from_utf8_lossy(v);
+            out.push((
+                format!("/{}", path.display()),
+                v.trim_start_matches('/').to_string(),
+            ));
+        }
+    }
+    Ok(out)
+}
