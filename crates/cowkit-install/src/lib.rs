@@ -31,7 +31,7 @@ use cowkit_fs::{Chain, IoError, Tally};
 use serde::Serialize;
 
 mod extents;
-mod owners;
+pub mod owners;
 pub mod scripts;
 mod stream;
 mod tree;

@@ -27,8 +27,10 @@ use cowkit_fs::{Copier, Handle, IoError, Method};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+pub mod digests;
 pub mod erofs;
 pub mod image;
+pub mod package;
 pub mod tree;
 
 /// What can go wrong.
@@ -78,6 +80,8 @@ pub struct Store {
     dir: PathBuf,
     objects: OwnedFd,
     _lock: OwnedFd,
+    digests: digests::Cache,
+    trust_digests: bool,
 }
 
 /// One file imported.
@@ -89,6 +93,8 @@ pub struct Imported {
     pub new: bool,
     /// How a new object's bytes were made.
     pub method: Option<Method>,
+    /// The content was hashed (false: the digest cache knew it).
+    pub hashed: bool,
 }
 
 /// Totals of an import.
@@ -106,9 +112,29 @@ pub struct Summary {
     pub bytes_by_method: std::collections::BTreeMap<String, u64>,
     /// Bytes hashed.
     pub bytes_hashed: u64,
+    /// Files whose digest came from the digest cache (not read).
+    pub digests_cached: u64,
+    /// Files whose digest came from a package's verified header.
+    pub digests_from_header: u64,
 }
 
 use cowkit_fs::hex;
+
+impl Summary {
+    /// Add `other`'s counts to these.
+    pub fn add(&mut self, other: &Summary) {
+        self.files += other.files;
+        self.objects_new += other.objects_new;
+        self.objects_reused += other.objects_reused;
+        self.empty_files += other.empty_files;
+        for (m, b) in &other.bytes_by_method {
+            *self.bytes_by_method.entry(m.clone()).or_default() += b;
+        }
+        self.bytes_hashed += other.bytes_hashed;
+        self.digests_cached += other.digests_cached;
+        self.digests_from_header += other.digests_from_header;
+    }
+}
 
 /// SHA-256 of everything readable from `f`, and the byte count.
 fn hash(mut f: &File, path: &Path) -> Result<(String, u64)> {
@@ -126,6 +152,22 @@ fn hash(mut f: &File, path: &Path) -> Result<(String, u64)> {
         n += k as u64;
     }
     Ok((hex(&h.finalize()), n))
+}
+
+/// SHA-256 of `len` bytes of `f` at `off` (lower-case hex).
+fn hash_range(f: &File, path: &Path, off: u64, len: u64) -> Result<String> {
+    use std::os::unix::fs::FileExt;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; (256 << 10).min(len as usize).max(1)];
+    let mut done = 0;
+    while done < len {
+        let k = buf.len().min((len - done) as usize);
+        f.read_exact_at(&mut buf[..k], off + done)
+            .map_err(|e| IoError::new("read", path.to_path_buf(), e))?;
+        h.update(&buf[..k]);
+        done += k as u64;
+    }
+    Ok(hex(&h.finalize()))
 }
 
 impl Store {
@@ -167,7 +209,16 @@ impl Store {
             dir: dir.to_path_buf(),
             objects,
             _lock: lock_fd,
+            digests: digests::Cache::new(&dir.join("digests")),
+            trust_digests: true,
         })
+    }
+
+    /// Whether imports may take a file's digest from the digest cache
+    /// (default) or must hash every file (`false`). Digests are recorded
+    /// either way.
+    pub fn trust_digest_cache(&mut self, trust: bool) {
+        self.trust_digests = trust;
     }
 
     /// The store's directory.
@@ -196,22 +247,44 @@ impl Store {
         )
     }
 
-    /// Import the regular file `src` (named `path` in messages): hash it;
-    /// if the store lacks its content, clone (or copy) it into a new
+    /// Import the regular file `src` (named `path` in messages): hash it,
+    /// or take its digest from the [`digests`] cache when its key is
+    /// recorded there; if the store lacks its content, clone (or copy) it into a new
     /// object. The file must not change meanwhile: its inode, size, mtime
     /// and ctime are compared before and after ([`Error::Changed`]).
     pub fn import_file(&self, src: &File, path: &Path, copier: &mut Copier) -> Result<Imported> {
-        let before =
-            rustix::fs::fstat(src).map_err(|e| IoError::new("stat", path.to_path_buf(), e))?;
-        let (digest, n) = hash(src, path)?;
-        if n != before.st_size as u64 {
-            return Err(Error::Changed(path.to_path_buf()));
-        }
+        let stat =
+            |what| rustix::fs::fstat(src).map_err(|e| IoError::new(what, path.to_path_buf(), e));
+        let start = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let before = stat("stat")?;
+        let key = digests::Key::of(&before);
+        let cached = if self.trust_digests {
+            self.digests.get(&key)?
+        } else {
+            None
+        };
+        let (digest, hashed) = match cached {
+            Some(d) => (hex(&d), false),
+            None => {
+                let (digest, n) = hash(src, path)?;
+                if n != before.st_size as u64 || digests::Key::of(&stat("stat")?) != key {
+                    return Err(Error::Changed(path.to_path_buf()));
+                }
+                if !key.is_racy(start) {
+                    let raw = cowkit_fs::unhex(&digest).expect("hex");
+                    self.digests.put(key, raw.try_into().expect("32 bytes"))?;
+                }
+                (digest, true)
+            }
+        };
         if self.has(&digest)? {
             return Ok(Imported {
                 digest,
                 new: false,
                 method: None,
+                hashed,
             });
         }
         let fan_path = self.objects_dir().join(&digest[..2]);
@@ -251,7 +324,63 @@ impl Store {
             new: committed.is_some(),
             method: committed.is_some().then_some(copied.method),
             digest,
+            hashed,
         })
+    }
+
+    /// Import `len` bytes of `src` at `off` (named `path` in messages) as
+    /// an object: `(digest, new, how a new object was made)`.
+    /// `claimed` is the content's SHA-256 as a verified package header
+    /// gives it: an object of that name that exists costs nothing, and a
+    /// new one is hashed once before it is named and refused if it is not
+    /// that content. Without it, the range is hashed first.
+    pub fn import_range(
+        &self,
+        src: &File,
+        path: &Path,
+        off: u64,
+        len: u64,
+        claimed: Option<String>,
+        copier: &mut Copier,
+    ) -> Result<(String, bool, Option<Method>)> {
+        let verify = claimed.is_some();
+        let digest = match claimed {
+            Some(d) if d.len() == 64 => d,
+            Some(d) => return Err(Error::Image(format!("`{d}` is not a SHA-256 digest"))),
+            None => hash_range(src, path, off, len)?,
+        };
+        if self.has(&digest)? {
+            return Ok((digest, false, None));
+        }
+        let fan_path = self.objects_dir().join(&digest[..2]);
+        let fan = dir::mkdir_open(&self.objects, &digest[..2], 0o755, &fan_path)?;
+        let new = NewFile::anonymous(fan.as_fd(), &fan_path, 0o444)?;
+        let copied = copier.copy_range(
+            Handle::new(src, path),
+            off,
+            Handle::new(new.file(), &fan_path),
+            0,
+            len,
+        )?;
+        if verify {
+            let size = rustix::fs::fstat(new.file())
+                .map_err(|e| IoError::new("stat", fan_path.clone(), e))?
+                .st_size as u64;
+            let got = hash_range(new.file(), &fan_path, 0, len)?;
+            if got != digest || size != len {
+                return Err(Error::Image(format!(
+                    "`{}`: the {len} bytes at {off} hash to {got}, not to {digest} as the package's header says (a damaged or altered file)",
+                    path.display()
+                )));
+            }
+        }
+        let obj_path = fan_path.join(&digest[2..]);
+        let committed = new.commit_new(fan.as_fd(), &digest[2..], &obj_path)?;
+        Ok((
+            digest,
+            committed.is_some(),
+            committed.is_some().then_some(copied.method),
+        ))
     }
 
     /// Re-hash every object; the ones whose content is not their name, or
@@ -327,6 +456,9 @@ impl Store {
                 out.bytes += st.st_size as u64;
             }
         }
+        out.digests_kept = self
+            .digests
+            .compact(&self.dir, |d| self.has(&hex(d)).unwrap_or(false))?;
         Ok(out)
     }
 }
@@ -340,6 +472,9 @@ pub struct Gc {
     pub removed: u64,
     /// Their bytes.
     pub bytes: u64,
+    /// Digest cache records kept (the latest of each source file whose
+    /// object remains).
+    pub digests_kept: u64,
 }
 
 /// What [`Store::fsck`] found.

@@ -119,7 +119,11 @@ pub fn read_tree(store: &Store, src: &Path) -> Result<(Vec<Entry>, Summary)> {
         let imp = r?;
         let size = entries[idx].size;
         sum.files += 1;
-        sum.bytes_hashed += size;
+        if imp.hashed {
+            sum.bytes_hashed += size;
+        } else {
+            sum.digests_cached += 1;
+        }
         if imp.new {
             sum.objects_new += 1;
             let m = match imp.method {

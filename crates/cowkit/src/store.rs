@@ -40,14 +40,100 @@ impl StoreArg {
     }
 }
 
+/// How sources are read.
+#[derive(clap::Args)]
+pub struct SourceArgs {
+    /// Hash every file, trusting no digest the store recorded for an
+    /// unchanged source file (`STORE/digests`).
+    #[arg(long)]
+    rehash: bool,
+    /// Resolve package owner and group names with this root's
+    /// `/etc/passwd` and `/etc/group`.
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    owners_from: PathBuf,
+}
+
+/// Read the sources into one tree of entries, importing their files:
+/// one directory, or packages (an `.rpm` is transcoded first, in the
+/// confined worker, into a temporary `.rpme` in the store's directory so
+/// that its objects are clones of it).
+fn read_sources(
+    store: &mut Store,
+    srcs: &[PathBuf],
+    args: &SourceArgs,
+) -> Result<(Vec<cowkit_store::tree::Entry>, cowkit_store::Summary), CliError> {
+    store.trust_digest_cache(!args.rehash);
+    if let [one] = srcs {
+        if one.is_dir() {
+            return tree::read_tree(store, one)
+                .map_err(|e| CliError::new(format!("cannot import `{}`", one.display()), e));
+        }
+    }
+    if let Some(d) = srcs.iter().find(|p| p.is_dir()) {
+        return Err(CliError::msg(format!(
+            "`{}` is a directory: give one directory, or packages",
+            d.display()
+        )));
+    }
+    let root = cowkit_fs::root::Root::open(&args.owners_from)
+        .map_err(|e| CliError::new(format!("cannot open `{}`", args.owners_from.display()), e))?;
+    let owners = cowkit_install::owners::Owners::load(&root);
+    let ids = |u: &str, g: &str| (owners.uid(u), owners.gid(g));
+    let tmp = tempfile::Builder::new()
+        .prefix(".ck-import-")
+        .tempdir_in(store.dir())
+        .map_err(|e| {
+            CliError::new(
+                format!("cannot create a directory in `{}`", store.dir().display()),
+                e,
+            )
+        })?;
+    let mut trees = Vec::new();
+    let mut sum = cowkit_store::Summary::default();
+    for (i, p) in srcs.iter().enumerate() {
+        let ctx = || format!("cannot import `{}`", p.display());
+        let file = std::fs::File::open(p).map_err(|e| CliError::new(ctx(), e))?;
+        let is_rpme =
+            cowkit_extents::open::is_extents_file(&file).map_err(|e| CliError::new(ctx(), e))?;
+        let (file, path) = if is_rpme {
+            (file, p.clone())
+        } else {
+            let out = tmp.path().join(format!("{i}.rpme"));
+            // Aligned to the store's blocks: its objects are clones.
+            let block = std::fs::File::open(store.dir())
+                .ok()
+                .and_then(|d| cowkit_fs::align::block_size(&d).ok())
+                .unwrap_or(4096) as u32;
+            crate::transcode::transcode_aligned(p, &out, block)?;
+            let f = std::fs::File::open(&out).map_err(|e| CliError::new(ctx(), e))?;
+            (f, out)
+        };
+        let x = cowkit_extents::open::ExtentsFile::open(file, &path)
+            .map_err(|e| CliError::new(ctx(), e))?;
+        let (entries, s) = cowkit_store::package::read_package(store, &x, &ids)
+            .map_err(|e| CliError::new(ctx(), e))?;
+        sum.add(&s);
+        trees.push(entries);
+    }
+    for w in owners.warnings() {
+        eprintln!("cowkit: warning: {w}");
+    }
+    let entries = cowkit_store::package::merge(trees)
+        .map_err(|e| CliError::new("cannot put the packages in one tree", e))?;
+    Ok((entries, sum))
+}
+
 /// `cowkit store ...`
 #[derive(clap::Subcommand)]
 pub enum StoreCmd {
     /// Import a directory tree's files as objects (clones where the
     /// filesystem allows).
     Import {
-        /// The tree.
-        src: PathBuf,
+        /// A directory tree, or packages (`.rpm`, `.rpme`).
+        #[arg(required = true)]
+        src: Vec<PathBuf>,
+        #[command(flatten)]
+        sources: SourceArgs,
         #[command(flatten)]
         store: StoreArg,
         /// Print a JSON summary.
@@ -89,9 +175,12 @@ pub enum ImageCmd {
     Create {
         /// The image's name.
         name: String,
-        /// The tree.
-        #[arg(long)]
-        from: PathBuf,
+        /// A directory tree, or packages (`.rpm`, `.rpme`; repeat
+        /// `--from` for several: one tree of all their files).
+        #[arg(long, required = true)]
+        from: Vec<PathBuf>,
+        #[command(flatten)]
+        sources: SourceArgs,
         /// `erofs`: one file (the default); `dir`: a directory.
         #[arg(long, value_enum, default_value_t = FormatArg::Erofs)]
         format: FormatArg,
@@ -172,10 +261,14 @@ fn say_import(r: &ImportReport<'_>, json: bool, quiet: bool) {
 
 pub fn run_store(cmd: StoreCmd, quiet: bool) -> Result<ExitCode, CliError> {
     match cmd {
-        StoreCmd::Import { src, store, json } => {
-            let store = store.open()?;
-            let (entries, summary) = tree::read_tree(&store, &src)
-                .map_err(|e| CliError::new(format!("cannot import `{}`", src.display()), e))?;
+        StoreCmd::Import {
+            src,
+            sources,
+            store,
+            json,
+        } => {
+            let mut store = store.open()?;
+            let (entries, summary) = read_sources(&mut store, &src, &sources)?;
             say_import(
                 &ImportReport {
                     store: store.dir(),
@@ -254,13 +347,13 @@ pub fn run_image(cmd: ImageCmd, quiet: bool) -> Result<ExitCode, CliError> {
             format,
             fingerprint_xattr,
             no_fingerprints,
+            sources,
             store,
             json,
         } => {
-            let store = store.open()?;
-            let ctx = || format!("cannot create the image `{name}` from `{}`", from.display());
-            let (entries, summary) =
-                tree::read_tree(&store, &from).map_err(|e| CliError::new(ctx(), e))?;
+            let mut store = store.open()?;
+            let ctx = || format!("cannot create the image `{name}`");
+            let (entries, summary) = read_sources(&mut store, &from, &sources)?;
             let dir = match format {
                 FormatArg::Erofs => {
                     let opts = cowkit_store::erofs::Options {

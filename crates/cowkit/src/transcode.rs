@@ -69,20 +69,41 @@ struct Report<'a> {
     summary: &'a Summary,
 }
 
-pub fn run(args: Args) -> Result<ExitCode, CliError> {
+/// The command that runs the confined transcode worker (this program).
+fn worker_command(
+    block_size: u32,
+    pack_below: u64,
+    keys: &[PathBuf],
+    no_confine: bool,
+) -> Result<Command, CliError> {
     let exe = std::env::current_exe().map_err(|e| CliError::new("cannot find cowkit itself", e))?;
     let mut cmd = Command::new(exe);
     cmd.arg("__transcode-worker")
         .arg("--block-size")
-        .arg(args.block_size.to_string())
+        .arg(block_size.to_string())
         .arg("--pack-below")
-        .arg(args.pack_below.to_string());
-    for k in &args.key {
+        .arg(pack_below.to_string());
+    for k in keys {
         cmd.arg("--key").arg(k);
     }
-    if args.no_confine {
+    if no_confine {
         cmd.arg("--no-confine");
     }
+    Ok(cmd)
+}
+
+/// Transcode the package `input` into the new file `output` in the
+/// confined worker, every file aligned to `block_size` (none packed), as
+/// a store import wants them.
+pub fn transcode_aligned(input: &Path, output: &Path, block_size: u32) -> Result<(), CliError> {
+    let cmd = worker_command(block_size, 0, &[], false)?;
+    confined::transcode(cmd, Input::Path(input), Output::Path(output), false)
+        .map_err(|e| cli_error(e, input))?;
+    Ok(())
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    let cmd = worker_command(args.block_size, args.pack_below, &args.key, args.no_confine)?;
     let to_stdout = args.output.as_os_str() == "-";
     let input = if args.input.as_os_str() == "-" {
         Input::Stdin

@@ -785,3 +785,194 @@ fn gc_removes_what_no_image_needs_and_never_runs_beside_an_import() {
     assert!(f.ok, "{}", f.stderr);
     assert_eq!(f.json()["missing"], serde_json::json!([]));
 }
+
+/// Images straight from packages, against rpm itself: `cowkit image
+/// create --from A.rpm --from B.rpm …` mounts as the same tree that `rpm
+/// -i --noscripts` installs (files, owners, modes, mtimes, hardlinks,
+/// symlinks, capabilities; rpm's own database and the directories rpm
+/// makes for unlisted parents aside). Objects are named by the header's
+/// SHA-256: importing the `.rpme` of a package whose objects are in the
+/// store reads and hashes nothing. A tampered `.rpme` is refused and
+/// leaves no object.
+#[test]
+fn package_images_equal_what_rpm_installs() {
+    if !as_root("package_images_equal_what_rpm_installs") {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let d = dir.path();
+    let repo = cowkit_testutil::repo::build_repo(d);
+    let names = [
+        "ck-filesystem",
+        "ck-setup",
+        "ck-links",
+        "ck-data",
+        "ck-doc",
+        "ck-busybox",
+    ];
+    let pkgs: Vec<&Path> = names.iter().map(|n| repo.rpm(n)).collect();
+    let store = d.join("store");
+    let mut create = cowkit();
+    create.args(["image", "create", "pkgs", "--json"]);
+    for p in &pkgs {
+        create.arg("--from").arg(p);
+    }
+    let r = run(create.arg("--store").arg(&store));
+    assert!(r.ok, "{}", r.stderr);
+    let j = r.json();
+    assert_eq!(j["digests_from_header"], j["files"], "{j}");
+    assert!(
+        j["bytes_by_method"]["clone"].as_u64().unwrap() > 256 << 10,
+        "{j}"
+    );
+
+    let reference = mkdir(&d.join("rpm-root"));
+    let mut rpm = cowkit_testutil::repo::rpm_in(&reference);
+    rpm.args(["-i", "--nodeps", "--noscripts", "--notriggers"]);
+    if run_ok(Command::new("rpm").arg("--help"), "rpm --help")
+        .stdout
+        .windows(12)
+        .any(|w| w == b"force-debian")
+    {
+        rpm.arg("--force-debian");
+    }
+    run_ok(rpm.args(&pkgs), "rpm -i");
+    let mnt = d.join("mnt");
+    let _m = mount(&store, "pkgs", &mnt);
+    // rpm's database and its parents (which rpm makes) are left aside.
+    let db = cowkit_testutil::repo::dbpath();
+    let db = db.trim_start_matches('/').to_string();
+    let keep = |p: &String| !(p.starts_with(&db) || (!p.is_empty() && db.starts_with(p.as_str())));
+    let theirs: BTreeMap<String, _> = snapshot(&reference)
+        .into_iter()
+        .filter(|(p, _)| keep(p))
+        .collect();
+    let ours: BTreeMap<String, _> = snapshot(&mnt)
+        .into_iter()
+        .filter(|(p, _)| keep(p))
+        .collect();
+    let d1 = diff(&theirs, &ours, |e| {
+        (
+            e.shape(),
+            e.uid,
+            e.gid,
+            (e.kind != 'd').then_some(e.mtime),
+            e.caps.clone(),
+        )
+    });
+    assert!(
+        d1.is_empty(),
+        "the image differs from rpm's install:\n{d1:#?}"
+    );
+    assert!(ours.len() > 40, "{} entries", ours.len());
+    assert!(ours["usr/share/ck-links/cap"].caps.is_some(), "caps");
+    assert_eq!(
+        hardlink_groups(&theirs),
+        hardlink_groups(&ours),
+        "hardlinks"
+    );
+    assert_eq!(
+        std::fs::read(mnt.join("usr/share/ck-data/blob.txt")).unwrap(),
+        std::fs::read(reference.join("usr/share/ck-data/blob.txt")).unwrap()
+    );
+
+    // The same package again, as an `.rpme`: nothing hashed, nothing new.
+    let rpme = d.join("ck-data.rpme");
+    let t = run(cowkit()
+        .arg("transcode")
+        .arg(repo.rpm("ck-data"))
+        .arg("-o")
+        .arg(&rpme));
+    assert!(t.ok, "{}", t.stderr);
+    let again = ck(
+        &["store", "import", "--json", rpme.to_str().unwrap()],
+        &store,
+    );
+    assert!(again.ok, "{}", again.stderr);
+    let j = again.json();
+    assert_eq!(
+        (j["objects_new"].as_u64(), j["bytes_hashed"].as_u64()),
+        (Some(0), Some(0)),
+        "{j}"
+    );
+
+    // A tampered `.rpme` (a byte of blob.txt flipped, in a store that lacks
+    // it): refused, no object under its digest, fsck clean.
+    let bytes = std::fs::read(&rpme).unwrap();
+    let content = std::fs::read(reference.join("usr/share/ck-data/blob.txt")).unwrap();
+    let at = cowkit_testutil::find(&bytes, &content[..4096]).expect("blob.txt in the .rpme");
+    let mut bad = bytes.clone();
+    bad[at + 5000] ^= 0x55;
+    let bad_path = d.join("bad.rpme");
+    std::fs::write(&bad_path, &bad).unwrap();
+    let fresh = d.join("fresh-store");
+    let r = ck(&["store", "import", bad_path.to_str().unwrap()], &fresh);
+    assert!(!r.ok, "a tampered .rpme was imported");
+    assert!(r.stderr.contains("header says"), "{}", r.stderr);
+    let f = ck(&["store", "fsck", "--json"], &fresh);
+    assert!(f.ok, "{}", f.stderr);
+    assert_eq!(f.json()["checked"], 0, "{}", f.json());
+}
+
+/// Fingerprints are computed once: a second import of an unchanged tree
+/// takes every digest from the store's digest cache and reads nothing; a
+/// file whose content changed, or whose mtime was set back after a change
+/// (its ctime still moved), is hashed again; `--rehash` trusts nothing.
+#[test]
+fn unchanged_files_are_not_hashed_twice() {
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let d = dir.path();
+    let src = mkdir(&d.join("src"));
+    for i in 0..6u64 {
+        std::fs::write(src.join(format!("f{i}")), pattern(100_000 + i as usize, i)).unwrap();
+    }
+    // Files changed in the last 2 s are not recorded (coarse timestamps).
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let store = d.join("store");
+    let import = |extra: &[&str]| {
+        let mut args = vec!["store", "import", "--json"];
+        args.extend_from_slice(extra);
+        args.push(src.to_str().unwrap());
+        let r = ck(&args, &store);
+        assert!(r.ok, "{}", r.stderr);
+        r.json()
+    };
+    let j = import(&[]);
+    assert_eq!(
+        (j["files"].as_u64(), j["digests_cached"].as_u64()),
+        (Some(6), Some(0)),
+        "{j}"
+    );
+    let j = import(&[]);
+    assert_eq!(j["digests_cached"], 6, "{j}");
+    assert_eq!(j["bytes_hashed"], 0, "{j}");
+
+    // f0 changes; f1 changes and gets its old mtime back.
+    std::fs::write(src.join("f0"), b"new content").unwrap();
+    let old = std::fs::metadata(src.join("f1"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    std::fs::write(src.join("f1"), pattern(100_001, 99)).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(src.join("f1"))
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let j = import(&[]);
+    assert_eq!(j["digests_cached"], 4, "{j}");
+    assert_eq!(j["objects_new"], 2, "{j}");
+    let j = import(&["--rehash"]);
+    assert_eq!(j["digests_cached"], 0, "{j}");
+    // Every object is what its name says, f0 and f1 included.
+    let f = ck(&["store", "fsck", "--json"], &store);
+    assert!(f.ok, "{}", f.stderr);
+    assert_eq!(f.json()["damaged"].as_array().unwrap().len(), 0);
+    let want = cowkit_testutil::file_sha(&src.join("f1"));
+    assert!(store
+        .join("objects")
+        .join(&want[..2])
+        .join(&want[2..])
+        .exists());
+}
