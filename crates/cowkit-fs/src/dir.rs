@@ -153,6 +153,14 @@ pub fn stat_at(dir: impl AsFd, name: &str) -> rustix::io::Result<Option<rustix::
     }
 }
 
+/// The mount id of the open file `fd` (`statx` `STATX_MNT_ID`, Linux
+/// 5.8+): two directories are on one mount exactly when their ids are
+/// equal (bind mounts of one filesystem included, unlike `st_dev`).
+pub fn mount_id(fd: BorrowedFd<'_>) -> rustix::io::Result<Option<u64>> {
+    let st = rustix::fs::statx(fd, "", AtFlags::EMPTY_PATH, rustix::fs::StatxFlags::MNT_ID)?;
+    Ok((st.stx_mask & rustix::fs::StatxFlags::MNT_ID.bits() != 0).then_some(st.stx_mnt_id))
+}
+
 /// Device and inode of a `statx` answer.
 pub fn dev_ino(st: &Statx) -> (u64, u64) {
     (

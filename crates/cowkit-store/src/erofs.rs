@@ -830,8 +830,14 @@ mod tests {
             perm: 0o644,
             uid: 1,
             gid: 2,
-            atime: Timespec { tv_sec: 5, tv_nsec: 6 },
-            mtime: Timespec { tv_sec: 7, tv_nsec: 8 },
+            atime: Timespec {
+                tv_sec: 5,
+                tv_nsec: 6,
+            },
+            mtime: Timespec {
+                tv_sec: 7,
+                tv_nsec: 8,
+            },
             xattrs: Vec::new(),
             target: (kind == Kind::Symlink).then(|| "t".repeat(size as usize).into()),
             rdev: 0,

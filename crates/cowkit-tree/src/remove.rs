@@ -83,6 +83,8 @@ struct Ctx<'a> {
     progress: &'a dyn Progress,
     queue: Queue<Task>,
     root: PathBuf,
+    /// The mount the removal stays on (`None`: the kernel does not say).
+    mount: Option<u64>,
 }
 
 struct Worker {
@@ -107,6 +109,16 @@ pub fn remove(
         op: "remove",
         path: path.to_path_buf(),
     };
+    // `Path` drops a trailing `.` (`DIR/.` has the file name `DIR`): look
+    // at the bytes, as GNU rm refuses `.` and `..` as the last component.
+    let last = path
+        .as_os_str()
+        .as_bytes()
+        .rsplit(|&b| b == b'/')
+        .find(|c| !c.is_empty());
+    if matches!(last, Some(b".") | Some(b"..")) {
+        return Err(refused());
+    }
     let name = match path.file_name() {
         Some(n) if n != ".." && n != "." => CString::new(n.as_bytes()).map_err(|_| refused())?,
         _ => return Err(refused()),
@@ -148,13 +160,14 @@ pub fn remove(
     if dev_ino(&st) == root_id {
         return Err(refused());
     }
+    let fd = dir::open_dir(&pfd, name.as_c_str(), path)?;
     let ctx = Ctx {
         o,
         progress,
         queue: Queue::new(),
         root: path.to_path_buf(),
+        mount: dir::mount_id(fd.as_fd()).map_err(|e| io("stat", e))?,
     };
-    let fd = dir::open_dir(&pfd, name.as_c_str(), path)?;
     let top = Arc::new(Node {
         fd,
         parent: Parent::Top(pfd),
@@ -197,6 +210,22 @@ impl Ctx<'_> {
         let path = self.root.join(&rel);
         match dir::open_dir(&parent.fd, name.as_c_str(), &path) {
             Ok(fd) => {
+                // Another filesystem (or bind mount) mounted inside the
+                // tree is not entered: its files are not this tree's.
+                let here = dir::mount_id(fd.as_fd()).ok().flatten();
+                if self.mount.is_some() && here != self.mount {
+                    let err = EntryError {
+                        path: path.clone(),
+                        error: vec![format!(
+                            "`{}` is a mount point: not entered (unmount it first)",
+                            path.display()
+                        )],
+                        errno: None,
+                    };
+                    self.fail(w, &parent, err);
+                    self.finish(w, parent);
+                    return;
+                }
                 let node = Arc::new(Node {
                     fd,
                     parent: Parent::Node(parent),

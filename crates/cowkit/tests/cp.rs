@@ -232,6 +232,45 @@ fn rm_r_matches_rm_rf() {
     assert!(d.join("tree/d1/f").exists());
 }
 
+/// `rm -r DIR/.` and `DIR/..` are refused as GNU rm refuses them (issue
+/// 14: `DIR/.` used to delete DIR), and a filesystem mounted inside the
+/// tree is not entered: its files stay, the rest goes, the run fails
+/// and says why.
+#[test]
+fn rm_r_refuses_dot_and_does_not_cross_mounts() {
+    let Some(t) = scratch(Fs::Xfs) else { return };
+    let d = t.path();
+    sh(
+        "mkdir -p tree/sub && echo x > tree/f && echo y > tree/sub/g",
+        d,
+    );
+    for bad in ["tree/.", "tree/./", "tree/..", "tree/sub/..", "."] {
+        let o = cowkit(&[&"rm", &"-rf", &d.join(bad)]);
+        assert!(!o.status.success(), "rm -rf {bad} succeeded");
+        assert!(stderr(&o).contains("refusing"), "{bad}: {}", stderr(&o));
+        assert!(d.join("tree/sub/g").exists(), "{bad} removed files");
+    }
+    if !rustix::process::geteuid().is_root() {
+        assert!(!cowkit_testutil::required(), "the mount case needs root");
+        return;
+    }
+    sh(
+        "mkdir -p tree/mnt tree/bind && mount -t tmpfs cowkit-test tree/mnt && echo z > tree/mnt/other \
+         && mkdir -p elsewhere && echo w > elsewhere/w && mount --bind elsewhere tree/bind",
+        d,
+    );
+    let o = cowkit(&[&"rm", &"-r", &"--json", &d.join("tree")]);
+    let mnt_ok = d.join("tree/mnt/other").exists();
+    let bind_ok = d.join("elsewhere/w").exists();
+    let _ = Command::new("umount").arg(d.join("tree/mnt")).status();
+    let _ = Command::new("umount").arg(d.join("tree/bind")).status();
+    assert!(!o.status.success(), "rm -r crossed into mounts silently");
+    assert!(mnt_ok, "the tmpfs mounted inside the tree lost its file");
+    assert!(bind_ok, "the bind mount's files were removed");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("is a mount point"));
+    assert!(!d.join("tree/f").exists() && !d.join("tree/sub").exists());
+}
+
 /// `SRC/.` copies the contents of SRC into an existing DST, as GNU cp.
 #[test]
 fn cp_dot_source_merges_into_destination() {
