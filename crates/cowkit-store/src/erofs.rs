@@ -893,7 +893,7 @@ mod tests {
             let mut bad = img.clone();
             let at = (x as usize) % bad.len().min(64 * 1024);
             bad[at] ^= (x >> 32) as u8 | 1;
-            if x % 7 == 0 {
+            if x.is_multiple_of(7) {
                 bad.truncate((x >> 20) as usize % bad.len());
             }
             if let Ok(r) = Reader::new(&bad) {
