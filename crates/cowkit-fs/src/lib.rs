@@ -45,6 +45,13 @@ pub mod probe;
 pub mod root;
 mod sys;
 
+/// fs-verity: enable it on a file, read a file's digest.
+pub mod verity {
+    pub use crate::sys::{
+        enable_verity as enable, measure_verity as measure, FS_VERITY_HASH_ALG_SHA256,
+    };
+}
+
 /// Installing a seccomp filter without `no_new_privs` (the one system call
 /// rustix does not wrap that `cowkit nosync` needs).
 pub mod seccomp {

@@ -75,12 +75,30 @@ pub struct Options {
     /// The fingerprint xattr name (as `mkfs.erofs --xattr-inode-digest=X`),
     /// or `None` for no fingerprints.
     pub fingerprint: Option<String>,
+    /// fs-verity digests of objects (by object digest), put in the
+    /// metacopy xattrs for overlayfs `verity=require`.
+    pub verity: HashMap<String, [u8; 32]>,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             fingerprint: Some(FINGERPRINT_XATTR.to_string()),
+            verity: HashMap::new(),
+        }
+    }
+}
+
+/// The value of `trusted.overlay.metacopy` for an object: empty, or
+/// overlayfs's `struct ovl_metacopy` (version 0, length 36, flags 0,
+/// `FS_VERITY_HASH_ALG_SHA256`, the 32-byte fs-verity digest).
+pub fn metacopy_value(verity: Option<&[u8; 32]>) -> Vec<u8> {
+    match verity {
+        None => Vec::new(),
+        Some(d) => {
+            let mut v = vec![0, 36, 0, cowkit_fs::verity::FS_VERITY_HASH_ALG_SHA256];
+            v.extend_from_slice(d);
+            v
         }
     }
 }
@@ -290,7 +308,11 @@ pub fn write(entries: &[Entry], opts: &Options) -> Result<Vec<u8>> {
                 let raw = cowkit_fs::unhex(digest)
                     .filter(|r| r.len() == 32)
                     .ok_or_else(|| Error::Image(format!("bad digest `{digest}`")))?;
-                xattrs.push((4, b"overlay.metacopy".to_vec(), Vec::new()));
+                xattrs.push((
+                    4,
+                    b"overlay.metacopy".to_vec(),
+                    metacopy_value(opts.verity.get(digest)),
+                ));
                 xattrs.push((
                     4,
                     b"overlay.redirect".to_vec(),

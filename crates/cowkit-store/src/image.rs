@@ -65,7 +65,12 @@ fn cstr(p: &Path) -> Result<CString> {
 
 /// Write the image `name` of `entries` (from [`crate::tree::read_tree`])
 /// into the store. Refuses a name that exists.
-pub fn create(store: &Store, name: &str, entries: &[Entry]) -> Result<PathBuf> {
+pub fn create(
+    store: &Store,
+    name: &str,
+    entries: &[Entry],
+    verity: &HashMap<String, [u8; 32]>,
+) -> Result<PathBuf> {
     let final_dir = image_dir(store, name)?;
     if erofs_file(store, name)?.exists() {
         return Err(Error::Image(format!("the image `{name}` exists already")));
@@ -85,7 +90,7 @@ pub fn create(store: &Store, name: &str, entries: &[Entry]) -> Result<PathBuf> {
     let tmp = dir::temp_name();
     let tmp_path = images.join(&tmp);
     let root = dir::mkdir_open(&images_fd, &tmp, 0o700, &tmp_path)?;
-    let r = write(&root, &tmp_path, entries);
+    let r = write(&root, &tmp_path, entries, verity);
     let r = r.and_then(|()| {
         rustix::fs::renameat_with(
             &images_fd,
@@ -114,7 +119,12 @@ fn meta_of(e: &Entry) -> Meta {
     }
 }
 
-fn write(root: &OwnedFd, root_path: &Path, entries: &[Entry]) -> Result<()> {
+fn write(
+    root: &OwnedFd,
+    root_path: &Path,
+    entries: &[Entry],
+    verity: &HashMap<String, [u8; 32]>,
+) -> Result<()> {
     let mut dirs: HashMap<PathBuf, OwnedFd> = HashMap::new();
     dirs.insert(
         PathBuf::new(),
@@ -172,8 +182,10 @@ fn write(root: &OwnedFd, root_path: &Path, entries: &[Entry]) -> Result<()> {
                 if e.size > 0 {
                     rustix::fs::ftruncate(&fd, e.size).map_err(io("truncate"))?;
                     let digest = e.digest.as_deref().expect("imported");
-                    meta.xattrs
-                        .push(meta::xattr("trusted.overlay.metacopy", Vec::new()));
+                    meta.xattrs.push(meta::xattr(
+                        "trusted.overlay.metacopy",
+                        crate::erofs::metacopy_value(verity.get(digest)),
+                    ));
                     meta.xattrs.push(meta::xattr(
                         "trusted.overlay.redirect",
                         format!("/{}", Store::object_rel(digest)),
@@ -236,6 +248,55 @@ fn write(root: &OwnedFd, root_path: &Path, entries: &[Entry]) -> Result<()> {
     Ok(())
 }
 
+/// fs-verity digests of every object `entries` refer to, enabling
+/// fs-verity on objects that lack it ([`Store::verity_of`]).
+pub fn verity_digests(store: &Store, entries: &[Entry]) -> Result<HashMap<String, [u8; 32]>> {
+    let mut out = HashMap::new();
+    for e in entries {
+        if let Some(d) = e.digest.as_deref().filter(|_| e.size > 0) {
+            if !out.contains_key(d) {
+                out.insert(d.to_string(), store.verity_of(d)?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Whether the image `name` carries fs-verity digests (its metacopy
+/// xattrs are not empty): it is then mounted with `verity=require`.
+pub fn carries_verity(store: &Store, name: &str) -> Result<bool> {
+    let erofs = erofs_file(store, name)?;
+    if erofs.is_file() {
+        let bytes = std::fs::read(&erofs).map_err(|e| IoError::new("read", erofs.clone(), e))?;
+        let r = crate::erofs::Reader::new(&bytes)?;
+        return Ok(r.walk()?.iter().any(|(_, i)| {
+            i.xattrs
+                .get(&b"trusted.overlay.metacopy"[..])
+                .is_some_and(|v| !v.is_empty())
+        }));
+    }
+    let mut stack = vec![image_dir(store, name)?];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            match e.file_type() {
+                Ok(t) if t.is_dir() => stack.push(p),
+                Ok(t) if t.is_file() => {
+                    let mut buf = [0u8; 64];
+                    if let Ok(n) = rustix::fs::lgetxattr(&p, "trusted.overlay.metacopy", &mut buf) {
+                        return Ok(n > 0);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(false)
+}
+
 /// Remove the image `name` (its objects stay until [`Store::gc`]). It is
 /// renamed away first, so it disappears at once.
 pub fn remove(store: &Store, name: &str) -> Result<()> {
@@ -271,6 +332,11 @@ fn mount_path(p: &Path) -> Result<String> {
 pub fn mount(store: &Store, name: &str, target: &Path) -> Result<()> {
     let objects =
         mount_path(&std::path::absolute(store.objects_dir()).unwrap_or(store.objects_dir()))?;
+    let verity = if carries_verity(store, name)? {
+        ",verity=require"
+    } else {
+        ""
+    };
     let erofs = erofs_file(store, name)?;
     if erofs.is_file() {
         let staging = store.dir().join("mnt");
@@ -279,7 +345,10 @@ pub fn mount(store: &Store, name: &str, target: &Path) -> Result<()> {
         let meta = staging.join(dir::temp_name());
         std::fs::create_dir(&meta).map_err(|e| IoError::new("create", meta.clone(), e))?;
         let r = run_mount(&["-t", "erofs", "-o", "ro,loop"], &erofs, &meta).and_then(|()| {
-            let opts = format!("ro,metacopy=on,lowerdir={}::{objects}", mount_path(&meta)?);
+            let opts = format!(
+                "ro,metacopy=on{verity},lowerdir={}::{objects}",
+                mount_path(&meta)?
+            );
             let r = run_mount(
                 &["-t", "overlay", "-o", &opts],
                 Path::new("overlay"),
@@ -299,7 +368,7 @@ pub fn mount(store: &Store, name: &str, target: &Path) -> Result<()> {
         )));
     }
     let opts = format!(
-        "ro,metacopy=on,lowerdir={}::{objects}",
+        "ro,metacopy=on{verity},lowerdir={}::{objects}",
         mount_path(&std::path::absolute(&image).unwrap_or(image.clone()))?,
     );
     run_mount(

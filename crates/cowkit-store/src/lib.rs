@@ -59,6 +59,9 @@ pub enum Error {
     /// Image creation or mounting failed otherwise.
     #[error("{0}")]
     Image(String),
+    /// fs-verity cannot be enabled on the store's objects.
+    #[error("the store's filesystem cannot keep fs-verity on `{0}` (Btrfs, and ext4 made with `-O verity`, can; XFS on this kernel cannot)")]
+    NoVerity(PathBuf),
 }
 
 impl From<IoError> for Error {
@@ -381,6 +384,52 @@ impl Store {
             committed.is_some(),
             committed.is_some().then_some(copied.method),
         ))
+    }
+
+    /// The fs-verity digest (SHA-256, 4 KiB blocks) of the object
+    /// `digest`, enabling fs-verity on it first if it has none.
+    pub fn verity_of(&self, digest: &str) -> Result<[u8; 32]> {
+        use rustix::io::Errno;
+        let rel = Self::object_rel(digest);
+        let path = self.objects_dir().join(&rel);
+        let f = rustix::fs::openat(
+            &self.objects,
+            rel.as_str(),
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC | rustix::fs::OFlags::NOFOLLOW,
+            rustix::fs::Mode::empty(),
+        )
+        .map_err(|e| IoError::new("open", path.clone(), e))?;
+        for _ in 0..200 {
+            match cowkit_fs::verity::measure(&f) {
+                Ok((alg, d))
+                    if alg == cowkit_fs::verity::FS_VERITY_HASH_ALG_SHA256 && d.len() == 32 =>
+                {
+                    return Ok(d.try_into().expect("32 bytes"));
+                }
+                Ok((alg, _)) => {
+                    return Err(Error::Image(format!(
+                        "`{}` has fs-verity with hash algorithm {alg}, not SHA-256",
+                        path.display()
+                    )))
+                }
+                Err(Errno::NODATA) => match cowkit_fs::verity::enable(&f, 4096) {
+                    // Enabled, by this call or by another process.
+                    Ok(()) | Err(Errno::EXIST) => {}
+                    // Another process is enabling it right now.
+                    Err(Errno::BUSY) => std::thread::sleep(std::time::Duration::from_millis(10)),
+                    Err(Errno::OPNOTSUPP | Errno::NOTTY) => return Err(Error::NoVerity(path)),
+                    Err(e) => {
+                        return Err(IoError::new("enable fs-verity on", path.clone(), e).into())
+                    }
+                },
+                Err(Errno::OPNOTSUPP | Errno::NOTTY) => return Err(Error::NoVerity(path)),
+                Err(e) => return Err(IoError::new("measure fs-verity of", path.clone(), e).into()),
+            }
+        }
+        Err(Error::Image(format!(
+            "fs-verity on `{}` stayed busy",
+            path.display()
+        )))
     }
 
     /// Re-hash every object; the ones whose content is not their name, or

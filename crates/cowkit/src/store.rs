@@ -192,6 +192,12 @@ pub enum ImageCmd {
         /// Write no fingerprint xattrs.
         #[arg(long, conflicts_with = "fingerprint_xattr")]
         no_fingerprints: bool,
+        /// Enable fs-verity on the image's objects and record their
+        /// digests: the image is then mounted with `verity=require`, and a
+        /// damaged or replaced object fails to read (EIO). Needs a store
+        /// filesystem with fs-verity (Btrfs, ext4 with `-O verity`).
+        #[arg(long)]
+        verity: bool,
         #[command(flatten)]
         store: StoreArg,
         /// Print a JSON summary.
@@ -347,6 +353,7 @@ pub fn run_image(cmd: ImageCmd, quiet: bool) -> Result<ExitCode, CliError> {
             format,
             fingerprint_xattr,
             no_fingerprints,
+            verity,
             sources,
             store,
             json,
@@ -354,14 +361,22 @@ pub fn run_image(cmd: ImageCmd, quiet: bool) -> Result<ExitCode, CliError> {
             let mut store = store.open()?;
             let ctx = || format!("cannot create the image `{name}`");
             let (entries, summary) = read_sources(&mut store, &from, &sources)?;
+            let verity = if verity {
+                image::verity_digests(&store, &entries).map_err(|e| {
+                    CliError::new(ctx(), e).hint("leave out --verity, or put the store on Btrfs or on ext4 made with -O verity")
+                })?
+            } else {
+                Default::default()
+            };
             let dir = match format {
                 FormatArg::Erofs => {
                     let opts = cowkit_store::erofs::Options {
                         fingerprint: (!no_fingerprints).then_some(fingerprint_xattr),
+                        verity,
                     };
                     image::create_erofs(&store, &name, &entries, &opts)
                 }
-                FormatArg::Dir => image::create(&store, &name, &entries),
+                FormatArg::Dir => image::create(&store, &name, &entries, &verity),
             }
             .map_err(|e| CliError::new(ctx(), e))?;
             say_import(

@@ -976,3 +976,97 @@ fn unchanged_files_are_not_hashed_twice() {
         .join(&want[2..])
         .exists());
 }
+
+/// fs-verity. This kernel is built without `CONFIG_FS_VERITY`, so no
+/// filesystem here can enable it: `--verity` must refuse clearly and leave
+/// no image. An image that records fs-verity digests in its metacopy
+/// xattrs (written through the library with digests its objects do not
+/// have, as a replaced object would not) is mounted with
+/// `verity=require` and its files fail to read (EIO); mounted by hand
+/// with `verity=off`, the same image reads right, so the xattr format is
+/// one overlayfs accepts.
+#[test]
+fn verity_is_refused_clearly_and_required_when_recorded() {
+    if !as_root("verity_is_refused_clearly_and_required_when_recorded") {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let d = dir.path();
+    let src = mkdir(&d.join("src"));
+    std::fs::write(src.join("a"), pattern(50_000, 1)).unwrap();
+    std::fs::write(src.join("b"), b"bee").unwrap();
+    let store = d.join("store");
+    let r = ck(
+        &[
+            "image",
+            "create",
+            "v",
+            "--verity",
+            "--from",
+            src.to_str().unwrap(),
+        ],
+        &store,
+    );
+    assert!(!r.ok, "--verity on a store without fs-verity succeeded");
+    assert!(r.stderr.contains("cannot keep fs-verity"), "{}", r.stderr);
+    assert!(r.stderr.contains("hint:"), "{}", r.stderr);
+    assert!(!store.join("images/v.erofs").exists());
+
+    let st = cowkit_store::Store::open(&store).unwrap();
+    let (entries, _) = cowkit_store::tree::read_tree(&st, &src).unwrap();
+    let verity = entries
+        .iter()
+        .filter_map(|e| e.digest.clone())
+        .map(|dg| (dg, [0x5a; 32]))
+        .collect();
+    for (name, format) in [("fake-verity", "erofs"), ("fake-verity-dir", "dir")] {
+        if format == "erofs" {
+            let opts = cowkit_store::erofs::Options {
+                verity: std::collections::HashMap::clone(&verity),
+                ..Default::default()
+            };
+            cowkit_store::image::create_erofs(&st, name, &entries, &opts).unwrap();
+        } else {
+            cowkit_store::image::create(&st, name, &entries, &verity).unwrap();
+        }
+        assert!(cowkit_store::image::carries_verity(&st, name).unwrap());
+        let mnt = d.join(format!("mnt-{format}"));
+        let m = mount(&store, name, &mnt);
+        let opts = run_ok(
+            Command::new("findmnt")
+                .args(["-n", "-o", "OPTIONS"])
+                .arg(&mnt),
+            "findmnt",
+        );
+        assert!(
+            String::from_utf8_lossy(&opts.stdout).contains("verity=require"),
+            "{}",
+            String::from_utf8_lossy(&opts.stdout)
+        );
+        let err = std::fs::read(mnt.join("a")).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc_eio()), "{format}: {err}");
+        drop(m);
+        if format == "dir" {
+            // verity=off: the same layers read right.
+            let layers = format!(
+                "ro,metacopy=on,verity=off,lowerdir={}::{}",
+                store.join("images").join(name).display(),
+                store.join("objects").display()
+            );
+            mkdir(&mnt);
+            run_ok(
+                Command::new("mount")
+                    .args(["-t", "overlay", "overlay", "-o", &layers])
+                    .arg(&mnt),
+                "mount verity=off",
+            );
+            let _m = Mounted(mnt.clone());
+            assert_eq!(std::fs::read(mnt.join("a")).unwrap(), pattern(50_000, 1));
+            assert_eq!(std::fs::read(mnt.join("b")).unwrap(), b"bee");
+        }
+    }
+}
+
+fn libc_eio() -> i32 {
+    rustix::io::Errno::IO.raw_os_error()
+}
