@@ -24,6 +24,9 @@ pub(crate) fn install(
     opts: &Options,
     progress: &dyn Progress,
 ) -> Result<Summary> {
+    if !opts.verify {
+        trusted(&file, path)?;
+    }
     let x = ExtentsFile::open(file, path)?;
     crate::check_expected(x.package(), path, opts)?;
     let files = x.files();
@@ -97,6 +100,10 @@ pub(crate) fn install(
                             s.tally.record_written(e.length);
                         }
                     }
+                    if opts.verify {
+                        crate::verify::check_new(dst, dst_path, first, files.algo)?;
+                        s.verified += 1;
+                    }
                     Ok(())
                 })?;
                 progress.on_bytes(first.size);
@@ -139,6 +146,30 @@ pub(crate) fn install(
             summary.add(r?);
         }
     }
-    finish(&target, files, &places, opts, &mut summary)?;
+    finish(&target, files, &places, opts, &mut summary, true)?;
     Ok(summary)
+}
+
+/// Refuse an extents file that someone other than root or this user could
+/// have changed: without `--verify`, its bytes are installed as they are.
+fn trusted(file: &File, path: &Path) -> Result<()> {
+    let st = rustix::fs::fstat(file)
+        .map_err(|e| Error::from(IoError::new("stat", path.to_path_buf(), e)))?;
+    let me = rustix::process::geteuid().as_raw();
+    let why = if st.st_uid != 0 && st.st_uid != me {
+        Some(format!("belongs to uid {}", st.st_uid))
+    } else if st.st_mode & 0o002 != 0 {
+        Some("is writable by everyone".to_string())
+    } else if st.st_mode & 0o020 != 0 && st.st_gid != 0 {
+        Some(format!("is writable by group {}", st.st_gid))
+    } else {
+        None
+    };
+    match why {
+        None => Ok(()),
+        Some(why) => Err(Error::UntrustedExtents {
+            path: path.to_path_buf(),
+            why,
+        }),
+    }
 }

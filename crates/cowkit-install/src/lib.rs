@@ -107,6 +107,21 @@ pub enum Error {
         /// The checked one's.
         expected: String,
     },
+    /// A file placed from an extents file does not match its header
+    /// digest (`--verify`); it was not given its name.
+    #[error("`{path}` does not match its header digest: the extents file is damaged or was altered; the file was not installed under its name")]
+    DigestMismatch {
+        /// The file (its final name).
+        path: PathBuf,
+    },
+    /// An extents file whose owner or mode lets others change it.
+    #[error("`{path}` {why}: an extents file's content is trusted without --verify, so it must be as protected as the root it installs into")]
+    UntrustedExtents {
+        /// The extents file.
+        path: PathBuf,
+        /// Who else could write it.
+        why: String,
+    },
     /// `--verify` found installed files that do not match the header.
     #[error("{count} installed file(s) do not match their header digest, first `{first}`")]
     VerifyFailed {
@@ -265,6 +280,7 @@ fn finish(
     places: &[Option<tree::Place>],
     opts: &Options,
     s: &mut Summary,
+    verified_inline: bool,
 ) -> Result<()> {
     use cowkit_archive::files::Kind;
     for (f, p) in files.files.iter().zip(places) {
@@ -292,7 +308,7 @@ fn finish(
         }
     }
     s.directories += target.finish_dirs(files, places)? as u64;
-    if opts.verify {
+    if opts.verify && !verified_inline {
         s.verified += verify::verify(target, files, places)?;
     }
     Ok(())

@@ -74,6 +74,6 @@ pub(crate) fn install(
         PayloadError::Archive(e) => Error::Package(e),
         PayloadError::Visit(e) => e,
     })?;
-    finish(&target, &files, &places, opts, &mut s)?;
+    finish(&target, &files, &places, opts, &mut s, false)?;
     Ok(s)
 }

@@ -1,8 +1,17 @@
 //! `--verify`: re-hash installed regular files against the header.
+//!
+//! From an extents file, each file is hashed in its unnamed temporary,
+//! before it gets its name ([`check_new`]): a file that does not match
+//! its header digest is never named, and the install fails. From an
+//! `.rpm`, the payload reader has already checked each file as it
+//! streamed past; `--verify` then re-reads what was installed
+//! ([`verify`]).
 
 use std::io::Read;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
 
-use cowkit_archive::files::{FileList, Kind};
+use cowkit_archive::files::{DigestAlgo, FileInfo, FileList, Kind};
 use cowkit_fs::IoError;
 
 use crate::tree::{Place, Target};
@@ -52,5 +61,39 @@ pub(crate) fn verify(
             count: bad.len(),
             first: first.clone(),
         }),
+    }
+}
+
+/// Hash the new file `file` (shown as `path`), not yet named, against
+/// `f`'s header digest and size.
+pub(crate) fn check_new(
+    file: &std::fs::File,
+    path: &Path,
+    f: &FileInfo,
+    algo: DigestAlgo,
+) -> Result<()> {
+    let mut h = algo.hasher();
+    let mut buf = vec![0u8; (256 * 1024).min(f.size as usize).max(1)];
+    let mut at = 0u64;
+    loop {
+        let n = file
+            .read_at(&mut buf, at)
+            .map_err(|source| Error::from(IoError::new("read", path.to_path_buf(), source)))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        at += n as u64;
+    }
+    let ok = match &f.digest {
+        Some(d) => at == f.size && h.finish() == *d,
+        None => at == 0 && f.size == 0,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::DigestMismatch {
+            path: path.to_path_buf(),
+        })
     }
 }

@@ -349,8 +349,15 @@ fn transcode_all(todo: &[(PathBuf, PathBuf)], jobs: usize) -> Result<(), CliErro
                     .stdin(Stdio::null())
                     .stdout(Stdio::null())
                     .output();
+                // Cached extents files are trusted by installs: never
+                // writable by others, whatever the umask.
                 let failed = match r {
-                    Ok(o) if o.status.success() => None,
+                    Ok(o) if o.status.success() => std::fs::set_permissions(
+                        out,
+                        std::os::unix::fs::PermissionsExt::from_mode(0o644),
+                    )
+                    .err()
+                    .map(|e| format!("chmod {}: {e}", out.display())),
                     Ok(o) => Some(String::from_utf8_lossy(&o.stderr).trim().to_string()),
                     Err(e) => Some(e.to_string()),
                 };

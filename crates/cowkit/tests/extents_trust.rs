@@ -1,0 +1,91 @@
+//! The trust model of extents files (issue 14): without `--verify` an
+//! `.rpme`'s bytes are installed as they are, so cowkit refuses one that
+//! someone other than root or the user could have changed; with
+//! `--verify` every file is hashed before it gets its name, so a tampered
+//! `.rpme` leaves no wrong file under a final name.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use common::{cowkit, run};
+use cowkit_testutil::rpm::{fixture_in, write_owner_db, FIXTURE};
+use cowkit_testutil::tree::{mkdir, snapshot};
+use cowkit_testutil::{find, scratch, Fs};
+
+fn install(root: &Path, pkg: &Path, extra: &[&str]) -> common::Run {
+    run(cowkit()
+        .arg("install")
+        .args(extra)
+        .arg("--root")
+        .arg(root)
+        .arg(pkg))
+}
+
+#[test]
+fn a_tampered_rpme_never_puts_wrong_bytes_under_a_name_with_verify() {
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let d = dir.path();
+    let rpm = fixture_in(Path::new(env!("CARGO_TARGET_TMPDIR")), "w19.zstdio");
+    let rpme = d.join("pkg.rpme");
+    let t = run(cowkit().arg("transcode").arg(&rpm).arg("-o").arg(&rpme));
+    assert!(t.ok, "{}", t.stderr);
+    let good = mkdir(&d.join("good"));
+    write_owner_db(&good);
+    let r = install(&good, &rpme, &["--verify"]);
+    assert!(r.ok, "{}", r.stderr);
+    let large = good.join(FIXTURE).join("dir/large.bin");
+    let content = std::fs::read(&large).unwrap();
+
+    // One byte of large.bin's extent flipped.
+    let mut bytes = std::fs::read(&rpme).unwrap();
+    let at = find(&bytes, &content[300_000..304_096]).expect("large.bin in the .rpme") + 100;
+    bytes[at] ^= 0x20;
+    let bad = d.join("bad.rpme");
+    std::fs::write(&bad, &bytes).unwrap();
+
+    let root = mkdir(&d.join("verified"));
+    write_owner_db(&root);
+    let r = install(&root, &bad, &["--verify"]);
+    assert!(!r.ok, "a tampered .rpme installed with --verify");
+    assert!(
+        r.stderr.contains("does not match its header digest"),
+        "{}",
+        r.stderr
+    );
+    assert!(!root.join(FIXTURE).join("dir/large.bin").exists());
+    for (p, _) in snapshot(&root) {
+        let name = Path::new(&p)
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        assert!(!name.starts_with(".ck"), "a temporary was left: {p}");
+    }
+
+    // Without --verify the bytes are trusted, as documented.
+    let trusting = mkdir(&d.join("trusting"));
+    write_owner_db(&trusting);
+    let r = install(&trusting, &bad, &[]);
+    assert!(r.ok, "{}", r.stderr);
+    assert_ne!(
+        std::fs::read(trusting.join(FIXTURE).join("dir/large.bin")).unwrap(),
+        content
+    );
+
+    // An .rpme anyone could have changed is refused unless verified.
+    std::fs::set_permissions(&rpme, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let open = mkdir(&d.join("open"));
+    write_owner_db(&open);
+    let r = install(&open, &rpme, &[]);
+    assert!(!r.ok, "a world-writable .rpme was trusted");
+    assert!(r.stderr.contains("writable by everyone"), "{}", r.stderr);
+    assert!(!open.join(FIXTURE).exists());
+    let r = install(&open, &rpme, &["--verify"]);
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(
+        std::fs::read(open.join(FIXTURE).join("dir/large.bin")).unwrap(),
+        content
+    );
+}
