@@ -153,6 +153,17 @@ pub fn stat_at(dir: impl AsFd, name: &str) -> rustix::io::Result<Option<rustix::
     }
 }
 
+/// Raise the soft limit on open files to the hard limit (as GNU `cp` and
+/// `rm` do): tree walks hold a descriptor per directory level.
+pub fn raise_fd_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut lim = getrlimit(Resource::Nofile);
+    if lim.current < lim.maximum {
+        lim.current = lim.maximum;
+        let _ = setrlimit(Resource::Nofile, lim);
+    }
+}
+
 /// The mount id of the open file `fd` (`statx` `STATX_MNT_ID`, Linux
 /// 5.8+): two directories are on one mount exactly when their ids are
 /// equal (bind mounts of one filesystem included, unlike `st_dev`).

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::fs::File;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 
 use cowkit_archive::files::{FileInfo, FileList, Kind};
@@ -25,9 +25,11 @@ fn sys(op: &'static str, path: PathBuf) -> impl FnOnce(Errno) -> Error {
     move |e| Error::from(IoError::new(op, path, e))
 }
 
-/// An open directory of the root, and what entries created in it inherit.
+/// A directory of the root, and what entries created in it inherit.
 struct Dir {
-    fd: OwnedFd,
+    /// Held open while the descriptor budget allows; opened again (inside
+    /// the root) for each use otherwise.
+    fd: Option<OwnedFd>,
     /// The group new entries get: the directory's own when it is setgid.
     new_gid: Option<u32>,
     /// Whether a default ACL (which replaces the umask) applies to new
@@ -35,8 +37,33 @@ struct Dir {
     default_acl: bool,
 }
 
+/// A directory's descriptor: held, or opened again for one use.
+pub(crate) enum DirFd<'a> {
+    Held(&'a OwnedFd),
+    Again(OwnedFd),
+}
+
+impl AsFd for DirFd<'_> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            DirFd::Held(f) => f.as_fd(),
+            DirFd::Again(f) => f.as_fd(),
+        }
+    }
+}
+
+/// How many directory descriptors an install may hold: half of what the
+/// open-file limit leaves after a reserve for files being written (one
+/// per worker), the root, the package and the process's own.
+fn dir_budget() -> usize {
+    let lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    let soft = lim.current.unwrap_or(1 << 20) as usize;
+    soft.saturating_sub(128) / 2
+}
+
 /// The root being installed into, with the directories of the packages
-/// opened once.
+/// opened once (as many as the open-file limit allows; the others are
+/// opened again when used).
 pub(crate) struct Target<'r> {
     pub root: &'r Root,
     pub owners: &'r Owners,
@@ -128,6 +155,7 @@ impl<'r> Target<'r> {
         }
         wanted.sort_unstable();
         wanted.dedup();
+        let budget = dir_budget();
         for d in wanted {
             if self.dirs.contains_key(d) {
                 continue;
@@ -137,6 +165,7 @@ impl<'r> Target<'r> {
             let st = rustix::fs::fstat(&fd).map_err(sys("stat", self.root.display(&rel)))?;
             let new_gid = (st.st_mode & 0o2000 != 0).then_some(st.st_gid);
             let default_acl = meta::may_have_default_acl(&fd);
+            let fd = (self.dirs.len() < budget).then_some(fd);
             self.dirs.insert(
                 d.to_string(),
                 Dir {
@@ -149,8 +178,15 @@ impl<'r> Target<'r> {
         Ok(places)
     }
 
-    fn dir(&self, p: &Place) -> &OwnedFd {
-        &self.dirs[&p.parent].fd
+    fn dir(&self, p: &Place) -> Result<DirFd<'_>> {
+        self.dir_at(&p.parent)
+    }
+
+    fn dir_at(&self, rel: &str) -> Result<DirFd<'_>> {
+        match &self.dirs[rel].fd {
+            Some(fd) => Ok(DirFd::Held(fd)),
+            None => Ok(DirFd::Again(self.root.open_dir(&RelPath::new(rel)?)?)),
+        }
     }
 
     /// Owner, caps, mode and times of `f` as the header says, for an entry
@@ -214,7 +250,7 @@ impl<'r> Target<'r> {
         p: &Place,
         fill: impl FnOnce(&File, &std::path::Path) -> Result<()>,
     ) -> Result<()> {
-        let dir = self.dir(p);
+        let dir = self.dir(p)?;
         let path = self.display(p);
         let mut meta = self.meta(f, &path)?;
         // Created with its final permission bits when the umask keeps them
@@ -239,22 +275,16 @@ impl<'r> Target<'r> {
 
     /// Make `member` a hardlink of the already installed `first`.
     pub fn hardlink(&self, first: &Place, member: &Place) -> Result<()> {
-        let dir = self.dir(member);
+        let dir = self.dir(member)?;
+        let dir = dir.as_fd();
+        let from = self.dir(first)?;
         let path = self.display(member);
         dir::create_replacing(
-            dir.as_fd(),
+            dir,
             &member.name,
             &path,
             "link",
-            |tmp| {
-                rustix::fs::linkat(
-                    self.dir(first),
-                    first.name.as_str(),
-                    dir,
-                    tmp,
-                    AtFlags::empty(),
-                )
-            },
+            |tmp| rustix::fs::linkat(&from, first.name.as_str(), dir, tmp, AtFlags::empty()),
             |_| Ok(()),
         )?;
         Ok(())
@@ -262,14 +292,14 @@ impl<'r> Target<'r> {
 
     /// Create the symlink `f`.
     pub fn symlink(&self, f: &FileInfo, p: &Place) -> Result<()> {
-        let dir = self.dir(p);
+        let dir = self.dir(p)?;
         let path = self.display(p);
         let target = f.link_target.as_deref().unwrap_or_default();
         let mut meta = self.meta(f, &path)?;
         meta.xattrs.clear();
         meta.mode = None;
         self.create_at(p, &path, "create symlink", &meta, |tmp| {
-            rustix::fs::symlinkat(target, dir, tmp)
+            rustix::fs::symlinkat(target, &dir, tmp)
         })
     }
 
@@ -283,7 +313,8 @@ impl<'r> Target<'r> {
         meta: &Meta,
         create: impl FnMut(&str) -> rustix::io::Result<()>,
     ) -> Result<()> {
-        let dir = self.dir(p).as_fd();
+        let dir = self.dir(p)?;
+        let dir = dir.as_fd();
         dir::create_replacing(dir, &p.name, path, op, create, |tmp| {
             let name = CString::new(tmp).expect("temporary names have no NUL");
             let on = On::At(dir, &name);
@@ -303,14 +334,14 @@ impl<'r> Target<'r> {
             Kind::BlockDevice => (FileType::BlockDevice, f.rdev),
             _ => unreachable!("not a node"),
         };
-        let dir = self.dir(p);
+        let dir = self.dir(p)?;
         let path = self.display(p);
         // FILERDEVS holds the old 16-bit encoding: major << 8 | minor.
         let dev = rustix::fs::makedev((dev >> 8) & 0xff, dev & 0xff);
         let mut meta = self.meta(f, &path)?;
         meta.xattrs.clear();
         self.create_at(p, &path, "create node", &meta, |tmp| {
-            rustix::fs::mknodat(dir, tmp, ty, Mode::from_raw_mode(0o600), dev)
+            rustix::fs::mknodat(&dir, tmp, ty, Mode::from_raw_mode(0o600), dev)
         })?;
         Ok(true)
     }
@@ -328,9 +359,9 @@ impl<'r> Target<'r> {
         dirs.sort_by_key(|(_, p)| std::cmp::Reverse(p.rel.as_str().matches('/').count()));
         for (f, p) in &dirs {
             let path = self.display(p);
-            let fd = &self.dirs[p.rel.as_str()].fd;
+            let fd = self.dir_at(p.rel.as_str())?;
             // The directory may have existed already, with any owner.
-            let st = rustix::fs::fstat(fd).map_err(sys("stat", path.clone()))?;
+            let st = rustix::fs::fstat(&fd).map_err(sys("stat", path.clone()))?;
             let meta = self.meta_as(f, &path, st.st_uid, st.st_gid)?;
             meta::apply(Handle::new(&fd.as_fd(), &path), &meta, None)?;
         }

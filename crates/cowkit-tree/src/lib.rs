@@ -116,14 +116,7 @@ impl Progress for NoProgress {}
 /// Raise the soft limit on open files to the hard limit: a walk keeps one
 /// descriptor open per directory being worked on. Call it once from the
 /// program, not from a library.
-pub fn raise_fd_limit() {
-    use rustix::process::{getrlimit, setrlimit, Resource};
-    let mut lim = getrlimit(Resource::Nofile);
-    if lim.current < lim.maximum {
-        lim.current = lim.maximum;
-        let _ = setrlimit(Resource::Nofile, lim);
-    }
-}
+pub use cowkit_fs::dir::raise_fd_limit;
 
 /// The default number of workers: the number of CPUs.
 pub fn default_threads() -> usize {

@@ -1,8 +1,8 @@
 //! The parallel tree remove: see [`remove()`].
 
-use std::ffi::{CString, OsStr};
+use std::ffi::{CStr, CString, OsStr};
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -59,6 +59,8 @@ impl RemoveSummary {
 /// A directory being emptied.
 struct Node {
     fd: OwnedFd,
+    /// Counts the descriptors nodes hold ([`Ctx::held`]).
+    held: Arc<AtomicUsize>,
     /// The directory holding this one, and this one's name in it.
     parent: Parent,
     name: CString,
@@ -67,6 +69,12 @@ struct Node {
     pending: AtomicUsize,
     /// Something below could not be removed: this one cannot be either.
     failed: AtomicBool,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.held.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 enum Parent {
@@ -85,6 +93,19 @@ struct Ctx<'a> {
     root: PathBuf,
     /// The mount the removal stays on (`None`: the kernel does not say).
     mount: Option<u64>,
+    /// Directory descriptors held by nodes, and how many may be: past
+    /// that, a subtree is removed depth-first holding two descriptors
+    /// ([`Ctx::remove_frugally`]), so any depth works within a low limit.
+    held: Arc<AtomicUsize>,
+    budget: usize,
+}
+
+/// How many directory descriptors the parallel remove may hold: what the
+/// open-file limit leaves after a reserve for the process and each worker.
+fn budget(threads: usize) -> usize {
+    let lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    let soft = lim.current.unwrap_or(1 << 20) as usize;
+    soft.saturating_sub(32 + 4 * threads).max(4) / 2
 }
 
 struct Worker {
@@ -167,9 +188,12 @@ pub fn remove(
         queue: Queue::new(),
         root: path.to_path_buf(),
         mount: dir::mount_id(fd.as_fd()).map_err(|e| io("stat", e))?,
+        held: Arc::new(AtomicUsize::new(1)),
+        budget: budget(o.threads),
     };
     let top = Arc::new(Node {
         fd,
+        held: ctx.held.clone(),
         parent: Parent::Top(pfd),
         name,
         rel: PathBuf::new(),
@@ -208,6 +232,13 @@ impl Ctx<'_> {
         let Task::Open { parent, name } = t;
         let rel = parent.rel.join(OsStr::from_bytes(name.to_bytes()));
         let path = self.root.join(&rel);
+        if self.held.load(Ordering::Relaxed) >= self.budget {
+            if !self.remove_frugally(w, &parent.fd, &name, &path) {
+                parent.failed.store(true, Ordering::Relaxed);
+            }
+            self.finish(w, parent);
+            return;
+        }
         match dir::open_dir(&parent.fd, name.as_c_str(), &path) {
             Ok(fd) => {
                 // Another filesystem (or bind mount) mounted inside the
@@ -226,8 +257,10 @@ impl Ctx<'_> {
                     self.finish(w, parent);
                     return;
                 }
+                self.held.fetch_add(1, Ordering::Relaxed);
                 let node = Arc::new(Node {
                     fd,
+                    held: self.held.clone(),
                     parent: Parent::Node(parent),
                     name,
                     rel,
@@ -297,6 +330,212 @@ impl Ctx<'_> {
         }
         w.dirbuf = buf;
         self.finish(w, node);
+    }
+
+    /// Remove the directory `name` of `parent` (shown as `path`) and all
+    /// below it, depth first, holding at most two descriptors whatever the
+    /// depth: go down into the first subdirectory, and when a directory is
+    /// empty, open its parent again through `..` (checked to be the
+    /// directory we came from), remove it, and list the parent again.
+    /// Entries that cannot be removed are reported and skipped. Returns
+    /// whether everything went.
+    fn remove_frugally(
+        &self,
+        w: &mut Worker,
+        parent: &OwnedFd,
+        name: &CString,
+        path: &Path,
+    ) -> bool {
+        // The names from `parent` down, each with its directory's identity
+        // and the entries below it that must stay.
+        struct Level {
+            name: CString,
+            id: (u64, u64),
+            skip: Vec<CString>,
+        }
+        let id_of = |fd: &OwnedFd| {
+            rustix::fs::statx(
+                fd,
+                "",
+                AtFlags::EMPTY_PATH,
+                rustix::fs::StatxFlags::BASIC_STATS,
+            )
+            .map(|s| dev_ino(&s))
+        };
+        let path_of = |stack: &[Level], leaf: Option<&CStr>| {
+            let mut p = path.parent().unwrap_or(Path::new("")).to_path_buf();
+            for l in stack {
+                p.push(OsStr::from_bytes(l.name.to_bytes()));
+            }
+            if let Some(n) = leaf {
+                p.push(OsStr::from_bytes(n.to_bytes()));
+            }
+            p
+        };
+        let mut ok = true;
+        let fail = |w: &mut Worker, p: PathBuf, op: &'static str, e: Errno| {
+            let err = entry_error(&p, op, e);
+            self.progress.on_error(&err);
+            w.sum.errors.push(err);
+        };
+        let open = |dir: BorrowedFd<'_>, n: &CStr| {
+            rustix::fs::openat(
+                dir,
+                n,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+        };
+        let mut cur = match open(parent.as_fd(), name) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) if self.o.force => return true,
+            Err(e) => {
+                fail(w, path.to_path_buf(), "open directory", e);
+                return false;
+            }
+        };
+        let Ok(id) = id_of(&cur) else {
+            fail(w, path.to_path_buf(), "stat", Errno::IO);
+            return false;
+        };
+        let mut stack = vec![Level {
+            name: name.clone(),
+            id,
+            skip: Vec::new(),
+        }];
+        let mut buf = std::mem::take(&mut w.dirbuf);
+        buf.resize(256 * 1024, MaybeUninit::uninit());
+        loop {
+            // Unlink what is not a directory; find a subdirectory to enter.
+            let mut sub: Option<CString> = None;
+            let mut stays: Vec<CString> = Vec::new();
+            {
+                let skip = &stack.last().expect("a level").skip;
+                let mut d = RawDir::new(&cur, &mut buf);
+                while let Some(ent) = d.next() {
+                    let ent = match ent {
+                        Ok(e) => e,
+                        Err(e) => {
+                            fail(w, path_of(&stack, None), "read directory", e);
+                            ok = false;
+                            break;
+                        }
+                    };
+                    let n = ent.file_name();
+                    if n == c"." || n == c".." || skip.iter().any(|s| s.as_c_str() == n) {
+                        continue;
+                    }
+                    let is_dir = match ent.file_type() {
+                        FileType::Directory => true,
+                        FileType::Unknown => statx_at(cur.as_fd(), n).is_ok_and(|s| {
+                            FileType::from_raw_mode(s.stx_mode.into()) == FileType::Directory
+                        }),
+                        _ => false,
+                    };
+                    if !is_dir {
+                        match rustix::fs::unlinkat(&cur, n, AtFlags::empty()) {
+                            Ok(()) => {
+                                w.sum.files += 1;
+                                self.progress.on_entry(0);
+                                continue;
+                            }
+                            Err(Errno::NOENT) if self.o.force => continue,
+                            Err(Errno::ISDIR) => {}
+                            Err(e) => {
+                                fail(w, path_of(&stack, Some(n)), "remove", e);
+                                ok = false;
+                                stays.push(n.to_owned());
+                                continue;
+                            }
+                        }
+                    }
+                    sub = Some(n.to_owned());
+                    break;
+                }
+            }
+            stack.last_mut().expect("a level").skip.extend(stays);
+            if let Some(n) = sub {
+                let entered = open(cur.as_fd(), &n)
+                    .map_err(|e| (e, "open directory"))
+                    .and_then(|fd| {
+                        let here = dir::mount_id(fd.as_fd()).ok().flatten();
+                        if self.mount.is_some() && here != self.mount {
+                            return Err((Errno::XDEV, "not entered (a mount point)"));
+                        }
+                        let id = id_of(&fd).map_err(|e| (e, "stat"))?;
+                        Ok((fd, id))
+                    });
+                match entered {
+                    Ok((fd, id)) => {
+                        cur = fd;
+                        stack.push(Level {
+                            name: n,
+                            id,
+                            skip: Vec::new(),
+                        });
+                    }
+                    Err((Errno::NOENT, _)) if self.o.force => {}
+                    Err((e, op)) => {
+                        fail(w, path_of(&stack, Some(&n)), op, e);
+                        ok = false;
+                        stack.last_mut().expect("a level").skip.push(n);
+                    }
+                }
+                continue;
+            }
+            // `cur` is empty but for what must stay: remove it, go up.
+            let done = stack.pop().expect("a level");
+            let up = if stack.is_empty() {
+                None
+            } else {
+                match open(cur.as_fd(), c"..") {
+                    Ok(fd) if id_of(&fd).ok() == Some(stack.last().expect("a level").id) => {
+                        Some(fd)
+                    }
+                    Ok(_) => {
+                        // Moved meanwhile: stop rather than remove elsewhere.
+                        fail(
+                            w,
+                            path_of(&stack, None),
+                            "find the parent again (the tree moved)",
+                            Errno::STALE,
+                        );
+                        w.dirbuf = buf;
+                        return false;
+                    }
+                    Err(e) => {
+                        fail(w, path_of(&stack, None), "open directory", e);
+                        w.dirbuf = buf;
+                        return false;
+                    }
+                }
+            };
+            let pfd = up.as_ref().unwrap_or(parent);
+            if done.skip.is_empty() {
+                match rustix::fs::unlinkat(pfd, &done.name, AtFlags::REMOVEDIR) {
+                    Ok(()) => {
+                        w.sum.directories += 1;
+                        self.progress.on_entry(0);
+                    }
+                    Err(Errno::NOENT) if self.o.force => {}
+                    Err(e) => {
+                        fail(w, path_of(&stack, Some(&done.name)), "remove directory", e);
+                        ok = false;
+                        if let Some(l) = stack.last_mut() {
+                            l.skip.push(done.name.clone());
+                        }
+                    }
+                }
+            } else if let Some(l) = stack.last_mut() {
+                l.skip.push(done.name.clone());
+            }
+            match up {
+                Some(fd) => cur = fd,
+                None => break,
+            }
+        }
+        w.dirbuf = buf;
+        ok
     }
 
     /// One child of `node` is done: when none is left, remove the directory

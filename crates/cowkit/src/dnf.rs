@@ -119,6 +119,7 @@ fn dnf_command(args: &Args, home: &Path) -> Command {
 }
 
 pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
+    cowkit_fs::dir::raise_fd_limit();
     std::fs::create_dir_all(&args.root)
         .map_err(|e| CliError::new(format!("cannot create `{}`", args.root.display()), e))?;
     let root = Root::open(&args.root)

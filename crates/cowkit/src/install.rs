@@ -131,6 +131,7 @@ pub(crate) fn finish(show: &Show<'_>, total: &TxSummary, extra: impl Serialize) 
 }
 
 pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
+    cowkit_fs::dir::raise_fd_limit();
     let root = Root::open(&args.root).map_err(|e| {
         CliError::new(format!("cannot install into `{}`", args.root.display()), e)
             .hint("create the root directory first (`mkdir -p`)")

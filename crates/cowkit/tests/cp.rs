@@ -271,6 +271,52 @@ fn rm_r_refuses_dot_and_does_not_cross_mounts() {
     assert!(!d.join("tree/f").exists() && !d.join("tree/sub").exists());
 }
 
+/// Build a chain of `depth` nested directories `d` under `top` (deeper
+/// than PATH_MAX), with a file every 100 levels.
+fn deep_chain(top: &Path, depth: usize) {
+    let script = format!(
+        "import os\nfd = os.open({top:?}, os.O_RDONLY)\nfor i in range({depth}):\n    os.mkdir('d', dir_fd=fd)\n    nfd = os.open('d', os.O_RDONLY, dir_fd=fd)\n    os.close(fd)\n    fd = nfd\n    if i % 100 == 0:\n        os.close(os.open('f', os.O_CREAT | os.O_WRONLY, dir_fd=fd))\n",
+        top = top.to_str().unwrap()
+    );
+    let st = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+/// `rm -r` of a 10,000-deep chain and of a wide tree within an open-file
+/// limit of 64 (soft and hard): everything goes, with the counts `rm`
+/// reports (issue 14: it stopped at depth ~1013 at `ulimit -n 1024`).
+#[test]
+fn rm_r_works_at_any_depth_within_a_low_fd_limit() {
+    let Some(t) = scratch(Fs::Xfs) else { return };
+    let d = t.path();
+    std::fs::create_dir(d.join("chain")).unwrap();
+    deep_chain(&d.join("chain"), 10_000);
+    sh(
+        "mkdir wide && for i in $(seq 1 200); do mkdir -p wide/d$i/e/f; echo $i > wide/d$i/e/f/x; echo $i > wide/d$i/y; done",
+        d,
+    );
+    for (what, dirs, files) in [("chain", 10_001, 100), ("wide", 601, 400)] {
+        let o = Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -n 64 && exec {} rm -r --json {}",
+                env!("CARGO_BIN_EXE_cowkit"),
+                d.join(what).display()
+            ))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{what}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["removed"][0]["directories"], dirs, "{what}: {v}");
+        assert_eq!(v["removed"][0]["files"], files, "{what}: {v}");
+        assert!(!d.join(what).exists(), "{what} is still there");
+    }
+}
+
 /// `SRC/.` copies the contents of SRC into an existing DST, as GNU cp.
 #[test]
 fn cp_dot_source_merges_into_destination() {
