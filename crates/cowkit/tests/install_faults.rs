@@ -1,8 +1,10 @@
-//! The trust model of extents files (issue 14): without `--verify` an
+//! Installs under faults (issue 14). The trust model of extents files:
+//! without `--verify` an
 //! `.rpme`'s bytes are installed as they are, so cowkit refuses one that
 //! someone other than root or the user could have changed; with
 //! `--verify` every file is hashed before it gets its name, so a tampered
-//! `.rpme` leaves no wrong file under a final name.
+//! `.rpme` leaves no wrong file under a final name. And a package with more
+//! directories than the open-file limit.
 
 mod common;
 
@@ -88,4 +90,51 @@ fn a_tampered_rpme_never_puts_wrong_bytes_under_a_name_with_verify() {
         std::fs::read(open.join(FIXTURE).join("dir/large.bin")).unwrap(),
         content
     );
+}
+
+/// A package with more directories than the open-file limit (1,500 at
+/// `ulimit -n 256`, soft and hard) installs, from the `.rpm` and from its
+/// `.rpme` (issue 14: it failed with EMFILE and left ~1,000 empty
+/// directories).
+#[test]
+fn a_package_with_more_directories_than_the_fd_limit_installs() {
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let d = dir.path();
+    let rpm = cowkit_testutil::rpm::build_rpm_cached(
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        "cowkit-many-dirs",
+        "for i in $(seq 1 1500); do mkdir -p %{buildroot}/opt/many/d$i; echo $i > %{buildroot}/opt/many/d$i/f; done",
+        "/opt/many",
+        "w19.zstdio",
+    );
+    let rpme = d.join("many.rpme");
+    let t = run(cowkit().arg("transcode").arg(&rpm).arg("-o").arg(&rpme));
+    assert!(t.ok, "{}", t.stderr);
+    for (what, pkg) in [("rpm", &rpm), ("rpme", &rpme)] {
+        let root = mkdir(&d.join(format!("root-{what}")));
+        write_owner_db(&root);
+        let o = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -n 256 && exec {} install --no-db --root {} {}",
+                env!("CARGO_BIN_EXE_cowkit"),
+                root.display(),
+                pkg.display()
+            ))
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{what}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("opt/many/d1234/f")).unwrap(),
+            "1234\n"
+        );
+        assert_eq!(
+            std::fs::read_dir(root.join("opt/many")).unwrap().count(),
+            1500
+        );
+    }
 }
