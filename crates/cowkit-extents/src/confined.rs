@@ -83,6 +83,9 @@ pub enum Output<'a> {
     Stdout,
     /// A file, created (or replaced) only when the transcode succeeded.
     Path(&'a Path),
+    /// An open, empty file of the caller's (e.g. an unnamed temporary),
+    /// written from its start; the caller decides what a failure leaves.
+    File(&'a File),
 }
 
 /// Why a confined transcode failed. In every case, an output path was
@@ -154,6 +157,7 @@ pub fn transcode(
     match output {
         Output::Stdout => run(stdio_file(io::stdout()).map_err(Error::Stdout)?),
         Output::Path(path) => create_committed(path, run),
+        Output::File(f) => run(f.try_clone().map_err(Error::Stdout)?),
     }
 }
 

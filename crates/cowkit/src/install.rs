@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use cowkit_fs::root::Root;
 use cowkit_fs::{Chain, Method};
-use cowkit_install::{transaction, Options, Progress, TxOptions, TxSummary};
+use cowkit_install::{Options, Progress, TxOptions, TxSummary};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
@@ -70,9 +70,102 @@ pub struct Args {
     /// Only check the transaction and print the plan (like `rpm --test`).
     #[arg(long)]
     test: bool,
+    /// Require a valid OpenPGP header signature by a key in FILE (or in
+    /// any key file of a directory) on every package; may be repeated.
+    #[arg(long, value_name = "FILE|DIR")]
+    key: Vec<PathBuf>,
+    /// Decompress `.rpm` payloads in this process, as a stream, instead of
+    /// in the confined transcode worker (faster where blocks cannot be
+    /// shared, e.g. ext4; the decoders then run unconfined).
+    #[arg(long)]
+    no_confine: bool,
     /// Print a JSON summary (scriptlets' output then goes to stderr).
     #[arg(long)]
     json: bool,
+}
+
+/// Packages as the transaction will read them: each `.rpm` transcoded by
+/// the confined worker (with the `--key` check) into an unnamed file in
+/// the root's filesystem, whose blocks the install then clones; each
+/// `.rpme` checked against the keys here (its header only: no payload is
+/// decoded). The files live as long as this value; the transaction opens
+/// them through `/proc/PID/fd/N` (rpm too, as root).
+struct Staged {
+    files: Vec<std::fs::File>,
+    paths: std::collections::HashMap<PathBuf, PathBuf>,
+}
+
+fn stage(
+    root: &Root,
+    packages: &[PathBuf],
+    keys: &[PathBuf],
+    confine: bool,
+) -> Result<Staged, CliError> {
+    let mut staged = Staged {
+        files: Vec::new(),
+        paths: std::collections::HashMap::new(),
+    };
+    let keyring = if keys.is_empty() {
+        None
+    } else {
+        let mut k = cowkit_archive::pgp::Keyring::new();
+        for p in keys {
+            k.add(p)
+                .map_err(|e| CliError::new(format!("cannot load the key `{}`", p.display()), e))?;
+        }
+        Some(k)
+    };
+    let block = cowkit_fs::align::block_size(root.fd()).unwrap_or(4096) as u32;
+    for p in packages {
+        let ctx = || format!("cannot install `{}`", p.display());
+        let file = std::fs::File::open(p).map_err(|e| CliError::new(ctx(), e))?;
+        if cowkit_extents::open::is_extents_file(&file).map_err(|e| CliError::new(ctx(), e))? {
+            if let Some(k) = &keyring {
+                let x = cowkit_extents::open::ExtentsFile::open(file, p)
+                    .map_err(|e| CliError::new(ctx(), e))?;
+                k.verify_header(x.package()).map_err(|e| {
+                    CliError::new(ctx(), e).hint(
+                        "check that the package is signed and that --key names the right public key",
+                    )
+                })?;
+            }
+            continue;
+        }
+        if !confine {
+            if !keys.is_empty() {
+                return Err(CliError::msg(
+                    "--key needs the confined worker: leave out --no-confine",
+                ));
+            }
+            continue;
+        }
+        let new = cowkit_fs::dir::NewFile::anonymous(root.fd(), root.path(), 0o600)
+            .map_err(|e| CliError::new(ctx(), e))?;
+        let cmd = crate::transcode::worker_command(
+            block,
+            cowkit_extents::transcode::DEFAULT_PACK_BELOW,
+            keys,
+            false,
+        )?;
+        cowkit_extents::confined::transcode(
+            cmd,
+            cowkit_extents::confined::Input::Path(p),
+            cowkit_extents::confined::Output::File(new.file()),
+            false,
+        )
+        .map_err(|e| crate::transcode::cli_error(e, p))?;
+        let f = new
+            .file()
+            .try_clone()
+            .map_err(|e| CliError::new(ctx(), e))?;
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&f);
+        staged.paths.insert(
+            p.clone(),
+            PathBuf::from(format!("/proc/{}/fd/{fd}", std::process::id())),
+        );
+        staged.files.push(f);
+    }
+    Ok(staged)
 }
 
 struct Bar(ProgressBar);
@@ -172,7 +265,37 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
     );
     bar.enable_steady_tick(std::time::Duration::from_millis(200));
     let progress = Bar(bar.clone());
-    let result = transaction(&root, &args.packages, &opts, &progress);
+    let result = match cowkit_install::prepare(&root, &args.packages, &opts) {
+        Ok(mut prepared) => {
+            // Nothing is decoded for `--test`: rpm read the headers.
+            let staged = if args.test {
+                None
+            } else {
+                match stage(&root, &args.packages, &args.key, !args.no_confine) {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        bar.finish_and_clear();
+                        return refused_with(&args.root, args.json, e);
+                    }
+                }
+            };
+            if let Some(s) = &staged {
+                prepared.use_files(|p| s.paths.get(p).cloned().unwrap_or_else(|| p.to_path_buf()));
+            }
+            let mut r = prepared.run(&progress);
+            // Failures name the packages given, not their staged copies.
+            if let (Ok(t), Some(s)) = (&mut r, &staged) {
+                for f in &mut t.failed {
+                    if let Some((orig, _)) = s.paths.iter().find(|(_, v)| **v == f.package) {
+                        f.package = orig.clone();
+                    }
+                }
+            }
+            drop(staged);
+            r
+        }
+        Err(e) => Err(e),
+    };
     bar.finish_and_clear();
     let total = match result {
         Ok(t) => t,
@@ -202,6 +325,11 @@ pub(crate) fn refused(
     if let Some(h) = hint {
         err = err.hint(h);
     }
+    refused_with(root, json, err)
+}
+
+/// The whole transaction was refused with `err`: as text or JSON.
+fn refused_with(root: &std::path::Path, json: bool, err: CliError) -> Result<ExitCode, CliError> {
     if !json {
         return Err(err);
     }

@@ -70,7 +70,7 @@ struct Report<'a> {
 }
 
 /// The command that runs the confined transcode worker (this program).
-fn worker_command(
+pub(crate) fn worker_command(
     block_size: u32,
     pack_below: u64,
     keys: &[PathBuf],
@@ -145,7 +145,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
 }
 
 /// The library's error as the CLI has always reported it.
-fn cli_error(e: Error, input: &Path) -> CliError {
+pub(crate) fn cli_error(e: Error, input: &Path) -> CliError {
     let not_transcoded = || {
         format!(
             "cannot transcode `{}`: nothing was written",

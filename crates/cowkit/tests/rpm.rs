@@ -554,10 +554,37 @@ fn install_goes_on_past_a_damaged_package_and_reports_it() {
         names_in(&root)
     );
 
-    // A payload that breaks off is found while placing: that package
-    // fails and is not registered, the others are placed and registered.
+    // By default a `.rpm`'s payload is decoded by the confined worker
+    // before anything is placed: one that breaks off refuses the whole
+    // transaction, and the root is not touched.
+    let root0 = mkdir(&dir.path().join("root0"));
     let i = run(cowkit()
         .args(["install", "--json", "--nodeps", "-j", "2", "--root"])
+        .arg(&root0)
+        .args([&good1, &bad2]));
+    assert!(!i.ok, "exit status 0 with a damaged package");
+    let j = i.json();
+    assert_eq!(j["ok"], false, "{j}");
+    assert!(j["error"].to_string().contains("payload"), "{j}");
+    assert!(
+        std::fs::read_dir(&root0).unwrap().next().is_none(),
+        "the root was touched: {:?}",
+        names_in(&root0)
+    );
+
+    // Decoded in-process as a stream (`--no-confine`), a payload that
+    // breaks off is found while placing: that package fails and is not
+    // registered, the others are placed and registered.
+    let i = run(cowkit()
+        .args([
+            "install",
+            "--json",
+            "--no-confine",
+            "--nodeps",
+            "-j",
+            "2",
+            "--root",
+        ])
         .arg(&root)
         .args([&good1, &bad2]));
     assert!(!i.ok, "exit status 0 with failed packages");
@@ -593,7 +620,7 @@ fn install_goes_on_past_a_damaged_package_and_reports_it() {
     // summary of the others.
     let root2 = mkdir(&dir.path().join("root2"));
     let i = run(cowkit()
-        .args(["install", "--nodeps", "--root"])
+        .args(["install", "--no-confine", "--nodeps", "--root"])
         .arg(&root2)
         .args([&good1, &bad2]));
     assert!(!i.ok);

@@ -337,8 +337,8 @@ fn fingerprints_are_right(src: &Path, store: &Path, name: &str) {
 
 /// EROFS layouts past the simple ones: a directory of 700 entries (many
 /// blocks), names of 255 bytes, a symlink of 4,000 bytes, a file whose
-/// extended attributes (60 KB) make its inode span blocks, a file of
-/// 5 GiB (sparse in the source) — mounted, equal to the source.
+/// extended attributes (60 KB) make its inode span blocks — mounted, equal
+/// to the source; and a file past 4 GiB (sparse in the source).
 #[test]
 fn erofs_layouts_beyond_one_block_mount_right() {
     if !as_root("erofs_layouts_beyond_one_block_mount_right") {
@@ -371,9 +371,6 @@ fn erofs_layouts_beyond_one_block_mount_right() {
             "setfattr",
         );
     }
-    let f = std::fs::File::create(src.join("huge-sparse")).unwrap();
-    f.set_len(5 << 30).unwrap();
-    drop(f);
     let store = dir.path().join("store");
     let r = ck(
         &[
@@ -393,10 +390,27 @@ fn erofs_layouts_beyond_one_block_mount_right() {
         std::fs::read(mnt.join("many/entry-0699")).unwrap(),
         b"699\n"
     );
-    assert_eq!(
-        std::fs::metadata(mnt.join("huge-sparse")).unwrap().len(),
-        5 << 30
+
+    // A file past 4 GiB (its size does not fit 32 bits), in an image of
+    // its own: not hashed again through the mount, its end read.
+    let big = mkdir(&dir.path().join("big"));
+    let f = std::fs::File::create(big.join("huge-sparse")).unwrap();
+    f.set_len((5 << 30) + 12_345).unwrap();
+    use std::os::unix::fs::FileExt;
+    f.write_all_at(b"the end", (5 << 30) + 12_338).unwrap();
+    drop(f);
+    let r = ck(
+        &["image", "create", "big", "--from", big.to_str().unwrap()],
+        &store,
     );
+    assert!(r.ok, "{}", r.stderr);
+    let mnt2 = dir.path().join("mnt2");
+    let _m2 = mount(&store, "big", &mnt2);
+    let f = std::fs::File::open(mnt2.join("huge-sparse")).unwrap();
+    assert_eq!(f.metadata().unwrap().len(), (5 << 30) + 12_345);
+    let mut tail = [0u8; 7];
+    f.read_exact_at(&mut tail, (5 << 30) + 12_338).unwrap();
+    assert_eq!(&tail, b"the end");
 }
 
 #[test]
