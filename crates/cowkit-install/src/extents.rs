@@ -109,9 +109,11 @@ pub(crate) fn install(
                 })?;
                 progress.on_bytes(first.size);
                 s.files += 1;
+                progress.on_file();
                 for &m in &set[1..] {
                     target.hardlink(place, places[m as usize].as_ref().expect("not a ghost"))?;
                     s.files += 1;
+                    progress.on_file();
                     s.hardlinks += 1;
                 }
             }

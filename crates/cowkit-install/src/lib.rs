@@ -183,6 +183,25 @@ impl Default for Options {
 pub trait Progress: Sync {
     /// `bytes` of file content were installed.
     fn on_bytes(&self, _bytes: u64) {}
+    /// A regular file (or a hardlink) got its name in the root.
+    fn on_file(&self) {}
+}
+
+/// Counts the files one package placed, passing everything on.
+pub(crate) struct Counting<'a> {
+    pub inner: &'a dyn Progress,
+    pub files: std::sync::atomic::AtomicU64,
+}
+
+impl Progress for Counting<'_> {
+    fn on_bytes(&self, bytes: u64) {
+        self.inner.on_bytes(bytes);
+    }
+    fn on_file(&self) {
+        self.files
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.on_file();
+    }
 }
 
 /// A [`Progress`] that ignores everything.

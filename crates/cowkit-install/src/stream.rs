@@ -61,11 +61,13 @@ pub(crate) fn install(
             Ok(())
         })?;
         s.files += 1;
+        progress.on_file();
         s.tally.record_written(file.size);
         // The content arrived with `file`; link every other member to it.
         for &m in entry.links.iter().filter(|&&m| m != file.index) {
             target.hardlink(place, places[m as usize].as_ref().expect("not a ghost"))?;
             s.files += 1;
+            progress.on_file();
             s.hardlinks += 1;
         }
         Ok(())

@@ -89,6 +89,9 @@ pub struct PackageFailure {
     pub nevra: String,
     /// The error and its causes.
     pub error: Vec<String>,
+    /// Files of it that had been placed under their names when it failed
+    /// (they stay, as with rpm).
+    pub placed_files: u64,
 }
 
 /// Where a transaction's time went, in seconds.
@@ -433,11 +436,12 @@ fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
         }
     };
     let arg_of = |p: &Pkg| if old.contains_key(&p.name) { 2 } else { 1 };
-    let fail = |sum: &mut TxSummary, p: &Pkg, e: Error| {
+    let fail = |sum: &mut TxSummary, p: &Pkg, e: Error, placed_files: u64| {
         sum.failed.push(PackageFailure {
             package: p.path.clone(),
             nevra: p.nevra.clone(),
             error: cowkit_fs::error::chain(&e),
+            placed_files,
         });
     };
 
@@ -448,7 +452,7 @@ fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
         match p.script(Phase::PreTrans) {
             Some(s) => match run(s, p, arg_of(p), &mut sum) {
                 Ok(_) => alive.push(i),
-                Err(e) => fail(&mut sum, p, e),
+                Err(e) => fail(&mut sum, p, e, 0),
             },
             None => alive.push(i),
         }
@@ -483,14 +487,14 @@ fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
                 decided.push(decide_config(root, p, None, &mut o, &mut sum).map(|_| o));
             }
             let results = place_parallel(root, &owners, &batch, decided, opts.jobs, progress);
-            for (j, r) in results.into_iter().enumerate() {
+            for (j, (r, n)) in results.into_iter().enumerate() {
                 match r {
                     Ok(s) => {
                         sum.files.add(s);
                         sum.installed.push(batch[j].nevra.clone());
                         placed.push(alive[k + j]);
                     }
-                    Err(e) => fail(&mut sum, batch[j], e),
+                    Err(e) => fail(&mut sum, batch[j], e, n),
                 }
             }
             k = end;
@@ -500,13 +504,17 @@ fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
         k += 1;
         let p = &pkgs[i];
         let o = old.get(&p.name);
+        let counting = crate::Counting {
+            inner: progress,
+            files: Default::default(),
+        };
         match one_package(
             root,
             &mut owners,
             p,
             o,
             opts,
-            progress,
+            &counting,
             &run,
             &Others {
                 pkgs: &pkgs,
@@ -522,7 +530,7 @@ fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
                 }
                 placed.push(i);
             }
-            Err(e) => fail(&mut sum, p, e),
+            Err(e) => fail(&mut sum, p, e, counting.files.into_inner()),
         }
     }
     for w in owners.warnings() {
@@ -651,7 +659,7 @@ fn place_parallel(
     decided: Vec<Result<Options>>,
     jobs: usize,
     progress: &dyn Progress,
-) -> Vec<Result<Summary>> {
+) -> Vec<(Result<Summary>, u64)> {
     let workers = jobs.clamp(1, batch.len().max(1));
     // The CPUs the packages do not use go to threads within a package.
     let threads = (jobs / workers).max(1);
@@ -665,7 +673,7 @@ fn place_parallel(
             })))
         })
         .collect();
-    let results: Mutex<Vec<(usize, Result<Summary>)>> = Mutex::new(Vec::new());
+    let results: Mutex<Vec<(usize, Result<Summary>, u64)>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| loop {
@@ -676,20 +684,25 @@ fn place_parallel(
                     .unwrap_or_else(|e| e.into_inner())
                     .take()
                     .expect("taken once");
+                let counting = crate::Counting {
+                    inner: progress,
+                    files: Default::default(),
+                };
                 let r = o.and_then(|mut o| {
                     o.expect_header = Some(p.digest.clone());
-                    install(root, owners, &p.path, &o, progress)
+                    install(root, owners, &p.path, &o, &counting)
                 });
-                results
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push((i, r));
+                results.lock().unwrap_or_else(|e| e.into_inner()).push((
+                    i,
+                    r,
+                    counting.files.into_inner(),
+                ));
             });
         }
     });
     let mut r = results.into_inner().unwrap_or_else(|e| e.into_inner());
-    r.sort_by_key(|(i, _)| *i);
-    r.into_iter().map(|(_, r)| r).collect()
+    r.sort_by_key(|(i, _, _)| *i);
+    r.into_iter().map(|(_, r, n)| (r, n)).collect()
 }
 
 /// Who else owns files: the transaction's packages, and the database.

@@ -211,6 +211,12 @@ pub(crate) fn finish(show: &Show<'_>, total: &TxSummary, extra: impl Serialize) 
                 format!("cannot install `{}`", f.package.display()),
                 &f.error,
             ));
+            if f.placed_files > 0 {
+                eprintln!(
+                    "note: {} file(s) of {} had been placed before it failed; they stay, as with rpm",
+                    f.placed_files, f.nevra
+                );
+            }
         }
         if !show.quiet {
             print_text(show, total);
