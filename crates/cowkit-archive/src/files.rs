@@ -310,6 +310,19 @@ impl Package {
             });
         }
         let dirnames = strings(IndexTag::RPMTAG_DIRNAMES)?;
+        // The header's strings come through a lossy UTF-8 conversion: a
+        // name that was not UTF-8 shows U+FFFD here. Installing it would
+        // put the file under another name, so it is refused.
+        if let Some(name) = basenames
+            .iter()
+            .chain(&dirnames)
+            .find(|n| n.contains('\u{FFFD}'))
+        {
+            return Err(bad(format!(
+                "a file name is not valid UTF-8 (read as `{}`); names are installed byte for byte, so this package is refused rather than installed under another name",
+                name.escape_debug()
+            )));
+        }
         let dirindexes = u32s(IndexTag::RPMTAG_DIRINDEXES)?;
         let modes = u16s(IndexTag::RPMTAG_FILEMODES)?;
         let sizes: Vec<u64> = if h.entry_is_present(IndexTag::RPMTAG_LONGFILESIZES) {
