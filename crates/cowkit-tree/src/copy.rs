@@ -283,9 +283,28 @@ impl Src {
     }
 }
 
+/// Counts the destination directory descriptors nodes hold.
+struct Held(Option<Arc<AtomicUsize>>);
+
+impl Held {
+    fn new(counter: &Arc<AtomicUsize>) -> Held {
+        counter.fetch_add(1, Ordering::Relaxed);
+        Held(Some(counter.clone()))
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some(c) = &self.0 {
+            c.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
 /// A destination directory being filled.
 struct DirNode {
     dst: OwnedFd,
+    _held: Held,
     parent: Option<Arc<DirNode>>,
     /// 1 while it is being listed, plus one per subdirectory not done.
     pending: AtomicUsize,
@@ -380,6 +399,21 @@ struct Ctx<'a> {
     /// The umask applied when modes are not preserved.
     umask: u32,
     aborted: Mutex<Option<String>>,
+    /// Destination directory descriptors held by nodes, and how many may
+    /// be: past that, a subtree is copied depth-first holding a few
+    /// descriptors ([`Ctx::copy_frugally`]), so any depth works within a
+    /// low open-file limit.
+    held: Arc<AtomicUsize>,
+    budget: usize,
+}
+
+/// How many directory descriptors the parallel copy may hold: what the
+/// open-file limit leaves after a reserve for the process and each
+/// worker's files.
+fn budget(threads: usize) -> usize {
+    let lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    let soft = lim.current.unwrap_or(1 << 20) as usize;
+    soft.saturating_sub(32 + 8 * threads).max(4) / 2
 }
 
 const DIRBUF: usize = 256 * 1024;
@@ -483,9 +517,12 @@ pub fn copy_linked(
         pumask,
         umask: o.umask.or(pumask).unwrap_or(0o022),
         aborted: Mutex::new(None),
+        held: Arc::new(AtomicUsize::new(0)),
+        budget: budget(o.threads),
     };
     let holder = Arc::new(DirNode {
         dst: dpfd,
+        _held: Held(None),
         parent: None,
         pending: AtomicUsize::new(1),
         rel: PathBuf::new(),
@@ -645,6 +682,12 @@ impl Ctx<'_> {
             } => {
                 let rel = parent.rel.join(OsStr::from_bytes(name.to_bytes()));
                 let path = self.src_root.join(&rel);
+                if self.held.load(Ordering::Relaxed) >= self.budget {
+                    self.copy_frugally(w, &parent, &src_dir, &name, st, rel);
+                    drop(src_dir);
+                    self.finish_dir(w, parent);
+                    return;
+                }
                 let made = dir::open_dir(&*src_dir, name.as_c_str(), &path)
                     .map_err(|e| fail_io(&e))
                     .and_then(|sfd| self.make_dir(w, &parent, sfd, &name, st, rel));
@@ -726,6 +769,7 @@ impl Ctx<'_> {
         self.progress.on_entry(0);
         let node = Arc::new(DirNode {
             dst: dfd,
+            _held: Held::new(&self.held),
             parent: Some(parent.clone()),
             pending: AtomicUsize::new(1),
             rel,
@@ -789,6 +833,265 @@ impl Ctx<'_> {
         }
         w.dirbuf = buf;
         self.finish_dir(w, node);
+    }
+
+    /// Copy the source directory `name` of `src_parent` into `parent`
+    /// (at `rel`) and all below it, depth first, holding a few descriptors
+    /// whatever the depth: the directories above the current one are
+    /// closed, and found again through `..` (on both sides, each checked to
+    /// be the directory it was) when their next subdirectory is due. A
+    /// directory's metadata is applied when its last child is done.
+    fn copy_frugally(
+        &self,
+        w: &mut Worker,
+        parent: &Arc<DirNode>,
+        src_parent: &OwnedFd,
+        name: &CStr,
+        st: Src,
+        rel: PathBuf,
+    ) {
+        /// A directory on the way down: its descriptors while it is the
+        /// current one, what it needs otherwise.
+        struct Level {
+            name: CString,
+            src_id: (u64, u64),
+            dst_id: (u64, u64),
+            cur: Option<(DirNode, OwnedFd)>,
+            new_gid: u32,
+            setgid: bool,
+            exact_modes: bool,
+            finish: Option<DirFinish>,
+            subdirs: Vec<(CString, Src)>,
+            next: usize,
+        }
+        let id_of = |fd: &OwnedFd| {
+            rustix::fs::statx(
+                fd,
+                "",
+                AtFlags::EMPTY_PATH,
+                rustix::fs::StatxFlags::BASIC_STATS,
+            )
+            .map(|s| dev_ino(&s))
+        };
+        let open = |dir: BorrowedFd<'_>, n: &CStr| {
+            rustix::fs::openat(
+                dir,
+                n,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+        };
+        let rel_of = |stack: &[Level]| {
+            let mut r = rel.clone();
+            for l in stack.iter().skip(1) {
+                r.push(OsStr::from_bytes(l.name.to_bytes()));
+            }
+            r
+        };
+        // Make the destination directory for `sfd` in `into`; a level
+        // holding it, and the source's subdirectories listed, the rest of
+        // its entries copied.
+        let enter = |w: &mut Worker,
+                     into: &Arc<DirNode>,
+                     sfd: OwnedFd,
+                     name: &CStr,
+                     st: Src,
+                     rel: PathBuf|
+         -> Result<Level, Fail> {
+            let src_id = (st.dev, st.ino);
+            let (node, sfd) = self.make_dir(w, into, sfd, name, st, rel)?;
+            let Ok(node) = Arc::try_unwrap(node) else {
+                unreachable!("a new node has one owner")
+            };
+            let DirNode {
+                dst,
+                _held,
+                rel,
+                new_gid,
+                setgid,
+                exact_modes,
+                finish,
+                ..
+            } = node;
+            drop(_held);
+            let dst_id = id_of(&dst).map_err(|e| fail(&self.dst_root.join(&rel), "stat", e))?;
+            let node = DirNode {
+                dst,
+                _held: Held(None),
+                parent: None,
+                pending: AtomicUsize::new(1),
+                rel,
+                new_gid,
+                setgid,
+                exact_modes,
+                finish: None,
+            };
+            let subdirs = self.list_files_only(w, &node, &sfd);
+            Ok(Level {
+                name: name.to_owned(),
+                src_id,
+                dst_id,
+                cur: Some((node, sfd)),
+                new_gid,
+                setgid,
+                exact_modes,
+                finish,
+                subdirs,
+                next: 0,
+            })
+        };
+        let spath = self.src_root.join(&rel);
+        let first = dir::open_dir(src_parent, name, &spath)
+            .map_err(|e| fail_io(&e))
+            .and_then(|sfd| enter(w, parent, sfd, name, st, rel.clone()));
+        let mut stack = match first {
+            Ok(l) => vec![l],
+            Err(f) => return self.fail(w, f),
+        };
+        while let Some(top) = stack.last_mut() {
+            if self.queue.stopped() {
+                return;
+            }
+            if top.next < top.subdirs.len() {
+                let (n, st) = top.subdirs[top.next].clone();
+                top.next += 1;
+                let (node, sfd) = top.cur.take().expect("the current level is open");
+                let node = Arc::new(node);
+                let crel = node.rel.join(OsStr::from_bytes(n.to_bytes()));
+                let cpath = self.src_root.join(&crel);
+                let child = open(sfd.as_fd(), &n)
+                    .map_err(|e| fail(&cpath, "open directory", e))
+                    .and_then(|c| {
+                        if id_of(&c).ok() == Some((st.dev, st.ino)) {
+                            Ok(c)
+                        } else {
+                            Err(fail(
+                                &cpath,
+                                "open directory (it was replaced)",
+                                Errno::STALE,
+                            ))
+                        }
+                    })
+                    .and_then(|c| enter(w, &node, c, &n, st, crel));
+                let Ok(node) = Arc::try_unwrap(node) else {
+                    unreachable!("the child node was taken apart")
+                };
+                match child {
+                    Ok(l) => {
+                        // This level's descriptors close; `..` finds them.
+                        drop((node, sfd));
+                        stack.push(l);
+                    }
+                    Err(f) => {
+                        self.fail(w, f);
+                        top.cur = Some((node, sfd));
+                    }
+                }
+                continue;
+            }
+            // Every child done: the directory's metadata, then up.
+            let done = stack.pop().expect("a level");
+            let (node, sfd) = done.cur.expect("the current level is open");
+            if let Some(f) = &done.finish {
+                let path = self.dst_root.join(&node.rel);
+                let r = self.apply(
+                    On::Fd(node.dst.as_fd()),
+                    &path,
+                    &f.src,
+                    f.xattrs.clone(),
+                    f.owner,
+                    Some(f.mode),
+                    &mut w.sum.xattrs_unsupported,
+                );
+                if let Err(f) = r {
+                    self.fail(w, f);
+                }
+            }
+            let Some(up) = stack.last_mut() else { break };
+            let back = (open(sfd.as_fd(), c".."), open(node.dst.as_fd(), c".."));
+            let (Ok(psrc), Ok(pdst)) = back else {
+                let path = self.src_root.join(rel_of(&stack));
+                return self.fail(
+                    w,
+                    fail(&path, "open the parent directory again", Errno::NOENT),
+                );
+            };
+            if id_of(&psrc).ok() != Some(up.src_id) || id_of(&pdst).ok() != Some(up.dst_id) {
+                let path = self.src_root.join(rel_of(&stack));
+                return self.fail(
+                    w,
+                    fail(
+                        &path,
+                        "find the directory again (the tree moved)",
+                        Errno::STALE,
+                    ),
+                );
+            }
+            let rel_up = rel_of(&stack);
+            let up = stack.last_mut().expect("a level");
+            up.cur = Some((
+                DirNode {
+                    dst: pdst,
+                    _held: Held(None),
+                    parent: None,
+                    pending: AtomicUsize::new(1),
+                    rel: rel_up,
+                    new_gid: up.new_gid,
+                    setgid: up.setgid,
+                    exact_modes: up.exact_modes,
+                    finish: None,
+                },
+                psrc,
+            ));
+        }
+    }
+
+    /// Copy the entries of the source directory `src` that are not
+    /// directories into `node`; return its subdirectories.
+    fn list_files_only(
+        &self,
+        w: &mut Worker,
+        node: &DirNode,
+        src: &OwnedFd,
+    ) -> Vec<(CString, Src)> {
+        let mut subdirs = Vec::new();
+        let mut buf = std::mem::take(&mut w.dirbuf);
+        buf.resize(DIRBUF, MaybeUninit::uninit());
+        let mut dir = RawDir::new(src, &mut buf);
+        while let Some(ent) = dir.next() {
+            if self.queue.stopped() {
+                break;
+            }
+            let ent = match ent {
+                Ok(e) => e,
+                Err(e) => {
+                    let path = self.src_root.join(&node.rel);
+                    self.fail(w, fail(&path, "read directory", e));
+                    break;
+                }
+            };
+            let name = ent.file_name();
+            if name == c"." || name == c".." {
+                continue;
+            }
+            let rel = node.rel.join(OsStr::from_bytes(name.to_bytes()));
+            let spath = self.src_root.join(&rel);
+            let st = match statx_at(src.as_fd(), name) {
+                Ok(s) => Src::from(s),
+                Err(e) => {
+                    self.fail(w, fail(&spath, "stat", e));
+                    continue;
+                }
+            };
+            if st.kind() == FileType::Directory {
+                subdirs.push((name.to_owned(), st));
+            } else {
+                let dpath = self.dst_root.join(&rel);
+                self.entry(w, node, src.as_fd(), name, name, &st, &spath, &dpath);
+            }
+        }
+        w.dirbuf = buf;
+        subdirs
     }
 
     /// One child of `node` is done (or `node`'s own listing): when nothing

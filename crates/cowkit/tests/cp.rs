@@ -317,6 +317,60 @@ fn rm_r_works_at_any_depth_within_a_low_fd_limit() {
     }
 }
 
+/// Walk a tree with directory descriptors (any depth): its entries as
+/// (depth, name, kind, mode, content) lines.
+fn fd_walk(top: &Path) -> Vec<String> {
+    let script = format!(
+        "import os, stat\nout = []\ndef walk(fd, depth):\n    for n in sorted(os.listdir(fd)):\n        st = os.stat(n, dir_fd=fd, follow_symlinks=False)\n        if stat.S_ISDIR(st.st_mode):\n            out.append(f'{{depth}} {{n}} d {{oct(st.st_mode)}} {{st.st_mtime_ns}}')\n            c = os.open(n, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)\n            walk(c, depth + 1)\n            os.close(c)\n        else:\n            f = os.open(n, os.O_RDONLY, dir_fd=fd)\n            data = os.read(f, 1 << 20)\n            os.close(f)\n            out.append(f'{{depth}} {{n}} f {{oct(st.st_mode)}} {{st.st_mtime_ns}} {{data!r}}')\n\nimport sys\nsys.setrecursionlimit(100000)\nimport threading\nthreading.stack_size(512 << 20)\nt = threading.Thread(target=lambda: walk(os.open({top:?}, os.O_RDONLY), 0))\nt.start(); t.join()\nprint('\\n'.join(out))\n",
+        top = top.to_str().unwrap()
+    );
+    let o = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// `cp -a` of a 10,000-deep chain and of a wide tree within an open-file
+/// limit of 64 (soft and hard): the copy equals the source (issue 14: it
+/// stopped at depth ~1013 at `ulimit -n 1024`).
+#[test]
+fn cp_a_works_at_any_depth_within_a_low_fd_limit() {
+    let Some(t) = scratch(Fs::Xfs) else { return };
+    let d = t.path();
+    std::fs::create_dir(d.join("chain")).unwrap();
+    deep_chain(&d.join("chain"), 10_000);
+    sh(
+        "mkdir wide && for i in $(seq 1 200); do mkdir -p wide/d$i/e/f; echo $i > wide/d$i/e/f/x; echo $i > wide/d$i/y; chmod 751 wide/d$i/e; done",
+        d,
+    );
+    for what in ["chain", "wide"] {
+        let o = Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -n 64 && exec {} cp -a --json {} {}",
+                env!("CARGO_BIN_EXE_cowkit"),
+                d.join(what).display(),
+                d.join(format!("{what}-copy")).display()
+            ))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{what}: {}", stderr(&o));
+        let (a, b) = (
+            fd_walk(&d.join(what)),
+            fd_walk(&d.join(format!("{what}-copy"))),
+        );
+        assert!(a.len() > 600, "{what}: {} entries", a.len());
+        assert!(a == b, "{what}: the copy differs");
+    }
+}
+
 /// `SRC/.` copies the contents of SRC into an existing DST, as GNU cp.
 #[test]
 fn cp_dot_source_merges_into_destination() {
