@@ -9,10 +9,13 @@
 #    object reused) against `mkfs.erofs` (erofs-utils from Debian,
 #    uncompressed) of the same tree and `cp -a --reflink=always`.
 # 2. Sharing: N consecutive releases of one package (numpy 1.26.0–1.26.4
-#    manylinux wheels from PyPI, unpacked), N = 2 and 5: as N images, and
-#    as N plain trees. After dropping caches, every file of every release
-#    is read; reported are the bytes read from the block device, the page
-#    cache held over the files read (fincore), and the disk bytes.
+#    manylinux wheels from PyPI, unpacked), N = 2 and 5: as N images, as
+#    N plain trees and as N reflinked copies of those. After dropping
+#    caches, every file of every release is read, release by release;
+#    reported are the bytes read from the block device (in all, and while
+#    release 2 was read, against release 2's new content), the page cache
+#    held over the files read (fincore) against the distinct contents
+#    (sizes of the different SHA-256 digests), and the disk bytes.
 #
 # Environment: ROUNDS=3, COWKIT (built when not set), TREE_CACHE
 # (/var/cache/cowkit-bench/tree: run bench/tree-clone.sh once first),

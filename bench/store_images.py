@@ -4,6 +4,7 @@
 import argparse
 import datetime
 import glob
+import hashlib
 import json
 import os
 import shutil
@@ -83,6 +84,7 @@ def used(mount):
 def part_import(a):
     m = a.mount
     rows = {k: [] for k in ("cowkit image create (new store)", "cowkit image create (same tree again)",
+                            "cowkit image create (same tree again, --rehash)",
                             "mkfs.erofs", "cp -a --reflink=always")}
     for r in range(a.rounds):
         store, erofs, copy = (os.path.join(m, "bench-" + x) for x in ("store", "img.erofs", "copy"))
@@ -97,6 +99,9 @@ def part_import(a):
         sh("sync")
         t, _ = timed([a.cowkit, "image", "create", "two", "--from", a.tree, "--store", store])
         rows["cowkit image create (same tree again)"].append(t)
+        sh("sync")
+        t, _ = timed([a.cowkit, "image", "create", "three", "--rehash", "--from", a.tree, "--store", store])
+        rows["cowkit image create (same tree again, --rehash)"].append(t)
         sh("sync")
         before = used(m)
         t, _ = timed(["mkfs.erofs", "--quiet", erofs, a.tree])
@@ -113,16 +118,34 @@ def part_import(a):
             "medians": {k: statistics.median(v) for k, v in rows.items()}, "runs": rows}
 
 
+def digests(d):
+    """{sha256: size} of the regular files below d."""
+    out = {}
+    for p in files_under(d):
+        h = hashlib.sha256()
+        with open(p, "rb") as f:
+            for b in iter(lambda: f.read(1 << 20), b""):
+                h.update(b)
+        out[h.hexdigest()] = os.path.getsize(p)
+    return out
+
+
 def part_sharing(a):
     m = a.mount
     base = os.path.join(m, "bench-releases")
     shutil.rmtree(base, ignore_errors=True)
     wheels = sorted(glob.glob(os.path.join(a.wheels, "numpy-1.26.*.whl")))
-    trees = []
+    trees, reflinked = [], []
     for w in wheels:
-        d = os.path.join(base, "plain", os.path.basename(w).split("-")[1])
+        v = os.path.basename(w).split("-")[1]
+        d = os.path.join(base, "plain", v)
         zipfile.ZipFile(w).extractall(d)
         trees.append(d)
+        r = os.path.join(base, "reflinked", v)
+        os.makedirs(os.path.dirname(r), exist_ok=True)
+        sh("cp", "-a", "--reflink=always", d, r)
+        reflinked.append(r)
+    sums = [digests(t) for t in trees]
     store = os.path.join(base, "store")
     for i, t in enumerate(trees):
         timed([a.cowkit, "image", "create", "r%d" % i, "--from", t, "--store", store])
@@ -134,21 +157,31 @@ def part_sharing(a):
             os.makedirs(mp, exist_ok=True)
             timed([a.cowkit, "image", "mount", "r%d" % i, mp, "--store", store])
             mnts.append(mp)
+        distinct = {}
+        for s_ in sums[:n]:
+            distinct.update(s_)
+        new_in_second = sum(sz for h, sz in sums[1].items() if h not in sums[0])
         res = {}
         for kind, dirs, cached_over in (("images", mnts, [os.path.join(store, "objects")]),
-                                        ("plain trees", trees[:n], trees[:n])):
+                                        ("plain trees", trees[:n], trees[:n]),
+                                        ("reflinked copies", reflinked[:n], reflinked[:n])):
             drop_caches()
-            s0 = sectors_read(m)
-            size = sum(read_all(d) for d in dirs)
-            s1 = sectors_read(m)
-            res[kind] = {"bytes_of_trees": size, "read_from_disk": s1 - s0,
+            per_release = []
+            size = 0
+            for d in dirs:
+                s0 = sectors_read(m)
+                size += read_all(d)
+                per_release.append(sectors_read(m) - s0)
+            res[kind] = {"bytes_of_trees": size, "read_from_disk": sum(per_release),
+                         "read_by_release": per_release,
                          "page_cache": sum(resident(d) for d in cached_over)}
         for mp in mnts:
             sh("umount", mp)
         objects = os.path.join(store, "objects")
-        distinct = du(objects) if n == 5 else None
         out.append({"n": n, "releases": [os.path.basename(t) for t in trees[:n]], **res,
-                    "disk_objects_all_5": distinct, "disk_trees": sum(du(t) for t in trees[:n])})
+                    "distinct_bytes": sum(distinct.values()), "second_release_new_bytes": new_in_second,
+                    "disk_objects_all_5": du(objects) if n == 5 else None,
+                    "disk_trees": sum(du(t) for t in trees[:n])})
         print("N=%d: %s" % (n, res), file=sys.stderr)
     return out
 
@@ -186,17 +219,23 @@ def main():
               "clones)." % (s["files"], s["objects_new"], s["objects_reused"], s["bytes_by_method"],
                             mib(imp["erofs_bytes"])), "",
               "## N releases of numpy (1.26.0 … 1.26.4), every file read after dropping caches", "",
-              "| N | as | bytes of the trees | read from disk | page cache | disk |", "|---|---|---|---|---|---|"]
+              "| N | as | bytes of the trees | distinct contents | page cache | page cache / distinct | "
+              "read from disk | of which release 2 | release 2's new content |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for r in share:
-        for kind in ("images", "plain trees"):
+        for kind in ("images", "plain trees", "reflinked copies"):
             x = r[kind]
-            disk = ("objects of all 5: %s" % mib(r["disk_objects_all_5"]) if kind == "images" and r["disk_objects_all_5"]
-                    else (mib(r["disk_trees"]) if kind == "plain trees" else "(see N=5)"))
-            lines.append("| %d | %s | %s | %s | %s | %s |" % (r["n"], kind, mib(x["bytes_of_trees"]),
-                                                           mib(x["read_from_disk"]), mib(x["page_cache"]), disk))
-    lines += ["", "Page cache: fincore over the files read (the store's objects for images, the trees for "
-              "plain trees). Reflinked copies of the trees behave as plain trees here: a clone shares disk "
-              "blocks, not page cache (DESIGN.md, round 2 facts)."]
+            lines.append("| %d | %s | %s | %s | %s | %.3f | %s | %s | %s |" % (
+                r["n"], kind, mib(x["bytes_of_trees"]), mib(r["distinct_bytes"]), mib(x["page_cache"]),
+                x["page_cache"] / r["distinct_bytes"], mib(x["read_from_disk"]), mib(x["read_by_release"][1]),
+                mib(r["second_release_new_bytes"])))
+    five = share[-1]
+    lines += ["", "Disk: the objects of all 5 releases take %s; the 5 plain trees %s (reflinked copies share "
+              "the plain trees' blocks)." % (mib(five["disk_objects_all_5"]), mib(five["disk_trees"])),
+              "", "Page cache: fincore over the files read (the store's objects for images, the trees or copies "
+              "otherwise). Distinct contents: the sizes of the different SHA-256 digests among the releases' "
+              "files. Release 2 read from disk: the sectors read while its files were read, right after "
+              "release 1's; its new content: files whose digest release 1 does not have."]
     stem = os.path.join(a.results, "%s-store-images" % date)
     with open(stem + ".json", "w") as f:
         json.dump({"import": imp, "sharing": share, "loadavg": [load0, load1], "commit": commit}, f, indent=1)
