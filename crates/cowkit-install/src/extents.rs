@@ -66,7 +66,33 @@ pub(crate) fn install(
             .with_block_size(block)
             .with_tail_clone(opts.clone_tail);
         let mut buf = Vec::new();
+        // The packed (written) contents of a batch's files sit next to
+        // each other in the extents file: one read for them all when they
+        // span at most 4 MiB, instead of one per file.
+        let mut packed: (u64, Vec<u8>) = (0, Vec::new());
         while let Some(b) = take() {
+            let span = batches[b]
+                .iter()
+                .filter_map(|set| match x.content(set[0]) {
+                    Some(Content::Extent(e)) if e.kind != ExtentKind::Clone => {
+                        Some((e.offset, e.offset + e.length))
+                    }
+                    _ => None,
+                })
+                .fold(None, |acc: Option<(u64, u64)>, (a, z)| match acc {
+                    None => Some((a, z)),
+                    Some((a0, z0)) => Some((a0.min(a), z0.max(z))),
+                });
+            packed.1.clear();
+            if let Some((start, end)) = span.filter(|(a, z)| z - a <= 4 << 20) {
+                packed.0 = start;
+                packed.1.resize((end - start) as usize, 0);
+                x.file()
+                    .read_exact_at(&mut packed.1, start)
+                    .map_err(|source| {
+                        Error::from(IoError::new("read", x.path().to_path_buf(), source))
+                    })?;
+            }
             for &set in batches[b] {
                 let first = &files.files[set[0] as usize];
                 let place = places[set[0] as usize].as_ref().expect("not a ghost");
@@ -84,17 +110,28 @@ pub(crate) fn install(
                             s.tally.record(&done);
                         }
                         Some(Content::Extent(e)) => {
-                            buf.resize(e.length as usize, 0);
-                            x.file()
-                                .read_exact_at(&mut buf, e.offset)
-                                .map_err(|source| {
-                                    Error::from(IoError::new(
-                                        "read",
-                                        x.path().to_path_buf(),
-                                        source,
-                                    ))
-                                })?;
-                            (&*dst).write_all(&buf).map_err(|source| {
+                            let in_packed = e
+                                .offset
+                                .checked_sub(packed.0)
+                                .map(|at| (at as usize, (at + e.length) as usize))
+                                .and_then(|(a, z)| packed.1.get(a..z));
+                            let data = match in_packed {
+                                Some(d) => d,
+                                _ => {
+                                    buf.resize(e.length as usize, 0);
+                                    x.file().read_exact_at(&mut buf, e.offset).map_err(
+                                        |source| {
+                                            Error::from(IoError::new(
+                                                "read",
+                                                x.path().to_path_buf(),
+                                                source,
+                                            ))
+                                        },
+                                    )?;
+                                    &buf[..]
+                                }
+                            };
+                            (&*dst).write_all(data).map_err(|source| {
                                 Error::from(IoError::new("write", dst_path.to_path_buf(), source))
                             })?;
                             s.tally.record_written(e.length);
