@@ -164,6 +164,15 @@ pub fn raise_fd_limit() {
     }
 }
 
+/// How many directory descriptors a walk may hold open: half of what the
+/// open-file soft limit leaves after `reserve` (the process's own files,
+/// and those each worker has open at once), at least 2.
+pub fn dir_fd_budget(reserve: usize) -> usize {
+    let lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    let soft = lim.current.unwrap_or(1 << 20) as usize;
+    (soft.saturating_sub(reserve) / 2).max(2)
+}
+
 /// The mount id of the open file `fd` (`statx` `STATX_MNT_ID`, Linux
 /// 5.8+): two directories are on one mount exactly when their ids are
 /// equal (bind mounts of one filesystem included, unlike `st_dev`).

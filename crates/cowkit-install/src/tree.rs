@@ -52,15 +52,6 @@ impl AsFd for DirFd<'_> {
     }
 }
 
-/// How many directory descriptors an install may hold: half of what the
-/// open-file limit leaves after a reserve for files being written (one
-/// per worker), the root, the package and the process's own.
-fn dir_budget() -> usize {
-    let lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
-    let soft = lim.current.unwrap_or(1 << 20) as usize;
-    soft.saturating_sub(128) / 2
-}
-
 /// The root being installed into, with the directories of the packages
 /// opened once (as many as the open-file limit allows; the others are
 /// opened again when used).
@@ -155,7 +146,9 @@ impl<'r> Target<'r> {
         }
         wanted.sort_unstable();
         wanted.dedup();
-        let budget = dir_budget();
+        // The reserve: files being written (one per worker), the root,
+        // the package and the process's own.
+        let budget = dir::dir_fd_budget(128);
         for d in wanted {
             if self.dirs.contains_key(d) {
                 continue;

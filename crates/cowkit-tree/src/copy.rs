@@ -407,15 +407,6 @@ struct Ctx<'a> {
     budget: usize,
 }
 
-/// How many directory descriptors the parallel copy may hold: what the
-/// open-file limit leaves after a reserve for the process and each
-/// worker's files.
-fn budget(threads: usize) -> usize {
-    let lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
-    let soft = lim.current.unwrap_or(1 << 20) as usize;
-    soft.saturating_sub(32 + 8 * threads).max(4) / 2
-}
-
 const DIRBUF: usize = 256 * 1024;
 
 /// Copy `src` to `dst` (which becomes the copy; GNU `cp`'s "into an
@@ -518,7 +509,7 @@ pub fn copy_linked(
         umask: o.umask.or(pumask).unwrap_or(0o022),
         aborted: Mutex::new(None),
         held: Arc::new(AtomicUsize::new(0)),
-        budget: budget(o.threads),
+        budget: dir::dir_fd_budget(32 + 8 * o.threads),
     };
     let holder = Arc::new(DirNode {
         dst: dpfd,
@@ -790,48 +781,15 @@ impl Ctx<'_> {
     /// subdirectories go to the queue.
     fn list(&self, w: &mut Worker, node: Arc<DirNode>, src: OwnedFd) {
         let src = Arc::new(src);
-        let mut buf = std::mem::take(&mut w.dirbuf);
-        buf.resize(DIRBUF, MaybeUninit::uninit());
-        let mut dir = RawDir::new(&*src, &mut buf);
-        while let Some(ent) = dir.next() {
-            if self.queue.stopped() {
-                break;
-            }
-            let ent = match ent {
-                Ok(e) => e,
-                Err(e) => {
-                    let path = self.src_root.join(&node.rel);
-                    self.fail(w, fail(&path, "read directory", e));
-                    break;
-                }
-            };
-            let name = ent.file_name();
-            if name == c"." || name == c".." {
-                continue;
-            }
-            let rel = node.rel.join(OsStr::from_bytes(name.to_bytes()));
-            let spath = self.src_root.join(&rel);
-            let st = match statx_at(src.as_fd(), name) {
-                Ok(s) => Src::from(s),
-                Err(e) => {
-                    self.fail(w, fail(&spath, "stat", e));
-                    continue;
-                }
-            };
-            if st.kind() == FileType::Directory {
-                node.pending.fetch_add(1, Ordering::AcqRel);
-                self.queue.push(Task::Open {
-                    parent: node.clone(),
-                    src_dir: src.clone(),
-                    name: name.to_owned(),
-                    st,
-                });
-            } else {
-                let dpath = self.dst_root.join(&rel);
-                self.entry(w, &node, src.as_fd(), name, name, &st, &spath, &dpath);
-            }
-        }
-        w.dirbuf = buf;
+        self.list_entries(w, &node, &src, |name, st| {
+            node.pending.fetch_add(1, Ordering::AcqRel);
+            self.queue.push(Task::Open {
+                parent: node.clone(),
+                src_dir: src.clone(),
+                name: name.to_owned(),
+                st,
+            });
+        });
         self.finish_dir(w, node);
     }
 
@@ -926,7 +884,8 @@ impl Ctx<'_> {
                 exact_modes,
                 finish: None,
             };
-            let subdirs = self.list_files_only(w, &node, &sfd);
+            let mut subdirs = Vec::new();
+            self.list_entries(w, &node, &sfd, |n, st| subdirs.push((n.to_owned(), st)));
             Ok(Level {
                 name: name.to_owned(),
                 src_id,
@@ -1047,14 +1006,14 @@ impl Ctx<'_> {
     }
 
     /// Copy the entries of the source directory `src` that are not
-    /// directories into `node`; return its subdirectories.
-    fn list_files_only(
+    /// directories into `node`; hand each subdirectory to `on_dir`.
+    fn list_entries(
         &self,
         w: &mut Worker,
         node: &DirNode,
         src: &OwnedFd,
-    ) -> Vec<(CString, Src)> {
-        let mut subdirs = Vec::new();
+        mut on_dir: impl FnMut(&CStr, Src),
+    ) {
         let mut buf = std::mem::take(&mut w.dirbuf);
         buf.resize(DIRBUF, MaybeUninit::uninit());
         let mut dir = RawDir::new(src, &mut buf);
@@ -1084,14 +1043,13 @@ impl Ctx<'_> {
                 }
             };
             if st.kind() == FileType::Directory {
-                subdirs.push((name.to_owned(), st));
+                on_dir(name, st);
             } else {
                 let dpath = self.dst_root.join(&rel);
                 self.entry(w, node, src.as_fd(), name, name, &st, &spath, &dpath);
             }
         }
         w.dirbuf = buf;
-        subdirs
     }
 
     /// One child of `node` is done (or `node`'s own listing): when nothing

@@ -100,14 +100,6 @@ struct Ctx<'a> {
     budget: usize,
 }
 
-/// How many directory descriptors the parallel remove may hold: what the
-/// open-file limit leaves after a reserve for the process and each worker.
-fn budget(threads: usize) -> usize {
-    let lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
-    let soft = lim.current.unwrap_or(1 << 20) as usize;
-    soft.saturating_sub(32 + 4 * threads).max(4) / 2
-}
-
 struct Worker {
     dirbuf: Vec<MaybeUninit<u8>>,
     sum: RemoveSummary,
@@ -189,7 +181,7 @@ pub fn remove(
         root: path.to_path_buf(),
         mount: dir::mount_id(fd.as_fd()).map_err(|e| io("stat", e))?,
         held: Arc::new(AtomicUsize::new(1)),
-        budget: budget(o.threads),
+        budget: dir::dir_fd_budget(32 + 4 * o.threads),
     };
     let top = Arc::new(Node {
         fd,
