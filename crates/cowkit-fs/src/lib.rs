@@ -52,6 +52,13 @@ pub mod verity {
     };
 }
 
+/// fanotify: a notification group reporting file ids, filesystem marks.
+pub mod fanotify {
+    pub use crate::sys::{
+        fanotify_init_fid as init_fid, fanotify_mark_filesystem as mark_filesystem,
+    };
+}
+
 /// Installing a seccomp filter without `no_new_privs` (the one system call
 /// rustix does not wrap that `cowkit nosync` needs).
 pub mod seccomp {

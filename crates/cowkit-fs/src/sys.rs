@@ -4,6 +4,7 @@
 //! `ioctl`s that rustix does not wrap, `FICLONERANGE`, `FS_IOC_FIEMAP` and
 //! the fs-verity pair `FS_IOC_ENABLE_VERITY` / `FS_IOC_MEASURE_VERITY`, are
 //! written here once as typed calls with opcodes from `linux-raw-sys`.
+//! Also `fanotify_init` and `fanotify_mark` (not in rustix), through libc.
 //! Also the `seccomp(SECCOMP_SET_MODE_FILTER)` call that installs a filter
 //! without `no_new_privs` (for `cowkit nosync` as root), which rustix does
 //! not have.
@@ -238,4 +239,50 @@ pub fn measure_verity<Fd: AsFd>(fd: Fd) -> io::Result<(u8, Vec<u8>)> {
     };
     let n = usize::from(d.digest_size).min(64);
     Ok((d.digest_algorithm as u8, d.digest[..n].to_vec()))
+}
+
+fn last_errno() -> io::Errno {
+    io::Errno::from_raw_os_error(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+}
+
+/// `fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_FID | FAN_CLOEXEC |
+/// FAN_NONBLOCK, O_RDONLY)`: a notification group whose events identify
+/// objects by filesystem id and file handle (no descriptors), read without
+/// blocking. Needs `CAP_SYS_ADMIN`.
+pub fn fanotify_init_fid() -> io::Result<std::os::fd::OwnedFd> {
+    let flags =
+        libc::FAN_CLASS_NOTIF | libc::FAN_REPORT_FID | libc::FAN_CLOEXEC | libc::FAN_NONBLOCK;
+    // SAFETY: fanotify_init takes two integer arguments and returns a new
+    // descriptor or -1; no memory is passed to the kernel.
+    let fd = unsafe { libc::fanotify_init(flags, libc::O_RDONLY as libc::c_uint) };
+    if fd < 0 {
+        return Err(last_errno());
+    }
+    // SAFETY: `fd` is a descriptor the kernel just created for this call
+    // and nothing else owns.
+    Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+}
+
+/// `fanotify_mark(group, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, mask,
+/// AT_FDCWD, path)` (or `FAN_MARK_REMOVE` when `add` is false): watch (or
+/// stop watching) the whole filesystem that `path` is on.
+pub fn fanotify_mark_filesystem<Fd: AsFd>(
+    group: Fd,
+    add: bool,
+    mask: u64,
+    path: &std::ffi::CStr,
+) -> io::Result<()> {
+    let how = if add {
+        libc::FAN_MARK_ADD
+    } else {
+        libc::FAN_MARK_REMOVE
+    } | libc::FAN_MARK_FILESYSTEM;
+    let group = std::os::fd::AsRawFd::as_raw_fd(&group.as_fd());
+    // SAFETY: `group` is a borrowed open descriptor; `path` is a valid
+    // NUL-terminated string that outlives the call, which only reads it.
+    let r = unsafe { libc::fanotify_mark(group, how, mask, libc::AT_FDCWD, path.as_ptr()) };
+    if r < 0 {
+        return Err(last_errno());
+    }
+    Ok(())
 }

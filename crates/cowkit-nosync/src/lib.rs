@@ -43,5 +43,6 @@ pub mod preload;
 pub mod run;
 pub mod shim;
 pub mod stats;
+pub mod written;
 
 pub use error::{Error, Result};

@@ -36,7 +36,10 @@ pub const EXEC_SUBCOMMAND: &str = "__nosync-exec";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FinalSync {
     /// `syncfs` on each writable, storage-backed filesystem (see
-    /// [`mounts`]), each timed and checked for writeback errors.
+    /// [`mounts`]) that the command's process tree changed
+    /// ([`crate::written`]), each timed and checked for writeback errors;
+    /// on all of them where that cannot be known (not root, an old
+    /// kernel).
     #[default]
     Auto,
     /// `sync(2)`, then `syncfs` on the same filesystems as `Auto` to collect
@@ -116,6 +119,12 @@ pub struct Outcome {
     pub command_time: Duration,
     /// The final sync, all filesystems.
     pub sync_time: Duration,
+    /// Candidates not synced because the command did not change them
+    /// (`Auto` with [`crate::written`] working): (mount point, type).
+    pub not_written: Vec<(PathBuf, String)>,
+    /// Why every candidate was synced in `Auto` mode: the watch of what
+    /// the command wrote could not start.
+    pub watch_error: Option<String>,
 }
 
 impl Outcome {
@@ -151,6 +160,11 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
         _ => mounts::open_targets()?,
     };
 
+    // Watched from before the command starts: its first write counts.
+    let watch = match opts.final_sync {
+        FinalSync::Auto if !targets.is_empty() => Some(crate::written::Watch::start(&targets)),
+        _ => None,
+    };
     let mut cmd = Command::new(&opts.exec_helper);
     cmd.arg(EXEC_SUBCOMMAND);
     if !opts.seccomp {
@@ -244,6 +258,25 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
     let _ = forwarder.join();
     let status = status.ok_or_else(|| proc_err("find the command's exit status", Errno::CHILD))?;
 
+    // Every descendant has ended: its events are queued.
+    let (written, watch_error) = match watch {
+        Some(Ok(w)) => (Some(w.finish()), None),
+        Some(Err(e)) => (None, Some(e.to_string())),
+        None => (None, None),
+    };
+    let (targets, not_written): (Vec<Target>, Vec<Target>) = match &written {
+        Some(w) => {
+            let mut flags = w.targets.iter();
+            targets
+                .into_iter()
+                .partition(|_| *flags.next().unwrap_or(&true))
+        }
+        None => (targets, Vec::new()),
+    };
+    let not_written = not_written
+        .into_iter()
+        .map(|t| (t.mount.mount_point, t.mount.fs_type))
+        .collect();
     let sync_start = Instant::now();
     let syncs = final_sync(opts.final_sync, &targets);
     let sync_time = sync_start.elapsed();
@@ -265,6 +298,8 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
         shim,
         command_time,
         sync_time,
+        not_written,
+        watch_error,
     })
 }
 

@@ -16,9 +16,11 @@ use crate::output::CliError;
 pub struct Args {
     #[command(subcommand)]
     action: Option<Action>,
-    /// After the command: `auto` syncfs's every writable, storage-backed
-    /// filesystem (each timed, writeback errors reported), `all` runs
-    /// sync(2) and then collects errors the same way, `none` skips it.
+    /// After the command: `auto` syncfs's the writable, storage-backed
+    /// filesystems the command's process tree changed (seen with fanotify;
+    /// all of them where that is not possible: not root, an old kernel),
+    /// each timed, writeback errors reported; `all` runs sync(2), then
+    /// syncfs on every such filesystem to collect errors; `none` skips it.
     #[arg(long, value_enum, default_value_t = FinalSyncArg::Auto)]
     final_sync: FinalSyncArg,
     /// Do not preload the shim (only the seccomp layer).
@@ -141,6 +143,17 @@ pub fn run(args: Args, verbose: u8, quiet: bool) -> Result<ExitCode, CliError> {
                     .unwrap_or_default()
             );
         }
+        for (m, t) in &outcome.not_written {
+            eprintln!(
+                "cowkit nosync: not synced: `{}` ({t}): the command did not change it",
+                m.display()
+            );
+        }
+        if let Some(e) = &outcome.watch_error {
+            eprintln!(
+                "cowkit nosync: every writable filesystem synced: what the command changed cannot be watched ({e})"
+            );
+        }
         eprintln!(
             "cowkit nosync: command {:.3} s, final sync {:.3} s ({} filesystem(s)), {} orphan(s) reaped",
             outcome.command_time.as_secs_f64(),
@@ -170,6 +183,11 @@ pub fn run(args: Args, verbose: u8, quiet: bool) -> Result<ExitCode, CliError> {
                 "seconds": s.elapsed.as_secs_f64(),
                 "error": s.error.as_ref().map(|e| e.to_string()),
             })).collect::<Vec<_>>(),
+            "not_written": outcome.not_written.iter().map(|(m, t)| serde_json::json!({
+                "mount_point": m,
+                "fs_type": t,
+            })).collect::<Vec<_>>(),
+            "watch_error": outcome.watch_error,
             "suppressed_by_shim": outcome.stats.as_ref().map(|st| st.iter().collect::<std::collections::BTreeMap<_, _>>()),
             "shim": outcome.shim,
         });
