@@ -119,19 +119,86 @@ pub fn mkdir_open(dir: impl AsFd, name: &str, mode: u32, path: &Path) -> Result<
     open_dir(dir, name, path)
 }
 
-/// Open the file `name` in `dir` read-only without following a symlink;
-/// `None` when absent.
+/// Open the regular file `name` in `dir` read-only without following a
+/// symlink; `None` when absent. Anything but a regular file (a fifo
+/// that would block) is refused ([`open_regular`]).
 pub fn open_read_opt(dir: impl AsFd, name: &str, path: &Path) -> Result<Option<File>> {
-    match rustix::fs::openat(
-        dir,
-        name,
-        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
-        Mode::empty(),
-    ) {
-        Ok(fd) => Ok(Some(File::from(fd))),
-        Err(Errno::NOENT) => Ok(None),
+    match open_regular(|f| rustix::fs::openat(&dir, name, f | OFlags::NOFOLLOW, Mode::empty())) {
+        Ok((fd, _)) => Ok(Some(File::from(fd))),
+        Err(e) if e.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => Ok(None),
         Err(e) => Err(IoError::new("open", path, e)),
     }
+}
+
+/// A file that was to be read as a regular file is something else (a
+/// fifo, a device, a directory): refused instead of blocking on it.
+#[derive(Debug, thiserror::Error)]
+#[error("not a regular file (it is a {kind})")]
+pub struct NotRegular {
+    /// What it is: `fifo`, `character device`, …
+    pub kind: &'static str,
+}
+
+/// A short name of a file type, for messages.
+pub fn type_name(ft: FileType) -> &'static str {
+    match ft {
+        FileType::RegularFile => "regular file",
+        FileType::Directory => "directory",
+        FileType::Symlink => "symlink",
+        FileType::Fifo => "fifo",
+        FileType::Socket => "socket",
+        FileType::CharacterDevice => "character device",
+        FileType::BlockDevice => "block device",
+        FileType::Unknown => "file of unknown type",
+    }
+}
+
+/// Open a file for reading that must be a regular file, without ever
+/// blocking on one that is not: `open` is called with `O_RDONLY |
+/// O_NONBLOCK | O_CLOEXEC` (plus whatever it adds), so a fifo planted
+/// where a configuration file was expected cannot hang the caller; the
+/// descriptor is then checked with `fstat` and anything but a regular
+/// file is refused ([`NotRegular`], kind `InvalidInput`). `O_NONBLOCK` is
+/// cleared again before the descriptor is returned, with its `fstat`.
+pub fn open_regular(
+    open: impl FnOnce(OFlags) -> rustix::io::Result<OwnedFd>,
+) -> std::io::Result<(OwnedFd, rustix::fs::Stat)> {
+    let fd = open(OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC)?;
+    let st = rustix::fs::fstat(&fd)?;
+    check_regular(&st)?;
+    let fl = rustix::fs::fcntl_getfl(&fd)?;
+    rustix::fs::fcntl_setfl(&fd, fl - OFlags::NONBLOCK)?;
+    Ok((fd, st))
+}
+
+/// `Ok` when `st` is a regular file; otherwise [`NotRegular`] as an
+/// `InvalidInput` I/O error.
+pub fn check_regular(st: &rustix::fs::Stat) -> std::io::Result<()> {
+    match FileType::from_raw_mode(st.st_mode) {
+        FileType::RegularFile => Ok(()),
+        ft => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            NotRegular {
+                kind: type_name(ft),
+            },
+        )),
+    }
+}
+
+/// Whether `e` (or one of its causes) is a [`NotRegular`] refusal.
+pub fn is_not_regular(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(c) = cur {
+        if c.downcast_ref::<NotRegular>().is_some()
+            || c.downcast_ref::<std::io::Error>()
+                .and_then(|io| io.get_ref())
+                .is_some_and(|inner| inner.downcast_ref::<NotRegular>().is_some())
+        {
+            return true;
+        }
+        cur = c.source();
+    }
+    false
 }
 
 /// `statx(dir, name, AT_SYMLINK_NOFOLLOW)` for the basic fields.
