@@ -180,6 +180,27 @@ impl<'r> Target<'r> {
             tv_sec: i64::from(f.mtime),
             tv_nsec: 0,
         };
+        let mut mode = f.mode & 0o7777;
+        if self.euid != 0 {
+            // As cpio run by a user: entries keep our ownership. One that
+            // should have belonged to someone else loses its setuid and
+            // setgid bits (it would run with our privileges) and its file
+            // capabilities (setting them needs CAP_SETFCAP).
+            if (uid, gid) != (cur_uid, cur_gid) || f.caps.is_some() {
+                self.owners.note_not_root();
+            }
+            if (uid, gid) != (cur_uid, cur_gid) {
+                mode &= 0o1777;
+            }
+            return Ok(Meta {
+                uid: None,
+                gid: None,
+                mode: Some(mode),
+                atime: Some(t),
+                mtime: Some(t),
+                xattrs: Vec::new(),
+            });
+        }
         let mut xattrs = Vec::new();
         if let Some(text) = &f.caps {
             let value = cowkit_fs::caps::from_text(text).map_err(|source| Error::Caps {
@@ -193,7 +214,7 @@ impl<'r> Target<'r> {
         Ok(Meta {
             uid: (uid != cur_uid).then_some(uid),
             gid: (gid != cur_gid).then_some(gid),
-            mode: Some(f.mode & 0o7777),
+            mode: Some(mode),
             atime: Some(t),
             mtime: Some(t),
             xattrs,
@@ -219,7 +240,7 @@ impl<'r> Target<'r> {
         let mut meta = self.meta(f, &path)?;
         // Created with its final permission bits when the umask keeps them
         // and no chown (which would clear setuid) follows: no fchmod.
-        let mode = f.mode & 0o7777;
+        let mode = meta.mode.unwrap_or(f.mode) & 0o7777;
         let exact = mode & 0o7000 == 0
             && mode & self.umask == 0
             && !self.dirs[&p.parent].default_acl

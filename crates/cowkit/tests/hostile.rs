@@ -2,9 +2,10 @@
 //! runs interrupted by signals, and installs and copies by a user who is
 //! not root.
 //!
-//! Needs the rig's filesystems; without them the tests say SKIPPED (under
-//! CI, fail).
+//! Needs root (to become `nobody`) and the rig's filesystems; without
+//! them the tests say SKIPPED (under CI, fail).
 
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -16,6 +17,31 @@ const COWKIT: &str = env!("CARGO_BIN_EXE_cowkit");
 
 fn tmp() -> &'static Path {
     Path::new(env!("CARGO_TARGET_TMPDIR"))
+}
+
+fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// Skip (or, under CI/the rig, fail) when `what` is missing.
+fn need(ok: bool, what: &str) -> bool {
+    if !ok {
+        if cowkit_testutil::required() {
+            panic!("{what} is missing; the tests run as root");
+        }
+        eprintln!("SKIPPED: {what} is missing");
+    }
+    ok
+}
+
+fn sh(script: &str, dir: &Path) {
+    let st = Command::new("bash")
+        .arg("-ec")
+        .arg(script)
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert!(st.success(), "{script}");
 }
 
 /// Run `cmd`, killed after `secs`: a hang is a failure, not a stuck test.
@@ -160,3 +186,96 @@ fn issue14_cp_never_blocks_on_a_file_swapped_for_a_fifo() {
     assert!(runs > 3 && swaps > 100, "{runs} copies, {swaps} swaps");
 }
 
+// ---------------------------------------------------------------------------
+// Item 8: a user who is not root.
+
+fn as_nobody(dir: &Path, prog: &str, args: &[&str]) -> Output {
+    let mut c = Command::new("setpriv");
+    c.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", prog]);
+    c.args(args).current_dir(dir);
+    c.output().unwrap()
+}
+
+#[test]
+fn issue14_install_as_a_user_keeps_the_users_ownership() {
+    if !need(is_root(), "root (to become nobody)") {
+        return;
+    }
+    let Some(t) = scratch(Fs::Xfs) else { return };
+    let d = t.path();
+    let rpm = fixture_in(tmp(), "w19.zstdio");
+    std::fs::copy(&rpm, d.join("pkg.rpm")).unwrap();
+    std::fs::copy(COWKIT, d.join("cowkit")).unwrap();
+    sh(
+        "mkdir root theirs && chown nobody: root theirs && chmod 755 .",
+        d,
+    );
+    let out = as_nobody(
+        d,
+        "./cowkit",
+        &[
+            "install",
+            "--no-db",
+            "--noscripts",
+            "--root",
+            "root",
+            "pkg.rpm",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.matches("not running as root").count(), 1, "{err}");
+    // As rpm2cpio | cpio -idm run by the same user, but without the
+    // setuid bit on a file that should have been root's.
+    let cpio = as_nobody(
+        d,
+        "sh",
+        &["-c", "rpm2cpio pkg.rpm | cpio -idm --quiet -D theirs"],
+    );
+    assert!(cpio.status.success(), "{}", stderr(&cpio));
+    let f = |p: &str| std::fs::symlink_metadata(d.join(p)).unwrap();
+    let suid = format!("{FIXTURE}/suid-cap");
+    let ours = f(&format!("root/{suid}"));
+    let theirs = f(&format!("theirs/{suid}"));
+    assert_eq!((ours.uid(), ours.gid()), (theirs.uid(), theirs.gid()));
+    assert_eq!(ours.uid(), 65534);
+    assert_eq!(theirs.mode() & 0o7777, 0o4755, "cpio keeps it");
+    assert_eq!(ours.mode() & 0o7777, 0o0755, "setuid must not stay");
+    assert_eq!(
+        std::fs::read(d.join(format!("root/{suid}"))).unwrap(),
+        std::fs::read(d.join(format!("theirs/{suid}"))).unwrap()
+    );
+}
+
+#[test]
+fn issue14_cp_a_as_a_user_clears_setuid_it_cannot_keep() {
+    if !need(is_root(), "root (to become nobody)") {
+        return;
+    }
+    let Some(t) = scratch(Fs::Xfs) else { return };
+    let d = t.path();
+    std::fs::copy(COWKIT, d.join("cowkit")).unwrap();
+    sh(
+        "mkdir src out && echo x > src/rootsuid && chmod 4755 src/rootsuid \
+         && echo y > src/rootsgid && chmod 2755 src/rootsgid \
+         && echo z > src/mine && chown nobody:nogroup src/mine && chmod 4755 src/mine \
+         && chown nobody: out && chmod 755 .",
+        d,
+    );
+    let ours = as_nobody(d, "./cowkit", &["cp", "-a", "src", "out/ours"]);
+    assert!(ours.status.success(), "{}", stderr(&ours));
+    let theirs = as_nobody(d, "cp", &["-a", "src", "out/theirs"]);
+    assert!(theirs.status.success(), "{}", stderr(&theirs));
+    let mode = |p: &str| std::fs::symlink_metadata(d.join(p)).unwrap().mode() & 0o7777;
+    for name in ["rootsuid", "rootsgid", "mine"] {
+        assert_eq!(
+            mode(&format!("out/ours/{name}")),
+            mode(&format!("out/theirs/{name}")),
+            "{name}"
+        );
+    }
+    assert_eq!(mode("out/ours/rootsuid"), 0o755);
+    assert_eq!(mode("out/ours/rootsgid"), 0o755);
+    // Its owner was kept: so is its setuid bit.
+    assert_eq!(mode("out/ours/mine"), 0o4755);
+}
