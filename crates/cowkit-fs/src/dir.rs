@@ -29,6 +29,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Statx, StatxFlags};
 use rustix::io::Errno;
@@ -53,6 +54,89 @@ pub fn temp_name() -> String {
         PID.get_or_init(std::process::id),
         SEQ.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// Named temporary files of this process not committed or removed yet
+/// ([`NewFile::named`], and [`NewFile::anonymous`] where the filesystem has
+/// no `O_TMPFILE`), so that [`remove_live_temporaries`] can take them away
+/// when a signal ends the process.
+static LIVE: Mutex<Vec<(u64, Arc<OwnedFd>, String)>> = Mutex::new(Vec::new());
+
+fn live() -> std::sync::MutexGuard<'static, Vec<(u64, Arc<OwnedFd>, String)>> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn register(dir: &Arc<OwnedFd>, name: &str) -> u64 {
+    static ID: AtomicU64 = AtomicU64::new(1);
+    let id = ID.fetch_add(1, Ordering::Relaxed);
+    live().push((id, Arc::clone(dir), name.to_string()));
+    id
+}
+
+fn unregister(id: u64) {
+    live().retain(|(i, _, _)| *i != id);
+}
+
+/// Remove every named temporary file of this process that is still
+/// pending (created by a [`NewFile`] not yet committed or dropped), and
+/// return how many were removed. For a signal handler thread that then
+/// ends the process (SIGINT, SIGTERM, SIGHUP): unnamed `O_TMPFILE` files
+/// need nothing, the kernel frees them with their last descriptor, but a
+/// named fallback would stay. Files created after this call are not
+/// covered; the caller ends the process right after it.
+pub fn remove_live_temporaries() -> usize {
+    let mut n = 0;
+    for (_, dir, name) in live().drain(..) {
+        if rustix::fs::unlinkat(&*dir, name.as_str(), AtFlags::empty()).is_ok() {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// The pid a temporary name `.ck<pid>.<n>` was made by.
+pub fn temp_name_pid(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix(TEMP_PREFIX)?;
+    let (pid, seq) = rest.split_once('.')?;
+    u64::from_str_radix(seq, 16).ok()?;
+    u32::from_str_radix(pid, 16).ok()
+}
+
+/// Remove from `dir` (shown as `path`) the temporary names (`.ck<pid>.<n>`)
+/// left by cowkit processes that no longer exist (killed with SIGKILL
+/// between creating and renaming one). A name whose process is alive (in
+/// this pid namespace), or is ourselves, is kept. Returns how many were
+/// removed.
+pub fn remove_stale_temporaries(dir: BorrowedFd<'_>, path: &Path) -> Result<usize> {
+    let me = std::process::id();
+    let mut n = 0;
+    for (name, ft) in read_names(dir, path)? {
+        let Some(name) = name.to_str() else { continue };
+        let Some(pid) = temp_name_pid(name) else {
+            continue;
+        };
+        if pid == me || ft == FileType::Directory || pid_alive(pid) {
+            continue;
+        }
+        match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
+            Ok(()) => n += 1,
+            Err(Errno::NOENT | Errno::ISDIR) => {}
+            Err(e) => return Err(IoError::new("remove the stale temporary file in", path, e)),
+        }
+    }
+    Ok(n)
+}
+
+/// Whether the process `pid` exists (in our pid namespace): `kill(pid, 0)`
+/// succeeds or is refused with `EPERM`.
+fn pid_alive(pid: u32) -> bool {
+    let Some(p) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return false;
+    };
+    !matches!(rustix::process::test_kill_process(p), Err(Errno::SRCH))
 }
 
 /// How many fresh temporary names are tried before `EEXIST` is an error.
@@ -337,10 +421,34 @@ pub fn link_fd(file: impl AsFd, dir: impl AsFd, name: &str) -> rustix::io::Resul
 pub struct NewFile {
     /// `None` only once handed over.
     file: Option<File>,
-    /// Its temporary name and the directory holding it, once it has one.
-    temp: Option<(OwnedFd, String)>,
+    /// Its temporary name and the directory holding it, once it has one,
+    /// and its entry in the list of live temporaries.
+    temp: Option<Temp>,
     /// For messages: the directory it was created in.
     dir_path: PathBuf,
+}
+
+/// A temporary name of a [`NewFile`], listed for [`remove_live_temporaries`]
+/// while it exists.
+#[derive(Debug)]
+struct Temp {
+    dir: Arc<OwnedFd>,
+    name: String,
+    id: u64,
+}
+
+impl Temp {
+    fn new(dir: OwnedFd, name: String) -> Temp {
+        let dir = Arc::new(dir);
+        let id = register(&dir, &name);
+        Temp { dir, name, id }
+    }
+
+    /// The name is gone (renamed or removed): no longer listed.
+    fn done(self) -> (Arc<OwnedFd>, String) {
+        unregister(self.id);
+        (self.dir, self.name)
+    }
 }
 
 impl NewFile {
@@ -380,7 +488,7 @@ impl NewFile {
         .map_err(|e| IoError::new("create a file in", dir_path, e))?;
         Ok(NewFile {
             file: fd.map(File::from),
-            temp: Some((held, name)),
+            temp: Some(Temp::new(held, name)),
             dir_path: dir_path.to_path_buf(),
         })
     }
@@ -396,7 +504,7 @@ impl NewFile {
     /// `(new file)` in its directory.
     pub fn path(&self) -> PathBuf {
         self.dir_path
-            .join(self.temp.as_ref().map_or("(new file)", |(_, n)| n.as_str()))
+            .join(self.temp.as_ref().map_or("(new file)", |t| t.name.as_str()))
     }
 
     /// Write all of `data` at the current offset.
@@ -416,7 +524,8 @@ impl NewFile {
     /// caller moves it ([`replace_at`]) or removes it.
     pub fn into_named(mut self, dir: BorrowedFd<'_>) -> Result<(File, String)> {
         let name = match self.temp.take() {
-            Some((_, n)) => n,
+            // From here on the caller owns the name.
+            Some(t) => t.done().1,
             None => {
                 let file = self.file();
                 with_temp_name(|name| link_fd(file, dir, name))
@@ -430,7 +539,7 @@ impl NewFile {
     /// `path` (the final name) is used in errors. On failure nothing is
     /// left behind. Returns the open file.
     pub fn commit(mut self, dir: BorrowedFd<'_>, name: &str, path: &Path) -> Result<File> {
-        let (from, tmp) = match self.temp.take() {
+        let temp = match self.temp.take() {
             Some(t) => t,
             None => {
                 match link_fd(self.file(), dir, name) {
@@ -447,7 +556,9 @@ impl NewFile {
             }
         };
         let file = self.file.take().expect("held");
-        replace_at(&from, &tmp, dir, name, path)?;
+        let r = replace_at(&*temp.dir, &temp.name, dir, name, path);
+        temp.done();
+        r?;
         Ok(file)
     }
 }
@@ -468,18 +579,22 @@ impl NewFile {
                 Err(Errno::EXIST) => Ok(None),
                 Err(e) => Err(IoError::new("link into place", path, e)),
             },
-            Some((from, tmp)) => {
+            Some(temp) => {
+                let (from, tmp) = (Arc::clone(&temp.dir), temp.name.clone());
                 let r = rustix::fs::renameat_with(
-                    &from,
+                    &*from,
                     tmp.as_str(),
                     dir,
                     name,
                     rustix::fs::RenameFlags::NOREPLACE,
                 );
+                if r.is_err() {
+                    let _ = rustix::fs::unlinkat(&*from, tmp.as_str(), AtFlags::empty());
+                }
+                temp.done();
                 match r {
                     Ok(()) => Ok(self.file.take()),
                     Err(e) => {
-                        let _ = rustix::fs::unlinkat(&from, tmp.as_str(), AtFlags::empty());
                         if e == Errno::EXIST {
                             Ok(None)
                         } else {
@@ -494,8 +609,9 @@ impl NewFile {
 
 impl Drop for NewFile {
     fn drop(&mut self) {
-        if let Some((dir, tmp)) = &self.temp {
-            let _ = rustix::fs::unlinkat(dir, tmp.as_str(), AtFlags::empty());
+        if let Some(t) = self.temp.take() {
+            let _ = rustix::fs::unlinkat(&*t.dir, t.name.as_str(), AtFlags::empty());
+            t.done();
         }
     }
 }

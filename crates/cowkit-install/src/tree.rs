@@ -46,6 +46,25 @@ pub(crate) struct Target<'r> {
     umask: u32,
 }
 
+/// Remove the temporary names (`.ck<pid>.<n>`) that an install killed
+/// with SIGKILL left in `dir` (links and symlinks are made under one and
+/// renamed into place; so is a file that replaces an existing one), once
+/// per directory and process: one directory read each.
+fn sweep_once(dir: &OwnedFd, st: &rustix::fs::Stat, path: &std::path::Path) -> Result<()> {
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    static SWEPT: Mutex<Option<HashSet<(u64, u64)>>> = Mutex::new(None);
+    let first = SWEPT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashSet::new)
+        .insert((st.st_dev, st.st_ino));
+    if first {
+        dir::remove_stale_temporaries(dir.as_fd(), path)?;
+    }
+    Ok(())
+}
+
 /// A validated path of the package, with its parent and name.
 pub(crate) struct Place {
     pub rel: RelPath,
@@ -135,6 +154,7 @@ impl<'r> Target<'r> {
             let rel = RelPath::new(d)?;
             let fd = self.root.create_dirs(&rel, 0o755)?;
             let st = rustix::fs::fstat(&fd).map_err(sys("stat", self.root.display(&rel)))?;
+            sweep_once(&fd, &st, &self.root.display(&rel))?;
             let new_gid = (st.st_mode & 0o2000 != 0).then_some(st.st_gid);
             let default_acl = meta::may_have_default_acl(&fd);
             self.dirs.insert(

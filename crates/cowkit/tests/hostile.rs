@@ -2,12 +2,12 @@
 //! runs interrupted by signals, and installs and copies by a user who is
 //! not root.
 //!
-//! Needs root (to become `nobody`) and the rig's filesystems; without
-//! them the tests say SKIPPED (under CI, fail).
+//! Needs root (to become `nobody`, `mkfifo` in a scratch root) and the
+//! rig's filesystems; without them the tests say SKIPPED (under CI, fail).
 
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
-use std::process::{Command, Output};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use cowkit_testutil::rpm::{fixture_in, FIXTURE};
@@ -70,6 +70,27 @@ fn stderr(o: &Output) -> String {
 fn mkfifo(p: &Path) {
     let st = Command::new("mkfifo").arg(p).status().unwrap();
     assert!(st.success());
+}
+
+/// Names starting with `.ck` or ending in `.tmp` under `dir`.
+fn temporaries(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with(".ck") || name.ends_with(".tmp") {
+                out.push(e.path());
+            }
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                todo.push(e.path());
+            }
+        }
+    }
+    out
 }
 
 // ---------------------------------------------------------------------------
@@ -184,6 +205,144 @@ fn issue14_cp_never_blocks_on_a_file_swapped_for_a_fifo() {
     let swaps = swapper.join().unwrap();
     eprintln!("{runs} copies during {swaps} swaps");
     assert!(runs > 3 && swaps > 100, "{runs} copies, {swaps} swaps");
+}
+
+// ---------------------------------------------------------------------------
+// Item 6: interrupted transcodes and installs.
+
+/// The children of `parent` whose command line holds `needle`.
+fn children_with(parent: u32, needle: &str) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let (Ok(cmd), Ok(stat)) = (
+            std::fs::read(format!("/proc/{pid}/cmdline")),
+            std::fs::read_to_string(format!("/proc/{pid}/stat")),
+        ) else {
+            continue;
+        };
+        let ppid = stat[stat.rfind(')').unwrap() + 1..]
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(parent) && String::from_utf8_lossy(&cmd).contains(needle) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Whether `pid` runs (a zombie does not).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| !s[s.rfind(')').unwrap() + 1..].trim_start().starts_with('Z'))
+}
+
+fn kill(pid: u32, sig: rustix::process::Signal) {
+    let _ = rustix::process::kill_process(rustix::process::Pid::from_raw(pid as i32).unwrap(), sig);
+}
+
+/// Wait up to 5 s for `pid` to end: a worker killed with its parent goes
+/// at once; one that waits for more input never does.
+fn ends(pid: i32) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        if !alive(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+fn issue14_killed_transcode_leaves_no_file_and_no_worker() {
+    use std::io::Write;
+    let Some(t) = scratch(Fs::Xfs) else { return };
+    let rpm = std::fs::read(fixture_in(tmp(), "w19.zstdio")).unwrap();
+    let out_dir = t.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let out = out_dir.join("pkg.rpme");
+    let signals = [rustix::process::Signal::TERM, rustix::process::Signal::KILL];
+    for round in 0..8usize {
+        let sig = signals[round % 2];
+        // The package comes through a pipe that stays open: the worker is
+        // in the middle of it (at a different point each round) when its
+        // parent is killed.
+        let mut child = Command::new(COWKIT)
+            .arg("transcode")
+            .arg("-")
+            .arg("-o")
+            .arg(&out)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let part = rpm.len() * (round + 1) / 10;
+        stdin.write_all(&rpm[..part]).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let workers = children_with(child.id(), "__transcode-worker");
+        assert_eq!(workers.len(), 1, "round {round}");
+        kill(child.id(), sig);
+        let st = child.wait().unwrap();
+        assert!(!st.success(), "round {round}: {st:?}");
+        assert!(
+            ends(workers[0]),
+            "the worker outlived its parent (round {round}, {sig:?})"
+        );
+        drop(stdin);
+        let left = std::fs::read_dir(&out_dir).unwrap().count();
+        assert_eq!(left, 0, "round {round} ({sig:?}) left files");
+    }
+}
+
+#[test]
+fn issue14_temporaries_left_by_killed_installs_are_swept() {
+    let Some(t) = scratch(Fs::Xfs) else { return };
+    let rpm = fixture_in(tmp(), "w19.zstdio");
+    let root = t.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let install = || {
+        Command::new(COWKIT)
+            .args(["install", "--no-db", "--noscripts", "--root"])
+            .arg(&root)
+            .arg(&rpm)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    assert!(install().wait().unwrap().success());
+    // Re-installs (every file replaces one, links are made under temporary
+    // names) killed at many points.
+    let mut leftovers = 0;
+    for round in 0..40u64 {
+        let sig = if round % 2 == 0 {
+            rustix::process::Signal::KILL
+        } else {
+            rustix::process::Signal::TERM
+        };
+        let mut child = install();
+        std::thread::sleep(Duration::from_micros(500 + round * 397));
+        kill(child.id(), sig);
+        child.wait().unwrap();
+        leftovers += temporaries(&root).len();
+    }
+    eprintln!("{leftovers} temporary names seen after the kills");
+    // What a kill between `symlinkat(.ck…)` and the rename leaves, for
+    // certain: a temporary name of a process that is gone.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let planted = root.join(FIXTURE).join(format!(".ck{dead:x}.0"));
+    std::os::unix::fs::symlink("target", &planted).unwrap();
+    // The next install clears what SIGKILL left.
+    assert!(install().wait().unwrap().success());
+    assert_eq!(temporaries(&root), Vec::<PathBuf>::new());
 }
 
 // ---------------------------------------------------------------------------
