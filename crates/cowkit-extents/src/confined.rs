@@ -202,6 +202,11 @@ fn create_committed<T>(
 /// Returns whether the package was transcoded: exit with status 0 then, 1
 /// otherwise.
 pub fn worker(opts: &WorkerOptions) -> bool {
+    // Killed with the parent: a parent ended by a signal must not leave a
+    // worker writing on. Set before anything else; a parent that died
+    // before this point never answers the handshake, and the worker stops
+    // there without writing.
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     let policy = Policy::stream_worker().allow_threads(true);
     serve(
         opts.confine.then_some(&policy),

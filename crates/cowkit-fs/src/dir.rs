@@ -29,6 +29,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Statx, StatxFlags};
 use rustix::io::Errno;
@@ -53,6 +54,89 @@ pub fn temp_name() -> String {
         PID.get_or_init(std::process::id),
         SEQ.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// Named temporary files of this process not committed or removed yet
+/// ([`NewFile::named`], and [`NewFile::anonymous`] where the filesystem has
+/// no `O_TMPFILE`), so that [`remove_live_temporaries`] can take them away
+/// when a signal ends the process.
+static LIVE: Mutex<Vec<(u64, Arc<OwnedFd>, String)>> = Mutex::new(Vec::new());
+
+fn live() -> std::sync::MutexGuard<'static, Vec<(u64, Arc<OwnedFd>, String)>> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn register(dir: &Arc<OwnedFd>, name: &str) -> u64 {
+    static ID: AtomicU64 = AtomicU64::new(1);
+    let id = ID.fetch_add(1, Ordering::Relaxed);
+    live().push((id, Arc::clone(dir), name.to_string()));
+    id
+}
+
+fn unregister(id: u64) {
+    live().retain(|(i, _, _)| *i != id);
+}
+
+/// Remove every named temporary file of this process that is still
+/// pending (created by a [`NewFile`] not yet committed or dropped), and
+/// return how many were removed. For a signal handler thread that then
+/// ends the process (SIGINT, SIGTERM, SIGHUP): unnamed `O_TMPFILE` files
+/// need nothing, the kernel frees them with their last descriptor, but a
+/// named fallback would stay. Files created after this call are not
+/// covered; the caller ends the process right after it.
+pub fn remove_live_temporaries() -> usize {
+    let mut n = 0;
+    for (_, dir, name) in live().drain(..) {
+        if rustix::fs::unlinkat(&*dir, name.as_str(), AtFlags::empty()).is_ok() {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// The pid a temporary name `.ck<pid>.<n>` was made by.
+pub fn temp_name_pid(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix(TEMP_PREFIX)?;
+    let (pid, seq) = rest.split_once('.')?;
+    u64::from_str_radix(seq, 16).ok()?;
+    u32::from_str_radix(pid, 16).ok()
+}
+
+/// Remove from `dir` (shown as `path`) the temporary names (`.ck<pid>.<n>`)
+/// left by cowkit processes that no longer exist (killed with SIGKILL
+/// between creating and renaming one). A name whose process is alive (in
+/// this pid namespace), or is ourselves, is kept. Returns how many were
+/// removed.
+pub fn remove_stale_temporaries(dir: BorrowedFd<'_>, path: &Path) -> Result<usize> {
+    let me = std::process::id();
+    let mut n = 0;
+    for (name, ft) in read_names(dir, path)? {
+        let Some(name) = name.to_str() else { continue };
+        let Some(pid) = temp_name_pid(name) else {
+            continue;
+        };
+        if pid == me || ft == FileType::Directory || pid_alive(pid) {
+            continue;
+        }
+        match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
+            Ok(()) => n += 1,
+            Err(Errno::NOENT | Errno::ISDIR) => {}
+            Err(e) => return Err(IoError::new("remove the stale temporary file in", path, e)),
+        }
+    }
+    Ok(n)
+}
+
+/// Whether the process `pid` exists (in our pid namespace): `kill(pid, 0)`
+/// succeeds or is refused with `EPERM`.
+fn pid_alive(pid: u32) -> bool {
+    let Some(p) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return false;
+    };
+    !matches!(rustix::process::test_kill_process(p), Err(Errno::SRCH))
 }
 
 /// How many fresh temporary names are tried before `EEXIST` is an error.
@@ -119,19 +203,86 @@ pub fn mkdir_open(dir: impl AsFd, name: &str, mode: u32, path: &Path) -> Result<
     open_dir(dir, name, path)
 }
 
-/// Open the file `name` in `dir` read-only without following a symlink;
-/// `None` when absent.
+/// Open the regular file `name` in `dir` read-only without following a
+/// symlink; `None` when absent. Anything but a regular file (a fifo
+/// that would block) is refused ([`open_regular`]).
 pub fn open_read_opt(dir: impl AsFd, name: &str, path: &Path) -> Result<Option<File>> {
-    match rustix::fs::openat(
-        dir,
-        name,
-        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
-        Mode::empty(),
-    ) {
-        Ok(fd) => Ok(Some(File::from(fd))),
-        Err(Errno::NOENT) => Ok(None),
+    match open_regular(|f| rustix::fs::openat(&dir, name, f | OFlags::NOFOLLOW, Mode::empty())) {
+        Ok((fd, _)) => Ok(Some(File::from(fd))),
+        Err(e) if e.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => Ok(None),
         Err(e) => Err(IoError::new("open", path, e)),
     }
+}
+
+/// A file that was to be read as a regular file is something else (a
+/// fifo, a device, a directory): refused instead of blocking on it.
+#[derive(Debug, thiserror::Error)]
+#[error("not a regular file (it is a {kind})")]
+pub struct NotRegular {
+    /// What it is: `fifo`, `character device`, …
+    pub kind: &'static str,
+}
+
+/// A short name of a file type, for messages.
+pub fn type_name(ft: FileType) -> &'static str {
+    match ft {
+        FileType::RegularFile => "regular file",
+        FileType::Directory => "directory",
+        FileType::Symlink => "symlink",
+        FileType::Fifo => "fifo",
+        FileType::Socket => "socket",
+        FileType::CharacterDevice => "character device",
+        FileType::BlockDevice => "block device",
+        FileType::Unknown => "file of unknown type",
+    }
+}
+
+/// Open a file for reading that must be a regular file, without ever
+/// blocking on one that is not: `open` is called with `O_RDONLY |
+/// O_NONBLOCK | O_CLOEXEC` (plus whatever it adds), so a fifo planted
+/// where a configuration file was expected cannot hang the caller; the
+/// descriptor is then checked with `fstat` and anything but a regular
+/// file is refused ([`NotRegular`], kind `InvalidInput`). `O_NONBLOCK` is
+/// cleared again before the descriptor is returned, with its `fstat`.
+pub fn open_regular(
+    open: impl FnOnce(OFlags) -> rustix::io::Result<OwnedFd>,
+) -> std::io::Result<(OwnedFd, rustix::fs::Stat)> {
+    let fd = open(OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC)?;
+    let st = rustix::fs::fstat(&fd)?;
+    check_regular(&st)?;
+    let fl = rustix::fs::fcntl_getfl(&fd)?;
+    rustix::fs::fcntl_setfl(&fd, fl - OFlags::NONBLOCK)?;
+    Ok((fd, st))
+}
+
+/// `Ok` when `st` is a regular file; otherwise [`NotRegular`] as an
+/// `InvalidInput` I/O error.
+pub fn check_regular(st: &rustix::fs::Stat) -> std::io::Result<()> {
+    match FileType::from_raw_mode(st.st_mode) {
+        FileType::RegularFile => Ok(()),
+        ft => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            NotRegular {
+                kind: type_name(ft),
+            },
+        )),
+    }
+}
+
+/// Whether `e` (or one of its causes) is a [`NotRegular`] refusal.
+pub fn is_not_regular(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(c) = cur {
+        if c.downcast_ref::<NotRegular>().is_some()
+            || c.downcast_ref::<std::io::Error>()
+                .and_then(|io| io.get_ref())
+                .is_some_and(|inner| inner.downcast_ref::<NotRegular>().is_some())
+        {
+            return true;
+        }
+        cur = c.source();
+    }
+    false
 }
 
 /// `statx(dir, name, AT_SYMLINK_NOFOLLOW)` for the basic fields.
@@ -290,10 +441,34 @@ pub fn link_fd(file: impl AsFd, dir: impl AsFd, name: &str) -> rustix::io::Resul
 pub struct NewFile {
     /// `None` only once handed over.
     file: Option<File>,
-    /// Its temporary name and the directory holding it, once it has one.
-    temp: Option<(OwnedFd, String)>,
+    /// Its temporary name and the directory holding it, once it has one,
+    /// and its entry in the list of live temporaries.
+    temp: Option<Temp>,
     /// For messages: the directory it was created in.
     dir_path: PathBuf,
+}
+
+/// A temporary name of a [`NewFile`], listed for [`remove_live_temporaries`]
+/// while it exists.
+#[derive(Debug)]
+struct Temp {
+    dir: Arc<OwnedFd>,
+    name: String,
+    id: u64,
+}
+
+impl Temp {
+    fn new(dir: OwnedFd, name: String) -> Temp {
+        let dir = Arc::new(dir);
+        let id = register(&dir, &name);
+        Temp { dir, name, id }
+    }
+
+    /// The name is gone (renamed or removed): no longer listed.
+    fn done(self) -> (Arc<OwnedFd>, String) {
+        unregister(self.id);
+        (self.dir, self.name)
+    }
 }
 
 impl NewFile {
@@ -333,7 +508,7 @@ impl NewFile {
         .map_err(|e| IoError::new("create a file in", dir_path, e))?;
         Ok(NewFile {
             file: fd.map(File::from),
-            temp: Some((held, name)),
+            temp: Some(Temp::new(held, name)),
             dir_path: dir_path.to_path_buf(),
         })
     }
@@ -349,7 +524,7 @@ impl NewFile {
     /// `(new file)` in its directory.
     pub fn path(&self) -> PathBuf {
         self.dir_path
-            .join(self.temp.as_ref().map_or("(new file)", |(_, n)| n.as_str()))
+            .join(self.temp.as_ref().map_or("(new file)", |t| t.name.as_str()))
     }
 
     /// Write all of `data` at the current offset.
@@ -369,7 +544,8 @@ impl NewFile {
     /// caller moves it ([`replace_at`]) or removes it.
     pub fn into_named(mut self, dir: BorrowedFd<'_>) -> Result<(File, String)> {
         let name = match self.temp.take() {
-            Some((_, n)) => n,
+            // From here on the caller owns the name.
+            Some(t) => t.done().1,
             None => {
                 let file = self.file();
                 with_temp_name(|name| link_fd(file, dir, name))
@@ -383,7 +559,7 @@ impl NewFile {
     /// `path` (the final name) is used in errors. On failure nothing is
     /// left behind. Returns the open file.
     pub fn commit(mut self, dir: BorrowedFd<'_>, name: &str, path: &Path) -> Result<File> {
-        let (from, tmp) = match self.temp.take() {
+        let temp = match self.temp.take() {
             Some(t) => t,
             None => {
                 match link_fd(self.file(), dir, name) {
@@ -400,7 +576,9 @@ impl NewFile {
             }
         };
         let file = self.file.take().expect("held");
-        replace_at(&from, &tmp, dir, name, path)?;
+        let r = replace_at(&*temp.dir, &temp.name, dir, name, path);
+        temp.done();
+        r?;
         Ok(file)
     }
 }
@@ -421,18 +599,22 @@ impl NewFile {
                 Err(Errno::EXIST) => Ok(None),
                 Err(e) => Err(IoError::new("link into place", path, e)),
             },
-            Some((from, tmp)) => {
+            Some(temp) => {
+                let (from, tmp) = (Arc::clone(&temp.dir), temp.name.clone());
                 let r = rustix::fs::renameat_with(
-                    &from,
+                    &*from,
                     tmp.as_str(),
                     dir,
                     name,
                     rustix::fs::RenameFlags::NOREPLACE,
                 );
+                if r.is_err() {
+                    let _ = rustix::fs::unlinkat(&*from, tmp.as_str(), AtFlags::empty());
+                }
+                temp.done();
                 match r {
                     Ok(()) => Ok(self.file.take()),
                     Err(e) => {
-                        let _ = rustix::fs::unlinkat(&from, tmp.as_str(), AtFlags::empty());
                         if e == Errno::EXIST {
                             Ok(None)
                         } else {
@@ -447,8 +629,9 @@ impl NewFile {
 
 impl Drop for NewFile {
     fn drop(&mut self) {
-        if let Some((dir, tmp)) = &self.temp {
-            let _ = rustix::fs::unlinkat(dir, tmp.as_str(), AtFlags::empty());
+        if let Some(t) = self.temp.take() {
+            let _ = rustix::fs::unlinkat(&*t.dir, t.name.as_str(), AtFlags::empty());
+            t.done();
         }
     }
 }

@@ -62,7 +62,7 @@ pub mod fanotify {
 /// Installing a seccomp filter without `no_new_privs` (the one system call
 /// rustix does not wrap that `cowkit nosync` needs).
 pub mod seccomp {
-    pub use crate::sys::{seccomp_set_mode_filter, BpfInsn};
+    pub use crate::sys::{seccomp_set_mode_filter, syncfs_answers_a_bad_descriptor, BpfInsn};
 }
 
 pub use copy::{Bytes, Chain, Copied, Copier, Fallback, Handle, Method, Reason, Tally};

@@ -133,7 +133,9 @@ impl From<&Stat> for Current {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Policy {
     /// `EPERM` from `chown` is not an error (as `cp -a` run by a user: it
-    /// cannot give files away).
+    /// cannot give files away). The setuid and setgid bits are then taken
+    /// out of the mode (POSIX `cp -p`, GNU `cp`): a copy that keeps its
+    /// creator as owner must not run with its creator's privileges.
     pub owner_may_fail: bool,
     /// `EOPNOTSUPP` from setting an extended attribute is counted, not an
     /// error (a destination filesystem without that namespace).
@@ -203,7 +205,11 @@ pub fn apply_on(
         acl |= x.name.as_bytes() == b"system.posix_acl_access";
     }
     if let Some(mode) = meta.mode {
-        let mode = mode & 0o7777;
+        let mode = if done.chown_refused {
+            mode & 0o1777
+        } else {
+            mode & 0o7777
+        };
         if done.chown || acl || current.mode != Some(mode) {
             let m = Mode::from_raw_mode(mode);
             match on {

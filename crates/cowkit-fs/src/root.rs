@@ -147,15 +147,20 @@ impl Root {
             .map_err(|e| io("open directory", &self.display(rel), e))
     }
 
-    /// Open the file `rel` for reading (following symlinks inside the root).
+    /// Open the regular file `rel` for reading (following symlinks inside
+    /// the root). Anything else is refused without blocking: a fifo
+    /// planted at `etc/passwd` cannot hang the caller
+    /// ([`crate::dir::open_regular`]).
     pub fn open_read(&self, rel: &RelPath) -> Result<OwnedFd> {
-        self.openat2(rel, OFlags::RDONLY)
+        crate::dir::open_regular(|f| self.openat2(rel, f))
+            .map(|(fd, _)| fd)
             .map_err(|e| io("open", &self.display(rel), e))
     }
 
-    /// The text file `rel` (symlinks followed inside the root), at most
-    /// `limit` bytes of it; `None` when it is missing, unreadable or not
-    /// UTF-8 (configuration files a root may or may not have).
+    /// The regular text file `rel` (symlinks followed inside the root), at
+    /// most `limit` bytes of it; `None` when it is missing, unreadable, not
+    /// a regular file or not UTF-8 (configuration files a root may or may
+    /// not have).
     pub fn read_text(&self, rel: &str, limit: u64) -> Option<String> {
         use std::io::Read;
         let fd = self.open_read(&RelPath::new(rel).ok()?).ok()?;

@@ -7,7 +7,8 @@
 //! Also `fanotify_init` and `fanotify_mark` (not in rustix), through libc.
 //! Also the `seccomp(SECCOMP_SET_MODE_FILTER)` call that installs a filter
 //! without `no_new_privs` (for `cowkit nosync` as root), which rustix does
-//! not have.
+//! not have, and a `syncfs` on a descriptor number that cannot be open (to
+//! tell whether sync calls are answered by a filter).
 #![allow(unsafe_code)]
 
 use std::os::fd::AsFd;
@@ -285,4 +286,18 @@ pub fn fanotify_mark_filesystem<Fd: AsFd>(
         return Err(last_errno());
     }
     Ok(())
+}
+
+/// `syncfs(INT_MAX)` — whether a `syncfs` on a descriptor that cannot be
+/// open (above any `RLIMIT_NOFILE`, whose ceiling `fs.nr_open` is below
+/// 2^30) succeeds. The kernel answers `EBADF`; a seccomp filter that
+/// answers sync calls with 0 without running them (`cowkit nosync`'s,
+/// which cannot see the descriptor table) answers success. So `true`
+/// means this process's sync calls do not reach the kernel.
+pub fn syncfs_answers_a_bad_descriptor() -> bool {
+    // SAFETY: syncfs takes a descriptor number by value and touches no
+    // memory of ours; a number that names no open file only makes the
+    // kernel return EBADF. No descriptor is created, closed or borrowed.
+    let rc = unsafe { libc::syscall(libc::SYS_syncfs, libc::c_int::MAX) };
+    rc == 0
 }

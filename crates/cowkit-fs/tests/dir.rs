@@ -198,3 +198,51 @@ fn listing_and_lookups_do_not_follow_symlinks() {
         assert_eq!(st.st_mode & 0o170000, 0o120000, "{fs:?}: followed the link");
     }
 }
+
+#[test]
+fn issue14_live_named_temporaries_can_be_removed_by_a_signal_handler() {
+    let Some(t) = scratch(Fs::Xfs) else { return };
+    let fd = open(t.path());
+    let a = NewFile::named(fd.as_fd(), t.path(), 0o644).unwrap();
+    let b = NewFile::named(fd.as_fd(), t.path(), 0o644).unwrap();
+    // Committed ones are no longer listed.
+    b.commit(fd.as_fd(), "kept", &t.path().join("kept"))
+        .unwrap();
+    assert_eq!(names(t.path()).len(), 2);
+    assert_eq!(dir::remove_live_temporaries(), 1);
+    assert_eq!(names(t.path()), ["kept"]);
+    // Dropping it afterwards is harmless.
+    drop(a);
+    assert_eq!(names(t.path()), ["kept"]);
+}
+
+#[test]
+fn issue14_stale_temporaries_of_dead_processes_are_swept() {
+    let Some(t) = scratch(Fs::Xfs) else { return };
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let me = std::process::id();
+    for name in [
+        format!("{TEMP_PREFIX}{dead:x}.0"),
+        format!("{TEMP_PREFIX}{me:x}.7"),
+        format!("{TEMP_PREFIX}1.3"),
+        format!("{TEMP_PREFIX}notapid"),
+        "file".to_string(),
+    ] {
+        std::fs::write(t.path().join(name), b"x").unwrap();
+    }
+    let fd = open(t.path());
+    assert_eq!(
+        dir::remove_stale_temporaries(fd.as_fd(), t.path()).unwrap(),
+        1
+    );
+    let mut want = vec![
+        format!("{TEMP_PREFIX}{me:x}.7"),
+        format!("{TEMP_PREFIX}1.3"),
+        format!("{TEMP_PREFIX}notapid"),
+        "file".to_string(),
+    ];
+    want.sort();
+    assert_eq!(names(t.path()), want);
+}

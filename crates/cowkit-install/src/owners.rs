@@ -12,7 +12,13 @@ pub struct Owners {
     users: HashMap<String, u32>,
     groups: HashMap<String, u32>,
     missing: Mutex<Vec<String>>,
+    /// Entries installed by a user without the package's owner.
+    not_root: std::sync::atomic::AtomicBool,
 }
+
+/// The one warning of an install by a user whose entries could not get
+/// the package's owners.
+pub const NOT_ROOT_WARNING: &str = "not running as root: entries keep your owner and group instead of the package's (as cpio does); those that should belong to someone else lose their setuid and setgid bits, and file capabilities are not set";
 
 fn parse(text: &str) -> HashMap<String, u32> {
     text.lines()
@@ -38,6 +44,7 @@ impl Owners {
             users: read_in_root(root, "etc/passwd").map_or_else(HashMap::new, |t| parse(&t)),
             groups: read_in_root(root, "etc/group").map_or_else(HashMap::new, |t| parse(&t)),
             missing: Mutex::new(Vec::new()),
+            not_root: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -72,11 +79,24 @@ impl Owners {
         self.lookup(&self.groups, "group", name)
     }
 
-    /// Warnings about names that did not resolve, one per name.
+    /// Note that an entry did not get the package's owner (or its
+    /// capabilities) because we are not root: one warning in the end.
+    pub fn note_not_root(&self) {
+        self.not_root
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Warnings about names that did not resolve, one per name, and the
+    /// one about ownership not kept by a user.
     pub fn warnings(&self) -> Vec<String> {
-        self.missing
+        let mut w = self
+            .missing
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .clone()
+            .clone();
+        if self.not_root.load(std::sync::atomic::Ordering::Relaxed) {
+            w.push(NOT_ROOT_WARNING.to_string());
+        }
+        w
     }
 }

@@ -64,6 +64,25 @@ pub(crate) struct Target<'r> {
     umask: u32,
 }
 
+/// Remove the temporary names (`.ck<pid>.<n>`) that an install killed
+/// with SIGKILL left in `dir` (links and symlinks are made under one and
+/// renamed into place; so is a file that replaces an existing one), once
+/// per directory and process: one directory read each.
+fn sweep_once(dir: &OwnedFd, st: &rustix::fs::Stat, path: &std::path::Path) -> Result<()> {
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    static SWEPT: Mutex<Option<HashSet<(u64, u64)>>> = Mutex::new(None);
+    let first = SWEPT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashSet::new)
+        .insert((st.st_dev, st.st_ino));
+    if first {
+        dir::remove_stale_temporaries(dir.as_fd(), path)?;
+    }
+    Ok(())
+}
+
 /// A validated path of the package, with its parent and name.
 pub(crate) struct Place {
     pub rel: RelPath,
@@ -156,6 +175,7 @@ impl<'r> Target<'r> {
             let rel = RelPath::new(d)?;
             let fd = self.root.create_dirs(&rel, 0o755)?;
             let st = rustix::fs::fstat(&fd).map_err(sys("stat", self.root.display(&rel)))?;
+            sweep_once(&fd, &st, &self.root.display(&rel))?;
             let new_gid = (st.st_mode & 0o2000 != 0).then_some(st.st_gid);
             let default_acl = meta::may_have_default_acl(&fd);
             let fd = (self.dirs.len() < budget).then_some(fd);
@@ -209,6 +229,27 @@ impl<'r> Target<'r> {
             tv_sec: i64::from(f.mtime),
             tv_nsec: 0,
         };
+        let mut mode = f.mode & 0o7777;
+        if self.euid != 0 {
+            // As cpio run by a user: entries keep our ownership. One that
+            // should have belonged to someone else loses its setuid and
+            // setgid bits (it would run with our privileges) and its file
+            // capabilities (setting them needs CAP_SETFCAP).
+            if (uid, gid) != (cur_uid, cur_gid) || f.caps.is_some() {
+                self.owners.note_not_root();
+            }
+            if (uid, gid) != (cur_uid, cur_gid) {
+                mode &= 0o1777;
+            }
+            return Ok(Meta {
+                uid: None,
+                gid: None,
+                mode: Some(mode),
+                atime: Some(t),
+                mtime: Some(t),
+                xattrs: Vec::new(),
+            });
+        }
         let mut xattrs = Vec::new();
         if let Some(text) = &f.caps {
             let value = cowkit_fs::caps::from_text(text).map_err(|source| Error::Caps {
@@ -222,7 +263,7 @@ impl<'r> Target<'r> {
         Ok(Meta {
             uid: (uid != cur_uid).then_some(uid),
             gid: (gid != cur_gid).then_some(gid),
-            mode: Some(f.mode & 0o7777),
+            mode: Some(mode),
             atime: Some(t),
             mtime: Some(t),
             xattrs,
@@ -248,7 +289,7 @@ impl<'r> Target<'r> {
         let mut meta = self.meta(f, &path)?;
         // Created with its final permission bits when the umask keeps them
         // and no chown (which would clear setuid) follows: no fchmod.
-        let mode = f.mode & 0o7777;
+        let mode = meta.mode.unwrap_or(f.mode) & 0o7777;
         let exact = mode & 0o7000 == 0
             && mode & self.umask == 0
             && !self.dirs[&p.parent].default_acl

@@ -57,6 +57,10 @@ pub struct Changes {
     pub stale_removed: Vec<String>,
 }
 
+/// The most of a preload file or an old shim that is read (both are small;
+/// a huge file in a hostile root is refused rather than read whole).
+const MAX_READ: u64 = 16 << 20;
+
 fn rel(p: &str) -> RelPath {
     RelPath::new(p).expect("constant paths are valid")
 }
@@ -66,22 +70,29 @@ fn read_at(
     name: &str,
     shown: &Path,
 ) -> Result<Option<(Vec<u8>, rustix::fs::Stat)>> {
-    match rustix::fs::openat(
-        dir,
-        name,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    ) {
-        Ok(fd) => {
-            let st = rustix::fs::fstat(&fd).map_err(|e| io_err("inspect", shown, e.into()))?;
+    // Non-blocking and regular files only: a fifo at `etc/ld.so.preload`
+    // would otherwise hang the install.
+    let opened = cowkit_fs::dir::open_regular(|f| {
+        rustix::fs::openat(&dir, name, f | OFlags::NOFOLLOW, Mode::empty())
+    });
+    match opened {
+        Ok((fd, st)) => {
             let mut v = Vec::new();
             File::from(fd)
+                .take(MAX_READ)
                 .read_to_end(&mut v)
                 .map_err(|e| io_err("read", shown, e))?;
+            if v.len() as u64 >= MAX_READ {
+                return Err(io_err(
+                    "read",
+                    shown,
+                    std::io::Error::other(format!("it is larger than {MAX_READ} bytes")),
+                ));
+            }
             Ok(Some((v, st)))
         }
-        Err(Errno::NOENT) => Ok(None),
-        Err(e) => Err(io_err("open", shown, e.into())),
+        Err(e) if e.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => Ok(None),
+        Err(e) => Err(io_err("open", shown, e)),
     }
 }
 
@@ -158,7 +169,11 @@ pub fn install(root: &Path) -> Result<Changes> {
     let lib = root.create_dirs(&rel(LIB_DIR), 0o755)?;
     let name = file_name();
     let shown = root.display(&rel(&changes.shim));
-    let same = read_at(&lib, &name, &shown)?
+    // Whatever is there and is not our shim (a fifo, a huge file, an old
+    // build) is replaced; the rename reports real errors.
+    let same = read_at(&lib, &name, &shown)
+        .ok()
+        .flatten()
         .is_some_and(|(data, st)| data == SHIM && st.st_mode & 0o7777 == 0o644);
     if !same {
         replace_at(&lib, &name, SHIM, 0o644, None, &shown)?;

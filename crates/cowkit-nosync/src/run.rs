@@ -67,8 +67,10 @@ pub struct RunOptions {
     pub seccomp: bool,
     /// Collect the shim's counters.
     pub stats: bool,
-    /// Where the shim file is written ([`crate::shim::default_cache_dir`]).
-    pub cache_dir: PathBuf,
+    /// Where the shim file is written ([`crate::shim::default_cache_dir`]);
+    /// `None`, or a directory that is not safe ([`crate::shim::check_private`]),
+    /// gives a fresh private directory for this run.
+    pub cache_dir: Option<PathBuf>,
 }
 
 impl RunOptions {
@@ -100,6 +102,11 @@ pub struct SyncReport {
     pub error: Option<std::io::Error>,
 }
 
+/// The most of the shim's stats file that is read: about 100,000
+/// processes' lines. The file is writable by every process of the command
+/// (programs that drop privileges report too), so its size is not trusted.
+pub const STATS_LIMIT: u64 = 16 << 20;
+
 /// What happened.
 #[derive(Debug)]
 pub struct Outcome {
@@ -107,8 +114,19 @@ pub struct Outcome {
     pub status: ExitStatus,
     /// Other descendants reaped after being orphaned.
     pub orphans_reaped: u64,
-    /// The final syncs, in order.
+    /// The final syncs, in order (empty when they were suppressed).
     pub syncs: Vec<SyncReport>,
+    /// The final sync was not run because this process's own sync calls
+    /// are answered without running (a seccomp filter, as when `cowkit
+    /// nosync` runs inside another one): reporting them as done would be
+    /// false. The outer run syncs at its end.
+    pub sync_suppressed: bool,
+    /// Descendants that were still running after the command ended and
+    /// were sent a signal that reached `cowkit nosync` (SIGTERM, …).
+    pub descendants_signalled: u64,
+    /// The stats file was larger than [`STATS_LIMIT`]; only that much of
+    /// it was counted.
+    pub stats_truncated: bool,
     /// Filesystems that could not be opened for the final sync.
     pub skipped: Vec<Skipped>,
     /// The shim's counters (with `stats`).
@@ -172,8 +190,26 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
     }
     cmd.arg("--").arg(&opts.program).args(&opts.args);
 
+    // A default directory that someone else owns or may write to is not
+    // used (nor trusted): this run gets a fresh private one instead.
+    let safe = opts
+        .cache_dir
+        .as_deref()
+        .filter(|d| match std::fs::symlink_metadata(d) {
+            Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+            Ok(_) => crate::shim::check_private(d).is_ok(),
+        });
+    let fresh = match safe {
+        Some(_) => None,
+        None => Some(crate::shim::private_dir()?),
+    };
+    let cache_dir: &Path = match (&fresh, safe) {
+        (Some(t), _) => t.path(),
+        (None, Some(d)) => d,
+        (None, None) => unreachable!("one of them is set"),
+    };
     let shim = if opts.preload {
-        let path = crate::shim::materialize(&opts.cache_dir)?;
+        let path = crate::shim::materialize(cache_dir)?;
         cmd.env(
             "LD_PRELOAD",
             ld_preload(std::env::var_os("LD_PRELOAD"), &path),
@@ -183,7 +219,7 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
         None
     };
     let stats_dir = if opts.stats {
-        let dir = stats_dir(&opts.cache_dir)?;
+        let dir = stats_dir(cache_dir)?;
         cmd.env(crate::shim::STATS_ENV, dir.path().join("stats"));
         Some(dir)
     } else {
@@ -194,23 +230,16 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
         .map_err(|e| proc_err("become a child subreaper", e))?;
 
     // Registered before the child exists: no signal is lost in between.
-    let child_pid = Arc::new(AtomicI32::new(0));
+    // `fwd` says where a signal goes: the command while it runs, every
+    // remaining descendant once it has ended (daemons it left behind).
+    let fwd = Arc::new(Forward::default());
     let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT])
         .map_err(|e| proc_err("register signal handlers", e))?;
     let handle = signals.handle();
-    let forward_to = Arc::clone(&child_pid);
+    let forward = Arc::clone(&fwd);
     let forwarder = std::thread::spawn(move || {
         for info in signals.forever() {
-            // A signal from the terminal (no sending process) reaches the
-            // whole foreground process group, the command included; pass on
-            // only signals sent to us by a process (kill, a service manager).
-            if info.process.is_none() {
-                continue;
-            }
-            let pid = Pid::from_raw(forward_to.load(Ordering::SeqCst));
-            if let (Some(pid), Some(sig)) = (pid, Signal::from_named_raw(info.signal)) {
-                let _ = rustix::process::kill_process(pid, sig);
-            }
+            forward.signal(info.signal, info.process.is_some());
         }
     });
 
@@ -228,7 +257,7 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
         }
     };
     let pid = child.id() as i32;
-    child_pid.store(pid, Ordering::SeqCst);
+    fwd.command.store(pid, Ordering::SeqCst);
     drop(child); // reaped below, with every other descendant
 
     let mut status = None;
@@ -238,6 +267,7 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
             Ok(Some((p, st))) => {
                 if p.as_raw_nonzero().get() == pid {
                     status = Some(ExitStatus::from_raw(st.as_raw()));
+                    fwd.command_ended();
                 } else {
                     orphans += 1;
                 }
@@ -253,7 +283,6 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
         }
     }
     let command_time = start.elapsed();
-    child_pid.store(0, Ordering::SeqCst);
     handle.close();
     let _ = forwarder.join();
     let status = status.ok_or_else(|| proc_err("find the command's exit status", Errno::CHILD))?;
@@ -278,21 +307,29 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
         .map(|t| (t.mount.mount_point, t.mount.fs_type))
         .collect();
     let sync_start = Instant::now();
-    let syncs = final_sync(opts.final_sync, &targets);
+    let sync_suppressed = opts.final_sync != FinalSync::None && sync_calls_suppressed();
+    let syncs = if sync_suppressed {
+        Vec::new()
+    } else {
+        final_sync(opts.final_sync, &targets)
+    };
     let sync_time = sync_start.elapsed();
 
-    let stats = match &stats_dir {
+    let (stats, stats_truncated) = match &stats_dir {
         Some(dir) => {
-            let p = dir.path().join("stats");
-            let text = std::fs::read_to_string(&p).map_err(|e| io_err("read", p, e))?;
-            Some(Stats::parse(&text))
+            let (text, truncated) = read_stats(&dir.path().join("stats"))?;
+            (Some(Stats::parse(&text)), truncated)
         }
-        None => None,
+        None => (None, false),
     };
+    drop(fresh);
     Ok(Outcome {
         status,
         orphans_reaped: orphans,
         syncs,
+        sync_suppressed,
+        descendants_signalled: fwd.signalled.load(Ordering::SeqCst),
+        stats_truncated,
         skipped,
         stats,
         shim,
@@ -301,6 +338,141 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
         not_written,
         watch_error,
     })
+}
+
+/// Where forwarded signals go.
+#[derive(Debug, Default)]
+struct Forward {
+    /// The command's pid while it runs; 0 before it starts and once it
+    /// has been reaped (its pid may then belong to another process).
+    command: AtomicI32,
+    /// Set once the command has been reaped.
+    ended: std::sync::atomic::AtomicBool,
+    /// The last signal forwarded to the command (0: none), passed on to
+    /// what is left of the tree when the command ends.
+    last: AtomicI32,
+    /// Descendants signalled after the command ended.
+    signalled: std::sync::atomic::AtomicU64,
+    /// Serialises the walks of the process tree.
+    lock: std::sync::Mutex<()>,
+}
+
+impl Forward {
+    /// A signal reached us. From the terminal (no sending process) it
+    /// reached the whole foreground process group already, the command
+    /// included: passed on only to descendants the command left behind
+    /// (they may sit in other groups). From a process (kill, a service
+    /// manager): to the command while it runs, else to every remaining
+    /// descendant.
+    fn signal(&self, signal: i32, from_process: bool) {
+        let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        if !self.ended.load(Ordering::SeqCst) {
+            if !from_process {
+                return;
+            }
+            self.last.store(signal, Ordering::SeqCst);
+            let pid = Pid::from_raw(self.command.load(Ordering::SeqCst));
+            if let (Some(pid), Some(sig)) = (pid, Signal::from_named_raw(signal)) {
+                let _ = rustix::process::kill_process(pid, sig);
+            }
+            return;
+        }
+        self.to_descendants(signal);
+    }
+
+    /// The command has been reaped: a signal it was sent goes on to the
+    /// descendants it left behind, which would otherwise keep us waiting.
+    fn command_ended(&self) {
+        let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.command.store(0, Ordering::SeqCst);
+        self.ended.store(true, Ordering::SeqCst);
+        let last = self.last.load(Ordering::SeqCst);
+        if last != 0 {
+            self.to_descendants(last);
+        }
+    }
+
+    fn to_descendants(&self, signal: i32) {
+        let Some(sig) = Signal::from_named_raw(signal) else {
+            return;
+        };
+        for pid in descendants(rustix::process::getpid()) {
+            if rustix::process::kill_process(pid, sig).is_ok() {
+                self.signalled.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    }
+}
+
+/// Every descendant of `me`, from the parent pids in `/proc/*/stat`. As a
+/// child subreaper, `me` inherits the orphans of its tree, so this is
+/// every process the command left behind. A process that forks during the
+/// walk may be missed; its parent is not.
+fn descendants(me: Pid) -> Vec<Pid> {
+    let mut children: std::collections::HashMap<i32, Vec<i32>> = Default::default();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        if let Some(ppid) = parent_of(&stat) {
+            children.entry(ppid).or_default().push(pid);
+        }
+    }
+    let mut out = Vec::new();
+    let mut todo = vec![me.as_raw_nonzero().get()];
+    while let Some(p) = todo.pop() {
+        for &c in children.get(&p).map(Vec::as_slice).unwrap_or_default() {
+            if let Some(pid) = Pid::from_raw(c) {
+                out.push(pid);
+                todo.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// The parent pid in a `/proc/PID/stat` line: `pid (comm) state ppid …`,
+/// where `comm` may hold spaces and parentheses.
+fn parent_of(stat: &str) -> Option<i32> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Whether this process's sync calls are answered without running: a
+/// `syncfs` on a descriptor that cannot exist (`i32::MAX`, above any
+/// `RLIMIT_NOFILE`) fails with `EBADF` from the kernel, but succeeds under
+/// the nosync seccomp filter (which cannot see the descriptor table) or
+/// any other filter that answers sync calls with 0.
+pub fn sync_calls_suppressed() -> bool {
+    cowkit_fs::seccomp::syncfs_answers_a_bad_descriptor()
+}
+
+/// The stats file, at most [`STATS_LIMIT`] bytes of it, and whether it was
+/// longer.
+fn read_stats(p: &Path) -> Result<(String, bool)> {
+    use std::io::Read;
+    let (fd, _) = cowkit_fs::dir::open_regular(|f| {
+        rustix::fs::open(
+            p,
+            f | rustix::fs::OFlags::NOFOLLOW,
+            rustix::fs::Mode::empty(),
+        )
+    })
+    .map_err(|e| io_err("open", p, e))?;
+    let mut buf = Vec::new();
+    std::fs::File::from(fd)
+        .take(STATS_LIMIT + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| io_err("read", p, e))?;
+    let truncated = buf.len() as u64 > STATS_LIMIT;
+    buf.truncate(STATS_LIMIT as usize);
+    Ok((String::from_utf8_lossy(&buf).into_owned(), truncated))
 }
 
 fn final_sync(mode: FinalSync, targets: &[Target]) -> Vec<SyncReport> {

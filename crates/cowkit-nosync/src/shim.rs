@@ -38,21 +38,40 @@ pub fn file_name() -> String {
 }
 
 /// Where [`materialize`] puts the shim by default: `/run/cowkit` for root,
-/// `$XDG_RUNTIME_DIR/cowkit` or `$TMPDIR/cowkit-<uid>` otherwise.
-pub fn default_cache_dir() -> PathBuf {
+/// `$XDG_RUNTIME_DIR/cowkit` for a user who has one. `None` otherwise:
+/// then each run makes a fresh private directory ([`private_dir`]), because
+/// a fixed name in a shared `/tmp` (`/tmp/cowkit-<uid>`) could be created
+/// first by another user.
+pub fn default_cache_dir() -> Option<PathBuf> {
     let uid = rustix::process::getuid();
     if uid.is_root() {
-        return PathBuf::from("/run/cowkit");
+        return Some(PathBuf::from("/run/cowkit"));
     }
     match std::env::var_os("XDG_RUNTIME_DIR") {
-        Some(d) if !d.is_empty() => PathBuf::from(d).join("cowkit"),
-        _ => std::env::temp_dir().join(format!("cowkit-{}", uid.as_raw())),
+        Some(d) if !d.is_empty() && Path::new(&d).is_absolute() => {
+            Some(PathBuf::from(d).join("cowkit"))
+        }
+        _ => None,
     }
+}
+
+/// A fresh directory with a random name in the temporary directory, made
+/// by us with mode 0700 (`mkdtemp`: it cannot have existed before), and
+/// checked to be ours; removed when dropped.
+pub fn private_dir() -> Result<tempfile::TempDir> {
+    let tmp = std::env::temp_dir();
+    let dir = tempfile::Builder::new()
+        .prefix("cowkit-nosync.")
+        .permissions(fs::Permissions::from_mode(0o700))
+        .tempdir_in(&tmp)
+        .map_err(|e| io_err("create a directory in", &tmp, e))?;
+    check_private(dir.path())?;
+    Ok(dir)
 }
 
 /// Check that `dir` belongs to us and nobody else can write to it: a library
 /// loaded into every process must not be replaceable by another user.
-fn check_private(dir: &Path) -> Result<()> {
+pub fn check_private(dir: &Path) -> Result<()> {
     let md = fs::symlink_metadata(dir).map_err(|e| io_err("inspect", dir, e))?;
     let uid = rustix::process::getuid().as_raw();
     let why = if !md.is_dir() {

@@ -456,9 +456,17 @@ impl Store {
                 out.checked += 1;
                 let want = format!("{fan_s}{name_s}");
                 let bad = |why: String| (Store::object_rel(&want), why);
-                let Some(f) = dir::open_read_opt(&fd, &name_s, &p)? else {
-                    out.damaged.push(bad("not a regular file".into()));
-                    continue;
+                let f = match dir::open_read_opt(&fd, &name_s, &p) {
+                    Ok(Some(f)) => f,
+                    Ok(None) => {
+                        out.damaged.push(bad("not a regular file".into()));
+                        continue;
+                    }
+                    Err(e) if dir::is_not_regular(&e) => {
+                        out.damaged.push(bad(e.source.to_string()));
+                        continue;
+                    }
+                    Err(e) => return Err(e.into()),
                 };
                 let (got, n) = hash(&f, &p)?;
                 out.bytes += n;

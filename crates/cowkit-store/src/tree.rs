@@ -278,14 +278,14 @@ impl Walk<'_> {
                     let f = match &name_s {
                         Some(n) => dir::open_read_opt(fd, n, &path)?,
                         None => {
-                            let f = rustix::fs::openat(
-                                fd,
-                                cname.as_c_str(),
-                                rustix::fs::OFlags::RDONLY
-                                    | rustix::fs::OFlags::NOFOLLOW
-                                    | rustix::fs::OFlags::CLOEXEC,
-                                rustix::fs::Mode::empty(),
-                            )
+                            let (f, _) = dir::open_regular(|flags| {
+                                rustix::fs::openat(
+                                    fd,
+                                    cname.as_c_str(),
+                                    flags | rustix::fs::OFlags::NOFOLLOW,
+                                    rustix::fs::Mode::empty(),
+                                )
+                            })
                             .map_err(|e| IoError::new("open", path.clone(), e))?;
                             Some(std::fs::File::from(f))
                         }

@@ -355,6 +355,54 @@ struct Fail {
     errno: Option<Errno>,
 }
 
+/// Open a source regular file for reading: `O_NONBLOCK`, so that an
+/// entry swapped for a fifo since it was listed or stat'd cannot block the
+/// copy (the caller checks what it opened); `O_NOATIME` where we may.
+/// `O_NONBLOCK` is left set: it has no effect on regular files (open(2)).
+fn open_src(dir: BorrowedFd<'_>, name: &CStr) -> rustix::io::Result<OwnedFd> {
+    let base = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    match rustix::fs::openat(dir, name, base | OFlags::NOATIME, Mode::empty()) {
+        Err(Errno::PERM) => rustix::fs::openat(dir, name, base, Mode::empty()),
+        r => r,
+    }
+}
+
+/// The `statx` of the entry `name` of `dir`. An entry listed as a regular
+/// file is opened first and stat'd through its descriptor (as many system
+/// calls as a `statx` by name, and no window in which it can be swapped
+/// for a fifo between the stat and the open); its descriptor comes back
+/// with it when it is still a regular file. Anything else, or an open
+/// that fails, is stat'd by name.
+fn stat_entry(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    listed: FileType,
+) -> rustix::io::Result<(Src, Option<OwnedFd>)> {
+    if listed == FileType::RegularFile {
+        if let Ok(fd) = open_src(dir, name) {
+            let st = Src::from(rustix::fs::statx(
+                &fd,
+                c"",
+                AtFlags::EMPTY_PATH,
+                rustix::fs::StatxFlags::BASIC_STATS,
+            )?);
+            if st.kind() == FileType::RegularFile {
+                return Ok((st, Some(fd)));
+            }
+        }
+    }
+    Ok((Src::from(statx_at(dir, name)?), None))
+}
+
+fn fail_changed(path: &Path) -> Fail {
+    let e = IoError::new(
+        "open",
+        path,
+        std::io::Error::other("it was replaced by something that is not the regular file stat'd"),
+    );
+    fail_io(&e)
+}
+
 fn fail(path: &Path, op: &'static str, e: Errno) -> Fail {
     Fail {
         err: entry_error(path, op, e),
@@ -558,6 +606,7 @@ pub fn copy_linked(
             &mut w,
             &holder,
             spfd.as_fd(),
+            None,
             &sname,
             &dname,
             &st,
@@ -1035,8 +1084,8 @@ impl Ctx<'_> {
             }
             let rel = node.rel.join(OsStr::from_bytes(name.to_bytes()));
             let spath = self.src_root.join(&rel);
-            let st = match statx_at(src.as_fd(), name) {
-                Ok(s) => Src::from(s),
+            let (st, opened) = match stat_entry(src.as_fd(), name, ent.file_type()) {
+                Ok(s) => s,
                 Err(e) => {
                     self.fail(w, fail(&spath, "stat", e));
                     continue;
@@ -1046,7 +1095,8 @@ impl Ctx<'_> {
                 on_dir(name, st);
             } else {
                 let dpath = self.dst_root.join(&rel);
-                self.entry(w, node, src.as_fd(), name, name, &st, &spath, &dpath);
+                let (src_dir, pre) = (src.as_fd(), opened);
+                self.entry(w, node, src_dir, pre, name, name, &st, &spath, &dpath);
             }
         }
         w.dirbuf = buf;
@@ -1090,13 +1140,14 @@ impl Ctx<'_> {
         w: &mut Worker,
         node: &DirNode,
         src_dir: BorrowedFd<'_>,
+        opened: Option<OwnedFd>,
         sname: &CStr,
         dname: &CStr,
         st: &Src,
         spath: &Path,
         dpath: &Path,
     ) {
-        match self.entry_inner(w, node, src_dir, sname, dname, st, spath, dpath) {
+        match self.entry_inner(w, node, src_dir, opened, sname, dname, st, spath, dpath) {
             Ok(bytes) => self.progress.on_entry(bytes),
             Err(f) => self.fail(w, f),
         }
@@ -1108,6 +1159,7 @@ impl Ctx<'_> {
         w: &mut Worker,
         node: &DirNode,
         src_dir: BorrowedFd<'_>,
+        opened: Option<OwnedFd>,
         sname: &CStr,
         dname: &CStr,
         st: &Src,
@@ -1116,7 +1168,7 @@ impl Ctx<'_> {
     ) -> Result<u64, Fail> {
         let key = (self.o.preserve.links && st.nlink > 1).then_some((st.dev, st.ino));
         let Some(key) = key else {
-            return self.create_and_fill(w, node, src_dir, sname, dname, st, spath, dpath);
+            return self.create_and_fill(w, node, src_dir, opened, sname, dname, st, spath, dpath);
         };
         if let Some((top, first)) = self.links.claim(key) {
             replacing(node.dst.as_fd(), dname, || {
@@ -1131,7 +1183,7 @@ impl Ctx<'_> {
             links: self.links,
             key,
         };
-        let r = self.create_and_fill(w, node, src_dir, sname, dname, st, spath, dpath);
+        let r = self.create_and_fill(w, node, src_dir, opened, sname, dname, st, spath, dpath);
         std::mem::forget(claim);
         let at = match (&r, &self.top) {
             (Ok(_), Some(top)) => {
@@ -1152,13 +1204,14 @@ impl Ctx<'_> {
         w: &mut Worker,
         node: &DirNode,
         src_dir: BorrowedFd<'_>,
+        opened: Option<OwnedFd>,
         sname: &CStr,
         dname: &CStr,
         st: &Src,
         spath: &Path,
         dpath: &Path,
     ) -> Result<u64, Fail> {
-        let created = self.create(node, src_dir, sname, dname, st, spath, dpath)?;
+        let created = self.create(node, src_dir, opened, sname, dname, st, spath, dpath)?;
         // The state the kernel gave the new entry.
         let owner = (self.euid, node.new_gid);
         let mode_now = match self.pumask {
@@ -1244,12 +1297,14 @@ impl Ctx<'_> {
         }
     }
 
-    /// Create the destination entry (for a regular file: open both).
+    /// Create the destination entry (for a regular file: open both; the
+    /// source may have been opened already by [`stat_entry`]).
     #[allow(clippy::too_many_arguments)]
     fn create(
         &self,
         node: &DirNode,
         src_dir: BorrowedFd<'_>,
+        opened: Option<OwnedFd>,
         sname: &CStr,
         dname: &CStr,
         st: &Src,
@@ -1260,14 +1315,22 @@ impl Ctx<'_> {
         let perm = Mode::from_raw_mode(self.create_perm(st));
         match st.kind() {
             FileType::RegularFile => {
-                let base = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-                let src =
-                    match rustix::fs::openat(src_dir, sname, base | OFlags::NOATIME, Mode::empty())
-                    {
-                        Err(Errno::PERM) => rustix::fs::openat(src_dir, sname, base, Mode::empty()),
-                        r => r,
+                let src = match opened {
+                    Some(fd) => fd,
+                    None => {
+                        // Stat'd by name: it may have been swapped for a
+                        // fifo since. Opened without blocking, and used
+                        // only if it is still the file that was stat'd.
+                        let fd = open_src(src_dir, sname).map_err(|e| fail(spath, "open", e))?;
+                        let now = rustix::fs::fstat(&fd).map_err(|e| fail(spath, "stat", e))?;
+                        let same = FileType::from_raw_mode(now.st_mode) == FileType::RegularFile
+                            && (now.st_dev, now.st_ino) == (st.dev, st.ino);
+                        if !same {
+                            return Err(fail_changed(spath));
+                        }
+                        fd
                     }
-                    .map_err(|e| fail(spath, "open", e))?;
+                };
                 let flags = OFlags::WRONLY
                     | OFlags::CREATE
                     | OFlags::EXCL

@@ -110,6 +110,16 @@ fn main() -> ExitCode {
         .format_target(false)
         .format_timestamp(None)
         .init();
+    if matches!(
+        cli.command,
+        Command::Transcode(_)
+            | Command::Install(_)
+            | Command::Dnf(_)
+            | Command::Store(_)
+            | Command::Image(_)
+    ) {
+        remove_temporaries_on_signals();
+    }
     let res = match cli.command {
         Command::Probe(args) => probe::run(args),
         Command::Demo(args) => demo::run(args),
@@ -131,4 +141,23 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// On SIGINT, SIGTERM or SIGHUP: remove the named temporary files this
+/// process has not committed yet (`cowkit_fs::dir::remove_live_temporaries`:
+/// where a filesystem has no `O_TMPFILE`, a new file has a name from the
+/// start), then die of the signal as if it had not been caught. A worker
+/// (`__transcode-worker`) dies with us (`PR_SET_PDEATHSIG`).
+fn remove_temporaries_on_signals() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            cowkit_fs::dir::remove_live_temporaries();
+            let _ = signal_hook::low_level::emulate_default_handler(sig);
+            std::process::exit(128 + sig);
+        }
+    });
 }

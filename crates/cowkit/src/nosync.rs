@@ -125,6 +125,23 @@ pub fn run(args: Args, verbose: u8, quiet: bool) -> Result<ExitCode, CliError> {
             eprintln!(
                 "cowkit nosync: calls answered by the seccomp filter (static binaries, Go, raw syscall) are not counted"
             );
+            if outcome.stats_truncated {
+                eprintln!(
+                    "cowkit nosync: the counters file was larger than {} bytes; only that much was counted",
+                    run::STATS_LIMIT
+                );
+            }
+        }
+        if outcome.sync_suppressed {
+            eprintln!(
+                "cowkit nosync: final sync NOT run: this process's own sync calls are answered without running (cowkit nosync inside another one?); the outer run makes the data durable"
+            );
+        }
+        if outcome.descendants_signalled > 0 {
+            eprintln!(
+                "cowkit nosync: signalled {} process(es) the command left behind",
+                outcome.descendants_signalled
+            );
         }
         for s in &outcome.syncs {
             eprintln!(
@@ -177,6 +194,10 @@ pub fn run(args: Args, verbose: u8, quiet: bool) -> Result<ExitCode, CliError> {
             "orphans_reaped": outcome.orphans_reaped,
             "command_seconds": outcome.command_time.as_secs_f64(),
             "final_sync_seconds": outcome.sync_time.as_secs_f64(),
+            "final_sync_ran": !outcome.sync_suppressed && opts.final_sync != FinalSync::None,
+            "final_sync_suppressed": outcome.sync_suppressed,
+            "descendants_signalled": outcome.descendants_signalled,
+            "stats_truncated": outcome.stats_truncated,
             "final_sync": outcome.syncs.iter().map(|s| serde_json::json!({
                 "mount_point": s.mount_point,
                 "fs_type": s.fs_type,

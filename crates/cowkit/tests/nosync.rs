@@ -529,9 +529,16 @@ fn the_final_syncfs_happens_and_is_reported() {
     // `<... syncfs resumed>) = 0` when another thread runs in between.
     let n = t.lines().filter(|l| l.contains("syncfs(")).count();
     assert!(n >= 1, "{t}");
+    // The probe for an outer filter (a descriptor that cannot be open)
+    // fails with EBADF, as it must; no real final syncfs fails.
+    let probe = format!("syncfs({})", i32::MAX);
+    assert!(
+        t.lines().any(|l| l.contains(&probe) && l.contains("EBADF")),
+        "{t}"
+    );
     assert!(
         !t.lines()
-            .any(|l| l.contains("syncfs") && l.contains("= -1")),
+            .any(|l| l.contains("syncfs") && l.contains("= -1") && !l.contains(&probe)),
         "{t}"
     );
     let err = String::from_utf8_lossy(&out.stderr);
@@ -829,4 +836,178 @@ fn a_signal_sent_to_cowkit_reaches_the_command() {
     let status = child.wait().unwrap();
     // sleep died of the forwarded SIGTERM, and cowkit ends the same way.
     assert_eq!(status.signal(), Some(15), "{status:?}");
+}
+
+/// The JSON summaries on stderr, in order (a nested run prints its own
+/// first).
+fn json_lines(o: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn alive(pid: i32) -> bool {
+    // A zombie is not alive: it only waits for its parent to reap it.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| !s[s.rfind(')').unwrap() + 1..].trim_start().starts_with('Z'))
+}
+
+#[test]
+fn issue14_sigterm_after_the_command_exited_reaches_the_daemon_it_left() {
+    let _disk = shared();
+    use std::io::BufRead;
+    let d = scratch();
+    let pidfile = d.path().join("daemon.pid");
+    let script = format!(
+        "setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > {}; echo ready",
+        pidfile.display()
+    );
+    let mut child = Command::new(COWKIT)
+        .args(["-v", "nosync", "--json", "--", "sh", "-c", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "ready\n");
+    let daemon: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // Wait until the command has exited and the daemon was adopted.
+    let me = child.id() as i32;
+    let start = std::time::Instant::now();
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{daemon}/stat")).unwrap();
+        let ppid: i32 = stat[stat.rfind(')').unwrap() + 1..]
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
+        if ppid == me {
+            break;
+        }
+        assert!(start.elapsed().as_secs() < 10, "the command did not exit");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let pid = rustix::process::Pid::from_raw(me).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if start.elapsed().as_secs() > 20 {
+            let _ = child.kill();
+            let _ = rustix::process::kill_process(
+                rustix::process::Pid::from_raw(daemon).unwrap(),
+                rustix::process::Signal::KILL,
+            );
+            panic!("cowkit nosync ignored SIGTERM while a daemon was left");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(!alive(daemon), "the daemon was not signalled");
+    let out = child.wait_with_output().unwrap();
+    let v = json_lines(&out).pop().expect("a JSON summary");
+    assert_eq!(status.code(), Some(0), "the command's own status: {v}");
+    assert_eq!(v["descendants_signalled"], 1, "{v}");
+    assert_eq!(v["orphans_reaped"], 1, "{v}");
+    assert_eq!(v["final_sync_ran"], true, "{v}");
+    assert!(!v["final_sync"].as_array().unwrap().is_empty(), "{v}");
+}
+
+#[test]
+fn issue14_a_nested_nosync_does_not_claim_syncs_that_never_ran() {
+    let _disk = shared();
+    let out = nosync(&[
+        "--json".as_ref(),
+        "--".as_ref(),
+        COWKIT.as_ref(),
+        "nosync".as_ref(),
+        "--json".as_ref(),
+        "--".as_ref(),
+        "true".as_ref(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let v = json_lines(&out);
+    assert_eq!(v.len(), 2, "{out:?}");
+    let (inner, outer) = (&v[0], &v[1]);
+    assert_eq!(inner["final_sync_suppressed"], true, "{inner}");
+    assert_eq!(inner["final_sync_ran"], false, "{inner}");
+    assert_eq!(inner["final_sync"].as_array().unwrap().len(), 0, "{inner}");
+    assert_eq!(outer["final_sync_suppressed"], false, "{outer}");
+    assert_eq!(outer["final_sync_ran"], true, "{outer}");
+    assert!(
+        !outer["final_sync"].as_array().unwrap().is_empty(),
+        "{outer}"
+    );
+}
+
+#[test]
+fn issue14_a_huge_stats_file_is_read_only_up_to_its_bound() {
+    let _disk = shared();
+    // The command can write to the counters file (every process may):
+    // 24 MiB of junk lines, more than the bound.
+    let out = nosync(&[
+        "--json".as_ref(),
+        "--final-sync=none".as_ref(),
+        "--".as_ref(),
+        "sh".as_ref(),
+        "-c".as_ref(),
+        "yes 'cowkit-nosync-stats junk' | head -c 25165824 >> \"$COWKIT_NOSYNC_STATS\"".as_ref(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let v = json_lines(&out).pop().unwrap();
+    assert_eq!(v["stats_truncated"], true, "{v}");
+}
+
+#[test]
+fn issue14_another_users_tmp_directory_does_not_stop_nosync() {
+    let _disk = shared();
+    if !need(is_root(), "root (to become nobody)") || !need(have("setpriv"), "setpriv") {
+        return;
+    }
+    let d = scratch();
+    let exe = d.path().join("cowkit");
+    std::fs::copy(COWKIT, &exe).unwrap();
+    let tmp = d.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    // Squatted by "another user" (root here) before nobody's first run.
+    std::fs::create_dir(tmp.join("cowkit-65534")).unwrap();
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "env",
+            "-u",
+            "XDG_RUNTIME_DIR",
+        ])
+        .arg(format!("TMPDIR={}", tmp.display()))
+        .arg(&exe)
+        .args(["nosync", "--", "sh", "-c", "echo \"$LD_PRELOAD\""])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let preload = stdout(&out);
+    assert!(
+        preload.starts_with(&format!("{}/cowkit-nosync.", tmp.display())),
+        "{preload}"
+    );
+    // The private directory goes away with the run; the squatted one is
+    // untouched.
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["cowkit-65534"], "{left:?}");
 }
