@@ -59,10 +59,15 @@ pub mod fanotify {
     };
 }
 
-/// Installing a seccomp filter without `no_new_privs` (the one system call
-/// rustix does not wrap that `cowkit nosync` needs).
+/// Seccomp for `cowkit nosync`: installing a filter without `no_new_privs`,
+/// or with a user-notification listener, and answering its notifications
+/// (system calls rustix does not wrap).
 pub mod seccomp {
-    pub use crate::sys::{seccomp_set_mode_filter, syncfs_answers_a_bad_descriptor, BpfInsn};
+    pub use crate::sys::{
+        seccomp_filter_with_listener, seccomp_notif_id_valid, seccomp_notif_recv,
+        seccomp_notif_send, seccomp_set_mode_filter, syncfs_answers_a_bad_descriptor,
+        take_inherited_fd, BpfInsn, SeccompNotif,
+    };
 }
 
 pub use copy::{Bytes, Chain, Copied, Copier, Fallback, Handle, Method, Reason, Tally};

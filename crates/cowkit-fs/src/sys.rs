@@ -301,3 +301,118 @@ pub fn syncfs_answers_a_bad_descriptor() -> bool {
     let rc = unsafe { libc::syscall(libc::SYS_syncfs, libc::c_int::MAX) };
     rc == 0
 }
+
+/// Install `prog` on the calling thread (not `TSYNC`: the caller is
+/// single-threaded) with `SECCOMP_FILTER_FLAG_NEW_LISTENER`, returning the
+/// listener descriptor of its `SECCOMP_RET_USER_NOTIF` answers. Needs
+/// `CAP_SYS_ADMIN` or `no_new_privs` (`EACCES` otherwise); `EBUSY` when a
+/// filter with a listener is already installed (a nested supervisor).
+pub fn seccomp_filter_with_listener(prog: &[BpfInsn]) -> std::io::Result<std::os::fd::OwnedFd> {
+    let len =
+        u16::try_from(prog.len()).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    let fprog = libc::sock_fprog {
+        len,
+        filter: prog.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: as in `seccomp_set_mode_filter`: `fprog` points at `len`
+    // instructions laid out as `struct sock_filter`, copied by the kernel
+    // during the call; nothing is written to our memory. The return value
+    // is a new descriptor or -1.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+            &fprog as *const libc::sock_fprog,
+        )
+    };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `rc` is the listener descriptor the kernel just created for
+    // this call; nothing else owns it.
+    Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(rc as i32) })
+}
+
+/// One system call waiting for the supervisor's answer.
+#[derive(Clone, Copy, Debug)]
+pub struct SeccompNotif {
+    /// The notification's id (for the answer).
+    pub id: u64,
+    /// The calling thread (in the listener's pid namespace).
+    pub pid: u32,
+    /// The system call number.
+    pub nr: i32,
+    /// Its arguments.
+    pub args: [u64; 6],
+}
+
+/// `ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV)`: wait for the next call.
+pub fn seccomp_notif_recv<Fd: AsFd>(listener: Fd) -> io::Result<SeccompNotif> {
+    // SAFETY: an all-zero `seccomp_notif` is a valid value (integers and
+    // an array of integers), and the kernel requires the buffer zeroed.
+    let mut n: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&listener.as_fd());
+    // SAFETY: SECCOMP_IOCTL_NOTIF_RECV is `_IOWR` on `struct
+    // seccomp_notif`; `n` is such a struct, writable, living for the call.
+    let rc = unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_RECV, &mut n as *mut _) };
+    if rc < 0 {
+        return Err(last_errno());
+    }
+    Ok(SeccompNotif {
+        id: n.id,
+        pid: n.pid,
+        nr: n.data.nr,
+        args: n.data.args,
+    })
+}
+
+/// `ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND)`: answer the call `id` with
+/// the return value `val`, or with the error `errno` when it is not 0.
+pub fn seccomp_notif_send<Fd: AsFd>(listener: Fd, id: u64, val: i64, errno: i32) -> io::Result<()> {
+    let mut r = libc::seccomp_notif_resp {
+        id,
+        val,
+        error: -errno,
+        flags: 0,
+    };
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&listener.as_fd());
+    // SAFETY: SECCOMP_IOCTL_NOTIF_SEND is `_IOWR` on `struct
+    // seccomp_notif_resp`; `r` is such a struct living for the call.
+    let rc = unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_SEND, &mut r as *mut _) };
+    if rc < 0 {
+        return Err(last_errno());
+    }
+    Ok(())
+}
+
+/// `ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID)`: whether the call `id`
+/// still waits (its thread alive), so what was looked up in `/proc` for
+/// its pid was about that thread.
+pub fn seccomp_notif_id_valid<Fd: AsFd>(listener: Fd, id: u64) -> bool {
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&listener.as_fd());
+    // SAFETY: SECCOMP_IOCTL_NOTIF_ID_VALID is `_IOW` on a `u64`, read by
+    // the kernel from `id`, which lives for the call.
+    let rc = unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &id as *const u64) };
+    rc == 0
+}
+
+/// Take ownership of the descriptor `n` that this process inherited from
+/// its parent for one purpose (its number passed in an environment
+/// variable): checked to be open, marked close-on-exec.
+pub fn take_inherited_fd(n: i32) -> io::Result<std::os::fd::OwnedFd> {
+    if n < 3 {
+        return Err(io::Errno::BADF);
+    }
+    // SAFETY: F_GETFD only queries the descriptor table; an unused number
+    // gives EBADF.
+    if unsafe { libc::fcntl(n, libc::F_GETFD) } < 0 {
+        return Err(last_errno());
+    }
+    // SAFETY: `n` is open (checked above) and was handed down by the
+    // parent to be used here alone; nothing else in this process refers
+    // to it, so owning (and eventually closing) it is sound.
+    let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(n) };
+    rustix::io::fcntl_setfd(&fd, rustix::io::FdFlags::CLOEXEC)?;
+    Ok(fd)
+}

@@ -109,6 +109,60 @@ pub fn programs() -> Result<[BpfProgram; 2]> {
     ])
 }
 
+/// `SECCOMP_RET_ERRNO` with 0, what the first program answers sync calls.
+const SECCOMP_RET_ERRNO_ZERO: u32 = 0x0005_0000;
+/// `SECCOMP_RET_USER_NOTIF`: ask the listener.
+const SECCOMP_RET_USER_NOTIF: u32 = 0x7fc0_0000;
+
+fn to_raw(p: &BpfProgram) -> Vec<cowkit_fs::seccomp::BpfInsn> {
+    p.iter()
+        .map(|i| cowkit_fs::seccomp::BpfInsn {
+            code: i.code,
+            jt: i.jt,
+            jf: i.jf,
+            k: i.k,
+        })
+        .collect()
+}
+
+/// Install both programs with the first one's answer to the sync calls
+/// turned into `SECCOMP_RET_USER_NOTIF`: the returned listener is given to
+/// the supervisor, which answers each call (EBADF for a descriptor that is
+/// not open, 0 otherwise) and counts it. Negative descriptors still get
+/// EBADF from the second program (ERRNO outranks USER_NOTIF). Where a
+/// listener cannot be had (one is installed already, in a nested run; a
+/// kernel before 5.0), the plain filter of [`install`] and `None`.
+pub fn install_with_listener() -> Result<(Installed, Option<std::os::fd::OwnedFd>)> {
+    let progs = programs()?;
+    let mut first = to_raw(&progs[0]);
+    for i in first.iter_mut() {
+        if i.code == BPF_RET_K && i.k == SECCOMP_RET_ERRNO_ZERO {
+            i.k = SECCOMP_RET_USER_NOTIF;
+        }
+    }
+    let second = to_raw(&progs[1]);
+    let eacces = Some(rustix::io::Errno::ACCESS.raw_os_error());
+    let (installed, listener) = match cowkit_fs::seccomp::seccomp_filter_with_listener(&first) {
+        Ok(l) => (Installed::Privileged, l),
+        Err(e) if e.raw_os_error() == eacces => {
+            rustix::thread::set_no_new_privs(true).map_err(|e| Error::Install {
+                how: "with no_new_privs",
+                source: e.into(),
+            })?;
+            match cowkit_fs::seccomp::seccomp_filter_with_listener(&first) {
+                Ok(l) => (Installed::NoNewPrivs, l),
+                Err(_) => return install().map(|i| (i, None)),
+            }
+        }
+        Err(_) => return install().map(|i| (i, None)),
+    };
+    cowkit_fs::seccomp::seccomp_set_mode_filter(&second).map_err(|source| Error::Install {
+        how: "after the listener's",
+        source,
+    })?;
+    Ok((installed, Some(listener)))
+}
+
 /// How the filter was installed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Installed {

@@ -39,6 +39,7 @@ pub mod error;
 pub mod filter;
 pub mod kickstart;
 pub mod mounts;
+pub mod notify;
 pub mod preload;
 pub mod run;
 pub mod shim;

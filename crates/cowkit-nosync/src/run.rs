@@ -143,6 +143,10 @@ pub struct Outcome {
     /// Why every candidate was synced in `Auto` mode: the watch of what
     /// the command wrote could not start.
     pub watch_error: Option<String>,
+    /// The sync calls the seccomp layer answered (static binaries, Go, raw
+    /// `syscall()`), per call, when the supervisor answered them
+    /// ([`crate::notify`]); `None` when the filter answered alone.
+    pub seccomp_answered: Option<Vec<(&'static str, u64)>>,
 }
 
 impl Outcome {
@@ -188,6 +192,19 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
     if !opts.seccomp {
         cmd.arg("--no-seccomp");
     }
+    // The socket over which the worker hands over its filter's listener.
+    let (answer_end, worker_end) = if opts.seccomp {
+        let (a, w) = crate::notify::channel().map_err(|e| {
+            proc_err(
+                "create a socket pair",
+                Errno::from_io_error(&e).unwrap_or(Errno::IO),
+            )
+        })?;
+        cmd.env(crate::notify::ENV, crate::notify::env_value(&w));
+        (Some(a), Some(w))
+    } else {
+        (None, None)
+    };
     cmd.arg("--").arg(&opts.program).args(&opts.args);
 
     // A default directory that someone else owns or may write to is not
@@ -256,6 +273,8 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
             return Err(e);
         }
     };
+    drop(worker_end);
+    let answerer = answer_end.map(crate::notify::Answerer::start);
     let pid = child.id() as i32;
     fwd.command.store(pid, Ordering::SeqCst);
     drop(child); // reaped below, with every other descendant
@@ -287,6 +306,7 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
     let _ = forwarder.join();
     let status = status.ok_or_else(|| proc_err("find the command's exit status", Errno::CHILD))?;
 
+    let seccomp_answered = answerer.and_then(crate::notify::Answerer::finish);
     // Every descendant has ended: its events are queued.
     let (written, watch_error) = match watch {
         Some(Ok(w)) => (Some(w.finish()), None),
@@ -337,6 +357,7 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
         sync_time,
         not_written,
         watch_error,
+        seccomp_answered,
     })
 }
 
@@ -544,7 +565,27 @@ pub fn exec(
     before_exec: impl FnOnce(Option<crate::filter::Installed>),
 ) -> Error {
     let installed = if seccomp {
-        match crate::filter::install() {
+        // The supervisor's socket, if it gave one: the filter's listener
+        // goes there, and the supervisor answers the sync calls.
+        let sock = std::env::var(crate::notify::ENV)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .and_then(|n| cowkit_fs::seccomp::take_inherited_fd(n).ok());
+        let r = match sock {
+            Some(sock) => crate::filter::install_with_listener().and_then(|(i, listener)| {
+                // Without its listener the filter's calls would fail with
+                // ENOSYS: better not to run the command at all.
+                if let Some(l) = listener {
+                    crate::notify::send_listener(sock, l).map_err(|source| Error::Install {
+                        how: "handing its listener to the supervisor",
+                        source,
+                    })?;
+                }
+                Ok(i)
+            }),
+            None => crate::filter::install(),
+        };
+        match r {
             Ok(i) => Some(i),
             Err(e) => return e,
         }
@@ -552,7 +593,10 @@ pub fn exec(
         None
     };
     before_exec(installed);
-    let source = Command::new(program).args(args).exec();
+    let source = Command::new(program)
+        .args(args)
+        .env_remove(crate::notify::ENV)
+        .exec();
     Error::Spawn {
         program: PathBuf::from(program),
         source,

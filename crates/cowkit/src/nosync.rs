@@ -122,9 +122,18 @@ pub fn run(args: Args, verbose: u8, quiet: bool) -> Result<ExitCode, CliError> {
                 "cowkit nosync: suppressed by the shim in {} process(es): {st}",
                 st.processes
             );
-            eprintln!(
-                "cowkit nosync: calls answered by the seccomp filter (static binaries, Go, raw syscall) are not counted"
-            );
+            match &outcome.seccomp_answered {
+                Some(c) => eprintln!(
+                    "cowkit nosync: answered by the seccomp layer (static binaries, Go, raw syscall): {}",
+                    c.iter()
+                        .map(|(n, v)| format!("{n} {v}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                None => eprintln!(
+                    "cowkit nosync: calls answered by the seccomp filter (static binaries, Go, raw syscall) are not counted"
+                ),
+            }
             if outcome.stats_truncated {
                 eprintln!(
                     "cowkit nosync: the counters file was larger than {} bytes; only that much was counted",
@@ -209,6 +218,7 @@ pub fn run(args: Args, verbose: u8, quiet: bool) -> Result<ExitCode, CliError> {
                 "fs_type": t,
             })).collect::<Vec<_>>(),
             "watch_error": outcome.watch_error,
+            "answered_by_seccomp": outcome.seccomp_answered.as_ref().map(|c| c.iter().copied().collect::<std::collections::BTreeMap<_, _>>()),
             "suppressed_by_shim": outcome.stats.as_ref().map(|st| st.iter().collect::<std::collections::BTreeMap<_, _>>()),
             "shim": outcome.shim,
         });

@@ -76,7 +76,12 @@ pub(crate) fn worker_command(
     keys: &[PathBuf],
     no_confine: bool,
 ) -> Result<Command, CliError> {
-    let exe = std::env::current_exe().map_err(|e| CliError::new("cannot find cowkit itself", e))?;
+    // `/proc/self/exe` starts this very binary even where its path cannot
+    // be walked by the user running it (a directory of another user).
+    let exe = match Path::new("/proc/self/exe") {
+        p if p.exists() => p.to_path_buf(),
+        _ => std::env::current_exe().map_err(|e| CliError::new("cannot find cowkit itself", e))?,
+    };
     let mut cmd = Command::new(exe);
     cmd.arg("__transcode-worker")
         .arg("--block-size")
