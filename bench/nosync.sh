@@ -15,6 +15,10 @@
 #   LOOP_DIRECT_IO=1         loop devices with O_DIRECT (0: buffered)
 #   RESULTS_DIR=bench/results
 #   COWKIT=/path/to/cowkit   (default: build target/release/cowkit)
+#   LOADS="quiet busy"       quiet: nothing else runs; busy: another job
+#                            keeps writing to a second filesystem (a loop
+#                            ext4 of its own) all through the rounds
+#   BUSY_MB=8                what that job writes per second (MiB)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -32,6 +36,8 @@ PACKAGES=${PACKAGES:-"fonts-dejavu-core gcc-12-locales git-man iso-codes libc6-d
 libglib2.0-dev-bin libpython3.11-stdlib libstdc++-12-dev libx11-dev linux-libc-dev manpages
 manpages-dev perl-modules-5.36 python3-babel python3-pygments x11proto-dev"}
 METHODS=(plain eatmydata nosync)
+LOADS=${LOADS:-"quiet busy"}
+BUSY_MB=${BUSY_MB:-8}
 
 if [ -z "${COWKIT_NOSYNC_BENCH_NS:-}" ]; then
   need_root
@@ -55,9 +61,13 @@ RIG=$(mktemp -d "$BENCH_IMG_DIR/cowkit-nosync.XXXXXX")
 echo $$ >"$RIG/pid"
 MNT="$RIG/mnt"
 mkdir -p "$MNT"
+BUSY_MNT="$RIG/busy"
+BUSY_PID=
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM HUP
+  [ -n "$BUSY_PID" ] && kill "$BUSY_PID" 2>/dev/null
+  umount "$BUSY_MNT" 2>/dev/null || umount -l "$BUSY_MNT" 2>/dev/null || true
   umount "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null || true
   rm -rf --one-file-system "$RIG"
   exit "$rc"
@@ -92,11 +102,11 @@ prefix() {
   esac
 }
 
-# note_final_sync FS WORKLOAD STDERR-FILE — keep cowkit's final syncfs times.
+# note_final_sync FS WORKLOAD STDERR-FILE LOAD — keep cowkit's final syncfs times.
 note_final_sync() {
-  python3 - "$RECORD" "$1" "$2" "$MNT" "$3" <<'PY'
+  python3 - "$RECORD" "$1" "$2" "$MNT" "$3" "$4" <<'PY'
 import json, sys
-rec, fs, workload, mnt, err = sys.argv[1:]
+rec, fs, workload, mnt, err, load = sys.argv[1:]
 last = None
 for line in open(err, errors="replace"):
     line = line.strip()
@@ -106,9 +116,10 @@ if last is None:
     sys.exit("no cowkit --json summary in " + err)
 bench = sum(s["seconds"] for s in last["final_sync"] if s["mount_point"] == mnt)
 with open(rec, "a") as fh:
-    fh.write(json.dumps({"kind": "final_sync", "fs": fs, "workload": workload,
+    fh.write(json.dumps({"kind": "final_sync", "fs": fs, "workload": workload, "load": load,
                          "all": last["final_sync_seconds"], "bench_mount": bench,
-                         "filesystems": len(last["final_sync"])}) + "\n")
+                         "filesystems": len(last["final_sync"]),
+                         "not_written": len(last.get("not_written") or [])}) + "\n")
 PY
 }
 
@@ -125,7 +136,29 @@ for fs in $FILESYSTEMS; do
   loop_io=buffered
   if [ "$LOOP_DIRECT_IO" = 1 ] && losetup --direct-io=on "$loopdev"; then loop_io=direct-io; fi
   fsdesc+=("$fs on $loopdev ($loop_io), $IMG_SIZE sparse image on $(findmnt -n -o FSTYPE --target "$BENCH_IMG_DIR")")
-  log "$fs: $ROUNDS rounds"
+  for load in $LOADS; do
+  if [ "$load" = busy ]; then
+    # Another job: one process writing BUSY_MB MiB/s of new data to its
+    # own filesystem, which the kernel writes back on its own.
+    mkdir -p "$BUSY_MNT"
+    truncate -s 2G "$RIG/busy.img"
+    mkfs.ext4 -q -F "$RIG/busy.img"
+    mount -o loop "$RIG/busy.img" "$BUSY_MNT"
+    python3 -c "
+import os, time
+chunk = os.urandom(1 << 20)
+i = 0
+while True:
+    with open('$BUSY_MNT/f%d' % (i % 200), 'wb') as f:
+        for _ in range($BUSY_MB):
+            f.write(chunk)
+    i += 1
+    time.sleep(1)
+" &
+    BUSY_PID=$!
+    sleep 2
+  fi
+  log "$fs ($load): $ROUNDS rounds"
   for ((r = 0; r < ROUNDS; r++)); do
     for ((i = 0; i < ${#METHODS[@]}; i++)); do
       m=${METHODS[$(((i + r) % ${#METHODS[@]}))]}
@@ -137,10 +170,10 @@ for fs in $FILESYSTEMS; do
       : >"$R/var/lib/dpkg/status"
       sync -f "$MNT"
       python3 "$BENCH_DIR/measure.py" run --record "$RECORD" --sync "$MNT" --stdout-null \
-        --stderr "$RIG/err" --field method="$m" --field fs="$fs" --field workload=dpkg -- \
+        --stderr "$RIG/err" --field method="$m" --field fs="$fs" --field workload=dpkg --field load="$load" -- \
         "${pre[@]}" dpkg --root="$R" --force-depends --refuse-unsafe-io --unpack "${debs[@]}" ||
         { cat "$RIG/err" >&2; die "dpkg ($m) failed"; }
-      [ "$m" = nosync ] && note_final_sync "$fs" dpkg "$RIG/err"
+      [ "$m" = nosync ] && note_final_sync "$fs" dpkg "$RIG/err" "$load"
       n=$(find "$R" -type f | wc -l)
       [ "$n" -ge "$files" ] || die "$m: only $n files in the root, expected $files"
       rm -rf "$R"
@@ -149,13 +182,21 @@ for fs in $FILESYSTEMS; do
       mkdir -p "$D"
       sync -f "$MNT"
       python3 "$BENCH_DIR/measure.py" run --record "$RECORD" --sync "$MNT" --stdout-null \
-        --stderr "$RIG/err" --field method="$m" --field fs="$fs" --field workload=fsync-heavy -- \
+        --stderr "$RIG/err" --field method="$m" --field fs="$fs" --field workload=fsync-heavy --field load="$load" -- \
         "${pre[@]}" "$HEAVY" "$D" "$HEAVY_FILES" ||
         { cat "$RIG/err" >&2; die "fsync-heavy ($m) failed"; }
-      [ "$m" = nosync ] && note_final_sync "$fs" fsync-heavy "$RIG/err"
+      [ "$m" = nosync ] && note_final_sync "$fs" fsync-heavy "$RIG/err" "$load"
       rm -rf "$D"
       sync -f "$MNT"
     done
+  done
+  if [ "$load" = busy ]; then
+    kill "$BUSY_PID"
+    wait "$BUSY_PID" 2>/dev/null || true
+    BUSY_PID=
+    umount "$BUSY_MNT"
+    rm -f "$RIG/busy.img"
+  fi
   done
   umount "$MNT"
 done
