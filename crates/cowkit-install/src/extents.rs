@@ -196,11 +196,12 @@ fn trusted(file: &File, path: &Path) -> Result<()> {
     let st = rustix::fs::fstat(file)
         .map_err(|e| Error::from(IoError::new("stat", path.to_path_buf(), e)))?;
     let me = rustix::process::geteuid().as_raw();
+    let my_group = rustix::process::getegid().as_raw();
     let why = if st.st_uid != 0 && st.st_uid != me {
         Some(format!("belongs to uid {}", st.st_uid))
     } else if st.st_mode & 0o002 != 0 {
         Some("is writable by everyone".to_string())
-    } else if st.st_mode & 0o020 != 0 && st.st_gid != 0 {
+    } else if st.st_mode & 0o020 != 0 && st.st_gid != 0 && st.st_gid != my_group {
         Some(format!("is writable by group {}", st.st_gid))
     } else {
         None

@@ -100,11 +100,8 @@ fn stage(
     packages: &[PathBuf],
     keys: &[PathBuf],
     confine: bool,
+    jobs: usize,
 ) -> Result<Staged, CliError> {
-    let mut staged = Staged {
-        files: Vec::new(),
-        paths: std::collections::HashMap::new(),
-    };
     let keyring = if keys.is_empty() {
         None
     } else {
@@ -115,8 +112,14 @@ fn stage(
         }
         Some(k)
     };
+    if !confine && !keys.is_empty() {
+        return Err(CliError::msg(
+            "--key needs the confined worker: leave out --no-confine",
+        ));
+    }
     let block = cowkit_fs::align::block_size(root.fd()).unwrap_or(4096) as u32;
-    for p in packages {
+    // One package: `None` when it is read as it is, else its staged copy.
+    let one = |p: &PathBuf| -> Result<Option<std::fs::File>, CliError> {
         let ctx = || format!("cannot install `{}`", p.display());
         let file = std::fs::File::open(p).map_err(|e| CliError::new(ctx(), e))?;
         if cowkit_extents::open::is_extents_file(&file).map_err(|e| CliError::new(ctx(), e))? {
@@ -129,15 +132,10 @@ fn stage(
                     )
                 })?;
             }
-            continue;
+            return Ok(None);
         }
         if !confine {
-            if !keys.is_empty() {
-                return Err(CliError::msg(
-                    "--key needs the confined worker: leave out --no-confine",
-                ));
-            }
-            continue;
+            return Ok(None);
         }
         let new = cowkit_fs::dir::NewFile::anonymous(root.fd(), root.path(), 0o600)
             .map_err(|e| CliError::new(ctx(), e))?;
@@ -158,12 +156,45 @@ fn stage(
             .file()
             .try_clone()
             .map_err(|e| CliError::new(ctx(), e))?;
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&f);
-        staged.paths.insert(
-            p.clone(),
-            PathBuf::from(format!("/proc/{}/fd/{fd}", std::process::id())),
-        );
-        staged.files.push(f);
+        Ok(Some(f))
+    };
+    // `jobs` workers at a time, each package in its own confined worker.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    type Staging = (usize, Result<Option<std::fs::File>, CliError>);
+    let results: std::sync::Mutex<Vec<Staging>> = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, packages.len().max(1)) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(p) = packages.get(i) else { break };
+                let r = one(p);
+                let failed = r.is_err();
+                results
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((i, r));
+                if failed {
+                    // The others are not started: the install is refused.
+                    next.store(packages.len(), std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    results.sort_by_key(|(i, _)| *i);
+    let mut staged = Staged {
+        files: Vec::new(),
+        paths: std::collections::HashMap::new(),
+    };
+    for (i, r) in results {
+        if let Some(f) = r? {
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&f);
+            staged.paths.insert(
+                packages[i].clone(),
+                PathBuf::from(format!("/proc/{}/fd/{fd}", std::process::id())),
+            );
+            staged.files.push(f);
+        }
     }
     Ok(staged)
 }
@@ -277,7 +308,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
             let staged = if args.test {
                 None
             } else {
-                match stage(&root, &args.packages, &args.key, !args.no_confine) {
+                match stage(&root, &args.packages, &args.key, !args.no_confine, jobs) {
                     Ok(s) => Some(s),
                     Err(e) => {
                         bar.finish_and_clear();
