@@ -39,7 +39,7 @@ pub mod txn;
 mod verify;
 
 pub use owners::Owners;
-pub use txn::{prepare, transaction, Prepared, TxOptions, TxSummary};
+pub use txn::{prepare, transaction, Prepared, Stager, TxOptions, TxSummary};
 
 /// What can go wrong installing.
 #[derive(Debug, thiserror::Error)]
@@ -120,6 +120,15 @@ pub enum Error {
         /// The extents file.
         path: PathBuf,
         /// Who else could write it.
+        why: String,
+    },
+    /// A package could not be staged for installing (decoded by the
+    /// confined worker).
+    #[error("cannot decode `{path}`: {why}")]
+    Staging {
+        /// The package.
+        path: PathBuf,
+        /// What went wrong, causes joined.
         why: String,
     },
     /// `--verify` found installed files that do not match the header.

@@ -246,6 +246,39 @@ pub struct Prepared<'r> {
     /// A new root's database, the transaction registered in it already.
     scratch: Option<cowkit_rpmdb::Scratch<'r>>,
     sum: TxSummary,
+    stager: Option<Stager>,
+}
+
+/// Turns a package into the file to install from, just before it is
+/// placed (e.g. a plain `.rpm` transcoded by a confined worker into an
+/// unnamed file in the root's filesystem); `None`: the package as it is.
+/// The file is dropped once the package is placed, so at most one staged
+/// copy per running job takes space.
+pub type Stager = std::sync::Arc<dyn Fn(&Path) -> Result<Option<std::fs::File>> + Send + Sync>;
+
+/// Install `p` through `stager`'s file for it, if any.
+fn install_staged(
+    root: &Root,
+    owners: &Owners,
+    path: &Path,
+    opts: &Options,
+    progress: &dyn Progress,
+    stager: Option<&Stager>,
+) -> Result<Summary> {
+    let staged = match stager {
+        Some(s) => s(path)?,
+        None => None,
+    };
+    match &staged {
+        Some(f) => {
+            let via = PathBuf::from(format!(
+                "/proc/self/fd/{}",
+                std::os::fd::AsRawFd::as_raw_fd(f)
+            ));
+            install(root, owners, &via, opts, progress)
+        }
+        None => install(root, owners, path, opts, progress),
+    }
 }
 
 impl std::fmt::Debug for Prepared<'_> {
@@ -271,6 +304,11 @@ impl Prepared<'_> {
         for p in &mut self.pkgs {
             p.path = path_of(&p.path);
         }
+    }
+
+    /// Stage each package through `stager` just before it is placed.
+    pub fn stage_with(&mut self, stager: Stager) {
+        self.stager = Some(stager);
     }
 
     /// Run it: scriptlets, files, registration (see the module docs).
@@ -389,6 +427,7 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
         found,
         scratch: scratch.filter(|_| pre_register),
         sum,
+        stager: None,
     })
 }
 
@@ -402,7 +441,9 @@ fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
         found,
         mut scratch,
         mut sum,
+        stager,
     } = prepared;
+    let stager = stager.as_ref();
     let opts = &opts;
     if opts.test {
         for &i in &order {
@@ -486,7 +527,8 @@ fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
                 let mut o = opts.install.clone();
                 decided.push(decide_config(root, p, None, &mut o, &mut sum).map(|_| o));
             }
-            let results = place_parallel(root, &owners, &batch, decided, opts.jobs, progress);
+            let results =
+                place_parallel(root, &owners, &batch, decided, opts.jobs, progress, stager);
             for (j, (r, n)) in results.into_iter().enumerate() {
                 match r {
                     Ok(s) => {
@@ -521,6 +563,7 @@ fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
                 rpm: check_rpm.as_ref(),
             },
             &mut sum,
+            stager,
         ) {
             Ok(s) => {
                 sum.files.add(s);
@@ -659,6 +702,7 @@ fn place_parallel(
     decided: Vec<Result<Options>>,
     jobs: usize,
     progress: &dyn Progress,
+    stager: Option<&Stager>,
 ) -> Vec<(Result<Summary>, u64)> {
     let workers = jobs.clamp(1, batch.len().max(1));
     // The CPUs the packages do not use go to threads within a package.
@@ -690,7 +734,7 @@ fn place_parallel(
                 };
                 let r = o.and_then(|mut o| {
                     o.expect_header = Some(p.digest.clone());
-                    install(root, owners, &p.path, &o, &counting)
+                    install_staged(root, owners, &p.path, &o, &counting, stager)
                 });
                 results.lock().unwrap_or_else(|e| e.into_inner()).push((
                     i,
@@ -746,6 +790,7 @@ fn one_package(
     run: &dyn Fn(&Scriptlet, &Pkg, u32, &mut TxSummary) -> Result<bool>,
     others: &Others<'_>,
     sum: &mut TxSummary,
+    stager: Option<&Stager>,
 ) -> Result<Summary> {
     let arg = if old.is_some() { 2 } else { 1 };
     if let Some(s) = p.script(Phase::Pre) {
@@ -760,7 +805,7 @@ fn one_package(
     install_opts.threads = install_opts.threads.max(opts.jobs);
     install_opts.expect_header = Some(p.digest.clone());
     let discard = decide_config(root, p, old, &mut install_opts, sum)?;
-    let s_placed = install(root, owners, &p.path, &install_opts, progress)?;
+    let s_placed = install_staged(root, owners, &p.path, &install_opts, progress, stager)?;
     for (dir, name, path) in discard {
         unlink(&dir, &name, &path)?;
     }

@@ -84,46 +84,33 @@ pub struct Args {
     json: bool,
 }
 
-/// Packages as the transaction will read them: each `.rpm` transcoded by
-/// the confined worker (with the `--key` check) into an unnamed file in
-/// the root's filesystem, whose blocks the install then clones; each
-/// `.rpme` checked against the keys here (its header only: no payload is
-/// decoded). The files live as long as this value; the transaction opens
-/// them through `/proc/PID/fd/N` (rpm too, as root).
-struct Staged {
-    files: Vec<std::fs::File>,
-    paths: std::collections::HashMap<PathBuf, PathBuf>,
-}
-
-fn stage(
+/// Check `--key` on the extents files given (their headers only: no
+/// payload is decoded here), and make the stager that decodes each plain
+/// `.rpm` just before it is placed: the confined transcode worker (with
+/// the `--key` check) writes an `.rpme` into an unnamed file in the root's
+/// filesystem, whose blocks the install then clones, and which is dropped
+/// once the package is placed.
+fn stager(
     root: &Root,
     packages: &[PathBuf],
     keys: &[PathBuf],
     confine: bool,
-    jobs: usize,
-) -> Result<Staged, CliError> {
-    let keyring = if keys.is_empty() {
-        None
-    } else {
-        let mut k = cowkit_archive::pgp::Keyring::new();
-        for p in keys {
-            k.add(p)
-                .map_err(|e| CliError::new(format!("cannot load the key `{}`", p.display()), e))?;
-        }
-        Some(k)
-    };
+) -> Result<Option<cowkit_install::Stager>, CliError> {
     if !confine && !keys.is_empty() {
         return Err(CliError::msg(
             "--key needs the confined worker: leave out --no-confine",
         ));
     }
-    let block = cowkit_fs::align::block_size(root.fd()).unwrap_or(4096) as u32;
-    // One package: `None` when it is read as it is, else its staged copy.
-    let one = |p: &PathBuf| -> Result<Option<std::fs::File>, CliError> {
-        let ctx = || format!("cannot install `{}`", p.display());
-        let file = std::fs::File::open(p).map_err(|e| CliError::new(ctx(), e))?;
-        if cowkit_extents::open::is_extents_file(&file).map_err(|e| CliError::new(ctx(), e))? {
-            if let Some(k) = &keyring {
+    if !keys.is_empty() {
+        let mut k = cowkit_archive::pgp::Keyring::new();
+        for p in keys {
+            k.add(p)
+                .map_err(|e| CliError::new(format!("cannot load the key `{}`", p.display()), e))?;
+        }
+        for p in packages {
+            let ctx = || format!("cannot install `{}`", p.display());
+            let file = std::fs::File::open(p).map_err(|e| CliError::new(ctx(), e))?;
+            if cowkit_extents::open::is_extents_file(&file).map_err(|e| CliError::new(ctx(), e))? {
                 let x = cowkit_extents::open::ExtentsFile::open(file, p)
                     .map_err(|e| CliError::new(ctx(), e))?;
                 k.verify_header(x.package()).map_err(|e| {
@@ -132,71 +119,58 @@ fn stage(
                     )
                 })?;
             }
-            return Ok(None);
-        }
-        if !confine {
-            return Ok(None);
-        }
-        let new = cowkit_fs::dir::NewFile::anonymous(root.fd(), root.path(), 0o600)
-            .map_err(|e| CliError::new(ctx(), e))?;
-        let cmd = crate::transcode::worker_command(
-            block,
-            cowkit_extents::transcode::DEFAULT_PACK_BELOW,
-            keys,
-            false,
-        )?;
-        cowkit_extents::confined::transcode(
-            cmd,
-            cowkit_extents::confined::Input::Path(p),
-            cowkit_extents::confined::Output::File(new.file()),
-            false,
-        )
-        .map_err(|e| crate::transcode::cli_error(e, p))?;
-        let f = new
-            .file()
-            .try_clone()
-            .map_err(|e| CliError::new(ctx(), e))?;
-        Ok(Some(f))
-    };
-    // `jobs` workers at a time, each package in its own confined worker.
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    type Staging = (usize, Result<Option<std::fs::File>, CliError>);
-    let results: std::sync::Mutex<Vec<Staging>> = std::sync::Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.clamp(1, packages.len().max(1)) {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(p) = packages.get(i) else { break };
-                let r = one(p);
-                let failed = r.is_err();
-                results
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push((i, r));
-                if failed {
-                    // The others are not started: the install is refused.
-                    next.store(packages.len(), std::sync::atomic::Ordering::Relaxed);
-                }
-            });
-        }
-    });
-    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
-    results.sort_by_key(|(i, _)| *i);
-    let mut staged = Staged {
-        files: Vec::new(),
-        paths: std::collections::HashMap::new(),
-    };
-    for (i, r) in results {
-        if let Some(f) = r? {
-            let fd = std::os::fd::AsRawFd::as_raw_fd(&f);
-            staged.paths.insert(
-                packages[i].clone(),
-                PathBuf::from(format!("/proc/{}/fd/{fd}", std::process::id())),
-            );
-            staged.files.push(f);
         }
     }
-    Ok(staged)
+    if !confine {
+        return Ok(None);
+    }
+    let dir = rustix::io::fcntl_dupfd_cloexec(root.fd(), 0)
+        .map_err(|e| CliError::new(format!("cannot open `{}`", root.path().display()), e))?;
+    let dir_path = root.path().to_path_buf();
+    let block = cowkit_fs::align::block_size(root.fd()).unwrap_or(4096) as u32;
+    let keys = keys.to_vec();
+    Ok(Some(std::sync::Arc::new(
+        move |p: &std::path::Path| -> cowkit_install::Result<Option<std::fs::File>> {
+            let fail = |why: String| cowkit_install::Error::Staging {
+                path: p.to_path_buf(),
+                why,
+            };
+            let file = std::fs::File::open(p).map_err(|e| fail(e.to_string()))?;
+            if cowkit_extents::open::is_extents_file(&file).map_err(|e| fail(e.to_string()))? {
+                return Ok(None);
+            }
+            let new = cowkit_fs::dir::NewFile::anonymous(
+                std::os::fd::AsFd::as_fd(&dir),
+                &dir_path,
+                0o600,
+            )
+            .map_err(|e| fail(e.to_string()))?;
+            let cmd = crate::transcode::worker_command(
+                block,
+                cowkit_extents::transcode::DEFAULT_PACK_BELOW,
+                &keys,
+                false,
+            )
+            .map_err(|e| fail(e.chain().join(": ")))?;
+            cowkit_extents::confined::transcode(
+                cmd,
+                cowkit_extents::confined::Input::Path(p),
+                cowkit_extents::confined::Output::File(new.file()),
+                false,
+            )
+            .map_err(|e| {
+                let c = crate::transcode::cli_error(e, p).chain();
+                fail(
+                    c.get(1..)
+                        .filter(|r| !r.is_empty())
+                        .unwrap_or(&c)
+                        .join(": "),
+                )
+            })?;
+            let f = new.file().try_clone().map_err(|e| fail(e.to_string()))?;
+            Ok(Some(f))
+        },
+    )))
 }
 
 struct Bar(ProgressBar);
@@ -304,32 +278,15 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
     let progress = Bar(bar.clone());
     let result = match cowkit_install::prepare(&root, &args.packages, &opts) {
         Ok(mut prepared) => {
-            // Nothing is decoded for `--test`: rpm read the headers.
-            let staged = if args.test {
-                None
-            } else {
-                match stage(&root, &args.packages, &args.key, !args.no_confine, jobs) {
-                    Ok(s) => Some(s),
-                    Err(e) => {
-                        bar.finish_and_clear();
-                        return refused_with(&args.root, args.json, e);
-                    }
-                }
-            };
-            if let Some(s) = &staged {
-                prepared.use_files(|p| s.paths.get(p).cloned().unwrap_or_else(|| p.to_path_buf()));
-            }
-            let mut r = prepared.run(&progress);
-            // Failures name the packages given, not their staged copies.
-            if let (Ok(t), Some(s)) = (&mut r, &staged) {
-                for f in &mut t.failed {
-                    if let Some((orig, _)) = s.paths.iter().find(|(_, v)| **v == f.package) {
-                        f.package = orig.clone();
-                    }
+            match stager(&root, &args.packages, &args.key, !args.no_confine) {
+                Ok(Some(s)) => prepared.stage_with(s),
+                Ok(None) => {}
+                Err(e) => {
+                    bar.finish_and_clear();
+                    return refused_with(&args.root, args.json, e);
                 }
             }
-            drop(staged);
-            r
+            prepared.run(&progress)
         }
         Err(e) => Err(e),
     };

@@ -554,9 +554,10 @@ fn install_goes_on_past_a_damaged_package_and_reports_it() {
         names_in(&root)
     );
 
-    // By default a `.rpm`'s payload is decoded by the confined worker
-    // before anything is placed: one that breaks off refuses the whole
-    // transaction, and the root is not touched.
+    // By default a `.rpm`'s payload is decoded by the confined worker just
+    // before the package is placed: one that breaks off fails that
+    // package alone, before any of its files is placed; the others are
+    // placed and registered.
     let root0 = mkdir(&dir.path().join("root0"));
     let i = run(cowkit()
         .args(["install", "--json", "--nodeps", "-j", "2", "--root"])
@@ -565,12 +566,16 @@ fn install_goes_on_past_a_damaged_package_and_reports_it() {
     assert!(!i.ok, "exit status 0 with a damaged package");
     let j = i.json();
     assert_eq!(j["ok"], false, "{j}");
-    assert!(j["error"].to_string().contains("payload"), "{j}");
+    assert_eq!(j["registered"], 1, "{j}");
+    let failed = j["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{j}");
+    assert_eq!(failed[0]["package"], bad2.to_str().unwrap(), "{j}");
     assert!(
-        std::fs::read_dir(&root0).unwrap().next().is_none(),
-        "the root was touched: {:?}",
-        names_in(&root0)
+        failed[0]["error"].to_string().contains("cannot decode"),
+        "{j}"
     );
+    assert_eq!(failed[0]["placed_files"], 0, "{j}");
+    assert!(!root0.join("opt/other").exists());
 
     // Decoded in-process as a stream (`--no-confine`), a payload that
     // breaks off is found while placing: that package fails and is not
