@@ -1004,21 +1004,25 @@ fn verify_catches_a_changed_data_byte_that_the_table_does_not_cover() {
         }
         assert_eq!(file_sha(&q.join("hl-a")), expected_sha("hl-a"));
 
-        // With --verify: the three files are named.
+        // With --verify: a damaged file is found before it is named (fail
+        // closed), and none of the three is left under its name.
         let checked = mkdir(&dir.path().join("verified"));
         let err = install_with(&checked, &rpme, &verify).unwrap_err();
         match &err {
-            Error::VerifyFailed { count, first } => {
-                assert_eq!(*count, 3, "{fs:?}");
+            Error::DigestMismatch { path } => {
+                let bad = [CLONED[0], CLONED[1], "small.txt"];
                 assert!(
-                    first.ends_with("dir/large.bin"),
+                    bad.iter().any(|b| path.ends_with(b)),
                     "{fs:?}: {}",
-                    first.display()
+                    path.display()
                 );
             }
-            other => panic!("{fs:?}: expected VerifyFailed, got {}", chain(other)),
+            other => panic!("{fs:?}: expected DigestMismatch, got {}", chain(other)),
         }
-        assert!(err.to_string().contains("large.bin"), "{err}");
+        let c = checked.join(FIXTURE);
+        for rel in [CLONED[0], CLONED[1], "small.txt"] {
+            assert!(!c.join(rel).exists(), "{fs:?}: {rel} was named");
+        }
     }
 }
 
