@@ -286,7 +286,7 @@ fn classify(e: Error, compressor: Compressor, eof: bool, offset: u64) -> Error {
     use crate::cpio::Error as C;
     let early_end = match &e {
         Error::Cpio(C::Truncated { .. } | C::TrailerMissing { .. } | C::Io { .. }) => true,
-        Error::Decompress { .. } | Error::Io { .. } => true,
+        Error::Decompress { .. } | Error::Io { .. } | Error::TrailingData { .. } => true,
         _ => false,
     };
     if eof && early_end {
@@ -441,6 +441,25 @@ fn walk<R: Read, E>(
             }
         }
         summary.archive_bytes = cpio.offset();
+        // The compressed stream must end cleanly too (a cut in its last
+        // frame is a truncated package, not a digest mismatch); what it
+        // holds after the trailer (GNU cpio pads to 512 bytes) is bounded.
+        let offset = cpio.offset();
+        let mut rest = cpio.into_inner().take(MAX_AFTER_TRAILER + 1);
+        let after =
+            io::copy(&mut rest, &mut io::sink()).map_err(|source| match pkg.compressor() {
+                Compressor::None => Error::Io { offset, source },
+                compressor => Error::Decompress { compressor, source },
+            })?;
+        if after > MAX_AFTER_TRAILER {
+            return Err(Error::TrailingData {
+                limit: MAX_AFTER_TRAILER,
+            }
+            .into());
+        }
     }
     Ok(())
 }
+
+/// The most uncompressed bytes accepted after the cpio trailer.
+const MAX_AFTER_TRAILER: u64 = 64 << 10;

@@ -115,6 +115,12 @@ pub enum Error {
     /// The cpio archive inside the payload is malformed or truncated.
     #[error("the payload archive is damaged")]
     Cpio(#[from] crate::cpio::Error),
+    /// The payload goes on after the cpio archive's trailer.
+    #[error("the payload holds more than {limit} bytes after the end of its archive")]
+    TrailingData {
+        /// How many bytes are accepted there.
+        limit: u64,
+    },
     /// The payload does not start as the header's compressor says it should.
     #[error("{}", not_compressed_as(*.compressor, .found))]
     NotCompressedAs {

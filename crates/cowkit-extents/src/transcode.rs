@@ -317,6 +317,7 @@ impl<R: Read> Begun<R> {
         let files = &self.files.files;
         let content = files
             .iter()
+            .filter(|f| f.kind == cowkit_archive::files::Kind::Regular && !f.ghost)
             .fold(0u64, |sum, f| sum.saturating_add(f.size.saturating_add(bs)));
         let table = (files.len() as u64) * (format::EXTENT_LEN as u64 + 8);
         (self.pkg.prefix().len() as u64)

@@ -14,7 +14,10 @@ pub struct Owners {
     missing: Mutex<Vec<String>>,
 }
 
-fn parse(text: &str) -> HashMap<String, u32> {
+/// The name → id map of a `passwd` or `group` file: the first and third
+/// `:`-separated fields of each line; comments, empty names and lines
+/// whose id is not a number are skipped. (Also the `owners` fuzz target.)
+pub fn parse(text: &str) -> HashMap<String, u32> {
     text.lines()
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| {
