@@ -284,11 +284,13 @@ impl<R: Read> Read for Watch<'_, R> {
 /// reader made of it; a decoder's failure is not a damaged archive.
 fn classify(e: Error, compressor: Compressor, eof: bool, offset: u64) -> Error {
     use crate::cpio::Error as C;
-    let early_end = match &e {
-        Error::Cpio(C::Truncated { .. } | C::TrailerMissing { .. } | C::Io { .. }) => true,
-        Error::Decompress { .. } | Error::Io { .. } | Error::TrailingData { .. } => true,
-        _ => false,
-    };
+    let early_end = matches!(
+        &e,
+        Error::Cpio(C::Truncated { .. } | C::TrailerMissing { .. } | C::Io { .. })
+            | Error::Decompress { .. }
+            | Error::Io { .. }
+            | Error::TrailingData { .. }
+    );
     if eof && early_end {
         return Error::Truncated {
             what: "payload",

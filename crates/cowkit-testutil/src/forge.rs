@@ -156,7 +156,7 @@ impl Package {
     pub fn archive(&self) -> Vec<Piece> {
         let mut out = Vec::new();
         let mut at = 0u64;
-        let mut push = |out: &mut Vec<Piece>, p: Piece, at: &mut u64| {
+        let push = |out: &mut Vec<Piece>, p: Piece, at: &mut u64| {
             *at += match &p {
                 Piece::Bytes(b) => b.len() as u64,
                 Piece::Repeat { len, .. } => *len,

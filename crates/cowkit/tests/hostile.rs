@@ -31,6 +31,7 @@ struct Ran {
 }
 
 /// Run `cmd` with a deadline and its peak memory measured.
+#[allow(clippy::zombie_processes, reason = "reaped by wait4_nohang, which std cannot see")]
 fn bounded(cmd: &mut Command) -> Ran {
     let mut child = cmd
         .stdin(Stdio::null())
@@ -483,5 +484,59 @@ fn forged_packages_install_when_they_are_honest() {
             b"hello\n"
         );
         let _ = std::io::stderr().write_all(b"");
+    }
+}
+
+/// The measurement behind `WORKER_LIMITS` (`docs/confinement.md`): an
+/// honest 512 MiB package per compressor, transcoded and installed under
+/// the limits, with the peak resident memory of each run printed.
+#[test]
+#[ignore = "a measurement: builds and installs 512 MiB packages"]
+fn measure_honest_large_packages() {
+    use sha2::Digest;
+    let len: u64 = 512 << 20;
+    let mut h = sha2::Sha256::new();
+    let block = vec![0x61u8; 1 << 20];
+    for _ in 0..len >> 20 {
+        h.update(&block);
+    }
+    let digest = cowkit_testutil::hex(&h.finalize());
+    for comp in ["zstd", "xz", "gzip"] {
+        let d = arena(&format!("large-{comp}"));
+        let mut f = File::regular("/usr/lib/forged/big", b"");
+        f.size = len;
+        f.digest = digest.clone();
+        f.content = vec![Piece::Repeat { byte: 0x61, len }];
+        let mut p = Package::new("large", vec![f]);
+        p.compressor = comp.into();
+        std::fs::write(d.join("p.rpm"), p.build()).unwrap();
+        let t = Instant::now();
+        let r = bounded(
+            cowkit()
+                .arg("transcode")
+                .arg(d.join("p.rpm"))
+                .arg("-o")
+                .arg(d.join("out/p.rpme")),
+        );
+        assert!(r.ok, "{}", r.stderr);
+        eprintln!(
+            "{comp}: transcode {:?}, peak {} MiB",
+            t.elapsed(),
+            r.max_rss_kib >> 10
+        );
+        let t = Instant::now();
+        let r = bounded(
+            cowkit()
+                .args(["install", "--no-db", "--noscripts", "--root"])
+                .arg(d.join("root"))
+                .arg(d.join("p.rpm")),
+        );
+        assert!(r.ok, "{}", r.stderr);
+        eprintln!(
+            "{comp}: install .rpm {:?}, peak {} MiB",
+            t.elapsed(),
+            r.max_rss_kib >> 10
+        );
+        let _ = std::fs::remove_dir_all(&d);
     }
 }
