@@ -31,7 +31,10 @@ struct Ran {
 }
 
 /// Run `cmd` with a deadline and its peak memory measured.
-#[allow(clippy::zombie_processes, reason = "reaped by wait4_nohang, which std cannot see")]
+#[allow(
+    clippy::zombie_processes,
+    reason = "reaped by wait4_nohang, which std cannot see"
+)]
 fn bounded(cmd: &mut Command) -> Ran {
     let mut child = cmd
         .stdin(Stdio::null())
