@@ -17,9 +17,17 @@ targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
     targets=(rpm_header cpio payload extents owners)
 fi
-jobs=${FUZZ_JOBS:-1}
+# FUZZ_JOBS > 1 runs that many processes per target (their logs go to
+# fuzz/fuzz-N.log, libFuzzer's choice).
+jobs=()
+if [ "${FUZZ_JOBS:-1}" -gt 1 ]; then
+    jobs=(-jobs="$FUZZ_JOBS" -workers="$FUZZ_JOBS")
+fi
 
 cargo +nightly fuzz build -O
+# ASan keeps freed memory in a 256 MiB quarantine by default, which alone
+# reaches -rss_limit_mb=256; a smaller one keeps the limit about the target.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=16:malloc_context_size=10}
 status=0
 for t in "${targets[@]}"; do
     mkdir -p "corpus/$t" "artifacts/$t"
@@ -30,7 +38,7 @@ for t in "${targets[@]}"; do
     # input taking more than 10 s is a hang.
     if ! cargo +nightly fuzz run -O "$t" "corpus/$t" -- \
         -max_total_time="$seconds" -rss_limit_mb=256 -timeout=10 \
-        -max_len=65536 -jobs="$jobs" -workers="$jobs" -print_final_stats=1 \
+        -max_len=65536 -malloc_limit_mb=256 "${jobs[@]}" -print_final_stats=1 \
         -artifact_prefix="artifacts/$t/" 2>"artifacts/$t.log"; then
         echo "!! $t failed: see fuzz/artifacts/$t.log and fuzz/artifacts/$t/"
         tail -n 30 "artifacts/$t.log"
