@@ -807,7 +807,7 @@ fn verify(crc: &Crc) -> Result<(), Error> {
     }
     Err(Error::CrcMismatch {
         offset: crc.entry_offset,
-        name: String::from_utf8_lossy(&crc.name).into_owned(),
+        name: crate::rpm::printable(&crc.name, 200),
         expected: crc.expected,
         actual: crc.sum,
     })

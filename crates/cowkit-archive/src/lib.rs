@@ -10,6 +10,7 @@
 
 pub mod cpio;
 pub mod files;
+pub mod fuzzing;
 pub mod payload;
 #[cfg(feature = "pgp")]
 pub mod pgp;

@@ -14,11 +14,12 @@
 //! Nothing from a payload entry's own header is trusted except to find
 //! which header file it is: names, modes and owners come from the header.
 
+use std::cell::Cell;
 use std::io::{self, Read};
 
 use crate::cpio;
 use crate::files::{DigestAlgo, FileInfo, FileList, Hasher, Kind};
-use crate::rpm::{hex, Error, Package, PayloadDigest};
+use crate::rpm::{hex, printable, Compressor, Error, Package, PayloadDigest, MAX_LINK_TARGET};
 
 /// An error from [`read_payload`]: the archive's or the visitor's.
 #[derive(Debug, thiserror::Error)]
@@ -230,11 +231,92 @@ pub fn read_payload<'p, R, E>(
 where
     R: Read + 'p,
 {
-    let mut digest = PayloadDigest::new(input);
+    let eof = Cell::new(false);
+    let mut digest = PayloadDigest::new(Watch {
+        inner: input,
+        eof: &eof,
+    });
     let mut seen = vec![false; files.files.len()];
     let mut summary = PayloadSummary::default();
+    let walked = walk(pkg, files, &mut digest, &mut seen, &mut summary, &mut visit);
+    if let Err(e) = walked {
+        return Err(match e {
+            PayloadError::Archive(e) => {
+                let offset = pkg.prefix().len() as u64 + PayloadDigest::bytes(&digest);
+                PayloadError::Archive(classify(e, pkg.compressor(), eof.get(), offset))
+            }
+            visit => visit,
+        });
+    }
+    if let Some(f) = files
+        .files
+        .iter()
+        .find(|f| !f.ghost && !seen[f.index as usize])
     {
-        let decoder = pkg.decoder(&mut digest)?;
+        return Err(Error::MissingFromPayload {
+            path: f.path.clone(),
+        }
+        .into());
+    }
+    summary.compressed_bytes = PayloadDigest::bytes(&digest);
+    summary.payload_digest = pkg.verify_payload(digest)?;
+    Ok(summary)
+}
+
+/// Records whether the raw input has ended.
+struct Watch<'a, R> {
+    inner: R,
+    eof: &'a Cell<bool>,
+}
+
+impl<R: Read> Read for Watch<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n == 0 && !buf.is_empty() {
+            self.eof.set(true);
+        }
+        Ok(n)
+    }
+}
+
+/// Name what went wrong in the payload for what it is: an input that
+/// ended early is a truncated package, whatever the decoder or the cpio
+/// reader made of it; a decoder's failure is not a damaged archive.
+fn classify(e: Error, compressor: Compressor, eof: bool, offset: u64) -> Error {
+    use crate::cpio::Error as C;
+    let early_end = matches!(
+        &e,
+        Error::Cpio(C::Truncated { .. } | C::TrailerMissing { .. } | C::Io { .. })
+            | Error::Decompress { .. }
+            | Error::Io { .. }
+            | Error::TrailingData { .. }
+    );
+    if eof && early_end {
+        return Error::Truncated {
+            what: "payload",
+            offset,
+        };
+    }
+    match e {
+        Error::Cpio(C::Io { source, .. }) if compressor != Compressor::None => {
+            Error::Decompress { compressor, source }
+        }
+        e => e,
+    }
+}
+
+/// The walk of [`read_payload`], up to the completeness and payload digest
+/// checks.
+fn walk<R: Read, E>(
+    pkg: &Package,
+    files: &FileList,
+    digest: &mut PayloadDigest<R>,
+    seen: &mut [bool],
+    summary: &mut PayloadSummary,
+    visit: &mut impl FnMut(&mut Entry<'_>) -> Result<(), E>,
+) -> Result<(), PayloadError<E>> {
+    {
+        let decoder = pkg.decoder(digest)?;
         let mut cpio = cpio::Reader::new(decoder);
         while let Some(h) = cpio.next_header().map_err(Error::from)? {
             summary.entries += 1;
@@ -254,7 +336,7 @@ where
                 return Err(Error::UnknownEntry {
                     name: match h.file_index {
                         Some(i) => format!("#{i}"),
-                        None => String::from_utf8_lossy(&h.name).into_owned(),
+                        None => printable(&h.name, 200),
                     },
                 }
                 .into());
@@ -276,6 +358,22 @@ where
             }
             let links = files.link_set(f);
             let carries = links.iter().all(|&i| i == f.index || seen[i as usize]);
+            let target = f.link_target.as_deref().unwrap_or_default();
+            if f.kind == Kind::Symlink {
+                // The header's size and target must agree before any byte
+                // is read: the target is read into memory.
+                if f.size > MAX_LINK_TARGET || f.size != target.len() as u64 {
+                    return Err(mismatch(
+                        f,
+                        format!(
+                            "the header gives the symlink {} bytes, but its target has {} (at most {MAX_LINK_TARGET})",
+                            f.size,
+                            target.len()
+                        ),
+                    )
+                    .into());
+                }
+            }
             let size = match f.kind {
                 Kind::Regular if carries => f.size,
                 Kind::Symlink => f.size,
@@ -322,18 +420,21 @@ where
                     finished?;
                 }
                 Kind::Symlink => {
-                    let mut target = Vec::with_capacity(size as usize);
-                    (&mut cpio.content())
-                        .take(size)
-                        .read_to_end(&mut target)
-                        .map_err(|e| Error::Io {
-                            offset: cpio.offset(),
-                            source: e,
-                        })?;
-                    if Some(target.as_slice()) != f.link_target.as_deref().map(str::as_bytes) {
+                    // At most MAX_LINK_TARGET bytes, checked above.
+                    let mut got = vec![0u8; size as usize];
+                    cpio.content().read_exact(&mut got).map_err(|e| {
+                        match e.into_inner().map(|e| e.downcast::<crate::cpio::Error>()) {
+                            Some(Ok(e)) => Error::Cpio(*e),
+                            _ => Error::Cpio(crate::cpio::Error::Truncated {
+                                offset: cpio.offset(),
+                                what: "content",
+                            }),
+                        }
+                    })?;
+                    if got != target.as_bytes() {
                         return Err(mismatch(
                             f,
-                            format!("the entry links to `{}`", String::from_utf8_lossy(&target)),
+                            format!("the entry links to `{}`", printable(&got, 200)),
                         )
                         .into());
                     }
@@ -342,18 +443,25 @@ where
             }
         }
         summary.archive_bytes = cpio.offset();
-    }
-    if let Some(f) = files
-        .files
-        .iter()
-        .find(|f| !f.ghost && !seen[f.index as usize])
-    {
-        return Err(Error::MissingFromPayload {
-            path: f.path.clone(),
+        // The compressed stream must end cleanly too (a cut in its last
+        // frame is a truncated package, not a digest mismatch); what it
+        // holds after the trailer (GNU cpio pads to 512 bytes) is bounded.
+        let offset = cpio.offset();
+        let mut rest = cpio.into_inner().take(MAX_AFTER_TRAILER + 1);
+        let after =
+            io::copy(&mut rest, &mut io::sink()).map_err(|source| match pkg.compressor() {
+                Compressor::None => Error::Io { offset, source },
+                compressor => Error::Decompress { compressor, source },
+            })?;
+        if after > MAX_AFTER_TRAILER {
+            return Err(Error::TrailingData {
+                limit: MAX_AFTER_TRAILER,
+            }
+            .into());
         }
-        .into());
     }
-    summary.compressed_bytes = PayloadDigest::bytes(&digest);
-    summary.payload_digest = pkg.verify_payload(digest)?;
-    Ok(summary)
+    Ok(())
 }
+
+/// The most uncompressed bytes accepted after the cpio trailer.
+const MAX_AFTER_TRAILER: u64 = 64 << 10;

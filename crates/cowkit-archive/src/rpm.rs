@@ -27,6 +27,16 @@ const MAX_INDEX_ENTRIES: u32 = 0x10000;
 /// (a 100 MB LibreOffice package has a header of about 1 MB) and small
 /// enough to keep memory bounded.
 pub const MAX_HEADER_BYTES: u64 = 32 << 20;
+/// Memory the xz and lzma decoders may use (liblzma's `memlimit`). `xz -9`
+/// (a 64 MiB dictionary, the largest preset) needs 65 MiB to decode; a
+/// legacy lzma header can claim a 4 GiB dictionary, which liblzma would
+/// allocate before reading any data.
+pub const DECODER_MEMLIMIT: u64 = 128 << 20;
+/// The largest zstd window accepted, as a power of two: 2^27 = 128 MiB,
+/// zstd's own default limit for decoding and what `zstd --long` writes.
+pub const ZSTD_WINDOW_LOG_MAX: u32 = 27;
+/// The longest symlink target accepted, in bytes (Linux `PATH_MAX`).
+pub const MAX_LINK_TARGET: u64 = 4096;
 
 /// What can go wrong reading an RPM.
 #[derive(Debug, thiserror::Error)]
@@ -105,6 +115,20 @@ pub enum Error {
     /// The cpio archive inside the payload is malformed or truncated.
     #[error("the payload archive is damaged")]
     Cpio(#[from] crate::cpio::Error),
+    /// The payload goes on after the cpio archive's trailer.
+    #[error("the payload holds more than {limit} bytes after the end of its archive")]
+    TrailingData {
+        /// How many bytes are accepted there.
+        limit: u64,
+    },
+    /// The payload does not start as the header's compressor says it should.
+    #[error("{}", not_compressed_as(*.compressor, .found))]
+    NotCompressedAs {
+        /// The compressor named by the header.
+        compressor: Compressor,
+        /// The first bytes of the payload.
+        found: Vec<u8>,
+    },
     /// A payload entry names a file the header does not list.
     #[error("the payload has an entry `{name}` that the header does not list")]
     UnknownEntry {
@@ -331,6 +355,63 @@ fn check_index(
     Ok(())
 }
 
+fn not_compressed_as(c: Compressor, found: &[u8]) -> String {
+    let start = found
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    match c {
+        Compressor::None => format!(
+            "the header says the payload is not compressed, but it is not a cpio archive (it starts with {start})"
+        ),
+        c => format!(
+            "the payload is not compressed with {c} as the header says (it starts with {start})"
+        ),
+    }
+}
+
+/// `bytes` for a one-line message: lossy UTF-8, control characters and
+/// quotes escaped, at most `max` characters (then `…`).
+pub fn printable(bytes: &[u8], max: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == max {
+            out.push('…');
+            break;
+        }
+        if c.is_control() || c == '`' || c == '\\' {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Whether `head`, the first bytes of a payload, can start a stream of
+/// compressor `c`.
+fn magic_fits(c: Compressor, head: &[u8]) -> bool {
+    let starts = |m: &[u8]| head.starts_with(m);
+    match c {
+        Compressor::None => starts(b"07070"),
+        Compressor::Gzip => starts(&[0x1f, 0x8b]),
+        Compressor::Bzip2 => starts(b"BZh"),
+        Compressor::Xz => starts(&[0xfd, b'7', b'z', b'X', b'Z', 0]),
+        // No magic: a properties byte (lc, lp, pb) below 9 * 5 * 5.
+        Compressor::Lzma => head[0] < 225,
+        // A frame, or a skippable frame (0x184D2A50..=0x184D2A5F).
+        Compressor::Zstd => {
+            starts(&[0x28, 0xb5, 0x2f, 0xfd])
+                || (head[0] & 0xf0 == 0x50 && head[1..4] == [0x2a, 0x4d, 0x18])
+        }
+    }
+}
+
+/// Bytes needed to recognise each compressor's start.
+const MAGIC_LEN: usize = 6;
+
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -441,23 +522,51 @@ impl Package {
 
     /// A decompressing reader of the payload (the cpio archive) over
     /// `payload`, which should be a [`PayloadDigest`].
-    pub fn decoder<'a, R: Read + 'a>(&self, payload: R) -> Result<Box<dyn Read + 'a>> {
+    ///
+    /// The first bytes are read here and must start a stream of the
+    /// header's compressor ([`Error::NotCompressedAs`] otherwise; a payload
+    /// shorter than that is [`Error::Truncated`]). The decoders' memory is
+    /// bounded: [`DECODER_MEMLIMIT`] for xz and lzma, a window of at most
+    /// 2^[`ZSTD_WINDOW_LOG_MAX`] bytes for zstd.
+    pub fn decoder<'a, R: Read + 'a>(&self, mut payload: R) -> Result<Box<dyn Read + 'a>> {
         let c = self.compressor;
         let map = |source| Error::Decompress {
             compressor: c,
             source,
         };
+        let mut head = [0u8; MAGIC_LEN];
+        read_exact_at(&mut payload, &mut head, self.prefix.len() as u64, "payload")?;
+        if !magic_fits(c, &head) {
+            return Err(Error::NotCompressedAs {
+                compressor: c,
+                found: head.to_vec(),
+            });
+        }
+        let payload = Cursor::new(head).chain(payload);
+        let lzma = |stream: std::result::Result<
+            liblzma::stream::Stream,
+            liblzma::stream::Error,
+        >| { stream.map_err(|e| map(std::io::Error::other(e))) };
         Ok(match c {
             Compressor::None => Box::new(payload),
             Compressor::Gzip => Box::new(flate2::read::MultiGzDecoder::new(payload)),
             Compressor::Bzip2 => Box::new(bzip2::read::MultiBzDecoder::new(payload)),
-            Compressor::Xz => Box::new(liblzma::read::XzDecoder::new_multi_decoder(payload)),
-            Compressor::Lzma => {
-                let stream = liblzma::stream::Stream::new_lzma_decoder(u64::MAX)
-                    .map_err(|e| map(std::io::Error::other(e)))?;
+            Compressor::Xz => {
+                let stream = lzma(liblzma::stream::Stream::new_stream_decoder(
+                    DECODER_MEMLIMIT,
+                    liblzma::stream::CONCATENATED,
+                ))?;
                 Box::new(liblzma::read::XzDecoder::new_stream(payload, stream))
             }
-            Compressor::Zstd => Box::new(zstd::stream::read::Decoder::new(payload).map_err(map)?),
+            Compressor::Lzma => {
+                let stream = lzma(liblzma::stream::Stream::new_lzma_decoder(DECODER_MEMLIMIT))?;
+                Box::new(liblzma::read::XzDecoder::new_stream(payload, stream))
+            }
+            Compressor::Zstd => {
+                let mut d = zstd::stream::read::Decoder::new(payload).map_err(map)?;
+                d.window_log_max(ZSTD_WINDOW_LOG_MAX).map_err(map)?;
+                Box::new(d)
+            }
         })
     }
 

@@ -52,6 +52,7 @@
 
 mod allowlist;
 pub mod error;
+pub mod limits;
 mod status;
 pub mod worker;
 
@@ -61,6 +62,7 @@ use rustix::io::Errno;
 use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, SeccompRule};
 
 pub use error::Error;
+pub use limits::Limits;
 pub use status::{mode, mode_of, self_check, Mode};
 
 use allowlist::Entry;

@@ -291,7 +291,13 @@ impl Worker {
     /// reply; [`WorkerError::Wait`].
     pub fn finish<T: DeserializeOwned>(mut self) -> Result<T, WorkerError> {
         let mut text = String::new();
-        let _ = self.control.read_to_string(&mut text);
+        // The reply is a few KiB; a worker that sends more is not trusted
+        // with the parent's memory.
+        let _ = (&mut self.control)
+            .take(MAX_REPLY_BYTES)
+            .read_to_string(&mut text);
+        // Drain the rest, if any, so that the worker is not left blocked.
+        let _ = io::copy(&mut self.control, &mut io::sink());
         let status = self.child.wait().map_err(WorkerError::Wait)?;
         match serde_json::from_str::<Reply<T>>(&text).ok() {
             Some(Reply {
@@ -308,6 +314,9 @@ impl Worker {
         }
     }
 }
+
+/// The longest reply the parent reads from a worker.
+pub const MAX_REPLY_BYTES: u64 = 1 << 20;
 
 /// A standard stream as a `File` of its own.
 fn stdio_file(fd: impl AsFd) -> io::Result<File> {

@@ -34,6 +34,7 @@
 pub mod cache;
 pub mod confined;
 pub mod format;
+pub mod fuzzing;
 pub mod open;
 pub mod transcode;
 
@@ -76,4 +77,12 @@ pub enum Error {
     /// An option is out of range.
     #[error("{0}")]
     BadOption(String),
+    /// The header declares more content than the transcoder writes.
+    #[error("the header declares {declared} bytes of output, over the limit of {limit}")]
+    TooLarge {
+        /// The output size the header implies.
+        declared: u64,
+        /// The limit.
+        limit: u64,
+    },
 }

@@ -89,6 +89,7 @@ impl ExtentsFile {
         if footer.prefix_len > footer.table_offset
             || !footer.block_size.is_power_of_two()
             || footer.block_size < 512
+            || footer.block_size > crate::transcode::MAX_BLOCK_SIZE
         {
             return Err(corrupt("the footer's offsets are inconsistent"));
         }

@@ -20,6 +20,15 @@ pub const DEFAULT_BLOCK_SIZE: u32 = 4096;
 /// cloned; see `bench/results/` for the measurement behind it.
 pub const DEFAULT_PACK_BELOW: u64 = 64 * 1024;
 const CHUNK: usize = 256 * 1024;
+/// The largest `block_size` accepted (and read back from a footer): 1 MiB,
+/// above every filesystem block and page size Linux uses.
+pub const MAX_BLOCK_SIZE: u32 = 1 << 20;
+/// The largest extents file the transcoder writes: 1 TiB. The header says
+/// how large every file is, so the output's size is known before the
+/// payload is read; a package that declares more is refused up front
+/// rather than filling the disk. The confined worker's `RLIMIT_FSIZE` is
+/// set just above this.
+pub const MAX_OUTPUT_BYTES: u64 = 1 << 40;
 
 /// Transcoder settings.
 #[derive(Clone, Debug)]
@@ -262,13 +271,29 @@ impl<R: Read> Begun<R> {
         opts: &Options,
         progress: &dyn Progress,
     ) -> Result<Summary, Error> {
-        if !opts.block_size.is_power_of_two() || opts.block_size < 512 {
+        if !opts.block_size.is_power_of_two() || !(512..=MAX_BLOCK_SIZE).contains(&opts.block_size)
+        {
             return Err(Error::BadOption(format!(
-                "block size {} is not a power of two of at least 512",
+                "block size {} is not a power of two from 512 to {MAX_BLOCK_SIZE}",
                 opts.block_size
             )));
         }
+        // In append mode every write lands at the end whatever the file
+        // position says: the holes and the back-patched offsets would be
+        // wrong, and the output silently corrupt.
+        if rustix::fs::fcntl_getfl(&out).is_ok_and(|f| f.contains(rustix::fs::OFlags::APPEND)) {
+            return Err(Error::BadOption(
+                "the output is open for appending (`>>`): an extents file must start at its first byte; write it to a file of its own".into(),
+            ));
+        }
         let bs = u64::from(opts.block_size);
+        let declared = self.declared_output(bs);
+        if declared > MAX_OUTPUT_BYTES {
+            return Err(Error::TooLarge {
+                declared,
+                limit: MAX_OUTPUT_BYTES,
+            });
+        }
         let (tx, rx) = mpsc::sync_channel::<Msg>(8);
         let (pool_tx, pool_rx) = mpsc::sync_channel::<Vec<u8>>(12);
         std::thread::scope(|scope| {
@@ -284,6 +309,21 @@ impl<R: Read> Begun<R> {
             s.output_bytes = out_bytes;
             Ok(s)
         })
+    }
+
+    /// An upper bound of the output's size from the header: the prefix,
+    /// every content aligned, the table and the footer.
+    fn declared_output(&self, bs: u64) -> u64 {
+        let files = &self.files.files;
+        let content = files
+            .iter()
+            .filter(|f| f.kind == cowkit_archive::files::Kind::Regular && !f.ghost)
+            .fold(0u64, |sum, f| sum.saturating_add(f.size.saturating_add(bs)));
+        let table = (files.len() as u64) * (format::EXTENT_LEN as u64 + 8);
+        (self.pkg.prefix().len() as u64)
+            .saturating_add(content)
+            .saturating_add(table)
+            .saturating_add(format::FOOTER_LEN as u64 + bs)
     }
 
     /// The decoding side of [`Begun::write`]: verifies the payload and

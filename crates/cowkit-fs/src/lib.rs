@@ -70,6 +70,12 @@ pub mod seccomp {
     };
 }
 
+/// Reaping a child with its resource usage (`wait4`), for tests that bound
+/// the memory of what they run.
+pub mod process {
+    pub use crate::sys::{wait4_nohang, Reaped};
+}
+
 pub use copy::{Bytes, Chain, Copied, Copier, Fallback, Handle, Method, Reason, Tally};
 pub use error::{Error, IoError, Result};
 

@@ -54,6 +54,13 @@ pub enum Error {
     /// The extents file is damaged or could not be read.
     #[error(transparent)]
     Extents(#[from] cowkit_extents::Error),
+    /// A file named `.rpme` has no extents footer and is no plain package
+    /// either: an extents file cut short.
+    #[error("`{}` is a truncated extents file: its footer is missing", path.display())]
+    TruncatedExtents {
+        /// The file.
+        path: PathBuf,
+    },
     /// A path in the package cannot be placed inside the root.
     #[error(transparent)]
     BadPath(#[from] cowkit_fs::root::BadPath),
@@ -290,6 +297,9 @@ pub fn install(
         .map_err(|source| Error::from(IoError::new("open", package.to_path_buf(), source)))?;
     let is_extents = cowkit_extents::open::is_extents_file(&file)
         .map_err(|source| Error::from(IoError::new("read", package.to_path_buf(), source)))?;
+    if !is_extents {
+        check_not_truncated_extents(&file, package)?;
+    }
     let mut summary = if is_extents {
         extents::install(root, owners, file, package, opts, progress)?
     } else {
@@ -298,6 +308,32 @@ pub fn install(
     summary.packages = 1;
     summary.warnings.extend(owners.warnings());
     Ok(summary)
+}
+
+/// A file named `*.rpme` without an extents footer is refused as a
+/// truncated extents file unless it reads as a plain package: headers
+/// complete and a payload that starts as the header's compressor says.
+/// (Without this, the data area would be reported as a damaged payload.)
+/// Leaves `file`'s offset at 0.
+pub(crate) fn check_not_truncated_extents(file: &File, path: &Path) -> Result<()> {
+    use std::io::{Seek, SeekFrom};
+    if path.extension().is_none_or(|e| e != "rpme") {
+        return Ok(());
+    }
+    let mut r = std::io::BufReader::new(file);
+    let plain = cowkit_archive::rpm::Package::read(&mut r)
+        .ok()
+        .is_some_and(|pkg| pkg.decoder(&mut r).is_ok());
+    (&*file)
+        .seek(SeekFrom::Start(0))
+        .map_err(|source| Error::from(IoError::new("read", path.to_path_buf(), source)))?;
+    if plain {
+        Ok(())
+    } else {
+        Err(Error::TruncatedExtents {
+            path: path.to_path_buf(),
+        })
+    }
 }
 
 /// What both install paths do after the regular files: symlinks and

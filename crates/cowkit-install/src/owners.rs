@@ -20,7 +20,10 @@ pub struct Owners {
 /// the package's owners.
 pub const NOT_ROOT_WARNING: &str = "not running as root: entries keep your owner and group instead of the package's (as cpio does); those that should belong to someone else lose their setuid and setgid bits, and file capabilities are not set";
 
-fn parse(text: &str) -> HashMap<String, u32> {
+/// The name → id map of a `passwd` or `group` file: the first and third
+/// `:`-separated fields of each line; comments, empty names and lines
+/// whose id is not a number are skipped. (Also the `owners` fuzz target.)
+pub fn parse(text: &str) -> HashMap<String, u32> {
     text.lines()
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| {

@@ -161,6 +161,7 @@ impl Pkg {
             let x = cowkit_extents::open::ExtentsFile::open(file, path)?;
             Self::from_package(path, x.package())?
         } else {
+            crate::check_not_truncated_extents(&file, path)?;
             let p = cowkit_archive::rpm::Package::read(&mut BufReader::new(file))?;
             Self::from_package(path, &p)?
         };

@@ -123,7 +123,7 @@ fn main() -> ExitCode {
     let res = match cli.command {
         Command::Probe(args) => probe::run(args),
         Command::Demo(args) => demo::run(args),
-        Command::Transcode(args) => transcode::run(args),
+        Command::Transcode(args) => transcode::run(args, cli.quiet),
         Command::Install(args) => install::run(args, cli.quiet),
         Command::Dnf(args) => dnf::run(args, cli.quiet),
         Command::Store(cmd) => store::run_store(cmd, cli.quiet),

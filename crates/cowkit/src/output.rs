@@ -91,14 +91,36 @@ impl CliError {
 /// Print `e` as `error: …`, one `caused by:` line per source, and `hint:`.
 pub fn report_error(e: &CliError) {
     let mut err = std::io::stderr().lock();
-    let mut lines = e.chain().into_iter();
+    let mut lines = e.chain().into_iter().map(|l| one_line(&l));
     let _ = writeln!(err, "error: {}", lines.next().unwrap_or_default());
     for s in lines {
         let _ = writeln!(err, "  caused by: {s}");
     }
     if let Some(h) = &e.hint {
-        let _ = writeln!(err, "hint: {h}");
+        let _ = writeln!(err, "hint: {}", one_line(h));
     }
+}
+
+/// The longest message line printed, in characters.
+const MAX_LINE: usize = 2000;
+
+/// `text` safe to print on one terminal line: control characters escaped
+/// (a hostile name cannot move the cursor or start an escape sequence),
+/// at most [`MAX_LINE`] characters.
+pub fn one_line(text: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == MAX_LINE {
+            out.push_str("… (cut)");
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// `-j N`, or the number of CPUs.

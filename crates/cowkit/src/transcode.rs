@@ -25,8 +25,8 @@ pub struct Args {
     #[arg(short, long)]
     output: PathBuf,
     /// Align cloned files to this many bytes (the target filesystem's
-    /// block size).
-    #[arg(long, default_value_t = 4096)]
+    /// block size): a power of two from 512 to 1 MiB.
+    #[arg(long, default_value_t = 4096, value_parser = block_size)]
     block_size: u32,
     /// Pack files smaller than this and write them at install instead of
     /// cloning.
@@ -43,6 +43,17 @@ pub struct Args {
     /// Print a JSON summary.
     #[arg(long)]
     json: bool,
+}
+
+/// `--block-size`: a power of two from 512 to 1 MiB.
+fn block_size(s: &str) -> Result<u32, String> {
+    let n: u32 = s.parse().map_err(|e| format!("{e}"))?;
+    let max = cowkit_extents::transcode::MAX_BLOCK_SIZE;
+    if n.is_power_of_two() && (512..=max).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!("must be a power of two from 512 to {max}"))
+    }
 }
 
 /// Arguments of the hidden worker.
@@ -107,7 +118,7 @@ pub fn transcode_aligned(input: &Path, output: &Path, block_size: u32) -> Result
     Ok(())
 }
 
-pub fn run(args: Args) -> Result<ExitCode, CliError> {
+pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
     let cmd = worker_command(args.block_size, args.pack_below, &args.key, args.no_confine)?;
     let to_stdout = args.output.as_os_str() == "-";
     let input = if args.input.as_os_str() == "-" {
@@ -131,7 +142,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             signed_by: outcome.signed_by,
             summary,
         });
-    } else if !to_stdout {
+    } else if !to_stdout && !quiet {
         eprintln!(
             "transcoded `{}` ({}) → `{}` ({}): {} files, {} extents ({} cloned, {} packed), {} deduplicated{}",
             args.input.display(),
@@ -187,9 +198,35 @@ pub(crate) fn cli_error(e: Error, input: &Path) -> CliError {
                 None => e,
             }
         }
-        Error::Worker(crashed @ WorkerError::Crashed { .. }) => {
-            CliError::new(not_transcoded(), crashed)
+        Error::Worker(WorkerError::Crashed { status, output }) => {
+            let hint = crash_hint(&status);
+            let e = CliError::new(not_transcoded(), WorkerError::Crashed { status, output });
+            match hint {
+                Some(h) => e.hint(h),
+                None => e,
+            }
         }
+    }
+}
+
+/// What a worker killed by one of its resource limits ran into.
+fn crash_hint(status: &std::process::ExitStatus) -> Option<String> {
+    use std::os::unix::process::ExitStatusExt;
+    let limits = confined::WORKER_LIMITS;
+    match status.signal()? {
+        libc::SIGXCPU | libc::SIGKILL => Some(format!(
+            "the worker is limited to {} s of CPU time; a package that takes longer is refused",
+            limits.cpu_seconds
+        )),
+        libc::SIGXFSZ => Some(format!(
+            "the worker may write at most {} to a file",
+            human_bytes(limits.file_size)
+        )),
+        libc::SIGABRT => Some(format!(
+            "the worker is limited to {} of address space; an allocation past it aborts it",
+            human_bytes(limits.address_space)
+        )),
+        _ => None,
     }
 }
 
