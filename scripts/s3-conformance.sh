@@ -13,8 +13,10 @@
 # Writes OUT.md (summary: totals overall, on the operations cowkit
 # implements, on the multipart tests; failures grouped by operation with the
 # suite's error line) and OUT.tsv (test, PASS/FAIL, operation, first error
-# line). Default OUT: bench/results/DATE-s3-conformance. Per-test logs go to
-# OUT.logs/. Takes ~10 minutes; not part of CI.
+# line). Default OUT: bench/results/DATE-s3-conformance. Per-test logs (the
+# suite's output and the server's access log) go to $S3_CONFORMANCE_LOGS or a
+# new /tmp/s3-conformance-logs.* directory. Takes ~10 minutes with -j 2; not
+# part of CI.
 set -euo pipefail
 
 VGW_VERSION=v1.8.0
@@ -42,7 +44,8 @@ fi
 export PATH="$PATH:/usr/local/go/bin:$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin"
 unset AWS_CA_BUNDLE AWS_PROFILE AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN
 
-if ! versitygw --version 2>/dev/null | grep -q "${VGW_VERSION#v}"; then
+VGW=$(command -v versitygw || true)
+if [ -z "$VGW" ] || ! go version -m "$VGW" | grep -q "github.com/versity/versitygw[[:space:]]*$VGW_VERSION"; then
   echo "s3-conformance: installing versitygw $VGW_VERSION (go install)" >&2
   GOFLAGS=-mod=mod go install "github.com/versity/versitygw/cmd/versitygw@$VGW_VERSION"
 fi
@@ -57,8 +60,7 @@ if [ -z "${COWKIT_BIN:-}" ]; then
 fi
 
 mkdir -p "$(dirname "$OUT")"
-LOGS="$OUT.logs"
-rm -rf "$LOGS"
+LOGS=${S3_CONFORMANCE_LOGS:-$(mktemp -d /tmp/s3-conformance-logs.XXXXXX)}
 mkdir -p "$LOGS"
 
 # The test list: every ts.Run(...) reachable from TestFullFlow, minus the
@@ -104,32 +106,34 @@ EOF
 fi
 
 SERVE_DIR=$(mktemp -d "${COWKIT_TEST_XFS:-/tmp}/s3-conformance.XXXXXX")
-mkdir "$SERVE_DIR/root"
-"$COWKIT_BIN" s3 serve --root "$SERVE_DIR/root" --listen 127.0.0.1:0 --json \
-  --access-key "$AK" --secret-key "$SK" >"$SERVE_DIR/serve.out" 2>"$LOGS/server.log" &
-SERVER=$!
-stop() {
-  kill -TERM "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null || true
-  rm -rf --one-file-system "$SERVE_DIR"
-}
-trap stop EXIT
-for _ in $(seq 100); do
-  grep -q listening "$SERVE_DIR/serve.out" 2>/dev/null && break
-  sleep 0.1
-done
-ENDPOINT=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["endpoint"])' "$SERVE_DIR/serve.out")
-echo "s3-conformance: cowkit at $ENDPOINT on $(stat -f -c %T "$SERVE_DIR"), $(wc -l <"$LOGS/tests.txt") tests, logs in $LOGS" >&2
+trap 'rm -rf --one-file-system "$SERVE_DIR"' EXIT
+echo "s3-conformance: $(wc -l <"$LOGS/tests.txt") tests against $COWKIT_BIN on $(stat -f -c %T "$SERVE_DIR"), logs in $LOGS" >&2
 
+# One server per test, on an empty directory: the suite names its buckets
+# test-bucket-1, -2, ... in every run, so one test's leftovers would fail the
+# tests after it.
 run_one() {
-  local t=$1
-  if timeout 120 versitygw test -a "$AK" -s "$SK" -e "$ENDPOINT" "$t" >"$LOGS/$t.log" 2>&1; then
+  local t=$1 dir="$SERVE_DIR/$1" pid endpoint
+  mkdir -p "$dir/root"
+  "$COWKIT_BIN" s3 serve --root "$dir/root" --listen 127.0.0.1:0 --json \
+    --access-key "$AK" --secret-key "$SK" >"$dir/serve.out" 2>"$LOGS/$t.server.log" &
+  pid=$!
+  for _ in $(seq 200); do
+    grep -q listening "$dir/serve.out" 2>/dev/null && break
+    sleep 0.05
+  done
+  endpoint=$(sed -n 's/.*"endpoint":"\([^"]*\)".*/\1/p' "$dir/serve.out" | head -1)
+  if timeout 120 versitygw test -a "$AK" -s "$SK" -e "$endpoint" "$t" >"$LOGS/$t.log" 2>&1; then
     echo "$t PASS"
   else
     echo "$t FAIL"
   fi
+  kill -TERM "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null || true
+  rm -rf --one-file-system "$dir"
 }
 export -f run_one
-export AK SK ENDPOINT LOGS
+export AK SK LOGS COWKIT_BIN SERVE_DIR
 xargs -P "$JOBS" -I{} bash -c 'run_one {}' <"$LOGS/tests.txt" >"$LOGS/results.txt"
 
 COMMIT=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
