@@ -11,6 +11,7 @@ use s3s::dto::*;
 use s3s::{s3_error, S3Error, S3ErrorCode, S3Request, S3Response, S3Result, S3};
 use tokio::io::AsyncReadExt;
 
+use crate::checksum::{Algorithm, Checksum, Hasher, Type};
 use crate::error::Error;
 use crate::fsutil::NewFile;
 use crate::list::{self, Listing};
@@ -24,6 +25,8 @@ pub const ACCESS_LOG: &str = "cowkit_s3::access";
 #[derive(Debug, Clone)]
 pub struct S3Gateway {
     store: Arc<Store>,
+    /// The region buckets are in (`us-east-1` unless set).
+    region: String,
     /// One lock per upload id being completed.
     locks: Arc<Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>>,
 }
@@ -32,6 +35,20 @@ pub struct S3Gateway {
 pub fn to_s3_error(e: Error) -> S3Error {
     use S3ErrorCode as C;
     let (code, status) = match &e {
+        Error::Fs(fe)
+            if matches!(
+                cowkit_fs::error::errno_of(fe),
+                Some(rustix::io::Errno::NOSPC | rustix::io::Errno::DQUOT)
+            ) =>
+        {
+            log::error!("{}", crate::error_chain(&e));
+            let mut err = S3Error::with_message(
+                C::Custom("InsufficientStorage".into()),
+                "No space left on device.",
+            );
+            err.set_status_code(hyper::StatusCode::INSUFFICIENT_STORAGE);
+            return err;
+        }
         Error::Fs(_) | Error::Corrupt { .. } => {
             log::error!("{}", crate::error_chain(&e));
             (C::InternalError, None)
@@ -56,16 +73,66 @@ pub fn to_s3_error(e: Error) -> S3Error {
         Error::InvalidArgument(_) => (C::InvalidArgument, None),
         Error::InvalidRange { .. } => (C::InvalidRange, None),
         Error::BadDigest { .. } => (C::BadDigest, None),
+        Error::InvalidRequest(m) => return S3Error::with_message(C::InvalidRequest, m.clone()),
+        Error::ChecksumMismatch { .. } | Error::PartChecksum { .. } => {
+            return S3Error::with_message(C::BadDigest, e.to_string())
+        }
+        Error::MalformedXml => (C::MalformedXML, None),
     };
     let msg = match code {
         C::InternalError => "internal error; see the server log".to_string(),
-        _ => e.to_string(),
+        _ => match standard_message(&code) {
+            Some(m) => {
+                log::debug!("{code:?}: {e}");
+                m.to_string()
+            }
+            None => e.to_string(),
+        },
     };
     let mut err = S3Error::with_message(code, msg);
     if let Some(s) = status {
         err.set_status_code(s);
     }
     err
+}
+
+/// The message S3 gives with `code` (clients and conformance suites compare
+/// it); the details go to the debug log.
+pub fn standard_message(code: &S3ErrorCode) -> Option<&'static str> {
+    use S3ErrorCode as C;
+    Some(match code {
+        C::NoSuchBucket => "The specified bucket does not exist.",
+        C::NoSuchKey => "The specified key does not exist.",
+        C::NoSuchUpload => "The specified multipart upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.",
+        C::BucketNotEmpty => "The bucket you tried to delete is not empty.",
+        C::BucketAlreadyOwnedByYou => "Your previous request to create the named bucket succeeded and you already own it.",
+        C::InvalidBucketName => "The specified bucket is not valid.",
+        C::InvalidPart => "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not match the part's entity tag.",
+        C::InvalidPartOrder => "The list of parts was not in ascending order. Parts must be ordered by part number.",
+        C::EntityTooSmall => "Your proposed upload is smaller than the minimum allowed size",
+        C::BadDigest => "The Content-MD5 you specified did not match what we received.",
+        C::InvalidRange => "The requested range is not satisfiable",
+        C::KeyTooLongError => "Your key is too long.",
+        C::InvalidDigest => "The Content-Md5 you specified is not valid.",
+        C::MalformedXML => "The XML you provided was not well-formed or did not validate against our published schema.",
+        C::MetadataTooLarge => "Your metadata headers exceed the maximum allowed metadata size",
+        C::PreconditionFailed => "At least one of the pre-conditions you specified did not hold.",
+        C::IncompleteBody => "You did not provide the number of bytes specified by the Content-Length HTTP header",
+        _ => return None,
+    })
+}
+
+/// The owner S3 reports: the access key the request was signed with.
+fn owner_of<T>(req: &S3Request<T>) -> Owner {
+    let id = req
+        .credentials
+        .as_ref()
+        .map(|c| c.access_key.clone())
+        .unwrap_or_else(|| "anonymous".into());
+    Owner {
+        display_name: Some(id.clone()),
+        id: Some(id),
+    }
 }
 
 fn internal(e: impl std::fmt::Display) -> S3Error {
@@ -97,8 +164,15 @@ impl S3Gateway {
     pub fn new(store: Store) -> Self {
         S3Gateway {
             store: Arc::new(store),
+            region: "us-east-1".into(),
             locks: Arc::default(),
         }
+    }
+
+    /// The region buckets report (`GetBucketLocation`, `HeadBucket`).
+    pub fn with_region(mut self, region: &str) -> Self {
+        self.region = region.to_string();
+        self
     }
 
     /// The store.
@@ -124,18 +198,29 @@ impl S3Gateway {
         body: Option<StreamingBlob>,
         file: NewFile,
         content_md5: Option<&str>,
-    ) -> S3Result<(NewFile, String, u64)> {
+        sum: Option<Algorithm>,
+    ) -> S3Result<Received> {
         let (tx, mut rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(4);
         let writer = tokio::task::spawn_blocking(move || {
             let mut file = file;
             let mut h = md5::Md5::new();
+            let mut c = sum.map(Hasher::new);
             let mut n = 0u64;
             while let Some(chunk) = rx.blocking_recv() {
                 h.update(&chunk);
+                if let Some(c) = &mut c {
+                    c.update(&chunk);
+                }
                 n += chunk.len() as u64;
                 file.write_all(&chunk)?;
             }
-            Ok::<_, Error>((file, hex::encode(h.finalize()), n))
+            let c = c.map(|c| (c.algorithm(), crate::checksum::b64(&c.finish())));
+            Ok::<_, Error>(Received {
+                file,
+                md5: hex::encode(h.finalize()),
+                size: n,
+                checksum: c,
+            })
         });
         let mut failed = None;
         if let Some(mut body) = body {
@@ -163,15 +248,25 @@ impl S3Gateway {
         }
         if let Some(want) = content_md5 {
             use base64_lite::decode;
-            let got = hex::decode(&res.1).unwrap_or_default();
+            let got = hex::decode(&res.md5).unwrap_or_default();
             if decode(want).as_deref() != Some(&got[..]) {
                 return Err(to_s3_error(Error::BadDigest {
                     expected: want.to_string(),
-                    actual: res.1,
+                    actual: res.md5,
                 }));
             }
         }
         Ok(res)
+    }
+
+    /// The object checksum recorded by a finished complete.
+    async fn completed_checksum(&self, id: &str, bucket: &str, key: &str) -> Option<Checksum> {
+        let (id, b, k) = (id.to_string(), bucket.to_string(), key.to_string());
+        self.run(move |s| s.completed_record(&id, &b, &k))
+            .await
+            .ok()
+            .flatten()
+            .and_then(|r| r.checksum)
     }
 
     async fn lock_upload(&self, id: &str) -> tokio::sync::OwnedMutexGuard<()> {
@@ -218,6 +313,198 @@ mod base64_lite {
     }
 }
 
+/// A body as received.
+struct Received {
+    file: NewFile,
+    md5: String,
+    size: u64,
+    checksum: Option<(Algorithm, String)>,
+}
+
+/// What a request says about its additional checksum.
+#[derive(Debug, Default)]
+struct WantChecksum {
+    /// `x-amz-checksum-*` header: algorithm and value.
+    value: Option<(Algorithm, String)>,
+    /// `x-amz-sdk-checksum-algorithm`.
+    sdk: Option<Algorithm>,
+    /// The algorithm of `x-amz-trailer`.
+    trailer: Option<Algorithm>,
+}
+
+impl WantChecksum {
+    /// The algorithm the body's checksum is computed with.
+    fn algorithm(&self) -> Option<Algorithm> {
+        self.value
+            .as_ref()
+            .map(|v| v.0)
+            .or(self.trailer)
+            .or(self.sdk)
+    }
+}
+
+fn invalid_request(m: impl Into<String>) -> S3Error {
+    S3Error::with_message(S3ErrorCode::InvalidRequest, m.into())
+}
+
+const UNSUPPORTED_ALGORITHM: &str = "Checksum algorithm provided is unsupported. Please try again with any of the valid types: [CRC32, CRC32C, CRC64NVME, MD5, SHA1, SHA256, SHA512, XXHASH128, XXHASH3, XXHASH64]";
+
+/// The checksum headers of a request, checked as S3 checks them.
+fn want_checksum(h: &http::HeaderMap) -> S3Result<WantChecksum> {
+    let hv = |k: &str| h.get(k).map(|v| v.to_str().unwrap_or("").to_string());
+    let mut values = Vec::new();
+    for a in crate::checksum::ALL {
+        if let Some(v) = hv(&a.header()) {
+            values.push((a, v));
+        }
+    }
+    if values.len() > 1 {
+        return Err(invalid_request(
+            "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.",
+        ));
+    }
+    let mut w = WantChecksum::default();
+    if let Some((a, v)) = values.pop() {
+        if crate::checksum::decode(a, &v).is_none() {
+            return Err(invalid_request(format!(
+                "Value for {} header is invalid.",
+                a.header()
+            )));
+        }
+        w.value = Some((a, v));
+    }
+    if let Some(t) = hv("x-amz-trailer") {
+        let a = t
+            .trim()
+            .strip_prefix("x-amz-checksum-")
+            .and_then(Algorithm::parse)
+            .ok_or_else(|| {
+                invalid_request("The value specified in the x-amz-trailer header is not supported")
+            })?;
+        w.trailer = Some(a);
+    }
+    if let Some(sdk) = hv("x-amz-sdk-checksum-algorithm") {
+        let a = Algorithm::parse(&sdk).ok_or_else(|| invalid_request(UNSUPPORTED_ALGORITHM))?;
+        if let Some((v, _)) = &w.value {
+            if *v != a {
+                return Err(invalid_request(
+                    "Value for x-amz-sdk-checksum-algorithm header is invalid.",
+                ));
+            }
+        }
+        if let Some(t) = w.trailer {
+            if t != a {
+                return Err(invalid_request(
+                    "Value for x-amz-sdk-checksum-algorithm header is invalid.",
+                ));
+            }
+        }
+        if w.value.is_none() && w.trailer.is_none() {
+            return Err(invalid_request("x-amz-sdk-checksum-algorithm specified, but no corresponding x-amz-checksum-* or x-amz-trailer headers were found."));
+        }
+        w.sdk = Some(a);
+    }
+    Ok(w)
+}
+
+/// Check a received body's checksum against the header or the trailer.
+fn verify_checksum(
+    want: &WantChecksum,
+    got: &Option<(Algorithm, String)>,
+    trailers: Option<&s3s::TrailingHeaders>,
+) -> S3Result<()> {
+    let Some((algo, value)) = got else {
+        return Ok(());
+    };
+    let expected = match &want.value {
+        Some((a, v)) if a == algo => Some(v.clone()),
+        _ if want.trailer == Some(*algo) => {
+            let t = trailers
+                .and_then(|t| {
+                    t.read(|h| {
+                        h.get(algo.header())
+                            .map(|v| v.to_str().unwrap_or("").to_string())
+                    })
+                })
+                .flatten();
+            match t {
+                Some(v) if crate::checksum::decode(*algo, &v).is_none() => {
+                    return Err(invalid_request(format!(
+                        "Value for {} trailing header is invalid.",
+                        algo.header()
+                    )))
+                }
+                t => t,
+            }
+        }
+        _ => None,
+    };
+    if let Some(e) = expected {
+        if e.trim() != value {
+            return Err(to_s3_error(Error::ChecksumMismatch {
+                algorithm: algo.name(),
+            }));
+        }
+    }
+    Ok(())
+}
+
+/// The stored checksum, when the request asked for it
+/// (`x-amz-checksum-mode: ENABLED`) and reads the whole object.
+fn checksum_wanted<'a>(
+    mode: Option<&ChecksumMode>,
+    whole: bool,
+    info: &'a crate::store::ObjectInfo,
+) -> Option<&'a Checksum> {
+    let enabled = mode.is_some_and(|m| m.as_str().eq_ignore_ascii_case(ChecksumMode::ENABLED));
+    info.meta.checksum.as_ref().filter(|_| enabled && whole)
+}
+
+/// Set the `checksum_*` fields and `checksum_type` of an output.
+macro_rules! put_checksum {
+    ($out:expr, $c:expr) => {
+        if let Some(c) = $c {
+            put_checksum_value!($out, c);
+            $out.checksum_type = Some(ChecksumType::from(c.kind.name().to_string()));
+        }
+    };
+}
+
+/// Set the `checksum_*` field of an output (or a part) for `c`.
+macro_rules! put_checksum_value {
+    ($out:expr, $c:expr) => {
+        let v = Some($c.value.clone());
+        match $c.algorithm {
+            Algorithm::Crc32 => $out.checksum_crc32 = v,
+            Algorithm::Crc32c => $out.checksum_crc32c = v,
+            Algorithm::Crc64Nvme => $out.checksum_crc64nvme = v,
+            Algorithm::Sha1 => $out.checksum_sha1 = v,
+            Algorithm::Sha256 => $out.checksum_sha256 = v,
+            // Not in s3s' DTOs: see `with_checksum_header`.
+            _ => {}
+        }
+    };
+}
+
+/// A response, with the checksum header s3s has no field for
+/// (`x-amz-checksum-sha512`, `-md5`, `-xxhash*`).
+fn with_checksum_header<T>(out: T, c: Option<&Checksum>) -> S3Response<T> {
+    let mut res = S3Response::new(out);
+    if let Some(c) = c.filter(|c| !c.algorithm.in_s3s()) {
+        if let (Ok(k), Ok(v)) = (
+            http::HeaderName::from_bytes(c.algorithm.header().as_bytes()),
+            http::HeaderValue::from_str(&c.value),
+        ) {
+            res.headers.insert(k, v);
+            res.headers.insert(
+                "x-amz-checksum-type",
+                http::HeaderValue::from_static(c.kind.name()),
+            );
+        }
+    }
+    res
+}
+
 fn copy_source(cs: &CopySource) -> S3Result<(String, String)> {
     match cs {
         CopySource::Bucket { bucket, key, .. } => Ok((bucket.to_string(), key.to_string())),
@@ -239,8 +526,9 @@ fn parse_range(r: &str, what: &str) -> S3Result<(u64, u64)> {
 impl S3 for S3Gateway {
     async fn list_buckets(
         &self,
-        _req: S3Request<ListBucketsInput>,
+        req: S3Request<ListBucketsInput>,
     ) -> S3Result<S3Response<ListBucketsOutput>> {
+        let owner = owner_of(&req);
         let buckets = self.run(|s| s.list_buckets()).await?;
         let buckets = buckets
             .into_iter()
@@ -252,10 +540,7 @@ impl S3 for S3Gateway {
             .collect();
         Ok(S3Response::new(ListBucketsOutput {
             buckets: Some(buckets),
-            owner: Some(Owner {
-                display_name: Some("cowkit".into()),
-                id: Some("cowkit".into()),
-            }),
+            owner: Some(owner),
             ..Default::default()
         }))
     }
@@ -278,7 +563,24 @@ impl S3 for S3Gateway {
     ) -> S3Result<S3Response<HeadBucketOutput>> {
         let b = req.input.bucket;
         self.run(move |s| s.head_bucket(&b)).await?;
-        Ok(S3Response::new(HeadBucketOutput::default()))
+        Ok(S3Response::new(HeadBucketOutput {
+            bucket_region: Some(self.region.clone()),
+            ..Default::default()
+        }))
+    }
+
+    async fn get_bucket_location(
+        &self,
+        req: S3Request<GetBucketLocationInput>,
+    ) -> S3Result<S3Response<GetBucketLocationOutput>> {
+        let b = req.input.bucket;
+        self.run(move |s| s.head_bucket(&b)).await?;
+        // S3 reports us-east-1 as no constraint.
+        let loc = (self.region != "us-east-1")
+            .then(|| BucketLocationConstraint::from(self.region.clone()));
+        Ok(S3Response::new(GetBucketLocationOutput {
+            location_constraint: loc,
+        }))
     }
 
     async fn delete_bucket(
@@ -292,9 +594,9 @@ impl S3 for S3Gateway {
 
     async fn put_object(
         &self,
-        req: S3Request<PutObjectInput>,
+        mut req: S3Request<PutObjectInput>,
     ) -> S3Result<S3Response<PutObjectOutput>> {
-        let i = req.input;
+        let i = std::mem::take(&mut req.input);
         let (bucket, key) = (i.bucket, i.key);
         {
             let (b, k) = (bucket.clone(), key.clone());
@@ -304,28 +606,43 @@ impl S3 for S3Gateway {
             })
             .await?;
         }
+        let want = want_checksum(&req.headers)?;
+        // Every object gets a checksum: S3's default is CRC64NVME.
+        let algo = want.algorithm().unwrap_or(Algorithm::Crc64Nvme);
         let file = self.run(|s| s.new_file()).await?;
-        let (file, md5, size) = self.receive(i.body, file, i.content_md5.as_deref()).await?;
+        let got = self
+            .receive(i.body, file, i.content_md5.as_deref(), Some(algo))
+            .await?;
+        let (file, md5, size) = (got.file, got.md5, got.size);
         if let Some(len) = i.content_length {
             if len as u64 != size {
                 return Err(s3_error!(IncompleteBody, "got {size} bytes of {len}"));
             }
         }
+        verify_checksum(&want, &got.checksum, req.trailing_headers.as_ref())?;
+        let checksum = got.checksum.map(|(algorithm, value)| Checksum {
+            algorithm,
+            value,
+            kind: Type::FullObject,
+        });
         let meta = crate::store::ObjectMeta {
             etag: md5.clone(),
             content_type: i.content_type,
             metadata: metadata_of(i.metadata),
+            checksum: checksum.clone(),
             ..Default::default()
         };
         let (b, k) = (bucket.clone(), key.clone());
         self.run(move |s| s.commit_object(&b, &k, file, meta))
             .await?;
         access(serde_json::json!({"op": "PutObject", "bucket": bucket, "key": key, "size": size}));
-        Ok(S3Response::new(PutObjectOutput {
+        let mut out = PutObjectOutput {
             e_tag: Some(etag(&md5)),
             size: Some(size as i64),
             ..Default::default()
-        }))
+        };
+        put_checksum!(out, checksum.as_ref());
+        Ok(with_checksum_header(out, checksum.as_ref()))
     }
 
     async fn get_object(
@@ -353,7 +670,8 @@ impl S3 for S3Gateway {
         file.seek(SeekFrom::Start(start)).map_err(internal)?;
         let reader = tokio::fs::File::from_std(file).take(end - start);
         let stream = tokio_util::io::ReaderStream::with_capacity(reader, 1 << 20);
-        Ok(S3Response::new(GetObjectOutput {
+        let checksum = checksum_wanted(i.checksum_mode.as_ref(), content_range.is_none(), &info);
+        let mut out = GetObjectOutput {
             body: Some(StreamingBlob::wrap(stream)),
             content_length: Some((end - start) as i64),
             content_range,
@@ -363,7 +681,9 @@ impl S3 for S3Gateway {
             last_modified: Some(Timestamp::from(info.mtime)),
             metadata: metadata_out(&info.meta.metadata),
             ..Default::default()
-        }))
+        };
+        put_checksum!(out, checksum);
+        Ok(with_checksum_header(out, checksum))
     }
 
     async fn head_object(
@@ -373,7 +693,8 @@ impl S3 for S3Gateway {
         let i = req.input;
         let (b, k) = (i.bucket, i.key);
         let (_, info) = self.run(move |s| s.open_object(&b, &k)).await?;
-        Ok(S3Response::new(HeadObjectOutput {
+        let checksum = checksum_wanted(i.checksum_mode.as_ref(), true, &info);
+        let mut out = HeadObjectOutput {
             content_length: Some(info.meta.size as i64),
             accept_ranges: Some("bytes".into()),
             content_type: info.meta.content_type.clone(),
@@ -381,7 +702,9 @@ impl S3 for S3Gateway {
             last_modified: Some(Timestamp::from(info.mtime)),
             metadata: metadata_out(&info.meta.metadata),
             ..Default::default()
-        }))
+        };
+        put_checksum!(out, checksum);
+        Ok(with_checksum_header(out, checksum))
     }
 
     async fn delete_object(
@@ -401,6 +724,9 @@ impl S3 for S3Gateway {
         let i = req.input;
         let bucket = i.bucket;
         let quiet = i.delete.quiet.unwrap_or(false);
+        if i.delete.objects.len() > 1000 {
+            return Err(to_s3_error(Error::MalformedXml));
+        }
         let keys: Vec<String> = i.delete.objects.into_iter().map(|o| o.key).collect();
         let results = self
             .run(move |s| {
@@ -548,43 +874,109 @@ impl S3 for S3Gateway {
         req: S3Request<CreateMultipartUploadInput>,
     ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
         let i = req.input;
+        let algo = match &i.checksum_algorithm {
+            Some(a) => Some(
+                Algorithm::parse(a.as_str())
+                    .ok_or_else(|| invalid_request(UNSUPPORTED_ALGORITHM))?,
+            ),
+            None => None,
+        };
+        let kind = match &i.checksum_type {
+            Some(t) => Some(Type::parse(t.as_str()).ok_or_else(|| {
+                invalid_request("Value for x-amz-checksum-type header is invalid.")
+            })?),
+            None => None,
+        };
+        let checksum = match (algo, kind) {
+            (None, Some(_)) => {
+                return Err(invalid_request(
+                    "The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header.",
+                ))
+            }
+            (None, None) => None,
+            (Some(a), None) => Some((a, a.default_type())),
+            (Some(a), Some(t)) if !a.supports(t) => {
+                return Err(invalid_request(format!(
+                    "The {} checksum type cannot be used with the {} checksum algorithm.",
+                    t.name(),
+                    a.name().to_ascii_lowercase()
+                )))
+            }
+            (Some(a), Some(t)) => Some((a, t)),
+        };
         let (b, k) = (i.bucket.clone(), i.key.clone());
         let (ct, md) = (i.content_type, metadata_of(i.metadata));
-        let id = self.run(move |s| s.create_upload(&b, &k, ct, md)).await?;
+        let id = self
+            .run(move |s| s.create_upload_with(&b, &k, ct, md, checksum))
+            .await?;
         Ok(S3Response::new(CreateMultipartUploadOutput {
             bucket: Some(i.bucket),
             key: Some(i.key),
             upload_id: Some(id),
+            checksum_algorithm: checksum.map(|c| ChecksumAlgorithm::from(c.0.name().to_string())),
+            checksum_type: checksum.map(|c| ChecksumType::from(c.1.name().to_string())),
             ..Default::default()
         }))
     }
 
     async fn upload_part(
         &self,
-        req: S3Request<UploadPartInput>,
+        mut req: S3Request<UploadPartInput>,
     ) -> S3Result<S3Response<UploadPartOutput>> {
-        let i = req.input;
+        let i = std::mem::take(&mut req.input);
         let (id, b, k, n) = (
             i.upload_id.clone(),
             i.bucket.clone(),
             i.key.clone(),
             i.part_number,
         );
-        let file = self.run(move |s| s.new_part_file(&id, &b, &k, n)).await?;
-        let (file, md5, size) = self.receive(i.body, file, i.content_md5.as_deref()).await?;
+        let want = want_checksum(&req.headers)?;
+        let (file, upload) = self
+            .run(move |s| {
+                let f = s.new_part_file(&id, &b, &k, n)?;
+                Ok((f, s.upload_record(&id, &b, &k)?))
+            })
+            .await?;
+        let upload_algo = upload.checksum.map(|c| c.0);
+        if let (Some(u), Some(r)) = (upload_algo, want.algorithm()) {
+            if u != r {
+                return Err(invalid_request(format!(
+                    "Checksum Type mismatch occurred, expected checksum Type: {}, actual checksum Type: {}",
+                    u.name(),
+                    r.name()
+                )));
+            }
+        }
+        let algo = want.algorithm().or(upload_algo);
+        let got = self
+            .receive(i.body, file, i.content_md5.as_deref(), algo)
+            .await?;
+        let (file, md5, size) = (got.file, got.md5, got.size);
         if let Some(len) = i.content_length {
             if len as u64 != size {
                 return Err(s3_error!(IncompleteBody, "got {size} bytes of {len}"));
             }
         }
+        verify_checksum(&want, &got.checksum, req.trailing_headers.as_ref())?;
+        let checksum = got.checksum.map(|(algorithm, value)| Checksum {
+            algorithm,
+            value,
+            kind: Type::FullObject,
+        });
         let (id, b, k) = (i.upload_id, i.bucket, i.key);
         let rec = self
-            .run(move |s| s.commit_part(&id, &b, &k, n, file, md5))
+            .run(move |s| s.commit_part_with(&id, &b, &k, n, file, md5, checksum))
             .await?;
-        Ok(S3Response::new(UploadPartOutput {
+        let mut out = UploadPartOutput {
             e_tag: Some(etag(&rec.md5)),
             ..Default::default()
-        }))
+        };
+        if let Some(c) = &rec.checksum {
+            put_checksum_value!(out, c);
+        }
+        let mut res = with_checksum_header(out, rec.checksum.as_ref());
+        res.headers.remove("x-amz-checksum-type");
+        Ok(res)
     }
 
     async fn upload_part_copy(
@@ -626,7 +1018,9 @@ impl S3 for S3Gateway {
     ) -> S3Result<S3Response<ListPartsOutput>> {
         let i = req.input;
         let (id, b, k) = (i.upload_id.clone(), i.bucket.clone(), i.key.clone());
-        let parts = self.run(move |s| s.list_parts(&id, &b, &k)).await?;
+        let (parts, upload) = self
+            .run(move |s| Ok((s.list_parts(&id, &b, &k)?, s.upload_record(&id, &b, &k)?)))
+            .await?;
         let marker = i.part_number_marker.unwrap_or(0);
         let max = i.max_parts.unwrap_or(1000).clamp(0, 1000) as usize;
         let rest: Vec<_> = parts.into_iter().filter(|p| p.number > marker).collect();
@@ -641,17 +1035,30 @@ impl S3 for S3Gateway {
             part_number_marker: i.part_number_marker,
             is_truncated: Some(truncated),
             next_part_number_marker: if truncated { next } else { None },
+            storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
+            checksum_algorithm: upload
+                .checksum
+                .map(|c| ChecksumAlgorithm::from(c.0.name().to_string())),
+            checksum_type: upload
+                .checksum
+                .map(|c| ChecksumType::from(c.1.name().to_string())),
             parts: Some(
                 page.into_iter()
-                    .map(|p| Part {
-                        e_tag: Some(etag(&p.md5)),
-                        part_number: Some(p.number),
-                        size: Some(p.size as i64),
-                        last_modified: Some(Timestamp::from(
-                            std::time::SystemTime::UNIX_EPOCH
-                                + std::time::Duration::from_secs(p.modified),
-                        )),
-                        ..Default::default()
+                    .map(|p| {
+                        let mut part = Part {
+                            e_tag: Some(etag(&p.md5)),
+                            part_number: Some(p.number),
+                            size: Some(p.size as i64),
+                            last_modified: Some(Timestamp::from(
+                                std::time::SystemTime::UNIX_EPOCH
+                                    + std::time::Duration::from_secs(p.modified),
+                            )),
+                            ..Default::default()
+                        };
+                        if let Some(c) = &p.checksum {
+                            put_checksum_value!(part, c);
+                        }
+                        part
                     })
                     .collect(),
             ),
@@ -728,34 +1135,101 @@ impl S3 for S3Gateway {
         &self,
         req: S3Request<CompleteMultipartUploadInput>,
     ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
+        let want = want_checksum(&req.headers)?;
+        let host = req
+            .headers
+            .get(http::header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("localhost")
+            .to_string();
         let i = req.input;
-        let requested: Vec<(i32, String)> = i
-            .multipart_upload
-            .and_then(|m| m.parts)
-            .unwrap_or_default()
+        let kind = match &i.checksum_type {
+            Some(t) => Some(Type::parse(t.as_str()).ok_or_else(|| {
+                invalid_request("Value for x-amz-checksum-type header is invalid.")
+            })?),
+            None => None,
+        };
+        let size = match req.headers.get("x-amz-mp-object-size") {
+            Some(v) => {
+                let v = v.to_str().unwrap_or("");
+                Some(v.trim().parse::<i64>().map_err(|_| {
+                    invalid_request(format!(
+                        "Value for x-amz-mp-object-size header is invalid: '{v}'"
+                    ))
+                })?)
+            }
+            None => None,
+        };
+        let parts = i.multipart_upload.and_then(|m| m.parts).unwrap_or_default();
+        let mut part_sums = Vec::with_capacity(parts.len());
+        let mut requested: Vec<(i32, String)> = Vec::with_capacity(parts.len());
+        for p in parts {
+            let given: Vec<(Algorithm, &String)> = [
+                (Algorithm::Crc32, p.checksum_crc32.as_ref()),
+                (Algorithm::Crc32c, p.checksum_crc32c.as_ref()),
+                (Algorithm::Crc64Nvme, p.checksum_crc64nvme.as_ref()),
+                (Algorithm::Sha1, p.checksum_sha1.as_ref()),
+                (Algorithm::Sha256, p.checksum_sha256.as_ref()),
+            ]
             .into_iter()
-            .map(|p| {
-                (
-                    p.part_number.unwrap_or(0),
-                    p.e_tag
-                        .map(|e| bare_etag(e.value()).to_string())
-                        .unwrap_or_default(),
-                )
-            })
+            .filter_map(|(a, v)| Some((a, v?)))
             .collect();
+            let bad_part = |v: &str| {
+                let mut e = S3Error::with_message(
+                    S3ErrorCode::InvalidArgument,
+                    "Invalid Base64 or multiple checksums present in request",
+                );
+                e.set_status_code(hyper::StatusCode::BAD_REQUEST);
+                log::debug!("complete: part checksum `{v}`");
+                e
+            };
+            match given.as_slice() {
+                [] => part_sums.push(None),
+                [(a, v)] => {
+                    if crate::checksum::decode(*a, v).is_none() {
+                        return Err(bad_part(v));
+                    }
+                    part_sums.push(Some((*a, v.to_string())));
+                }
+                _ => return Err(bad_part("")),
+            }
+            if p.e_tag.is_none() || p.part_number.is_none() {
+                return Err(to_s3_error(Error::MalformedXml));
+            }
+            requested.push((
+                p.part_number.unwrap_or(0),
+                p.e_tag
+                    .map(|e| bare_etag(e.value()).to_string())
+                    .unwrap_or_default(),
+            ));
+        }
+        let checks = crate::multipart::CompleteChecks {
+            parts: part_sums,
+            object: want.value.clone(),
+            kind,
+            size,
+        };
         // Completes of one upload run one at a time; a second one waits and
         // then finds the first one's answer.
         let guard = self.lock_upload(&i.upload_id).await;
         let (id, b, k) = (i.upload_id.clone(), i.bucket.clone(), i.key.clone());
         let prepared = self
-            .run(move |s| s.complete_prepare(&id, &b, &k, requested))
+            .run(move |s| s.complete_prepare_with(&id, &b, &k, requested, &checks))
             .await?;
-        let output = |r: &crate::multipart::CompletedRecord| CompleteMultipartUploadOutput {
-            bucket: Some(r.bucket.clone()),
-            key: Some(r.key.clone()),
-            e_tag: Some(etag(&r.etag)),
-            location: Some(format!("/{}/{}", r.bucket, r.key)),
-            ..Default::default()
+        let output = move |r: &crate::multipart::CompletedRecord| {
+            let mut out = CompleteMultipartUploadOutput {
+                bucket: Some(r.bucket.clone()),
+                key: Some(r.key.clone()),
+                e_tag: Some(etag(&r.etag)),
+                location: Some(format!(
+                    "http://{host}/{}/{}",
+                    r.bucket,
+                    list::Encoder::new(Some("url")).enc(&r.key)
+                )),
+                ..Default::default()
+            };
+            put_checksum!(out, r.checksum.as_ref());
+            out
         };
         let plan = match prepared {
             Prepared::Done(r) => {
@@ -764,7 +1238,7 @@ impl S3 for S3Gateway {
                     "op": "CompleteMultipartUpload", "bucket": r.bucket, "key": r.key,
                     "upload_id": i.upload_id, "retry": true, "etag": r.etag,
                 }));
-                return Ok(S3Response::new(output(&r)));
+                return Ok(with_checksum_header(output(&r), r.checksum.as_ref()));
             }
             Prepared::Assemble(plan) => plan,
         };
@@ -776,6 +1250,7 @@ impl S3 for S3Gateway {
             store.complete_assemble(plan)
         });
         let upload_id = i.upload_id.clone();
+        let output_later = output.clone();
         let finish =
             move |res: crate::Result<Completed>| -> S3Result<CompleteMultipartUploadOutput> {
                 let c = res.map_err(to_s3_error)?;
@@ -786,7 +1261,7 @@ impl S3 for S3Gateway {
                     "bytes_copied": c.bytes.copied, "bytes_written": c.bytes.written,
                     "unaligned_parts": c.unaligned_parts, "ms": c.elapsed.as_secs_f64() * 1e3,
                 }));
-                Ok(output(&c.record))
+                Ok(output_later(&c.record))
             };
         // A complete that clones is done in milliseconds: answer it plainly
         // (an error keeps its HTTP status). One that copies may take long:
@@ -794,7 +1269,12 @@ impl S3 for S3Gateway {
         // until the XML is ready, as S3 does.
         if let Ok(res) = tokio::time::timeout(self.store.options().keepalive_after, &mut work).await
         {
-            return Ok(S3Response::new(finish(res.map_err(internal)?)?));
+            let out = finish(res.map_err(internal)?)?;
+            // The record's checksum, for algorithms s3s has no field for.
+            let extra = self
+                .completed_checksum(&i.upload_id, &i.bucket, &i.key)
+                .await;
+            return Ok(with_checksum_header(out, extra.as_ref()));
         }
         let fut = async move { finish(work.await.map_err(internal)?) };
         Ok(S3Response::new(CompleteMultipartUploadOutput {

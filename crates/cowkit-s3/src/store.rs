@@ -80,6 +80,9 @@ pub struct ObjectMeta {
     pub content_type: Option<String>,
     /// `x-amz-meta-*`, names lowercase.
     pub metadata: BTreeMap<String, String>,
+    /// The additional checksum (`x-amz-checksum-*`), when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<crate::checksum::Checksum>,
 }
 
 /// An object as read: its record and file status.
@@ -272,13 +275,16 @@ impl Store {
         if !fsutil::read_names(fd.as_fd(), &self.dir.join(bucket))?.is_empty() {
             return Err(not_empty());
         }
-        if self.list_uploads(bucket)?.iter().any(|u| !u.completed) {
-            return Err(not_empty());
-        }
         match rustix::fs::unlinkat(self.root.fd(), bucket, AtFlags::REMOVEDIR) {
             Ok(()) => {}
             Err(Errno::NOTEMPTY | Errno::EXIST) => return Err(not_empty()),
             Err(e) => return Err(io("remove directory", self.dir.join(bucket), e)),
+        }
+        // As S3 does, uploads still in progress go with the bucket (they
+        // are not objects); a complete racing with this finds its bucket
+        // gone and fails.
+        for u in self.list_uploads(bucket)? {
+            let _ = self.remove_upload(&u.id);
         }
         self.remove_meta_tree(bucket);
         Ok(())
@@ -455,6 +461,7 @@ impl Store {
                         etag: synthetic_etag(&st),
                         content_type: rec.and_then(|r| r.content_type),
                         metadata: BTreeMap::new(),
+                        checksum: None,
                     };
                     return Ok((
                         File::from(fd),
