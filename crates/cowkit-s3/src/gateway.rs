@@ -117,7 +117,9 @@ pub fn standard_message(code: &S3ErrorCode) -> Option<&'static str> {
         C::MalformedXML => "The XML you provided was not well-formed or did not validate against our published schema.",
         C::MetadataTooLarge => "Your metadata headers exceed the maximum allowed metadata size",
         C::PreconditionFailed => "At least one of the pre-conditions you specified did not hold.",
-        C::IncompleteBody => "You did not provide the number of bytes specified by the Content-Length HTTP header",
+        C::SignatureDoesNotMatch => "The request signature we calculated does not match the signature you provided. Check your key and signing method.",
+        C::MethodNotAllowed => "The specified method is not allowed against this resource.",
+        C::InvalidAccessKeyId => "The AWS Access Key Id you provided does not exist in our records.",
         _ => return None,
     })
 }
@@ -132,6 +134,108 @@ fn owner_of<T>(req: &S3Request<T>) -> Owner {
     Owner {
         display_name: Some(id.clone()),
         id: Some(id),
+    }
+}
+
+/// The headers S3 stores with an object, from a request.
+fn stored_headers(h: &http::HeaderMap) -> BTreeMap<String, String> {
+    crate::store::STORED_HEADERS
+        .iter()
+        .filter_map(|n| {
+            let v = h.get(*n)?.to_str().ok()?;
+            Some((n.to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+/// Add an object's stored headers and its content type (S3's default
+/// `binary/octet-stream` when it has none) to a GET or HEAD response, then
+/// the `response-*` overrides of the query.
+fn add_object_headers<T>(
+    res: &mut S3Response<T>,
+    info: &crate::store::ObjectInfo,
+    uri: &http::Uri,
+) {
+    let mut set = |k: &str, v: &str| {
+        if let (Ok(k), Ok(v)) = (
+            http::HeaderName::from_bytes(k.as_bytes()),
+            http::HeaderValue::from_str(v),
+        ) {
+            res.headers.insert(k, v);
+        }
+    };
+    for (k, v) in &info.meta.headers {
+        set(k, v);
+    }
+    set(
+        "content-type",
+        info.meta
+            .content_type
+            .as_deref()
+            .unwrap_or("binary/octet-stream"),
+    );
+    for (k, v) in uri
+        .query()
+        .map(crate::precheck::query_pairs)
+        .unwrap_or_default()
+    {
+        if let Some(h) = k.strip_prefix("response-") {
+            if matches!(
+                h,
+                "cache-control"
+                    | "content-disposition"
+                    | "content-encoding"
+                    | "content-language"
+                    | "content-type"
+                    | "expires"
+            ) {
+                set(h, &v);
+            }
+        }
+    }
+}
+
+/// The byte range and part count of `?partNumber=` on GET and HEAD.
+fn part_of(
+    n: Option<i32>,
+    has_range: bool,
+    info: &crate::store::ObjectInfo,
+) -> S3Result<Option<(u64, u64, usize)>> {
+    let Some(n) = n else {
+        return Ok(None);
+    };
+    if has_range {
+        return Err(invalid_request(
+            "Cannot specify both Range header and partNumber query parameter",
+        ));
+    }
+    if !(1..=crate::multipart::MAX_PARTS).contains(&n) {
+        return Err(S3Error::with_message(
+            S3ErrorCode::InvalidArgument,
+            "Part number must be an integer between 1 and 10000, inclusive.",
+        ));
+    }
+    match info.meta.part_range(n) {
+        Some(r) => Ok(Some(r)),
+        None => {
+            let mut e = S3Error::with_message(
+                S3ErrorCode::Custom("InvalidPartNumber".into()),
+                "The requested partnumber is not satisfiable.",
+            );
+            e.set_status_code(http::StatusCode::RANGE_NOT_SATISFIABLE);
+            Err(e)
+        }
+    }
+}
+
+/// A negative `max-keys`, `max-parts`, `max-uploads` or `max-buckets`.
+fn check_max(name: &str, v: Option<i32>) -> S3Result<()> {
+    match v {
+        Some(n) if n < 0 => Err(S3Error::with_message(
+            S3ErrorCode::InvalidArgument,
+            format!("{name} cannot be negative"),
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -241,9 +345,10 @@ impl S3Gateway {
         drop(tx);
         let res = writer.await.map_err(internal)?.map_err(to_s3_error)?;
         if let Some(e) = failed {
+            log::debug!("request body: {e}");
             return Err(s3_error!(
                 IncompleteBody,
-                "the request body ended early: {e}"
+                "The request body terminated unexpectedly"
             ));
         }
         if let Some(want) = content_md5 {
@@ -569,6 +674,71 @@ impl S3 for S3Gateway {
         }))
     }
 
+    async fn get_object_attributes(
+        &self,
+        req: S3Request<GetObjectAttributesInput>,
+    ) -> S3Result<S3Response<GetObjectAttributesOutput>> {
+        let i = req.input;
+        let b = i.bucket.clone();
+        self.run(move |s| s.head_bucket(&b)).await?;
+        // One header, comma-separated, or several.
+        let attrs: Vec<String> = i
+            .object_attributes
+            .iter()
+            .flat_map(|a| a.as_str().split(','))
+            .map(|a| a.trim().to_string())
+            .filter(|a| !a.is_empty())
+            .collect();
+        if attrs.is_empty() {
+            return Err(invalid_request(
+                "The x-amz-object-attributes header specifying the attributes to be retrieved is either missing or empty",
+            ));
+        }
+        let known = [
+            "ETag",
+            "Checksum",
+            "ObjectParts",
+            "StorageClass",
+            "ObjectSize",
+        ];
+        if attrs.iter().any(|a| !known.contains(&a.as_str())) {
+            return Err(S3Error::with_message(
+                S3ErrorCode::InvalidArgument,
+                "Invalid attribute name specified.",
+            ));
+        }
+        let want = |n: &str| attrs.iter().any(|a| a == n);
+        let (b, k) = (i.bucket.clone(), i.key.clone());
+        let (_, info) = self.run(move |s| s.open_object(&b, &k)).await?;
+        let mut out = GetObjectAttributesOutput {
+            last_modified: Some(Timestamp::from(info.mtime)),
+            ..Default::default()
+        };
+        if want("ETag") {
+            out.e_tag = Some(etag(&info.meta.etag));
+        }
+        if want("ObjectSize") {
+            out.object_size = Some(info.meta.size as i64);
+        }
+        if want("StorageClass") {
+            out.storage_class = Some(StorageClass::from_static(StorageClass::STANDARD));
+        }
+        if want("Checksum") {
+            if let Some(c) = info.meta.checksum.as_ref().filter(|c| c.algorithm.in_s3s()) {
+                let mut sum = s3s::dto::Checksum::default();
+                put_checksum!(sum, Some(c));
+                out.checksum = Some(sum);
+            }
+        }
+        if want("ObjectParts") && !info.meta.parts.is_empty() {
+            out.object_parts = Some(GetObjectAttributesParts {
+                total_parts_count: Some(info.meta.parts.len() as i32),
+                ..Default::default()
+            });
+        }
+        Ok(S3Response::new(out))
+    }
+
     async fn get_bucket_location(
         &self,
         req: S3Request<GetBucketLocationInput>,
@@ -616,7 +786,11 @@ impl S3 for S3Gateway {
         let (file, md5, size) = (got.file, got.md5, got.size);
         if let Some(len) = i.content_length {
             if len as u64 != size {
-                return Err(s3_error!(IncompleteBody, "got {size} bytes of {len}"));
+                log::debug!("body: {size} bytes of {len}");
+                return Err(s3_error!(
+                    IncompleteBody,
+                    "You did not provide the number of bytes specified by the Content-Length HTTP header"
+                ));
             }
         }
         verify_checksum(&want, &got.checksum, req.trailing_headers.as_ref())?;
@@ -630,6 +804,7 @@ impl S3 for S3Gateway {
             content_type: i.content_type,
             metadata: metadata_of(i.metadata),
             checksum: checksum.clone(),
+            headers: stored_headers(&req.headers),
             ..Default::default()
         };
         let (b, k) = (bucket.clone(), key.clone());
@@ -649,11 +824,21 @@ impl S3 for S3Gateway {
         &self,
         req: S3Request<GetObjectInput>,
     ) -> S3Result<S3Response<GetObjectOutput>> {
+        let uri = req.uri.clone();
         let i = req.input;
         let (b, k) = (i.bucket, i.key);
         let (file, info) = self.run(move |s| s.open_object(&b, &k)).await?;
         let size = info.meta.size;
+        let part = part_of(i.part_number, i.range.is_some(), &info)?;
         let (start, end, content_range) = match &i.range {
+            None if part.is_some() => {
+                let (a, b, _) = part.unwrap_or_default();
+                (
+                    a,
+                    b,
+                    Some(format!("bytes {a}-{}/{size}", b.saturating_sub(1))),
+                )
+            }
             None => (0, size, None),
             Some(r) => {
                 let rr = r.check(size).map_err(|_| {
@@ -676,35 +861,66 @@ impl S3 for S3Gateway {
             content_length: Some((end - start) as i64),
             content_range,
             accept_ranges: Some("bytes".into()),
-            content_type: info.meta.content_type.clone(),
             e_tag: Some(etag(&info.meta.etag)),
             last_modified: Some(Timestamp::from(info.mtime)),
             metadata: metadata_out(&info.meta.metadata),
             ..Default::default()
         };
+        out.parts_count = part
+            .filter(|_| !info.meta.parts.is_empty())
+            .map(|p| p.2 as i32);
         put_checksum!(out, checksum);
-        Ok(with_checksum_header(out, checksum))
+        let mut res = with_checksum_header(out, checksum);
+        if part.is_some() {
+            res.status = Some(http::StatusCode::PARTIAL_CONTENT);
+        }
+        add_object_headers(&mut res, &info, &uri);
+        Ok(res)
     }
 
     async fn head_object(
         &self,
         req: S3Request<HeadObjectInput>,
     ) -> S3Result<S3Response<HeadObjectOutput>> {
+        let uri = req.uri.clone();
         let i = req.input;
         let (b, k) = (i.bucket, i.key);
         let (_, info) = self.run(move |s| s.open_object(&b, &k)).await?;
-        let checksum = checksum_wanted(i.checksum_mode.as_ref(), true, &info);
+        let size = info.meta.size;
+        let part = part_of(i.part_number, i.range.is_some(), &info)?;
+        let range = match (&i.range, part) {
+            (Some(r), _) => {
+                let rr = r.check(size).map_err(|_| {
+                    to_s3_error(Error::InvalidRange {
+                        range: r.to_header_string(),
+                        size,
+                    })
+                })?;
+                Some((rr.start, rr.end))
+            }
+            (None, Some((a, b, _))) => Some((a, b)),
+            (None, None) => None,
+        };
+        let checksum = checksum_wanted(i.checksum_mode.as_ref(), range.is_none(), &info);
         let mut out = HeadObjectOutput {
-            content_length: Some(info.meta.size as i64),
+            content_length: Some(range.map_or(size, |(a, b)| b - a) as i64),
+            content_range: range.map(|(a, b)| format!("bytes {a}-{}/{size}", b.saturating_sub(1))),
+            parts_count: part
+                .filter(|_| !info.meta.parts.is_empty())
+                .map(|p| p.2 as i32),
             accept_ranges: Some("bytes".into()),
-            content_type: info.meta.content_type.clone(),
             e_tag: Some(etag(&info.meta.etag)),
             last_modified: Some(Timestamp::from(info.mtime)),
             metadata: metadata_out(&info.meta.metadata),
             ..Default::default()
         };
         put_checksum!(out, checksum);
-        Ok(with_checksum_header(out, checksum))
+        let mut res = with_checksum_header(out, checksum);
+        if range.is_some() {
+            res.status = Some(http::StatusCode::PARTIAL_CONTENT);
+        }
+        add_object_headers(&mut res, &info, &uri);
+        Ok(res)
     }
 
     async fn delete_object(
@@ -771,27 +987,59 @@ impl S3 for S3Gateway {
         &self,
         req: S3Request<CopyObjectInput>,
     ) -> S3Result<S3Response<CopyObjectOutput>> {
+        let headers = stored_headers(&req.headers);
         let i = req.input;
         let (sb, sk) = copy_source(&i.copy_source)?;
-        let replace = i
-            .metadata_directive
-            .as_ref()
-            .is_some_and(|d| d.as_str() == MetadataDirective::REPLACE)
-            .then(|| (i.content_type.clone(), metadata_of(i.metadata.clone())));
+        let replace = match i.metadata_directive.as_ref().map(|d| d.as_str()) {
+            None | Some(MetadataDirective::COPY) => false,
+            Some(MetadataDirective::REPLACE) => true,
+            Some(_) => {
+                return Err(S3Error::with_message(
+                    S3ErrorCode::InvalidArgument,
+                    "Unknown metadata directive.",
+                ))
+            }
+        };
+        let algo = match &i.checksum_algorithm {
+            Some(a) => Some(
+                Algorithm::parse(a.as_str())
+                    .ok_or_else(|| invalid_request(UNSUPPORTED_ALGORITHM))?,
+            ),
+            None => None,
+        };
+        if sb == i.bucket && sk == i.key && !replace && algo.is_none() {
+            return Err(invalid_request("This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes."));
+        }
+        let (ct, md) = (i.content_type.clone(), metadata_of(i.metadata.clone()));
         let (b, k) = (i.bucket.clone(), i.key.clone());
         let (meta, copied) = self
-            .run(move |s| s.copy_object(&sb, &sk, &b, &k, replace))
+            .run(move |s| {
+                let src_path = s.dir().join(&sb).join(&sk);
+                s.copy_object_with(&sb, &sk, &b, &k, |meta, src| {
+                    if replace {
+                        meta.content_type = ct;
+                        meta.metadata = md;
+                        meta.headers = headers;
+                    }
+                    if let Some(a) = algo {
+                        meta.checksum = Some(crate::store::file_checksum(src, &src_path, a)?);
+                    }
+                    Ok(())
+                })
+            })
             .await?;
         access(serde_json::json!({
             "op": "CopyObject", "bucket": i.bucket, "key": i.key, "size": meta.size,
             "method": copied.method.name(), "bytes": copied.bytes,
         }));
+        let mut result = CopyObjectResult {
+            e_tag: Some(etag(&meta.etag)),
+            last_modified: Some(Timestamp::from(std::time::SystemTime::now())),
+            ..Default::default()
+        };
+        put_checksum!(result, meta.checksum.as_ref());
         Ok(S3Response::new(CopyObjectOutput {
-            copy_object_result: Some(CopyObjectResult {
-                e_tag: Some(etag(&meta.etag)),
-                last_modified: Some(Timestamp::from(std::time::SystemTime::now())),
-                ..Default::default()
-            }),
+            copy_object_result: Some(result),
             ..Default::default()
         }))
     }
@@ -801,6 +1049,7 @@ impl S3 for S3Gateway {
         req: S3Request<ListObjectsInput>,
     ) -> S3Result<S3Response<ListObjectsOutput>> {
         let i = req.input;
+        check_max("max-keys", i.max_keys)?;
         let q = list::Query {
             prefix: i.prefix.clone().unwrap_or_default(),
             delimiter: i.delimiter.clone().filter(|d| !d.is_empty()),
@@ -813,7 +1062,7 @@ impl S3 for S3Gateway {
         let next_marker = l.truncated.then(|| l.last.clone()).flatten();
         Ok(S3Response::new(ListObjectsOutput {
             name: Some(i.bucket),
-            prefix: Some(enc.enc(&i.prefix.unwrap_or_default())),
+            prefix: i.prefix.map(|p| enc.enc(&p)),
             marker: i.marker.map(|m| enc.enc(&m)),
             max_keys: i.max_keys.or(Some(1000)),
             is_truncated: Some(l.truncated),
@@ -826,17 +1075,55 @@ impl S3 for S3Gateway {
         }))
     }
 
+    async fn list_object_versions(
+        &self,
+        req: S3Request<ListObjectVersionsInput>,
+    ) -> S3Result<S3Response<ListObjectVersionsOutput>> {
+        // No versioning: every object has one version, `null`.
+        let owner = owner_of(&req);
+        let i = req.input;
+        check_max("max-keys", i.max_keys)?;
+        let q = list::Query {
+            prefix: i.prefix.clone().unwrap_or_default(),
+            delimiter: i.delimiter.clone().filter(|d| !d.is_empty()),
+            after: i.key_marker.clone().filter(|m| !m.is_empty()),
+            max_keys: i.max_keys.unwrap_or(1000),
+        };
+        let bucket = i.bucket.clone();
+        let l: Listing = self.run(move |s| list::list(s, &bucket, &q)).await?;
+        let enc = list::Encoder::new(i.encoding_type.as_ref().map(|e| e.as_str()));
+        let next = l.truncated.then(|| l.last.clone()).flatten();
+        Ok(S3Response::new(ListObjectVersionsOutput {
+            name: Some(i.bucket),
+            prefix: i.prefix.map(|p| enc.enc(&p)),
+            key_marker: i.key_marker.map(|m| enc.enc(&m)),
+            version_id_marker: i.version_id_marker,
+            max_keys: i.max_keys.or(Some(1000)),
+            is_truncated: Some(l.truncated),
+            next_key_marker: next.as_ref().map(|m| enc.enc(m)),
+            next_version_id_marker: next.map(|_| "null".to_string()),
+            delimiter: i.delimiter.map(|d| enc.enc(&d)),
+            encoding_type: i.encoding_type,
+            versions: Some(l.versions(&enc, &owner)),
+            common_prefixes: Some(l.prefixes(&enc)),
+            ..Default::default()
+        }))
+    }
+
     async fn list_objects_v2(
         &self,
         req: S3Request<ListObjectsV2Input>,
     ) -> S3Result<S3Response<ListObjectsV2Output>> {
         let i = req.input;
-        let after = match &i.continuation_token {
+        check_max("max-keys", i.max_keys)?;
+        let token = match &i.continuation_token {
             Some(t) => Some(list::decode_token(t).ok_or_else(|| {
                 s3_error!(InvalidArgument, "the continuation token is not valid")
             })?),
-            None => i.start_after.clone().filter(|s| !s.is_empty()),
+            None => None,
         };
+        // Both given: listing starts after the later of the two.
+        let after = token.max(i.start_after.clone().filter(|s| !s.is_empty()));
         let q = list::Query {
             prefix: i.prefix.clone().unwrap_or_default(),
             delimiter: i.delimiter.clone().filter(|d| !d.is_empty()),
@@ -850,7 +1137,7 @@ impl S3 for S3Gateway {
         let prefixes = l.prefixes(&enc);
         Ok(S3Response::new(ListObjectsV2Output {
             name: Some(i.bucket),
-            prefix: Some(enc.enc(&i.prefix.unwrap_or_default())),
+            prefix: i.prefix.map(|p| enc.enc(&p)),
             max_keys: i.max_keys.or(Some(1000)),
             key_count: Some((contents.len() + prefixes.len()) as i32),
             continuation_token: i.continuation_token,
@@ -873,6 +1160,7 @@ impl S3 for S3Gateway {
         &self,
         req: S3Request<CreateMultipartUploadInput>,
     ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
+        let headers = stored_headers(&req.headers);
         let i = req.input;
         let algo = match &i.checksum_algorithm {
             Some(a) => Some(
@@ -907,7 +1195,7 @@ impl S3 for S3Gateway {
         let (b, k) = (i.bucket.clone(), i.key.clone());
         let (ct, md) = (i.content_type, metadata_of(i.metadata));
         let id = self
-            .run(move |s| s.create_upload_with(&b, &k, ct, md, checksum))
+            .run(move |s| s.create_upload_with(&b, &k, ct, md, checksum, headers))
             .await?;
         Ok(S3Response::new(CreateMultipartUploadOutput {
             bucket: Some(i.bucket),
@@ -954,7 +1242,11 @@ impl S3 for S3Gateway {
         let (file, md5, size) = (got.file, got.md5, got.size);
         if let Some(len) = i.content_length {
             if len as u64 != size {
-                return Err(s3_error!(IncompleteBody, "got {size} bytes of {len}"));
+                log::debug!("body: {size} bytes of {len}");
+                return Err(s3_error!(
+                    IncompleteBody,
+                    "You did not provide the number of bytes specified by the Content-Length HTTP header"
+                ));
             }
         }
         verify_checksum(&want, &got.checksum, req.trailing_headers.as_ref())?;
@@ -1021,6 +1313,7 @@ impl S3 for S3Gateway {
         let (parts, upload) = self
             .run(move |s| Ok((s.list_parts(&id, &b, &k)?, s.upload_record(&id, &b, &k)?)))
             .await?;
+        check_max("max-parts", i.max_parts)?;
         let marker = i.part_number_marker.unwrap_or(0);
         let max = i.max_parts.unwrap_or(1000).clamp(0, 1000) as usize;
         let rest: Vec<_> = parts.into_iter().filter(|p| p.number > marker).collect();
@@ -1070,7 +1363,9 @@ impl S3 for S3Gateway {
         &self,
         req: S3Request<ListMultipartUploadsInput>,
     ) -> S3Result<S3Response<ListMultipartUploadsOutput>> {
+        let owner = owner_of(&req);
         let i = req.input;
+        check_max("max-uploads", i.max_uploads)?;
         let b = i.bucket.clone();
         let ups = self
             .run(move |s| {
@@ -1080,10 +1375,24 @@ impl S3 for S3Gateway {
             .await?;
         let prefix = i.prefix.clone().unwrap_or_default();
         let key_marker = i.key_marker.clone().unwrap_or_default();
-        let id_marker = i.upload_id_marker.clone().unwrap_or_default();
+        // An upload id marker counts only with a key marker, and must name
+        // one of that key's uploads.
+        let id_marker = match (&i.upload_id_marker, key_marker.is_empty()) {
+            (Some(m), false) if !m.is_empty() => {
+                if !ups.iter().any(|u| u.key == key_marker && u.id == *m) {
+                    return Err(S3Error::with_message(
+                        S3ErrorCode::InvalidArgument,
+                        "Invalid uploadId marker",
+                    ));
+                }
+                m.clone()
+            }
+            _ => String::new(),
+        };
+        let delimiter = i.delimiter.clone().filter(|d| !d.is_empty());
         let max = i.max_uploads.unwrap_or(1000).clamp(0, 1000) as usize;
         let enc = list::Encoder::new(i.encoding_type.as_ref().map(|e| e.as_str()));
-        let rest: Vec<_> = ups
+        let rest = ups
             .into_iter()
             .filter(|u| !u.completed && u.key.starts_with(&prefix))
             .filter(|u| {
@@ -1091,13 +1400,47 @@ impl S3 for S3Gateway {
                     || u.key > key_marker
                     || (u.key == key_marker && !id_marker.is_empty() && u.id > id_marker)
             })
-            .collect();
-        let truncated = rest.len() > max;
-        let page: Vec<_> = rest.into_iter().take(max).collect();
-        let last = page.last().map(|u| (u.key.clone(), u.id.clone()));
+            .filter(|u| {
+                // After a common prefix as key marker, skip its keys.
+                !(delimiter.is_some()
+                    && key_marker.ends_with(delimiter.as_deref().unwrap_or_default())
+                    && u.key.starts_with(&key_marker))
+            });
+        // Entries: an upload, or a common prefix (with its first upload id).
+        let mut uploads = Vec::new();
+        let mut prefixes: Vec<String> = Vec::new();
+        let mut last: Option<(String, String)> = None;
+        let mut truncated = false;
+        for u in rest {
+            let cp = delimiter.as_deref().and_then(|d| {
+                let tail = &u.key[prefix.len()..];
+                tail.find(d)
+                    .map(|at| format!("{prefix}{}", &tail[..at + d.len()]))
+            });
+            if let Some(cp) = &cp {
+                if prefixes.last() == Some(cp) {
+                    continue;
+                }
+            }
+            if uploads.len() + prefixes.len() == max {
+                truncated = true;
+                break;
+            }
+            match cp {
+                Some(cp) => {
+                    last = Some((cp.clone(), u.id.clone()));
+                    prefixes.push(cp);
+                }
+                None => {
+                    last = Some((u.key.clone(), u.id.clone()));
+                    uploads.push(u);
+                }
+            }
+        }
         Ok(S3Response::new(ListMultipartUploadsOutput {
             bucket: Some(i.bucket),
             prefix: i.prefix.map(|p| enc.enc(&p)),
+            delimiter: i.delimiter.map(|d| enc.enc(&d)),
             key_marker: i.key_marker.map(|m| enc.enc(&m)),
             upload_id_marker: i.upload_id_marker,
             max_uploads: Some(max as i32),
@@ -1105,13 +1448,33 @@ impl S3 for S3Gateway {
             next_key_marker: last.as_ref().filter(|_| truncated).map(|l| enc.enc(&l.0)),
             next_upload_id_marker: last.filter(|_| truncated).map(|l| l.1),
             encoding_type: i.encoding_type,
+            common_prefixes: Some(
+                prefixes
+                    .into_iter()
+                    .map(|p| CommonPrefix {
+                        prefix: Some(enc.enc(&p)),
+                    })
+                    .collect(),
+            ),
             uploads: Some(
-                page.into_iter()
+                uploads
+                    .into_iter()
                     .map(|u| MultipartUpload {
                         key: Some(enc.enc(&u.key)),
                         upload_id: Some(u.id),
                         initiated: Some(Timestamp::from(u.initiated)),
-                        ..Default::default()
+                        storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
+                        checksum_algorithm: u
+                            .checksum
+                            .map(|c| ChecksumAlgorithm::from(c.0.name().to_string())),
+                        checksum_type: u
+                            .checksum
+                            .map(|c| ChecksumType::from(c.1.name().to_string())),
+                        owner: Some(owner.clone()),
+                        initiator: Some(Initiator {
+                            display_name: owner.display_name.clone(),
+                            id: owner.id.clone(),
+                        }),
                     })
                     .collect(),
             ),

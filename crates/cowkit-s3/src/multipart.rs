@@ -57,6 +57,9 @@ pub struct UploadRecord {
     /// The checksum algorithm and type asked for at the start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checksum: Option<(Algorithm, Type)>,
+    /// Response headers for the object (see `ObjectMeta::headers`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
 }
 
 /// What is kept about one part.
@@ -120,6 +123,8 @@ pub struct UploadInfo {
     pub initiated: SystemTime,
     /// Completed already (kept only for retries).
     pub completed: bool,
+    /// Checksum algorithm and type of the upload.
+    pub checksum: Option<(Algorithm, Type)>,
 }
 
 /// A validated complete, ready to assemble.
@@ -210,7 +215,7 @@ impl Store {
         content_type: Option<String>,
         metadata: BTreeMap<String, String>,
     ) -> Result<String> {
-        self.create_upload_with(bucket, key, content_type, metadata, None)
+        self.create_upload_with(bucket, key, content_type, metadata, None, BTreeMap::new())
     }
 
     /// Start an upload whose parts carry `checksum`'s algorithm and whose
@@ -222,6 +227,7 @@ impl Store {
         content_type: Option<String>,
         metadata: BTreeMap<String, String>,
         checksum: Option<(Algorithm, Type)>,
+        headers: BTreeMap<String, String>,
     ) -> Result<String> {
         names::check_key(key)?;
         self.bucket_dir(bucket)?;
@@ -235,6 +241,7 @@ impl Store {
             metadata,
             initiated: now_secs(),
             checksum,
+            headers,
         };
         fsutil::write_json(
             dir.as_fd(),
@@ -260,6 +267,7 @@ impl Store {
         let none = || Error::NoSuchUpload {
             upload_id: id.to_string(),
         };
+        self.bucket_dir(bucket)?;
         if !names::is_upload_id(id) {
             return Err(none());
         }
@@ -528,6 +536,7 @@ impl Store {
                 key: rec.key,
                 initiated: SystemTime::UNIX_EPOCH + Duration::from_secs(rec.initiated),
                 completed,
+                checksum: rec.checksum,
             });
         }
         out.sort_by(|a, b| {
@@ -744,6 +753,8 @@ impl Store {
             content_type: plan.upload.content_type.clone(),
             metadata: plan.upload.metadata.clone(),
             checksum: plan.checksum.clone(),
+            headers: plan.upload.headers.clone(),
+            parts: plan.parts.iter().map(|p| p.size).collect(),
             ..ObjectMeta::default()
         };
         let meta = self.commit_object(&plan.upload.bucket, &plan.upload.key, dst, meta)?;

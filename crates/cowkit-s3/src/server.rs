@@ -47,6 +47,56 @@ fn refusal_response(r: &Refusal) -> s3s::HttpResponse {
     res
 }
 
+/// An error document with S3's message for its code (s3s writes its own
+/// words, or none; clients and conformance suites compare S3's).
+fn standard_error(mut res: s3s::HttpResponse) -> s3s::HttpResponse {
+    if res.status().as_u16() < 400 {
+        return res;
+    }
+    let Some(body) = res.body().bytes() else {
+        return res;
+    };
+    let Ok(text) = std::str::from_utf8(&body) else {
+        return res;
+    };
+    let between = |a: &str, b: &str| -> Option<(usize, usize)> {
+        let s = text.find(a)? + a.len();
+        let e = s + text[s..].find(b)?;
+        Some((s, e))
+    };
+    let Some((cs, ce)) = between("<Code>", "</Code>") else {
+        return res;
+    };
+    // Only codes s3s answers itself: the gateway's own errors carry their
+    // messages already.
+    use s3s::S3ErrorCode as C;
+    let code = s3s::S3ErrorCode::from_bytes(&text.as_bytes()[cs..ce]).filter(|c| {
+        matches!(
+            c,
+            C::SignatureDoesNotMatch
+                | C::InvalidBucketName
+                | C::MalformedXML
+                | C::MethodNotAllowed
+                | C::InvalidAccessKeyId
+                | C::InvalidRange
+        )
+    });
+    let Some(msg) = code.as_ref().and_then(crate::gateway::standard_message) else {
+        return res;
+    };
+    let msg = crate::precheck::xml_escape(msg);
+    let fixed = match between("<Message>", "</Message>") {
+        Some((ms, me)) => format!("{}{msg}{}", &text[..ms], &text[me..]),
+        None => {
+            let at = ce + "</Code>".len();
+            format!("{}<Message>{msg}</Message>{}", &text[..at], &text[at..])
+        }
+    };
+    res.headers_mut().remove(http::header::CONTENT_LENGTH);
+    *res.body_mut() = s3s::Body::from(fixed);
+    res
+}
+
 /// A response whose body started before its result was known (the
 /// keepalive of a slow CompleteMultipartUpload) gets its result's XML
 /// declaration removed: s3s writes one before the whitespace and another
@@ -212,7 +262,7 @@ impl Server {
                             Some(r) => Ok(refusal_response(&r)),
                             None => hyper::service::Service::call(&svc, req).await,
                         };
-                        let res = res.map(one_declaration);
+                        let res = res.map(one_declaration).map(standard_error);
                         if let Ok(r) = &res {
                             log::info!(target: ACCESS_LOG, "{}", serde_json::json!({
                                 "remote": peer.to_string(),

@@ -83,7 +83,36 @@ pub struct ObjectMeta {
     /// The additional checksum (`x-amz-checksum-*`), when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checksum: Option<crate::checksum::Checksum>,
+    /// Stored response headers ([`STORED_HEADERS`]), names lowercase.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// The sizes of the parts of a multipart object, in order (for GET and
+    /// HEAD with `partNumber`); empty for other objects.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<u64>,
 }
+
+impl ObjectMeta {
+    /// Byte range `[start, end)` of part `n` (1-based), and the part count;
+    /// an object uploaded in one piece is one part.
+    pub fn part_range(&self, n: i32) -> Option<(u64, u64, usize)> {
+        if self.parts.is_empty() {
+            return (n == 1).then_some((0, self.size, 1));
+        }
+        let i = usize::try_from(n).ok()?.checked_sub(1)?;
+        let start: u64 = self.parts.get(..i)?.iter().sum();
+        Some((start, start + *self.parts.get(i)?, self.parts.len()))
+    }
+}
+
+/// The request headers S3 keeps with an object and returns on GET and HEAD.
+pub const STORED_HEADERS: [&str; 5] = [
+    "cache-control",
+    "content-disposition",
+    "content-encoding",
+    "content-language",
+    "expires",
+];
 
 /// An object as read: its record and file status.
 #[derive(Debug)]
@@ -462,6 +491,8 @@ impl Store {
                         content_type: rec.and_then(|r| r.content_type),
                         metadata: BTreeMap::new(),
                         checksum: None,
+                        headers: BTreeMap::new(),
+                        parts: Vec::new(),
                     };
                     return Ok((
                         File::from(fd),
@@ -584,6 +615,25 @@ impl Store {
         key: &str,
         replace: Option<(Option<String>, BTreeMap<String, String>)>,
     ) -> Result<(ObjectMeta, cowkit_fs::Copied)> {
+        self.copy_object_with(src_bucket, src_key, bucket, key, |meta, _| {
+            if let Some((ct, md)) = replace {
+                meta.content_type = ct;
+                meta.metadata = md;
+            }
+            Ok(())
+        })
+    }
+
+    /// Copy an object; `edit` changes the copy's record before it is
+    /// committed (given the new file, to compute a checksum from).
+    pub fn copy_object_with(
+        &self,
+        src_bucket: &str,
+        src_key: &str,
+        bucket: &str,
+        key: &str,
+        edit: impl FnOnce(&mut ObjectMeta, &File) -> Result<()>,
+    ) -> Result<(ObjectMeta, cowkit_fs::Copied)> {
         let (src, info) = self.open_object(src_bucket, src_key)?;
         let dst = self.new_file()?;
         let src_path = self.dir.join(src_bucket).join(src_key);
@@ -593,13 +643,34 @@ impl Store {
             cowkit_fs::Handle::new(dst.file(), &dst.path()),
         )?;
         let mut meta = info.meta;
-        if let Some((ct, md)) = replace {
-            meta.content_type = ct;
-            meta.metadata = md;
-        }
+        edit(&mut meta, &src)?;
         let meta = self.commit_object(bucket, key, dst, meta)?;
         Ok((meta, copied))
     }
+}
+
+/// The checksum of a whole file.
+pub fn file_checksum(
+    f: &File,
+    path: &Path,
+    algo: crate::checksum::Algorithm,
+) -> Result<crate::checksum::Checksum> {
+    let mut h = crate::checksum::Hasher::new(algo);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut off = 0u64;
+    loop {
+        let n = rustix::io::pread(f, &mut buf, off).map_err(|e| io("read", path, e))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        off += n as u64;
+    }
+    Ok(crate::checksum::Checksum {
+        algorithm: algo,
+        value: crate::checksum::b64(&h.finish()),
+        kind: crate::checksum::Type::FullObject,
+    })
 }
 
 fn fsutil_stat_type(dir: BorrowedFd<'_>, name: &str) -> Option<FileType> {
