@@ -131,6 +131,9 @@ pub enum Error {
         /// The part.
         part: i32,
     },
+    /// A directory object (a key ending in `/`) cannot hold bytes.
+    #[error("Directory object contains data payload.")]
+    DirectoryObjectContainsData,
     /// The request's XML is not what S3 expects.
     #[error("The XML you provided was not well-formed or did not validate against our published schema.")]
     MalformedXml,

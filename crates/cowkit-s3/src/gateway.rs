@@ -78,6 +78,14 @@ pub fn to_s3_error(e: Error) -> S3Error {
             return S3Error::with_message(C::BadDigest, e.to_string())
         }
         Error::MalformedXml => (C::MalformedXML, None),
+        Error::DirectoryObjectContainsData => {
+            let mut err = S3Error::with_message(
+                C::Custom("DirectoryObjectContainsData".into()),
+                e.to_string(),
+            );
+            err.set_status_code(hyper::StatusCode::BAD_REQUEST);
+            return err;
+        }
     };
     let msg = match code {
         C::InternalError => "internal error; see the server log".to_string(),
@@ -107,7 +115,7 @@ pub fn standard_message(code: &S3ErrorCode) -> Option<&'static str> {
         C::BucketNotEmpty => "The bucket you tried to delete is not empty.",
         C::BucketAlreadyOwnedByYou => "Your previous request to create the named bucket succeeded and you already own it.",
         C::InvalidBucketName => "The specified bucket is not valid.",
-        C::InvalidPart => "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not match the part's entity tag.",
+        C::InvalidPart => "One or more of the specified parts could not be found.  The part may not have been uploaded, or the specified entity tag may not match the part's entity tag.",
         C::InvalidPartOrder => "The list of parts was not in ascending order. Parts must be ordered by part number.",
         C::EntityTooSmall => "Your proposed upload is smaller than the minimum allowed size",
         C::BadDigest => "The Content-MD5 you specified did not match what we received.",
@@ -195,6 +203,25 @@ fn add_object_headers<T>(
     }
 }
 
+/// `?partNumber=` on GET and HEAD: in range, and not with a Range.
+fn check_part_number(n: Option<i32>, has_range: bool) -> S3Result<()> {
+    let Some(n) = n else {
+        return Ok(());
+    };
+    if !(1..=crate::multipart::MAX_PARTS).contains(&n) {
+        return Err(S3Error::with_message(
+            S3ErrorCode::InvalidArgument,
+            "Part number must be an integer between 1 and 10000, inclusive.",
+        ));
+    }
+    if has_range {
+        return Err(invalid_request(
+            "Cannot specify both Range header and partNumber query parameter",
+        ));
+    }
+    Ok(())
+}
+
 /// The byte range and part count of `?partNumber=` on GET and HEAD.
 fn part_of(
     n: Option<i32>,
@@ -204,16 +231,10 @@ fn part_of(
     let Some(n) = n else {
         return Ok(None);
     };
-    if has_range {
-        return Err(invalid_request(
-            "Cannot specify both Range header and partNumber query parameter",
-        ));
-    }
-    if !(1..=crate::multipart::MAX_PARTS).contains(&n) {
-        return Err(S3Error::with_message(
-            S3ErrorCode::InvalidArgument,
-            "Part number must be an integer between 1 and 10000, inclusive.",
-        ));
+    check_part_number(Some(n), has_range)?;
+    if info.meta.size == 0 && n == 1 {
+        // The whole (empty) object, without a Content-Range.
+        return Ok(None);
     }
     match info.meta.part_range(n) {
         Some(r) => Ok(Some(r)),
@@ -231,10 +252,13 @@ fn part_of(
 /// A negative `max-keys`, `max-parts`, `max-uploads` or `max-buckets`.
 fn check_max(name: &str, v: Option<i32>) -> S3Result<()> {
     match v {
-        Some(n) if n < 0 => Err(S3Error::with_message(
-            S3ErrorCode::InvalidArgument,
-            format!("{name} cannot be negative"),
-        )),
+        Some(n) if n < 0 => {
+            log::debug!("negative {name}");
+            Err(S3Error::with_message(
+                S3ErrorCode::InvalidArgument,
+                format!("Argument {n} must be an integer between 0 and 2147483647"),
+            ))
+        }
         _ => Ok(()),
     }
 }
@@ -620,11 +644,22 @@ fn copy_source(cs: &CopySource) -> S3Result<(String, String)> {
     }
 }
 
-fn parse_range(r: &str, what: &str) -> S3Result<(u64, u64)> {
-    let bad = || S3Error::with_message(S3ErrorCode::InvalidArgument, format!("bad {what} `{r}`"));
+/// `x-amz-copy-source-range: bytes=FIRST-LAST`.
+fn parse_copy_range(r: &str) -> S3Result<(u64, u64)> {
+    let bad = || {
+        log::debug!("x-amz-copy-source-range `{r}`");
+        S3Error::with_message(
+            S3ErrorCode::InvalidArgument,
+            "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy",
+        )
+    };
     let rest = r.trim().strip_prefix("bytes=").ok_or_else(bad)?;
     let (a, b) = rest.split_once('-').ok_or_else(bad)?;
-    Ok((a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?))
+    let (a, b): (u64, u64) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+    if a > b {
+        return Err(bad());
+    }
+    Ok((a, b))
 }
 
 #[async_trait::async_trait]
@@ -826,6 +861,7 @@ impl S3 for S3Gateway {
     ) -> S3Result<S3Response<GetObjectOutput>> {
         let uri = req.uri.clone();
         let i = req.input;
+        check_part_number(i.part_number, i.range.is_some())?;
         let (b, k) = (i.bucket, i.key);
         let (file, info) = self.run(move |s| s.open_object(&b, &k)).await?;
         let size = info.meta.size;
@@ -859,6 +895,7 @@ impl S3 for S3Gateway {
         let mut out = GetObjectOutput {
             body: Some(StreamingBlob::wrap(stream)),
             content_length: Some((end - start) as i64),
+            storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
             content_range,
             accept_ranges: Some("bytes".into()),
             e_tag: Some(etag(&info.meta.etag)),
@@ -884,6 +921,7 @@ impl S3 for S3Gateway {
     ) -> S3Result<S3Response<HeadObjectOutput>> {
         let uri = req.uri.clone();
         let i = req.input;
+        check_part_number(i.part_number, i.range.is_some())?;
         let (b, k) = (i.bucket, i.key);
         let (_, info) = self.run(move |s| s.open_object(&b, &k)).await?;
         let size = info.meta.size;
@@ -904,6 +942,7 @@ impl S3 for S3Gateway {
         let checksum = checksum_wanted(i.checksum_mode.as_ref(), range.is_none(), &info);
         let mut out = HeadObjectOutput {
             content_length: Some(range.map_or(size, |(a, b)| b - a) as i64),
+            storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
             content_range: range.map(|(a, b)| format!("bytes {a}-{}/{size}", b.saturating_sub(1))),
             parts_count: part
                 .filter(|_| !info.meta.parts.is_empty())
@@ -1276,9 +1315,17 @@ impl S3 for S3Gateway {
         req: S3Request<UploadPartCopyInput>,
     ) -> S3Result<S3Response<UploadPartCopyOutput>> {
         let i = req.input;
+        let b = i.bucket.clone();
+        self.run(move |s| s.head_bucket(&b)).await?;
+        if !(1..=crate::multipart::MAX_PARTS).contains(&i.part_number) {
+            return Err(S3Error::with_message(
+                S3ErrorCode::InvalidArgument,
+                "Part number must be an integer between 1 and 10000, inclusive.",
+            ));
+        }
         let (sb, sk) = copy_source(&i.copy_source)?;
         let range = match &i.copy_source_range {
-            Some(r) => Some(parse_range(r, "x-amz-copy-source-range")?),
+            Some(r) => Some(parse_copy_range(r)?),
             None => None,
         };
         let (id, b, k, n) = (
@@ -1294,12 +1341,16 @@ impl S3 for S3Gateway {
             "op": "UploadPartCopy", "bucket": i.bucket, "key": i.key, "upload_id": i.upload_id,
             "part": n, "size": rec.size, "method": copied.method.name(), "bytes": copied.bytes,
         }));
+        let mut result = CopyPartResult {
+            e_tag: Some(etag(&rec.md5)),
+            last_modified: Some(Timestamp::from(std::time::SystemTime::now())),
+            ..Default::default()
+        };
+        if let Some(c) = &rec.checksum {
+            put_checksum_value!(result, c);
+        }
         Ok(S3Response::new(UploadPartCopyOutput {
-            copy_part_result: Some(CopyPartResult {
-                e_tag: Some(etag(&rec.md5)),
-                last_modified: Some(Timestamp::from(std::time::SystemTime::now())),
-                ..Default::default()
-            }),
+            copy_part_result: Some(result),
             ..Default::default()
         }))
     }
@@ -1309,11 +1360,11 @@ impl S3 for S3Gateway {
         req: S3Request<ListPartsInput>,
     ) -> S3Result<S3Response<ListPartsOutput>> {
         let i = req.input;
+        check_max("max-parts", i.max_parts)?;
         let (id, b, k) = (i.upload_id.clone(), i.bucket.clone(), i.key.clone());
         let (parts, upload) = self
             .run(move |s| Ok((s.list_parts(&id, &b, &k)?, s.upload_record(&id, &b, &k)?)))
             .await?;
-        check_max("max-parts", i.max_parts)?;
         let marker = i.part_number_marker.unwrap_or(0);
         let max = i.max_parts.unwrap_or(1000).clamp(0, 1000) as usize;
         let rest: Vec<_> = parts.into_iter().filter(|p| p.number > marker).collect();
@@ -1379,7 +1430,10 @@ impl S3 for S3Gateway {
         // one of that key's uploads.
         let id_marker = match (&i.upload_id_marker, key_marker.is_empty()) {
             (Some(m), false) if !m.is_empty() => {
-                if !ups.iter().any(|u| u.key == key_marker && u.id == *m) {
+                if !ups
+                    .iter()
+                    .any(|u| u.key.starts_with(&key_marker) && u.id == *m)
+                {
                     return Err(S3Error::with_message(
                         S3ErrorCode::InvalidArgument,
                         "Invalid uploadId marker",

@@ -231,6 +231,9 @@ impl Store {
     ) -> Result<String> {
         names::check_key(key)?;
         self.bucket_dir(bucket)?;
+        if names::is_dir_key(key) {
+            return Err(Error::DirectoryObjectContainsData);
+        }
         let id = fsutil::rand_hex(16);
         let p = self.upload_path(&id);
         let dir = fsutil::mkdir_open(self.uploads.as_fd(), &id, &p)?;
@@ -422,10 +425,10 @@ impl Store {
             None => (0, size),
             Some((a, b)) if a <= b && b < size => (a, b + 1),
             Some((a, b)) => {
-                return Err(Error::InvalidRange {
-                    range: format!("bytes={a}-{b}"),
-                    size,
-                })
+                log::debug!("copy range bytes={a}-{b} of {size} bytes");
+                return Err(Error::InvalidArgument(format!(
+                    "Range specified is not valid for source object of size: {size}"
+                )));
             }
         };
         let algo = self.upload_record(id, bucket, key)?.checksum.map(|c| c.0);
@@ -669,7 +672,8 @@ impl Store {
             }
             if want as u64 != size {
                 return Err(Error::InvalidRequest(format!(
-                    "The provided 'x-amz-mp-object-size' header value {want} does not match what was computed: {size}"
+                    // S3's (and the suite's) order: computed, then given.
+                    "The provided 'x-amz-mp-object-size' header value {size} does not match what was computed: {want}"
                 )));
             }
         }

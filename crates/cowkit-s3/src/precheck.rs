@@ -250,6 +250,7 @@ impl Prechecks {
     pub fn check(&self, method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<(), Refusal> {
         let query: Vec<(String, String)> = uri.query().map(url_decode_pairs).unwrap_or_default();
         let get = |k: &str| param(&query, k);
+        check_route(method, uri, &query, headers)?;
         if let Some(auth) = headers.get(http::header::AUTHORIZATION) {
             self.check_header_auth(auth.to_str().unwrap_or(""), headers)?;
         } else if get("X-Amz-Algorithm").is_some()
@@ -489,6 +490,86 @@ pub fn signs_header(uri: &Uri, headers: &HeaderMap, name: &str) -> bool {
     list.is_some_and(|l| l.split(';').any(|h| h.trim() == name))
 }
 
+fn method_not_allowed(method: &Method, resource: &str) -> Refusal {
+    Refusal::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "MethodNotAllowed",
+        "The specified method is not allowed against this resource.",
+    )
+    .with("Method", method.as_str())
+    .with("ResourceType", resource)
+}
+
+/// Requests S3's router turns away before authentication: a method a
+/// resource does not have, sub-resources that need or forbid a key.
+fn check_route(
+    method: &Method,
+    uri: &Uri,
+    query: &[(String, String)],
+    headers: &HeaderMap,
+) -> Result<(), Refusal> {
+    let path = uri.path().trim_start_matches('/');
+    let (bucket, key) = match path.split_once('/') {
+        Some((b, k)) => (b, k),
+        None => (path, ""),
+    };
+    let has = |k: &str| query.iter().any(|(n, _)| n == k);
+    if *method == Method::POST && bucket.is_empty() {
+        return Err(method_not_allowed(method, "SERVICE"));
+    }
+    if *method == Method::POST
+        && !key.is_empty()
+        && !has("uploads")
+        && !has("uploadId")
+        && !has("restore")
+        && !has("select")
+    {
+        return Err(method_not_allowed(method, "SERVICE"));
+    }
+    if headers.contains_key("x-amz-copy-source")
+        && (*method != Method::PUT || key.is_empty())
+        && !bucket.is_empty()
+    {
+        let value = headers
+            .get("x-amz-copy-source")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        return Err(bad_request(
+            "InvalidArgument",
+            "You can only specify a copy source header for copy requests.",
+        )
+        .with("ArgumentName", "x-amz-copy-source")
+        .with("ArgumentValue", value));
+    }
+    if key.is_empty() {
+        return Ok(());
+    }
+    if *method == Method::PUT && has("uploadId") && !has("partNumber") {
+        return Err(method_not_allowed(method, "UPLOAD"));
+    }
+    if *method == Method::PUT && has("partNumber") && !has("uploadId") {
+        return Err(bad_request(
+            "InvalidArgument",
+            "This operation does not accept partNumber without uploadId",
+        )
+        .with("ArgumentName", "partNumber")
+        .with("ArgumentValue", param(query, "partNumber").unwrap_or("")));
+    }
+    if *method == Method::GET && has("uploads") {
+        return Err(bad_request(
+            "InvalidRequest",
+            "Key is not expected for the GET method ?uploads subresource",
+        ));
+    }
+    if *method == Method::GET && has("versions") {
+        return Err(bad_request(
+            "InvalidRequest",
+            "There is no such thing as the ?versions sub-resource for a key",
+        ));
+    }
+    Ok(())
+}
+
 /// Header checks that do not depend on authentication.
 fn check_headers(method: &Method, headers: &HeaderMap) -> Result<(), Refusal> {
     for (k, _) in headers {
@@ -497,6 +578,15 @@ fn check_headers(method: &Method, headers: &HeaderMap) -> Result<(), Refusal> {
             || k.starts_with("x-amz-copy-source-server-side-encryption")
         {
             return Err(not_implemented());
+        }
+    }
+    if let Some(v) = headers.get("x-amz-website-redirect-location") {
+        let v = v.to_str().unwrap_or("");
+        if !(v.starts_with('/') || v.starts_with("http://") || v.starts_with("https://")) {
+            return Err(bad_request(
+                "InvalidRedirectLocation",
+                "The website redirect location must have a prefix of 'http://' or 'https://' or '/'.",
+            ));
         }
     }
     if let Some(v) = headers.get("content-md5") {

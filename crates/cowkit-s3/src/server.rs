@@ -262,7 +262,16 @@ impl Server {
                             Some(r) => Ok(refusal_response(&r)),
                             None => hyper::service::Service::call(&svc, req).await,
                         };
-                        let res = res.map(one_declaration).map(standard_error);
+                        let res = res.map(one_declaration).map(standard_error).map(|mut r| {
+                            // s3s answers HEAD with 200 whatever the output says.
+                            if method == http::Method::HEAD
+                                && r.status() == http::StatusCode::OK
+                                && r.headers().contains_key(http::header::CONTENT_RANGE)
+                            {
+                                *r.status_mut() = http::StatusCode::PARTIAL_CONTENT;
+                            }
+                            r
+                        });
                         if let Ok(r) = &res {
                             log::info!(target: ACCESS_LOG, "{}", serde_json::json!({
                                 "remote": peer.to_string(),

@@ -106,12 +106,13 @@ impl ObjectMeta {
 }
 
 /// The request headers S3 keeps with an object and returns on GET and HEAD.
-pub const STORED_HEADERS: [&str; 5] = [
+pub const STORED_HEADERS: [&str; 6] = [
     "cache-control",
     "content-disposition",
     "content-encoding",
     "content-language",
     "expires",
+    "x-amz-website-redirect-location",
 ];
 
 /// An object as read: its record and file status.
@@ -380,7 +381,8 @@ impl Store {
 
     fn rel(bucket: &str, key: &str) -> Result<RelPath> {
         names::check_key(key)?;
-        RelPath::new(&format!("{bucket}/{key}")).map_err(|e| Error::InvalidKey {
+        let path = key.strip_suffix('/').unwrap_or(key);
+        RelPath::new(&format!("{bucket}/{path}")).map_err(|e| Error::InvalidKey {
             key: key.to_string(),
             why: e.why,
         })
@@ -399,6 +401,12 @@ impl Store {
         let rel = Self::rel(bucket, key)?;
         let _bucket = self.bucket_dir(bucket)?;
         let st = rustix::fs::fstat(file.file()).map_err(|e| io("stat", file.path(), e))?;
+        if names::is_dir_key(key) {
+            if st.st_size != 0 {
+                return Err(Error::DirectoryObjectContainsData);
+            }
+            return self.commit_dir_object(bucket, key, &rel, meta);
+        }
         meta.key = key.to_string();
         meta.ino = st.st_ino;
         meta.size = st.st_size as u64;
@@ -443,6 +451,38 @@ impl Store {
         Ok(meta)
     }
 
+    /// A directory object: the directory (made with its parents), and a
+    /// record naming its inode.
+    fn commit_dir_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        rel: &RelPath,
+        mut meta: ObjectMeta,
+    ) -> Result<ObjectMeta> {
+        let fd = self
+            .root
+            .create_dirs(rel, 0o755)
+            .map_err(|e| match errno_of(&e) {
+                Some(Errno::NOTDIR | Errno::EXIST) => Error::KeyConflict {
+                    key: key.to_string(),
+                    path: self.root.display(rel),
+                },
+                _ => e.into(),
+            })?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| io("stat", self.root.display(rel), e))?;
+        meta.key = key.to_string();
+        meta.ino = st.st_ino;
+        meta.size = 0;
+        self.write_record(bucket, &meta)?;
+        Ok(meta)
+    }
+
+    /// Whether `dir` (a key without its trailing `/`) is a directory object.
+    fn is_dir_object(&self, bucket: &str, dir: &str) -> bool {
+        matches!(self.read_record(bucket, &format!("{dir}/")), Ok(Some(_)))
+    }
+
     /// Open the object for reading, with its record.
     pub fn open_object(&self, bucket: &str, key: &str) -> Result<(File, ObjectInfo)> {
         let rel = Self::rel(bucket, key)?;
@@ -451,6 +491,26 @@ impl Store {
             bucket: bucket.to_string(),
             key: key.to_string(),
         };
+        if names::is_dir_key(key) {
+            let fd = match self.root.open_dir(&rel) {
+                Ok(fd) => fd,
+                Err(e) => {
+                    return Err(match errno_of(&e) {
+                        Some(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => missing(),
+                        _ => e.into(),
+                    })
+                }
+            };
+            let st = rustix::fs::fstat(&fd).map_err(|e| io("stat", self.root.display(&rel), e))?;
+            let meta = self.read_record(bucket, key)?.ok_or_else(missing)?;
+            return Ok((
+                File::from(fd),
+                ObjectInfo {
+                    meta,
+                    mtime: mtime(&st),
+                },
+            ));
+        }
         let mut tries = 0;
         loop {
             let fd = match self.root.open_read(&rel) {
@@ -517,18 +577,28 @@ impl Store {
             Err(e) if matches!(errno_of(&e), Some(Errno::NOENT | Errno::NOTDIR)) => return Ok(()),
             Err(e) => return Err(e.into()),
         };
-        match rustix::fs::unlinkat(&pfd, name, AtFlags::empty()) {
-            Ok(()) | Err(Errno::NOENT) | Err(Errno::ISDIR) => {}
-            Err(e) => return Err(io("remove", self.root.display(&rel), e)),
+        if names::is_dir_key(key) {
+            // The directory goes only when nothing else is in it.
+            let _ = rustix::fs::unlinkat(&pfd, name, AtFlags::REMOVEDIR);
+        } else {
+            match rustix::fs::unlinkat(&pfd, name, AtFlags::empty()) {
+                Ok(()) | Err(Errno::NOENT) | Err(Errno::ISDIR) => {}
+                Err(e) => return Err(io("remove", self.root.display(&rel), e)),
+            }
         }
         self.remove_record(bucket, key);
         if self.opts.fsync {
             fsutil::sync_dir(&pfd, &self.root.display(&parent))?;
         }
-        // Remove now-empty directories, deepest first, never the bucket.
+        // Remove now-empty directories, deepest first, never the bucket nor
+        // a directory object.
         let mut p = parent;
         while let Some((up, name)) = p.split() {
             if up.is_root() {
+                break;
+            }
+            let dir_key = p.as_str().split_once('/').map(|x| x.1).unwrap_or("");
+            if self.is_dir_object(bucket, dir_key) {
                 break;
             }
             let Ok(ufd) = self.root.open_dir(&up) else {
@@ -561,6 +631,10 @@ impl Store {
             }
         };
         if let Some(fd) = start {
+            let dir_key = format!("{base}/");
+            if !base.is_empty() && dir_key.starts_with(prefix) && self.is_dir_object(bucket, base) {
+                out.push(dir_key);
+            }
             let mut stack = vec![(fd, base.to_string())];
             while let Some((fd, dir)) = stack.pop() {
                 let shown = self.dir.join(bucket).join(&dir);
@@ -580,6 +654,10 @@ impl Store {
                         }
                     }
                     if ft == FileType::Directory {
+                        let dir_key = format!("{key}/");
+                        if dir_key.starts_with(prefix) && self.is_dir_object(bucket, &key) {
+                            out.push(dir_key);
+                        }
                         if let Some(sub) =
                             fsutil::open_dir_opt(fd.as_fd(), &name, &shown.join(&name))?
                         {

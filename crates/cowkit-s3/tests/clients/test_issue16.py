@@ -201,3 +201,30 @@ def test_issue16_raw(make_server):
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(req)
     assert e.value.code == 400 and b"InvalidDigest" in e.value.read()
+
+
+def test_issue16_directory_objects(s3srv):
+    s3 = s3srv.client()
+    s3.create_bucket(Bucket="dirs")
+    # A key ending in `/` is a directory: empty, listed, deleted like an object.
+    s3.put_object(Bucket="dirs", Key="a/b/", Body=b"")
+    assert s3.head_object(Bucket="dirs", Key="a/b/")["ContentLength"] == 0
+    assert s3.get_object(Bucket="dirs", Key="a/b/")["Body"].read() == b""
+    s3.put_object(Bucket="dirs", Key="a/b/c", Body=b"x")
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket="dirs")["Contents"]]
+    assert keys == ["a/b/", "a/b/c"]
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket="dirs", Prefix="a/b/")["Contents"]] == ["a/b/", "a/b/c"]
+    # Without a record, a directory is not an object.
+    for k in ["a/", "a", "a/b"]:
+        with pytest.raises(ClientError) as e:
+            s3.head_object(Bucket="dirs", Key=k)
+        assert status(e) == 404, k
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket="dirs", Key="d/", Body=b"data")
+    assert code(e) == "DirectoryObjectContainsData"
+    # Deleting the file keeps the directory object; deleting both empties the bucket.
+    s3.delete_object(Bucket="dirs", Key="a/b/c")
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket="dirs")["Contents"]] == ["a/b/"]
+    s3.delete_object(Bucket="dirs", Key="a/b/")
+    assert "Contents" not in s3.list_objects_v2(Bucket="dirs")
+    s3.delete_bucket(Bucket="dirs")
