@@ -480,6 +480,12 @@ const UNSUPPORTED_ALGORITHM: &str = "Checksum algorithm provided is unsupported.
 
 /// The checksum headers of a request, checked as S3 checks them.
 fn want_checksum(h: &http::HeaderMap) -> S3Result<WantChecksum> {
+    want_checksum_of(h, false)
+}
+
+/// [`want_checksum`]; `composite` accepts `BASE64-N` values (the object
+/// checksum a CompleteMultipartUpload may give).
+fn want_checksum_of(h: &http::HeaderMap, composite: bool) -> S3Result<WantChecksum> {
     let hv = |k: &str| h.get(k).map(|v| v.to_str().unwrap_or("").to_string());
     let mut values = Vec::new();
     for a in crate::checksum::ALL {
@@ -494,7 +500,11 @@ fn want_checksum(h: &http::HeaderMap) -> S3Result<WantChecksum> {
     }
     let mut w = WantChecksum::default();
     if let Some((a, v)) = values.pop() {
-        if crate::checksum::decode(a, &v).is_none() {
+        let bare = match v.rsplit_once('-') {
+            Some((b, n)) if composite && n.parse::<u32>().is_ok() => b,
+            _ => v.as_str(),
+        };
+        if crate::checksum::decode(a, bare).is_none() {
             return Err(invalid_request(format!(
                 "Value for {} header is invalid.",
                 a.header()
@@ -1552,7 +1562,7 @@ impl S3 for S3Gateway {
         &self,
         req: S3Request<CompleteMultipartUploadInput>,
     ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
-        let want = want_checksum(&req.headers)?;
+        let want = want_checksum_of(&req.headers, true)?;
         let host = req
             .headers
             .get(http::header::HOST)

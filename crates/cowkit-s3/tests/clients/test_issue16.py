@@ -164,6 +164,18 @@ def test_issue16_refusals(s3srv):
         assert code(e) == "NotImplemented" and status(e) == 501
     with pytest.raises(ClientError):
         s3.head_object(Bucket="ref", Key="enc")
+    # Features the gateway lacks are refused, not ignored.
+    for kw in [{"ACL": "public-read"}, {"Tagging": "a=b"}]:
+        with pytest.raises(ClientError) as e:
+            s3.put_object(Bucket="ref", Key="feat", Body=b"x", **kw)
+        assert code(e) == "NotImplemented", kw
+    with pytest.raises(ClientError) as e:
+        s3.create_bucket(Bucket="locked", ObjectLockEnabledForBucket=True)
+    assert code(e) == "NotImplemented"
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket="ref", Key="feat", Body=b"x", ObjectLockLegalHoldStatus="ON")
+    assert code(e) == "InvalidRequest" and message(e) == "Bucket is missing ObjectLockConfiguration"
+    s3.put_object(Bucket="ref", Key="feat", Body=b"x", ACL="private")
     with pytest.raises(ClientError) as e:
         s3.put_object(Bucket="ref", Key="meta", Body=b"x", Metadata={"big": "v" * 2100})
     assert code(e) == "MetadataTooLarge"
