@@ -327,27 +327,36 @@ impl S3Gateway {
         file: NewFile,
         content_md5: Option<&str>,
         sum: Option<Algorithm>,
+        default_crc: bool,
     ) -> S3Result<Received> {
         let (tx, mut rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(4);
         let writer = tokio::task::spawn_blocking(move || {
             let mut file = file;
             let mut h = md5::Md5::new();
             let mut c = sum.map(Hasher::new);
+            // S3's default CRC64NVME, when another checksum is computed.
+            let mut d = (default_crc && sum != Some(Algorithm::Crc64Nvme))
+                .then(|| Hasher::new(Algorithm::Crc64Nvme));
             let mut n = 0u64;
             while let Some(chunk) = rx.blocking_recv() {
                 h.update(&chunk);
                 if let Some(c) = &mut c {
                     c.update(&chunk);
                 }
+                if let Some(d) = &mut d {
+                    d.update(&chunk);
+                }
                 n += chunk.len() as u64;
                 file.write_all(&chunk)?;
             }
             let c = c.map(|c| (c.algorithm(), crate::checksum::b64(&c.finish())));
+            let d = d.map(|d| crate::checksum::b64(&d.finish()));
             Ok::<_, Error>(Received {
                 file,
                 md5: hex::encode(h.finalize()),
                 size: n,
                 checksum: c,
+                default_crc: d,
             })
         });
         let mut failed = None;
@@ -396,6 +405,55 @@ impl S3Gateway {
             .ok()
             .flatten()
             .and_then(|r| r.checksum)
+    }
+
+    /// S3's conditional writes: `If-None-Match: *` (no object there yet)
+    /// or `If-Match: ETAG` (the object there has it); both at once, or
+    /// `If-None-Match` with an ETag, are not implemented (by S3 either).
+    /// Checked before the body is received; a writer racing in between wins.
+    async fn check_write_conditions(
+        &self,
+        bucket: &str,
+        key: &str,
+        if_match: Option<&ETagCondition>,
+        if_none_match: Option<&ETagCondition>,
+    ) -> S3Result<()> {
+        let not_implemented = || {
+            S3Error::with_message(
+                S3ErrorCode::NotImplemented,
+                "A header you provided implies functionality that is not implemented.",
+            )
+        };
+        let precondition = || {
+            S3Error::with_message(
+                S3ErrorCode::PreconditionFailed,
+                "At least one of the pre-conditions you specified did not hold.",
+            )
+        };
+        match (if_match, if_none_match) {
+            (None, None) => Ok(()),
+            (Some(_), Some(_)) | (None, Some(ETagCondition::ETag(_))) => Err(not_implemented()),
+            (m, n) => {
+                let (b, k) = (bucket.to_string(), key.to_string());
+                let cur = self.run(move |s| s.stat_object(&b, &k)).await?;
+                match (m, n, cur) {
+                    (None, _, Some(_)) => Err(precondition()),
+                    (None, _, None) => Ok(()),
+                    (Some(_), _, None) => Err(to_s3_error(Error::NoSuchKey {
+                        bucket: bucket.to_string(),
+                        key: key.to_string(),
+                    })),
+                    (Some(ETagCondition::Any), _, Some(_)) => Ok(()),
+                    (Some(ETagCondition::ETag(e)), _, Some(info)) => {
+                        if bare_etag(e.value()) == info.meta.etag {
+                            Ok(())
+                        } else {
+                            Err(precondition())
+                        }
+                    }
+                }
+            }
+        }
     }
 
     async fn lock_upload(&self, id: &str) -> tokio::sync::OwnedMutexGuard<()> {
@@ -448,6 +506,8 @@ struct Received {
     md5: String,
     size: u64,
     checksum: Option<(Algorithm, String)>,
+    /// CRC64NVME when asked for besides `checksum`.
+    default_crc: Option<String>,
 }
 
 /// What a request says about its additional checksum.
@@ -822,11 +882,13 @@ impl S3 for S3Gateway {
             .await?;
         }
         let want = want_checksum(&req.headers)?;
+        self.check_write_conditions(&bucket, &key, i.if_match.as_ref(), i.if_none_match.as_ref())
+            .await?;
         // Every object gets a checksum: S3's default is CRC64NVME.
         let algo = want.algorithm().unwrap_or(Algorithm::Crc64Nvme);
         let file = self.run(|s| s.new_file()).await?;
         let got = self
-            .receive(i.body, file, i.content_md5.as_deref(), Some(algo))
+            .receive(i.body, file, i.content_md5.as_deref(), Some(algo), false)
             .await?;
         let (file, md5, size) = (got.file, got.md5, got.size);
         if let Some(len) = i.content_length {
@@ -1069,6 +1131,9 @@ impl S3 for S3Gateway {
                         meta.content_type = ct;
                         meta.metadata = md;
                         meta.headers = headers;
+                    } else {
+                        // S3 does not copy a website redirect.
+                        meta.headers.remove("x-amz-website-redirect-location");
                     }
                     if let Some(a) = algo {
                         meta.checksum = Some(crate::store::file_checksum(src, &src_path, a)?);
@@ -1284,9 +1349,20 @@ impl S3 for S3Gateway {
                 )));
             }
         }
-        let algo = want.algorithm().or(upload_algo);
+        // Without an algorithm, parts get CRC64NVME: the complete combines
+        // them into the object's default checksum, as S3 gives one.
+        let algo = want
+            .algorithm()
+            .or(upload_algo)
+            .or(Some(Algorithm::Crc64Nvme));
         let got = self
-            .receive(i.body, file, i.content_md5.as_deref(), algo)
+            .receive(
+                i.body,
+                file,
+                i.content_md5.as_deref(),
+                algo,
+                upload_algo.is_none(),
+            )
             .await?;
         let (file, md5, size) = (got.file, got.md5, got.size);
         if let Some(len) = i.content_length {
@@ -1305,17 +1381,22 @@ impl S3 for S3Gateway {
             kind: Type::FullObject,
         });
         let (id, b, k) = (i.upload_id, i.bucket, i.key);
+        let default_crc = got.default_crc;
         let rec = self
-            .run(move |s| s.commit_part_with(&id, &b, &k, n, file, md5, checksum))
+            .run(move |s| s.commit_part_full(&id, &b, &k, n, file, md5, checksum, default_crc))
             .await?;
         let mut out = UploadPartOutput {
             e_tag: Some(etag(&rec.md5)),
             ..Default::default()
         };
-        if let Some(c) = &rec.checksum {
+        let shown = rec
+            .checksum
+            .as_ref()
+            .filter(|_| upload_algo.is_some() || want.algorithm().is_some());
+        if let Some(c) = shown {
             put_checksum_value!(out, c);
         }
-        let mut res = with_checksum_header(out, rec.checksum.as_ref());
+        let mut res = with_checksum_header(out, shown);
         res.headers.remove("x-amz-checksum-type");
         Ok(res)
     }
@@ -1344,8 +1425,12 @@ impl S3 for S3Gateway {
             i.key.clone(),
             i.part_number,
         );
-        let (rec, copied) = self
-            .run(move |s| s.copy_part(&id, &b, &k, n, &sb, &sk, range))
+        let (rec, copied, rec_shown) = self
+            .run(move |s| {
+                let shown = s.upload_record(&id, &b, &k)?.checksum.is_some();
+                let (rec, copied) = s.copy_part(&id, &b, &k, n, &sb, &sk, range)?;
+                Ok((rec, copied, shown))
+            })
             .await?;
         access(serde_json::json!({
             "op": "UploadPartCopy", "bucket": i.bucket, "key": i.key, "upload_id": i.upload_id,
@@ -1356,7 +1441,7 @@ impl S3 for S3Gateway {
             last_modified: Some(Timestamp::from(std::time::SystemTime::now())),
             ..Default::default()
         };
-        if let Some(c) = &rec.checksum {
+        if let Some(c) = rec.checksum.as_ref().filter(|_| rec_shown) {
             put_checksum_value!(result, c);
         }
         Ok(S3Response::new(UploadPartCopyOutput {
@@ -1409,7 +1494,7 @@ impl S3 for S3Gateway {
                             )),
                             ..Default::default()
                         };
-                        if let Some(c) = &p.checksum {
+                        if let Some(c) = p.checksum.as_ref().filter(|_| upload.checksum.is_some()) {
                             put_checksum_value!(part, c);
                         }
                         part
@@ -1552,6 +1637,25 @@ impl S3 for S3Gateway {
     ) -> S3Result<S3Response<AbortMultipartUploadOutput>> {
         let i = req.input;
         let guard = self.lock_upload(&i.upload_id).await;
+        if let Some(t) = &i.if_match_initiated_time {
+            let (id, b, k) = (i.upload_id.clone(), i.bucket.clone(), i.key.clone());
+            let rec = self.run(move |s| s.upload_record(&id, &b, &k)).await?;
+            let mut buf = Vec::new();
+            let want: u64 = match t.format(TimestampFormat::EpochSeconds, &mut buf) {
+                Ok(()) => String::from_utf8_lossy(&buf)
+                    .split('.')
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0),
+                Err(_) => 0,
+            };
+            if want != rec.initiated {
+                return Err(S3Error::with_message(
+                    S3ErrorCode::PreconditionFailed,
+                    "At least one of the pre-conditions you specified did not hold.",
+                ));
+            }
+        }
         let (id, b, k) = (i.upload_id, i.bucket, i.key);
         self.run(move |s| s.abort_upload(&id, &b, &k)).await?;
         drop(guard);

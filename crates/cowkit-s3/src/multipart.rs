@@ -78,6 +78,10 @@ pub struct PartRecord {
     /// The part's additional checksum (of its bytes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checksum: Option<Checksum>,
+    /// Its CRC64NVME when `checksum` is another algorithm and the upload
+    /// has none (the object's default checksum is made from these).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crc64nvme: Option<String>,
 }
 
 /// The answer of a complete, kept for retries.
@@ -363,6 +367,22 @@ impl Store {
         md5: String,
         checksum: Option<Checksum>,
     ) -> Result<PartRecord> {
+        self.commit_part_full(id, bucket, key, number, file, md5, checksum, None)
+    }
+
+    /// [`Store::commit_part_with`] with the part's default CRC64NVME.
+    #[allow(clippy::too_many_arguments)]
+    pub fn commit_part_full(
+        &self,
+        id: &str,
+        bucket: &str,
+        key: &str,
+        number: i32,
+        file: NewFile,
+        md5: String,
+        checksum: Option<Checksum>,
+        crc64nvme: Option<String>,
+    ) -> Result<PartRecord> {
         let (dir, _, p) = self.open_upload(id, bucket, key)?;
         let st = rustix::fs::fstat(file.file()).map_err(|e| io("stat", file.path(), e))?;
         if self.opts.fsync {
@@ -376,6 +396,7 @@ impl Store {
             ino: st.st_ino,
             modified: now_secs(),
             checksum,
+            crc64nvme,
         };
         let name = part_name(number);
         let rec_name = format!("{name}.json");
@@ -431,8 +452,11 @@ impl Store {
                 )));
             }
         };
-        let algo = self.upload_record(id, bucket, key)?.checksum.map(|c| c.0);
-        let mut sum = algo.map(Hasher::new);
+        let algo = self
+            .upload_record(id, bucket, key)?
+            .checksum
+            .map_or(Algorithm::Crc64Nvme, |c| c.0);
+        let mut sum = Some(Hasher::new(algo));
         let dst = self.new_part_file(id, bucket, key, number)?;
         let src_path = self.dir().join(src_bucket).join(src_key);
         let mut copier = Copier::new(Chain::AUTO);
@@ -684,7 +708,9 @@ impl Store {
                     algo.name().to_ascii_lowercase()
                 ))
             })?),
-            None => None,
+            // No algorithm asked for: CRC64NVME of the whole object, as S3
+            // gives every object, when every part has one.
+            None => object_checksum(Algorithm::Crc64Nvme, Type::FullObject, &parts),
         };
         if let (Some(c), Some((a, v))) = (&checksum, &checks.object) {
             if *a == c.algorithm && *v != c.value {
@@ -823,8 +849,12 @@ impl Store {
 fn object_checksum(algo: Algorithm, kind: Type, parts: &[PartRecord]) -> Option<Checksum> {
     let mut digests = Vec::with_capacity(parts.len());
     for p in parts {
-        let c = p.checksum.as_ref().filter(|c| c.algorithm == algo)?;
-        digests.push((crate::checksum::decode(algo, &c.value)?, p.size));
+        let value = match p.checksum.as_ref().filter(|c| c.algorithm == algo) {
+            Some(c) => &c.value,
+            None if algo == Algorithm::Crc64Nvme => p.crc64nvme.as_ref()?,
+            None => return None,
+        };
+        digests.push((crate::checksum::decode(algo, value)?, p.size));
     }
     let value = match kind {
         Type::FullObject => crate::checksum::full_object(algo, &digests)?,

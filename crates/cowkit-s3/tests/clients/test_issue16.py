@@ -240,3 +240,25 @@ def test_issue16_directory_objects(s3srv):
     s3.delete_object(Bucket="dirs", Key="a/b/")
     assert "Contents" not in s3.list_objects_v2(Bucket="dirs")
     s3.delete_bucket(Bucket="dirs")
+
+
+def test_issue16_conditional_put_and_default_checksum(s3srv):
+    s3 = s3srv.client()
+    s3.create_bucket(Bucket="cond")
+    e1 = s3.put_object(Bucket="cond", Key="k", Body=b"one", IfNoneMatch="*")["ETag"]
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket="cond", Key="k", Body=b"two", IfNoneMatch="*")
+    assert code(e) == "PreconditionFailed" and status(e) == 412
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket="cond", Key="k", Body=b"two", IfMatch='"0123456789abcdef0123456789abcdef"')
+    assert code(e) == "PreconditionFailed"
+    s3.put_object(Bucket="cond", Key="k", Body=b"two", IfMatch=e1)
+    assert s3.get_object(Bucket="cond", Key="k")["Body"].read() == b"two"
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket="cond", Key="missing", Body=b"x", IfMatch=e1)
+    assert code(e) == "NoSuchKey"
+    # A multipart upload without an algorithm still gets S3's default CRC64NVME.
+    uid, done = upload(s3, "cond", "mp", [b"a" * 8192, b"b" * 10])
+    assert "ChecksumCRC64NVME" not in s3.list_parts(Bucket="cond", Key="mp", UploadId=uid)["Parts"][0]
+    r = s3.complete_multipart_upload(Bucket="cond", Key="mp", UploadId=uid, MultipartUpload={"Parts": done})
+    assert r["ChecksumType"] == "FULL_OBJECT" and r["ChecksumCRC64NVME"]
