@@ -1521,37 +1521,43 @@ impl S3 for S3Gateway {
             .await?;
         let prefix = i.prefix.clone().unwrap_or_default();
         let key_marker = i.key_marker.clone().unwrap_or_default();
-        // An upload id marker counts only with a key marker, and must name
-        // one of that key's uploads.
+        // An upload id marker counts only with a key marker; it must name an
+        // upload, and the listing goes on after it.
         let id_marker = match (&i.upload_id_marker, key_marker.is_empty()) {
-            (Some(m), false) if !m.is_empty() => {
-                if !ups
-                    .iter()
-                    .any(|u| u.key.starts_with(&key_marker) && u.id == *m)
-                {
-                    return Err(S3Error::with_message(
-                        S3ErrorCode::InvalidArgument,
-                        "Invalid uploadId marker",
-                    ));
-                }
-                m.clone()
-            }
-            _ => String::new(),
+            (Some(m), false) if !m.is_empty() => Some(m.clone()),
+            _ => None,
         };
         let delimiter = i.delimiter.clone().filter(|d| !d.is_empty());
         let max = i.max_uploads.unwrap_or(1000).clamp(0, 1000) as usize;
         let enc = list::Encoder::new(i.encoding_type.as_ref().map(|e| e.as_str()));
+        let ups: Vec<_> = ups.into_iter().filter(|u| !u.completed).collect();
+        // When the key marker is a key with uploads, the id must be one of
+        // them.
+        let marker_is_key = ups.iter().any(|u| u.key == key_marker);
+        let skip = match &id_marker {
+            Some(m) => match ups
+                .iter()
+                .position(|u| u.id == *m && (!marker_is_key || u.key == key_marker))
+            {
+                Some(at) => at + 1,
+                None => {
+                    return Err(S3Error::with_message(
+                        S3ErrorCode::InvalidArgument,
+                        "Invalid uploadId marker",
+                    ))
+                }
+            },
+            None => 0,
+        };
         let rest = ups
             .into_iter()
-            .filter(|u| !u.completed && u.key.starts_with(&prefix))
-            .filter(|u| {
-                key_marker.is_empty()
-                    || u.key > key_marker
-                    || (u.key == key_marker && !id_marker.is_empty() && u.id > id_marker)
-            })
+            .skip(skip)
+            .filter(|u| u.key.starts_with(&prefix))
+            .filter(|u| id_marker.is_some() || key_marker.is_empty() || u.key > key_marker)
             .filter(|u| {
                 // After a common prefix as key marker, skip its keys.
-                !(delimiter.is_some()
+                !(id_marker.is_none()
+                    && delimiter.is_some()
                     && key_marker.ends_with(delimiter.as_deref().unwrap_or_default())
                     && u.key.starts_with(&key_marker))
             });
@@ -1649,7 +1655,12 @@ impl S3 for S3Gateway {
                     .unwrap_or(0),
                 Err(_) => 0,
             };
-            if want != rec.initiated {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            // A date in the future is ignored, as S3 does.
+            if want <= now && want != rec.initiated {
                 return Err(S3Error::with_message(
                     S3ErrorCode::PreconditionFailed,
                     "At least one of the pre-conditions you specified did not hold.",

@@ -54,6 +54,9 @@ pub struct UploadRecord {
     pub metadata: BTreeMap<String, String>,
     /// Start, seconds since the epoch.
     pub initiated: u64,
+    /// Nanoseconds of the start (orders uploads started in one second).
+    #[serde(default)]
+    pub initiated_nanos: u32,
     /// The checksum algorithm and type asked for at the start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checksum: Option<(Algorithm, Type)>,
@@ -247,6 +250,10 @@ impl Store {
             content_type,
             metadata,
             initiated: now_secs(),
+            initiated_nanos: SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map(|d| d.subsec_nanos())
+                .unwrap_or(0),
             checksum,
             headers,
         };
@@ -561,7 +568,8 @@ impl Store {
             out.push(UploadInfo {
                 id,
                 key: rec.key,
-                initiated: SystemTime::UNIX_EPOCH + Duration::from_secs(rec.initiated),
+                initiated: SystemTime::UNIX_EPOCH
+                    + Duration::new(rec.initiated, rec.initiated_nanos),
                 completed,
                 checksum: rec.checksum,
             });
@@ -712,7 +720,10 @@ impl Store {
             // gives every object, when every part has one.
             None => object_checksum(Algorithm::Crc64Nvme, Type::FullObject, &parts),
         };
-        if let (Some(c), Some((a, v))) = (&checksum, &checks.object) {
+        // An upload made without a checksum algorithm ignores the
+        // complete's object checksum, as S3 does.
+        let given = checks.object.as_ref().filter(|_| upload.checksum.is_some());
+        if let (Some(c), Some((a, v))) = (&checksum, given) {
             if *a == c.algorithm && *v != c.value {
                 let bare = c.value.split('-').next().unwrap_or("");
                 if v.as_str() != bare {
