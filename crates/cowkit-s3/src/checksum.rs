@@ -158,11 +158,9 @@ pub enum Type {
 impl Type {
     /// From S3's name.
     pub fn parse(s: &str) -> Option<Type> {
-        match s {
-            "FULL_OBJECT" => Some(Type::FullObject),
-            "COMPOSITE" => Some(Type::Composite),
-            _ => None,
-        }
+        [Type::FullObject, Type::Composite]
+            .into_iter()
+            .find(|t| t.name().eq_ignore_ascii_case(s))
     }
 
     /// S3's name.

@@ -1375,6 +1375,14 @@ impl S3 for S3Gateway {
             }
         }
         verify_checksum(&want, &got.checksum, req.trailing_headers.as_ref())?;
+        // A composite upload needs each part's checksum from the client
+        // (refused after the body is read, so the connection stays usable).
+        if let (Some((u, Type::Composite)), None) = (upload.checksum, want.algorithm()) {
+            return Err(invalid_request(format!(
+                "Checksum Type mismatch occurred, expected checksum Type: {}, actual checksum Type: null",
+                u.name()
+            )));
+        }
         let checksum = got.checksum.map(|(algorithm, value)| Checksum {
             algorithm,
             value,
