@@ -759,6 +759,23 @@ impl S3 for S3Gateway {
         &self,
         req: S3Request<CreateBucketInput>,
     ) -> S3Result<S3Response<CreateBucketOutput>> {
+        // A location constraint must name this server's region, and
+        // us-east-1 is never named (as on S3).
+        if let Some(lc) = req
+            .input
+            .create_bucket_configuration
+            .as_ref()
+            .and_then(|c| c.location_constraint.as_ref())
+        {
+            if lc.as_str() != self.region || lc.as_str() == "us-east-1" {
+                let mut e = S3Error::with_message(
+                    S3ErrorCode::InvalidLocationConstraint,
+                    "The specified location-constraint is not valid",
+                );
+                e.set_status_code(hyper::StatusCode::BAD_REQUEST);
+                return Err(e);
+            }
+        }
         let b = req.input.bucket;
         let loc = format!("/{b}");
         self.run(move |s| s.create_bucket(&b)).await?;

@@ -193,6 +193,9 @@ def test_issue16_refusals(s3srv):
         other.list_buckets()
     assert code(e) == "AuthorizationHeaderMalformed" and "eu-west-1" in message(e)
     assert s3.list_buckets()["Owner"]["ID"] == AK
+    with pytest.raises(ClientError) as e:
+        s3.create_bucket(Bucket="elsewhere", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    assert code(e) == "InvalidLocationConstraint" and status(e) == 400
 
 
 def test_issue16_raw(make_server):
