@@ -598,6 +598,10 @@ fn check_unsupported(method: &Method, headers: &HeaderMap) -> Result<(), Refusal
     if h("x-amz-tagging").is_some_and(|v| !v.is_empty()) {
         return Err(not_implemented());
     }
+    // Every object is STANDARD here; another class would be a promise.
+    if h("x-amz-storage-class").is_some_and(|v| !v.is_empty() && v != "STANDARD") {
+        return Err(not_implemented());
+    }
     let hold = h("x-amz-object-lock-legal-hold");
     let mode = h("x-amz-object-lock-mode");
     let until = h("x-amz-object-lock-retain-until-date");
@@ -833,6 +837,13 @@ mod tests {
             }
             pc().check(&Method::PUT, &"/b/k".parse().unwrap(), &h)
         };
+        assert_eq!(
+            put(&[("x-amz-storage-class", "GLACIER")])
+                .unwrap_err()
+                .status,
+            StatusCode::NOT_IMPLEMENTED
+        );
+        assert!(put(&[("x-amz-storage-class", "STANDARD")]).is_ok());
         let e = put(&[("x-amz-object-lock-legal-hold", "maybe")]).unwrap_err();
         assert!(e.message.contains("Legal Hold"));
         let e = put(&[("x-amz-object-lock-legal-hold", "ON")]).unwrap_err();
