@@ -473,6 +473,22 @@ impl S3Gateway {
     }
 }
 
+/// Read and drop (up to 8 MiB of) a body the request is refused before
+/// reading: an unread body makes hyper close the connection, and clients
+/// that reuse it fail their next request.
+async fn drain(body: Option<StreamingBlob>) {
+    let Some(mut body) = body else {
+        return;
+    };
+    let mut n = 0usize;
+    while let Some(Ok(chunk)) = body.next().await {
+        n += chunk.len();
+        if n > 8 << 20 {
+            break;
+        }
+    }
+}
+
 /// Minimal base64 decoding for `Content-MD5`.
 mod base64_lite {
     pub fn decode(s: &str) -> Option<Vec<u8>> {
@@ -888,24 +904,39 @@ impl S3 for S3Gateway {
         &self,
         mut req: S3Request<PutObjectInput>,
     ) -> S3Result<S3Response<PutObjectOutput>> {
-        let i = std::mem::take(&mut req.input);
+        let mut i = std::mem::take(&mut req.input);
+        let body = i.body.take();
         let (bucket, key) = (i.bucket, i.key);
-        {
+        let checked = async {
             let (b, k) = (bucket.clone(), key.clone());
             self.run(move |s| {
                 crate::names::check_key(&k)?;
                 s.head_bucket(&b)
             })
             .await?;
-        }
-        let want = want_checksum(&req.headers)?;
-        self.check_write_conditions(&bucket, &key, i.if_match.as_ref(), i.if_none_match.as_ref())
+            let want = want_checksum(&req.headers)?;
+            self.check_write_conditions(
+                &bucket,
+                &key,
+                i.if_match.as_ref(),
+                i.if_none_match.as_ref(),
+            )
             .await?;
+            Ok(want)
+        }
+        .await;
+        let want = match checked {
+            Ok(w) => w,
+            Err(e) => {
+                drain(body).await;
+                return Err(e);
+            }
+        };
         // Every object gets a checksum: S3's default is CRC64NVME.
         let algo = want.algorithm().unwrap_or(Algorithm::Crc64Nvme);
         let file = self.run(|s| s.new_file()).await?;
         let got = self
-            .receive(i.body, file, i.content_md5.as_deref(), Some(algo), false)
+            .receive(body, file, i.content_md5.as_deref(), Some(algo), false)
             .await?;
         let (file, md5, size) = (got.file, got.md5, got.size);
         if let Some(len) = i.content_length {
@@ -1342,30 +1373,42 @@ impl S3 for S3Gateway {
         &self,
         mut req: S3Request<UploadPartInput>,
     ) -> S3Result<S3Response<UploadPartOutput>> {
-        let i = std::mem::take(&mut req.input);
+        let mut i = std::mem::take(&mut req.input);
+        let body = i.body.take();
         let (id, b, k, n) = (
             i.upload_id.clone(),
             i.bucket.clone(),
             i.key.clone(),
             i.part_number,
         );
-        let want = want_checksum(&req.headers)?;
-        let (file, upload) = self
-            .run(move |s| {
-                let f = s.new_part_file(&id, &b, &k, n)?;
-                Ok((f, s.upload_record(&id, &b, &k)?))
-            })
-            .await?;
-        let upload_algo = upload.checksum.map(|c| c.0);
-        if let (Some(u), Some(r)) = (upload_algo, want.algorithm()) {
-            if u != r {
-                return Err(invalid_request(format!(
-                    "Checksum Type mismatch occurred, expected checksum Type: {}, actual checksum Type: {}",
-                    u.name(),
-                    r.name()
-                )));
+        let checked = async {
+            let want = want_checksum(&req.headers)?;
+            let (file, upload) = self
+                .run(move |s| {
+                    let f = s.new_part_file(&id, &b, &k, n)?;
+                    Ok((f, s.upload_record(&id, &b, &k)?))
+                })
+                .await?;
+            if let (Some((u, _)), Some(r)) = (upload.checksum, want.algorithm()) {
+                if u != r {
+                    return Err(invalid_request(format!(
+                        "Checksum Type mismatch occurred, expected checksum Type: {}, actual checksum Type: {}",
+                        u.name(),
+                        r.name()
+                    )));
+                }
             }
+            Ok((want, file, upload))
         }
+        .await;
+        let (want, file, upload) = match checked {
+            Ok(x) => x,
+            Err(e) => {
+                drain(body).await;
+                return Err(e);
+            }
+        };
+        let upload_algo = upload.checksum.map(|c| c.0);
         // Without an algorithm, parts get CRC64NVME: the complete combines
         // them into the object's default checksum, as S3 gives one.
         let algo = want
@@ -1374,7 +1417,7 @@ impl S3 for S3Gateway {
             .or(Some(Algorithm::Crc64Nvme));
         let got = self
             .receive(
-                i.body,
+                body,
                 file,
                 i.content_md5.as_deref(),
                 algo,
