@@ -259,7 +259,22 @@ impl Server {
                     let t0 = Instant::now();
                     async move {
                         let res = match refused {
-                            Some(r) => Ok(refusal_response(&r)),
+                            Some(r) => {
+                                // Read (up to 8 MiB of) the body first: an
+                                // unread body closes the connection under a
+                                // client still sending it.
+                                let mut body = s3s::Body::from(req.into_body());
+                                let mut n = 0usize;
+                                while let Some(Ok(chunk)) =
+                                    futures_util::StreamExt::next(&mut body).await
+                                {
+                                    n += chunk.len();
+                                    if n > 8 << 20 {
+                                        break;
+                                    }
+                                }
+                                Ok(refusal_response(&r))
+                            }
                             None => hyper::service::Service::call(&svc, req).await,
                         };
                         let res = res.map(one_declaration).map(standard_error).map(|mut r| {
