@@ -113,6 +113,30 @@ pub enum Error {
         /// The object's size.
         size: u64,
     },
+    /// A request S3 refuses with `InvalidRequest`; the message is S3's.
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// The body did not match the checksum the request gave.
+    #[error("The {algorithm} you specified did not match the calculated checksum.")]
+    ChecksumMismatch {
+        /// `CRC32`, ...
+        algorithm: &'static str,
+    },
+    /// A complete named a part with a checksum of another algorithm than
+    /// the upload's.
+    #[error("The {} you specified for part {part} did not match what we received.", algorithm.name().to_ascii_lowercase())]
+    PartChecksum {
+        /// The algorithm given.
+        algorithm: crate::checksum::Algorithm,
+        /// The part.
+        part: i32,
+    },
+    /// A directory object (a key ending in `/`) cannot hold bytes.
+    #[error("Directory object contains data payload.")]
+    DirectoryObjectContainsData,
+    /// The request's XML is not what S3 expects.
+    #[error("The XML you provided was not well-formed or did not validate against our published schema.")]
+    MalformedXml,
     /// The body did not match its Content-MD5.
     #[error("the body's MD5 is {actual}, the request said {expected}")]
     BadDigest {

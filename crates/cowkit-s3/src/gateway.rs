@@ -11,6 +11,7 @@ use s3s::dto::*;
 use s3s::{s3_error, S3Error, S3ErrorCode, S3Request, S3Response, S3Result, S3};
 use tokio::io::AsyncReadExt;
 
+use crate::checksum::{Algorithm, Checksum, Hasher, Type};
 use crate::error::Error;
 use crate::fsutil::NewFile;
 use crate::list::{self, Listing};
@@ -24,6 +25,8 @@ pub const ACCESS_LOG: &str = "cowkit_s3::access";
 #[derive(Debug, Clone)]
 pub struct S3Gateway {
     store: Arc<Store>,
+    /// The region buckets are in (`us-east-1` unless set).
+    region: String,
     /// One lock per upload id being completed.
     locks: Arc<Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>>,
 }
@@ -32,6 +35,20 @@ pub struct S3Gateway {
 pub fn to_s3_error(e: Error) -> S3Error {
     use S3ErrorCode as C;
     let (code, status) = match &e {
+        Error::Fs(fe)
+            if matches!(
+                cowkit_fs::error::errno_of(fe),
+                Some(rustix::io::Errno::NOSPC | rustix::io::Errno::DQUOT)
+            ) =>
+        {
+            log::error!("{}", crate::error_chain(&e));
+            let mut err = S3Error::with_message(
+                C::Custom("InsufficientStorage".into()),
+                "No space left on device.",
+            );
+            err.set_status_code(hyper::StatusCode::INSUFFICIENT_STORAGE);
+            return err;
+        }
         Error::Fs(_) | Error::Corrupt { .. } => {
             log::error!("{}", crate::error_chain(&e));
             (C::InternalError, None)
@@ -56,16 +73,194 @@ pub fn to_s3_error(e: Error) -> S3Error {
         Error::InvalidArgument(_) => (C::InvalidArgument, None),
         Error::InvalidRange { .. } => (C::InvalidRange, None),
         Error::BadDigest { .. } => (C::BadDigest, None),
+        Error::InvalidRequest(m) => return S3Error::with_message(C::InvalidRequest, m.clone()),
+        Error::ChecksumMismatch { .. } | Error::PartChecksum { .. } => {
+            return S3Error::with_message(C::BadDigest, e.to_string())
+        }
+        Error::MalformedXml => (C::MalformedXML, None),
+        Error::DirectoryObjectContainsData => {
+            let mut err = S3Error::with_message(
+                C::Custom("DirectoryObjectContainsData".into()),
+                e.to_string(),
+            );
+            err.set_status_code(hyper::StatusCode::BAD_REQUEST);
+            return err;
+        }
     };
     let msg = match code {
         C::InternalError => "internal error; see the server log".to_string(),
-        _ => e.to_string(),
+        _ => match standard_message(&code) {
+            Some(m) => {
+                log::debug!("{code:?}: {e}");
+                m.to_string()
+            }
+            None => e.to_string(),
+        },
     };
     let mut err = S3Error::with_message(code, msg);
     if let Some(s) = status {
         err.set_status_code(s);
     }
     err
+}
+
+/// The message S3 gives with `code` (clients and conformance suites compare
+/// it); the details go to the debug log.
+pub fn standard_message(code: &S3ErrorCode) -> Option<&'static str> {
+    use S3ErrorCode as C;
+    Some(match code {
+        C::NoSuchBucket => "The specified bucket does not exist.",
+        C::NoSuchKey => "The specified key does not exist.",
+        C::NoSuchUpload => "The specified multipart upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.",
+        C::BucketNotEmpty => "The bucket you tried to delete is not empty.",
+        C::BucketAlreadyOwnedByYou => "Your previous request to create the named bucket succeeded and you already own it.",
+        C::InvalidBucketName => "The specified bucket is not valid.",
+        C::InvalidPart => "One or more of the specified parts could not be found.  The part may not have been uploaded, or the specified entity tag may not match the part's entity tag.",
+        C::InvalidPartOrder => "The list of parts was not in ascending order. Parts must be ordered by part number.",
+        C::EntityTooSmall => "Your proposed upload is smaller than the minimum allowed size",
+        C::BadDigest => "The Content-MD5 you specified did not match what we received.",
+        C::InvalidRange => "The requested range is not satisfiable",
+        C::KeyTooLongError => "Your key is too long.",
+        C::InvalidDigest => "The Content-Md5 you specified is not valid.",
+        C::MalformedXML => "The XML you provided was not well-formed or did not validate against our published schema.",
+        C::MetadataTooLarge => "Your metadata headers exceed the maximum allowed metadata size",
+        C::PreconditionFailed => "At least one of the pre-conditions you specified did not hold.",
+        C::SignatureDoesNotMatch => "The request signature we calculated does not match the signature you provided. Check your key and signing method.",
+        C::MethodNotAllowed => "The specified method is not allowed against this resource.",
+        C::InvalidAccessKeyId => "The AWS Access Key Id you provided does not exist in our records.",
+        _ => return None,
+    })
+}
+
+/// The owner S3 reports: the access key the request was signed with.
+fn owner_of<T>(req: &S3Request<T>) -> Owner {
+    let id = req
+        .credentials
+        .as_ref()
+        .map(|c| c.access_key.clone())
+        .unwrap_or_else(|| "anonymous".into());
+    Owner {
+        display_name: Some(id.clone()),
+        id: Some(id),
+    }
+}
+
+/// The headers S3 stores with an object, from a request.
+fn stored_headers(h: &http::HeaderMap) -> BTreeMap<String, String> {
+    crate::store::STORED_HEADERS
+        .iter()
+        .filter_map(|n| {
+            let v = h.get(*n)?.to_str().ok()?;
+            Some((n.to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+/// Add an object's stored headers and its content type (S3's default
+/// `binary/octet-stream` when it has none) to a GET or HEAD response, then
+/// the `response-*` overrides of the query.
+fn add_object_headers<T>(
+    res: &mut S3Response<T>,
+    info: &crate::store::ObjectInfo,
+    uri: &http::Uri,
+) {
+    let mut set = |k: &str, v: &str| {
+        if let (Ok(k), Ok(v)) = (
+            http::HeaderName::from_bytes(k.as_bytes()),
+            http::HeaderValue::from_str(v),
+        ) {
+            res.headers.insert(k, v);
+        }
+    };
+    for (k, v) in &info.meta.headers {
+        set(k, v);
+    }
+    set(
+        "content-type",
+        info.meta
+            .content_type
+            .as_deref()
+            .unwrap_or("binary/octet-stream"),
+    );
+    for (k, v) in uri
+        .query()
+        .map(crate::precheck::query_pairs)
+        .unwrap_or_default()
+    {
+        if let Some(h) = k.strip_prefix("response-") {
+            if matches!(
+                h,
+                "cache-control"
+                    | "content-disposition"
+                    | "content-encoding"
+                    | "content-language"
+                    | "content-type"
+                    | "expires"
+            ) {
+                set(h, &v);
+            }
+        }
+    }
+}
+
+/// `?partNumber=` on GET and HEAD: in range, and not with a Range.
+fn check_part_number(n: Option<i32>, has_range: bool) -> S3Result<()> {
+    let Some(n) = n else {
+        return Ok(());
+    };
+    if !(1..=crate::multipart::MAX_PARTS).contains(&n) {
+        return Err(S3Error::with_message(
+            S3ErrorCode::InvalidArgument,
+            "Part number must be an integer between 1 and 10000, inclusive.",
+        ));
+    }
+    if has_range {
+        return Err(invalid_request(
+            "Cannot specify both Range header and partNumber query parameter",
+        ));
+    }
+    Ok(())
+}
+
+/// The byte range and part count of `?partNumber=` on GET and HEAD.
+fn part_of(
+    n: Option<i32>,
+    has_range: bool,
+    info: &crate::store::ObjectInfo,
+) -> S3Result<Option<(u64, u64, usize)>> {
+    let Some(n) = n else {
+        return Ok(None);
+    };
+    check_part_number(Some(n), has_range)?;
+    if info.meta.size == 0 && n == 1 {
+        // The whole (empty) object, without a Content-Range.
+        return Ok(None);
+    }
+    match info.meta.part_range(n) {
+        Some(r) => Ok(Some(r)),
+        None => {
+            let mut e = S3Error::with_message(
+                S3ErrorCode::Custom("InvalidPartNumber".into()),
+                "The requested partnumber is not satisfiable.",
+            );
+            e.set_status_code(http::StatusCode::RANGE_NOT_SATISFIABLE);
+            Err(e)
+        }
+    }
+}
+
+/// A negative `max-keys`, `max-parts`, `max-uploads` or `max-buckets`.
+fn check_max(name: &str, v: Option<i32>) -> S3Result<()> {
+    match v {
+        Some(n) if n < 0 => {
+            log::debug!("negative {name}");
+            Err(S3Error::with_message(
+                S3ErrorCode::InvalidArgument,
+                format!("Argument {n} must be an integer between 0 and 2147483647"),
+            ))
+        }
+        _ => Ok(()),
+    }
 }
 
 fn internal(e: impl std::fmt::Display) -> S3Error {
@@ -97,8 +292,15 @@ impl S3Gateway {
     pub fn new(store: Store) -> Self {
         S3Gateway {
             store: Arc::new(store),
+            region: "us-east-1".into(),
             locks: Arc::default(),
         }
+    }
+
+    /// The region buckets report (`GetBucketLocation`, `HeadBucket`).
+    pub fn with_region(mut self, region: &str) -> Self {
+        self.region = region.to_string();
+        self
     }
 
     /// The store.
@@ -124,18 +326,38 @@ impl S3Gateway {
         body: Option<StreamingBlob>,
         file: NewFile,
         content_md5: Option<&str>,
-    ) -> S3Result<(NewFile, String, u64)> {
+        sum: Option<Algorithm>,
+        default_crc: bool,
+    ) -> S3Result<Received> {
         let (tx, mut rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(4);
         let writer = tokio::task::spawn_blocking(move || {
             let mut file = file;
             let mut h = md5::Md5::new();
+            let mut c = sum.map(Hasher::new);
+            // S3's default CRC64NVME, when another checksum is computed.
+            let mut d = (default_crc && sum != Some(Algorithm::Crc64Nvme))
+                .then(|| Hasher::new(Algorithm::Crc64Nvme));
             let mut n = 0u64;
             while let Some(chunk) = rx.blocking_recv() {
                 h.update(&chunk);
+                if let Some(c) = &mut c {
+                    c.update(&chunk);
+                }
+                if let Some(d) = &mut d {
+                    d.update(&chunk);
+                }
                 n += chunk.len() as u64;
                 file.write_all(&chunk)?;
             }
-            Ok::<_, Error>((file, hex::encode(h.finalize()), n))
+            let c = c.map(|c| (c.algorithm(), crate::checksum::b64(&c.finish())));
+            let d = d.map(|d| crate::checksum::b64(&d.finish()));
+            Ok::<_, Error>(Received {
+                file,
+                md5: hex::encode(h.finalize()),
+                size: n,
+                checksum: c,
+                default_crc: d,
+            })
         });
         let mut failed = None;
         if let Some(mut body) = body {
@@ -156,22 +378,82 @@ impl S3Gateway {
         drop(tx);
         let res = writer.await.map_err(internal)?.map_err(to_s3_error)?;
         if let Some(e) = failed {
+            log::debug!("request body: {e}");
             return Err(s3_error!(
                 IncompleteBody,
-                "the request body ended early: {e}"
+                "The request body terminated unexpectedly"
             ));
         }
         if let Some(want) = content_md5 {
             use base64_lite::decode;
-            let got = hex::decode(&res.1).unwrap_or_default();
+            let got = hex::decode(&res.md5).unwrap_or_default();
             if decode(want).as_deref() != Some(&got[..]) {
                 return Err(to_s3_error(Error::BadDigest {
                     expected: want.to_string(),
-                    actual: res.1,
+                    actual: res.md5,
                 }));
             }
         }
         Ok(res)
+    }
+
+    /// The object checksum recorded by a finished complete.
+    async fn completed_checksum(&self, id: &str, bucket: &str, key: &str) -> Option<Checksum> {
+        let (id, b, k) = (id.to_string(), bucket.to_string(), key.to_string());
+        self.run(move |s| s.completed_record(&id, &b, &k))
+            .await
+            .ok()
+            .flatten()
+            .and_then(|r| r.checksum)
+    }
+
+    /// S3's conditional writes: `If-None-Match: *` (no object there yet)
+    /// or `If-Match: ETAG` (the object there has it); both at once, or
+    /// `If-None-Match` with an ETag, are not implemented (by S3 either).
+    /// Checked before the body is received; a writer racing in between wins.
+    async fn check_write_conditions(
+        &self,
+        bucket: &str,
+        key: &str,
+        if_match: Option<&ETagCondition>,
+        if_none_match: Option<&ETagCondition>,
+    ) -> S3Result<()> {
+        let not_implemented = || {
+            S3Error::with_message(
+                S3ErrorCode::NotImplemented,
+                "A header you provided implies functionality that is not implemented.",
+            )
+        };
+        let precondition = || {
+            S3Error::with_message(
+                S3ErrorCode::PreconditionFailed,
+                "At least one of the pre-conditions you specified did not hold.",
+            )
+        };
+        match (if_match, if_none_match) {
+            (None, None) => Ok(()),
+            (Some(_), Some(_)) | (None, Some(ETagCondition::ETag(_))) => Err(not_implemented()),
+            (m, n) => {
+                let (b, k) = (bucket.to_string(), key.to_string());
+                let cur = self.run(move |s| s.stat_object(&b, &k)).await?;
+                match (m, n, cur) {
+                    (None, _, Some(_)) => Err(precondition()),
+                    (None, _, None) => Ok(()),
+                    (Some(_), _, None) => Err(to_s3_error(Error::NoSuchKey {
+                        bucket: bucket.to_string(),
+                        key: key.to_string(),
+                    })),
+                    (Some(ETagCondition::Any), _, Some(_)) => Ok(()),
+                    (Some(ETagCondition::ETag(e)), _, Some(info)) => {
+                        if bare_etag(e.value()) == info.meta.etag {
+                            Ok(())
+                        } else {
+                            Err(precondition())
+                        }
+                    }
+                }
+            }
+        }
     }
 
     async fn lock_upload(&self, id: &str) -> tokio::sync::OwnedMutexGuard<()> {
@@ -188,6 +470,22 @@ impl S3Gateway {
             }
         };
         m.lock_owned().await
+    }
+}
+
+/// Read and drop (up to 8 MiB of) a body the request is refused before
+/// reading: an unread body makes hyper close the connection, and clients
+/// that reuse it fail their next request.
+async fn drain(body: Option<StreamingBlob>) {
+    let Some(mut body) = body else {
+        return;
+    };
+    let mut n = 0usize;
+    while let Some(Ok(chunk)) = body.next().await {
+        n += chunk.len();
+        if n > 8 << 20 {
+            break;
+        }
     }
 }
 
@@ -218,6 +516,210 @@ mod base64_lite {
     }
 }
 
+/// A body as received.
+struct Received {
+    file: NewFile,
+    md5: String,
+    size: u64,
+    checksum: Option<(Algorithm, String)>,
+    /// CRC64NVME when asked for besides `checksum`.
+    default_crc: Option<String>,
+}
+
+/// What a request says about its additional checksum.
+#[derive(Debug, Default)]
+struct WantChecksum {
+    /// `x-amz-checksum-*` header: algorithm and value.
+    value: Option<(Algorithm, String)>,
+    /// `x-amz-sdk-checksum-algorithm`.
+    sdk: Option<Algorithm>,
+    /// The algorithm of `x-amz-trailer`.
+    trailer: Option<Algorithm>,
+}
+
+impl WantChecksum {
+    /// The algorithm the body's checksum is computed with.
+    fn algorithm(&self) -> Option<Algorithm> {
+        self.value
+            .as_ref()
+            .map(|v| v.0)
+            .or(self.trailer)
+            .or(self.sdk)
+    }
+}
+
+fn invalid_request(m: impl Into<String>) -> S3Error {
+    S3Error::with_message(S3ErrorCode::InvalidRequest, m.into())
+}
+
+const UNSUPPORTED_ALGORITHM: &str = "Checksum algorithm provided is unsupported. Please try again with any of the valid types: [CRC32, CRC32C, CRC64NVME, MD5, SHA1, SHA256, SHA512, XXHASH128, XXHASH3, XXHASH64]";
+
+/// The checksum headers of a request, checked as S3 checks them.
+fn want_checksum(h: &http::HeaderMap) -> S3Result<WantChecksum> {
+    want_checksum_of(h, false)
+}
+
+/// [`want_checksum`]; `composite` accepts `BASE64-N` values (the object
+/// checksum a CompleteMultipartUpload may give).
+fn want_checksum_of(h: &http::HeaderMap, composite: bool) -> S3Result<WantChecksum> {
+    let hv = |k: &str| h.get(k).map(|v| v.to_str().unwrap_or("").to_string());
+    let mut values = Vec::new();
+    for a in crate::checksum::ALL {
+        if let Some(v) = hv(&a.header()) {
+            values.push((a, v));
+        }
+    }
+    if values.len() > 1 {
+        return Err(invalid_request(
+            "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.",
+        ));
+    }
+    let mut w = WantChecksum::default();
+    if let Some((a, v)) = values.pop() {
+        let bare = match v.rsplit_once('-') {
+            Some((b, n)) if composite && n.parse::<u32>().is_ok() => b,
+            _ => v.as_str(),
+        };
+        if crate::checksum::decode(a, bare).is_none() {
+            return Err(invalid_request(format!(
+                "Value for {} header is invalid.",
+                a.header()
+            )));
+        }
+        w.value = Some((a, v));
+    }
+    if let Some(t) = hv("x-amz-trailer") {
+        let a = t
+            .trim()
+            .strip_prefix("x-amz-checksum-")
+            .and_then(Algorithm::parse)
+            .ok_or_else(|| {
+                invalid_request("The value specified in the x-amz-trailer header is not supported")
+            })?;
+        w.trailer = Some(a);
+    }
+    if let Some(sdk) = hv("x-amz-sdk-checksum-algorithm") {
+        let a = Algorithm::parse(&sdk).ok_or_else(|| invalid_request(UNSUPPORTED_ALGORITHM))?;
+        if let Some((v, _)) = &w.value {
+            if *v != a {
+                return Err(invalid_request(
+                    "Value for x-amz-sdk-checksum-algorithm header is invalid.",
+                ));
+            }
+        }
+        if let Some(t) = w.trailer {
+            if t != a {
+                return Err(invalid_request(
+                    "Value for x-amz-sdk-checksum-algorithm header is invalid.",
+                ));
+            }
+        }
+        if w.value.is_none() && w.trailer.is_none() {
+            return Err(invalid_request("x-amz-sdk-checksum-algorithm specified, but no corresponding x-amz-checksum-* or x-amz-trailer headers were found."));
+        }
+        w.sdk = Some(a);
+    }
+    Ok(w)
+}
+
+/// Check a received body's checksum against the header or the trailer.
+fn verify_checksum(
+    want: &WantChecksum,
+    got: &Option<(Algorithm, String)>,
+    trailers: Option<&s3s::TrailingHeaders>,
+) -> S3Result<()> {
+    let Some((algo, value)) = got else {
+        return Ok(());
+    };
+    let expected = match &want.value {
+        Some((a, v)) if a == algo => Some(v.clone()),
+        _ if want.trailer == Some(*algo) => {
+            let t = trailers
+                .and_then(|t| {
+                    t.read(|h| {
+                        h.get(algo.header())
+                            .map(|v| v.to_str().unwrap_or("").to_string())
+                    })
+                })
+                .flatten();
+            match t {
+                Some(v) if crate::checksum::decode(*algo, &v).is_none() => {
+                    return Err(invalid_request(format!(
+                        "Value for {} trailing header is invalid.",
+                        algo.header()
+                    )))
+                }
+                t => t,
+            }
+        }
+        _ => None,
+    };
+    if let Some(e) = expected {
+        if e.trim() != value {
+            return Err(to_s3_error(Error::ChecksumMismatch {
+                algorithm: algo.name(),
+            }));
+        }
+    }
+    Ok(())
+}
+
+/// The stored checksum, when the request asked for it
+/// (`x-amz-checksum-mode: ENABLED`) and reads the whole object.
+fn checksum_wanted<'a>(
+    mode: Option<&ChecksumMode>,
+    whole: bool,
+    info: &'a crate::store::ObjectInfo,
+) -> Option<&'a Checksum> {
+    let enabled = mode.is_some_and(|m| m.as_str().eq_ignore_ascii_case(ChecksumMode::ENABLED));
+    info.meta.checksum.as_ref().filter(|_| enabled && whole)
+}
+
+/// Set the `checksum_*` fields and `checksum_type` of an output.
+macro_rules! put_checksum {
+    ($out:expr, $c:expr) => {
+        if let Some(c) = $c {
+            put_checksum_value!($out, c);
+            $out.checksum_type = Some(ChecksumType::from(c.kind.name().to_string()));
+        }
+    };
+}
+
+/// Set the `checksum_*` field of an output (or a part) for `c`.
+macro_rules! put_checksum_value {
+    ($out:expr, $c:expr) => {
+        let v = Some($c.value.clone());
+        match $c.algorithm {
+            Algorithm::Crc32 => $out.checksum_crc32 = v,
+            Algorithm::Crc32c => $out.checksum_crc32c = v,
+            Algorithm::Crc64Nvme => $out.checksum_crc64nvme = v,
+            Algorithm::Sha1 => $out.checksum_sha1 = v,
+            Algorithm::Sha256 => $out.checksum_sha256 = v,
+            // Not in s3s' DTOs: see `with_checksum_header`.
+            _ => {}
+        }
+    };
+}
+
+/// A response, with the checksum header s3s has no field for
+/// (`x-amz-checksum-sha512`, `-md5`, `-xxhash*`).
+fn with_checksum_header<T>(out: T, c: Option<&Checksum>) -> S3Response<T> {
+    let mut res = S3Response::new(out);
+    if let Some(c) = c.filter(|c| !c.algorithm.in_s3s()) {
+        if let (Ok(k), Ok(v)) = (
+            http::HeaderName::from_bytes(c.algorithm.header().as_bytes()),
+            http::HeaderValue::from_str(&c.value),
+        ) {
+            res.headers.insert(k, v);
+            res.headers.insert(
+                "x-amz-checksum-type",
+                http::HeaderValue::from_static(c.kind.name()),
+            );
+        }
+    }
+    res
+}
+
 fn copy_source(cs: &CopySource) -> S3Result<(String, String)> {
     match cs {
         CopySource::Bucket { bucket, key, .. } => Ok((bucket.to_string(), key.to_string())),
@@ -228,19 +730,31 @@ fn copy_source(cs: &CopySource) -> S3Result<(String, String)> {
     }
 }
 
-fn parse_range(r: &str, what: &str) -> S3Result<(u64, u64)> {
-    let bad = || S3Error::with_message(S3ErrorCode::InvalidArgument, format!("bad {what} `{r}`"));
+/// `x-amz-copy-source-range: bytes=FIRST-LAST`.
+fn parse_copy_range(r: &str) -> S3Result<(u64, u64)> {
+    let bad = || {
+        log::debug!("x-amz-copy-source-range `{r}`");
+        S3Error::with_message(
+            S3ErrorCode::InvalidArgument,
+            "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy",
+        )
+    };
     let rest = r.trim().strip_prefix("bytes=").ok_or_else(bad)?;
     let (a, b) = rest.split_once('-').ok_or_else(bad)?;
-    Ok((a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?))
+    let (a, b): (u64, u64) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+    if a > b {
+        return Err(bad());
+    }
+    Ok((a, b))
 }
 
 #[async_trait::async_trait]
 impl S3 for S3Gateway {
     async fn list_buckets(
         &self,
-        _req: S3Request<ListBucketsInput>,
+        req: S3Request<ListBucketsInput>,
     ) -> S3Result<S3Response<ListBucketsOutput>> {
+        let owner = owner_of(&req);
         let buckets = self.run(|s| s.list_buckets()).await?;
         let buckets = buckets
             .into_iter()
@@ -252,10 +766,7 @@ impl S3 for S3Gateway {
             .collect();
         Ok(S3Response::new(ListBucketsOutput {
             buckets: Some(buckets),
-            owner: Some(Owner {
-                display_name: Some("cowkit".into()),
-                id: Some("cowkit".into()),
-            }),
+            owner: Some(owner),
             ..Default::default()
         }))
     }
@@ -264,6 +775,23 @@ impl S3 for S3Gateway {
         &self,
         req: S3Request<CreateBucketInput>,
     ) -> S3Result<S3Response<CreateBucketOutput>> {
+        // A location constraint must name this server's region, and
+        // us-east-1 is never named (as on S3).
+        if let Some(lc) = req
+            .input
+            .create_bucket_configuration
+            .as_ref()
+            .and_then(|c| c.location_constraint.as_ref())
+        {
+            if lc.as_str() != self.region || lc.as_str() == "us-east-1" {
+                let mut e = S3Error::with_message(
+                    S3ErrorCode::InvalidLocationConstraint,
+                    "The specified location-constraint is not valid",
+                );
+                e.set_status_code(hyper::StatusCode::BAD_REQUEST);
+                return Err(e);
+            }
+        }
         let b = req.input.bucket;
         let loc = format!("/{b}");
         self.run(move |s| s.create_bucket(&b)).await?;
@@ -278,7 +806,89 @@ impl S3 for S3Gateway {
     ) -> S3Result<S3Response<HeadBucketOutput>> {
         let b = req.input.bucket;
         self.run(move |s| s.head_bucket(&b)).await?;
-        Ok(S3Response::new(HeadBucketOutput::default()))
+        Ok(S3Response::new(HeadBucketOutput {
+            bucket_region: Some(self.region.clone()),
+            ..Default::default()
+        }))
+    }
+
+    async fn get_object_attributes(
+        &self,
+        req: S3Request<GetObjectAttributesInput>,
+    ) -> S3Result<S3Response<GetObjectAttributesOutput>> {
+        let i = req.input;
+        let b = i.bucket.clone();
+        self.run(move |s| s.head_bucket(&b)).await?;
+        // One header, comma-separated, or several.
+        let attrs: Vec<String> = i
+            .object_attributes
+            .iter()
+            .flat_map(|a| a.as_str().split(','))
+            .map(|a| a.trim().to_string())
+            .filter(|a| !a.is_empty())
+            .collect();
+        if attrs.is_empty() {
+            return Err(invalid_request(
+                "The x-amz-object-attributes header specifying the attributes to be retrieved is either missing or empty",
+            ));
+        }
+        let known = [
+            "ETag",
+            "Checksum",
+            "ObjectParts",
+            "StorageClass",
+            "ObjectSize",
+        ];
+        if attrs.iter().any(|a| !known.contains(&a.as_str())) {
+            return Err(S3Error::with_message(
+                S3ErrorCode::InvalidArgument,
+                "Invalid attribute name specified.",
+            ));
+        }
+        let want = |n: &str| attrs.iter().any(|a| a == n);
+        let (b, k) = (i.bucket.clone(), i.key.clone());
+        let (_, info) = self.run(move |s| s.open_object(&b, &k)).await?;
+        let mut out = GetObjectAttributesOutput {
+            last_modified: Some(Timestamp::from(info.mtime)),
+            ..Default::default()
+        };
+        if want("ETag") {
+            out.e_tag = Some(etag(&info.meta.etag));
+        }
+        if want("ObjectSize") {
+            out.object_size = Some(info.meta.size as i64);
+        }
+        if want("StorageClass") {
+            out.storage_class = Some(StorageClass::from_static(StorageClass::STANDARD));
+        }
+        if want("Checksum") {
+            if let Some(c) = info.meta.checksum.as_ref().filter(|c| c.algorithm.in_s3s()) {
+                let mut sum = s3s::dto::Checksum::default();
+                put_checksum!(sum, Some(c));
+                out.checksum = Some(sum);
+            }
+        }
+        if want("ObjectParts") && !info.meta.parts.is_empty() {
+            out.object_parts = Some(GetObjectAttributesParts {
+                total_parts_count: Some(info.meta.parts.len() as i32),
+                ..Default::default()
+            });
+        }
+        Ok(S3Response::new(out))
+    }
+
+    async fn get_bucket_location(
+        &self,
+        req: S3Request<GetBucketLocationInput>,
+    ) -> S3Result<S3Response<GetBucketLocationOutput>> {
+        let b = req.input.bucket;
+        self.run(move |s| s.head_bucket(&b)).await?;
+        // S3 reports us-east-1 as no constraint.
+        let loc = (self.region != "us-east-1")
+            .then(|| BucketLocationConstraint::from(self.region.clone()));
+        Ok(S3Response::new(GetBucketLocationOutput {
+            location_constraint: loc,
+        }))
     }
 
     async fn delete_bucket(
@@ -292,51 +902,99 @@ impl S3 for S3Gateway {
 
     async fn put_object(
         &self,
-        req: S3Request<PutObjectInput>,
+        mut req: S3Request<PutObjectInput>,
     ) -> S3Result<S3Response<PutObjectOutput>> {
-        let i = req.input;
+        let mut i = std::mem::take(&mut req.input);
+        let body = i.body.take();
         let (bucket, key) = (i.bucket, i.key);
-        {
+        let checked = async {
             let (b, k) = (bucket.clone(), key.clone());
             self.run(move |s| {
                 crate::names::check_key(&k)?;
                 s.head_bucket(&b)
             })
             .await?;
+            let want = want_checksum(&req.headers)?;
+            self.check_write_conditions(
+                &bucket,
+                &key,
+                i.if_match.as_ref(),
+                i.if_none_match.as_ref(),
+            )
+            .await?;
+            Ok(want)
         }
+        .await;
+        let want = match checked {
+            Ok(w) => w,
+            Err(e) => {
+                drain(body).await;
+                return Err(e);
+            }
+        };
+        // Every object gets a checksum: S3's default is CRC64NVME.
+        let algo = want.algorithm().unwrap_or(Algorithm::Crc64Nvme);
         let file = self.run(|s| s.new_file()).await?;
-        let (file, md5, size) = self.receive(i.body, file, i.content_md5.as_deref()).await?;
+        let got = self
+            .receive(body, file, i.content_md5.as_deref(), Some(algo), false)
+            .await?;
+        let (file, md5, size) = (got.file, got.md5, got.size);
         if let Some(len) = i.content_length {
             if len as u64 != size {
-                return Err(s3_error!(IncompleteBody, "got {size} bytes of {len}"));
+                log::debug!("body: {size} bytes of {len}");
+                return Err(s3_error!(
+                    IncompleteBody,
+                    "You did not provide the number of bytes specified by the Content-Length HTTP header"
+                ));
             }
         }
+        verify_checksum(&want, &got.checksum, req.trailing_headers.as_ref())?;
+        let checksum = got.checksum.map(|(algorithm, value)| Checksum {
+            algorithm,
+            value,
+            kind: Type::FullObject,
+        });
         let meta = crate::store::ObjectMeta {
             etag: md5.clone(),
             content_type: i.content_type,
             metadata: metadata_of(i.metadata),
+            checksum: checksum.clone(),
+            headers: stored_headers(&req.headers),
             ..Default::default()
         };
         let (b, k) = (bucket.clone(), key.clone());
         self.run(move |s| s.commit_object(&b, &k, file, meta))
             .await?;
         access(serde_json::json!({"op": "PutObject", "bucket": bucket, "key": key, "size": size}));
-        Ok(S3Response::new(PutObjectOutput {
+        let mut out = PutObjectOutput {
             e_tag: Some(etag(&md5)),
             size: Some(size as i64),
             ..Default::default()
-        }))
+        };
+        put_checksum!(out, checksum.as_ref());
+        Ok(with_checksum_header(out, checksum.as_ref()))
     }
 
     async fn get_object(
         &self,
         req: S3Request<GetObjectInput>,
     ) -> S3Result<S3Response<GetObjectOutput>> {
+        let uri = req.uri.clone();
         let i = req.input;
+        check_part_number(i.part_number, i.range.is_some())?;
         let (b, k) = (i.bucket, i.key);
         let (file, info) = self.run(move |s| s.open_object(&b, &k)).await?;
         let size = info.meta.size;
+        let part = part_of(i.part_number, i.range.is_some(), &info)?;
         let (start, end, content_range) = match &i.range {
+            None if part.is_some() => {
+                let (a, b, _) = part.unwrap_or_default();
+                (
+                    a,
+                    b,
+                    Some(format!("bytes {a}-{}/{size}", b.saturating_sub(1))),
+                )
+            }
             None => (0, size, None),
             Some(r) => {
                 let rr = r.check(size).map_err(|_| {
@@ -353,35 +1011,75 @@ impl S3 for S3Gateway {
         file.seek(SeekFrom::Start(start)).map_err(internal)?;
         let reader = tokio::fs::File::from_std(file).take(end - start);
         let stream = tokio_util::io::ReaderStream::with_capacity(reader, 1 << 20);
-        Ok(S3Response::new(GetObjectOutput {
+        let checksum = checksum_wanted(i.checksum_mode.as_ref(), content_range.is_none(), &info);
+        let mut out = GetObjectOutput {
             body: Some(StreamingBlob::wrap(stream)),
             content_length: Some((end - start) as i64),
+            storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
             content_range,
             accept_ranges: Some("bytes".into()),
-            content_type: info.meta.content_type.clone(),
             e_tag: Some(etag(&info.meta.etag)),
             last_modified: Some(Timestamp::from(info.mtime)),
             metadata: metadata_out(&info.meta.metadata),
             ..Default::default()
-        }))
+        };
+        out.parts_count = part
+            .filter(|_| !info.meta.parts.is_empty())
+            .map(|p| p.2 as i32);
+        put_checksum!(out, checksum);
+        let mut res = with_checksum_header(out, checksum);
+        if part.is_some() {
+            res.status = Some(http::StatusCode::PARTIAL_CONTENT);
+        }
+        add_object_headers(&mut res, &info, &uri);
+        Ok(res)
     }
 
     async fn head_object(
         &self,
         req: S3Request<HeadObjectInput>,
     ) -> S3Result<S3Response<HeadObjectOutput>> {
+        let uri = req.uri.clone();
         let i = req.input;
+        check_part_number(i.part_number, i.range.is_some())?;
         let (b, k) = (i.bucket, i.key);
         let (_, info) = self.run(move |s| s.open_object(&b, &k)).await?;
-        Ok(S3Response::new(HeadObjectOutput {
-            content_length: Some(info.meta.size as i64),
+        let size = info.meta.size;
+        let part = part_of(i.part_number, i.range.is_some(), &info)?;
+        let range = match (&i.range, part) {
+            (Some(r), _) => {
+                let rr = r.check(size).map_err(|_| {
+                    to_s3_error(Error::InvalidRange {
+                        range: r.to_header_string(),
+                        size,
+                    })
+                })?;
+                Some((rr.start, rr.end))
+            }
+            (None, Some((a, b, _))) => Some((a, b)),
+            (None, None) => None,
+        };
+        let checksum = checksum_wanted(i.checksum_mode.as_ref(), range.is_none(), &info);
+        let mut out = HeadObjectOutput {
+            content_length: Some(range.map_or(size, |(a, b)| b - a) as i64),
+            storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
+            content_range: range.map(|(a, b)| format!("bytes {a}-{}/{size}", b.saturating_sub(1))),
+            parts_count: part
+                .filter(|_| !info.meta.parts.is_empty())
+                .map(|p| p.2 as i32),
             accept_ranges: Some("bytes".into()),
-            content_type: info.meta.content_type.clone(),
             e_tag: Some(etag(&info.meta.etag)),
             last_modified: Some(Timestamp::from(info.mtime)),
             metadata: metadata_out(&info.meta.metadata),
             ..Default::default()
-        }))
+        };
+        put_checksum!(out, checksum);
+        let mut res = with_checksum_header(out, checksum);
+        if range.is_some() {
+            res.status = Some(http::StatusCode::PARTIAL_CONTENT);
+        }
+        add_object_headers(&mut res, &info, &uri);
+        Ok(res)
     }
 
     async fn delete_object(
@@ -401,6 +1099,9 @@ impl S3 for S3Gateway {
         let i = req.input;
         let bucket = i.bucket;
         let quiet = i.delete.quiet.unwrap_or(false);
+        if i.delete.objects.len() > 1000 {
+            return Err(to_s3_error(Error::MalformedXml));
+        }
         let keys: Vec<String> = i.delete.objects.into_iter().map(|o| o.key).collect();
         let results = self
             .run(move |s| {
@@ -445,27 +1146,62 @@ impl S3 for S3Gateway {
         &self,
         req: S3Request<CopyObjectInput>,
     ) -> S3Result<S3Response<CopyObjectOutput>> {
+        let headers = stored_headers(&req.headers);
         let i = req.input;
         let (sb, sk) = copy_source(&i.copy_source)?;
-        let replace = i
-            .metadata_directive
-            .as_ref()
-            .is_some_and(|d| d.as_str() == MetadataDirective::REPLACE)
-            .then(|| (i.content_type.clone(), metadata_of(i.metadata.clone())));
+        let replace = match i.metadata_directive.as_ref().map(|d| d.as_str()) {
+            None | Some(MetadataDirective::COPY) => false,
+            Some(MetadataDirective::REPLACE) => true,
+            Some(_) => {
+                return Err(S3Error::with_message(
+                    S3ErrorCode::InvalidArgument,
+                    "Unknown metadata directive.",
+                ))
+            }
+        };
+        let algo = match &i.checksum_algorithm {
+            Some(a) => Some(
+                Algorithm::parse(a.as_str())
+                    .ok_or_else(|| invalid_request(UNSUPPORTED_ALGORITHM))?,
+            ),
+            None => None,
+        };
+        if sb == i.bucket && sk == i.key && !replace && algo.is_none() {
+            return Err(invalid_request("This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes."));
+        }
+        let (ct, md) = (i.content_type.clone(), metadata_of(i.metadata.clone()));
         let (b, k) = (i.bucket.clone(), i.key.clone());
         let (meta, copied) = self
-            .run(move |s| s.copy_object(&sb, &sk, &b, &k, replace))
+            .run(move |s| {
+                let src_path = s.dir().join(&sb).join(&sk);
+                s.copy_object_with(&sb, &sk, &b, &k, |meta, src| {
+                    if replace {
+                        meta.content_type = ct;
+                        meta.metadata = md;
+                        meta.headers = headers;
+                    } else {
+                        // S3 does not copy a website redirect.
+                        meta.headers.remove("x-amz-website-redirect-location");
+                    }
+                    if let Some(a) = algo {
+                        meta.checksum = Some(crate::store::file_checksum(src, &src_path, a)?);
+                    }
+                    Ok(())
+                })
+            })
             .await?;
         access(serde_json::json!({
             "op": "CopyObject", "bucket": i.bucket, "key": i.key, "size": meta.size,
             "method": copied.method.name(), "bytes": copied.bytes,
         }));
+        let mut result = CopyObjectResult {
+            e_tag: Some(etag(&meta.etag)),
+            last_modified: Some(Timestamp::from(std::time::SystemTime::now())),
+            ..Default::default()
+        };
+        put_checksum!(result, meta.checksum.as_ref());
         Ok(S3Response::new(CopyObjectOutput {
-            copy_object_result: Some(CopyObjectResult {
-                e_tag: Some(etag(&meta.etag)),
-                last_modified: Some(Timestamp::from(std::time::SystemTime::now())),
-                ..Default::default()
-            }),
+            copy_object_result: Some(result),
             ..Default::default()
         }))
     }
@@ -475,6 +1211,7 @@ impl S3 for S3Gateway {
         req: S3Request<ListObjectsInput>,
     ) -> S3Result<S3Response<ListObjectsOutput>> {
         let i = req.input;
+        check_max("max-keys", i.max_keys)?;
         let q = list::Query {
             prefix: i.prefix.clone().unwrap_or_default(),
             delimiter: i.delimiter.clone().filter(|d| !d.is_empty()),
@@ -487,7 +1224,7 @@ impl S3 for S3Gateway {
         let next_marker = l.truncated.then(|| l.last.clone()).flatten();
         Ok(S3Response::new(ListObjectsOutput {
             name: Some(i.bucket),
-            prefix: Some(enc.enc(&i.prefix.unwrap_or_default())),
+            prefix: i.prefix.map(|p| enc.enc(&p)),
             marker: i.marker.map(|m| enc.enc(&m)),
             max_keys: i.max_keys.or(Some(1000)),
             is_truncated: Some(l.truncated),
@@ -500,17 +1237,55 @@ impl S3 for S3Gateway {
         }))
     }
 
+    async fn list_object_versions(
+        &self,
+        req: S3Request<ListObjectVersionsInput>,
+    ) -> S3Result<S3Response<ListObjectVersionsOutput>> {
+        // No versioning: every object has one version, `null`.
+        let owner = owner_of(&req);
+        let i = req.input;
+        check_max("max-keys", i.max_keys)?;
+        let q = list::Query {
+            prefix: i.prefix.clone().unwrap_or_default(),
+            delimiter: i.delimiter.clone().filter(|d| !d.is_empty()),
+            after: i.key_marker.clone().filter(|m| !m.is_empty()),
+            max_keys: i.max_keys.unwrap_or(1000),
+        };
+        let bucket = i.bucket.clone();
+        let l: Listing = self.run(move |s| list::list(s, &bucket, &q)).await?;
+        let enc = list::Encoder::new(i.encoding_type.as_ref().map(|e| e.as_str()));
+        let next = l.truncated.then(|| l.last.clone()).flatten();
+        Ok(S3Response::new(ListObjectVersionsOutput {
+            name: Some(i.bucket),
+            prefix: i.prefix.map(|p| enc.enc(&p)),
+            key_marker: i.key_marker.map(|m| enc.enc(&m)),
+            version_id_marker: i.version_id_marker,
+            max_keys: i.max_keys.or(Some(1000)),
+            is_truncated: Some(l.truncated),
+            next_key_marker: next.as_ref().map(|m| enc.enc(m)),
+            next_version_id_marker: next.map(|_| "null".to_string()),
+            delimiter: i.delimiter.map(|d| enc.enc(&d)),
+            encoding_type: i.encoding_type,
+            versions: Some(l.versions(&enc, &owner)),
+            common_prefixes: Some(l.prefixes(&enc)),
+            ..Default::default()
+        }))
+    }
+
     async fn list_objects_v2(
         &self,
         req: S3Request<ListObjectsV2Input>,
     ) -> S3Result<S3Response<ListObjectsV2Output>> {
         let i = req.input;
-        let after = match &i.continuation_token {
+        check_max("max-keys", i.max_keys)?;
+        let token = match &i.continuation_token {
             Some(t) => Some(list::decode_token(t).ok_or_else(|| {
                 s3_error!(InvalidArgument, "the continuation token is not valid")
             })?),
-            None => i.start_after.clone().filter(|s| !s.is_empty()),
+            None => None,
         };
+        // Both given: listing starts after the later of the two.
+        let after = token.max(i.start_after.clone().filter(|s| !s.is_empty()));
         let q = list::Query {
             prefix: i.prefix.clone().unwrap_or_default(),
             delimiter: i.delimiter.clone().filter(|d| !d.is_empty()),
@@ -524,7 +1299,7 @@ impl S3 for S3Gateway {
         let prefixes = l.prefixes(&enc);
         Ok(S3Response::new(ListObjectsV2Output {
             name: Some(i.bucket),
-            prefix: Some(enc.enc(&i.prefix.unwrap_or_default())),
+            prefix: i.prefix.map(|p| enc.enc(&p)),
             max_keys: i.max_keys.or(Some(1000)),
             key_count: Some((contents.len() + prefixes.len()) as i32),
             continuation_token: i.continuation_token,
@@ -547,44 +1322,151 @@ impl S3 for S3Gateway {
         &self,
         req: S3Request<CreateMultipartUploadInput>,
     ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
+        let headers = stored_headers(&req.headers);
         let i = req.input;
+        let algo = match &i.checksum_algorithm {
+            Some(a) => Some(
+                Algorithm::parse(a.as_str())
+                    .ok_or_else(|| invalid_request(UNSUPPORTED_ALGORITHM))?,
+            ),
+            None => None,
+        };
+        let kind = match &i.checksum_type {
+            Some(t) => Some(Type::parse(t.as_str()).ok_or_else(|| {
+                invalid_request("Value for x-amz-checksum-type header is invalid.")
+            })?),
+            None => None,
+        };
+        let checksum = match (algo, kind) {
+            (None, Some(_)) => {
+                return Err(invalid_request(
+                    "The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header.",
+                ))
+            }
+            (None, None) => None,
+            (Some(a), None) => Some((a, a.default_type())),
+            (Some(a), Some(t)) if !a.supports(t) => {
+                return Err(invalid_request(format!(
+                    "The {} checksum type cannot be used with the {} checksum algorithm.",
+                    t.name(),
+                    a.name().to_ascii_lowercase()
+                )))
+            }
+            (Some(a), Some(t)) => Some((a, t)),
+        };
         let (b, k) = (i.bucket.clone(), i.key.clone());
         let (ct, md) = (i.content_type, metadata_of(i.metadata));
-        let id = self.run(move |s| s.create_upload(&b, &k, ct, md)).await?;
+        let id = self
+            .run(move |s| s.create_upload_with(&b, &k, ct, md, checksum, headers))
+            .await?;
         Ok(S3Response::new(CreateMultipartUploadOutput {
             bucket: Some(i.bucket),
             key: Some(i.key),
             upload_id: Some(id),
+            checksum_algorithm: checksum.map(|c| ChecksumAlgorithm::from(c.0.name().to_string())),
+            checksum_type: checksum.map(|c| ChecksumType::from(c.1.name().to_string())),
             ..Default::default()
         }))
     }
 
     async fn upload_part(
         &self,
-        req: S3Request<UploadPartInput>,
+        mut req: S3Request<UploadPartInput>,
     ) -> S3Result<S3Response<UploadPartOutput>> {
-        let i = req.input;
+        let mut i = std::mem::take(&mut req.input);
+        let body = i.body.take();
         let (id, b, k, n) = (
             i.upload_id.clone(),
             i.bucket.clone(),
             i.key.clone(),
             i.part_number,
         );
-        let file = self.run(move |s| s.new_part_file(&id, &b, &k, n)).await?;
-        let (file, md5, size) = self.receive(i.body, file, i.content_md5.as_deref()).await?;
+        let checked = async {
+            let want = want_checksum(&req.headers)?;
+            let (file, upload) = self
+                .run(move |s| {
+                    let f = s.new_part_file(&id, &b, &k, n)?;
+                    Ok((f, s.upload_record(&id, &b, &k)?))
+                })
+                .await?;
+            if let (Some((u, _)), Some(r)) = (upload.checksum, want.algorithm()) {
+                if u != r {
+                    return Err(invalid_request(format!(
+                        "Checksum Type mismatch occurred, expected checksum Type: {}, actual checksum Type: {}",
+                        u.name(),
+                        r.name()
+                    )));
+                }
+            }
+            Ok((want, file, upload))
+        }
+        .await;
+        let (want, file, upload) = match checked {
+            Ok(x) => x,
+            Err(e) => {
+                drain(body).await;
+                return Err(e);
+            }
+        };
+        let upload_algo = upload.checksum.map(|c| c.0);
+        // Without an algorithm, parts get CRC64NVME: the complete combines
+        // them into the object's default checksum, as S3 gives one.
+        let algo = want
+            .algorithm()
+            .or(upload_algo)
+            .or(Some(Algorithm::Crc64Nvme));
+        let got = self
+            .receive(
+                body,
+                file,
+                i.content_md5.as_deref(),
+                algo,
+                upload_algo.is_none(),
+            )
+            .await?;
+        let (file, md5, size) = (got.file, got.md5, got.size);
         if let Some(len) = i.content_length {
             if len as u64 != size {
-                return Err(s3_error!(IncompleteBody, "got {size} bytes of {len}"));
+                log::debug!("body: {size} bytes of {len}");
+                return Err(s3_error!(
+                    IncompleteBody,
+                    "You did not provide the number of bytes specified by the Content-Length HTTP header"
+                ));
             }
         }
+        verify_checksum(&want, &got.checksum, req.trailing_headers.as_ref())?;
+        // A composite upload needs each part's checksum from the client
+        // (refused after the body is read, so the connection stays usable).
+        if let (Some((u, Type::Composite)), None) = (upload.checksum, want.algorithm()) {
+            return Err(invalid_request(format!(
+                "Checksum Type mismatch occurred, expected checksum Type: {}, actual checksum Type: null",
+                u.name()
+            )));
+        }
+        let checksum = got.checksum.map(|(algorithm, value)| Checksum {
+            algorithm,
+            value,
+            kind: Type::FullObject,
+        });
         let (id, b, k) = (i.upload_id, i.bucket, i.key);
+        let default_crc = got.default_crc;
         let rec = self
-            .run(move |s| s.commit_part(&id, &b, &k, n, file, md5))
+            .run(move |s| s.commit_part_full(&id, &b, &k, n, file, md5, checksum, default_crc))
             .await?;
-        Ok(S3Response::new(UploadPartOutput {
+        let mut out = UploadPartOutput {
             e_tag: Some(etag(&rec.md5)),
             ..Default::default()
-        }))
+        };
+        let shown = rec
+            .checksum
+            .as_ref()
+            .filter(|_| upload_algo.is_some() || want.algorithm().is_some());
+        if let Some(c) = shown {
+            put_checksum_value!(out, c);
+        }
+        let mut res = with_checksum_header(out, shown);
+        res.headers.remove("x-amz-checksum-type");
+        Ok(res)
     }
 
     async fn upload_part_copy(
@@ -592,9 +1474,17 @@ impl S3 for S3Gateway {
         req: S3Request<UploadPartCopyInput>,
     ) -> S3Result<S3Response<UploadPartCopyOutput>> {
         let i = req.input;
+        let b = i.bucket.clone();
+        self.run(move |s| s.head_bucket(&b)).await?;
+        if !(1..=crate::multipart::MAX_PARTS).contains(&i.part_number) {
+            return Err(S3Error::with_message(
+                S3ErrorCode::InvalidArgument,
+                "Part number must be an integer between 1 and 10000, inclusive.",
+            ));
+        }
         let (sb, sk) = copy_source(&i.copy_source)?;
         let range = match &i.copy_source_range {
-            Some(r) => Some(parse_range(r, "x-amz-copy-source-range")?),
+            Some(r) => Some(parse_copy_range(r)?),
             None => None,
         };
         let (id, b, k, n) = (
@@ -603,19 +1493,27 @@ impl S3 for S3Gateway {
             i.key.clone(),
             i.part_number,
         );
-        let (rec, copied) = self
-            .run(move |s| s.copy_part(&id, &b, &k, n, &sb, &sk, range))
+        let (rec, copied, rec_shown) = self
+            .run(move |s| {
+                let shown = s.upload_record(&id, &b, &k)?.checksum.is_some();
+                let (rec, copied) = s.copy_part(&id, &b, &k, n, &sb, &sk, range)?;
+                Ok((rec, copied, shown))
+            })
             .await?;
         access(serde_json::json!({
             "op": "UploadPartCopy", "bucket": i.bucket, "key": i.key, "upload_id": i.upload_id,
             "part": n, "size": rec.size, "method": copied.method.name(), "bytes": copied.bytes,
         }));
+        let mut result = CopyPartResult {
+            e_tag: Some(etag(&rec.md5)),
+            last_modified: Some(Timestamp::from(std::time::SystemTime::now())),
+            ..Default::default()
+        };
+        if let Some(c) = rec.checksum.as_ref().filter(|_| rec_shown) {
+            put_checksum_value!(result, c);
+        }
         Ok(S3Response::new(UploadPartCopyOutput {
-            copy_part_result: Some(CopyPartResult {
-                e_tag: Some(etag(&rec.md5)),
-                last_modified: Some(Timestamp::from(std::time::SystemTime::now())),
-                ..Default::default()
-            }),
+            copy_part_result: Some(result),
             ..Default::default()
         }))
     }
@@ -625,8 +1523,11 @@ impl S3 for S3Gateway {
         req: S3Request<ListPartsInput>,
     ) -> S3Result<S3Response<ListPartsOutput>> {
         let i = req.input;
+        check_max("max-parts", i.max_parts)?;
         let (id, b, k) = (i.upload_id.clone(), i.bucket.clone(), i.key.clone());
-        let parts = self.run(move |s| s.list_parts(&id, &b, &k)).await?;
+        let (parts, upload) = self
+            .run(move |s| Ok((s.list_parts(&id, &b, &k)?, s.upload_record(&id, &b, &k)?)))
+            .await?;
         let marker = i.part_number_marker.unwrap_or(0);
         let max = i.max_parts.unwrap_or(1000).clamp(0, 1000) as usize;
         let rest: Vec<_> = parts.into_iter().filter(|p| p.number > marker).collect();
@@ -641,17 +1542,30 @@ impl S3 for S3Gateway {
             part_number_marker: i.part_number_marker,
             is_truncated: Some(truncated),
             next_part_number_marker: if truncated { next } else { None },
+            storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
+            checksum_algorithm: upload
+                .checksum
+                .map(|c| ChecksumAlgorithm::from(c.0.name().to_string())),
+            checksum_type: upload
+                .checksum
+                .map(|c| ChecksumType::from(c.1.name().to_string())),
             parts: Some(
                 page.into_iter()
-                    .map(|p| Part {
-                        e_tag: Some(etag(&p.md5)),
-                        part_number: Some(p.number),
-                        size: Some(p.size as i64),
-                        last_modified: Some(Timestamp::from(
-                            std::time::SystemTime::UNIX_EPOCH
-                                + std::time::Duration::from_secs(p.modified),
-                        )),
-                        ..Default::default()
+                    .map(|p| {
+                        let mut part = Part {
+                            e_tag: Some(etag(&p.md5)),
+                            part_number: Some(p.number),
+                            size: Some(p.size as i64),
+                            last_modified: Some(Timestamp::from(
+                                std::time::SystemTime::UNIX_EPOCH
+                                    + std::time::Duration::from_secs(p.modified),
+                            )),
+                            ..Default::default()
+                        };
+                        if let Some(c) = p.checksum.as_ref().filter(|_| upload.checksum.is_some()) {
+                            put_checksum_value!(part, c);
+                        }
+                        part
                     })
                     .collect(),
             ),
@@ -663,7 +1577,9 @@ impl S3 for S3Gateway {
         &self,
         req: S3Request<ListMultipartUploadsInput>,
     ) -> S3Result<S3Response<ListMultipartUploadsOutput>> {
+        let owner = owner_of(&req);
         let i = req.input;
+        check_max("max-uploads", i.max_uploads)?;
         let b = i.bucket.clone();
         let ups = self
             .run(move |s| {
@@ -673,24 +1589,81 @@ impl S3 for S3Gateway {
             .await?;
         let prefix = i.prefix.clone().unwrap_or_default();
         let key_marker = i.key_marker.clone().unwrap_or_default();
-        let id_marker = i.upload_id_marker.clone().unwrap_or_default();
+        // An upload id marker counts only with a key marker; it must name an
+        // upload, and the listing goes on after it.
+        let id_marker = match (&i.upload_id_marker, key_marker.is_empty()) {
+            (Some(m), false) if !m.is_empty() => Some(m.clone()),
+            _ => None,
+        };
+        let delimiter = i.delimiter.clone().filter(|d| !d.is_empty());
         let max = i.max_uploads.unwrap_or(1000).clamp(0, 1000) as usize;
         let enc = list::Encoder::new(i.encoding_type.as_ref().map(|e| e.as_str()));
-        let rest: Vec<_> = ups
+        let ups: Vec<_> = ups.into_iter().filter(|u| !u.completed).collect();
+        // When the key marker is a key with uploads, the id must be one of
+        // them.
+        let marker_is_key = ups.iter().any(|u| u.key == key_marker);
+        let skip = match &id_marker {
+            Some(m) => match ups
+                .iter()
+                .position(|u| u.id == *m && (!marker_is_key || u.key == key_marker))
+            {
+                Some(at) => at + 1,
+                None => {
+                    return Err(S3Error::with_message(
+                        S3ErrorCode::InvalidArgument,
+                        "Invalid uploadId marker",
+                    ))
+                }
+            },
+            None => 0,
+        };
+        let rest = ups
             .into_iter()
-            .filter(|u| !u.completed && u.key.starts_with(&prefix))
+            .skip(skip)
+            .filter(|u| u.key.starts_with(&prefix))
+            .filter(|u| id_marker.is_some() || key_marker.is_empty() || u.key > key_marker)
             .filter(|u| {
-                key_marker.is_empty()
-                    || u.key > key_marker
-                    || (u.key == key_marker && !id_marker.is_empty() && u.id > id_marker)
-            })
-            .collect();
-        let truncated = rest.len() > max;
-        let page: Vec<_> = rest.into_iter().take(max).collect();
-        let last = page.last().map(|u| (u.key.clone(), u.id.clone()));
+                // After a common prefix as key marker, skip its keys.
+                !(id_marker.is_none()
+                    && delimiter.is_some()
+                    && key_marker.ends_with(delimiter.as_deref().unwrap_or_default())
+                    && u.key.starts_with(&key_marker))
+            });
+        // Entries: an upload, or a common prefix (with its first upload id).
+        let mut uploads = Vec::new();
+        let mut prefixes: Vec<String> = Vec::new();
+        let mut last: Option<(String, String)> = None;
+        let mut truncated = false;
+        for u in rest {
+            let cp = delimiter.as_deref().and_then(|d| {
+                let tail = &u.key[prefix.len()..];
+                tail.find(d)
+                    .map(|at| format!("{prefix}{}", &tail[..at + d.len()]))
+            });
+            if let Some(cp) = &cp {
+                if prefixes.last() == Some(cp) {
+                    continue;
+                }
+            }
+            if uploads.len() + prefixes.len() == max {
+                truncated = true;
+                break;
+            }
+            match cp {
+                Some(cp) => {
+                    last = Some((cp.clone(), u.id.clone()));
+                    prefixes.push(cp);
+                }
+                None => {
+                    last = Some((u.key.clone(), u.id.clone()));
+                    uploads.push(u);
+                }
+            }
+        }
         Ok(S3Response::new(ListMultipartUploadsOutput {
             bucket: Some(i.bucket),
             prefix: i.prefix.map(|p| enc.enc(&p)),
+            delimiter: i.delimiter.map(|d| enc.enc(&d)),
             key_marker: i.key_marker.map(|m| enc.enc(&m)),
             upload_id_marker: i.upload_id_marker,
             max_uploads: Some(max as i32),
@@ -698,13 +1671,33 @@ impl S3 for S3Gateway {
             next_key_marker: last.as_ref().filter(|_| truncated).map(|l| enc.enc(&l.0)),
             next_upload_id_marker: last.filter(|_| truncated).map(|l| l.1),
             encoding_type: i.encoding_type,
+            common_prefixes: Some(
+                prefixes
+                    .into_iter()
+                    .map(|p| CommonPrefix {
+                        prefix: Some(enc.enc(&p)),
+                    })
+                    .collect(),
+            ),
             uploads: Some(
-                page.into_iter()
+                uploads
+                    .into_iter()
                     .map(|u| MultipartUpload {
                         key: Some(enc.enc(&u.key)),
                         upload_id: Some(u.id),
                         initiated: Some(Timestamp::from(u.initiated)),
-                        ..Default::default()
+                        storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
+                        checksum_algorithm: u
+                            .checksum
+                            .map(|c| ChecksumAlgorithm::from(c.0.name().to_string())),
+                        checksum_type: u
+                            .checksum
+                            .map(|c| ChecksumType::from(c.1.name().to_string())),
+                        owner: Some(owner.clone()),
+                        initiator: Some(Initiator {
+                            display_name: owner.display_name.clone(),
+                            id: owner.id.clone(),
+                        }),
                     })
                     .collect(),
             ),
@@ -718,6 +1711,30 @@ impl S3 for S3Gateway {
     ) -> S3Result<S3Response<AbortMultipartUploadOutput>> {
         let i = req.input;
         let guard = self.lock_upload(&i.upload_id).await;
+        if let Some(t) = &i.if_match_initiated_time {
+            let (id, b, k) = (i.upload_id.clone(), i.bucket.clone(), i.key.clone());
+            let rec = self.run(move |s| s.upload_record(&id, &b, &k)).await?;
+            let mut buf = Vec::new();
+            let want: u64 = match t.format(TimestampFormat::EpochSeconds, &mut buf) {
+                Ok(()) => String::from_utf8_lossy(&buf)
+                    .split('.')
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0),
+                Err(_) => 0,
+            };
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            // A date in the future is ignored, as S3 does.
+            if want <= now && want != rec.initiated {
+                return Err(S3Error::with_message(
+                    S3ErrorCode::PreconditionFailed,
+                    "At least one of the pre-conditions you specified did not hold.",
+                ));
+            }
+        }
         let (id, b, k) = (i.upload_id, i.bucket, i.key);
         self.run(move |s| s.abort_upload(&id, &b, &k)).await?;
         drop(guard);
@@ -728,34 +1745,101 @@ impl S3 for S3Gateway {
         &self,
         req: S3Request<CompleteMultipartUploadInput>,
     ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
+        let want = want_checksum_of(&req.headers, true)?;
+        let host = req
+            .headers
+            .get(http::header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("localhost")
+            .to_string();
         let i = req.input;
-        let requested: Vec<(i32, String)> = i
-            .multipart_upload
-            .and_then(|m| m.parts)
-            .unwrap_or_default()
+        let kind = match &i.checksum_type {
+            Some(t) => Some(Type::parse(t.as_str()).ok_or_else(|| {
+                invalid_request("Value for x-amz-checksum-type header is invalid.")
+            })?),
+            None => None,
+        };
+        let size = match req.headers.get("x-amz-mp-object-size") {
+            Some(v) => {
+                let v = v.to_str().unwrap_or("");
+                Some(v.trim().parse::<i64>().map_err(|_| {
+                    invalid_request(format!(
+                        "Value for x-amz-mp-object-size header is invalid: '{v}'"
+                    ))
+                })?)
+            }
+            None => None,
+        };
+        let parts = i.multipart_upload.and_then(|m| m.parts).unwrap_or_default();
+        let mut part_sums = Vec::with_capacity(parts.len());
+        let mut requested: Vec<(i32, String)> = Vec::with_capacity(parts.len());
+        for p in parts {
+            let given: Vec<(Algorithm, &String)> = [
+                (Algorithm::Crc32, p.checksum_crc32.as_ref()),
+                (Algorithm::Crc32c, p.checksum_crc32c.as_ref()),
+                (Algorithm::Crc64Nvme, p.checksum_crc64nvme.as_ref()),
+                (Algorithm::Sha1, p.checksum_sha1.as_ref()),
+                (Algorithm::Sha256, p.checksum_sha256.as_ref()),
+            ]
             .into_iter()
-            .map(|p| {
-                (
-                    p.part_number.unwrap_or(0),
-                    p.e_tag
-                        .map(|e| bare_etag(e.value()).to_string())
-                        .unwrap_or_default(),
-                )
-            })
+            .filter_map(|(a, v)| Some((a, v?)))
             .collect();
+            let bad_part = |v: &str| {
+                let mut e = S3Error::with_message(
+                    S3ErrorCode::InvalidArgument,
+                    "Invalid Base64 or multiple checksums present in request",
+                );
+                e.set_status_code(hyper::StatusCode::BAD_REQUEST);
+                log::debug!("complete: part checksum `{v}`");
+                e
+            };
+            match given.as_slice() {
+                [] => part_sums.push(None),
+                [(a, v)] => {
+                    if crate::checksum::decode(*a, v).is_none() {
+                        return Err(bad_part(v));
+                    }
+                    part_sums.push(Some((*a, v.to_string())));
+                }
+                _ => return Err(bad_part("")),
+            }
+            if p.e_tag.is_none() || p.part_number.is_none() {
+                return Err(to_s3_error(Error::MalformedXml));
+            }
+            requested.push((
+                p.part_number.unwrap_or(0),
+                p.e_tag
+                    .map(|e| bare_etag(e.value()).to_string())
+                    .unwrap_or_default(),
+            ));
+        }
+        let checks = crate::multipart::CompleteChecks {
+            parts: part_sums,
+            object: want.value.clone(),
+            kind,
+            size,
+        };
         // Completes of one upload run one at a time; a second one waits and
         // then finds the first one's answer.
         let guard = self.lock_upload(&i.upload_id).await;
         let (id, b, k) = (i.upload_id.clone(), i.bucket.clone(), i.key.clone());
         let prepared = self
-            .run(move |s| s.complete_prepare(&id, &b, &k, requested))
+            .run(move |s| s.complete_prepare_with(&id, &b, &k, requested, &checks))
             .await?;
-        let output = |r: &crate::multipart::CompletedRecord| CompleteMultipartUploadOutput {
-            bucket: Some(r.bucket.clone()),
-            key: Some(r.key.clone()),
-            e_tag: Some(etag(&r.etag)),
-            location: Some(format!("/{}/{}", r.bucket, r.key)),
-            ..Default::default()
+        let output = move |r: &crate::multipart::CompletedRecord| {
+            let mut out = CompleteMultipartUploadOutput {
+                bucket: Some(r.bucket.clone()),
+                key: Some(r.key.clone()),
+                e_tag: Some(etag(&r.etag)),
+                location: Some(format!(
+                    "http://{host}/{}/{}",
+                    r.bucket,
+                    list::Encoder::new(Some("url")).enc(&r.key)
+                )),
+                ..Default::default()
+            };
+            put_checksum!(out, r.checksum.as_ref());
+            out
         };
         let plan = match prepared {
             Prepared::Done(r) => {
@@ -764,7 +1848,7 @@ impl S3 for S3Gateway {
                     "op": "CompleteMultipartUpload", "bucket": r.bucket, "key": r.key,
                     "upload_id": i.upload_id, "retry": true, "etag": r.etag,
                 }));
-                return Ok(S3Response::new(output(&r)));
+                return Ok(with_checksum_header(output(&r), r.checksum.as_ref()));
             }
             Prepared::Assemble(plan) => plan,
         };
@@ -776,6 +1860,7 @@ impl S3 for S3Gateway {
             store.complete_assemble(plan)
         });
         let upload_id = i.upload_id.clone();
+        let output_later = output.clone();
         let finish =
             move |res: crate::Result<Completed>| -> S3Result<CompleteMultipartUploadOutput> {
                 let c = res.map_err(to_s3_error)?;
@@ -786,7 +1871,7 @@ impl S3 for S3Gateway {
                     "bytes_copied": c.bytes.copied, "bytes_written": c.bytes.written,
                     "unaligned_parts": c.unaligned_parts, "ms": c.elapsed.as_secs_f64() * 1e3,
                 }));
-                Ok(output(&c.record))
+                Ok(output_later(&c.record))
             };
         // A complete that clones is done in milliseconds: answer it plainly
         // (an error keeps its HTTP status). One that copies may take long:
@@ -794,7 +1879,12 @@ impl S3 for S3Gateway {
         // until the XML is ready, as S3 does.
         if let Ok(res) = tokio::time::timeout(self.store.options().keepalive_after, &mut work).await
         {
-            return Ok(S3Response::new(finish(res.map_err(internal)?)?));
+            let out = finish(res.map_err(internal)?)?;
+            // The record's checksum, for algorithms s3s has no field for.
+            let extra = self
+                .completed_checksum(&i.upload_id, &i.bucket, &i.key)
+                .await;
+            return Ok(with_checksum_header(out, extra.as_ref()));
         }
         let fut = async move { finish(work.await.map_err(internal)?) };
         Ok(S3Response::new(CompleteMultipartUploadOutput {

@@ -30,12 +30,14 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod checksum;
 pub mod error;
 mod fsutil;
 pub mod gateway;
 pub mod list;
 pub mod multipart;
 pub mod names;
+pub mod precheck;
 pub mod server;
 pub mod store;
 

@@ -32,6 +32,7 @@ use md5::Digest;
 use rustix::fs::AtFlags;
 use serde::{Deserialize, Serialize};
 
+use crate::checksum::{Algorithm, Checksum, Hasher, Type};
 use crate::error::{io, Error, Result};
 use crate::fsutil::{self, NewFile};
 use crate::names;
@@ -53,6 +54,15 @@ pub struct UploadRecord {
     pub metadata: BTreeMap<String, String>,
     /// Start, seconds since the epoch.
     pub initiated: u64,
+    /// Nanoseconds of the start (orders uploads started in one second).
+    #[serde(default)]
+    pub initiated_nanos: u32,
+    /// The checksum algorithm and type asked for at the start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<(Algorithm, Type)>,
+    /// Response headers for the object (see `ObjectMeta::headers`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
 }
 
 /// What is kept about one part.
@@ -68,6 +78,13 @@ pub struct PartRecord {
     pub ino: u64,
     /// When it was uploaded, seconds since the epoch.
     pub modified: u64,
+    /// The part's additional checksum (of its bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<Checksum>,
+    /// Its CRC64NVME when `checksum` is another algorithm and the upload
+    /// has none (the object's default checksum is made from these).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crc64nvme: Option<String>,
 }
 
 /// The answer of a complete, kept for retries.
@@ -83,6 +100,23 @@ pub struct CompletedRecord {
     pub size: u64,
     /// The part list the complete was asked with.
     pub parts: Vec<(i32, String)>,
+    /// The object's additional checksum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<Checksum>,
+}
+
+/// What a complete request says about checksums and size, checked against
+/// the upload.
+#[derive(Clone, Debug, Default)]
+pub struct CompleteChecks {
+    /// Per requested part (same order): the checksum its element gave.
+    pub parts: Vec<Option<(Algorithm, String)>>,
+    /// `x-amz-checksum-*` of the whole object.
+    pub object: Option<(Algorithm, String)>,
+    /// `x-amz-checksum-type`.
+    pub kind: Option<Type>,
+    /// `x-amz-mp-object-size`.
+    pub size: Option<i64>,
 }
 
 /// An upload as listed.
@@ -96,6 +130,8 @@ pub struct UploadInfo {
     pub initiated: SystemTime,
     /// Completed already (kept only for retries).
     pub completed: bool,
+    /// Checksum algorithm and type of the upload.
+    pub checksum: Option<(Algorithm, Type)>,
 }
 
 /// A validated complete, ready to assemble.
@@ -108,6 +144,7 @@ pub struct Plan {
     parts: Vec<PartRecord>,
     requested: Vec<(i32, String)>,
     etag: String,
+    checksum: Option<Checksum>,
 }
 
 impl Plan {
@@ -185,8 +222,25 @@ impl Store {
         content_type: Option<String>,
         metadata: BTreeMap<String, String>,
     ) -> Result<String> {
+        self.create_upload_with(bucket, key, content_type, metadata, None, BTreeMap::new())
+    }
+
+    /// Start an upload whose parts carry `checksum`'s algorithm and whose
+    /// object gets a checksum of that type; returns its id.
+    pub fn create_upload_with(
+        &self,
+        bucket: &str,
+        key: &str,
+        content_type: Option<String>,
+        metadata: BTreeMap<String, String>,
+        checksum: Option<(Algorithm, Type)>,
+        headers: BTreeMap<String, String>,
+    ) -> Result<String> {
         names::check_key(key)?;
         self.bucket_dir(bucket)?;
+        if names::is_dir_key(key) {
+            return Err(Error::DirectoryObjectContainsData);
+        }
         let id = fsutil::rand_hex(16);
         let p = self.upload_path(&id);
         let dir = fsutil::mkdir_open(self.uploads.as_fd(), &id, &p)?;
@@ -196,6 +250,12 @@ impl Store {
             content_type,
             metadata,
             initiated: now_secs(),
+            initiated_nanos: SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map(|d| d.subsec_nanos())
+                .unwrap_or(0),
+            checksum,
+            headers,
         };
         fsutil::write_json(
             dir.as_fd(),
@@ -221,6 +281,7 @@ impl Store {
         let none = || Error::NoSuchUpload {
             upload_id: id.to_string(),
         };
+        self.bucket_dir(bucket)?;
         if !names::is_upload_id(id) {
             return Err(none());
         }
@@ -255,11 +316,27 @@ impl Store {
         Ok((dir, rec, p))
     }
 
+    /// The answer a complete of this upload recorded, if it finished.
+    pub fn completed_record(
+        &self,
+        id: &str,
+        bucket: &str,
+        key: &str,
+    ) -> Result<Option<CompletedRecord>> {
+        let (dir, _, p) = self.upload(id, bucket, key)?;
+        self.completed(&dir, &p)
+    }
+
+    /// The record of an upload in progress.
+    pub fn upload_record(&self, id: &str, bucket: &str, key: &str) -> Result<UploadRecord> {
+        Ok(self.open_upload(id, bucket, key)?.1)
+    }
+
     fn check_part_number(n: i32) -> Result<()> {
         if !(1..=MAX_PARTS).contains(&n) {
-            return Err(Error::InvalidArgument(format!(
-                "part number {n} is not between 1 and {MAX_PARTS}"
-            )));
+            return Err(Error::InvalidArgument(
+                "Part number must be an integer between 1 and 10000, inclusive.".into(),
+            ));
         }
         Ok(())
     }
@@ -282,6 +359,37 @@ impl Store {
         file: NewFile,
         md5: String,
     ) -> Result<PartRecord> {
+        self.commit_part_with(id, bucket, key, number, file, md5, None)
+    }
+
+    /// [`Store::commit_part`] with the part's additional checksum.
+    #[allow(clippy::too_many_arguments)]
+    pub fn commit_part_with(
+        &self,
+        id: &str,
+        bucket: &str,
+        key: &str,
+        number: i32,
+        file: NewFile,
+        md5: String,
+        checksum: Option<Checksum>,
+    ) -> Result<PartRecord> {
+        self.commit_part_full(id, bucket, key, number, file, md5, checksum, None)
+    }
+
+    /// [`Store::commit_part_with`] with the part's default CRC64NVME.
+    #[allow(clippy::too_many_arguments)]
+    pub fn commit_part_full(
+        &self,
+        id: &str,
+        bucket: &str,
+        key: &str,
+        number: i32,
+        file: NewFile,
+        md5: String,
+        checksum: Option<Checksum>,
+        crc64nvme: Option<String>,
+    ) -> Result<PartRecord> {
         let (dir, _, p) = self.open_upload(id, bucket, key)?;
         let st = rustix::fs::fstat(file.file()).map_err(|e| io("stat", file.path(), e))?;
         if self.opts.fsync {
@@ -294,6 +402,8 @@ impl Store {
             md5,
             ino: st.st_ino,
             modified: now_secs(),
+            checksum,
+            crc64nvme,
         };
         let name = part_name(number);
         let rec_name = format!("{name}.json");
@@ -343,12 +453,17 @@ impl Store {
             None => (0, size),
             Some((a, b)) if a <= b && b < size => (a, b + 1),
             Some((a, b)) => {
-                return Err(Error::InvalidRange {
-                    range: format!("bytes={a}-{b}"),
-                    size,
-                })
+                log::debug!("copy range bytes={a}-{b} of {size} bytes");
+                return Err(Error::InvalidArgument(format!(
+                    "Range specified is not valid for source object of size: {size}"
+                )));
             }
         };
+        let algo = self
+            .upload_record(id, bucket, key)?
+            .checksum
+            .map_or(Algorithm::Crc64Nvme, |c| c.0);
+        let mut sum = Some(Hasher::new(algo));
         let dst = self.new_part_file(id, bucket, key, number)?;
         let src_path = self.dir().join(src_bucket).join(src_key);
         let mut copier = Copier::new(Chain::AUTO);
@@ -375,9 +490,25 @@ impl Store {
                 .into());
             }
             h.update(&buf[..n]);
+            if let Some(s) = &mut sum {
+                s.update(&buf[..n]);
+            }
             off += n as u64;
         }
-        let rec = self.commit_part(id, bucket, key, number, dst, hex::encode(h.finalize()))?;
+        let checksum = sum.map(|s| Checksum {
+            algorithm: s.algorithm(),
+            value: crate::checksum::b64(&s.finish()),
+            kind: Type::FullObject,
+        });
+        let rec = self.commit_part_with(
+            id,
+            bucket,
+            key,
+            number,
+            dst,
+            hex::encode(h.finalize()),
+            checksum,
+        )?;
         Ok((rec, copied))
     }
 
@@ -408,6 +539,12 @@ impl Store {
         fsutil::remove_flat_dir(self.uploads.as_fd(), id, &p)
     }
 
+    /// Remove an upload's directory, whatever state it is in.
+    pub(crate) fn remove_upload(&self, id: &str) -> Result<()> {
+        let p = self.sys_path().join("uploads").join(id);
+        fsutil::remove_flat_dir(self.uploads.as_fd(), id, &p)
+    }
+
     /// The uploads of `bucket`, sorted by key then start.
     pub fn list_uploads(&self, bucket: &str) -> Result<Vec<UploadInfo>> {
         let up = self.sys_path().join("uploads");
@@ -431,8 +568,10 @@ impl Store {
             out.push(UploadInfo {
                 id,
                 key: rec.key,
-                initiated: SystemTime::UNIX_EPOCH + Duration::from_secs(rec.initiated),
+                initiated: SystemTime::UNIX_EPOCH
+                    + Duration::new(rec.initiated, rec.initiated_nanos),
                 completed,
+                checksum: rec.checksum,
             });
         }
         out.sort_by(|a, b| {
@@ -451,6 +590,19 @@ impl Store {
         key: &str,
         requested: Vec<(i32, String)>,
     ) -> Result<Prepared> {
+        self.complete_prepare_with(id, bucket, key, requested, &CompleteChecks::default())
+    }
+
+    /// [`Store::complete_prepare`] with the request's checksums and size
+    /// checked against the upload's.
+    pub fn complete_prepare_with(
+        &self,
+        id: &str,
+        bucket: &str,
+        key: &str,
+        requested: Vec<(i32, String)>,
+        checks: &CompleteChecks,
+    ) -> Result<Prepared> {
         let (dir, upload, p) = self.upload(id, bucket, key)?;
         let requested: Vec<(i32, String)> = requested
             .into_iter()
@@ -465,9 +617,18 @@ impl Store {
             });
         }
         if requested.is_empty() {
-            return Err(Error::InvalidArgument(
-                "a complete must list at least one part".into(),
-            ));
+            return Err(Error::MalformedXml);
+        }
+        if requested.iter().any(|r| r.0 < 1) {
+            return Err(Error::InvalidArgument("PartNumber must be >= 1".into()));
+        }
+        if let (Some((_, have)), Some(want)) = (upload.checksum, checks.kind) {
+            if have != want {
+                return Err(Error::InvalidRequest(format!(
+                    "The upload was created using the {} checksum mode. The complete request must use the same checksum mode.",
+                    have.name()
+                )));
+            }
         }
         if requested.len() > MAX_PARTS as usize {
             return Err(Error::InvalidArgument(format!(
@@ -509,7 +670,68 @@ impl Store {
                     min: self.opts.min_part_size,
                 });
             }
+            if let Some((algo, kind)) = upload.checksum {
+                match checks.parts.get(i).cloned().flatten() {
+                    Some((a, _)) if a != algo => {
+                        return Err(Error::PartChecksum {
+                            algorithm: a,
+                            part: *n,
+                        })
+                    }
+                    Some((_, v))
+                        if rec.checksum.as_ref().map(|c| c.value.as_str()) != Some(v.as_str()) =>
+                    {
+                        return Err(bad("its checksum differs".into()));
+                    }
+                    Some(_) => {}
+                    None if kind == Type::Composite => {
+                        return Err(Error::InvalidRequest(format!(
+                            "The upload was created using a {} checksum. The complete request must include the checksum for each part. It was missing for part {n} in the request.",
+                            algo.name().to_ascii_lowercase()
+                        )))
+                    }
+                    None => {}
+                }
+            }
             parts.push(rec.clone());
+        }
+        let size: u64 = parts.iter().map(|r| r.size).sum();
+        if let Some(want) = checks.size {
+            if want < 0 {
+                return Err(Error::InvalidRequest(format!(
+                    "Value for x-amz-mp-object-size header is less than zero: '{want}'"
+                )));
+            }
+            if want as u64 != size {
+                return Err(Error::InvalidRequest(format!(
+                    // S3's (and the suite's) order: computed, then given.
+                    "The provided 'x-amz-mp-object-size' header value {size} does not match what was computed: {want}"
+                )));
+            }
+        }
+        let checksum = match upload.checksum {
+            Some((algo, kind)) => Some(object_checksum(algo, kind, &parts).ok_or_else(|| {
+                Error::InvalidRequest(format!(
+                    "The upload was created using a {} checksum, but a part has none; upload it again.",
+                    algo.name().to_ascii_lowercase()
+                ))
+            })?),
+            // No algorithm asked for: CRC64NVME of the whole object, as S3
+            // gives every object, when every part has one.
+            None => object_checksum(Algorithm::Crc64Nvme, Type::FullObject, &parts),
+        };
+        // An upload made without a checksum algorithm ignores the
+        // complete's object checksum, as S3 does.
+        let given = checks.object.as_ref().filter(|_| upload.checksum.is_some());
+        if let (Some(c), Some((a, v))) = (&checksum, given) {
+            if *a == c.algorithm && *v != c.value {
+                let bare = c.value.split('-').next().unwrap_or("");
+                if v.as_str() != bare {
+                    return Err(Error::ChecksumMismatch {
+                        algorithm: a.name(),
+                    });
+                }
+            }
         }
         let etag = multipart_etag(parts.iter().map(|r| r.md5.as_str()));
         Ok(Prepared::Assemble(Plan {
@@ -520,6 +742,7 @@ impl Store {
             parts,
             requested,
             etag,
+            checksum,
         }))
     }
 
@@ -570,6 +793,9 @@ impl Store {
             etag: plan.etag.clone(),
             content_type: plan.upload.content_type.clone(),
             metadata: plan.upload.metadata.clone(),
+            checksum: plan.checksum.clone(),
+            headers: plan.upload.headers.clone(),
+            parts: plan.parts.iter().map(|p| p.size).collect(),
             ..ObjectMeta::default()
         };
         let meta = self.commit_object(&plan.upload.bucket, &plan.upload.key, dst, meta)?;
@@ -579,6 +805,7 @@ impl Store {
             etag: plan.etag.clone(),
             size: meta.size,
             parts: plan.requested.clone(),
+            checksum: plan.checksum.clone(),
         };
         fsutil::write_json(
             plan.dir.as_fd(),
@@ -627,6 +854,31 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// The object checksum of a complete: the parts' checksums combined.
+fn object_checksum(algo: Algorithm, kind: Type, parts: &[PartRecord]) -> Option<Checksum> {
+    let mut digests = Vec::with_capacity(parts.len());
+    for p in parts {
+        let value = match p.checksum.as_ref().filter(|c| c.algorithm == algo) {
+            Some(c) => &c.value,
+            None if algo == Algorithm::Crc64Nvme => p.crc64nvme.as_ref()?,
+            None => return None,
+        };
+        digests.push((crate::checksum::decode(algo, value)?, p.size));
+    }
+    let value = match kind {
+        Type::FullObject => crate::checksum::full_object(algo, &digests)?,
+        Type::Composite => {
+            let d: Vec<Vec<u8>> = digests.into_iter().map(|d| d.0).collect();
+            crate::checksum::composite(algo, &d)
+        }
+    };
+    Some(Checksum {
+        algorithm: algo,
+        value,
+        kind,
+    })
 }
 
 /// MD5 of a whole reader, hex.

@@ -2,10 +2,11 @@
 //! become.
 //!
 //! A key is stored as the file `DIR/<bucket>/<key>`, so it must be a safe
-//! relative path: no empty, `.` or `..` component, no leading or trailing
-//! `/`, no NUL, components of at most 255 bytes. Such keys are refused with
+//! relative path: no empty, `.` or `..` component, no leading `/`, no NUL,
+//! components of at most 255 bytes. Such keys are refused with
 //! `InvalidArgument` rather than mangled, so that every stored object is
-//! readable by other tools under its own name.
+//! readable by other tools under its own name. A key ending in one `/` is a
+//! directory object: the directory `DIR/<bucket>/<key>`, empty as an object.
 
 use crate::error::{Error, Result};
 
@@ -73,10 +74,11 @@ pub fn check_key(key: &str) -> Result<&str> {
     if key.starts_with('/') {
         return bad("it starts with `/` (an absolute path)");
     }
-    if key.ends_with('/') {
-        return bad("it ends with `/` (a directory, not a file)");
+    let path = key.strip_suffix('/').unwrap_or(key);
+    if path.is_empty() {
+        return bad("it is only `/`");
     }
-    for c in key.split('/') {
+    for c in path.split('/') {
         match c {
             "" => return bad("it has an empty component (`//`)"),
             "." => return bad("it has a `.` component"),
@@ -86,6 +88,11 @@ pub fn check_key(key: &str) -> Result<&str> {
         }
     }
     Ok(key)
+}
+
+/// Whether `key` names a directory object (it ends with `/`).
+pub fn is_dir_key(key: &str) -> bool {
+    key.ends_with('/')
 }
 
 /// Whether `name` is a valid multipart upload id (32 lowercase hex digits,
@@ -128,6 +135,8 @@ mod tests {
             "a b+c=d&e",
             ".hidden",
             "a..b",
+            "a/",
+            "a/b/",
         ] {
             check_key(ok).unwrap();
         }
@@ -138,7 +147,9 @@ mod tests {
             "a/../b",
             "a/./b",
             "a//b",
-            "a/",
+            "a//",
+            "/",
+            "./",
             ".",
             "..",
             "a\0b",

@@ -80,7 +80,40 @@ pub struct ObjectMeta {
     pub content_type: Option<String>,
     /// `x-amz-meta-*`, names lowercase.
     pub metadata: BTreeMap<String, String>,
+    /// The additional checksum (`x-amz-checksum-*`), when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<crate::checksum::Checksum>,
+    /// Stored response headers ([`STORED_HEADERS`]), names lowercase.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// The sizes of the parts of a multipart object, in order (for GET and
+    /// HEAD with `partNumber`); empty for other objects.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<u64>,
 }
+
+impl ObjectMeta {
+    /// Byte range `[start, end)` of part `n` (1-based), and the part count;
+    /// an object uploaded in one piece is one part.
+    pub fn part_range(&self, n: i32) -> Option<(u64, u64, usize)> {
+        if self.parts.is_empty() {
+            return (n == 1).then_some((0, self.size, 1));
+        }
+        let i = usize::try_from(n).ok()?.checked_sub(1)?;
+        let start: u64 = self.parts.get(..i)?.iter().sum();
+        Some((start, start + *self.parts.get(i)?, self.parts.len()))
+    }
+}
+
+/// The request headers S3 keeps with an object and returns on GET and HEAD.
+pub const STORED_HEADERS: [&str; 6] = [
+    "cache-control",
+    "content-disposition",
+    "content-encoding",
+    "content-language",
+    "expires",
+    "x-amz-website-redirect-location",
+];
 
 /// An object as read: its record and file status.
 #[derive(Debug)]
@@ -272,13 +305,16 @@ impl Store {
         if !fsutil::read_names(fd.as_fd(), &self.dir.join(bucket))?.is_empty() {
             return Err(not_empty());
         }
-        if self.list_uploads(bucket)?.iter().any(|u| !u.completed) {
-            return Err(not_empty());
-        }
         match rustix::fs::unlinkat(self.root.fd(), bucket, AtFlags::REMOVEDIR) {
             Ok(()) => {}
             Err(Errno::NOTEMPTY | Errno::EXIST) => return Err(not_empty()),
             Err(e) => return Err(io("remove directory", self.dir.join(bucket), e)),
+        }
+        // As S3 does, uploads still in progress go with the bucket (they
+        // are not objects); a complete racing with this finds its bucket
+        // gone and fails.
+        for u in self.list_uploads(bucket)? {
+            let _ = self.remove_upload(&u.id);
         }
         self.remove_meta_tree(bucket);
         Ok(())
@@ -345,7 +381,8 @@ impl Store {
 
     fn rel(bucket: &str, key: &str) -> Result<RelPath> {
         names::check_key(key)?;
-        RelPath::new(&format!("{bucket}/{key}")).map_err(|e| Error::InvalidKey {
+        let path = key.strip_suffix('/').unwrap_or(key);
+        RelPath::new(&format!("{bucket}/{path}")).map_err(|e| Error::InvalidKey {
             key: key.to_string(),
             why: e.why,
         })
@@ -364,6 +401,12 @@ impl Store {
         let rel = Self::rel(bucket, key)?;
         let _bucket = self.bucket_dir(bucket)?;
         let st = rustix::fs::fstat(file.file()).map_err(|e| io("stat", file.path(), e))?;
+        if names::is_dir_key(key) {
+            if st.st_size != 0 {
+                return Err(Error::DirectoryObjectContainsData);
+            }
+            return self.commit_dir_object(bucket, key, &rel, meta);
+        }
         meta.key = key.to_string();
         meta.ino = st.st_ino;
         meta.size = st.st_size as u64;
@@ -408,6 +451,38 @@ impl Store {
         Ok(meta)
     }
 
+    /// A directory object: the directory (made with its parents), and a
+    /// record naming its inode.
+    fn commit_dir_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        rel: &RelPath,
+        mut meta: ObjectMeta,
+    ) -> Result<ObjectMeta> {
+        let fd = self
+            .root
+            .create_dirs(rel, 0o755)
+            .map_err(|e| match errno_of(&e) {
+                Some(Errno::NOTDIR | Errno::EXIST) => Error::KeyConflict {
+                    key: key.to_string(),
+                    path: self.root.display(rel),
+                },
+                _ => e.into(),
+            })?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| io("stat", self.root.display(rel), e))?;
+        meta.key = key.to_string();
+        meta.ino = st.st_ino;
+        meta.size = 0;
+        self.write_record(bucket, &meta)?;
+        Ok(meta)
+    }
+
+    /// Whether `dir` (a key without its trailing `/`) is a directory object.
+    fn is_dir_object(&self, bucket: &str, dir: &str) -> bool {
+        matches!(self.read_record(bucket, &format!("{dir}/")), Ok(Some(_)))
+    }
+
     /// Open the object for reading, with its record.
     pub fn open_object(&self, bucket: &str, key: &str) -> Result<(File, ObjectInfo)> {
         let rel = Self::rel(bucket, key)?;
@@ -416,6 +491,26 @@ impl Store {
             bucket: bucket.to_string(),
             key: key.to_string(),
         };
+        if names::is_dir_key(key) {
+            let fd = match self.root.open_dir(&rel) {
+                Ok(fd) => fd,
+                Err(e) => {
+                    return Err(match errno_of(&e) {
+                        Some(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => missing(),
+                        _ => e.into(),
+                    })
+                }
+            };
+            let st = rustix::fs::fstat(&fd).map_err(|e| io("stat", self.root.display(&rel), e))?;
+            let meta = self.read_record(bucket, key)?.ok_or_else(missing)?;
+            return Ok((
+                File::from(fd),
+                ObjectInfo {
+                    meta,
+                    mtime: mtime(&st),
+                },
+            ));
+        }
         let mut tries = 0;
         loop {
             let fd = match self.root.open_read(&rel) {
@@ -455,6 +550,9 @@ impl Store {
                         etag: synthetic_etag(&st),
                         content_type: rec.and_then(|r| r.content_type),
                         metadata: BTreeMap::new(),
+                        checksum: None,
+                        headers: BTreeMap::new(),
+                        parts: Vec::new(),
                     };
                     return Ok((
                         File::from(fd),
@@ -479,18 +577,28 @@ impl Store {
             Err(e) if matches!(errno_of(&e), Some(Errno::NOENT | Errno::NOTDIR)) => return Ok(()),
             Err(e) => return Err(e.into()),
         };
-        match rustix::fs::unlinkat(&pfd, name, AtFlags::empty()) {
-            Ok(()) | Err(Errno::NOENT) | Err(Errno::ISDIR) => {}
-            Err(e) => return Err(io("remove", self.root.display(&rel), e)),
+        if names::is_dir_key(key) {
+            // The directory goes only when nothing else is in it.
+            let _ = rustix::fs::unlinkat(&pfd, name, AtFlags::REMOVEDIR);
+        } else {
+            match rustix::fs::unlinkat(&pfd, name, AtFlags::empty()) {
+                Ok(()) | Err(Errno::NOENT) | Err(Errno::ISDIR) => {}
+                Err(e) => return Err(io("remove", self.root.display(&rel), e)),
+            }
         }
         self.remove_record(bucket, key);
         if self.opts.fsync {
             fsutil::sync_dir(&pfd, &self.root.display(&parent))?;
         }
-        // Remove now-empty directories, deepest first, never the bucket.
+        // Remove now-empty directories, deepest first, never the bucket nor
+        // a directory object.
         let mut p = parent;
         while let Some((up, name)) = p.split() {
             if up.is_root() {
+                break;
+            }
+            let dir_key = p.as_str().split_once('/').map(|x| x.1).unwrap_or("");
+            if self.is_dir_object(bucket, dir_key) {
                 break;
             }
             let Ok(ufd) = self.root.open_dir(&up) else {
@@ -523,6 +631,10 @@ impl Store {
             }
         };
         if let Some(fd) = start {
+            let dir_key = format!("{base}/");
+            if !base.is_empty() && dir_key.starts_with(prefix) && self.is_dir_object(bucket, base) {
+                out.push(dir_key);
+            }
             let mut stack = vec![(fd, base.to_string())];
             while let Some((fd, dir)) = stack.pop() {
                 let shown = self.dir.join(bucket).join(&dir);
@@ -542,6 +654,10 @@ impl Store {
                         }
                     }
                     if ft == FileType::Directory {
+                        let dir_key = format!("{key}/");
+                        if dir_key.starts_with(prefix) && self.is_dir_object(bucket, &key) {
+                            out.push(dir_key);
+                        }
                         if let Some(sub) =
                             fsutil::open_dir_opt(fd.as_fd(), &name, &shown.join(&name))?
                         {
@@ -577,6 +693,25 @@ impl Store {
         key: &str,
         replace: Option<(Option<String>, BTreeMap<String, String>)>,
     ) -> Result<(ObjectMeta, cowkit_fs::Copied)> {
+        self.copy_object_with(src_bucket, src_key, bucket, key, |meta, _| {
+            if let Some((ct, md)) = replace {
+                meta.content_type = ct;
+                meta.metadata = md;
+            }
+            Ok(())
+        })
+    }
+
+    /// Copy an object; `edit` changes the copy's record before it is
+    /// committed (given the new file, to compute a checksum from).
+    pub fn copy_object_with(
+        &self,
+        src_bucket: &str,
+        src_key: &str,
+        bucket: &str,
+        key: &str,
+        edit: impl FnOnce(&mut ObjectMeta, &File) -> Result<()>,
+    ) -> Result<(ObjectMeta, cowkit_fs::Copied)> {
         let (src, info) = self.open_object(src_bucket, src_key)?;
         let dst = self.new_file()?;
         let src_path = self.dir.join(src_bucket).join(src_key);
@@ -586,13 +721,34 @@ impl Store {
             cowkit_fs::Handle::new(dst.file(), &dst.path()),
         )?;
         let mut meta = info.meta;
-        if let Some((ct, md)) = replace {
-            meta.content_type = ct;
-            meta.metadata = md;
-        }
+        edit(&mut meta, &src)?;
         let meta = self.commit_object(bucket, key, dst, meta)?;
         Ok((meta, copied))
     }
+}
+
+/// The checksum of a whole file.
+pub fn file_checksum(
+    f: &File,
+    path: &Path,
+    algo: crate::checksum::Algorithm,
+) -> Result<crate::checksum::Checksum> {
+    let mut h = crate::checksum::Hasher::new(algo);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut off = 0u64;
+    loop {
+        let n = rustix::io::pread(f, &mut buf, off).map_err(|e| io("read", path, e))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        off += n as u64;
+    }
+    Ok(crate::checksum::Checksum {
+        algorithm: algo,
+        value: crate::checksum::b64(&h.finish()),
+        kind: crate::checksum::Type::FullObject,
+    })
 }
 
 fn fsutil_stat_type(dir: BorrowedFd<'_>, name: &str) -> Option<FileType> {

@@ -55,6 +55,10 @@ struct ServeArgs {
     /// write everything).
     #[arg(long)]
     anonymous: bool,
+    /// The region clients sign requests for; requests signed for another
+    /// region are refused.
+    #[arg(long, default_value = "us-east-1")]
+    region: String,
     /// Make data and directory entries durable (fsync) before answering.
     #[arg(long)]
     fsync: bool,
@@ -127,6 +131,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode, CliError> {
         listen: a.listen,
         credentials: creds,
         anonymous: a.anonymous,
+        region: a.region.clone(),
         store: Options {
             fsync: a.fsync,
             min_part_size: a.min_part_size,

@@ -61,10 +61,12 @@ class Server:
         assert self.info["event"] == "listening"
         self.endpoint = self.info["endpoint"]
 
-    def client(self, secret=SK, **cfg):
+    def client(self, secret=SK, region="us-east-1", config_sig=None, **cfg):
+        if config_sig:
+            cfg["signature_version"] = config_sig
         return boto3.client(
             "s3", endpoint_url=self.endpoint, aws_access_key_id=AK,
-            aws_secret_access_key=secret, region_name="us-east-1",
+            aws_secret_access_key=secret, region_name=region,
             config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1},
                           read_timeout=600, **cfg))
 

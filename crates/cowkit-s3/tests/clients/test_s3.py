@@ -116,12 +116,16 @@ def test_buckets(server):
     assert code(e) == "BucketNotEmpty"
     s3.delete_object(Bucket="alpha", Key="x/y")
     assert not os.path.exists(os.path.join(server.root, "alpha", "x")), "empty dirs are removed"
-    # An upload in progress also keeps the bucket.
+    # Issue 16: uploads in progress do not keep the bucket (as on S3); they
+    # go with it.
     uid = s3.create_multipart_upload(Bucket="alpha", Key="k")["UploadId"]
+    s3.upload_part(Bucket="alpha", Key="k", UploadId=uid, PartNumber=1, Body=b"p")
+    s3.delete_bucket(Bucket="alpha")
+    assert not os.path.exists(os.path.join(server.root, ".cowkit-s3", "uploads", uid))
+    s3.create_bucket(Bucket="alpha")
     with pytest.raises(ClientError) as e:
-        s3.delete_bucket(Bucket="alpha")
-    assert code(e) == "BucketNotEmpty"
-    s3.abort_multipart_upload(Bucket="alpha", Key="k", UploadId=uid)
+        s3.list_parts(Bucket="alpha", Key="k", UploadId=uid)
+    assert code(e) == "NoSuchUpload"
     s3.delete_bucket(Bucket="alpha")
     s3.delete_bucket(Bucket="beta.2")
     assert s3.list_buckets()["Buckets"] == []

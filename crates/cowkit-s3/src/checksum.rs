@@ -1,0 +1,371 @@
+//! S3's additional checksums (`x-amz-checksum-{crc32,crc32c,crc64nvme,sha1,sha256}`):
+//! computed while a body is received, checked against what the client sent,
+//! stored with the object or part, and combined for multipart uploads
+//! (`COMPOSITE`: a checksum of the parts' checksums, `-N`; `FULL_OBJECT`:
+//! the CRC of the whole object, combined from the parts' CRCs without
+//! reading the data again).
+
+use serde::{Deserialize, Serialize};
+use sha2::Digest as _;
+
+/// A checksum algorithm S3 knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Algorithm {
+    /// CRC-32 (ISO-HDLC, as zlib).
+    #[serde(rename = "CRC32")]
+    Crc32,
+    /// CRC-32C (Castagnoli).
+    #[serde(rename = "CRC32C")]
+    Crc32c,
+    /// CRC-64/NVME, S3's default.
+    #[serde(rename = "CRC64NVME")]
+    Crc64Nvme,
+    /// SHA-1.
+    #[serde(rename = "SHA1")]
+    Sha1,
+    /// SHA-256.
+    #[serde(rename = "SHA256")]
+    Sha256,
+    /// SHA-512.
+    #[serde(rename = "SHA512")]
+    Sha512,
+    /// MD5.
+    #[serde(rename = "MD5")]
+    Md5,
+    /// XXH64 (seed 0).
+    #[serde(rename = "XXHASH64")]
+    Xxhash64,
+    /// XXH3, 64 bits.
+    #[serde(rename = "XXHASH3")]
+    Xxhash3,
+    /// XXH3, 128 bits.
+    #[serde(rename = "XXHASH128")]
+    Xxhash128,
+}
+
+/// Every algorithm, in S3's order.
+pub const ALL: [Algorithm; 10] = [
+    Algorithm::Crc32,
+    Algorithm::Crc32c,
+    Algorithm::Sha1,
+    Algorithm::Sha256,
+    Algorithm::Crc64Nvme,
+    Algorithm::Sha512,
+    Algorithm::Md5,
+    Algorithm::Xxhash64,
+    Algorithm::Xxhash3,
+    Algorithm::Xxhash128,
+];
+
+impl Algorithm {
+    /// From S3's name (`CRC32`, ..., any case).
+    pub fn parse(s: &str) -> Option<Algorithm> {
+        ALL.into_iter().find(|a| a.name().eq_ignore_ascii_case(s))
+    }
+
+    /// S3's name: `CRC32`, `CRC32C`, `CRC64NVME`, `SHA1`, `SHA256`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Crc32 => "CRC32",
+            Algorithm::Crc32c => "CRC32C",
+            Algorithm::Crc64Nvme => "CRC64NVME",
+            Algorithm::Sha1 => "SHA1",
+            Algorithm::Sha256 => "SHA256",
+            Algorithm::Sha512 => "SHA512",
+            Algorithm::Md5 => "MD5",
+            Algorithm::Xxhash64 => "XXHASH64",
+            Algorithm::Xxhash3 => "XXHASH3",
+            Algorithm::Xxhash128 => "XXHASH128",
+        }
+    }
+
+    /// The request and response header: `x-amz-checksum-crc32`, ...
+    pub fn header(self) -> String {
+        format!("x-amz-checksum-{}", self.name().to_ascii_lowercase())
+    }
+
+    /// Length of the binary digest.
+    pub fn digest_len(self) -> usize {
+        match self {
+            Algorithm::Crc32 | Algorithm::Crc32c => 4,
+            Algorithm::Crc64Nvme | Algorithm::Xxhash64 | Algorithm::Xxhash3 => 8,
+            Algorithm::Md5 | Algorithm::Xxhash128 => 16,
+            Algorithm::Sha1 => 20,
+            Algorithm::Sha256 => 32,
+            Algorithm::Sha512 => 64,
+        }
+    }
+
+    /// Whether this is a CRC (which can be combined into a full-object
+    /// checksum of a multipart upload).
+    pub fn is_crc(self) -> bool {
+        matches!(
+            self,
+            Algorithm::Crc32 | Algorithm::Crc32c | Algorithm::Crc64Nvme
+        )
+    }
+
+    /// The checksum type a multipart upload gets when none is asked for.
+    pub fn default_type(self) -> Type {
+        match self {
+            Algorithm::Crc64Nvme => Type::FullObject,
+            _ => Type::Composite,
+        }
+    }
+
+    /// Whether a multipart upload can use `t` with this algorithm.
+    pub fn supports(self, t: Type) -> bool {
+        match t {
+            Type::FullObject => self.is_crc(),
+            Type::Composite => self != Algorithm::Crc64Nvme,
+        }
+    }
+
+    /// Whether s3s 0.14 knows the algorithm (its DTOs have fields for it);
+    /// the others travel as raw headers only.
+    pub fn in_s3s(self) -> bool {
+        matches!(
+            self,
+            Algorithm::Crc32
+                | Algorithm::Crc32c
+                | Algorithm::Crc64Nvme
+                | Algorithm::Sha1
+                | Algorithm::Sha256
+        )
+    }
+
+    fn crc(self) -> Option<crc_fast::CrcAlgorithm> {
+        match self {
+            Algorithm::Crc32 => Some(crc_fast::CrcAlgorithm::Crc32IsoHdlc),
+            Algorithm::Crc32c => Some(crc_fast::CrcAlgorithm::Crc32Iscsi),
+            Algorithm::Crc64Nvme => Some(crc_fast::CrcAlgorithm::Crc64Nvme),
+            _ => None,
+        }
+    }
+}
+
+/// `FULL_OBJECT` or `COMPOSITE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Type {
+    /// A checksum of the whole object's bytes.
+    #[serde(rename = "FULL_OBJECT")]
+    FullObject,
+    /// A checksum of the parts' checksums, with `-N`.
+    #[serde(rename = "COMPOSITE")]
+    Composite,
+}
+
+impl Type {
+    /// From S3's name.
+    pub fn parse(s: &str) -> Option<Type> {
+        [Type::FullObject, Type::Composite]
+            .into_iter()
+            .find(|t| t.name().eq_ignore_ascii_case(s))
+    }
+
+    /// S3's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Type::FullObject => "FULL_OBJECT",
+            Type::Composite => "COMPOSITE",
+        }
+    }
+}
+
+/// A stored checksum.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checksum {
+    /// The algorithm.
+    pub algorithm: Algorithm,
+    /// Base64 of the digest; a composite one ends in `-N`.
+    pub value: String,
+    /// Full object or composite.
+    #[serde(rename = "type")]
+    pub kind: Type,
+}
+
+/// Base64 (standard alphabet, padded).
+pub fn b64(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// The digest in a checksum header, if it is well-formed base64 of the
+/// algorithm's length.
+pub fn decode(algo: Algorithm, value: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    let v = base64::engine::general_purpose::STANDARD
+        .decode(value.trim())
+        .ok()?;
+    (v.len() == algo.digest_len()).then_some(v)
+}
+
+/// One running checksum.
+pub enum Hasher {
+    /// A CRC.
+    Crc(Algorithm, crc_fast::Digest),
+    /// SHA-1.
+    Sha1(sha1::Sha1),
+    /// SHA-256.
+    Sha256(sha2::Sha256),
+    /// SHA-512.
+    Sha512(sha2::Sha512),
+    /// MD5.
+    Md5(md5::Md5),
+    /// XXH64.
+    Xxh64(xxhash_rust::xxh64::Xxh64),
+    /// XXH3 (64 or 128 bits).
+    Xxh3(Algorithm, Box<xxhash_rust::xxh3::Xxh3>),
+}
+
+impl std::fmt::Debug for Hasher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Hasher({})", self.algorithm().name())
+    }
+}
+
+impl Hasher {
+    /// A new hasher.
+    pub fn new(algo: Algorithm) -> Hasher {
+        if let Some(c) = algo.crc() {
+            return Hasher::Crc(algo, crc_fast::Digest::new(c));
+        }
+        match algo {
+            Algorithm::Sha1 => Hasher::Sha1(sha1::Sha1::new()),
+            Algorithm::Sha512 => Hasher::Sha512(sha2::Sha512::new()),
+            Algorithm::Md5 => Hasher::Md5(<md5::Md5 as md5::Digest>::new()),
+            Algorithm::Xxhash64 => Hasher::Xxh64(xxhash_rust::xxh64::Xxh64::new(0)),
+            Algorithm::Xxhash3 | Algorithm::Xxhash128 => {
+                Hasher::Xxh3(algo, Box::new(xxhash_rust::xxh3::Xxh3::new()))
+            }
+            _ => Hasher::Sha256(sha2::Sha256::new()),
+        }
+    }
+
+    /// The algorithm.
+    pub fn algorithm(&self) -> Algorithm {
+        match self {
+            Hasher::Crc(a, _) | Hasher::Xxh3(a, _) => *a,
+            Hasher::Sha1(_) => Algorithm::Sha1,
+            Hasher::Sha256(_) => Algorithm::Sha256,
+            Hasher::Sha512(_) => Algorithm::Sha512,
+            Hasher::Md5(_) => Algorithm::Md5,
+            Hasher::Xxh64(_) => Algorithm::Xxhash64,
+        }
+    }
+
+    /// Add bytes.
+    pub fn update(&mut self, data: &[u8]) {
+        match self {
+            Hasher::Crc(_, d) => d.update(data),
+            Hasher::Sha1(h) => h.update(data),
+            Hasher::Sha256(h) => h.update(data),
+            Hasher::Sha512(h) => h.update(data),
+            Hasher::Md5(h) => md5::Digest::update(h, data),
+            Hasher::Xxh64(h) => h.update(data),
+            Hasher::Xxh3(_, h) => h.update(data),
+        }
+    }
+
+    /// The binary digest (integers big-endian, as S3 encodes them).
+    pub fn finish(self) -> Vec<u8> {
+        match self {
+            Hasher::Crc(a, d) => crc_bytes(a, d.finalize()),
+            Hasher::Sha1(h) => h.finalize().to_vec(),
+            Hasher::Sha256(h) => h.finalize().to_vec(),
+            Hasher::Sha512(h) => h.finalize().to_vec(),
+            Hasher::Md5(h) => md5::Digest::finalize(h).to_vec(),
+            Hasher::Xxh64(h) => h.digest().to_be_bytes().to_vec(),
+            Hasher::Xxh3(Algorithm::Xxhash128, h) => h.digest128().to_be_bytes().to_vec(),
+            Hasher::Xxh3(_, h) => h.digest().to_be_bytes().to_vec(),
+        }
+    }
+}
+
+fn crc_bytes(a: Algorithm, v: u64) -> Vec<u8> {
+    if a.digest_len() == 4 {
+        (v as u32).to_be_bytes().to_vec()
+    } else {
+        v.to_be_bytes().to_vec()
+    }
+}
+
+/// The composite checksum of parts (their binary digests in order):
+/// `base64(H(d1 || d2 || ...))-N`.
+pub fn composite(algo: Algorithm, parts: &[Vec<u8>]) -> String {
+    let mut h = Hasher::new(algo);
+    for p in parts {
+        h.update(p);
+    }
+    format!("{}-{}", b64(&h.finish()), parts.len())
+}
+
+/// The full-object CRC of parts given as (binary CRC, size), combined
+/// without reading their data; `None` for a non-CRC algorithm.
+pub fn full_object(algo: Algorithm, parts: &[(Vec<u8>, u64)]) -> Option<String> {
+    let c = algo.crc()?;
+    let mut acc: Option<u64> = None;
+    for (d, size) in parts {
+        let v = match d.len() {
+            4 => u64::from(u32::from_be_bytes(d[..4].try_into().ok()?)),
+            8 => u64::from_be_bytes(d[..8].try_into().ok()?),
+            _ => return None,
+        };
+        acc = Some(match acc {
+            None => v,
+            Some(a) => crc_fast::checksum_combine(c, a, v, *size),
+        });
+    }
+    let acc = match acc {
+        Some(a) => a,
+        None => crc_fast::checksum(c, b""),
+    };
+    Some(b64(&crc_bytes(algo, acc)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(a: Algorithm, data: &[u8]) -> Vec<u8> {
+        let mut h = Hasher::new(a);
+        h.update(data);
+        h.finish()
+    }
+
+    #[test]
+    fn known_values() {
+        // "123456789" check values of each CRC.
+        assert_eq!(hex::encode(one(Algorithm::Crc32, b"123456789")), "cbf43926");
+        assert_eq!(
+            hex::encode(one(Algorithm::Crc32c, b"123456789")),
+            "e3069283"
+        );
+        assert_eq!(
+            hex::encode(one(Algorithm::Crc64Nvme, b"123456789")),
+            "ae8b14860a799888"
+        );
+        assert_eq!(
+            b64(&one(Algorithm::Sha1, b"")),
+            "2jmj7l5rSw0yVb/vlWAYkK/YBwk="
+        );
+    }
+
+    #[test]
+    fn full_object_combines_like_one_pass() {
+        let a = vec![7u8; 5000];
+        let b = vec![9u8; 1234];
+        for algo in [Algorithm::Crc32, Algorithm::Crc32c, Algorithm::Crc64Nvme] {
+            let whole = [a.clone(), b.clone()].concat();
+            let got = full_object(
+                algo,
+                &[
+                    (one(algo, &a), a.len() as u64),
+                    (one(algo, &b), b.len() as u64),
+                ],
+            )
+            .unwrap();
+            assert_eq!(got, b64(&one(algo, &whole)), "{algo:?}");
+        }
+    }
+}

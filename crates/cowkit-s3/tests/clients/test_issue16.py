@@ -1,0 +1,267 @@
+"""Issue 16: answers S3 gives and the gateway now gives too (checksums, refusals,
+auth edge cases, partNumber, listings). On XFS only: none of this depends on the
+filesystem."""
+import base64
+import hashlib
+import urllib.error
+import urllib.request
+import zlib
+
+import pytest
+from botocore.exceptions import ClientError
+
+from conftest import AK
+
+MiB = 1 << 20
+
+
+def code(exc):
+    return exc.value.response["Error"]["Code"]
+
+
+def message(exc):
+    return exc.value.response["Error"]["Message"]
+
+
+def status(exc):
+    return exc.value.response["ResponseMetadata"]["HTTPStatusCode"]
+
+
+def b64(b):
+    return base64.b64encode(b).decode()
+
+
+def crc32(b):
+    return b64(zlib.crc32(b).to_bytes(4, "big"))
+
+
+@pytest.fixture
+def s3srv(make_server):
+    return make_server("xfs", ["--min-part-size", "4096"])
+
+
+def test_issue16_put_checksums(s3srv):
+    s3 = s3srv.client()
+    s3.create_bucket(Bucket="cks")
+    body = b"hello checksums" * 100
+    # (CRC32C and CRC64NVME need botocore[crt]; the conformance suite covers them.)
+    for algo in ["CRC32", "SHA1", "SHA256"]:
+        r = s3.put_object(Bucket="cks", Key=algo, Body=body, ChecksumAlgorithm=algo)
+        got = r["Checksum" + algo]
+        h = s3.head_object(Bucket="cks", Key=algo, ChecksumMode="ENABLED")
+        assert h["Checksum" + algo] == got
+        assert h["ChecksumType"] == "FULL_OBJECT"
+        g = s3.get_object(Bucket="cks", Key=algo, ChecksumMode="ENABLED")
+        assert g["Checksum" + algo] == got and g["Body"].read() == body
+    assert s3.head_object(Bucket="cks", Key="SHA1", ChecksumMode="ENABLED")["ChecksumSHA1"] == \
+        b64(hashlib.sha1(body).digest())
+    assert s3.head_object(Bucket="cks", Key="CRC32", ChecksumMode="ENABLED")["ChecksumCRC32"] == crc32(body)
+    # A wrong checksum is refused and nothing is stored.
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket="cks", Key="bad", Body=body, ChecksumCRC32=crc32(b"other"))
+    assert code(e) == "BadDigest" and message(e) == "The CRC32 you specified did not match the calculated checksum."
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket="cks", Key="bad")
+    # Two checksum headers, or a malformed one.
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket="cks", Key="bad", Body=body, ChecksumCRC32=crc32(body),
+                      ChecksumSHA1=b64(hashlib.sha1(body).digest()))
+    assert code(e) == "InvalidRequest"
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket="cks", Key="bad", Body=body, ChecksumCRC32="not base64!")
+    assert code(e) == "InvalidRequest" and "x-amz-checksum-crc32" in message(e)
+
+
+def upload(s3, bucket, key, parts, **kw):
+    uid = s3.create_multipart_upload(Bucket=bucket, Key=key, **kw)["UploadId"]
+    done = []
+    for n, data in enumerate(parts, 1):
+        extra = {"ChecksumAlgorithm": kw["ChecksumAlgorithm"]} if "ChecksumAlgorithm" in kw else {}
+        r = s3.upload_part(Bucket=bucket, Key=key, UploadId=uid, PartNumber=n, Body=data, **extra)
+        p = {"PartNumber": n, "ETag": r["ETag"]}
+        for k, v in r.items():
+            if k.startswith("Checksum"):
+                p[k] = v
+        done.append(p)
+    return uid, done
+
+
+def test_issue16_multipart_checksums(s3srv):
+    s3 = s3srv.client()
+    s3.create_bucket(Bucket="mpu")
+    parts = [b"a" * 8192, b"b" * 8192, b"c" * 100]
+    whole = b"".join(parts)
+    # Full object CRC32: the CRC of the whole object, from the parts' CRCs.
+    uid, done = upload(s3, "mpu", "full", parts, ChecksumAlgorithm="CRC32", ChecksumType="FULL_OBJECT")
+    lp = s3.list_parts(Bucket="mpu", Key="full", UploadId=uid)
+    assert [p["ChecksumCRC32"] for p in lp["Parts"]] == [crc32(p) for p in parts]
+    assert lp["ChecksumAlgorithm"] == "CRC32" and lp["ChecksumType"] == "FULL_OBJECT"
+    r = s3.complete_multipart_upload(Bucket="mpu", Key="full", UploadId=uid,
+                                     MultipartUpload={"Parts": done}, ChecksumCRC32=crc32(whole))
+    assert r["ChecksumCRC32"] == crc32(whole) and r["ChecksumType"] == "FULL_OBJECT"
+    h = s3.head_object(Bucket="mpu", Key="full", ChecksumMode="ENABLED")
+    assert h["ChecksumCRC32"] == crc32(whole)
+    # Composite SHA256: sha256 of the parts' digests, -N.
+    uid, done = upload(s3, "mpu", "comp", parts, ChecksumAlgorithm="SHA256")
+    r = s3.complete_multipart_upload(Bucket="mpu", Key="comp", UploadId=uid, MultipartUpload={"Parts": done})
+    want = b64(hashlib.sha256(b"".join(hashlib.sha256(p).digest() for p in parts)).digest()) + "-3"
+    assert r["ChecksumSHA256"] == want and r["ChecksumType"] == "COMPOSITE"
+    # A wrong final checksum is refused.
+    uid, done = upload(s3, "mpu", "bad", parts, ChecksumAlgorithm="CRC32", ChecksumType="FULL_OBJECT")
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket="mpu", Key="bad", UploadId=uid,
+                                     MultipartUpload={"Parts": done}, ChecksumCRC32=crc32(b"x"))
+    assert code(e) == "BadDigest"
+    # A part with another algorithm than the upload's is refused.
+    with pytest.raises(ClientError) as e:
+        s3.upload_part(Bucket="mpu", Key="bad", UploadId=uid, PartNumber=1, Body=b"x",
+                       ChecksumAlgorithm="SHA1")
+    assert code(e) == "InvalidRequest" and "Checksum Type mismatch" in message(e)
+    # An algorithm that cannot be full-object.
+    with pytest.raises(ClientError) as e:
+        s3.create_multipart_upload(Bucket="mpu", Key="x", ChecksumAlgorithm="SHA1", ChecksumType="FULL_OBJECT")
+    assert code(e) == "InvalidRequest"
+
+
+def test_issue16_part_number_and_attributes(s3srv):
+    s3 = s3srv.client()
+    s3.create_bucket(Bucket="pnum")
+    parts = [b"1" * 8192, b"2" * 5000]
+    uid, done = upload(s3, "pnum", "k", parts)
+    s3.complete_multipart_upload(Bucket="pnum", Key="k", UploadId=uid, MultipartUpload={"Parts": done})
+    g = s3.get_object(Bucket="pnum", Key="k", PartNumber=2)
+    assert g["ResponseMetadata"]["HTTPStatusCode"] == 206
+    assert g["PartsCount"] == 2 and g["ContentRange"] == "bytes 8192-13191/13192"
+    assert g["Body"].read() == parts[1]
+    h = s3.head_object(Bucket="pnum", Key="k", PartNumber=1)
+    assert h["ContentLength"] == 8192 and h["PartsCount"] == 2
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket="pnum", Key="k", PartNumber=3)
+    assert code(e) == "InvalidPartNumber" and status(e) == 416
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket="pnum", Key="k", PartNumber=1, Range="bytes=0-1")
+    assert code(e) == "InvalidRequest"
+    a = s3.get_object_attributes(Bucket="pnum", Key="k", ObjectAttributes=["ObjectSize", "StorageClass", "ObjectParts"])
+    assert a["ObjectSize"] == 13192 and a["StorageClass"] == "STANDARD"
+    assert a["ObjectParts"]["TotalPartsCount"] == 2
+    assert s3.get_bucket_location(Bucket="pnum").get("LocationConstraint") is None
+    v = s3.list_object_versions(Bucket="pnum")
+    assert [(x["Key"], x["VersionId"], x["IsLatest"]) for x in v["Versions"]] == [("k", "null", True)]
+    # Uploads in progress do not keep the bucket.
+    s3.create_multipart_upload(Bucket="pnum", Key="open")
+    s3.delete_object(Bucket="pnum", Key="k")
+    s3.delete_bucket(Bucket="pnum")
+
+
+def test_issue16_refusals(s3srv):
+    s3 = s3srv.client()
+    s3.create_bucket(Bucket="ref")
+    # Server-side encryption would be a lie: refused, nothing stored.
+    for kw in [{"ServerSideEncryption": "AES256"}, {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": "k"},
+               {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": "k" * 32}]:
+        with pytest.raises(ClientError) as e:
+            s3.put_object(Bucket="ref", Key="enc", Body=b"secret", **kw)
+        assert code(e) == "NotImplemented" and status(e) == 501
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket="ref", Key="enc")
+    # Features the gateway lacks are refused, not ignored.
+    for kw in [{"ACL": "public-read"}, {"Tagging": "a=b"}]:
+        with pytest.raises(ClientError) as e:
+            s3.put_object(Bucket="ref", Key="feat", Body=b"x", **kw)
+        assert code(e) == "NotImplemented", kw
+    with pytest.raises(ClientError) as e:
+        s3.create_bucket(Bucket="locked", ObjectLockEnabledForBucket=True)
+    assert code(e) == "NotImplemented"
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket="ref", Key="feat", Body=b"x", ObjectLockLegalHoldStatus="ON")
+    assert code(e) == "InvalidRequest" and message(e) == "Bucket is missing ObjectLockConfiguration"
+    s3.put_object(Bucket="ref", Key="feat", Body=b"x", ACL="private")
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket="ref", Key="meta", Body=b"x", Metadata={"big": "v" * 2100})
+    assert code(e) == "MetadataTooLarge"
+    with pytest.raises(ClientError) as e:
+        s3.delete_objects(Bucket="ref", Delete={"Objects": [{"Key": f"k{i}"} for i in range(1001)]})
+    assert code(e) == "MalformedXML"
+    # Presigned: X-Amz-Expires over 7 days; the region must be ours.
+    url = s3srv.client(config_sig="s3v4").generate_presigned_url(
+        "get_object", Params={"Bucket": "ref", "Key": "x"}, ExpiresIn=8 * 24 * 3600)
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(url)
+    assert e.value.code == 400 and b"AuthorizationQueryParametersError" in e.value.read()
+    other = s3srv.client(region="eu-west-1")
+    with pytest.raises(ClientError) as e:
+        other.list_buckets()
+    assert code(e) == "AuthorizationHeaderMalformed" and "eu-west-1" in message(e)
+    assert s3.list_buckets()["Owner"]["ID"] == AK
+    with pytest.raises(ClientError) as e:
+        s3.create_bucket(Bucket="elsewhere", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    assert code(e) == "InvalidLocationConstraint" and status(e) == 400
+
+
+def test_issue16_raw(make_server):
+    # Unsigned requests on an anonymous server: the headers are the client's own.
+    srv = make_server("xfs", ["--anonymous"], creds=False)
+    for path, data in [("/raw", None), ("/raw/k", b"0123456789")]:
+        urllib.request.urlopen(urllib.request.Request(srv.endpoint + path, data=data, method="PUT"))
+
+    def get(path, headers):
+        req = urllib.request.Request(srv.endpoint + path, headers=headers)
+        with urllib.request.urlopen(req) as r:
+            return r.status, r.read()
+
+    assert get("/raw/k", {"Range": "bytes=,"}) == (200, b"0123456789")
+    assert get("/raw/k", {"Range": "bytes=5-2"}) == (200, b"0123456789")
+    assert get("/raw/k", {"Range": "bytes=2-4"}) == (206, b"234")
+    req = urllib.request.Request(srv.endpoint + "/raw/e", data=b"x", method="PUT", headers={"Content-MD5": ""})
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req)
+    assert e.value.code == 400 and b"InvalidDigest" in e.value.read()
+
+
+def test_issue16_directory_objects(s3srv):
+    s3 = s3srv.client()
+    s3.create_bucket(Bucket="dirs")
+    # A key ending in `/` is a directory: empty, listed, deleted like an object.
+    s3.put_object(Bucket="dirs", Key="a/b/", Body=b"")
+    assert s3.head_object(Bucket="dirs", Key="a/b/")["ContentLength"] == 0
+    assert s3.get_object(Bucket="dirs", Key="a/b/")["Body"].read() == b""
+    s3.put_object(Bucket="dirs", Key="a/b/c", Body=b"x")
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket="dirs")["Contents"]]
+    assert keys == ["a/b/", "a/b/c"]
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket="dirs", Prefix="a/b/")["Contents"]] == ["a/b/", "a/b/c"]
+    # Without a record, a directory is not an object.
+    for k in ["a/", "a", "a/b"]:
+        with pytest.raises(ClientError) as e:
+            s3.head_object(Bucket="dirs", Key=k)
+        assert status(e) == 404, k
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket="dirs", Key="d/", Body=b"data")
+    assert code(e) == "DirectoryObjectContainsData"
+    # Deleting the file keeps the directory object; deleting both empties the bucket.
+    s3.delete_object(Bucket="dirs", Key="a/b/c")
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket="dirs")["Contents"]] == ["a/b/"]
+    s3.delete_object(Bucket="dirs", Key="a/b/")
+    assert "Contents" not in s3.list_objects_v2(Bucket="dirs")
+    s3.delete_bucket(Bucket="dirs")
+
+
+def test_issue16_conditional_put_and_default_checksum(s3srv):
+    s3 = s3srv.client()
+    s3.create_bucket(Bucket="cond")
+    e1 = s3.put_object(Bucket="cond", Key="k", Body=b"one", IfNoneMatch="*")["ETag"]
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket="cond", Key="k", Body=b"two", IfNoneMatch="*")
+    assert code(e) == "PreconditionFailed" and status(e) == 412
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket="cond", Key="k", Body=b"two", IfMatch='"0123456789abcdef0123456789abcdef"')
+    assert code(e) == "PreconditionFailed"
+    s3.put_object(Bucket="cond", Key="k", Body=b"two", IfMatch=e1)
+    assert s3.get_object(Bucket="cond", Key="k")["Body"].read() == b"two"
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket="cond", Key="missing", Body=b"x", IfMatch=e1)
+    assert code(e) == "NoSuchKey"
+    # A multipart upload without an algorithm still gets S3's default CRC64NVME.
+    uid, done = upload(s3, "cond", "mp", [b"a" * 8192, b"b" * 10])
+    assert "ChecksumCRC64NVME" not in s3.list_parts(Bucket="cond", Key="mp", UploadId=uid)["Parts"][0]
+    r = s3.complete_multipart_upload(Bucket="cond", Key="mp", UploadId=uid, MultipartUpload={"Parts": done})
+    assert r["ChecksumType"] == "FULL_OBJECT" and r["ChecksumCRC64NVME"]
