@@ -26,9 +26,14 @@ pub fn rand_hex(n: usize) -> String {
 pub use cowkit_fs::dir::{open_dir_opt, sync_dir, NewFile};
 
 /// Open `name` in `dir` read-only, without following a symlink; `None`
-/// when absent.
+/// when absent, or when it is not a regular file (a directory, a fifo):
+/// that is not an object.
 pub fn open_opt(dir: BorrowedFd<'_>, name: &str, path: &Path) -> Result<Option<File>> {
-    Ok(dir::open_read_opt(dir, name, path)?)
+    match dir::open_read_opt(dir, name, path) {
+        Ok(f) => Ok(f),
+        Err(e) if dir::is_not_regular(&e) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Open (creating) the directory `name` in `dir`.

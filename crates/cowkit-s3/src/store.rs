@@ -518,8 +518,11 @@ impl Store {
                 Err(e) => {
                     return Err(match errno_of(&e) {
                         Some(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => missing(),
+                        // A directory or a fifo under the key's name is not
+                        // an object.
+                        _ if cowkit_fs::dir::is_not_regular(&e) => missing(),
                         _ => e.into(),
-                    })
+                    });
                 }
             };
             let st = rustix::fs::fstat(&fd).map_err(|e| io("stat", self.root.display(&rel), e))?;
