@@ -127,16 +127,8 @@ pub struct BpfInsn {
     pub k: u32,
 }
 
-/// `seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog)` —
-/// install a seccomp filter on every thread of this process, **without**
-/// setting `no_new_privs` first. See `seccomp(2)`.
-///
-/// The kernel accepts this only from a caller with `CAP_SYS_ADMIN` in its
-/// user namespace (or with `no_new_privs` already set); otherwise it fails
-/// with `EACCES`. The filter stays for the life of the process and is
-/// inherited across `fork` and kept across `execve`; setuid programs and
-/// file capabilities keep working because `no_new_privs` stays off.
-pub fn seccomp_set_mode_filter(prog: &[BpfInsn]) -> std::io::Result<()> {
+/// `seccomp(SECCOMP_SET_MODE_FILTER, flags, &prog)`: the raw return value.
+fn seccomp_filter(prog: &[BpfInsn], flags: libc::c_ulong) -> std::io::Result<libc::c_long> {
     let len =
         u16::try_from(prog.len()).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
     let fprog = libc::sock_fprog {
@@ -147,14 +139,27 @@ pub fn seccomp_set_mode_filter(prog: &[BpfInsn]) -> std::io::Result<()> {
     // u16/u8/u8/u32). `fprog` points at `len` such instructions, which the
     // kernel copies (`copy_from_user`) during the call and does not keep;
     // both `prog` and `fprog` outlive the call. No memory is written.
-    let rc = unsafe {
+    Ok(unsafe {
         libc::syscall(
             libc::SYS_seccomp,
             libc::SECCOMP_SET_MODE_FILTER,
-            libc::SECCOMP_FILTER_FLAG_TSYNC,
+            flags,
             &fprog as *const libc::sock_fprog,
         )
-    };
+    })
+}
+
+/// `seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog)` —
+/// install a seccomp filter on every thread of this process, **without**
+/// setting `no_new_privs` first. See `seccomp(2)`.
+///
+/// The kernel accepts this only from a caller with `CAP_SYS_ADMIN` in its
+/// user namespace (or with `no_new_privs` already set); otherwise it fails
+/// with `EACCES`. The filter stays for the life of the process and is
+/// inherited across `fork` and kept across `execve`; setuid programs and
+/// file capabilities keep working because `no_new_privs` stays off.
+pub fn seccomp_set_mode_filter(prog: &[BpfInsn]) -> std::io::Result<()> {
+    let rc = seccomp_filter(prog, libc::SECCOMP_FILTER_FLAG_TSYNC)?;
     match rc {
         0 => Ok(()),
         // With TSYNC, a positive value is the id of a thread that could not
@@ -308,24 +313,8 @@ pub fn syncfs_answers_a_bad_descriptor() -> bool {
 /// `CAP_SYS_ADMIN` or `no_new_privs` (`EACCES` otherwise); `EBUSY` when a
 /// filter with a listener is already installed (a nested supervisor).
 pub fn seccomp_filter_with_listener(prog: &[BpfInsn]) -> std::io::Result<std::os::fd::OwnedFd> {
-    let len =
-        u16::try_from(prog.len()).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
-    let fprog = libc::sock_fprog {
-        len,
-        filter: prog.as_ptr() as *mut libc::sock_filter,
-    };
-    // SAFETY: as in `seccomp_set_mode_filter`: `fprog` points at `len`
-    // instructions laid out as `struct sock_filter`, copied by the kernel
-    // during the call; nothing is written to our memory. The return value
-    // is a new descriptor or -1.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
-            &fprog as *const libc::sock_fprog,
-        )
-    };
+    // With NEW_LISTENER the value is a new descriptor or -1.
+    let rc = seccomp_filter(prog, libc::SECCOMP_FILTER_FLAG_NEW_LISTENER)?;
     if rc < 0 {
         return Err(std::io::Error::last_os_error());
     }
