@@ -1001,19 +1001,7 @@ impl Ctx<'_> {
             let done = stack.pop().expect("a level");
             let (node, sfd) = done.cur.expect("the current level is open");
             if let Some(f) = &done.finish {
-                let path = self.dst_root.join(&node.rel);
-                let r = self.apply(
-                    On::Fd(node.dst.as_fd()),
-                    &path,
-                    &f.src,
-                    f.xattrs.clone(),
-                    f.owner,
-                    Some(f.mode),
-                    &mut w.sum.xattrs_unsupported,
-                );
-                if let Err(f) = r {
-                    self.fail(w, f);
-                }
+                self.finish_meta(w, &node, f);
             }
             let Some(up) = stack.last_mut() else { break };
             let back = (open(sfd.as_fd(), c".."), open(node.dst.as_fd(), c".."));
@@ -1102,6 +1090,23 @@ impl Ctx<'_> {
         w.dirbuf = buf;
     }
 
+    /// Give the directory `node` its metadata `f`, once its children are in.
+    fn finish_meta(&self, w: &mut Worker, node: &DirNode, f: &DirFinish) {
+        let path = self.dst_root.join(&node.rel);
+        let r = self.apply(
+            On::Fd(node.dst.as_fd()),
+            &path,
+            &f.src,
+            f.xattrs.clone(),
+            f.owner,
+            Some(f.mode),
+            &mut w.sum.xattrs_unsupported,
+        );
+        if let Err(f) = r {
+            self.fail(w, f);
+        }
+    }
+
     /// One child of `node` is done (or `node`'s own listing): when nothing
     /// is left, give the directory its metadata, times last, and go up.
     fn finish_dir(&self, w: &mut Worker, node: Arc<DirNode>) {
@@ -1111,19 +1116,7 @@ impl Ctx<'_> {
                 return;
             }
             if let (Some(f), false) = (&cur.finish, self.queue.stopped()) {
-                let path = self.dst_root.join(&cur.rel);
-                let r = self.apply(
-                    On::Fd(cur.dst.as_fd()),
-                    &path,
-                    &f.src,
-                    f.xattrs.clone(),
-                    f.owner,
-                    Some(f.mode),
-                    &mut w.sum.xattrs_unsupported,
-                );
-                if let Err(f) = r {
-                    self.fail(w, f);
-                }
+                self.finish_meta(w, &cur, f);
             }
             match cur.parent.clone() {
                 Some(p) => cur = p,
