@@ -33,6 +33,8 @@
 pub mod checksum;
 pub mod error;
 mod fsutil;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gateway;
 pub mod list;
 pub mod multipart;

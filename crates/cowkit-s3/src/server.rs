@@ -167,12 +167,114 @@ impl s3s::access::S3Access for AllowAnonymous {
     }
 }
 
+/// Everything that answers one request: the prechecks, s3s with the
+/// gateway, and the fixes applied to s3s's answers. [`Server`] feeds it
+/// requests from its connections; tests and fuzz targets call
+/// [`Handler::handle`] directly.
+#[derive(Clone)]
+pub struct Handler {
+    service: s3s::service::S3Service,
+    prechecks: Arc<Prechecks>,
+}
+
+impl std::fmt::Debug for Handler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handler")
+            .field("region", &self.prechecks.region)
+            .finish()
+    }
+}
+
+impl Handler {
+    /// Open the store at `cfg.root` and build the request handler
+    /// (`cfg.listen` is not used).
+    pub fn new(cfg: &Config) -> Result<Handler> {
+        let store = Store::open(&cfg.root, cfg.store.clone())?;
+        let mut b = S3ServiceBuilder::new(S3Gateway::new(store).with_region(&cfg.region));
+        if let Some((ak, sk)) = &cfg.credentials {
+            b.set_auth(SimpleAuth::from_single(ak.clone(), sk.clone()));
+        }
+        if cfg.anonymous {
+            b.set_access(AllowAnonymous);
+        }
+        Ok(Handler {
+            service: b.build(),
+            prechecks: Arc::new(Prechecks {
+                region: cfg.region.clone(),
+                access_key: cfg.credentials.as_ref().map(|c| c.0.clone()),
+            }),
+        })
+    }
+
+    /// Answer one request (`peer` is for the access log).
+    pub async fn handle(
+        &self,
+        mut req: s3s::HttpRequest,
+        peer: SocketAddr,
+    ) -> std::result::Result<s3s::HttpResponse, s3s::HttpError> {
+        // S3 answers a malformed Range with the whole object (dropped here
+        // unless it is signed: then s3s refuses it).
+        if req
+            .headers()
+            .get(http::header::RANGE)
+            .is_some_and(|r| crate::precheck::range_is_ignored(r.to_str().unwrap_or("")))
+            && !crate::precheck::signs_header(req.uri(), req.headers(), "range")
+        {
+            req.headers_mut().remove(http::header::RANGE);
+        }
+        let refused = self
+            .prechecks
+            .check(req.method(), req.uri(), req.headers())
+            .err();
+        let method = req.method().clone();
+        let path = req.uri().path().to_string();
+        let query = req.uri().query().map(str::to_string);
+        let t0 = Instant::now();
+        let res = match refused {
+            Some(r) => {
+                // Read (up to 8 MiB of) the body first: an unread body
+                // closes the connection under a client still sending it.
+                let mut body = req.into_body();
+                let mut n = 0usize;
+                while let Some(Ok(chunk)) = futures_util::StreamExt::next(&mut body).await {
+                    n += chunk.len();
+                    if n > 8 << 20 {
+                        break;
+                    }
+                }
+                Ok(refusal_response(&r))
+            }
+            None => self.service.call(req).await,
+        };
+        let res = res.map(one_declaration).map(standard_error).map(|mut r| {
+            // s3s answers HEAD with 200 whatever the output says.
+            if method == http::Method::HEAD
+                && r.status() == http::StatusCode::OK
+                && r.headers().contains_key(http::header::CONTENT_RANGE)
+            {
+                *r.status_mut() = http::StatusCode::PARTIAL_CONTENT;
+            }
+            r
+        });
+        if let Ok(r) = &res {
+            log::info!(target: ACCESS_LOG, "{}", serde_json::json!({
+                "remote": peer.to_string(),
+                "method": method.as_str(),
+                "path": path,
+                "query": query,
+                "status": r.status().as_u16(),
+                "ms": t0.elapsed().as_secs_f64() * 1e3,
+            }));
+        }
+        res
+    }
+}
+
 /// A bound, not yet running server.
 pub struct Server {
     listener: TcpListener,
-    service: s3s::service::S3Service,
+    handler: Handler,
     addr: SocketAddr,
-    prechecks: Arc<Prechecks>,
 }
 
 impl std::fmt::Debug for Server {
@@ -184,29 +286,17 @@ impl std::fmt::Debug for Server {
 impl Server {
     /// Open the store and bind the listening socket.
     pub async fn bind(cfg: Config) -> Result<Server> {
-        let store = Store::open(&cfg.root, cfg.store.clone())?;
-        let mut b = S3ServiceBuilder::new(S3Gateway::new(store).with_region(&cfg.region));
-        if let Some((ak, sk)) = &cfg.credentials {
-            b.set_auth(SimpleAuth::from_single(ak.clone(), sk.clone()));
-        }
-        if cfg.anonymous {
-            b.set_access(AllowAnonymous);
-        }
+        let handler = Handler::new(&cfg)?;
         let listener = TcpListener::bind(cfg.listen)
             .await
             .map_err(|e| io("listen on", cfg.listen.to_string(), e))?;
         let addr = listener
             .local_addr()
             .map_err(|e| io("listen on", cfg.listen.to_string(), e))?;
-        let prechecks = Arc::new(Prechecks {
-            region: cfg.region.clone(),
-            access_key: cfg.credentials.as_ref().map(|c| c.0.clone()),
-        });
         Ok(Server {
             listener,
-            service: b.build(),
+            handler,
             addr,
-            prechecks,
         })
     }
 
@@ -237,70 +327,12 @@ impl Server {
             // body or keepalive whitespace): Nagle would hold the second
             // one back for a delayed ACK (40 ms).
             let _ = sock.set_nodelay(true);
-            let svc = self.service.clone();
-            let prechecks = self.prechecks.clone();
-            let service = hyper::service::service_fn(
-                move |mut req: hyper::Request<hyper::body::Incoming>| {
-                    let svc = svc.clone();
-                    // S3 answers a malformed Range with the whole object
-                    // (dropped here unless it is signed: then s3s refuses it).
-                    if req.headers().get(http::header::RANGE).is_some_and(|r| {
-                        crate::precheck::range_is_ignored(r.to_str().unwrap_or(""))
-                    }) && !crate::precheck::signs_header(req.uri(), req.headers(), "range")
-                    {
-                        req.headers_mut().remove(http::header::RANGE);
-                    }
-                    let refused = prechecks
-                        .check(req.method(), req.uri(), req.headers())
-                        .err();
-                    let method = req.method().clone();
-                    let path = req.uri().path().to_string();
-                    let query = req.uri().query().map(str::to_string);
-                    let t0 = Instant::now();
-                    async move {
-                        let res = match refused {
-                            Some(r) => {
-                                // Read (up to 8 MiB of) the body first: an
-                                // unread body closes the connection under a
-                                // client still sending it.
-                                let mut body = s3s::Body::from(req.into_body());
-                                let mut n = 0usize;
-                                while let Some(Ok(chunk)) =
-                                    futures_util::StreamExt::next(&mut body).await
-                                {
-                                    n += chunk.len();
-                                    if n > 8 << 20 {
-                                        break;
-                                    }
-                                }
-                                Ok(refusal_response(&r))
-                            }
-                            None => hyper::service::Service::call(&svc, req).await,
-                        };
-                        let res = res.map(one_declaration).map(standard_error).map(|mut r| {
-                            // s3s answers HEAD with 200 whatever the output says.
-                            if method == http::Method::HEAD
-                                && r.status() == http::StatusCode::OK
-                                && r.headers().contains_key(http::header::CONTENT_RANGE)
-                            {
-                                *r.status_mut() = http::StatusCode::PARTIAL_CONTENT;
-                            }
-                            r
-                        });
-                        if let Ok(r) = &res {
-                            log::info!(target: ACCESS_LOG, "{}", serde_json::json!({
-                                "remote": peer.to_string(),
-                                "method": method.as_str(),
-                                "path": path,
-                                "query": query,
-                                "status": r.status().as_u16(),
-                                "ms": t0.elapsed().as_secs_f64() * 1e3,
-                            }));
-                        }
-                        res
-                    }
-                },
-            );
+            let handler = self.handler.clone();
+            let service =
+                hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let handler = handler.clone();
+                    async move { handler.handle(req.map(s3s::Body::from), peer).await }
+                });
             let c = conn
                 .serve_connection(TokioIo::new(sock), service)
                 .into_owned();
