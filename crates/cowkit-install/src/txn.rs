@@ -364,11 +364,16 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
             .expect("one of them");
         let rpm = Rpm::new(root.path(), db);
         let names: Vec<&str> = pkgs.iter().map(|p| p.name.as_str()).collect();
-        let old: HashMap<String, Installed> = rpm
-            .installed(&names)?
-            .into_iter()
-            .map(|i| (i.name.clone(), i))
-            .collect();
+        // A scratch database is new and empty: nothing to ask it (each
+        // rpm query costs a process start and the database's opening).
+        let old: HashMap<String, Installed> = if scratch.is_some() {
+            HashMap::new()
+        } else {
+            rpm.installed(&names)?
+                .into_iter()
+                .map(|i| (i.name.clone(), i))
+                .collect()
+        };
         let check = Check {
             nodeps: opts.nodeps,
             replacefiles: opts.replacefiles,
@@ -407,7 +412,10 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
             order.push(i);
         }
         if !opts.noscripts {
-            refuse_unsupported(&pkgs, &old, Some(&rpm))?;
+            // In a scratch database the only triggers are the new
+            // packages' own, which their headers give.
+            let installed = if scratch.is_some() { None } else { Some(&rpm) };
+            refuse_unsupported(&pkgs, &old, installed)?;
         }
         (order, old)
     } else {

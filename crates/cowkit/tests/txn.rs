@@ -327,6 +327,13 @@ fn what_cannot_run_as_rpm_would_is_refused_up_front() {
     let r = install(&root, &[], std::slice::from_ref(&trig));
     assert_refused(&root, &r, &["ck-trigger-1-1.noarch", "%filetrigger"]);
     untouched("trigger");
+    // The same into a root without a database (checked against a scratch
+    // one, which is not queried): refused from its header, nothing made.
+    let empty = dir.path().join("empty-root");
+    std::fs::create_dir(&empty).unwrap();
+    let r = install(&empty, &["--nodeps"], std::slice::from_ref(&trig));
+    assert_refused(&empty, &r, &["ck-trigger-1-1.noarch", "%filetrigger"]);
+    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
     // Two packages that own one file with different content.
     let (ca, cb) = (
         repo.rpm("ck-conflict-a").to_path_buf(),
