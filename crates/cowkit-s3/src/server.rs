@@ -173,6 +173,7 @@ pub struct Server {
     service: s3s::service::S3Service,
     addr: SocketAddr,
     prechecks: Arc<Prechecks>,
+    store: Arc<Store>,
 }
 
 impl std::fmt::Debug for Server {
@@ -184,8 +185,10 @@ impl std::fmt::Debug for Server {
 impl Server {
     /// Open the store and bind the listening socket.
     pub async fn bind(cfg: Config) -> Result<Server> {
-        let store = Store::open(&cfg.root, cfg.store.clone())?;
-        let mut b = S3ServiceBuilder::new(S3Gateway::new(store).with_region(&cfg.region));
+        let gateway =
+            S3Gateway::new(Store::open(&cfg.root, cfg.store.clone())?).with_region(&cfg.region);
+        let store = gateway.store().clone();
+        let mut b = S3ServiceBuilder::new(gateway);
         if let Some((ak, sk)) = &cfg.credentials {
             b.set_auth(SimpleAuth::from_single(ak.clone(), sk.clone()));
         }
@@ -207,6 +210,7 @@ impl Server {
             service: b.build(),
             addr,
             prechecks,
+            store,
         })
     }
 
@@ -220,6 +224,24 @@ impl Server {
     pub async fn run(self, shutdown: impl Future<Output = ()>, grace: Duration) -> Result<()> {
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
         let conn = ConnBuilder::new(TokioExecutor::new());
+        // What other gateways on this root leave when they die is swept
+        // by the survivors, not only at the next start.
+        let every = self.store.options().sweep_every;
+        let store = self.store.clone();
+        let sweeper = (!every.is_zero()).then(|| {
+            tokio::spawn(async move {
+                let mut t = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+                loop {
+                    t.tick().await;
+                    let s = store.clone();
+                    match tokio::task::spawn_blocking(move || s.sweep()).await {
+                        Ok(Err(e)) => log::warn!("sweep: {}", crate::error_chain(&e)),
+                        Err(e) => log::warn!("sweep: {e}"),
+                        Ok(Ok(_)) => {}
+                    }
+                }
+            })
+        });
         tokio::pin!(shutdown);
         loop {
             let (sock, peer) = tokio::select! {
@@ -312,6 +334,9 @@ impl Server {
             });
         }
         drop(self.listener);
+        if let Some(s) = sweeper {
+            s.abort();
+        }
         tokio::select! {
             () = graceful.shutdown() => {}
             () = tokio::time::sleep(grace) => log::warn!("shutdown: requests still running after {grace:?}, stopping anyway"),
