@@ -42,15 +42,22 @@ impl Gw {
             N.fetch_add(1, Ordering::Relaxed)
         ));
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_cowkit"));
-        cmd.args(["s3", "serve", "--listen", "127.0.0.1:0", "--json", "--anonymous"])
-            .args(["--min-part-size", "1", "--keepalive-after-ms", "600000"])
-            .arg("--root")
-            .arg(root)
-            .env_remove(cowkit_s3::fault::CRASH_ENV)
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&log).unwrap());
+        cmd.args([
+            "s3",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--json",
+            "--anonymous",
+        ])
+        .args(["--min-part-size", "1", "--keepalive-after-ms", "600000"])
+        .arg("--root")
+        .arg(root)
+        .env_remove(cowkit_s3::fault::CRASH_ENV)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap());
         if let Some(s) = crash_at {
             cmd.env(cowkit_s3::fault::CRASH_ENV, s);
         }
@@ -74,7 +81,11 @@ impl Gw {
         let pid = rustix::process::Pid::from_child(&self.child);
         rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
         let st = self.child.wait().unwrap();
-        assert!(st.success(), "gateway exit: {st}; log:\n{}", self.log_text());
+        assert!(
+            st.success(),
+            "gateway exit: {st}; log:\n{}",
+            self.log_text()
+        );
         let _ = std::fs::remove_file(&self.log);
     }
 
@@ -142,7 +153,9 @@ impl Resp {
 }
 
 fn unquote(s: &str) -> String {
-    s.replace("&quot;", "").replace("&#34;", "").replace('"', "")
+    s.replace("&quot;", "")
+        .replace("&#34;", "")
+        .replace('"', "")
 }
 
 /// One request on its own connection; `Err` when the connection fails
@@ -335,7 +348,10 @@ fn check_uploads(root: &Path, what: &str) -> (Vec<String>, Vec<String>) {
         .into_iter()
         .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(".ck"))
         .collect();
-    assert!(temps.is_empty(), "{what}: temporary records left: {temps:?}");
+    assert!(
+        temps.is_empty(),
+        "{what}: temporary records left: {temps:?}"
+    );
     (open, done)
 }
 
@@ -418,12 +434,20 @@ fn crash_at_every_step(fs: Fs) {
         let what = format!("{fs:?} after a crash at {step}");
         check_tmp(&root, 1, &what);
         let (open, done) = check_uploads(&root, &what);
-        let listed = ok(http(&gw.addr, "GET", "/bkt?uploads", b""), "list uploads", 200).text();
+        let listed = ok(
+            http(&gw.addr, "GET", "/bkt?uploads", b""),
+            "list uploads",
+            200,
+        )
+        .text();
         for id in &open {
             assert!(listed.contains(id.as_str()), "{what}: {id} is not listed");
         }
         for id in &done {
-            assert!(!listed.contains(id.as_str()), "{what}: completed {id} listed");
+            assert!(
+                !listed.contains(id.as_str()),
+                "{what}: completed {id} listed"
+            );
         }
         // The object: the old one or the new one, never anything else.
         let r = ok(http(&gw.addr, "GET", "/bkt/obj", b""), &what, 200);
@@ -465,7 +489,7 @@ fn crash_at_every_step(fs: Fs) {
             assert_eq!(unquote(&r.xml("ETag").unwrap_or_default()), new_etag);
             let (open, done) = check_uploads(&root, &what);
             assert!(open.is_empty(), "{what}: uploads still open: {open:?}");
-            assert_eq!(done, [id.clone()], "{what}: completed uploads");
+            assert_eq!(done, std::slice::from_ref(id), "{what}: completed uploads");
         }
         gw.stop();
         check_tmp(&root, 0, &format!("{what}, stopped"));
@@ -508,7 +532,12 @@ fn race(gws: &[String], w: usize, n: usize) -> Vec<String> {
     };
     let id = r.xml("UploadId").unwrap_or_default();
     let parts: Vec<Vec<u8>> = (0..1 + n % 2)
-        .map(|i| pattern(100 + (n * 7 + i * 13) % 3000, (w * 100_000 + n * 10 + i) as u64))
+        .map(|i| {
+            pattern(
+                100 + (n * 7 + i * 13) % 3000,
+                (w * 100_000 + n * 10 + i) as u64,
+            )
+        })
         .collect();
     let mut etags = Vec::new();
     for (i, d) in parts.iter().enumerate() {
@@ -610,7 +639,8 @@ fn fleet(fs: Fs) {
                             (0, _) | (1, 0 | 1) => {
                                 let key = format!("bg/d{}/e{}/k{}", i % 3, i % 5, i % 7);
                                 let data = pattern(50 + i % 2000, i as u64);
-                                let r = http(a, "PUT", &format!("/bkt/{key}"), &data).map_err(show)?;
+                                let r =
+                                    http(a, "PUT", &format!("/bkt/{key}"), &data).map_err(show)?;
                                 if r.status != 200 {
                                     return Err(format!("put {key}: {}", r.show()));
                                 }
@@ -634,13 +664,14 @@ fn fleet(fs: Fs) {
                             }
                             (2, 0 | 1) => {
                                 let key = format!("bg/d{}/e{}/k{}", i % 3, i % 5, i % 7);
-                                let r = http(a, "DELETE", &format!("/bkt/{key}"), b"").map_err(show)?;
+                                let r =
+                                    http(a, "DELETE", &format!("/bkt/{key}"), b"").map_err(show)?;
                                 if r.status != 204 {
                                     return Err(format!("delete {key}: {}", r.show()));
                                 }
                             }
                             _ => {
-                                let q = if i % 2 == 0 {
+                                let q = if i.is_multiple_of(2) {
                                     "/bkt?list-type=2&prefix=bg/"
                                 } else {
                                     "/bkt?uploads"
