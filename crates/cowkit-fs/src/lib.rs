@@ -70,6 +70,12 @@ pub mod seccomp {
     };
 }
 
+/// Byte-range locks owned by an open file description (OFD locks): they
+/// exclude threads of one process as well as other processes and hosts.
+pub mod lock {
+    pub use crate::sys::ofd_lock_write as write;
+}
+
 /// Reaping a child with its resource usage (`wait4`), for tests that bound
 /// the memory of what they run.
 pub mod process {

@@ -60,9 +60,13 @@ pub fn read_json<T: DeserializeOwned>(
         })
 }
 
-/// Replace the record `name` in `dir` with `value`, atomically (temporary
-/// name, then rename); with `sync`, the record is fsynced first.
+/// Replace the record `name` in `dir` with `value`, atomically: written
+/// under a temporary name in `tmp` (a directory of the same filesystem,
+/// shown as `tmp_path`), then renamed into place; with `sync`, the record
+/// is fsynced first. An interrupted write leaves its temporary file in
+/// `tmp`, nowhere else.
 pub fn write_json<T: Serialize>(
+    tmp: (BorrowedFd<'_>, &Path),
     dir: BorrowedFd<'_>,
     name: &str,
     path: &Path,
@@ -70,7 +74,13 @@ pub fn write_json<T: Serialize>(
     sync: bool,
 ) -> Result<()> {
     let data = serde_json::to_vec(value).expect("records serialize");
-    Ok(dir::write_file_at(dir, name, path, &data, 0o644, sync)?)
+    let mut f = NewFile::named(tmp.0, tmp.1, 0o644)?;
+    f.write_all(&data)?;
+    if sync {
+        f.sync()?;
+    }
+    f.commit(dir, name, path)?;
+    Ok(())
 }
 
 /// Names in `dir` (without `.` and `..`), with their `d_type` when known.
@@ -80,6 +90,30 @@ pub fn read_names(dir: BorrowedFd<'_>, path: &Path) -> Result<Vec<(String, rusti
         .into_iter()
         .filter_map(|(n, t)| Some((n.into_string().ok()?, t)))
         .collect())
+}
+
+/// Remove the file or directory `name` in `dir`; a directory's entries
+/// may be files or flat directories. A missing name is fine.
+pub fn remove_tree(dir: BorrowedFd<'_>, name: &str, path: &Path) -> Result<()> {
+    match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
+        Ok(()) | Err(Errno::NOENT) => return Ok(()),
+        Err(Errno::ISDIR | Errno::PERM) => {}
+        Err(e) => return Err(io("remove", path, e)),
+    }
+    let Some(fd) = open_dir_opt(dir, name, path)? else {
+        return Ok(());
+    };
+    for (n, _) in read_names(fd.as_fd(), path)? {
+        match rustix::fs::unlinkat(&fd, n.as_str(), AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) => {}
+            Err(Errno::ISDIR | Errno::PERM) => remove_flat_dir(fd.as_fd(), &n, &path.join(&n))?,
+            Err(e) => return Err(io("remove", path.join(&n), e)),
+        }
+    }
+    match rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR) {
+        Ok(()) | Err(Errno::NOENT) => Ok(()),
+        Err(e) => Err(io("remove directory", path, e)),
+    }
 }
 
 /// Remove every entry of the flat directory `name` in `dir`, then the

@@ -1,9 +1,9 @@
 //! The `s3s::S3` implementation: S3 requests mapped onto [`Store`]. Every
 //! filesystem call runs on tokio's blocking pool.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::{Seek, SeekFrom};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 
 use futures_util::StreamExt;
 use md5::Digest;
@@ -27,8 +27,6 @@ pub struct S3Gateway {
     store: Arc<Store>,
     /// The region buckets are in (`us-east-1` unless set).
     region: String,
-    /// One lock per upload id being completed.
-    locks: Arc<Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>>,
 }
 
 /// Map a store error to the S3 error a client expects.
@@ -293,7 +291,6 @@ impl S3Gateway {
         S3Gateway {
             store: Arc::new(store),
             region: "us-east-1".into(),
-            locks: Arc::default(),
         }
     }
 
@@ -454,22 +451,6 @@ impl S3Gateway {
                 }
             }
         }
-    }
-
-    async fn lock_upload(&self, id: &str) -> tokio::sync::OwnedMutexGuard<()> {
-        let m = {
-            let mut map = self.locks.lock().expect("lock map");
-            map.retain(|_, w| w.strong_count() > 0);
-            match map.get(id).and_then(Weak::upgrade) {
-                Some(m) => m,
-                None => {
-                    let m = Arc::new(tokio::sync::Mutex::new(()));
-                    map.insert(id.to_string(), Arc::downgrade(&m));
-                    m
-                }
-            }
-        };
-        m.lock_owned().await
     }
 }
 
@@ -1710,7 +1691,6 @@ impl S3 for S3Gateway {
         req: S3Request<AbortMultipartUploadInput>,
     ) -> S3Result<S3Response<AbortMultipartUploadOutput>> {
         let i = req.input;
-        let guard = self.lock_upload(&i.upload_id).await;
         if let Some(t) = &i.if_match_initiated_time {
             let (id, b, k) = (i.upload_id.clone(), i.bucket.clone(), i.key.clone());
             let rec = self.run(move |s| s.upload_record(&id, &b, &k)).await?;
@@ -1737,7 +1717,6 @@ impl S3 for S3Gateway {
         }
         let (id, b, k) = (i.upload_id, i.bucket, i.key);
         self.run(move |s| s.abort_upload(&id, &b, &k)).await?;
-        drop(guard);
         Ok(S3Response::new(AbortMultipartUploadOutput::default()))
     }
 
@@ -1819,9 +1798,9 @@ impl S3 for S3Gateway {
             kind,
             size,
         };
-        // Completes of one upload run one at a time; a second one waits and
-        // then finds the first one's answer.
-        let guard = self.lock_upload(&i.upload_id).await;
+        // Completes of one upload run one at a time, in every gateway on
+        // this root (the store's upload lock, held by the plan); a second
+        // one waits and then finds the first one's answer.
         let (id, b, k) = (i.upload_id.clone(), i.bucket.clone(), i.key.clone());
         let prepared = self
             .run(move |s| s.complete_prepare_with(&id, &b, &k, requested, &checks))
@@ -1843,7 +1822,6 @@ impl S3 for S3Gateway {
         };
         let plan = match prepared {
             Prepared::Done(r) => {
-                drop(guard);
                 access(serde_json::json!({
                     "op": "CompleteMultipartUpload", "bucket": r.bucket, "key": r.key,
                     "upload_id": i.upload_id, "retry": true, "etag": r.etag,
@@ -1852,13 +1830,10 @@ impl S3 for S3Gateway {
             }
             Prepared::Assemble(plan) => plan,
         };
-        // The guard goes with the work: a client that hangs up does not
-        // release the lock while the assembly still runs.
+        // The plan (and its lock) goes with the work: a client that hangs
+        // up does not release the lock while the assembly still runs.
         let store = self.store.clone();
-        let mut work = tokio::task::spawn_blocking(move || {
-            let _guard = guard;
-            store.complete_assemble(plan)
-        });
+        let mut work = tokio::task::spawn_blocking(move || store.complete_assemble(plan));
         let upload_id = i.upload_id.clone();
         let output_later = output.clone();
         let finish =

@@ -32,6 +32,8 @@
 
 pub mod checksum;
 pub mod error;
+pub mod fault;
+pub mod fleet;
 mod fsutil;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -20,6 +20,12 @@
 //! of the block size) cannot share blocks and goes through
 //! `copy_file_range`. The object is then committed like a PutObject, the
 //! answer recorded in `completed.json` and the part files removed.
+//!
+//! Every change to an upload (a part commit, the whole of a complete, an
+//! abort) holds the upload's lock, which other gateways on the root see
+//! (see `fleet`), and re-reads the upload's records from disk once it has
+//! it. An upload's directory appears (made in `tmp/`, then renamed) and
+//! disappears (renamed into `tmp/`, then emptied) in one rename each.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -36,7 +42,7 @@ use crate::checksum::{Algorithm, Checksum, Hasher, Type};
 use crate::error::{io, Error, Result};
 use crate::fsutil::{self, NewFile};
 use crate::names;
-use crate::store::{mtime, ObjectMeta, Store};
+use crate::store::{ObjectMeta, Store};
 
 /// The most parts an upload may have.
 pub const MAX_PARTS: i32 = 10_000;
@@ -137,6 +143,7 @@ pub struct UploadInfo {
 /// A validated complete, ready to assemble.
 #[derive(Debug)]
 pub struct Plan {
+    _lock: crate::fleet::Held,
     id: String,
     dir: OwnedFd,
     dir_path: PathBuf,
@@ -243,7 +250,10 @@ impl Store {
         }
         let id = fsutil::rand_hex(16);
         let p = self.upload_path(&id);
-        let dir = fsutil::mkdir_open(self.uploads.as_fd(), &id, &p)?;
+        // Made complete in this gateway's tmp/, then renamed into uploads/:
+        // no upload directory is ever seen without its upload.json.
+        let staged = self.tmp_path().join(&id);
+        let dir = fsutil::mkdir_open(self.tmp.as_fd(), &id, &staged)?;
         let rec = UploadRecord {
             bucket: bucket.to_string(),
             key: key.to_string(),
@@ -257,13 +267,13 @@ impl Store {
             checksum,
             headers,
         };
-        fsutil::write_json(
-            dir.as_fd(),
-            "upload.json",
-            &p.join("upload.json"),
-            &rec,
-            self.opts.fsync,
-        )?;
+        self.write_json(dir.as_fd(), "upload.json", &p.join("upload.json"), &rec)?;
+        if self.opts.fsync {
+            fsutil::sync_dir(&dir, &staged)?;
+        }
+        crate::fault::point("create-staged");
+        rustix::fs::renameat(&self.tmp, id.as_str(), &self.uploads, id.as_str())
+            .map_err(|e| io("rename into place", &p, e))?;
         if self.opts.fsync {
             fsutil::sync_dir(&self.uploads, &self.sys_path().join("uploads"))?;
         }
@@ -341,11 +351,16 @@ impl Store {
         Ok(())
     }
 
-    /// A new unnamed file for a part's data, in the upload's directory.
+    /// A new unnamed file for a part's data (in this gateway's `tmp/`;
+    /// [`Store::commit_part`] renames it into the upload's directory).
     pub fn new_part_file(&self, id: &str, bucket: &str, key: &str, number: i32) -> Result<NewFile> {
         Self::check_part_number(number)?;
-        let (dir, _, p) = self.open_upload(id, bucket, key)?;
-        Ok(NewFile::anonymous(dir.as_fd(), &p, 0o644)?)
+        self.open_upload(id, bucket, key)?;
+        Ok(NewFile::anonymous(
+            self.tmp.as_fd(),
+            &self.tmp_path(),
+            0o644,
+        )?)
     }
 
     /// Give `file` (from [`Store::new_part_file`]) its place as part
@@ -390,12 +405,20 @@ impl Store {
         checksum: Option<Checksum>,
         crc64nvme: Option<String>,
     ) -> Result<PartRecord> {
+        Self::check_part_number(number)?;
+        if !names::is_upload_id(id) {
+            return Err(Error::NoSuchUpload {
+                upload_id: id.to_string(),
+            });
+        }
+        // Record and rename are one change; a complete or an abort waits.
+        let _held = self.lock_upload(id)?;
         let (dir, _, p) = self.open_upload(id, bucket, key)?;
         let st = rustix::fs::fstat(file.file()).map_err(|e| io("stat", file.path(), e))?;
         if self.opts.fsync {
             file.sync()?;
         }
-        let (_, tmp) = file.into_named(dir.as_fd())?;
+        let (_, tmp) = file.into_named(self.tmp.as_fd())?;
         let rec = PartRecord {
             number,
             size: st.st_size as u64,
@@ -407,24 +430,20 @@ impl Store {
         };
         let name = part_name(number);
         let rec_name = format!("{name}.json");
-        let done = fsutil::write_json(
-            dir.as_fd(),
-            &rec_name,
-            &p.join(&rec_name),
-            &rec,
-            self.opts.fsync,
-        )
-        .and_then(|()| {
-            Ok(cowkit_fs::dir::replace_at(
-                &dir,
-                &tmp,
-                &dir,
-                &name,
-                &p.join(&name),
-            )?)
-        });
+        let done = self
+            .write_json(dir.as_fd(), &rec_name, &p.join(&rec_name), &rec)
+            .and_then(|()| {
+                crate::fault::point("part-recorded");
+                Ok(cowkit_fs::dir::replace_at(
+                    &self.tmp,
+                    &tmp,
+                    &dir,
+                    &name,
+                    &p.join(&name),
+                )?)
+            });
         if done.is_err() {
-            let _ = rustix::fs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
+            let _ = rustix::fs::unlinkat(&self.tmp, tmp.as_str(), AtFlags::empty());
         }
         done?;
         if self.opts.fsync {
@@ -533,16 +552,23 @@ impl Store {
         Ok(out)
     }
 
-    /// Abort the upload: its parts are removed.
+    /// Abort the upload: its parts are removed. Waits for a complete of
+    /// it in progress (anywhere), and is then `NoSuchUpload`.
     pub fn abort_upload(&self, id: &str, bucket: &str, key: &str) -> Result<()> {
-        let (_, _, p) = self.open_upload(id, bucket, key)?;
-        fsutil::remove_flat_dir(self.uploads.as_fd(), id, &p)
+        if !names::is_upload_id(id) {
+            return Err(Error::NoSuchUpload {
+                upload_id: id.to_string(),
+            });
+        }
+        let _held = self.lock_upload(id)?;
+        self.open_upload(id, bucket, key)?;
+        self.discard_upload(id)
     }
 
     /// Remove an upload's directory, whatever state it is in.
     pub(crate) fn remove_upload(&self, id: &str) -> Result<()> {
-        let p = self.sys_path().join("uploads").join(id);
-        fsutil::remove_flat_dir(self.uploads.as_fd(), id, &p)
+        let _held = self.lock_upload(id)?;
+        self.discard_upload(id)
     }
 
     /// The uploads of `bucket`, sorted by key then start.
@@ -580,9 +606,10 @@ impl Store {
         Ok(out)
     }
 
-    /// Validate a complete. The caller must serialize completes of one
-    /// upload (see `S3Gateway`); a retry of a complete that succeeded
-    /// gets [`Prepared::Done`].
+    /// Validate a complete. Takes the upload's lock (waiting for a part
+    /// commit, an abort or another complete of it, in any gateway on this
+    /// root); the [`Plan`] holds it until [`Store::complete_assemble`]
+    /// ends. A retry of a complete that succeeded gets [`Prepared::Done`].
     pub fn complete_prepare(
         &self,
         id: &str,
@@ -603,6 +630,13 @@ impl Store {
         requested: Vec<(i32, String)>,
         checks: &CompleteChecks,
     ) -> Result<Prepared> {
+        self.bucket_dir(bucket)?;
+        if !names::is_upload_id(id) {
+            return Err(Error::NoSuchUpload {
+                upload_id: id.to_string(),
+            });
+        }
+        let lock = self.lock_upload(id)?;
         let (dir, upload, p) = self.upload(id, bucket, key)?;
         let requested: Vec<(i32, String)> = requested
             .into_iter()
@@ -610,6 +644,10 @@ impl Store {
             .collect();
         if let Some(done) = self.completed(&dir, &p)? {
             if done.parts == requested {
+                // What a crash after completed.json left.
+                if !self.opts.keep_parts {
+                    self.clean_completed(&dir, &p)?;
+                }
                 return Ok(Prepared::Done(done));
             }
             return Err(Error::NoSuchUpload {
@@ -734,7 +772,9 @@ impl Store {
             }
         }
         let etag = multipart_etag(parts.iter().map(|r| r.md5.as_str()));
+        crate::fault::point("complete-prepared");
         Ok(Prepared::Assemble(Plan {
+            _lock: lock,
             id: id.to_string(),
             dir,
             dir_path: p,
@@ -798,7 +838,9 @@ impl Store {
             parts: plan.parts.iter().map(|p| p.size).collect(),
             ..ObjectMeta::default()
         };
+        crate::fault::point("complete-assembled");
         let meta = self.commit_object(&plan.upload.bucket, &plan.upload.key, dst, meta)?;
+        crate::fault::point("complete-committed");
         let record = CompletedRecord {
             bucket: plan.upload.bucket.clone(),
             key: plan.upload.key.clone(),
@@ -807,52 +849,26 @@ impl Store {
             parts: plan.requested.clone(),
             checksum: plan.checksum.clone(),
         };
-        fsutil::write_json(
+        self.write_json(
             plan.dir.as_fd(),
             "completed.json",
             &plan.dir_path.join("completed.json"),
             &record,
-            self.opts.fsync,
         )?;
         if self.opts.fsync {
             fsutil::sync_dir(&plan.dir, &plan.dir_path)?;
         }
+        crate::fault::point("complete-recorded");
         if !self.opts.keep_parts {
-            for (name, _) in fsutil::read_names(plan.dir.as_fd(), &plan.dir_path)? {
-                if name != "upload.json" && name != "completed.json" {
-                    let _ = rustix::fs::unlinkat(&plan.dir, name.as_str(), AtFlags::empty());
-                }
-            }
+            self.clean_completed(&plan.dir, &plan.dir_path)?;
         }
+        crate::fault::point("complete-cleaned");
         Ok(Completed {
             record,
             bytes,
             unaligned_parts,
             elapsed: t0.elapsed(),
         })
-    }
-
-    /// Remove completed uploads whose record is older than the TTL.
-    pub(crate) fn gc_uploads(&self) -> Result<()> {
-        let up = self.sys_path().join("uploads");
-        let now = SystemTime::now();
-        for (id, _) in fsutil::read_names(self.uploads.as_fd(), &up)? {
-            if !names::is_upload_id(&id) {
-                continue;
-            }
-            let Ok(st) = rustix::fs::statat(
-                &self.uploads,
-                format!("{id}/completed.json").as_str(),
-                AtFlags::SYMLINK_NOFOLLOW,
-            ) else {
-                continue;
-            };
-            let age = now.duration_since(mtime(&st)).unwrap_or_default();
-            if age > self.opts.completed_ttl {
-                fsutil::remove_flat_dir(self.uploads.as_fd(), &id, &up.join(&id))?;
-            }
-        }
-        Ok(())
     }
 }
 

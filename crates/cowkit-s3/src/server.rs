@@ -175,6 +175,7 @@ impl s3s::access::S3Access for AllowAnonymous {
 pub struct Handler {
     service: s3s::service::S3Service,
     prechecks: Arc<Prechecks>,
+    store: Arc<Store>,
 }
 
 impl std::fmt::Debug for Handler {
@@ -189,8 +190,10 @@ impl Handler {
     /// Open the store at `cfg.root` and build the request handler
     /// (`cfg.listen` is not used).
     pub fn new(cfg: &Config) -> Result<Handler> {
-        let store = Store::open(&cfg.root, cfg.store.clone())?;
-        let mut b = S3ServiceBuilder::new(S3Gateway::new(store).with_region(&cfg.region));
+        let gateway =
+            S3Gateway::new(Store::open(&cfg.root, cfg.store.clone())?).with_region(&cfg.region);
+        let store = gateway.store().clone();
+        let mut b = S3ServiceBuilder::new(gateway);
         if let Some((ak, sk)) = &cfg.credentials {
             b.set_auth(SimpleAuth::from_single(ak.clone(), sk.clone()));
         }
@@ -198,6 +201,7 @@ impl Handler {
             b.set_access(AllowAnonymous);
         }
         Ok(Handler {
+            store,
             service: b.build(),
             prechecks: Arc::new(Prechecks {
                 region: cfg.region.clone(),
@@ -275,6 +279,7 @@ pub struct Server {
     listener: TcpListener,
     handler: Handler,
     addr: SocketAddr,
+    store: Arc<Store>,
 }
 
 impl std::fmt::Debug for Server {
@@ -287,6 +292,7 @@ impl Server {
     /// Open the store and bind the listening socket.
     pub async fn bind(cfg: Config) -> Result<Server> {
         let handler = Handler::new(&cfg)?;
+        let store = handler.store.clone();
         let listener = TcpListener::bind(cfg.listen)
             .await
             .map_err(|e| io("listen on", cfg.listen.to_string(), e))?;
@@ -297,6 +303,7 @@ impl Server {
             listener,
             handler,
             addr,
+            store,
         })
     }
 
@@ -310,6 +317,24 @@ impl Server {
     pub async fn run(self, shutdown: impl Future<Output = ()>, grace: Duration) -> Result<()> {
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
         let conn = ConnBuilder::new(TokioExecutor::new());
+        // What other gateways on this root leave when they die is swept
+        // by the survivors, not only at the next start.
+        let every = self.store.options().sweep_every;
+        let store = self.store.clone();
+        let sweeper = (!every.is_zero()).then(|| {
+            tokio::spawn(async move {
+                let mut t = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+                loop {
+                    t.tick().await;
+                    let s = store.clone();
+                    match tokio::task::spawn_blocking(move || s.sweep()).await {
+                        Ok(Err(e)) => log::warn!("sweep: {}", crate::error_chain(&e)),
+                        Err(e) => log::warn!("sweep: {e}"),
+                        Ok(Ok(_)) => {}
+                    }
+                }
+            })
+        });
         tokio::pin!(shutdown);
         loop {
             let (sock, peer) = tokio::select! {
@@ -344,6 +369,9 @@ impl Server {
             });
         }
         drop(self.listener);
+        if let Some(s) = sweeper {
+            s.abort();
+        }
         tokio::select! {
             () = graceful.shutdown() => {}
             () = tokio::time::sleep(grace) => log::warn!("shutdown: requests still running after {grace:?}, stopping anyway"),

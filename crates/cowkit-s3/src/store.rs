@@ -7,8 +7,9 @@
 //! DIR/.cowkit-s3/meta/<bucket>/<h2>/<h>.json the object's record: key, inode, size,
 //!                                            ETag, content type, user metadata
 //!                                            (h = SHA-256 of the key)
-//! DIR/.cowkit-s3/tmp/                        files being written
+//! DIR/.cowkit-s3/tmp/<gateway>/              files being written by one running gateway
 //! DIR/.cowkit-s3/uploads/<id>/               one multipart upload (see `multipart`)
+//! DIR/.cowkit-s3/lock                        the gateways' byte-range locks (see `fleet`)
 //! ```
 //!
 //! Every object is written as an unnamed file (`O_TMPFILE`) in `tmp/`,
@@ -51,6 +52,10 @@ pub struct Options {
     /// How long a complete may run before its response starts and
     /// whitespace keeps the connection alive until the XML is ready.
     pub keepalive_after: Duration,
+    /// How often a running server sweeps what dead gateways and
+    /// interrupted completes left (see [`Store::sweep`]); it also sweeps at
+    /// start.
+    pub sweep_every: Duration,
 }
 
 impl Default for Options {
@@ -61,6 +66,7 @@ impl Default for Options {
             keep_parts: false,
             completed_ttl: Duration::from_secs(24 * 3600),
             keepalive_after: Duration::from_millis(500),
+            sweep_every: Duration::from_secs(600),
         }
     }
 }
@@ -90,9 +96,28 @@ pub struct ObjectMeta {
     /// HEAD with `partNumber`); empty for other objects.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<u64>,
+    /// The record this one replaced, kept until the new file is renamed
+    /// into place: a reader (or a restart after a crash) that still finds
+    /// the old file gets the old record. Never set on a record handed out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev: Option<Box<ObjectMeta>>,
 }
 
 impl ObjectMeta {
+    /// This record, or the one it replaced when that one describes the
+    /// file `st` (a writer between its record and its rename, or a crash
+    /// there); without `prev` either way.
+    fn describing(mut self, st: &rustix::fs::Stat) -> ObjectMeta {
+        let fits = |m: &ObjectMeta| m.ino == st.st_ino && m.size == st.st_size as u64;
+        if !fits(&self) {
+            if let Some(p) = self.prev.take().filter(|p| fits(p)) {
+                return *p;
+            }
+        }
+        self.prev = None;
+        self
+    }
+
     /// Byte range `[start, end)` of part `n` (1-based), and the part count;
     /// an object uploaded in one piece is one part.
     pub fn part_range(&self, n: i32) -> Option<(u64, u64, usize)> {
@@ -138,10 +163,20 @@ pub struct BucketInfo {
 pub struct Store {
     pub(crate) root: Root,
     pub(crate) dir: PathBuf,
+    /// `DIR/.cowkit-s3`, where the lock file is.
+    pub(crate) sys: OwnedFd,
+    /// `tmp/<instance>/`: this gateway's temporary files.
     pub(crate) tmp: OwnedFd,
+    /// `tmp/`.
+    pub(crate) tmp_all: OwnedFd,
+    /// This gateway's id (its directory in `tmp/`).
+    pub(crate) instance: String,
     pub(crate) meta: OwnedFd,
     pub(crate) uploads: OwnedFd,
     pub(crate) opts: Options,
+    /// Held while the store is open: tells other gateways that `tmp`
+    /// is in use.
+    _alive: crate::fleet::Held,
 }
 
 pub(crate) fn mtime(st: &rustix::fs::Stat) -> SystemTime {
@@ -154,28 +189,51 @@ pub(crate) fn mtime(st: &rustix::fs::Stat) -> SystemTime {
 
 impl Store {
     /// Open the store on `dir` (which must exist), creating its own
-    /// directories and removing files left by an interrupted run.
+    /// directories and removing what interrupted runs left ([`Store::sweep`]).
+    /// Other gateways may have the same `dir` open, in this process or
+    /// others (see `fleet`).
     pub fn open(dir: &Path, opts: Options) -> Result<Store> {
         let root = Root::open(dir)?;
         let sp = dir.join(SYS_DIR);
         let sys = fsutil::mkdir_open(root.fd(), SYS_DIR, &sp)?;
-        let tmp = fsutil::mkdir_open(sys.as_fd(), "tmp", &sp.join("tmp"))?;
+        let tmp_all = fsutil::mkdir_open(sys.as_fd(), "tmp", &sp.join("tmp"))?;
         let meta = fsutil::mkdir_open(sys.as_fd(), "meta", &sp.join("meta"))?;
         let uploads = fsutil::mkdir_open(sys.as_fd(), "uploads", &sp.join("uploads"))?;
-        drop(sys);
+        let (instance, alive, tmp) =
+            crate::fleet::claim_instance(sys.as_fd(), &sp, tmp_all.as_fd())?;
         let store = Store {
             root,
             dir: dir.to_path_buf(),
+            sys,
             tmp,
+            tmp_all,
+            instance,
             meta,
             uploads,
             opts,
+            _alive: alive,
         };
-        for (n, _) in fsutil::read_names(store.tmp.as_fd(), &store.tmp_path())? {
-            let _ = rustix::fs::unlinkat(&store.tmp, n.as_str(), AtFlags::empty());
-        }
-        store.gc_uploads()?;
+        store.sweep()?;
         Ok(store)
+    }
+
+    /// Replace the record `name` in `dir` (shown as `path`), atomically;
+    /// its temporary file is made in this gateway's `tmp/`.
+    pub(crate) fn write_json<T: Serialize>(
+        &self,
+        dir: BorrowedFd<'_>,
+        name: &str,
+        path: &Path,
+        value: &T,
+    ) -> Result<()> {
+        fsutil::write_json(
+            (self.tmp.as_fd(), &self.tmp_path()),
+            dir,
+            name,
+            path,
+            value,
+            self.opts.fsync,
+        )
     }
 
     /// The options.
@@ -193,7 +251,7 @@ impl Store {
     }
 
     pub(crate) fn tmp_path(&self) -> PathBuf {
-        self.sys_path().join("tmp")
+        self.sys_path().join("tmp").join(&self.instance)
     }
 
     fn meta_path(&self, bucket: &str) -> PathBuf {
@@ -278,12 +336,11 @@ impl Store {
             .duration_since(SystemTime::UNIX_EPOCH)
             .unwrap_or_default()
             .as_secs();
-        fsutil::write_json(
+        self.write_json(
             m.as_fd(),
             "bucket.json",
             &self.meta_path(bucket).join("bucket.json"),
             &serde_json::json!({ "name": bucket, "created": created }),
-            self.opts.fsync,
         )?;
         if self.opts.fsync {
             fsutil::sync_dir(self.root.fd(), &self.dir)?;
@@ -361,7 +418,7 @@ impl Store {
         let bm = self.bucket_meta_dir(bucket)?;
         let sp = self.meta_path(bucket).join(&sub);
         let sd = fsutil::mkdir_open(bm.as_fd(), &sub, &sp)?;
-        fsutil::write_json(sd.as_fd(), &name, &sp.join(&name), meta, self.opts.fsync)?;
+        self.write_json(sd.as_fd(), &name, &sp.join(&name), meta)?;
         if self.opts.fsync {
             fsutil::sync_dir(&sd, &sp)?;
         }
@@ -401,6 +458,8 @@ impl Store {
         let rel = Self::rel(bucket, key)?;
         let _bucket = self.bucket_dir(bucket)?;
         let st = rustix::fs::fstat(file.file()).map_err(|e| io("stat", file.path(), e))?;
+        // Record and rename are one change for every gateway on this root.
+        let _held = self.lock_object(bucket, key)?;
         if names::is_dir_key(key) {
             if st.st_size != 0 {
                 return Err(Error::DirectoryObjectContainsData);
@@ -414,6 +473,7 @@ impl Store {
             file.sync()?;
         }
         let (_, tmpname) = file.into_named(self.tmp.as_fd())?;
+        crate::fault::point("commit-named");
         let unlink_tmp = || {
             let _ = rustix::fs::unlinkat(&self.tmp, tmpname.as_str(), AtFlags::empty());
         };
@@ -422,22 +482,43 @@ impl Store {
             key: key.to_string(),
             path,
         };
-        let pfd = match self.root.create_dirs(&parent, 0o755) {
-            Ok(fd) => fd,
+        let make_parent = || match self.root.create_dirs(&parent, 0o755) {
+            Ok(fd) => Ok(fd),
             Err(e) => {
                 unlink_tmp();
-                return Err(match errno_of(&e) {
+                Err(match errno_of(&e) {
                     Some(Errno::NOTDIR | Errno::EXIST) => conflict(self.root.display(&parent)),
                     _ => e.into(),
-                });
+                })
             }
+        };
+        let mut pfd = make_parent()?;
+        // Until the rename, readers that find the old file get the old
+        // record from `prev` (and so does a restart after a crash here).
+        meta.prev = match self.read_record(bucket, key) {
+            Ok(Some(mut old)) => {
+                old.prev = None;
+                Some(Box::new(old))
+            }
+            _ => None,
         };
         if let Err(e) = self.write_record(bucket, &meta) {
             unlink_tmp();
             return Err(e);
         }
+        meta.prev = None;
+        crate::fault::point("commit-recorded");
         let path = self.root.display(&rel);
-        if let Err(e) = cowkit_fs::dir::replace_at(&self.tmp, &tmpname, &pfd, name, &path) {
+        let mut tries = 0;
+        while let Err(e) = cowkit_fs::dir::replace_at(&self.tmp, &tmpname, &pfd, name, &path) {
+            // A delete of another key under the same directory removed
+            // it (empty) after `create_dirs`: make it again.
+            if e.errno() == Some(Errno::NOENT) && tries < 8 {
+                tries += 1;
+                pfd = make_parent()?;
+                continue;
+            }
+            unlink_tmp();
             return Err(match e.errno() {
                 Some(Errno::ISDIR | Errno::NOTEMPTY | Errno::EXIST | Errno::NOTDIR) => {
                     conflict(path)
@@ -502,7 +583,8 @@ impl Store {
                 }
             };
             let st = rustix::fs::fstat(&fd).map_err(|e| io("stat", self.root.display(&rel), e))?;
-            let meta = self.read_record(bucket, key)?.ok_or_else(missing)?;
+            let mut meta = self.read_record(bucket, key)?.ok_or_else(missing)?;
+            meta.prev = None;
             return Ok((
                 File::from(fd),
                 ObjectInfo {
@@ -529,7 +611,7 @@ impl Store {
             if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
                 return Err(missing());
             }
-            let rec = self.read_record(bucket, key)?;
+            let rec = self.read_record(bucket, key)?.map(|m| m.describing(&st));
             match rec {
                 Some(m) if m.ino == st.st_ino && m.size == st.st_size as u64 => {
                     return Ok((
@@ -556,6 +638,7 @@ impl Store {
                         checksum: None,
                         headers: BTreeMap::new(),
                         parts: Vec::new(),
+                        prev: None,
                     };
                     return Ok((
                         File::from(fd),
@@ -574,6 +657,7 @@ impl Store {
     pub fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
         let rel = Self::rel(bucket, key)?;
         let _bucket = self.bucket_dir(bucket)?;
+        let _held = self.lock_object(bucket, key)?;
         let (parent, name) = rel.split().expect("a key is not the root");
         let pfd = match self.root.open_dir(&parent) {
             Ok(fd) => fd,
@@ -727,6 +811,18 @@ impl Store {
         edit(&mut meta, &src)?;
         let meta = self.commit_object(bucket, key, dst, meta)?;
         Ok((meta, copied))
+    }
+}
+
+impl Drop for Store {
+    /// This gateway's temporary directory goes (it is empty unless a
+    /// writer was abandoned); the sweep of the next start would take it
+    /// otherwise.
+    fn drop(&mut self) {
+        let p = self.tmp_path();
+        if let Err(e) = fsutil::remove_tree(self.tmp_all.as_fd(), &self.instance, &p) {
+            log::warn!("cannot remove {}: {}", p.display(), crate::error_chain(&e));
+        }
     }
 }
 

@@ -73,3 +73,86 @@ fn ten_thousand_parts_ext4() {
 fn ten_thousand_parts_xfs() {
     ten_thousand_parts(Fs::Xfs);
 }
+
+/// Two stores on one root in one process (as two gateways are, with
+/// their own descriptors): completes of one upload race from two threads,
+/// one through each store; the upload lock is an open-file-description
+/// lock, so it excludes threads as it excludes processes: one assembles,
+/// the other gets its recorded answer, never `InvalidPart`. A sweep by one
+/// store leaves the other's temporary directory alone while it is open;
+/// a store removes its own when dropped.
+fn two_stores_one_root(fs: Fs) {
+    let Some(dir) = scratch(fs) else { return };
+    let opts = Options {
+        min_part_size: 1,
+        ..Options::default()
+    };
+    let a = Store::open(dir.path(), opts.clone()).unwrap();
+    let b = Store::open(dir.path(), opts).unwrap();
+    a.create_bucket("two").unwrap();
+    let tmp = dir.path().join(".cowkit-s3/tmp");
+    for n in 0..200u64 {
+        let key = format!("k{n}");
+        let id = a
+            .create_upload("two", &key, None, Default::default())
+            .unwrap();
+        let data = cowkit_testutil::pattern(100 + n as usize, n);
+        let md5 = hex::encode(md5::Md5::digest(&data));
+        let mut f = b.new_part_file(&id, "two", &key, 1).unwrap();
+        f.write_all(&data).unwrap();
+        b.commit_part(&id, "two", &key, 1, f, md5.clone()).unwrap();
+        let want = multipart_etag([md5.as_str()]);
+        let outcomes: Vec<bool> = std::thread::scope(|s| {
+            let hs: Vec<_> = [&a, &b]
+                .into_iter()
+                .map(|st| {
+                    let (id, key, md5, want) = (&id, &key, &md5, &want);
+                    s.spawn(move || {
+                        match st
+                            .complete_prepare(id, "two", key, vec![(1, md5.clone())])
+                            .unwrap()
+                        {
+                            Prepared::Assemble(plan) => {
+                                assert_eq!(&st.complete_assemble(plan).unwrap().record.etag, want);
+                                true
+                            }
+                            Prepared::Done(r) => {
+                                assert_eq!(&r.etag, want);
+                                false
+                            }
+                        }
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(
+            outcomes.iter().filter(|x| **x).count(),
+            1,
+            "upload {n}: exactly one complete assembles"
+        );
+        let (mut f, info) = b.open_object("two", &key).unwrap();
+        assert_eq!(info.meta.etag, want);
+        let mut back = Vec::new();
+        f.read_to_end(&mut back).unwrap();
+        assert!(back == data, "object {key} bytes");
+    }
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 2);
+    let swept = b.sweep().unwrap();
+    assert_eq!(swept.dead_tmp, 0, "a live store's tmp/ is not swept");
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 2);
+    drop(a);
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 1);
+    drop(b);
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+}
+
+#[test]
+fn two_stores_one_root_xfs() {
+    two_stores_one_root(Fs::Xfs);
+}
+
+#[test]
+fn two_stores_one_root_ext4() {
+    two_stores_one_root(Fs::Ext4);
+}
