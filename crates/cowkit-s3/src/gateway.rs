@@ -1836,9 +1836,20 @@ impl S3 for S3Gateway {
         let mut work = tokio::task::spawn_blocking(move || store.complete_assemble(plan));
         let upload_id = i.upload_id.clone();
         let output_later = output.clone();
+        let (bucket, key) = (i.bucket.clone(), i.key.clone());
         let finish =
             move |res: crate::Result<Completed>| -> S3Result<CompleteMultipartUploadOutput> {
-                let c = res.map_err(to_s3_error)?;
+                // A failure is logged with its S3 code: after the keepalive
+                // started, the access log's status (200) cannot say it.
+                let c = res.map_err(|e| {
+                    let err = to_s3_error(e);
+                    access(serde_json::json!({
+                        "op": "CompleteMultipartUpload", "bucket": bucket, "key": key,
+                        "upload_id": upload_id, "error": err.code().as_str(),
+                        "status": err.status_code().map(|s| s.as_u16()),
+                    }));
+                    err
+                })?;
                 access(serde_json::json!({
                     "op": "CompleteMultipartUpload", "bucket": c.record.bucket, "key": c.record.key,
                     "upload_id": upload_id, "parts": c.record.parts.len(), "size": c.record.size,

@@ -42,9 +42,10 @@ def mount_for(fs):
 
 
 class Server:
-    def __init__(self, fs, extra=(), creds=True):
+    def __init__(self, fs, extra=(), creds=True, mount=None):
         self.fs = fs
-        self.mount, self.device = mount_for(fs)
+        # `mount`: a filesystem the test made itself (e.g. a small one).
+        self.mount, self.device = (mount, None) if mount else mount_for(fs)
         self.base = tempfile.mkdtemp(prefix="s3-", dir=self.mount)
         self.root = os.path.join(self.base, "root")
         os.mkdir(self.root)
@@ -83,6 +84,8 @@ class Server:
         return out
 
     def stop(self):
+        if self.log.closed:
+            return
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -113,8 +116,8 @@ def server(fs):
 def make_server():
     made = []
 
-    def make(fs, extra=(), creds=True):
-        s = Server(fs, extra, creds)
+    def make(fs, extra=(), creds=True, mount=None):
+        s = Server(fs, extra, creds, mount)
         made.append(s)
         return s
 

@@ -3,6 +3,9 @@ auth edge cases, partNumber, listings). On XFS only: none of this depends on the
 filesystem."""
 import base64
 import hashlib
+import http.client
+import os
+import subprocess
 import urllib.error
 import urllib.request
 import zlib
@@ -10,7 +13,7 @@ import zlib
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import AK
+from conftest import AK, SK
 
 MiB = 1 << 20
 
@@ -265,3 +268,65 @@ def test_issue16_conditional_put_and_default_checksum(s3srv):
     assert "ChecksumCRC64NVME" not in s3.list_parts(Bucket="cond", Key="mp", UploadId=uid)["Parts"][0]
     r = s3.complete_multipart_upload(Bucket="cond", Key="mp", UploadId=uid, MultipartUpload={"Parts": done})
     assert r["ChecksumType"] == "FULL_OBJECT" and r["ChecksumCRC64NVME"]
+
+
+def test_issue16_keepalive_error_is_one_document(make_server, tmp_path):
+    """A complete that fails after its keepalive 200 has started (here the disk
+    fills while the parts are copied: a small ext4 cannot clone) ends with one
+    well-formed Error document, InsufficientStorage, which boto3 raises; the
+    access log names the error; the upload is intact and completes once there
+    is room."""
+    import botocore.auth
+    import botocore.awsrequest
+    import botocore.credentials
+
+    img, mnt = tmp_path / "small.img", tmp_path / "mnt"
+    subprocess.run(["truncate", "-s", "64M", str(img)], check=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(img)], check=True)
+    mnt.mkdir()
+    subprocess.run(["mount", "-o", "loop", str(img), str(mnt)], check=True)
+    try:
+        srv = make_server("ext4", ["--keepalive-after-ms", "0", "--min-part-size", "4096"], mount=str(mnt))
+        s3 = srv.client()
+        s3.create_bucket(Bucket="full")
+        part = os.urandom(6 * MiB)
+        up = s3.create_multipart_upload(Bucket="full", Key="big")["UploadId"]
+        parts = []
+        for n in (1, 2, 3):
+            r = s3.upload_part(Bucket="full", Key="big", UploadId=up, PartNumber=n, Body=part)
+            parts.append({"PartNumber": n, "ETag": r["ETag"]})
+        # Leave about 8 MiB: the 18 MiB object cannot be copied.
+        st = os.statvfs(str(mnt))
+        filler = mnt / "filler"
+        with open(filler, "wb") as f:
+            os.posix_fallocate(f.fileno(), 0, st.f_bavail * st.f_frsize - 8 * MiB)
+
+        body = ("<CompleteMultipartUpload>" + "".join(
+            f"<Part><PartNumber>{p['PartNumber']}</PartNumber><ETag>{p['ETag']}</ETag></Part>" for p in parts
+        ) + "</CompleteMultipartUpload>").encode()
+        url = f"{srv.endpoint}/full/big?uploadId={up}"
+        req = botocore.awsrequest.AWSRequest(method="POST", url=url, data=body)
+        botocore.auth.S3SigV4Auth(botocore.credentials.Credentials(AK, SK), "s3", "us-east-1").add_auth(req)
+        conn = http.client.HTTPConnection(srv.endpoint.split("//")[1])
+        conn.request("POST", f"/full/big?uploadId={up}", body=body, headers=dict(req.headers))
+        r = conn.getresponse()
+        raw = r.read().decode()
+        assert r.status == 200 and r.getheader("Transfer-Encoding") == "chunked", (r.status, raw)
+        assert raw.count("<?xml") == 1 and raw.lstrip().startswith("<?xml"), raw
+        assert raw.count("<Error>") == 1 and "<Code>InsufficientStorage</Code>" in raw, raw
+        assert "CompleteMultipartUploadResult" not in raw, raw
+
+        with pytest.raises(ClientError) as e:
+            s3.complete_multipart_upload(Bucket="full", Key="big", UploadId=up, MultipartUpload={"Parts": parts})
+        assert code(e) == "InsufficientStorage"
+        logged = [x for x in srv.access_log() if x.get("op") == "CompleteMultipartUpload"]
+        assert any(x.get("error") == "InsufficientStorage" for x in logged), logged
+
+        # Nothing lost: the upload is still there, and completes with room.
+        assert [p["PartNumber"] for p in s3.list_parts(Bucket="full", Key="big", UploadId=up)["Parts"]] == [1, 2, 3]
+        os.unlink(filler)
+        s3.complete_multipart_upload(Bucket="full", Key="big", UploadId=up, MultipartUpload={"Parts": parts})
+        assert s3.get_object(Bucket="full", Key="big")["Body"].read() == part * 3
+        srv.stop()
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
