@@ -35,9 +35,12 @@ for t in "${targets[@]}"; do
     start=$(date +%s)
     # -rss_limit_mb: an input that makes the target hold more is a bug
     # (the parsers bound memory by the verified header); -timeout: one
-    # input taking more than 10 s is a hang.
+    # input taking more than FUZZ_TIMEOUT (10) s is a hang. libFuzzer
+    # measures wall time: a fuzzer stopped (SIGSTOP) for longer reports a
+    # false "timeout": run the artifact again to tell
+    # (`cargo +nightly fuzz run -O TARGET ARTIFACT`).
     if ! cargo +nightly fuzz run -O "$t" "corpus/$t" -- \
-        -max_total_time="$seconds" -rss_limit_mb=256 -timeout=10 \
+        -max_total_time="$seconds" -rss_limit_mb=256 -timeout="${FUZZ_TIMEOUT:-10}" \
         -max_len=65536 -malloc_limit_mb=256 "${jobs[@]}" -print_final_stats=1 \
         -artifact_prefix="artifacts/$t/" 2>"artifacts/$t.log"; then
         echo "!! $t failed: see fuzz/artifacts/$t.log and fuzz/artifacts/$t/"
