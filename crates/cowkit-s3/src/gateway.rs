@@ -12,6 +12,7 @@ use s3s::{s3_error, S3Error, S3ErrorCode, S3Request, S3Response, S3Result, S3};
 use tokio::io::AsyncReadExt;
 
 use crate::checksum::{Algorithm, Checksum, Hasher, Type};
+use crate::conditions::{Conditions, Current, Outcome, WriteOutcome};
 use crate::error::Error;
 use crate::fsutil::NewFile;
 use crate::list::{self, Listing};
@@ -268,6 +269,80 @@ fn internal(e: impl std::fmt::Display) -> S3Error {
     s3_error!(InternalError, "internal error; see the server log")
 }
 
+/// A request's conditional headers: handed over by the server (which takes
+/// them off before s3s parses them), or as s3s let them through.
+fn conditions_of<T>(req: &S3Request<T>) -> Option<Conditions> {
+    req.extensions
+        .get::<Conditions>()
+        .cloned()
+        .or_else(|| Conditions::from_headers(&req.headers))
+}
+
+/// A request's streaming trailer (handed over as an extension by the
+/// server's detour, see `server.rs`).
+fn trailing_of<T>(req: &S3Request<T>) -> Option<&s3s::TrailingHeaders> {
+    req.trailing_headers
+        .as_ref()
+        .or_else(|| req.extensions.get::<s3s::TrailingHeaders>())
+}
+
+/// What conditions compare an object with.
+fn current(info: &crate::store::ObjectInfo) -> Current<'_> {
+    Current {
+        etag: &info.meta.etag,
+        mtime: info.mtime,
+        size: info.meta.size,
+    }
+}
+
+fn not_implemented_header() -> S3Error {
+    S3Error::with_message(
+        S3ErrorCode::NotImplemented,
+        "A header you provided implies functionality that is not implemented.",
+    )
+}
+
+fn precondition_failed() -> S3Error {
+    S3Error::with_message(
+        S3ErrorCode::PreconditionFailed,
+        "At least one of the pre-conditions you specified did not hold.",
+    )
+}
+
+fn write_outcome(o: WriteOutcome, bucket: &str, key: &str) -> S3Result<()> {
+    match o {
+        WriteOutcome::Proceed => Ok(()),
+        WriteOutcome::PreconditionFailed => Err(precondition_failed()),
+        WriteOutcome::NotImplemented => Err(not_implemented_header()),
+        WriteOutcome::NoSuchKey => Err(to_s3_error(Error::NoSuchKey {
+            bucket: bucket.to_string(),
+            key: key.to_string(),
+        })),
+    }
+}
+
+fn read_outcome(o: Outcome) -> S3Result<()> {
+    match o {
+        Outcome::Proceed => Ok(()),
+        Outcome::PreconditionFailed => Err(precondition_failed()),
+        Outcome::NotModified => Err(S3Error::with_message(
+            S3ErrorCode::NotModified,
+            "Not Modified",
+        )),
+    }
+}
+
+/// GetObject's and HeadObject's `If-*` headers.
+fn check_read_conditions(
+    cond: Option<&Conditions>,
+    info: &crate::store::ObjectInfo,
+) -> S3Result<()> {
+    match cond {
+        Some(c) => read_outcome(c.read(current(info))),
+        None => Ok(()),
+    }
+}
+
 fn etag(s: &str) -> ETag {
     ETag::Strong(s.to_string())
 }
@@ -407,53 +482,34 @@ impl S3Gateway {
             .and_then(|r| r.checksum)
     }
 
-    /// S3's conditional writes: `If-None-Match: *` (no object there yet)
-    /// or `If-Match: ETAG` (the object there has it); both at once, or
-    /// `If-None-Match` with an ETag, are not implemented (by S3 either).
-    /// Checked before the body is received; a writer racing in between wins.
+    /// S3's conditional writes (see [`Conditions::write`]): checked
+    /// before the body is received; a writer racing in between wins.
     async fn check_write_conditions(
         &self,
         bucket: &str,
         key: &str,
-        if_match: Option<&ETagCondition>,
-        if_none_match: Option<&ETagCondition>,
+        cond: Option<&Conditions>,
     ) -> S3Result<()> {
-        let not_implemented = || {
-            S3Error::with_message(
-                S3ErrorCode::NotImplemented,
-                "A header you provided implies functionality that is not implemented.",
-            )
+        let Some(cond) = cond.filter(|c| c.has_write()) else {
+            return Ok(());
         };
-        let precondition = || {
-            S3Error::with_message(
-                S3ErrorCode::PreconditionFailed,
-                "At least one of the pre-conditions you specified did not hold.",
-            )
-        };
-        match (if_match, if_none_match) {
-            (None, None) => Ok(()),
-            (Some(_), Some(_)) | (None, Some(ETagCondition::ETag(_))) => Err(not_implemented()),
-            (m, n) => {
-                let (b, k) = (bucket.to_string(), key.to_string());
-                let cur = self.run(move |s| s.stat_object(&b, &k)).await?;
-                match (m, n, cur) {
-                    (None, _, Some(_)) => Err(precondition()),
-                    (None, _, None) => Ok(()),
-                    (Some(_), _, None) => Err(to_s3_error(Error::NoSuchKey {
-                        bucket: bucket.to_string(),
-                        key: key.to_string(),
-                    })),
-                    (Some(ETagCondition::Any), _, Some(_)) => Ok(()),
-                    (Some(ETagCondition::ETag(e)), _, Some(info)) => {
-                        if bare_etag(e.value()) == info.meta.etag {
-                            Ok(())
-                        } else {
-                            Err(precondition())
-                        }
-                    }
-                }
-            }
+        if cond.write(None) == WriteOutcome::NotImplemented {
+            return Err(not_implemented_header());
         }
+        let (b, k) = (bucket.to_string(), key.to_string());
+        let cur = self.run(move |s| s.stat_object(&b, &k)).await?;
+        write_outcome(cond.write(cur.as_ref().map(current)), bucket, key)
+    }
+
+    /// `x-amz-copy-source-if-*` on the source object: checked before the
+    /// copy; a writer racing in between wins.
+    async fn check_copy_source(&self, cond: &Conditions, bucket: &str, key: &str) -> S3Result<()> {
+        let (b, k) = (bucket.to_string(), key.to_string());
+        let Some(info) = self.run(move |s| s.stat_object(&b, &k)).await? else {
+            // The copy itself reports the missing source.
+            return Ok(());
+        };
+        read_outcome(cond.copy_source(current(&info)))
     }
 
     async fn lock_upload(&self, id: &str) -> tokio::sync::OwnedMutexGuard<()> {
@@ -915,13 +971,8 @@ impl S3 for S3Gateway {
             })
             .await?;
             let want = want_checksum(&req.headers)?;
-            self.check_write_conditions(
-                &bucket,
-                &key,
-                i.if_match.as_ref(),
-                i.if_none_match.as_ref(),
-            )
-            .await?;
+            self.check_write_conditions(&bucket, &key, conditions_of(&req).as_ref())
+                .await?;
             Ok(want)
         }
         .await;
@@ -948,7 +999,7 @@ impl S3 for S3Gateway {
                 ));
             }
         }
-        verify_checksum(&want, &got.checksum, req.trailing_headers.as_ref())?;
+        verify_checksum(&want, &got.checksum, trailing_of(&req))?;
         let checksum = got.checksum.map(|(algorithm, value)| Checksum {
             algorithm,
             value,
@@ -980,10 +1031,12 @@ impl S3 for S3Gateway {
         req: S3Request<GetObjectInput>,
     ) -> S3Result<S3Response<GetObjectOutput>> {
         let uri = req.uri.clone();
+        let cond = conditions_of(&req);
         let i = req.input;
         check_part_number(i.part_number, i.range.is_some())?;
         let (b, k) = (i.bucket, i.key);
         let (file, info) = self.run(move |s| s.open_object(&b, &k)).await?;
+        check_read_conditions(cond.as_ref(), &info)?;
         let size = info.meta.size;
         let part = part_of(i.part_number, i.range.is_some(), &info)?;
         let (start, end, content_range) = match &i.range {
@@ -1040,10 +1093,12 @@ impl S3 for S3Gateway {
         req: S3Request<HeadObjectInput>,
     ) -> S3Result<S3Response<HeadObjectOutput>> {
         let uri = req.uri.clone();
+        let cond = conditions_of(&req);
         let i = req.input;
         check_part_number(i.part_number, i.range.is_some())?;
         let (b, k) = (i.bucket, i.key);
         let (_, info) = self.run(move |s| s.open_object(&b, &k)).await?;
+        check_read_conditions(cond.as_ref(), &info)?;
         let size = info.meta.size;
         let part = part_of(i.part_number, i.range.is_some(), &info)?;
         let range = match (&i.range, part) {
@@ -1086,8 +1141,15 @@ impl S3 for S3Gateway {
         &self,
         req: S3Request<DeleteObjectInput>,
     ) -> S3Result<S3Response<DeleteObjectOutput>> {
+        let cond = conditions_of(&req).filter(Conditions::has_delete);
         let i = req.input;
         let (b, k) = (i.bucket, i.key);
+        if let Some(cond) = cond {
+            // Checked, then deleted: a writer racing in between wins.
+            let (b2, k2) = (b.clone(), k.clone());
+            let cur = self.run(move |s| s.stat_object(&b2, &k2)).await?;
+            write_outcome(cond.delete(cur.as_ref().map(current)), &b, &k)?;
+        }
         self.run(move |s| s.delete_object(&b, &k)).await?;
         Ok(S3Response::new(DeleteObjectOutput::default()))
     }
@@ -1147,6 +1209,7 @@ impl S3 for S3Gateway {
         req: S3Request<CopyObjectInput>,
     ) -> S3Result<S3Response<CopyObjectOutput>> {
         let headers = stored_headers(&req.headers);
+        let cond = conditions_of(&req);
         let i = req.input;
         let (sb, sk) = copy_source(&i.copy_source)?;
         let replace = match i.metadata_directive.as_ref().map(|d| d.as_str()) {
@@ -1168,6 +1231,11 @@ impl S3 for S3Gateway {
         };
         if sb == i.bucket && sk == i.key && !replace && algo.is_none() {
             return Err(invalid_request("This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes."));
+        }
+        if let Some(c) = &cond {
+            self.check_copy_source(c, &sb, &sk).await?;
+            self.check_write_conditions(&i.bucket, &i.key, Some(c))
+                .await?;
         }
         let (ct, md) = (i.content_type.clone(), metadata_of(i.metadata.clone()));
         let (b, k) = (i.bucket.clone(), i.key.clone());
@@ -1434,7 +1502,7 @@ impl S3 for S3Gateway {
                 ));
             }
         }
-        verify_checksum(&want, &got.checksum, req.trailing_headers.as_ref())?;
+        verify_checksum(&want, &got.checksum, trailing_of(&req))?;
         // A composite upload needs each part's checksum from the client
         // (refused after the body is read, so the connection stays usable).
         if let (Some((u, Type::Composite)), None) = (upload.checksum, want.algorithm()) {
@@ -1473,6 +1541,7 @@ impl S3 for S3Gateway {
         &self,
         req: S3Request<UploadPartCopyInput>,
     ) -> S3Result<S3Response<UploadPartCopyOutput>> {
+        let cond = conditions_of(&req);
         let i = req.input;
         let b = i.bucket.clone();
         self.run(move |s| s.head_bucket(&b)).await?;
@@ -1483,6 +1552,9 @@ impl S3 for S3Gateway {
             ));
         }
         let (sb, sk) = copy_source(&i.copy_source)?;
+        if let Some(c) = &cond {
+            self.check_copy_source(c, &sb, &sk).await?;
+        }
         let range = match &i.copy_source_range {
             Some(r) => Some(parse_copy_range(r)?),
             None => None,
@@ -1746,6 +1818,7 @@ impl S3 for S3Gateway {
         req: S3Request<CompleteMultipartUploadInput>,
     ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
         let want = want_checksum_of(&req.headers, true)?;
+        let cond = conditions_of(&req);
         let host = req
             .headers
             .get(http::header::HOST)
@@ -1822,6 +1895,19 @@ impl S3 for S3Gateway {
         // Completes of one upload run one at a time; a second one waits and
         // then finds the first one's answer.
         let guard = self.lock_upload(&i.upload_id).await;
+        let (id, b, k) = (i.upload_id.clone(), i.bucket.clone(), i.key.clone());
+        // A retried complete gets the first one's answer, whatever the
+        // object's state now.
+        let retry = self
+            .run(move |s| s.completed_record(&id, &b, &k))
+            .await
+            .ok()
+            .flatten()
+            .is_some();
+        if !retry {
+            self.check_write_conditions(&i.bucket, &i.key, cond.as_ref())
+                .await?;
+        }
         let (id, b, k) = (i.upload_id.clone(), i.bucket.clone(), i.key.clone());
         let prepared = self
             .run(move |s| s.complete_prepare_with(&id, &b, &k, requested, &checks))
