@@ -332,6 +332,15 @@ fn read_outcome(o: Outcome) -> S3Result<()> {
     }
 }
 
+/// The range a read serves: S3 sends an empty object whole for a suffix
+/// range (`bytes=-N`, N > 0) rather than refusing it.
+fn effective_range(r: Option<Range>, size: u64) -> Option<Range> {
+    match r {
+        Some(Range::Suffix { length }) if size == 0 && length > 0 => None,
+        r => r,
+    }
+}
+
 /// GetObject's and HeadObject's `If-*` headers.
 fn check_read_conditions(
     cond: Option<&Conditions>,
@@ -1038,8 +1047,9 @@ impl S3 for S3Gateway {
         let (file, info) = self.run(move |s| s.open_object(&b, &k)).await?;
         check_read_conditions(cond.as_ref(), &info)?;
         let size = info.meta.size;
-        let part = part_of(i.part_number, i.range.is_some(), &info)?;
-        let (start, end, content_range) = match &i.range {
+        let range = effective_range(i.range, size);
+        let part = part_of(i.part_number, range.is_some(), &info)?;
+        let (start, end, content_range) = match &range {
             None if part.is_some() => {
                 let (a, b, _) = part.unwrap_or_default();
                 (
@@ -1100,8 +1110,9 @@ impl S3 for S3Gateway {
         let (_, info) = self.run(move |s| s.open_object(&b, &k)).await?;
         check_read_conditions(cond.as_ref(), &info)?;
         let size = info.meta.size;
-        let part = part_of(i.part_number, i.range.is_some(), &info)?;
-        let range = match (&i.range, part) {
+        let range = effective_range(i.range, size);
+        let part = part_of(i.part_number, range.is_some(), &info)?;
+        let range = match (&range, part) {
             (Some(r), _) => {
                 let rr = r.check(size).map_err(|_| {
                     to_s3_error(Error::InvalidRange {

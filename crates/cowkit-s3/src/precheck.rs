@@ -261,6 +261,7 @@ impl Prechecks {
         }
         // SigV2 presigned URLs (`AWSAccessKeyId`, `Expires`, `Signature`:
         // what boto3 makes by default) are verified by s3s, expiry included.
+        check_streaming(method, uri, &query, headers)?;
         check_headers(method, headers)
     }
 
@@ -679,6 +680,77 @@ fn parse_iso8601(v: &str) -> Option<i64> {
 }
 
 /// Header checks that do not depend on authentication.
+/// Whether the request's body is aws-chunked (`x-amz-content-sha256:
+/// STREAMING-…`).
+pub fn is_streaming(headers: &HeaderMap) -> bool {
+    headers
+        .get("x-amz-content-sha256")
+        .is_some_and(|v| v.as_bytes().starts_with(b"STREAMING-"))
+}
+
+/// aws-chunked bodies: only PutObject and UploadPart take one; they need
+/// `x-amz-decoded-content-length`; a signed one with a trailer needs
+/// `x-amz-trailer` to say what the trailer holds.
+fn check_streaming(
+    method: &Method,
+    uri: &Uri,
+    query: &[(String, String)],
+    headers: &HeaderMap,
+) -> Result<(), Refusal> {
+    if !is_streaming(headers) {
+        return Ok(());
+    }
+    let path = uri.path().trim_start_matches('/');
+    let is_object = path.split_once('/').is_some_and(|(_, k)| !k.is_empty());
+    let upload = *method == Method::PUT
+        && is_object
+        && query.iter().all(|(k, _)| {
+            matches!(
+                k.as_str(),
+                "partNumber"
+                    | "uploadId"
+                    | "x-id"
+                    | "X-Amz-Algorithm"
+                    | "X-Amz-Credential"
+                    | "X-Amz-Date"
+                    | "X-Amz-Expires"
+                    | "X-Amz-SignedHeaders"
+                    | "X-Amz-Signature"
+            )
+        });
+    if !upload {
+        return Err(bad_request(
+            "InvalidRequest",
+            "The value of x-amz-content-sha256 header is invalid.",
+        ));
+    }
+    let decoded = headers
+        .get("x-amz-decoded-content-length")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| !v.is_empty() && v.bytes().all(|c| c.is_ascii_digit()));
+    if !decoded {
+        return Err(Refusal::new(
+            StatusCode::LENGTH_REQUIRED,
+            "MissingContentLength",
+            "You must provide the Content-Length HTTP header.",
+        ));
+    }
+    let sha = headers
+        .get("x-amz-content-sha256")
+        .map(|v| v.as_bytes())
+        .unwrap_or_default();
+    if sha.ends_with(b"-TRAILER")
+        && sha != b"STREAMING-UNSIGNED-PAYLOAD-TRAILER"
+        && !headers.contains_key("x-amz-trailer")
+    {
+        return Err(bad_request(
+            "MalformedTrailerError",
+            "The request contained trailing data that was not well-formed or did not conform to our published schema.",
+        ));
+    }
+    Ok(())
+}
+
 fn check_headers(method: &Method, headers: &HeaderMap) -> Result<(), Refusal> {
     for (k, _) in headers {
         let k = k.as_str();
@@ -923,5 +995,53 @@ mod tests {
             .check(&Method::PUT, &"/b/k".parse().unwrap(), &h)
             .unwrap_err();
         assert_eq!(e.code, "MetadataTooLarge");
+    }
+
+    #[test]
+    fn streaming_bodies() {
+        let put = |uri: &str, hs: &[(&str, &str)]| {
+            let mut h = HeaderMap::new();
+            for (k, v) in hs {
+                h.insert(
+                    http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                    v.parse().unwrap(),
+                );
+            }
+            pc().check(&Method::PUT, &uri.parse().unwrap(), &h)
+        };
+        let unsigned = ("x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER");
+        let signed = (
+            "x-amz-content-sha256",
+            "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER",
+        );
+        let len = ("x-amz-decoded-content-length", "5");
+        assert!(put("/b/k", &[unsigned, len]).is_ok());
+        assert!(put("/b/k?partNumber=1&uploadId=u", &[unsigned, len]).is_ok());
+        assert!(put("/b/k", &[("x-amz-content-sha256", "UNSIGNED-PAYLOAD")]).is_ok());
+        for uri in ["/b?cors", "/b?tagging", "/b", "/b/k?tagging"] {
+            let e = put(uri, &[unsigned, len]).unwrap_err();
+            assert_eq!(
+                (e.status.as_u16(), e.code),
+                (400, "InvalidRequest"),
+                "{uri}"
+            );
+        }
+        for bad in ["", "abc", "12x"] {
+            let e = put("/b/k", &[unsigned, ("x-amz-decoded-content-length", bad)]).unwrap_err();
+            assert_eq!(
+                (e.status.as_u16(), e.code),
+                (411, "MissingContentLength"),
+                "{bad}"
+            );
+        }
+        let e = put("/b/k", &[unsigned]).unwrap_err();
+        assert_eq!(e.code, "MissingContentLength");
+        let e = put("/b/k", &[signed, len]).unwrap_err();
+        assert_eq!(e.code, "MalformedTrailerError");
+        assert!(put(
+            "/b/k",
+            &[signed, len, ("x-amz-trailer", "x-amz-checksum-crc32")]
+        )
+        .is_ok());
     }
 }

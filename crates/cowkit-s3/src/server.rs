@@ -418,6 +418,22 @@ impl Handler {
                 );
             }
         }
+        // S3 takes an unsigned aws-chunked body without `x-amz-trailer`
+        // (and no trailer); s3s wants the header. Not being signed, it can
+        // be added for s3s and taken off again before the gateway.
+        if refused.is_none()
+            && req
+                .headers()
+                .get("x-amz-content-sha256")
+                .is_some_and(|v| v.as_bytes() == b"STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+            && !req.headers().contains_key("x-amz-trailer")
+        {
+            req.headers_mut().insert(
+                "x-amz-trailer",
+                http::HeaderValue::from_static("x-amz-checksum-crc64nvme"),
+            );
+            strip.push(http::HeaderName::from_static("x-amz-trailer"));
+        }
         if !strip.is_empty() {
             req.extensions_mut().insert(Strip(strip));
         }

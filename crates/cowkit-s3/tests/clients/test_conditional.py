@@ -1,0 +1,182 @@
+"""Conditional requests as S3 answers them, through boto3 (which signs every
+header it sends, so s3s sees them signed) and through a presigned URL with
+an unsigned If-None-Match: entity tags quoted or not, `*`, HTTP dates, the
+precedence of the four headers on GET and HEAD (412 before 304), conditional
+PUT, CompleteMultipartUpload, CopyObject, UploadPartCopy and DeleteObject,
+and a malformed signed Range answered with the whole object. On XFS only:
+none of this depends on the filesystem."""
+import datetime
+import re
+import urllib.error
+import urllib.request
+
+import pytest
+from botocore.exceptions import ClientError
+
+
+NOT_MODIFIED = ("NotModified", 304)
+FAILED = ("PreconditionFailed", 412)
+
+
+def err(fn, **kw):
+    with pytest.raises(ClientError) as e:
+        fn(**kw)
+    r = e.value.response
+    return r["Error"]["Code"], r["ResponseMetadata"]["HTTPStatusCode"]
+
+
+@pytest.fixture
+def s3srv(make_server):
+    return make_server("xfs", ["--min-part-size", "4096"])
+
+
+def test_conditional_reads(s3srv):
+    s3 = s3srv.client()
+    s3.create_bucket(Bucket="cond-read")
+    etag = s3.put_object(Bucket="cond-read", Key="k", Body=b"0123456789")["ETag"]
+    bare = etag.strip('"')
+    mtime = s3.head_object(Bucket="cond-read", Key="k")["LastModified"]
+    before = mtime - datetime.timedelta(days=3)
+    after = mtime + datetime.timedelta(days=3)
+    for op in (s3.get_object, s3.head_object):
+        def call(**kw):
+            return op(Bucket="cond-read", Key="k", **kw)
+
+        def fails(**kw):
+            # HEAD answers and 304s have no body: botocore's code is the
+            # status then.
+            code, st = err(call, **kw)
+            if op == s3.head_object or st == 304:
+                assert code == str(st), code
+                code = {304: "NotModified", 412: "PreconditionFailed"}[st]
+            return code, st
+
+        # Entity tags quoted, bare, weak, in a list, or *.
+        for good in (etag, bare, f'W/{etag}', f'"nope", {etag}', "*"):
+            assert call(IfMatch=good)["ETag"] == etag
+            assert fails(IfNoneMatch=good) == NOT_MODIFIED
+        assert fails(IfMatch="nope") == FAILED
+        assert call(IfNoneMatch="nope")["ETag"] == etag
+        # Dates.
+        assert call(IfModifiedSince=before)["ETag"] == etag
+        assert fails(IfModifiedSince=after) == NOT_MODIFIED
+        assert call(IfUnmodifiedSince=after)["ETag"] == etag
+        assert fails(IfUnmodifiedSince=before) == FAILED
+        # Precedence: a holding If-Match overrides If-Unmodified-Since, a
+        # non-matching If-None-Match overrides If-Modified-Since, and 412
+        # comes before 304.
+        assert call(IfMatch=bare, IfUnmodifiedSince=before)["ETag"] == etag
+        assert call(IfNoneMatch="nope", IfModifiedSince=after)["ETag"] == etag
+        assert fails(IfMatch="nope", IfNoneMatch=bare) == FAILED
+        assert fails(IfUnmodifiedSince=before, IfNoneMatch=bare) == FAILED
+        assert fails(IfMatch=bare, IfNoneMatch=bare) == NOT_MODIFIED
+        assert fails(IfMatch=bare, IfModifiedSince=after) == NOT_MODIFIED
+    assert s3.get_object(Bucket="cond-read", Key="k", IfMatch=bare)["Body"].read() == b"0123456789"
+    # Missing objects are 404 whatever the conditions say.
+    assert err(s3.get_object, Bucket="cond-read", Key="none", IfNoneMatch="*")[0] == "NoSuchKey"
+    # A malformed Range, signed: S3 sends the whole object.
+    r = s3.get_object(Bucket="cond-read", Key="k", Range="bytes=abc", IfMatch=bare)
+    assert r["ResponseMetadata"]["HTTPStatusCode"] == 200
+    assert r["Body"].read() == b"0123456789"
+    r = s3.get_object(Bucket="cond-read", Key="k", Range="bytes=2-3")
+    assert r["Body"].read() == b"23"
+    # An empty object: a suffix range gets it whole, other ranges are 416.
+    s3.put_object(Bucket="cond-read", Key="empty", Body=b"")
+    r = s3.get_object(Bucket="cond-read", Key="empty", Range="bytes=-1")
+    assert r["ResponseMetadata"]["HTTPStatusCode"] == 200 and "ContentRange" not in r
+    assert r["Body"].read() == b""
+    for rng in ("bytes=0-0", "bytes=-0", "bytes=0-"):
+        assert err(s3.get_object, Bucket="cond-read", Key="empty", Range=rng) == ("InvalidRange", 416), rng
+
+
+def test_conditional_presigned_unsigned_header(s3srv):
+    s3 = s3srv.client(config_sig="s3v4")
+    s3.create_bucket(Bucket="cond-presigned")
+    etag = s3.put_object(Bucket="cond-presigned", Key="k", Body=b"data")["ETag"]
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": "cond-presigned", "Key": "k"})
+    req = urllib.request.Request(url, headers={"If-None-Match": etag.strip('"')})
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req)
+    assert e.value.code == 304
+    req = urllib.request.Request(url, headers={"If-None-Match": "other"})
+    assert urllib.request.urlopen(req).read() == b"data"
+    # A tampered presigned URL still fails its signature check.
+    sig = re.search(r"X-Amz-Signature=([0-9a-f]{64})", url).group(1)
+    bad = url.replace(sig, ("1" if sig[0] == "0" else "0") + sig[1:])
+    req = urllib.request.Request(bad, headers={"If-Match": "x"})
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req)
+    assert e.value.code == 403
+
+
+def test_conditional_writes(s3srv):
+    s3 = s3srv.client()
+    s3.create_bucket(Bucket="cond-write")
+    etag = s3.put_object(Bucket="cond-write", Key="k", Body=b"one")["ETag"]
+    bare = etag.strip('"')
+    put = s3.put_object
+    assert err(put, Bucket="cond-write", Key="k", Body=b"x", IfNoneMatch="*") == FAILED
+    assert err(put, Bucket="cond-write", Key="k", Body=b"x", IfMatch="nope") == FAILED
+    assert err(put, Bucket="cond-write", Key="k", Body=b"x", IfNoneMatch=bare) == ("NotImplemented", 501)
+    assert err(put, Bucket="cond-write", Key="k", Body=b"x", IfMatch=bare, IfNoneMatch="*") == ("NotImplemented", 501)
+    assert err(put, Bucket="cond-write", Key="new", Body=b"x", IfMatch=bare)[0] == "NoSuchKey"
+    assert s3.get_object(Bucket="cond-write", Key="k")["Body"].read() == b"one"
+    etag2 = put(Bucket="cond-write", Key="k", Body=b"two", IfMatch=bare)["ETag"]
+    assert s3.get_object(Bucket="cond-write", Key="k")["Body"].read() == b"two"
+
+    # CompleteMultipartUpload: a failed condition leaves the upload there.
+    uid = s3.create_multipart_upload(Bucket="cond-write", Key="k")["UploadId"]
+    p = s3.upload_part(Bucket="cond-write", Key="k", UploadId=uid, PartNumber=1, Body=b"m" * 10)
+    parts = {"Parts": [{"PartNumber": 1, "ETag": p["ETag"]}]}
+    done = dict(Bucket="cond-write", Key="k", UploadId=uid, MultipartUpload=parts)
+    assert err(s3.complete_multipart_upload, IfNoneMatch="*", **done) == FAILED
+    assert err(s3.complete_multipart_upload, IfMatch=bare, **done) == FAILED
+    assert err(s3.complete_multipart_upload, IfNoneMatch=bare, **done) == ("NotImplemented", 501)
+    s3.complete_multipart_upload(IfMatch=etag2.strip('"'), **done)
+    assert s3.get_object(Bucket="cond-write", Key="k")["Body"].read() == b"m" * 10
+    uid = s3.create_multipart_upload(Bucket="cond-write", Key="fresh")["UploadId"]
+    p = s3.upload_part(Bucket="cond-write", Key="fresh", UploadId=uid, PartNumber=1, Body=b"f")
+    s3.complete_multipart_upload(Bucket="cond-write", Key="fresh", UploadId=uid, IfNoneMatch="*",
+                                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": p["ETag"]}]})
+    assert s3.get_object(Bucket="cond-write", Key="fresh")["Body"].read() == b"f"
+
+
+def test_conditional_copies_and_deletes(s3srv):
+    s3 = s3srv.client()
+    s3.create_bucket(Bucket="cond-copy")
+    etag = s3.put_object(Bucket="cond-copy", Key="src", Body=b"source")["ETag"]
+    bare = etag.strip('"')
+    mtime = s3.head_object(Bucket="cond-copy", Key="src")["LastModified"]
+    after = mtime + datetime.timedelta(days=3)
+    src = {"Bucket": "cond-copy", "Key": "src"}
+    copy = s3.copy_object
+    # Every failed copy-source condition is 412 (S3 documents 412 for
+    # CopyObject where a GET gets 304).
+    for kw in ({"CopySourceIfMatch": "nope"}, {"CopySourceIfNoneMatch": bare},
+               {"CopySourceIfModifiedSince": after},
+               {"CopySourceIfUnmodifiedSince": mtime - datetime.timedelta(days=3)}):
+        assert err(copy, Bucket="cond-copy", Key="dst", CopySource=src, **kw) == FAILED, kw
+    assert err(s3.head_object, Bucket="cond-copy", Key="dst")[1] == 404
+    copy(Bucket="cond-copy", Key="dst", CopySource=src, CopySourceIfMatch=bare, CopySourceIfModifiedSince=mtime - datetime.timedelta(days=3))
+    assert s3.get_object(Bucket="cond-copy", Key="dst")["Body"].read() == b"source"
+    # The destination's If-None-Match: *.
+    assert err(copy, Bucket="cond-copy", Key="dst", CopySource=src, IfNoneMatch="*") == FAILED
+
+    uid = s3.create_multipart_upload(Bucket="cond-copy", Key="mp")["UploadId"]
+    upc = dict(Bucket="cond-copy", Key="mp", UploadId=uid, PartNumber=1, CopySource=src)
+    assert err(s3.upload_part_copy, CopySourceIfNoneMatch=etag, **upc) == FAILED
+    assert err(s3.upload_part_copy, CopySourceIfMatch="nope", **upc) == FAILED
+    assert s3.list_parts(Bucket="cond-copy", Key="mp", UploadId=uid).get("Parts", []) == []
+    s3.upload_part_copy(CopySourceIfMatch=bare, **upc)
+    assert len(s3.list_parts(Bucket="cond-copy", Key="mp", UploadId=uid)["Parts"]) == 1
+
+    # DeleteObject: If-Match (quoted or not), size, last-modified time.
+    size = 6
+    dele = s3.delete_object
+    assert err(dele, Bucket="cond-copy", Key="src", IfMatch="nope") == FAILED
+    assert err(dele, Bucket="cond-copy", Key="src", IfMatchSize=size + 1) == FAILED
+    assert err(dele, Bucket="cond-copy", Key="src", IfMatchLastModifiedTime=after) == FAILED
+    assert s3.get_object(Bucket="cond-copy", Key="src")["Body"].read() == b"source"
+    dele(Bucket="cond-copy", Key="src", IfMatch=bare, IfMatchSize=size, IfMatchLastModifiedTime=mtime)
+    assert err(s3.head_object, Bucket="cond-copy", Key="src")[1] == 404
+    assert err(dele, Bucket="cond-copy", Key="src", IfMatch=bare)[0] == "NoSuchKey"
