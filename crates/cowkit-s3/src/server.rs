@@ -346,6 +346,7 @@ fn takes_conditions(method: &http::Method, uri: &http::Uri) -> bool {
 #[derive(Clone)]
 pub struct Handler {
     service: s3s::service::S3Service,
+    store: Arc<Store>,
     prechecks: Arc<Prechecks>,
 }
 
@@ -363,6 +364,7 @@ impl Handler {
     pub fn new(cfg: &Config) -> Result<Handler> {
         let store = Store::open(&cfg.root, cfg.store.clone())?;
         let gateway = S3Gateway::new(store).with_region(&cfg.region);
+        let store = gateway.store().clone();
         let inner = S3ServiceBuilder::new(gateway.clone()).build();
         let mut b = S3ServiceBuilder::new(gateway);
         if let Some((ak, sk)) = &cfg.credentials {
@@ -377,11 +379,29 @@ impl Handler {
         });
         Ok(Handler {
             service: b.build(),
+            store,
             prechecks: Arc::new(Prechecks {
                 region: cfg.region.clone(),
                 access_key: cfg.credentials.as_ref().map(|c| c.0.clone()),
             }),
         })
+    }
+
+    /// A copy's `x-amz-copy-source` of the wrong shape (refused after the
+    /// destination bucket is found, as S3 does).
+    fn check_copy_source(&self, req: &s3s::HttpRequest) -> Option<Refusal> {
+        if req.method() != http::Method::PUT {
+            return None;
+        }
+        let raw = req.headers().get("x-amz-copy-source")?;
+        let refusal =
+            crate::precheck::check_copy_source(&String::from_utf8_lossy(raw.as_bytes())).err()?;
+        let path = req.uri().path().trim_start_matches('/');
+        let bucket = path.split('/').next().unwrap_or("");
+        match self.store.head_bucket(bucket) {
+            Err(crate::Error::NoSuchBucket { .. }) => Some(crate::precheck::no_such_bucket(bucket)),
+            _ => Some(refusal),
+        }
     }
 
     /// Answer one request (`peer` is for the access log).
@@ -407,7 +427,8 @@ impl Handler {
         let refused = self
             .prechecks
             .check(req.method(), req.uri(), req.headers())
-            .err();
+            .err()
+            .or_else(|| self.check_copy_source(&req));
         if takes_conditions(req.method(), req.uri()) {
             if let Some(c) = Conditions::from_headers(req.headers()) {
                 req.extensions_mut().insert(c);
