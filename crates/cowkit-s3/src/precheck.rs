@@ -752,7 +752,7 @@ pub fn no_such_bucket(bucket: &str) -> Refusal {
     Refusal::new(
         StatusCode::NOT_FOUND,
         "NoSuchBucket",
-        "The specified bucket does not exist",
+        "The specified bucket does not exist.",
     )
     .with("BucketName", bucket)
 }

@@ -326,6 +326,28 @@ impl s3s::route::S3Route for Detour {
     }
 }
 
+/// Repeated `x-amz-meta-*` headers become one, their values joined with
+/// `,` as S3 stores them (s3s refuses repeated headers). The signature is
+/// the same: SigV4 canonicalises repeated headers that way too.
+fn join_repeated_metadata(headers: &mut http::HeaderMap) {
+    let repeated: Vec<http::HeaderName> = headers
+        .keys()
+        .filter(|k| k.as_str().starts_with("x-amz-meta-") && headers.get_all(*k).iter().count() > 1)
+        .cloned()
+        .collect();
+    for name in repeated {
+        let joined: Vec<u8> = headers
+            .get_all(&name)
+            .iter()
+            .map(|v| v.as_bytes().trim_ascii())
+            .collect::<Vec<_>>()
+            .join(&b","[..]);
+        if let Ok(v) = http::HeaderValue::from_bytes(&joined) {
+            headers.insert(name, v);
+        }
+    }
+}
+
 /// Whether a request is one the conditional headers apply to (an object's
 /// GET, HEAD, PUT, DELETE or a multipart POST; a form upload's body has
 /// been read by the time the detour would see it).
@@ -410,6 +432,7 @@ impl Handler {
         mut req: s3s::HttpRequest,
         peer: SocketAddr,
     ) -> std::result::Result<s3s::HttpResponse, s3s::HttpError> {
+        join_repeated_metadata(req.headers_mut());
         // S3 answers a malformed Range with the whole object (dropped here
         // unless it is signed: then after s3s has checked the signature).
         let mut strip = Vec::new();

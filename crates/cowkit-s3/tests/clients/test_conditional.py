@@ -180,3 +180,63 @@ def test_conditional_copies_and_deletes(s3srv):
     dele(Bucket="cond-copy", Key="src", IfMatch=bare, IfMatchSize=size, IfMatchLastModifiedTime=mtime)
     assert err(s3.head_object, Bucket="cond-copy", Key="src")[1] == 404
     assert err(dele, Bucket="cond-copy", Key="src", IfMatch=bare)[0] == "NoSuchKey"
+
+
+def test_copy_source_shape_and_repeated_metadata(s3srv):
+    import http.client
+    import urllib.parse
+
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    from conftest import AK, SK
+
+    s3 = s3srv.client()
+    s3.create_bucket(Bucket="shape")
+    s3.put_object(Bucket="shape", Key="src", Body=b"x")
+    cases = [("shape/%ZZ", "Invalid copy source encoding", "shape/%ZZ"),
+             ("shape/%C3%", "Invalid copy source encoding", "shape/%C3%"),
+             ("192.168.1.1/src", "Invalid copy source bucket name", "192.168.1.1/src"),
+             ("shape", "Invalid copy source object key", ""),
+             ("shape/a/../../b", "Invalid copy source object key", "a/../../b")]
+    # botocore quotes CopySource: the raw header is set just before signing.
+    raw = {}
+
+    def set_raw(request, **_):
+        request.headers.replace_header("x-amz-copy-source", raw["v"])
+    s3.meta.events.register("before-sign.s3.CopyObject", set_raw)
+    for src, msg, value in cases:
+        raw["v"] = src
+        with pytest.raises(ClientError) as e:
+            s3.copy_object(Bucket="shape", Key="dst", CopySource=src)
+        r = e.value.response
+        assert (r["Error"]["Code"], r["Error"]["Message"]) == ("InvalidArgument", msg), src
+        assert (r["Error"].get("ArgumentValue") or "") == value, src
+    # The destination bucket is looked at first.
+    raw["v"] = "Bad"
+    assert err(s3.copy_object, Bucket="no-such-bucket", Key="d", CopySource="Bad")[0] == "NoSuchBucket"
+    raw["v"] = "/shape/src"
+    s3.copy_object(Bucket="shape", Key="dst", CopySource="/shape/src")
+    assert s3.get_object(Bucket="shape", Key="dst")["Body"].read() == b"x"
+
+    # Repeated x-amz-meta-* headers, signed: joined with "," as S3 does.
+    url = f"{s3srv.endpoint}/shape/meta"
+    req = AWSRequest(method="PUT", url=url, data=b"data")
+    req.headers["x-amz-content-sha256"] = "UNSIGNED-PAYLOAD"
+    for name, v in [("x-amz-meta-k", "v1"), ("x-amz-meta-K", "v2"), ("x-amz-meta-k", "v3"),
+                    ("x-amz-meta-one", "1")]:
+        req.headers[name] = v  # appends: email.message semantics
+    SigV4Auth(Credentials(AK, SK), "s3", "us-east-1").add_auth(req)
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port)
+    conn.putrequest("PUT", u.path, skip_accept_encoding=True)
+    for k, v in req.headers.items():
+        conn.putheader(k, v)
+    conn.putheader("Content-Length", "4")
+    conn.endheaders(b"data")
+    resp = conn.getresponse()
+    assert resp.status == 200, resp.read()
+    conn.close()
+    meta = s3.head_object(Bucket="shape", Key="meta")["Metadata"]
+    assert meta == {"k": "v1,v2,v3", "one": "1"}
