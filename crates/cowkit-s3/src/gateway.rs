@@ -19,6 +19,22 @@ use crate::list::{self, Listing};
 use crate::multipart::{bare_etag, Completed, Prepared};
 use crate::store::Store;
 
+/// A response header carrying an extra element of an error document
+/// (`Name=value`; s3s 0.14 writes only Code, Message, Resource and
+/// RequestId): the server moves them into the XML.
+pub const ERROR_ELEMENT: &str = "x-cowkit-error-element";
+
+/// Give `err` extra `<Error>` elements (see [`ERROR_ELEMENT`]).
+fn with_error_elements(err: &mut S3Error, elements: &[(&str, &str)]) {
+    let mut h = http::HeaderMap::new();
+    for (k, v) in elements {
+        if let Ok(v) = http::HeaderValue::from_str(&format!("{k}={v}")) {
+            h.append(ERROR_ELEMENT, v);
+        }
+    }
+    err.set_headers(h);
+}
+
 /// Log target of the structured access log (one JSON object per line).
 pub const ACCESS_LOG: &str = "cowkit_s3::access";
 
@@ -73,7 +89,29 @@ pub fn to_s3_error(e: Error) -> S3Error {
         Error::EntityTooSmall { .. } => (C::EntityTooSmall, None),
         Error::InvalidArgument(_) => (C::InvalidArgument, None),
         Error::InvalidRange { .. } => (C::InvalidRange, None),
-        Error::BadDigest { .. } => (C::BadDigest, None),
+        Error::BadDigest { expected, actual } => {
+            // S3 names both digests: the one computed in base64, the one
+            // given in hex.
+            use base64::Engine as _;
+            let calculated = hex::decode(actual)
+                .map(|b| base64::engine::general_purpose::STANDARD.encode(b))
+                .unwrap_or_else(|_| actual.clone());
+            let given = base64_lite::decode(expected)
+                .map(hex::encode)
+                .unwrap_or_else(|| expected.clone());
+            let mut err = S3Error::with_message(
+                C::BadDigest,
+                "The Content-MD5 you specified did not match what we received.",
+            );
+            with_error_elements(
+                &mut err,
+                &[
+                    ("CalculatedDigest", &calculated),
+                    ("ExpectedDigest", &given),
+                ],
+            );
+            return err;
+        }
         Error::InvalidRequest(m) => return S3Error::with_message(C::InvalidRequest, m.clone()),
         Error::ChecksumMismatch { .. } | Error::PartChecksum { .. } => {
             return S3Error::with_message(C::BadDigest, e.to_string())

@@ -98,6 +98,39 @@ fn standard_error(mut res: s3s::HttpResponse) -> s3s::HttpResponse {
     res
 }
 
+/// Extra elements the gateway gave an error (see
+/// [`crate::gateway::ERROR_ELEMENT`]) moved into its XML document.
+fn error_elements(mut res: s3s::HttpResponse) -> s3s::HttpResponse {
+    let name = crate::gateway::ERROR_ELEMENT;
+    if !res.headers().contains_key(name) {
+        return res;
+    }
+    let extra: String = res
+        .headers()
+        .get_all(name)
+        .iter()
+        .filter_map(|v| v.to_str().ok()?.split_once('='))
+        .filter(|(k, _)| !k.is_empty() && k.bytes().all(|c| c.is_ascii_alphanumeric()))
+        .map(|(k, v)| format!("<{k}>{}</{k}>", crate::precheck::xml_escape(v)))
+        .collect();
+    res.headers_mut().remove(name);
+    let Some(body) = res.body().bytes() else {
+        return res;
+    };
+    let text = String::from_utf8_lossy(&body);
+    let Some(at) = text.rfind("</Error>") else {
+        return res;
+    };
+    let fixed = format!("{}{extra}{}", &text[..at], &text[at..]);
+    res.headers_mut().remove(http::header::CONTENT_LENGTH);
+    res.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/xml"),
+    );
+    *res.body_mut() = s3s::Body::from(fixed);
+    res
+}
+
 /// A 304 has no body (s3s writes an error document).
 fn not_modified(mut res: s3s::HttpResponse) -> s3s::HttpResponse {
     if res.status() == http::StatusCode::NOT_MODIFIED {
@@ -503,6 +536,7 @@ impl Handler {
         };
         let res = res
             .map(one_declaration)
+            .map(error_elements)
             .map(standard_error)
             .map(not_modified)
             .map(|mut r| {

@@ -240,3 +240,22 @@ def test_copy_source_shape_and_repeated_metadata(s3srv):
     conn.close()
     meta = s3.head_object(Bucket="shape", Key="meta")["Metadata"]
     assert meta == {"k": "v1,v2,v3", "one": "1"}
+
+
+def test_bad_digest_names_both_digests(s3srv):
+    import base64
+    import hashlib
+
+    s3 = s3srv.client()
+    s3.create_bucket(Bucket="digest")
+    body = b"dummy data"
+    wrong = base64.b64encode(hashlib.md5(b"other").digest()).decode()
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket="digest", Key="k", Body=body, ContentMD5=wrong)
+    r = e.value.response["Error"]
+    assert r["Code"] == "BadDigest"
+    assert r["Message"] == "The Content-MD5 you specified did not match what we received."
+    # S3 gives the computed one in base64 and the given one in hex.
+    assert r["CalculatedDigest"] == base64.b64encode(hashlib.md5(body).digest()).decode()
+    assert r["ExpectedDigest"] == hashlib.md5(b"other").hexdigest()
+    assert err(s3.head_object, Bucket="digest", Key="k")[1] == 404
