@@ -324,6 +324,46 @@ fn trailing_of<T>(req: &S3Request<T>) -> Option<&s3s::TrailingHeaders> {
         .or_else(|| req.extensions.get::<s3s::TrailingHeaders>())
 }
 
+/// Marks a request whose aws-chunked body came without `x-amz-trailer`
+/// (the server adds one for s3s and takes it off again): a trailer in
+/// its body was not declared.
+#[derive(Debug, Clone, Copy)]
+pub struct UndeclaredTrailer;
+
+/// A trailer `x-amz-trailer` declares must arrive, and one it does not
+/// declare must not.
+fn check_trailer<T>(want: &WantChecksum, req: &S3Request<T>) -> S3Result<()> {
+    let malformed = || {
+        S3Error::with_message(
+            S3ErrorCode::Custom("MalformedTrailerError".into()),
+            "The request contained trailing data that was not well-formed or did not conform to our published schema.",
+        )
+    };
+    let trailers = trailing_of(req);
+    if let Some(a) = want.trailer {
+        let name = a.header();
+        let arrived = trailers
+            .and_then(|t| t.read(|h| h.contains_key(name.as_str())))
+            .unwrap_or(false);
+        if !arrived {
+            return Err(with_status(malformed(), http::StatusCode::BAD_REQUEST));
+        }
+    }
+    let undeclared = req.extensions.get::<UndeclaredTrailer>().is_some()
+        && trailers
+            .and_then(|t| t.read(|h| !h.is_empty()))
+            .unwrap_or(false);
+    if undeclared {
+        return Err(with_status(malformed(), http::StatusCode::BAD_REQUEST));
+    }
+    Ok(())
+}
+
+fn with_status(mut e: S3Error, status: http::StatusCode) -> S3Error {
+    e.set_status_code(status);
+    e
+}
+
 /// What conditions compare an object with.
 fn current(info: &crate::store::ObjectInfo) -> Current<'_> {
     Current {
@@ -1046,6 +1086,7 @@ impl S3 for S3Gateway {
                 ));
             }
         }
+        check_trailer(&want, &req)?;
         verify_checksum(&want, &got.checksum, trailing_of(&req))?;
         let checksum = got.checksum.map(|(algorithm, value)| Checksum {
             algorithm,
@@ -1551,6 +1592,7 @@ impl S3 for S3Gateway {
                 ));
             }
         }
+        check_trailer(&want, &req)?;
         verify_checksum(&want, &got.checksum, trailing_of(&req))?;
         // A composite upload needs each part's checksum from the client
         // (refused after the body is read, so the connection stays usable).

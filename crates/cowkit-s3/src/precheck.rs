@@ -5,7 +5,9 @@
 //! and request headers that ask for what the gateway does not do
 //! (server-side encryption: refused with `NotImplemented` rather than
 //! storing the data unencrypted), user metadata over 2 KB, an empty or
-//! malformed `Content-MD5`.
+//! malformed `Content-MD5`, aws-chunked bodies where S3 takes none or
+//! without their decoded length, a payload hash that cannot be an empty
+//! body's, and the shape of `x-amz-copy-source`.
 //!
 //! The signature itself is verified by s3s afterwards.
 

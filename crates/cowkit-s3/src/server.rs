@@ -306,6 +306,9 @@ impl s3s::route::S3Route for Detour {
         } = req;
         if let Some(Strip(names)) = extensions.remove::<Strip>() {
             for n in names {
+                if n == "x-amz-trailer" {
+                    extensions.insert(crate::gateway::UndeclaredTrailer);
+                }
                 headers.remove(n);
             }
         }

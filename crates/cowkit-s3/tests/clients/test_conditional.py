@@ -183,15 +183,6 @@ def test_conditional_copies_and_deletes(s3srv):
 
 
 def test_copy_source_shape_and_repeated_metadata(s3srv):
-    import http.client
-    import urllib.parse
-
-    from botocore.auth import SigV4Auth
-    from botocore.awsrequest import AWSRequest
-    from botocore.credentials import Credentials
-
-    from conftest import AK, SK
-
     s3 = s3srv.client()
     s3.create_bucket(Bucket="shape")
     s3.put_object(Bucket="shape", Key="src", Body=b"x")
@@ -221,23 +212,10 @@ def test_copy_source_shape_and_repeated_metadata(s3srv):
     assert s3.get_object(Bucket="shape", Key="dst")["Body"].read() == b"x"
 
     # Repeated x-amz-meta-* headers, signed: joined with "," as S3 does.
-    url = f"{s3srv.endpoint}/shape/meta"
-    req = AWSRequest(method="PUT", url=url, data=b"data")
-    req.headers["x-amz-content-sha256"] = "UNSIGNED-PAYLOAD"
-    for name, v in [("x-amz-meta-k", "v1"), ("x-amz-meta-K", "v2"), ("x-amz-meta-k", "v3"),
-                    ("x-amz-meta-one", "1")]:
-        req.headers[name] = v  # appends: email.message semantics
-    SigV4Auth(Credentials(AK, SK), "s3", "us-east-1").add_auth(req)
-    u = urllib.parse.urlsplit(url)
-    conn = http.client.HTTPConnection(u.hostname, u.port)
-    conn.putrequest("PUT", u.path, skip_accept_encoding=True)
-    for k, v in req.headers.items():
-        conn.putheader(k, v)
-    conn.putheader("Content-Length", "4")
-    conn.endheaders(b"data")
-    resp = conn.getresponse()
-    assert resp.status == 200, resp.read()
-    conn.close()
+    st, text = signed_put(s3srv, "/shape/meta", [
+        ("x-amz-content-sha256", "UNSIGNED-PAYLOAD"), ("x-amz-meta-k", "v1"),
+        ("x-amz-meta-K", "v2"), ("x-amz-meta-k", "v3"), ("x-amz-meta-one", "1")], b"data")
+    assert st == 200, text
     meta = s3.head_object(Bucket="shape", Key="meta")["Metadata"]
     assert meta == {"k": "v1,v2,v3", "one": "1"}
 
@@ -259,3 +237,65 @@ def test_bad_digest_names_both_digests(s3srv):
     assert r["CalculatedDigest"] == base64.b64encode(hashlib.md5(body).digest()).decode()
     assert r["ExpectedDigest"] == hashlib.md5(b"other").hexdigest()
     assert err(s3.head_object, Bucket="digest", Key="k")[1] == 404
+
+
+def signed_put(s3srv, path, headers, body):
+    """A PUT signed by botocore with headers as given (repeats kept),
+    sent as is; returns (status, body)."""
+    import http.client
+    import urllib.parse
+
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    from conftest import AK, SK
+
+    url = f"{s3srv.endpoint}{path}"
+    req = AWSRequest(method="PUT", url=url, data=body)
+    for name, v in headers:
+        req.headers[name] = v  # appends: email.message semantics
+    SigV4Auth(Credentials(AK, SK), "s3", "us-east-1").add_auth(req)
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port)
+    conn.putrequest("PUT", u.path, skip_accept_encoding=True)
+    for k, v in req.headers.items():
+        conn.putheader(k, v)
+    conn.putheader("Content-Length", str(len(body)))
+    conn.endheaders(body)
+    resp = conn.getresponse()
+    out = resp.status, resp.read().decode()
+    conn.close()
+    return out
+
+
+def test_unsigned_trailer_streams(s3srv):
+    s3 = s3srv.client()
+    s3.create_bucket(Bucket="trail")
+    base = [("x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER"),
+            ("content-encoding", "aws-chunked"), ("x-amz-decoded-content-length", "11")]
+    declared = [("x-amz-trailer", "x-amz-checksum-crc64nvme")]
+    # No x-amz-trailer and no trailer: accepted, S3's default CRC64NVME kept.
+    st, text = signed_put(s3srv, "/trail/plain", base, b"B\r\nhello world\r\n0\r\n\r\n")
+    assert st == 200, text
+    h = s3.head_object(Bucket="trail", Key="plain", ChecksumMode="ENABLED")
+    assert h["ChecksumCRC64NVME"] == "jSnVw/bqjr4="
+    # A declared trailer that does not come, or a trailer not declared.
+    for hs, body in [(base + declared, b"B\r\nhello world\r\n0\r\n\r\n"),
+                     (base, b"B\r\nhello world\r\n0\r\nx-amz-checksum-crc64nvme:jSnVw/bqjr4=\r\n\r\n")]:
+        st, text = signed_put(s3srv, "/trail/bad", hs, body)
+        assert st == 400 and "<Code>MalformedTrailerError</Code>" in text, text
+    assert err(s3.head_object, Bucket="trail", Key="bad")[1] == 404
+    # Declared and sent: checked.
+    st, text = signed_put(s3srv, "/trail/ok", base + declared,
+                          b"B\r\nhello world\r\n0\r\nx-amz-checksum-crc64nvme:jSnVw/bqjr4=\r\n\r\n")
+    assert st == 200, text
+    st, text = signed_put(s3srv, "/trail/wrong", base + declared,
+                          b"B\r\nhello world\r\n0\r\nx-amz-checksum-crc64nvme:AAAAAAAAAAA=\r\n\r\n")
+    assert st == 400 and "<Code>BadDigest</Code>" in text, text
+    # Streaming bodies belong to PutObject and UploadPart only, with a
+    # decoded length.
+    st, text = signed_put(s3srv, "/trail?tagging", base, b"5\r\nabcde\r\n0\r\n\r\n")
+    assert st == 400 and "The value of x-amz-content-sha256 header is invalid." in text, text
+    st, text = signed_put(s3srv, "/trail/nolen", base[:2], b"5\r\nabcde\r\n0\r\n\r\n")
+    assert st == 411 and "<Code>MissingContentLength</Code>" in text, text
