@@ -12,11 +12,28 @@ use s3s::{s3_error, S3Error, S3ErrorCode, S3Request, S3Response, S3Result, S3};
 use tokio::io::AsyncReadExt;
 
 use crate::checksum::{Algorithm, Checksum, Hasher, Type};
+use crate::conditions::{Conditions, Current, Outcome, WriteOutcome};
 use crate::error::Error;
 use crate::fsutil::NewFile;
 use crate::list::{self, Listing};
 use crate::multipart::{bare_etag, Completed, Prepared};
 use crate::store::Store;
+
+/// A response header carrying an extra element of an error document
+/// (`Name=value`; s3s 0.14 writes only Code, Message, Resource and
+/// RequestId): the server moves them into the XML.
+pub const ERROR_ELEMENT: &str = "x-cowkit-error-element";
+
+/// Give `err` extra `<Error>` elements (see [`ERROR_ELEMENT`]).
+fn with_error_elements(err: &mut S3Error, elements: &[(&str, &str)]) {
+    let mut h = http::HeaderMap::new();
+    for (k, v) in elements {
+        if let Ok(v) = http::HeaderValue::from_str(&format!("{k}={v}")) {
+            h.append(ERROR_ELEMENT, v);
+        }
+    }
+    err.set_headers(h);
+}
 
 /// Log target of the structured access log (one JSON object per line).
 pub const ACCESS_LOG: &str = "cowkit_s3::access";
@@ -70,7 +87,29 @@ pub fn to_s3_error(e: Error) -> S3Error {
         Error::EntityTooSmall { .. } => (C::EntityTooSmall, None),
         Error::InvalidArgument(_) => (C::InvalidArgument, None),
         Error::InvalidRange { .. } => (C::InvalidRange, None),
-        Error::BadDigest { .. } => (C::BadDigest, None),
+        Error::BadDigest { expected, actual } => {
+            // S3 names both digests: the one computed in base64, the one
+            // given in hex.
+            use base64::Engine as _;
+            let calculated = hex::decode(actual)
+                .map(|b| base64::engine::general_purpose::STANDARD.encode(b))
+                .unwrap_or_else(|_| actual.clone());
+            let given = base64_lite::decode(expected)
+                .map(hex::encode)
+                .unwrap_or_else(|| expected.clone());
+            let mut err = S3Error::with_message(
+                C::BadDigest,
+                "The Content-MD5 you specified did not match what we received.",
+            );
+            with_error_elements(
+                &mut err,
+                &[
+                    ("CalculatedDigest", &calculated),
+                    ("ExpectedDigest", &given),
+                ],
+            );
+            return err;
+        }
         Error::InvalidRequest(m) => return S3Error::with_message(C::InvalidRequest, m.clone()),
         Error::ChecksumMismatch { .. } | Error::PartChecksum { .. } => {
             return S3Error::with_message(C::BadDigest, e.to_string())
@@ -266,6 +305,129 @@ fn internal(e: impl std::fmt::Display) -> S3Error {
     s3_error!(InternalError, "internal error; see the server log")
 }
 
+/// A request's conditional headers: handed over by the server (which takes
+/// them off before s3s parses them), or as s3s let them through.
+fn conditions_of<T>(req: &S3Request<T>) -> Option<Conditions> {
+    req.extensions
+        .get::<Conditions>()
+        .cloned()
+        .or_else(|| Conditions::from_headers(&req.headers))
+}
+
+/// A request's streaming trailer (handed over as an extension by the
+/// server's detour, see `server.rs`).
+fn trailing_of<T>(req: &S3Request<T>) -> Option<&s3s::TrailingHeaders> {
+    req.trailing_headers
+        .as_ref()
+        .or_else(|| req.extensions.get::<s3s::TrailingHeaders>())
+}
+
+/// Marks a request whose aws-chunked body came without `x-amz-trailer`
+/// (the server adds one for s3s and takes it off again): a trailer in
+/// its body was not declared.
+#[derive(Debug, Clone, Copy)]
+pub struct UndeclaredTrailer;
+
+/// A trailer `x-amz-trailer` declares must arrive, and one it does not
+/// declare must not.
+fn check_trailer<T>(want: &WantChecksum, req: &S3Request<T>) -> S3Result<()> {
+    let malformed = || {
+        S3Error::with_message(
+            S3ErrorCode::Custom("MalformedTrailerError".into()),
+            "The request contained trailing data that was not well-formed or did not conform to our published schema.",
+        )
+    };
+    let trailers = trailing_of(req);
+    if let Some(a) = want.trailer {
+        let name = a.header();
+        let arrived = trailers
+            .and_then(|t| t.read(|h| h.contains_key(name.as_str())))
+            .unwrap_or(false);
+        if !arrived {
+            return Err(with_status(malformed(), http::StatusCode::BAD_REQUEST));
+        }
+    }
+    let undeclared = req.extensions.get::<UndeclaredTrailer>().is_some()
+        && trailers
+            .and_then(|t| t.read(|h| !h.is_empty()))
+            .unwrap_or(false);
+    if undeclared {
+        return Err(with_status(malformed(), http::StatusCode::BAD_REQUEST));
+    }
+    Ok(())
+}
+
+fn with_status(mut e: S3Error, status: http::StatusCode) -> S3Error {
+    e.set_status_code(status);
+    e
+}
+
+/// What conditions compare an object with.
+fn current(info: &crate::store::ObjectInfo) -> Current<'_> {
+    Current {
+        etag: &info.meta.etag,
+        mtime: info.mtime,
+        size: info.meta.size,
+    }
+}
+
+fn not_implemented_header() -> S3Error {
+    S3Error::with_message(
+        S3ErrorCode::NotImplemented,
+        "A header you provided implies functionality that is not implemented.",
+    )
+}
+
+fn precondition_failed() -> S3Error {
+    S3Error::with_message(
+        S3ErrorCode::PreconditionFailed,
+        "At least one of the pre-conditions you specified did not hold.",
+    )
+}
+
+fn write_outcome(o: WriteOutcome, bucket: &str, key: &str) -> S3Result<()> {
+    match o {
+        WriteOutcome::Proceed => Ok(()),
+        WriteOutcome::PreconditionFailed => Err(precondition_failed()),
+        WriteOutcome::NotImplemented => Err(not_implemented_header()),
+        WriteOutcome::NoSuchKey => Err(to_s3_error(Error::NoSuchKey {
+            bucket: bucket.to_string(),
+            key: key.to_string(),
+        })),
+    }
+}
+
+fn read_outcome(o: Outcome) -> S3Result<()> {
+    match o {
+        Outcome::Proceed => Ok(()),
+        Outcome::PreconditionFailed => Err(precondition_failed()),
+        Outcome::NotModified => Err(S3Error::with_message(
+            S3ErrorCode::NotModified,
+            "Not Modified",
+        )),
+    }
+}
+
+/// The range a read serves: S3 sends an empty object whole for a suffix
+/// range (`bytes=-N`, N > 0) rather than refusing it.
+fn effective_range(r: Option<Range>, size: u64) -> Option<Range> {
+    match r {
+        Some(Range::Suffix { length }) if size == 0 && length > 0 => None,
+        r => r,
+    }
+}
+
+/// GetObject's and HeadObject's `If-*` headers.
+fn check_read_conditions(
+    cond: Option<&Conditions>,
+    info: &crate::store::ObjectInfo,
+) -> S3Result<()> {
+    match cond {
+        Some(c) => read_outcome(c.read(current(info))),
+        None => Ok(()),
+    }
+}
+
 fn etag(s: &str) -> ETag {
     ETag::Strong(s.to_string())
 }
@@ -404,53 +566,34 @@ impl S3Gateway {
             .and_then(|r| r.checksum)
     }
 
-    /// S3's conditional writes: `If-None-Match: *` (no object there yet)
-    /// or `If-Match: ETAG` (the object there has it); both at once, or
-    /// `If-None-Match` with an ETag, are not implemented (by S3 either).
-    /// Checked before the body is received; a writer racing in between wins.
+    /// S3's conditional writes (see [`Conditions::write`]): checked
+    /// before the body is received; a writer racing in between wins.
     async fn check_write_conditions(
         &self,
         bucket: &str,
         key: &str,
-        if_match: Option<&ETagCondition>,
-        if_none_match: Option<&ETagCondition>,
+        cond: Option<&Conditions>,
     ) -> S3Result<()> {
-        let not_implemented = || {
-            S3Error::with_message(
-                S3ErrorCode::NotImplemented,
-                "A header you provided implies functionality that is not implemented.",
-            )
+        let Some(cond) = cond.filter(|c| c.has_write()) else {
+            return Ok(());
         };
-        let precondition = || {
-            S3Error::with_message(
-                S3ErrorCode::PreconditionFailed,
-                "At least one of the pre-conditions you specified did not hold.",
-            )
-        };
-        match (if_match, if_none_match) {
-            (None, None) => Ok(()),
-            (Some(_), Some(_)) | (None, Some(ETagCondition::ETag(_))) => Err(not_implemented()),
-            (m, n) => {
-                let (b, k) = (bucket.to_string(), key.to_string());
-                let cur = self.run(move |s| s.stat_object(&b, &k)).await?;
-                match (m, n, cur) {
-                    (None, _, Some(_)) => Err(precondition()),
-                    (None, _, None) => Ok(()),
-                    (Some(_), _, None) => Err(to_s3_error(Error::NoSuchKey {
-                        bucket: bucket.to_string(),
-                        key: key.to_string(),
-                    })),
-                    (Some(ETagCondition::Any), _, Some(_)) => Ok(()),
-                    (Some(ETagCondition::ETag(e)), _, Some(info)) => {
-                        if bare_etag(e.value()) == info.meta.etag {
-                            Ok(())
-                        } else {
-                            Err(precondition())
-                        }
-                    }
-                }
-            }
+        if cond.write(None) == WriteOutcome::NotImplemented {
+            return Err(not_implemented_header());
         }
+        let (b, k) = (bucket.to_string(), key.to_string());
+        let cur = self.run(move |s| s.stat_object(&b, &k)).await?;
+        write_outcome(cond.write(cur.as_ref().map(current)), bucket, key)
+    }
+
+    /// `x-amz-copy-source-if-*` on the source object: checked before the
+    /// copy; a writer racing in between wins.
+    async fn check_copy_source(&self, cond: &Conditions, bucket: &str, key: &str) -> S3Result<()> {
+        let (b, k) = (bucket.to_string(), key.to_string());
+        let Some(info) = self.run(move |s| s.stat_object(&b, &k)).await? else {
+            // The copy itself reports the missing source.
+            return Ok(());
+        };
+        read_outcome(cond.copy_source(current(&info)))
     }
 }
 
@@ -896,13 +1039,8 @@ impl S3 for S3Gateway {
             })
             .await?;
             let want = want_checksum(&req.headers)?;
-            self.check_write_conditions(
-                &bucket,
-                &key,
-                i.if_match.as_ref(),
-                i.if_none_match.as_ref(),
-            )
-            .await?;
+            self.check_write_conditions(&bucket, &key, conditions_of(&req).as_ref())
+                .await?;
             Ok(want)
         }
         .await;
@@ -929,7 +1067,8 @@ impl S3 for S3Gateway {
                 ));
             }
         }
-        verify_checksum(&want, &got.checksum, req.trailing_headers.as_ref())?;
+        check_trailer(&want, &req)?;
+        verify_checksum(&want, &got.checksum, trailing_of(&req))?;
         let checksum = got.checksum.map(|(algorithm, value)| Checksum {
             algorithm,
             value,
@@ -961,13 +1100,16 @@ impl S3 for S3Gateway {
         req: S3Request<GetObjectInput>,
     ) -> S3Result<S3Response<GetObjectOutput>> {
         let uri = req.uri.clone();
+        let cond = conditions_of(&req);
         let i = req.input;
         check_part_number(i.part_number, i.range.is_some())?;
         let (b, k) = (i.bucket, i.key);
         let (file, info) = self.run(move |s| s.open_object(&b, &k)).await?;
+        check_read_conditions(cond.as_ref(), &info)?;
         let size = info.meta.size;
-        let part = part_of(i.part_number, i.range.is_some(), &info)?;
-        let (start, end, content_range) = match &i.range {
+        let range = effective_range(i.range, size);
+        let part = part_of(i.part_number, range.is_some(), &info)?;
+        let (start, end, content_range) = match &range {
             None if part.is_some() => {
                 let (a, b, _) = part.unwrap_or_default();
                 (
@@ -1021,13 +1163,16 @@ impl S3 for S3Gateway {
         req: S3Request<HeadObjectInput>,
     ) -> S3Result<S3Response<HeadObjectOutput>> {
         let uri = req.uri.clone();
+        let cond = conditions_of(&req);
         let i = req.input;
         check_part_number(i.part_number, i.range.is_some())?;
         let (b, k) = (i.bucket, i.key);
         let (_, info) = self.run(move |s| s.open_object(&b, &k)).await?;
+        check_read_conditions(cond.as_ref(), &info)?;
         let size = info.meta.size;
-        let part = part_of(i.part_number, i.range.is_some(), &info)?;
-        let range = match (&i.range, part) {
+        let range = effective_range(i.range, size);
+        let part = part_of(i.part_number, range.is_some(), &info)?;
+        let range = match (&range, part) {
             (Some(r), _) => {
                 let rr = r.check(size).map_err(|_| {
                     to_s3_error(Error::InvalidRange {
@@ -1067,8 +1212,15 @@ impl S3 for S3Gateway {
         &self,
         req: S3Request<DeleteObjectInput>,
     ) -> S3Result<S3Response<DeleteObjectOutput>> {
+        let cond = conditions_of(&req).filter(Conditions::has_delete);
         let i = req.input;
         let (b, k) = (i.bucket, i.key);
+        if let Some(cond) = cond {
+            // Checked, then deleted: a writer racing in between wins.
+            let (b2, k2) = (b.clone(), k.clone());
+            let cur = self.run(move |s| s.stat_object(&b2, &k2)).await?;
+            write_outcome(cond.delete(cur.as_ref().map(current)), &b, &k)?;
+        }
         self.run(move |s| s.delete_object(&b, &k)).await?;
         Ok(S3Response::new(DeleteObjectOutput::default()))
     }
@@ -1128,6 +1280,7 @@ impl S3 for S3Gateway {
         req: S3Request<CopyObjectInput>,
     ) -> S3Result<S3Response<CopyObjectOutput>> {
         let headers = stored_headers(&req.headers);
+        let cond = conditions_of(&req);
         let i = req.input;
         let (sb, sk) = copy_source(&i.copy_source)?;
         let replace = match i.metadata_directive.as_ref().map(|d| d.as_str()) {
@@ -1149,6 +1302,11 @@ impl S3 for S3Gateway {
         };
         if sb == i.bucket && sk == i.key && !replace && algo.is_none() {
             return Err(invalid_request("This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes."));
+        }
+        if let Some(c) = &cond {
+            self.check_copy_source(c, &sb, &sk).await?;
+            self.check_write_conditions(&i.bucket, &i.key, Some(c))
+                .await?;
         }
         let (ct, md) = (i.content_type.clone(), metadata_of(i.metadata.clone()));
         let (b, k) = (i.bucket.clone(), i.key.clone());
@@ -1415,7 +1573,8 @@ impl S3 for S3Gateway {
                 ));
             }
         }
-        verify_checksum(&want, &got.checksum, req.trailing_headers.as_ref())?;
+        check_trailer(&want, &req)?;
+        verify_checksum(&want, &got.checksum, trailing_of(&req))?;
         // A composite upload needs each part's checksum from the client
         // (refused after the body is read, so the connection stays usable).
         if let (Some((u, Type::Composite)), None) = (upload.checksum, want.algorithm()) {
@@ -1454,6 +1613,7 @@ impl S3 for S3Gateway {
         &self,
         req: S3Request<UploadPartCopyInput>,
     ) -> S3Result<S3Response<UploadPartCopyOutput>> {
+        let cond = conditions_of(&req);
         let i = req.input;
         let b = i.bucket.clone();
         self.run(move |s| s.head_bucket(&b)).await?;
@@ -1464,6 +1624,9 @@ impl S3 for S3Gateway {
             ));
         }
         let (sb, sk) = copy_source(&i.copy_source)?;
+        if let Some(c) = &cond {
+            self.check_copy_source(c, &sb, &sk).await?;
+        }
         let range = match &i.copy_source_range {
             Some(r) => Some(parse_copy_range(r)?),
             None => None,
@@ -1725,6 +1888,7 @@ impl S3 for S3Gateway {
         req: S3Request<CompleteMultipartUploadInput>,
     ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
         let want = want_checksum_of(&req.headers, true)?;
+        let cond = conditions_of(&req);
         let host = req
             .headers
             .get(http::header::HOST)
@@ -1801,6 +1965,19 @@ impl S3 for S3Gateway {
         // Completes of one upload run one at a time, in every gateway on
         // this root (the store's upload lock, held by the plan); a second
         // one waits and then finds the first one's answer.
+        let (id, b, k) = (i.upload_id.clone(), i.bucket.clone(), i.key.clone());
+        // A retried complete gets the first one's answer, whatever the
+        // object's state now.
+        let retry = self
+            .run(move |s| s.completed_record(&id, &b, &k))
+            .await
+            .ok()
+            .flatten()
+            .is_some();
+        if !retry {
+            self.check_write_conditions(&i.bucket, &i.key, cond.as_ref())
+                .await?;
+        }
         let (id, b, k) = (i.upload_id.clone(), i.bucket.clone(), i.key.clone());
         let prepared = self
             .run(move |s| s.complete_prepare_with(&id, &b, &k, requested, &checks))

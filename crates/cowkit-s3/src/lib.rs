@@ -31,6 +31,7 @@
 #![deny(missing_docs)]
 
 pub mod checksum;
+pub mod conditions;
 pub mod error;
 pub mod fault;
 pub mod fleet;

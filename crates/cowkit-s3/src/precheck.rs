@@ -5,7 +5,9 @@
 //! and request headers that ask for what the gateway does not do
 //! (server-side encryption: refused with `NotImplemented` rather than
 //! storing the data unencrypted), user metadata over 2 KB, an empty or
-//! malformed `Content-MD5`.
+//! malformed `Content-MD5`, aws-chunked bodies where S3 takes none or
+//! without their decoded length, a payload hash that cannot be an empty
+//! body's, and the shape of `x-amz-copy-source`.
 //!
 //! The signature itself is verified by s3s afterwards.
 
@@ -146,7 +148,7 @@ fn valid_ymd(s: &str) -> bool {
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = if y >= 0 { y } else { y - 399 } / 400;
     let yoe = y - era * 400;
@@ -215,6 +217,9 @@ fn check_scope<'a>(
     Ok((parts[0], parts[1]))
 }
 
+/// SHA-256 of no bytes.
+const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
 const PAYLOAD_HASHES: [&str; 6] = [
     "UNSIGNED-PAYLOAD",
     "STREAMING-UNSIGNED-PAYLOAD-TRAILER",
@@ -261,6 +266,7 @@ impl Prechecks {
         }
         // SigV2 presigned URLs (`AWSAccessKeyId`, `Expires`, `Signature`:
         // what boto3 makes by default) are verified by s3s, expiry included.
+        check_streaming(method, uri, &query, headers)?;
         check_headers(method, headers)
     }
 
@@ -357,6 +363,19 @@ impl Prechecks {
                 )
                 .with("ArgumentName", "x-amz-content-sha256")
                 .with("ArgumentValue", h));
+            }
+            // A body known to be empty has a known hash.
+            let empty = headers.get(http::header::CONTENT_LENGTH).map_or(
+                !headers.contains_key(http::header::TRANSFER_ENCODING),
+                |v| v.as_bytes() == b"0",
+            );
+            if hex64 && empty && !h.eq_ignore_ascii_case(EMPTY_SHA256) {
+                return Err(bad_request(
+                    "XAmzContentSHA256Mismatch",
+                    "The provided 'x-amz-content-sha256' header does not match what was computed.",
+                )
+                .with("ClientComputedContentSHA256", h)
+                .with("S3ComputedContentSHA256", EMPTY_SHA256));
             }
         }
         unsigned_amz_headers(headers, signed)
@@ -679,6 +698,138 @@ fn parse_iso8601(v: &str) -> Option<i64> {
 }
 
 /// Header checks that do not depend on authentication.
+/// `%XX`-decode `s`; `None` for a bad escape or bytes that are not UTF-8.
+fn strict_percent_decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = b.get(i + 1..i + 3)?;
+            let v = std::str::from_utf8(hex).ok()?;
+            if !v.bytes().all(|c| c.is_ascii_hexdigit()) {
+                return None;
+            }
+            out.push(u8::from_str_radix(v, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The shape of `x-amz-copy-source` (`[/]BUCKET/KEY[?versionId=…]`,
+/// percent-encoded): its encoding, the bucket name, and a key that is not
+/// empty and has no `.` or `..` component. The source's existence is the
+/// copy's business.
+pub fn check_copy_source(raw: &str) -> Result<(), Refusal> {
+    let invalid = |desc: &str, value: &str| {
+        bad_request("InvalidArgument", desc)
+            .with("ArgumentName", "x-amz-copy-source")
+            .with("ArgumentValue", value)
+    };
+    let s = raw.strip_prefix('/').unwrap_or(raw);
+    let path = s.find("?versionId=").map_or(s, |i| &s[..i]);
+    let decoded =
+        strict_percent_decode(path).ok_or_else(|| invalid("Invalid copy source encoding", raw))?;
+    let (bucket, key) = decoded.split_once('/').unwrap_or((&decoded, ""));
+    if crate::names::check_bucket(bucket).is_err() {
+        return Err(invalid("Invalid copy source bucket name", raw));
+    }
+    let traverses = key
+        .strip_suffix('/')
+        .unwrap_or(key)
+        .split('/')
+        .any(|c| c == "." || c == "..");
+    if key.is_empty() || traverses {
+        return Err(invalid("Invalid copy source object key", key));
+    }
+    Ok(())
+}
+
+/// The answer for a bucket that is not there.
+pub fn no_such_bucket(bucket: &str) -> Refusal {
+    Refusal::new(
+        StatusCode::NOT_FOUND,
+        "NoSuchBucket",
+        "The specified bucket does not exist.",
+    )
+    .with("BucketName", bucket)
+}
+
+/// Whether the request's body is aws-chunked (`x-amz-content-sha256:
+/// STREAMING-…`).
+pub fn is_streaming(headers: &HeaderMap) -> bool {
+    headers
+        .get("x-amz-content-sha256")
+        .is_some_and(|v| v.as_bytes().starts_with(b"STREAMING-"))
+}
+
+/// aws-chunked bodies: only PutObject and UploadPart take one; they need
+/// `x-amz-decoded-content-length`; a signed one with a trailer needs
+/// `x-amz-trailer` to say what the trailer holds.
+fn check_streaming(
+    method: &Method,
+    uri: &Uri,
+    query: &[(String, String)],
+    headers: &HeaderMap,
+) -> Result<(), Refusal> {
+    if !is_streaming(headers) {
+        return Ok(());
+    }
+    let path = uri.path().trim_start_matches('/');
+    let is_object = path.split_once('/').is_some_and(|(_, k)| !k.is_empty());
+    let upload = *method == Method::PUT
+        && is_object
+        && query.iter().all(|(k, _)| {
+            matches!(
+                k.as_str(),
+                "partNumber"
+                    | "uploadId"
+                    | "x-id"
+                    | "X-Amz-Algorithm"
+                    | "X-Amz-Credential"
+                    | "X-Amz-Date"
+                    | "X-Amz-Expires"
+                    | "X-Amz-SignedHeaders"
+                    | "X-Amz-Signature"
+            )
+        });
+    if !upload {
+        return Err(bad_request(
+            "InvalidRequest",
+            "The value of x-amz-content-sha256 header is invalid.",
+        ));
+    }
+    let decoded = headers
+        .get("x-amz-decoded-content-length")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| !v.is_empty() && v.bytes().all(|c| c.is_ascii_digit()));
+    if !decoded {
+        return Err(Refusal::new(
+            StatusCode::LENGTH_REQUIRED,
+            "MissingContentLength",
+            "You must provide the Content-Length HTTP header.",
+        ));
+    }
+    let sha = headers
+        .get("x-amz-content-sha256")
+        .map(|v| v.as_bytes())
+        .unwrap_or_default();
+    if sha.ends_with(b"-TRAILER")
+        && sha != b"STREAMING-UNSIGNED-PAYLOAD-TRAILER"
+        && !headers.contains_key("x-amz-trailer")
+    {
+        return Err(bad_request(
+            "MalformedTrailerError",
+            "The request contained trailing data that was not well-formed or did not conform to our published schema.",
+        ));
+    }
+    Ok(())
+}
+
 fn check_headers(method: &Method, headers: &HeaderMap) -> Result<(), Refusal> {
     for (k, _) in headers {
         let k = k.as_str();
@@ -923,5 +1074,138 @@ mod tests {
             .check(&Method::PUT, &"/b/k".parse().unwrap(), &h)
             .unwrap_err();
         assert_eq!(e.code, "MetadataTooLarge");
+    }
+
+    #[test]
+    fn copy_sources() {
+        for ok in [
+            "b1k/obj",
+            "/b1k/a/b/c",
+            "b1k/a%20b",
+            "b1k/%E2%82%AC",
+            "b1k/k?versionId=x%",
+            "b1k/dir/",
+        ] {
+            assert_eq!(check_copy_source(ok), Ok(()), "{ok}");
+        }
+        let arg = |e: Refusal| {
+            assert_eq!((e.status.as_u16(), e.code), (400, "InvalidArgument"));
+            (e.message, e.extra[1].1.clone())
+        };
+        for enc in [
+            "bucket/%ZZ",
+            "100%/foo",
+            "bucket/%A/bar",
+            "%",
+            "bucket/%1",
+            "bucket/%C3%",
+            "bucket/%C3%28",
+        ] {
+            let (m, v) = arg(check_copy_source(enc).unwrap_err());
+            assert_eq!(
+                (m.as_str(), v.as_str()),
+                ("Invalid copy source encoding", enc)
+            );
+        }
+        for b in ["192.168.1.1/foo", "my-buc@k&()t/obj", "Copy-Source", "ab/k"] {
+            let (m, v) = arg(check_copy_source(b).unwrap_err());
+            assert_eq!(
+                (m.as_str(), v.as_str()),
+                ("Invalid copy source bucket name", b)
+            );
+        }
+        for (k, key) in [
+            ("bucket", ""),
+            ("bucket/", ""),
+            ("bucket/.", "."),
+            ("bucket/../", "../"),
+            ("bucket/a/../../b", "a/../../b"),
+        ] {
+            let (m, v) = arg(check_copy_source(k).unwrap_err());
+            assert_eq!(
+                (m.as_str(), v.as_str()),
+                ("Invalid copy source object key", key)
+            );
+        }
+    }
+
+    #[test]
+    fn empty_body_hash() {
+        let auth = "AWS4-HMAC-SHA256 Credential=AK/20250101/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=00";
+        let wrong = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b854";
+        let h = |sha: &'static str, len: Option<&'static str>| {
+            let mut v = vec![
+                ("authorization", auth),
+                ("x-amz-date", "20250101T000000Z"),
+                ("x-amz-content-sha256", sha),
+            ];
+            v.extend(len.map(|l| ("content-length", l)));
+            v
+        };
+        let e = run("/b/k?tagging", &h(wrong, None)).unwrap_err();
+        assert_eq!(
+            (e.status.as_u16(), e.code),
+            (400, "XAmzContentSHA256Mismatch")
+        );
+        assert!(e
+            .extra
+            .contains(&("S3ComputedContentSHA256", EMPTY_SHA256.to_string())));
+        assert!(e
+            .extra
+            .contains(&("ClientComputedContentSHA256", wrong.to_string())));
+        let e = run("/b/k", &h(wrong, Some("0"))).unwrap_err();
+        assert_eq!(e.code, "XAmzContentSHA256Mismatch");
+        // A body of some length is hashed later (by s3s).
+        assert!(run("/b/k", &h(wrong, Some("3"))).is_ok());
+        assert!(run("/b/k", &h(EMPTY_SHA256, None)).is_ok());
+        assert!(run("/b/k", &h("UNSIGNED-PAYLOAD", Some("0"))).is_ok());
+    }
+
+    #[test]
+    fn streaming_bodies() {
+        let put = |uri: &str, hs: &[(&str, &str)]| {
+            let mut h = HeaderMap::new();
+            for (k, v) in hs {
+                h.insert(
+                    http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                    v.parse().unwrap(),
+                );
+            }
+            pc().check(&Method::PUT, &uri.parse().unwrap(), &h)
+        };
+        let unsigned = ("x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER");
+        let signed = (
+            "x-amz-content-sha256",
+            "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER",
+        );
+        let len = ("x-amz-decoded-content-length", "5");
+        assert!(put("/b/k", &[unsigned, len]).is_ok());
+        assert!(put("/b/k?partNumber=1&uploadId=u", &[unsigned, len]).is_ok());
+        assert!(put("/b/k", &[("x-amz-content-sha256", "UNSIGNED-PAYLOAD")]).is_ok());
+        for uri in ["/b?cors", "/b?tagging", "/b", "/b/k?tagging"] {
+            let e = put(uri, &[unsigned, len]).unwrap_err();
+            assert_eq!(
+                (e.status.as_u16(), e.code),
+                (400, "InvalidRequest"),
+                "{uri}"
+            );
+        }
+        for bad in ["", "abc", "12x"] {
+            let e = put("/b/k", &[unsigned, ("x-amz-decoded-content-length", bad)]).unwrap_err();
+            assert_eq!(
+                (e.status.as_u16(), e.code),
+                (411, "MissingContentLength"),
+                "{bad}"
+            );
+        }
+        let e = put("/b/k", &[unsigned]).unwrap_err();
+        assert_eq!(e.code, "MissingContentLength");
+        let e = put("/b/k", &[signed, len]).unwrap_err();
+        assert_eq!(e.code, "MalformedTrailerError");
+        assert!(put(
+            "/b/k",
+            &[signed, len, ("x-amz-trailer", "x-amz-checksum-crc32")]
+        )
+        .is_ok());
     }
 }

@@ -14,6 +14,7 @@ use tokio::net::TcpListener;
 
 use std::sync::Arc;
 
+use crate::conditions::Conditions;
 use crate::error::{io, Result};
 use crate::gateway::{S3Gateway, ACCESS_LOG};
 use crate::precheck::{Prechecks, Refusal};
@@ -97,6 +98,49 @@ fn standard_error(mut res: s3s::HttpResponse) -> s3s::HttpResponse {
     res
 }
 
+/// Extra elements the gateway gave an error (see
+/// [`crate::gateway::ERROR_ELEMENT`]) moved into its XML document.
+fn error_elements(mut res: s3s::HttpResponse) -> s3s::HttpResponse {
+    let name = crate::gateway::ERROR_ELEMENT;
+    if !res.headers().contains_key(name) {
+        return res;
+    }
+    let extra: String = res
+        .headers()
+        .get_all(name)
+        .iter()
+        .filter_map(|v| v.to_str().ok()?.split_once('='))
+        .filter(|(k, _)| !k.is_empty() && k.bytes().all(|c| c.is_ascii_alphanumeric()))
+        .map(|(k, v)| format!("<{k}>{}</{k}>", crate::precheck::xml_escape(v)))
+        .collect();
+    res.headers_mut().remove(name);
+    let Some(body) = res.body().bytes() else {
+        return res;
+    };
+    let text = String::from_utf8_lossy(&body);
+    let Some(at) = text.rfind("</Error>") else {
+        return res;
+    };
+    let fixed = format!("{}{extra}{}", &text[..at], &text[at..]);
+    res.headers_mut().remove(http::header::CONTENT_LENGTH);
+    res.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/xml"),
+    );
+    *res.body_mut() = s3s::Body::from(fixed);
+    res
+}
+
+/// A 304 has no body (s3s writes an error document).
+fn not_modified(mut res: s3s::HttpResponse) -> s3s::HttpResponse {
+    if res.status() == http::StatusCode::NOT_MODIFIED {
+        res.headers_mut().remove(http::header::CONTENT_LENGTH);
+        res.headers_mut().remove(http::header::CONTENT_TYPE);
+        *res.body_mut() = s3s::Body::empty();
+    }
+    res
+}
+
 /// A response whose body started before its result was known (the
 /// keepalive of a slow CompleteMultipartUpload) gets its result's XML
 /// declaration removed: s3s writes one before the whitespace and another
@@ -167,6 +211,192 @@ impl s3s::access::S3Access for AllowAnonymous {
     }
 }
 
+/// Headers to take off a request once s3s has verified its signature (a
+/// request extension the [`Handler`] adds; see [`Detour`]).
+#[derive(Debug, Clone)]
+struct Strip(Vec<http::HeaderName>);
+
+/// The s3s route of requests with headers S3 accepts and s3s 0.14 would
+/// refuse to parse (unquoted entity tags in `If-Match` and its relatives, a
+/// malformed `Range` S3 ignores). The signature covers them, so they can
+/// only come off after s3s has verified it: this route takes them off then
+/// and passes the request on to a second s3s service over the same gateway,
+/// one without authentication (the first one has done it). The gateway
+/// reads the conditions from the [`Conditions`] extension.
+struct Detour {
+    inner: s3s::service::S3Service,
+    /// Whether requests without credentials are served.
+    open: bool,
+}
+
+/// Query parameters of presigned URLs (already verified when the detour
+/// sees them; the inner service would try to verify them again).
+const PRESIGN_PARAMS: [&str; 10] = [
+    "X-Amz-Algorithm",
+    "X-Amz-Credential",
+    "X-Amz-Date",
+    "X-Amz-Expires",
+    "X-Amz-SignedHeaders",
+    "X-Amz-Signature",
+    "X-Amz-Security-Token",
+    "AWSAccessKeyId",
+    "Signature",
+    "Expires",
+];
+
+/// `uri` without the presigned URL's parameters.
+fn without_presign(uri: &http::Uri) -> http::Uri {
+    let Some(q) = uri.query() else {
+        return uri.clone();
+    };
+    let kept: Vec<&str> = q
+        .split('&')
+        .filter(|p| {
+            let name = p.split('=').next().unwrap_or("");
+            !PRESIGN_PARAMS.contains(&name)
+        })
+        .collect();
+    let pq = if kept.is_empty() {
+        uri.path().to_string()
+    } else {
+        format!("{}?{}", uri.path(), kept.join("&"))
+    };
+    let mut parts = uri.clone().into_parts();
+    match pq.parse() {
+        Ok(pq) => {
+            parts.path_and_query = Some(pq);
+            http::Uri::from_parts(parts).unwrap_or_else(|_| uri.clone())
+        }
+        Err(_) => uri.clone(),
+    }
+}
+
+#[async_trait::async_trait]
+impl s3s::route::S3Route for Detour {
+    fn is_match(
+        &self,
+        _method: &http::Method,
+        _uri: &http::Uri,
+        _headers: &http::HeaderMap,
+        extensions: &mut http::Extensions,
+    ) -> bool {
+        extensions.get::<Strip>().is_some()
+    }
+
+    async fn check_access(&self, req: &mut s3s::S3Request<s3s::Body>) -> s3s::S3Result<()> {
+        if self.open || req.credentials.is_some() {
+            Ok(())
+        } else {
+            Err(s3s::s3_error!(AccessDenied, "Signature is required"))
+        }
+    }
+
+    async fn call(
+        &self,
+        req: s3s::S3Request<s3s::Body>,
+    ) -> s3s::S3Result<s3s::S3Response<s3s::Body>> {
+        let s3s::S3Request {
+            input: body,
+            method,
+            uri,
+            mut headers,
+            mut extensions,
+            trailing_headers,
+            ..
+        } = req;
+        if let Some(Strip(names)) = extensions.remove::<Strip>() {
+            for n in names {
+                if n == "x-amz-trailer" {
+                    extensions.insert(crate::gateway::UndeclaredTrailer);
+                }
+                headers.remove(n);
+            }
+        }
+        headers.remove(http::header::AUTHORIZATION);
+        // An aws-chunked body has been decoded by now.
+        let streaming = headers
+            .get("x-amz-content-sha256")
+            .is_some_and(|v| v.as_bytes().starts_with(b"STREAMING-"));
+        if streaming {
+            headers.remove("x-amz-content-sha256");
+            headers.remove("x-amz-decoded-content-length");
+            let rest: Option<String> = headers
+                .get(http::header::CONTENT_ENCODING)
+                .and_then(|v| v.to_str().ok())
+                .map(|v| {
+                    v.split(',')
+                        .map(str::trim)
+                        .filter(|e| !e.eq_ignore_ascii_case("aws-chunked") && !e.is_empty())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                });
+            match rest.filter(|r| !r.is_empty()) {
+                Some(r) => {
+                    if let Ok(v) = http::HeaderValue::from_str(&r) {
+                        headers.insert(http::header::CONTENT_ENCODING, v);
+                    }
+                }
+                None => {
+                    headers.remove(http::header::CONTENT_ENCODING);
+                }
+            }
+        }
+        if let Some(t) = trailing_headers {
+            extensions.insert(t);
+        }
+        let mut inner = http::Request::new(body);
+        *inner.method_mut() = method;
+        *inner.uri_mut() = without_presign(&uri);
+        *inner.headers_mut() = headers;
+        *inner.extensions_mut() = extensions;
+        let res = self.inner.call(inner).await.map_err(|e| {
+            let e: s3s::StdError = e.into();
+            s3s::S3Error::with_message(s3s::S3ErrorCode::InternalError, e.to_string())
+        })?;
+        let (parts, body) = res.into_parts();
+        let mut out = s3s::S3Response::new(body);
+        out.status = Some(parts.status);
+        out.headers = parts.headers;
+        out.extensions = parts.extensions;
+        Ok(out)
+    }
+}
+
+/// Repeated `x-amz-meta-*` headers become one, their values joined with
+/// `,` as S3 stores them (s3s refuses repeated headers). The signature is
+/// the same: SigV4 canonicalises repeated headers that way too.
+fn join_repeated_metadata(headers: &mut http::HeaderMap) {
+    let repeated: Vec<http::HeaderName> = headers
+        .keys()
+        .filter(|k| k.as_str().starts_with("x-amz-meta-") && headers.get_all(*k).iter().count() > 1)
+        .cloned()
+        .collect();
+    for name in repeated {
+        let joined: Vec<u8> = headers
+            .get_all(&name)
+            .iter()
+            .map(|v| v.as_bytes().trim_ascii())
+            .collect::<Vec<_>>()
+            .join(&b","[..]);
+        if let Ok(v) = http::HeaderValue::from_bytes(&joined) {
+            headers.insert(name, v);
+        }
+    }
+}
+
+/// Whether a request is one the conditional headers apply to (an object's
+/// GET, HEAD, PUT, DELETE or a multipart POST; a form upload's body has
+/// been read by the time the detour would see it).
+fn takes_conditions(method: &http::Method, uri: &http::Uri) -> bool {
+    match *method {
+        http::Method::GET | http::Method::HEAD | http::Method::PUT | http::Method::DELETE => true,
+        http::Method::POST => uri
+            .query()
+            .is_some_and(|q| q.split('&').any(|p| p.starts_with("uploadId="))),
+        _ => false,
+    }
+}
+
 /// Everything that answers one request: the prechecks, s3s with the
 /// gateway, and the fixes applied to s3s's answers. [`Server`] feeds it
 /// requests from its connections; tests and fuzz targets call
@@ -174,8 +404,8 @@ impl s3s::access::S3Access for AllowAnonymous {
 #[derive(Clone)]
 pub struct Handler {
     service: s3s::service::S3Service,
-    prechecks: Arc<Prechecks>,
     store: Arc<Store>,
+    prechecks: Arc<Prechecks>,
 }
 
 impl std::fmt::Debug for Handler {
@@ -190,9 +420,10 @@ impl Handler {
     /// Open the store at `cfg.root` and build the request handler
     /// (`cfg.listen` is not used).
     pub fn new(cfg: &Config) -> Result<Handler> {
-        let gateway =
-            S3Gateway::new(Store::open(&cfg.root, cfg.store.clone())?).with_region(&cfg.region);
+        let store = Store::open(&cfg.root, cfg.store.clone())?;
+        let gateway = S3Gateway::new(store).with_region(&cfg.region);
         let store = gateway.store().clone();
+        let inner = S3ServiceBuilder::new(gateway.clone()).build();
         let mut b = S3ServiceBuilder::new(gateway);
         if let Some((ak, sk)) = &cfg.credentials {
             b.set_auth(SimpleAuth::from_single(ak.clone(), sk.clone()));
@@ -200,14 +431,35 @@ impl Handler {
         if cfg.anonymous {
             b.set_access(AllowAnonymous);
         }
+        b.set_route(Detour {
+            inner,
+            open: cfg.anonymous || cfg.credentials.is_none(),
+        });
         Ok(Handler {
-            store,
             service: b.build(),
+            store,
             prechecks: Arc::new(Prechecks {
                 region: cfg.region.clone(),
                 access_key: cfg.credentials.as_ref().map(|c| c.0.clone()),
             }),
         })
+    }
+
+    /// A copy's `x-amz-copy-source` of the wrong shape (refused after the
+    /// destination bucket is found, as S3 does).
+    fn check_copy_source(&self, req: &s3s::HttpRequest) -> Option<Refusal> {
+        if req.method() != http::Method::PUT {
+            return None;
+        }
+        let raw = req.headers().get("x-amz-copy-source")?;
+        let refusal =
+            crate::precheck::check_copy_source(&String::from_utf8_lossy(raw.as_bytes())).err()?;
+        let path = req.uri().path().trim_start_matches('/');
+        let bucket = path.split('/').next().unwrap_or("");
+        match self.store.head_bucket(bucket) {
+            Err(crate::Error::NoSuchBucket { .. }) => Some(crate::precheck::no_such_bucket(bucket)),
+            _ => Some(refusal),
+        }
     }
 
     /// Answer one request (`peer` is for the access log).
@@ -216,20 +468,55 @@ impl Handler {
         mut req: s3s::HttpRequest,
         peer: SocketAddr,
     ) -> std::result::Result<s3s::HttpResponse, s3s::HttpError> {
+        join_repeated_metadata(req.headers_mut());
         // S3 answers a malformed Range with the whole object (dropped here
-        // unless it is signed: then s3s refuses it).
+        // unless it is signed: then after s3s has checked the signature).
+        let mut strip = Vec::new();
         if req
             .headers()
             .get(http::header::RANGE)
             .is_some_and(|r| crate::precheck::range_is_ignored(r.to_str().unwrap_or("")))
-            && !crate::precheck::signs_header(req.uri(), req.headers(), "range")
         {
-            req.headers_mut().remove(http::header::RANGE);
+            if crate::precheck::signs_header(req.uri(), req.headers(), "range") {
+                strip.push(http::header::RANGE);
+            } else {
+                req.headers_mut().remove(http::header::RANGE);
+            }
         }
         let refused = self
             .prechecks
             .check(req.method(), req.uri(), req.headers())
-            .err();
+            .err()
+            .or_else(|| self.check_copy_source(&req));
+        if takes_conditions(req.method(), req.uri()) {
+            if let Some(c) = Conditions::from_headers(req.headers()) {
+                req.extensions_mut().insert(c);
+                strip.extend(
+                    crate::conditions::HEADERS
+                        .iter()
+                        .map(|h| http::HeaderName::from_static(h)),
+                );
+            }
+        }
+        // S3 takes an unsigned aws-chunked body without `x-amz-trailer`
+        // (and no trailer); s3s wants the header. Not being signed, it can
+        // be added for s3s and taken off again before the gateway.
+        if refused.is_none()
+            && req
+                .headers()
+                .get("x-amz-content-sha256")
+                .is_some_and(|v| v.as_bytes() == b"STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+            && !req.headers().contains_key("x-amz-trailer")
+        {
+            req.headers_mut().insert(
+                "x-amz-trailer",
+                http::HeaderValue::from_static("x-amz-checksum-crc64nvme"),
+            );
+            strip.push(http::HeaderName::from_static("x-amz-trailer"));
+        }
+        if !strip.is_empty() {
+            req.extensions_mut().insert(Strip(strip));
+        }
         let method = req.method().clone();
         let path = req.uri().path().to_string();
         let query = req.uri().query().map(str::to_string);
@@ -250,16 +537,21 @@ impl Handler {
             }
             None => self.service.call(req).await,
         };
-        let res = res.map(one_declaration).map(standard_error).map(|mut r| {
-            // s3s answers HEAD with 200 whatever the output says.
-            if method == http::Method::HEAD
-                && r.status() == http::StatusCode::OK
-                && r.headers().contains_key(http::header::CONTENT_RANGE)
-            {
-                *r.status_mut() = http::StatusCode::PARTIAL_CONTENT;
-            }
-            r
-        });
+        let res = res
+            .map(one_declaration)
+            .map(error_elements)
+            .map(standard_error)
+            .map(not_modified)
+            .map(|mut r| {
+                // s3s answers HEAD with 200 whatever the output says.
+                if method == http::Method::HEAD
+                    && r.status() == http::StatusCode::OK
+                    && r.headers().contains_key(http::header::CONTENT_RANGE)
+                {
+                    *r.status_mut() = http::StatusCode::PARTIAL_CONTENT;
+                }
+                r
+            });
         if let Ok(r) = &res {
             log::info!(target: ACCESS_LOG, "{}", serde_json::json!({
                 "remote": peer.to_string(),

@@ -1,7 +1,8 @@
 //! `cowkit s3 serve` against real clients: runs the boto3 / aws CLI suite
 //! in `crates/cowkit-s3/tests/clients` (pytest, from the virtualenv that
 //! `scripts/setup.sh` makes in `.venv`) with this build's binary, on the
-//! rig's XFS, Btrfs and ext4 mounts. `test_issue16.py` there holds the
+//! rig's XFS, Btrfs and ext4 mounts (`test_conditional.py`: conditional
+//! requests and the other round-2 conformance fixes). `test_issue16.py` there holds the
 //! checks of issue 16 (checksums, refusals, auth edge cases, partNumber,
 //! directory objects, listings); the full conformance suite is
 //! `scripts/s3-conformance.sh` (not run here: it needs Go and minutes).
