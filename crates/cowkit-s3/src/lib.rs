@@ -30,6 +30,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod body;
 pub mod checksum;
 pub mod error;
 mod fsutil;
