@@ -978,6 +978,7 @@ impl S3 for S3Gateway {
         req: S3Request<GetObjectInput>,
     ) -> S3Result<S3Response<GetObjectOutput>> {
         let uri = req.uri.clone();
+        let splicer = req.extensions.get::<crate::sendfile::Splicer>().cloned();
         let i = req.input;
         check_part_number(i.part_number, i.range.is_some())?;
         let (b, k) = (i.bucket, i.key);
@@ -1006,10 +1007,15 @@ impl S3 for S3Gateway {
                 (rr.start, rr.end, Some(cr))
             }
         };
-        let stream = crate::body::file_range(file, name, start, end);
+        let body = match splicer {
+            Some(sp) if end > start => {
+                StreamingBlob::wrap(crate::sendfile::file_range(sp, file, name, start, end))
+            }
+            _ => StreamingBlob::wrap(crate::body::file_range(file, name, start, end)),
+        };
         let checksum = checksum_wanted(i.checksum_mode.as_ref(), content_range.is_none(), &info);
         let mut out = GetObjectOutput {
-            body: Some(StreamingBlob::wrap(stream)),
+            body: Some(body),
             content_length: Some((end - start) as i64),
             storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
             content_range,

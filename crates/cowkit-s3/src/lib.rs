@@ -41,6 +41,7 @@ pub mod list;
 pub mod multipart;
 pub mod names;
 pub mod precheck;
+pub mod sendfile;
 pub mod server;
 pub mod store;
 

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioExecutor;
 use hyper_util::server::conn::auto::Builder as ConnBuilder;
 use s3s::auth::SimpleAuth;
 use s3s::service::S3ServiceBuilder;
@@ -17,6 +17,7 @@ use std::sync::Arc;
 use crate::error::{io, Result};
 use crate::gateway::{S3Gateway, ACCESS_LOG};
 use crate::precheck::{Prechecks, Refusal};
+use crate::sendfile::SendfileIo;
 use crate::store::{Options, Store};
 
 /// Everything `cowkit s3 serve` needs.
@@ -309,7 +310,10 @@ impl Server {
     /// `grace` for requests in flight.
     pub async fn run(self, shutdown: impl Future<Output = ()>, grace: Duration) -> Result<()> {
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-        let conn = ConnBuilder::new(TokioExecutor::new());
+        let mut conn = ConnBuilder::new(TokioExecutor::new());
+        // Body frames queued as they are, never copied into hyper's own
+        // buffer: the sendfile stand-ins depend on it (crate::sendfile).
+        conn.http1().writev(true);
         tokio::pin!(shutdown);
         loop {
             let (sock, peer) = tokio::select! {
@@ -328,14 +332,20 @@ impl Server {
             // one back for a delayed ACK (40 ms).
             let _ = sock.set_nodelay(true);
             let handler = self.handler.clone();
+            let io = SendfileIo::new(sock);
+            let splicer = io.splicer();
             let service =
                 hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                     let handler = handler.clone();
-                    async move { handler.handle(req.map(s3s::Body::from), peer).await }
+                    let mut req = req.map(s3s::Body::from);
+                    // HTTP/1 only: HTTP/2 copies frames into its own
+                    // buffers, where stand-ins would be sent as they are.
+                    if req.version() <= http::Version::HTTP_11 {
+                        req.extensions_mut().insert(splicer.clone());
+                    }
+                    async move { handler.handle(req, peer).await }
                 });
-            let c = conn
-                .serve_connection(TokioIo::new(sock), service)
-                .into_owned();
+            let c = conn.serve_connection(io, service).into_owned();
             let c = graceful.watch(c);
             tokio::spawn(async move {
                 if let Err(e) = c.await {

@@ -29,68 +29,68 @@ def pattern(n, seed):
 
 def test_ranges_around_chunk_boundaries(server):
     s3 = server.client()
-    s3.create_bucket(Bucket="gb")
+    s3.create_bucket(Bucket="get-ranges")
     size = 4 * CHUNK + 12345
     data = pattern(size, "ranges")
-    s3.put_object(Bucket="gb", Key="o", Body=data)
+    s3.put_object(Bucket="get-ranges", Key="o", Body=data)
     ranges = [
         (0, 1), (0, CHUNK), (0, CHUNK + 1), (CHUNK - 1, CHUNK + 1), (CHUNK, 2 * CHUNK),
         (CHUNK - 7, 3 * CHUNK + 9), (1, size), (size - 1, size), (3 * CHUNK, size), (12345, 12345 + 3 * CHUNK),
     ]
     for a, b in ranges:
-        r = s3.get_object(Bucket="gb", Key="o", Range=f"bytes={a}-{b - 1}")
+        r = s3.get_object(Bucket="get-ranges", Key="o", Range=f"bytes={a}-{b - 1}")
         assert r["ContentLength"] == b - a
         assert r["ContentRange"] == f"bytes {a}-{b - 1}/{size}"
         assert r["Body"].read() == data[a:b], (a, b)
     # Open-ended and suffix ranges.
-    assert s3.get_object(Bucket="gb", Key="o", Range=f"bytes={CHUNK + 3}-")["Body"].read() == data[CHUNK + 3:]
-    assert s3.get_object(Bucket="gb", Key="o", Range=f"bytes=-{CHUNK + 5}")["Body"].read() == data[-(CHUNK + 5):]
+    assert s3.get_object(Bucket="get-ranges", Key="o", Range=f"bytes={CHUNK + 3}-")["Body"].read() == data[CHUNK + 3:]
+    assert s3.get_object(Bucket="get-ranges", Key="o", Range=f"bytes=-{CHUNK + 5}")["Body"].read() == data[-(CHUNK + 5):]
     # A range past the end is still refused, and the whole object is whole.
     with pytest.raises(botocore.exceptions.ClientError) as e:
-        s3.get_object(Bucket="gb", Key="o", Range=f"bytes={size}-")
+        s3.get_object(Bucket="get-ranges", Key="o", Range=f"bytes={size}-")
     assert e.value.response["Error"]["Code"] == "InvalidRange"
-    whole = s3.get_object(Bucket="gb", Key="o")
+    whole = s3.get_object(Bucket="get-ranges", Key="o")
     assert whole["ContentLength"] == size and "ContentRange" not in whole
     assert whole["Body"].read() == data
     # HEAD with a range says the same as GET.
-    h = s3.head_object(Bucket="gb", Key="o", Range=f"bytes={CHUNK - 1}-{CHUNK}")
+    h = s3.head_object(Bucket="get-ranges", Key="o", Range=f"bytes={CHUNK - 1}-{CHUNK}")
     assert h["ContentLength"] == 2 and h["ContentRange"] == f"bytes {CHUNK - 1}-{CHUNK}/{size}"
     # Empty object.
-    s3.put_object(Bucket="gb", Key="empty", Body=b"")
-    assert s3.get_object(Bucket="gb", Key="empty")["Body"].read() == b""
+    s3.put_object(Bucket="get-ranges", Key="empty", Body=b"")
+    assert s3.get_object(Bucket="get-ranges", Key="empty")["Body"].read() == b""
 
 
 def test_part_number_reads_across_chunks(server):
     s3 = server.client()
-    s3.create_bucket(Bucket="gp")
+    s3.create_bucket(Bucket="get-parts")
     sizes = [5 * MiB + 3, 7 * MiB - 1, 1234]
     parts = [pattern(n, ("part", i)) for i, n in enumerate(sizes)]
-    uid = s3.create_multipart_upload(Bucket="gp", Key="m")["UploadId"]
-    etags = [s3.upload_part(Bucket="gp", Key="m", UploadId=uid, PartNumber=i, Body=p)["ETag"]
+    uid = s3.create_multipart_upload(Bucket="get-parts", Key="m")["UploadId"]
+    etags = [s3.upload_part(Bucket="get-parts", Key="m", UploadId=uid, PartNumber=i, Body=p)["ETag"]
              for i, p in enumerate(parts, 1)]
-    s3.complete_multipart_upload(Bucket="gp", Key="m", UploadId=uid, MultipartUpload={
+    s3.complete_multipart_upload(Bucket="get-parts", Key="m", UploadId=uid, MultipartUpload={
         "Parts": [{"PartNumber": i, "ETag": e} for i, e in enumerate(etags, 1)]})
     whole = b"".join(parts)
     off = 0
     for i, p in enumerate(parts, 1):
-        r = s3.get_object(Bucket="gp", Key="m", PartNumber=i)
+        r = s3.get_object(Bucket="get-parts", Key="m", PartNumber=i)
         assert r["ResponseMetadata"]["HTTPStatusCode"] == 206
         assert r["PartsCount"] == 3
         assert r["ContentRange"] == f"bytes {off}-{off + len(p) - 1}/{len(whole)}"
         assert r["Body"].read() == p, i
         off += len(p)
-    assert s3.get_object(Bucket="gp", Key="m")["Body"].read() == whole
+    assert s3.get_object(Bucket="get-parts", Key="m")["Body"].read() == whole
 
 
 def test_large_object_byte_for_byte(server, tmp_path):
     s3 = server.client()
-    s3.create_bucket(Bucket="gl")
+    s3.create_bucket(Bucket="get-large")
     size = 96 * MiB + 4097
     data = pattern(size, "large")
     want = hashlib.sha256(data).hexdigest()
-    s3.put_object(Bucket="gl", Key="big", Body=data)
+    s3.put_object(Bucket="get-large", Key="big", Body=data)
     # One GET, streamed in odd-sized reads.
-    body = s3.get_object(Bucket="gl", Key="big")["Body"]
+    body = s3.get_object(Bucket="get-large", Key="big")["Body"]
     h = hashlib.sha256()
     n = 0
     while True:
@@ -102,7 +102,7 @@ def test_large_object_byte_for_byte(server, tmp_path):
     assert n == size and h.hexdigest() == want
     # boto3's managed download: ranged GETs on several connections at once.
     out = tmp_path / "big"
-    s3.download_file("gl", "big", str(out), Config=TransferConfig(multipart_chunksize=5 * MiB + 11,
+    s3.download_file("get-large", "big", str(out), Config=TransferConfig(multipart_chunksize=5 * MiB + 11,
                                                                   max_concurrency=6))
     assert os.path.getsize(out) == size
     with open(out, "rb") as f:
@@ -111,21 +111,21 @@ def test_large_object_byte_for_byte(server, tmp_path):
     import concurrent.futures as cf
 
     def get(_):
-        return hashlib.sha256(s3.get_object(Bucket="gl", Key="big")["Body"].read()).hexdigest()
+        return hashlib.sha256(s3.get_object(Bucket="get-large", Key="big")["Body"].read()).hexdigest()
 
     with cf.ThreadPoolExecutor(4) as ex:
         assert list(ex.map(get, range(4))) == [want] * 4
 
 
 def test_file_truncated_during_get_ends_in_error(server):
-    s3 = server.client(read_timeout=60)
-    s3.create_bucket(Bucket="gt")
+    s3 = server.client()
+    s3.create_bucket(Bucket="get-trunc")
     size = 128 * MiB
     data = pattern(size, "shrink")
-    s3.put_object(Bucket="gt", Key="t", Body=data)
-    path = os.path.join(server.root, "gt", "t")
+    s3.put_object(Bucket="get-trunc", Key="t", Body=data)
+    path = os.path.join(server.root, "get-trunc", "t")
     assert os.path.getsize(path) == size
-    r = s3.get_object(Bucket="gt", Key="t")
+    r = s3.get_object(Bucket="get-trunc", Key="t")
     assert r["ContentLength"] == size
     body = r["Body"]
     got = bytearray(body.read(MiB))
@@ -146,6 +146,6 @@ def test_file_truncated_during_get_ends_in_error(server):
     assert len(got) < size
     assert bytes(got) == data[:len(got)], "bytes that are not the object's"
     # The server goes on serving.
-    assert s3.get_object(Bucket="gt", Key="t")["Body"].read() == data[:48 * MiB]
+    assert s3.get_object(Bucket="get-trunc", Key="t")["Body"].read() == data[:48 * MiB]
     log = server.access_log()
-    assert any(e.get("method") == "GET" and e.get("path") == "/gt/t" for e in log)
+    assert any(e.get("method") == "GET" and e.get("path") == "/get-trunc/t" for e in log)
