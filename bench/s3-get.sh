@@ -13,7 +13,8 @@
 #   RESULTS_DIR=bench/results   where YYYY-MM-DD-s3-get.{md,json} go (an
 #                           existing file gets a time added to the new name)
 #   RESULTS_NAME=NAME       NAME.{md,json} instead
-#   COWKIT=/path/to/cowkit  (default: cargo build --release)
+#   COWKIT=/path/to/cowkit  (default: cargo build --release); COWKIT_COMMIT
+#                           names its commit in the results
 #   VERSITYGW=/path/to/versitygw  (default: PATH or ~/go/bin; installed with
 #                           `go install` at VGW_VERSION=v1.8.0 when missing)
 #   PAUSE=/path/to/script   run with STOP before the timed rounds and CONT
@@ -40,6 +41,7 @@ if [ -z "${COWKIT_BENCH_NS:-}" ]; then
   need mkfs.xfs:xfsprogs unshare:util-linux findmnt:util-linux curl:curl
   if [ -x "$REPO_ROOT/.venv/bin/python" ]; then PY="$REPO_ROOT/.venv/bin/python"; else PY=python3; fi
   "$PY" -c 'import boto3' 2>/dev/null || { bash "$REPO_ROOT/scripts/setup.sh" && PY="$REPO_ROOT/.venv/bin/python"; }
+  given=${COWKIT:-}
   find_cowkit "Use a cowkit build that has the s3 subcommand." s3
   if [ -z "${VERSITYGW:-}" ]; then
     export PATH="$PATH:/usr/local/go/bin:$HOME/go/bin"
@@ -51,11 +53,16 @@ if [ -z "${COWKIT_BENCH_NS:-}" ]; then
     fi
   fi
   [ -z "$PAUSE" ] || [ -x "$PAUSE" ] || die "PAUSE=$PAUSE is not executable"
-  COMMIT=$(git -C "$REPO_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
-  [ -z "$(git -C "$REPO_ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ] || COMMIT="$COMMIT+changes"
+  if [ -n "$given" ]; then
+    COMMIT=${COWKIT_COMMIT:-"binary $COWKIT"}
+  else
+    COMMIT=$(git -C "$REPO_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+    [ -z "$(git -C "$REPO_ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ] || COMMIT="$COMMIT+changes"
+  fi
+  VGW_LABEL=$(go version -m "$VERSITYGW" 2>/dev/null | awk '$1 == "mod" && $2 == "github.com/versity/versitygw" {print $3}')
   clean_stale_images "$BENCH_IMG_DIR/cowkit-s3get"
   prepare_results_dir
-  export RESULTS_DIR RESULTS_NAME SIZES ROUNDS METHODS PY VERSITYGW PAUSE COMMIT COWKIT_BENCH_NS=1
+  export RESULTS_DIR RESULTS_NAME SIZES ROUNDS METHODS PY VERSITYGW PAUSE COMMIT VGW_LABEL COWKIT_BENCH_NS=1
   self=$(abs_path "$0")
   cd /
   exec unshare --mount --propagation private -- bash "$self" "$@"

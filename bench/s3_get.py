@@ -217,7 +217,8 @@ def main():
             cpu = line.split(":", 1)[1].strip()
             break
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / (1 << 30)
-    vg_version = subprocess.run([a.versitygw, "--version"], capture_output=True, text=True).stdout.strip()
+    vg_version = os.environ.get("VGW_LABEL") or subprocess.run(
+        [a.versitygw, "--version"], capture_output=True, text=True).stdout.strip().replace("\n", ", ")
     ck_version = subprocess.run([a.cowkit, "--version"], capture_output=True, text=True).stdout.strip()
     commit = os.environ.get("COMMIT", "unknown")
     machine = {
