@@ -17,7 +17,9 @@
 //! connection's [`Splicer`] (HTTP/1 through [`SendfileIo`]; tests and fuzz
 //! targets calling the handler directly and HTTP/2 get the `pread` body of
 //! [`crate::body`]); stand-in bytes with no queued range end the connection
-//! with an error rather than sending them; a file that ends before its
+//! with an error rather than sending them; a range whose frame hyper
+//! dropped unwritten is discarded, never sent for a later frame (each
+//! range holds a weak reference to its frame); a file that ends before its
 //! range (truncated by another tool during the GET) ends the connection
 //! with an error too, so the client sees a short body, never padding.
 
@@ -26,7 +28,7 @@ use std::fs::File;
 use std::io::IoSlice;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -54,6 +56,22 @@ struct Pending {
     path: Arc<PathBuf>,
     offset: u64,
     left: u64,
+    /// Alive as long as its stand-in frame is: a frame hyper dropped
+    /// without writing it (it never does on a connection it keeps, but
+    /// if it did) leaves a range that must not be sent for the next one.
+    frame: Weak<()>,
+}
+
+/// The owner of a stand-in frame's bytes.
+struct StandIn {
+    len: usize,
+    _alive: Arc<()>,
+}
+
+impl AsRef<[u8]> for StandIn {
+    fn as_ref(&self) -> &[u8] {
+        &STAND_IN[..self.len]
+    }
 }
 
 /// The queue of file ranges of one connection, shared between its
@@ -103,14 +121,19 @@ impl Stream for StandIns {
         let len = (this.end - this.next).min(CHUNK as u64);
         // Queued when hyper takes the frame: hyper writes frames in the
         // order it takes them, so the queue and the stand-ins match.
+        let alive = Arc::new(());
         this.splicer.push(Pending {
             file: this.file.clone(),
             path: this.path.clone(),
             offset: this.next,
             left: len,
+            frame: Arc::downgrade(&alive),
         });
         this.next += len;
-        Poll::Ready(Some(Ok(Bytes::from_static(&STAND_IN[..len as usize]))))
+        Poll::Ready(Some(Ok(Bytes::from_owner(StandIn {
+            len: len as usize,
+            _alive: alive,
+        }))))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -145,6 +168,11 @@ impl SendfileIo {
     /// many stand-in bytes.
     fn poll_send(&mut self, cx: &mut Context<'_>, want: usize) -> Poll<std::io::Result<usize>> {
         let mut q = self.splicer.0.lock().unwrap_or_else(|e| e.into_inner());
+        // The frame being written is alive (hyper holds it); ranges of
+        // frames dropped unwritten go.
+        while q.front().is_some_and(|p| p.frame.strong_count() == 0) {
+            q.pop_front();
+        }
         let Some(p) = q.front_mut() else {
             return Poll::Ready(Err(std::io::Error::other(
                 "GetObject body: stand-in bytes without a file range (not sent)",
