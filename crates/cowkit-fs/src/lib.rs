@@ -17,6 +17,7 @@
 //! - [`align`]: block alignment helpers.
 //! - [`root`]: paths resolved inside a root directory, never outside it.
 //! - [`caps`]: file capabilities, libcap text ↔ `security.capability`.
+//! - [`send`]: `sendfile` from a file into a socket.
 //!
 //! ```no_run
 //! use std::fs::File;
@@ -43,6 +44,7 @@ pub mod meta;
 pub mod mountinfo;
 pub mod probe;
 pub mod root;
+pub mod send;
 mod sys;
 
 /// fs-verity: enable it on a file, read a file's digest.

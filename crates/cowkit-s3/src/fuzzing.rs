@@ -93,6 +93,7 @@ impl Rig {
             credentials: None,
             anonymous: true,
             region: "us-east-1".into(),
+            sendfile: false,
             store: crate::store::Options {
                 min_part_size: 1,
                 ..Default::default()

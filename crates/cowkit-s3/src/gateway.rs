@@ -2,14 +2,12 @@
 //! filesystem call runs on tokio's blocking pool.
 
 use std::collections::BTreeMap;
-use std::io::{Seek, SeekFrom};
 use std::sync::Arc;
 
 use futures_util::StreamExt;
 use md5::Digest;
 use s3s::dto::*;
 use s3s::{s3_error, S3Error, S3ErrorCode, S3Request, S3Response, S3Result, S3};
-use tokio::io::AsyncReadExt;
 
 use crate::checksum::{Algorithm, Checksum, Hasher, Type};
 use crate::conditions::{Conditions, Current, Outcome, WriteOutcome};
@@ -1101,9 +1099,11 @@ impl S3 for S3Gateway {
     ) -> S3Result<S3Response<GetObjectOutput>> {
         let uri = req.uri.clone();
         let cond = conditions_of(&req);
+        let splicer = req.extensions.get::<crate::sendfile::Splicer>().cloned();
         let i = req.input;
         check_part_number(i.part_number, i.range.is_some())?;
         let (b, k) = (i.bucket, i.key);
+        let name = std::path::PathBuf::from(format!("{b}/{k}"));
         let (file, info) = self.run(move |s| s.open_object(&b, &k)).await?;
         check_read_conditions(cond.as_ref(), &info)?;
         let size = info.meta.size;
@@ -1130,13 +1130,15 @@ impl S3 for S3Gateway {
                 (rr.start, rr.end, Some(cr))
             }
         };
-        let mut file = file;
-        file.seek(SeekFrom::Start(start)).map_err(internal)?;
-        let reader = tokio::fs::File::from_std(file).take(end - start);
-        let stream = tokio_util::io::ReaderStream::with_capacity(reader, 1 << 20);
+        let body = match splicer {
+            Some(sp) if end > start => {
+                StreamingBlob::wrap(crate::sendfile::file_range(sp, file, name, start, end))
+            }
+            _ => StreamingBlob::wrap(crate::body::file_range(file, name, start, end)),
+        };
         let checksum = checksum_wanted(i.checksum_mode.as_ref(), content_range.is_none(), &info);
         let mut out = GetObjectOutput {
-            body: Some(StreamingBlob::wrap(stream)),
+            body: Some(body),
             content_length: Some((end - start) as i64),
             storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
             content_range,

@@ -30,6 +30,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod body;
 pub mod checksum;
 pub mod conditions;
 pub mod error;
@@ -43,6 +44,7 @@ pub mod list;
 pub mod multipart;
 pub mod names;
 pub mod precheck;
+pub mod sendfile;
 pub mod server;
 pub mod store;
 

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioExecutor;
 use hyper_util::server::conn::auto::Builder as ConnBuilder;
 use s3s::auth::SimpleAuth;
 use s3s::service::S3ServiceBuilder;
@@ -18,6 +18,7 @@ use crate::conditions::Conditions;
 use crate::error::{io, Result};
 use crate::gateway::{S3Gateway, ACCESS_LOG};
 use crate::precheck::{Prechecks, Refusal};
+use crate::sendfile::SendfileIo;
 use crate::store::{Options, Store};
 
 /// Everything `cowkit s3 serve` needs.
@@ -35,6 +36,9 @@ pub struct Config {
     pub region: String,
     /// Storage options.
     pub store: Options,
+    /// Send GET bodies with `sendfile` on HTTP/1 connections
+    /// ([`crate::sendfile`]); off by default: see `docs/s3.md`.
+    pub sendfile: bool,
 }
 
 /// The answer to a request refused by the prechecks.
@@ -572,6 +576,7 @@ pub struct Server {
     handler: Handler,
     addr: SocketAddr,
     store: Arc<Store>,
+    sendfile: bool,
 }
 
 impl std::fmt::Debug for Server {
@@ -596,6 +601,7 @@ impl Server {
             handler,
             addr,
             store,
+            sendfile: cfg.sendfile,
         })
     }
 
@@ -608,7 +614,10 @@ impl Server {
     /// `grace` for requests in flight.
     pub async fn run(self, shutdown: impl Future<Output = ()>, grace: Duration) -> Result<()> {
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-        let conn = ConnBuilder::new(TokioExecutor::new());
+        let mut conn = ConnBuilder::new(TokioExecutor::new());
+        // Body frames queued as they are, never copied into hyper's own
+        // buffer: the sendfile stand-ins depend on it (crate::sendfile).
+        conn.http1().writev(true);
         // What other gateways on this root leave when they die is swept
         // by the survivors, not only at the next start.
         let every = self.store.options().sweep_every;
@@ -645,14 +654,21 @@ impl Server {
             // one back for a delayed ACK (40 ms).
             let _ = sock.set_nodelay(true);
             let handler = self.handler.clone();
+            let sendfile = self.sendfile;
+            let io = SendfileIo::new(sock);
+            let splicer = io.splicer();
             let service =
                 hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                     let handler = handler.clone();
-                    async move { handler.handle(req.map(s3s::Body::from), peer).await }
+                    let mut req = req.map(s3s::Body::from);
+                    // HTTP/1 only: HTTP/2 copies frames into its own
+                    // buffers, where stand-ins would be sent as they are.
+                    if sendfile && req.version() <= http::Version::HTTP_11 {
+                        req.extensions_mut().insert(splicer.clone());
+                    }
+                    async move { handler.handle(req, peer).await }
                 });
-            let c = conn
-                .serve_connection(TokioIo::new(sock), service)
-                .into_owned();
+            let c = conn.serve_connection(io, service).into_owned();
             let c = graceful.watch(c);
             tokio::spawn(async move {
                 if let Err(e) = c.await {

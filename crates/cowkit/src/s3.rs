@@ -77,6 +77,10 @@ struct ServeArgs {
     /// whitespace keeps the connection alive until the XML is ready.
     #[arg(long, default_value_t = 500, hide_short_help = true)]
     keepalive_after_ms: u64,
+    /// Experimental: send GET bodies with sendfile(2) on HTTP/1
+    /// connections (less CPU per byte; see docs/s3.md for its limits).
+    #[arg(long)]
+    sendfile: bool,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
@@ -132,6 +136,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode, CliError> {
         credentials: creds,
         anonymous: a.anonymous,
         region: a.region.clone(),
+        sendfile: a.sendfile,
         store: Options {
             fsync: a.fsync,
             min_part_size: a.min_part_size,
