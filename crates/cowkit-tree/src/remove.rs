@@ -30,7 +30,10 @@ pub struct RemoveOptions {
     /// CPUs this process may run on. On XFS the inodes a thread unlinks
     /// are inactivated by a kernel worker of the CPU it ran on; a pinned
     /// worker keeps its allocation group's inactivation on its own CPU
-    /// instead of racing the other worker for that group's AGI buffer.
+    /// instead of racing the other worker for that group's AGI buffer
+    /// (1.50× against 1.46× over `rm -rf` on a quiet machine). Off by
+    /// default: a pinned worker cannot move away from a CPU another
+    /// process keeps busy (2.2× slower then).
     pub pin: bool,
 }
 
@@ -39,7 +42,7 @@ impl Default for RemoveOptions {
         RemoveOptions {
             threads: crate::default_threads(),
             force: false,
-            pin: true,
+            pin: false,
         }
     }
 }
