@@ -657,3 +657,22 @@ pub fn write_file_at(
     f.commit(dir, name, path)?;
     Ok(())
 }
+
+/// How inode numbers of the filesystem holding `dir` encode their
+/// allocation group: on XFS an inode number is `agno << shift | agino`, with
+/// `shift` = log2 of the AG size in blocks (rounded up) + log2 of the inodes
+/// per block, so `ino >> shift` is its AG, whose header buffers (AGI, AGF)
+/// every unlink and inode free of that AG locks. `None` on other
+/// filesystems (or when the geometry makes no sense).
+pub fn inode_group_shift(dir: impl AsFd) -> Option<u32> {
+    let (blocksize, agblocks, agcount, inodesize) = crate::sys::xfs_geometry(dir).ok()?;
+    if agblocks < 2 || agcount == 0 || inodesize == 0 || blocksize < inodesize {
+        return None;
+    }
+    let inopb = blocksize / inodesize;
+    if !inopb.is_power_of_two() {
+        return None;
+    }
+    let agblklog = 32 - (agblocks - 1).leading_zeros();
+    Some(agblklog + inopb.trailing_zeros())
+}

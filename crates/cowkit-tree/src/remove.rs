@@ -14,7 +14,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir, CWD};
 use rustix::io::Errno;
 use serde::Serialize;
 
-use crate::queue::Queue;
+use crate::queue::Lanes;
 use crate::sys::{self, entry_error};
 use crate::{EntryError, Error, Progress};
 
@@ -26,6 +26,15 @@ pub struct RemoveOptions {
     /// A missing path, or an entry that vanished meanwhile, is not an
     /// error (`rm -f`).
     pub force: bool,
+    /// Pin each worker to its own CPU when there are no more workers than
+    /// CPUs this process may run on. On XFS the inodes a thread unlinks
+    /// are inactivated by a kernel worker of the CPU it ran on; a pinned
+    /// worker keeps its allocation group's inactivation on its own CPU
+    /// instead of racing the other worker for that group's AGI buffer
+    /// (1.50× against 1.46× over `rm -rf` on a quiet machine). Off by
+    /// default: a pinned worker cannot move away from a CPU another
+    /// process keeps busy (2.2× slower then).
+    pub pin: bool,
 }
 
 impl Default for RemoveOptions {
@@ -33,6 +42,7 @@ impl Default for RemoveOptions {
         RemoveOptions {
             threads: crate::default_threads(),
             force: false,
+            pin: false,
         }
     }
 }
@@ -89,7 +99,10 @@ enum Task {
 struct Ctx<'a> {
     o: &'a RemoveOptions,
     progress: &'a dyn Progress,
-    queue: Queue<Task>,
+    /// Directories to empty, in one lane per XFS allocation group (the
+    /// group is in the inode number: `ino >> shift`), one lane elsewhere.
+    queue: Lanes<Task>,
+    shift: Option<u32>,
     root: PathBuf,
     /// The mount the removal stays on (`None`: the kernel does not say).
     mount: Option<u64>,
@@ -99,6 +112,9 @@ struct Ctx<'a> {
     held: Arc<AtomicUsize>,
     budget: usize,
 }
+
+/// Lanes of the queue at most (allocation groups beyond share lanes).
+const MAX_LANES: usize = 64;
 
 struct Worker {
     dirbuf: Vec<MaybeUninit<u8>>,
@@ -174,10 +190,12 @@ pub fn remove(
         return Err(refused());
     }
     let fd = dir::open_dir(&pfd, name.as_c_str(), path)?;
+    let shift = dir::inode_group_shift(&fd);
     let ctx = Ctx {
         o,
         progress,
-        queue: Queue::new(),
+        queue: Lanes::new(if shift.is_some() { MAX_LANES } else { 1 }),
+        shift,
         root: path.to_path_buf(),
         mount: dir::mount_id(fd.as_fd()).map_err(|e| io("stat", e))?,
         held: Arc::new(AtomicUsize::new(1)),
@@ -197,11 +215,27 @@ pub fn remove(
         sum: RemoveSummary::default(),
     };
     ctx.list(&mut w, top);
+    let cpus: Vec<usize> = rustix::thread::sched_getaffinity(None)
+        .map(|set| {
+            (0..rustix::thread::CpuSet::MAX_CPU)
+                .filter(|&c| set.is_set(c))
+                .collect()
+        })
+        .unwrap_or_default();
+    let next_cpu = AtomicUsize::new(0);
     let workers = ctx.queue.run(
         o.threads,
-        || Worker {
-            dirbuf: Vec::new(),
-            sum: RemoveSummary::default(),
+        || {
+            let i = next_cpu.fetch_add(1, Ordering::Relaxed);
+            if o.pin && o.threads > 1 && o.threads <= cpus.len() {
+                let mut set = rustix::thread::CpuSet::new();
+                set.set(cpus[i % cpus.len()]);
+                let _ = rustix::thread::sched_setaffinity(None, &set);
+            }
+            Worker {
+                dirbuf: Vec::new(),
+                sum: RemoveSummary::default(),
+            }
         },
         |w, t| ctx.task(w, t),
     );
@@ -315,10 +349,14 @@ impl Ctx<'_> {
                 }
             }
             node.pending.fetch_add(1, Ordering::AcqRel);
-            self.queue.push(Task::Open {
-                parent: node.clone(),
-                name: name.to_owned(),
-            });
+            let lane = self.shift.map_or(0, |s| (ent.ino() >> s) as usize);
+            self.queue.push(
+                lane,
+                Task::Open {
+                    parent: node.clone(),
+                    name: name.to_owned(),
+                },
+            );
         }
         w.dirbuf = buf;
         self.finish(w, node);
