@@ -5,7 +5,7 @@
 //! hyper owns the socket and writes every body byte itself, counting them
 //! against `Content-Length`. So the body handed to hyper is made of
 //! *stand-ins*: frames of the right lengths that all point into one static
-//! block, [`STAND_IN`], and for each one a [`Pending`] range of the file is
+//! block, `STAND_IN`, and for each one a `Pending` range of the file is
 //! queued on the connection. The connection's I/O object, [`SendfileIo`],
 //! recognises the stand-in bytes by their address when hyper writes them and
 //! sends the queued file range in their place; everything else it writes
