@@ -104,7 +104,8 @@ pub fn temp_name_pid(name: &str) -> Option<u32> {
 
 /// Remove from `dir` (shown as `path`) the temporary names (`.ck<pid>.<n>`)
 /// left by cowkit processes that no longer exist (killed with SIGKILL
-/// between creating and renaming one). A name whose process is alive (in
+/// between creating and renaming one); a directory under such a name goes
+/// with everything in it ([`remove_tree`]). A name whose process is alive (in
 /// this pid namespace), or is ourselves, is kept. Returns how many were
 /// removed.
 pub fn remove_stale_temporaries(dir: BorrowedFd<'_>, path: &Path) -> Result<usize> {
@@ -115,12 +116,23 @@ pub fn remove_stale_temporaries(dir: BorrowedFd<'_>, path: &Path) -> Result<usiz
         let Some(pid) = temp_name_pid(name) else {
             continue;
         };
-        if pid == me || ft == FileType::Directory || pid_alive(pid) {
+        if pid == me || pid_alive(pid) {
+            continue;
+        }
+        if ft == FileType::Directory {
+            // A directory built under a temporary name and never renamed
+            // into place (an install's new directories).
+            remove_tree(dir, name, &path.join(name))?;
+            n += 1;
             continue;
         }
         match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
             Ok(()) => n += 1,
-            Err(Errno::NOENT | Errno::ISDIR) => {}
+            Err(Errno::NOENT) => {}
+            Err(Errno::ISDIR) => {
+                remove_tree(dir, name, &path.join(name))?;
+                n += 1;
+            }
             Err(e) => return Err(IoError::new("remove the stale temporary file in", path, e)),
         }
     }
@@ -360,6 +372,55 @@ pub fn read_names(dir: impl AsFd, path: &Path) -> Result<Vec<(OsString, FileType
         }
     }
     Ok(out)
+}
+
+/// Create a directory in `dir` (shown as `dir_path`) under a fresh
+/// temporary name with `mode` (before the umask), and open it: a tree is
+/// built there unseen and renamed into place when complete. Returns the
+/// name and the descriptor. [`remove_stale_temporaries`] takes it away if
+/// the process dies first.
+pub fn mkdir_temp(dir: impl AsFd, mode: u32, dir_path: &Path) -> Result<(String, OwnedFd)> {
+    let name = with_temp_name(|name| rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(mode)))
+        .map_err(|e| IoError::new("create a directory in", dir_path, e))?;
+    let fd = open_dir(&dir, name.as_str(), &dir_path.join(&name))?;
+    Ok((name, fd))
+}
+
+/// Remove `name` in `dir` (shown as `path`) and, when it is a directory,
+/// everything below it, without following symlinks or leaving the
+/// filesystem of `dir` (a mount point below is an error, not crossed). A
+/// missing name is fine. Depth-first through directory descriptors, so
+/// nothing is resolved from a path.
+pub fn remove_tree(dir: impl AsFd, name: impl AsRef<std::ffi::OsStr>, path: &Path) -> Result<()> {
+    let name = name.as_ref();
+    match rustix::fs::unlinkat(&dir, name, AtFlags::empty()) {
+        Ok(()) | Err(Errno::NOENT) => return Ok(()),
+        Err(Errno::ISDIR | Errno::PERM) => {}
+        Err(e) => return Err(IoError::new("remove", path, e)),
+    }
+    let Some(fd) = open_dir_opt(&dir, name, path)? else {
+        return Ok(());
+    };
+    let outer = mount_id(dir.as_fd()).ok().flatten();
+    if outer.is_some() && mount_id(fd.as_fd()).ok().flatten() != outer {
+        return Err(IoError::new("remove (a mount point)", path, Errno::XDEV));
+    }
+    for (n, ft) in read_names(&fd, path)? {
+        let child = path.join(&n);
+        if ft == FileType::Directory {
+            remove_tree(&fd, &n, &child)?;
+            continue;
+        }
+        match rustix::fs::unlinkat(&fd, n.as_os_str(), AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) => {}
+            Err(Errno::ISDIR | Errno::PERM) => remove_tree(&fd, &n, &child)?,
+            Err(e) => return Err(IoError::new("remove", child, e)),
+        }
+    }
+    match rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR) {
+        Ok(()) | Err(Errno::NOENT) => Ok(()),
+        Err(e) => Err(IoError::new("remove directory", path, e)),
+    }
 }
 
 /// `fsync` a directory (after names in it changed).

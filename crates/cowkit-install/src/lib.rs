@@ -201,6 +201,10 @@ pub trait Progress: Sync {
     fn on_bytes(&self, _bytes: u64) {}
     /// A regular file (or a hardlink) got its name in the root.
     fn on_file(&self) {}
+    /// `files` reported by [`Progress::on_file`] were taken away again:
+    /// they were in new directories of a package that then failed, which
+    /// are removed whole (see `docs/install.md`).
+    fn on_files_removed(&self, _files: u64) {}
 }
 
 /// Counts the files one package placed, passing everything on.
@@ -217,6 +221,11 @@ impl Progress for Counting<'_> {
         self.files
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.inner.on_file();
+    }
+    fn on_files_removed(&self, files: u64) {
+        self.files
+            .fetch_sub(files, std::sync::atomic::Ordering::Relaxed);
+        self.inner.on_files_removed(files);
     }
 }
 
@@ -337,9 +346,10 @@ pub(crate) fn check_not_truncated_extents(file: &File, path: &Path) -> Result<()
 }
 
 /// What both install paths do after the regular files: symlinks and
-/// nodes, directory metadata (deepest first), and `--verify`.
+/// nodes, the new directories renamed into place, directory metadata
+/// (deepest first), and `--verify`.
 fn finish(
-    target: &tree::Target<'_>,
+    target: &mut tree::Target<'_>,
     files: &cowkit_archive::files::FileList,
     places: &[Option<tree::Place>],
     opts: &Options,
@@ -371,6 +381,7 @@ fn finish(
             }
         }
     }
+    target.publish()?;
     s.directories += target.finish_dirs(files, places)? as u64;
     if opts.verify && !verified_inline {
         s.verified += verify::verify(target, files, places)?;

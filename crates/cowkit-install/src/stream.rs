@@ -27,7 +27,7 @@ pub(crate) fn install(
     let pkg = Package::read(&mut input)?;
     crate::check_expected(&pkg, path, opts)?;
     let files = pkg.files()?;
-    let mut target = Target::new(root, owners);
+    let mut target = Target::new(root, owners, progress);
     let places = target.prepare(&files, &opts.rename)?;
     let mut s = Summary::default();
     let mut buf = vec![0u8; CHUNK];
@@ -76,6 +76,6 @@ pub(crate) fn install(
         PayloadError::Archive(e) => Error::Package(e),
         PayloadError::Visit(e) => e,
     })?;
-    finish(&target, &files, &places, opts, &mut s, false)?;
+    finish(&mut target, &files, &places, opts, &mut s, false)?;
     Ok(s)
 }

@@ -15,7 +15,7 @@ use cowkit_fs::dir::{self, NewFile};
 use cowkit_fs::meta::{self, Current, Meta, On, Policy};
 use cowkit_fs::root::{RelPath, Root};
 use cowkit_fs::{Handle, IoError};
-use rustix::fs::{AtFlags, FileType, Mode, Timespec};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, Timespec};
 use rustix::io::Errno;
 
 use crate::owners::Owners;
@@ -35,6 +35,45 @@ struct Dir {
     /// Whether a default ACL (which replaces the umask) applies to new
     /// entries: then the creation mode cannot be trusted.
     default_acl: bool,
+    /// Made by this install inside a tree still under a temporary name
+    /// ([`Stage`]): nobody can see it yet, so entries are created in it
+    /// directly under their final names.
+    fresh: bool,
+}
+
+/// A directory the package brings that did not exist: built under a
+/// temporary name in its (existing) parent, with everything the package
+/// puts below it, and renamed into place by [`Target::publish`] once
+/// complete. Until then no path of the root leads into it, so a file in
+/// it can be created under its final name and still never be seen
+/// partial; a failed install removes the whole tree, and one killed
+/// leaves only the temporary name, which the next install sweeps.
+struct Stage {
+    /// The existing parent (relative to the root).
+    parent: String,
+    /// The directory's name there once published.
+    name: String,
+    /// Its temporary name until then.
+    temp: String,
+}
+
+fn join(parent: &str, name: &str) -> String {
+    if parent.is_empty() {
+        name.to_string()
+    } else {
+        format!("{parent}/{name}")
+    }
+}
+
+/// `rel` with the prefix `top` replaced by `by`, when `top` is `rel` or
+/// one of its parents.
+fn replace_prefix(rel: &str, top: &str, by: &str) -> Option<String> {
+    let rest = rel.strip_prefix(top)?;
+    if rest.is_empty() || rest.starts_with('/') {
+        Some(format!("{by}{rest}"))
+    } else {
+        None
+    }
 }
 
 /// A directory's descriptor: held, or opened again for one use.
@@ -59,6 +98,12 @@ pub(crate) struct Target<'r> {
     pub root: &'r Root,
     pub owners: &'r Owners,
     dirs: HashMap<String, Dir>,
+    /// New directory trees not renamed into place yet.
+    stages: Vec<Stage>,
+    /// Regular files and hardlinks made in them (reported placed, and
+    /// taken away again if the install fails before they are published).
+    fresh_files: std::sync::atomic::AtomicU64,
+    progress: &'r dyn crate::Progress,
     euid: u32,
     egid: u32,
     umask: u32,
@@ -122,11 +167,18 @@ impl Place {
 }
 
 impl<'r> Target<'r> {
-    pub fn new(root: &'r Root, owners: &'r Owners) -> Target<'r> {
+    pub fn new(
+        root: &'r Root,
+        owners: &'r Owners,
+        progress: &'r dyn crate::Progress,
+    ) -> Target<'r> {
         Target {
             root,
             owners,
             dirs: HashMap::new(),
+            stages: Vec::new(),
+            fresh_files: Default::default(),
+            progress,
             euid: rustix::process::geteuid().as_raw(),
             egid: rustix::process::getegid().as_raw(),
             umask: dir::process_umask().unwrap_or(0o022),
@@ -139,6 +191,8 @@ impl<'r> Target<'r> {
 
     /// Validate every path, then create the package's directories and the
     /// parents of everything else (mode 0755 until [`Target::finish_dirs`]).
+    /// A directory that does not exist yet is made under a temporary name
+    /// in its parent, with its whole new subtree ([`Stage`]).
     pub fn prepare(
         &mut self,
         files: &FileList,
@@ -163,19 +217,43 @@ impl<'r> Target<'r> {
                 wanted.push(p.rel.as_str());
             }
         }
-        wanted.sort_unstable();
-        wanted.dedup();
+        // With every parent, shallowest first: a directory is made after
+        // its parent.
+        let mut all: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        for d in wanted {
+            let mut d = d;
+            while all.insert(d) {
+                match d.rsplit_once('/') {
+                    Some((parent, _)) => d = parent,
+                    None if d.is_empty() => break,
+                    None => d = "",
+                }
+            }
+        }
+        let mut all: Vec<&str> = all.into_iter().collect();
+        all.sort_unstable_by_key(|d| {
+            (
+                if d.is_empty() {
+                    0
+                } else {
+                    d.matches('/').count() + 1
+                },
+                *d,
+            )
+        });
         // The reserve: files being written (one per worker), the root,
         // the package and the process's own.
         let budget = dir::dir_fd_budget(128);
-        for d in wanted {
+        for d in all {
             if self.dirs.contains_key(d) {
                 continue;
             }
-            let rel = RelPath::new(d)?;
-            let fd = self.root.create_dirs(&rel, 0o755)?;
-            let st = rustix::fs::fstat(&fd).map_err(sys("stat", self.root.display(&rel)))?;
-            sweep_once(&fd, &st, &self.root.display(&rel))?;
+            let (fd, fresh) = self.open_or_stage(d)?;
+            let path = self.root.display(&RelPath::new(d)?);
+            let st = rustix::fs::fstat(&fd).map_err(sys("stat", path.clone()))?;
+            if !fresh {
+                sweep_once(&fd, &st, &path)?;
+            }
             let new_gid = (st.st_mode & 0o2000 != 0).then_some(st.st_gid);
             let default_acl = meta::may_have_default_acl(&fd);
             let fd = (self.dirs.len() < budget).then_some(fd);
@@ -185,10 +263,94 @@ impl<'r> Target<'r> {
                     fd,
                     new_gid,
                     default_acl,
+                    fresh,
                 },
             );
         }
         Ok(places)
+    }
+
+    /// Open the directory `rel`, whose parent is known already (or which
+    /// is the root): an existing one (symlinks followed inside the root,
+    /// as rpm does), else a new one, made directly in a parent that is
+    /// new itself or under a temporary name (a new [`Stage`]). Returns it
+    /// and whether it is new.
+    fn open_or_stage(&mut self, rel: &str) -> Result<(OwnedFd, bool)> {
+        let Some((parent, name)) = rel
+            .rsplit_once('/')
+            .or((!rel.is_empty()).then_some(("", rel)))
+        else {
+            return Ok((self.root.open_dir(&RelPath::new("")?)?, false));
+        };
+        let path = self.root.display(&RelPath::new(rel)?);
+        let pfd = self.dir_at(parent)?;
+        if self.dirs[parent].fresh {
+            let fd = dir::mkdir_open(&pfd, name, 0o755, &path)?;
+            return Ok((fd, true));
+        }
+        match self.root.open_dir(&RelPath::new(rel)?) {
+            Ok(fd) => return Ok((fd, false)),
+            Err(e) if cowkit_fs::error::errno_of(&e) == Some(Errno::NOENT) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let ppath = self.root.display(&RelPath::new(parent)?);
+        let (temp, fd) = dir::mkdir_temp(&pfd, 0o755, &ppath)?;
+        self.stages.push(Stage {
+            parent: parent.to_string(),
+            name: name.to_string(),
+            temp,
+        });
+        Ok((fd, true))
+    }
+
+    /// Where the directory `rel` is now: under its stage's temporary name
+    /// until [`Target::publish`].
+    fn physical(&self, rel: &str) -> String {
+        self.stages
+            .iter()
+            .find_map(|st| {
+                replace_prefix(
+                    rel,
+                    &join(&st.parent, &st.name),
+                    &join(&st.parent, &st.temp),
+                )
+            })
+            .unwrap_or_else(|| rel.to_string())
+    }
+
+    /// Rename every new directory tree into place: from now on the
+    /// package's new directories and what is in them can be seen. A name
+    /// that appeared meanwhile (another package of the transaction, or
+    /// another process, made the same directory) gets the tree's entries
+    /// moved into it instead.
+    pub fn publish(&mut self) -> Result<()> {
+        while let Some(st) = self.stages.first() {
+            let top = join(&st.parent, &st.name);
+            let path = self.root.display(&RelPath::new(&top)?);
+            let pfd = self.root.open_dir(&RelPath::new(&st.parent)?)?;
+            match rustix::fs::renameat_with(
+                &pfd,
+                st.temp.as_str(),
+                &pfd,
+                st.name.as_str(),
+                rustix::fs::RenameFlags::NOREPLACE,
+            ) {
+                Ok(()) => {}
+                Err(Errno::EXIST) => {
+                    merge(&pfd, &st.temp, &pfd, &st.name, &path)?;
+                    // Directories that existed on both sides were
+                    // emptied and removed: open them again by name.
+                    for (rel, d) in self.dirs.iter_mut() {
+                        if replace_prefix(rel, &top, "").is_some() {
+                            d.fd = None;
+                        }
+                    }
+                }
+                Err(e) => return Err(sys("rename into place", path)(e)),
+            }
+            self.stages.remove(0);
+        }
+        Ok(())
     }
 
     fn dir(&self, p: &Place) -> Result<DirFd<'_>> {
@@ -198,8 +360,15 @@ impl<'r> Target<'r> {
     fn dir_at(&self, rel: &str) -> Result<DirFd<'_>> {
         match &self.dirs[rel].fd {
             Some(fd) => Ok(DirFd::Held(fd)),
-            None => Ok(DirFd::Again(self.root.open_dir(&RelPath::new(rel)?)?)),
+            None => Ok(DirFd::Again(
+                self.root.open_dir(&RelPath::new(&self.physical(rel))?)?,
+            )),
         }
+    }
+
+    /// Whether `p`'s directory is new and not published yet.
+    fn in_fresh_dir(&self, p: &Place) -> bool {
+        self.dirs.get(&p.parent).is_some_and(|d| d.fresh) && !self.stages.is_empty()
     }
 
     /// Owner, caps, mode and times of `f` as the header says, for an entry
@@ -299,6 +468,27 @@ impl<'r> Target<'r> {
         if exact {
             meta.mode = None;
         }
+        if self.in_fresh_dir(p) {
+            // Unseen until published: created under its final name.
+            match rustix::fs::openat(
+                &dir,
+                p.name.as_str(),
+                OFlags::CREATE | OFlags::EXCL | OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::from_raw_mode(create_mode),
+            ) {
+                Ok(fd) => {
+                    let file = File::from(fd);
+                    fill(&file, &path)?;
+                    meta::apply(Handle::new(&file, &path), &meta, None)?;
+                    self.fresh_files
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    return Ok(());
+                }
+                // Twice in the package: the later one replaces it.
+                Err(Errno::EXIST) => {}
+                Err(e) => return Err(sys("create", path)(e)),
+            }
+        }
         let parent = path.parent().unwrap_or(self.root.path());
         let new = NewFile::anonymous(dir.as_fd(), parent, create_mode)?;
         fill(new.file(), &path)?;
@@ -313,6 +503,23 @@ impl<'r> Target<'r> {
         let dir = dir.as_fd();
         let from = self.dir(first)?;
         let path = self.display(member);
+        if self.in_fresh_dir(member) {
+            match rustix::fs::linkat(
+                &from,
+                first.name.as_str(),
+                dir,
+                member.name.as_str(),
+                AtFlags::empty(),
+            ) {
+                Ok(()) => {
+                    self.fresh_files
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    return Ok(());
+                }
+                Err(Errno::EXIST) => {}
+                Err(e) => return Err(sys("link", path)(e)),
+            }
+        }
         dir::create_replacing(
             dir,
             &member.name,
@@ -349,6 +556,24 @@ impl<'r> Target<'r> {
     ) -> Result<()> {
         let dir = self.dir(p)?;
         let dir = dir.as_fd();
+        let mut create = create;
+        if self.in_fresh_dir(p) {
+            match create(&p.name) {
+                Ok(()) => {
+                    let name = CString::new(p.name.as_str()).map_err(|_| {
+                        Error::BadPath(cowkit_fs::root::BadPath {
+                            path: p.rel.as_str().to_string(),
+                            why: "it contains a NUL byte",
+                        })
+                    })?;
+                    let on = On::At(dir, &name);
+                    meta::apply_on(on, path, meta, Current::default(), Policy::STRICT)?;
+                    return Ok(());
+                }
+                Err(Errno::EXIST) => {}
+                Err(e) => return Err(sys(op, path.to_path_buf())(e)),
+            }
+        }
         dir::create_replacing(dir, &p.name, path, op, create, |tmp| {
             let name = CString::new(tmp).expect("temporary names have no NUL");
             let on = On::At(dir, &name);
@@ -400,5 +625,62 @@ impl<'r> Target<'r> {
             meta::apply(Handle::new(&fd.as_fd(), &path), &meta, None)?;
         }
         Ok(dirs.len())
+    }
+}
+
+/// Move every entry of the directory `from` (in `from_dir`) into the
+/// existing directory `to` (in `to_dir`), then remove `from`: directories
+/// on both sides are merged the same way, and any other entry replaces
+/// the one there (as a file the package installs does).
+fn merge(
+    from_dir: impl AsFd,
+    from: &str,
+    to_dir: impl AsFd,
+    to: &str,
+    path: &std::path::Path,
+) -> Result<()> {
+    let src = dir::open_dir(&from_dir, from, path)?;
+    let dst = dir::open_dir(&to_dir, to, path)?;
+    for (name, ft) in dir::read_names(&src, path)? {
+        let child = path.join(&name);
+        match rustix::fs::renameat_with(
+            &src,
+            &name,
+            &dst,
+            &name,
+            rustix::fs::RenameFlags::NOREPLACE,
+        ) {
+            Ok(()) => {}
+            Err(Errno::EXIST) if ft == FileType::Directory => {
+                let name = name.to_str().expect("the package's names are UTF-8");
+                merge(&src, name, &dst, name, &child)?;
+            }
+            Err(Errno::EXIST) => rustix::fs::renameat(&src, &name, &dst, &name)
+                .map_err(sys("rename into place", child))?,
+            Err(e) => return Err(sys("rename into place", child)(e)),
+        }
+    }
+    rustix::fs::unlinkat(&from_dir, from, AtFlags::REMOVEDIR)
+        .map_err(sys("remove directory", path.to_path_buf()))
+}
+
+impl Drop for Target<'_> {
+    /// An install that ends before [`Target::publish`] (an error) takes
+    /// its new directory trees away: nothing of them was ever seen.
+    fn drop(&mut self) {
+        if !self.stages.is_empty() {
+            self.progress.on_files_removed(*self.fresh_files.get_mut());
+        }
+        for st in self.stages.drain(..) {
+            if let Ok(pfd) = RelPath::new(&st.parent)
+                .map_err(drop)
+                .and_then(|r| self.root.open_dir(&r).map_err(drop))
+            {
+                let path = self.root.display(
+                    &RelPath::new(&st.parent).unwrap_or_else(|_| RelPath::new("").expect("root")),
+                );
+                let _ = dir::remove_tree(&pfd, &st.temp, &path.join(&st.temp));
+            }
+        }
     }
 }

@@ -18,7 +18,9 @@
 //!
 //! A package whose `%pretrans`/`%pre` fails or whose files cannot be placed
 //! is reported and not registered; the others go on, as with rpm. Files it
-//! had already placed stay (as rpm leaves them); see `docs/install.md`.
+//! had already placed in existing directories stay (as rpm leaves them);
+//! the new directories it was building, which nobody could see yet, are
+//! removed with what is in them; see `docs/install.md`.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufReader, Read};
@@ -90,7 +92,8 @@ pub struct PackageFailure {
     /// The error and its causes.
     pub error: Vec<String>,
     /// Files of it that had been placed under their names when it failed
-    /// (they stay, as with rpm).
+    /// and are still there (they stay, as with rpm; those in the new
+    /// directories it was building are removed with them).
     pub placed_files: u64,
 }
 

@@ -375,3 +375,110 @@ fn issue14_cp_a_as_a_user_clears_setuid_it_cannot_keep() {
     // Its owner was kept: so is its setuid bit.
     assert_eq!(mode("out/ours/mine"), 0o4755);
 }
+
+// ---------------------------------------------------------------------------
+// Issue 15: a new root's directories are built under a temporary name and
+// renamed into place whole.
+
+/// Every regular file and symlink under `dir` (relative paths), with its
+/// content or target; names starting with `.ck` are not entered.
+fn visible_tree(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.file_name().to_string_lossy().starts_with(".ck") {
+                continue;
+            }
+            let ft = e.file_type().unwrap();
+            let rel = e.path().strip_prefix(dir).unwrap().to_path_buf();
+            if ft.is_dir() {
+                todo.push(e.path());
+            } else if ft.is_symlink() {
+                let t = std::fs::read_link(e.path()).unwrap();
+                out.insert(rel, t.into_os_string().into_encoded_bytes());
+            } else if ft.is_file() {
+                out.insert(rel, std::fs::read(e.path()).unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn issue15_a_new_root_gets_its_tree_whole_or_not_at_all_when_killed() {
+    let Some(t) = scratch(Fs::Xfs) else { return };
+    // 1,500 files in 30 new directories: long enough to be killed while
+    // placing.
+    let rpm = cowkit_testutil::rpm::build_rpm_cached(
+        tmp(),
+        "cowkit-killed-new-root",
+        "r=%{buildroot}/opt/killed\n\
+         for d in $(seq 1 30); do mkdir -p $r/d$d/sub\n\
+           for i in $(seq 1 50); do printf 'file %s %s\\n' $d $i > $r/d$d/sub/f$i; done\n\
+           ln -s sub/f1 $r/d$d/link\n\
+         done",
+        "/opt/killed",
+        "w19.zstdio",
+    );
+    let rpme = t.path().join("killed.rpme");
+    let st = Command::new(COWKIT)
+        .arg("transcode")
+        .arg(&rpm)
+        .arg("-o")
+        .arg(&rpme)
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let install = |root: &Path| {
+        Command::new(COWKIT)
+            .args(["install", "--no-db", "--noscripts", "--root"])
+            .arg(root)
+            .arg(&rpme)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let whole = t.path().join("whole");
+    std::fs::create_dir(&whole).unwrap();
+    let t0 = Instant::now();
+    assert!(install(&whole).wait().unwrap().success());
+    let took = t0.elapsed();
+    let expected = visible_tree(&whole);
+    assert_eq!(expected.len(), 30 * 51);
+    // Kills spread over the length of a whole install.
+    let (mut none, mut staged, mut complete) = (0, 0, 0);
+    let mut left_over = None;
+    for round in 0..40u32 {
+        let root = t.path().join(format!("root{round}"));
+        std::fs::create_dir(&root).unwrap();
+        let mut child = install(&root);
+        std::thread::sleep(took * round / 32);
+        kill(child.id(), rustix::process::Signal::KILL);
+        child.wait().unwrap();
+        let seen = visible_tree(&root);
+        if seen.is_empty() {
+            none += 1;
+        } else {
+            assert_eq!(seen, expected, "round {round}: a partial tree is visible");
+            complete += 1;
+        }
+        if !temporaries(&root).is_empty() {
+            staged += 1;
+            assert!(seen.is_empty(), "round {round}: published and staged");
+            left_over = Some(root);
+        }
+    }
+    eprintln!(
+        "kills: {none} with nothing visible ({staged} of them mid-build), {complete} complete"
+    );
+    // Some kills landed while the tree was being built: the test saw the
+    // case it is about.
+    let left_over = left_over.expect("no kill landed while the new tree was built");
+    // The next install into that root sweeps the dead one's tree.
+    assert!(install(&left_over).wait().unwrap().success());
+    assert_eq!(temporaries(&left_over), Vec::<PathBuf>::new());
+    assert_eq!(visible_tree(&left_over), expected);
+}
