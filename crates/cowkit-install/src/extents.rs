@@ -30,7 +30,7 @@ pub(crate) fn install(
     let x = ExtentsFile::open(file, path)?;
     crate::check_expected(x.package(), path, opts)?;
     let files = x.files();
-    let mut target = Target::new(root, owners, progress);
+    let mut target = Target::new(root, owners, progress, opts.gate.as_ref());
     let places = target.prepare(files, &opts.rename)?;
 
     // One work item per regular file, or per hardlink set.

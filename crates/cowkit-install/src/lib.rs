@@ -102,6 +102,11 @@ pub enum Error {
         /// How it ended.
         status: String,
     },
+    /// The transaction's check, running while this package's files were
+    /// placed unseen ([`Gate`]), did not pass: nothing of the package was
+    /// made visible. The check's own error is the transaction's.
+    #[error("not placed: the transaction's check did not pass")]
+    Refused,
     /// The package is not the one that was checked.
     #[error(
         "`{path}` is not the package that was checked: header digest {found}, expected {expected}"
@@ -180,6 +185,79 @@ pub struct Options {
     /// a transaction checked one file and installs another with the same
     /// header (its extents file).
     pub expect_header: Option<String>,
+    /// Wait for this before changing anything that can be seen in the
+    /// root ([`Gate`]).
+    pub gate: Option<Gate>,
+}
+
+/// A verdict that an install waits for before it changes anything that
+/// can be seen in the root: rpm's check of a new root's transaction, which
+/// runs while the packages' new directories are built unseen. Until it
+/// passes, files go only into those directories (under temporary names);
+/// creating an entry in an existing directory, or renaming a new tree into
+/// place, first waits for it. When it fails, every install waiting on it
+/// fails with [`Error::Refused`] and takes its new trees away. Clones share
+/// one verdict, asked for once.
+#[derive(Clone)]
+pub struct Gate(std::sync::Arc<std::sync::Mutex<Verdict>>);
+
+type Ask = Box<dyn FnOnce() -> Result<()> + Send>;
+
+enum Verdict {
+    Pending(Ask),
+    Asking,
+    Passed,
+    Failed(Option<Error>),
+}
+
+impl Gate {
+    /// A gate whose verdict `ask` gives (it runs once, in the first
+    /// thread that needs the answer).
+    pub fn new(ask: impl FnOnce() -> Result<()> + Send + 'static) -> Gate {
+        Gate(std::sync::Arc::new(std::sync::Mutex::new(
+            Verdict::Pending(Box::new(ask)),
+        )))
+    }
+
+    /// Wait for the verdict: `Ok` when it passed, else [`Error::Refused`].
+    pub fn pass(&self) -> Result<()> {
+        let mut v = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Verdict::Pending(_) = &*v {
+            let Verdict::Pending(ask) = std::mem::replace(&mut *v, Verdict::Asking) else {
+                unreachable!("matched above");
+            };
+            // Asked with the lock held: the others wait for the answer.
+            *v = match ask() {
+                Ok(()) => Verdict::Passed,
+                Err(e) => Verdict::Failed(Some(e)),
+            };
+        }
+        match &*v {
+            Verdict::Passed => Ok(()),
+            _ => Err(Error::Refused),
+        }
+    }
+
+    /// The verdict's own error, for the one who owns the transaction
+    /// (asked first if no install needed it); `None` when it passed.
+    pub fn error(&self) -> Option<Error> {
+        let _ = self.pass();
+        match &mut *self.0.lock().unwrap_or_else(|e| e.into_inner()) {
+            Verdict::Failed(e) => Some(e.take().unwrap_or(Error::Refused)),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Gate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match &*self.0.lock().unwrap_or_else(|e| e.into_inner()) {
+            Verdict::Pending(_) | Verdict::Asking => "pending",
+            Verdict::Passed => "passed",
+            Verdict::Failed(_) => "failed",
+        };
+        f.debug_tuple("Gate").field(&state).finish()
+    }
 }
 
 impl Default for Options {
@@ -191,6 +269,7 @@ impl Default for Options {
             clone_tail: false,
             rename: std::collections::HashMap::new(),
             expect_header: None,
+            gate: None,
         }
     }
 }

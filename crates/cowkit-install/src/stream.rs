@@ -27,7 +27,7 @@ pub(crate) fn install(
     let pkg = Package::read(&mut input)?;
     crate::check_expected(&pkg, path, opts)?;
     let files = pkg.files()?;
-    let mut target = Target::new(root, owners, progress);
+    let mut target = Target::new(root, owners, progress, opts.gate.as_ref());
     let places = target.prepare(&files, &opts.rename)?;
     let mut s = Summary::default();
     let mut buf = vec![0u8; CHUNK];

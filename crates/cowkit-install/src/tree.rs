@@ -104,6 +104,7 @@ pub(crate) struct Target<'r> {
     /// taken away again if the install fails before they are published).
     fresh_files: std::sync::atomic::AtomicU64,
     progress: &'r dyn crate::Progress,
+    gate: Option<&'r crate::Gate>,
     euid: u32,
     egid: u32,
     umask: u32,
@@ -171,6 +172,7 @@ impl<'r> Target<'r> {
         root: &'r Root,
         owners: &'r Owners,
         progress: &'r dyn crate::Progress,
+        gate: Option<&'r crate::Gate>,
     ) -> Target<'r> {
         Target {
             root,
@@ -179,6 +181,7 @@ impl<'r> Target<'r> {
             stages: Vec::new(),
             fresh_files: Default::default(),
             progress,
+            gate,
             euid: rustix::process::geteuid().as_raw(),
             egid: rustix::process::getegid().as_raw(),
             umask: dir::process_umask().unwrap_or(0o022),
@@ -318,12 +321,14 @@ impl<'r> Target<'r> {
             .unwrap_or_else(|| rel.to_string())
     }
 
-    /// Rename every new directory tree into place: from now on the
+    /// Rename every new directory tree into place (once the transaction's
+    /// check, if still running, has passed): from now on the
     /// package's new directories and what is in them can be seen. A name
     /// that appeared meanwhile (another package of the transaction, or
     /// another process, made the same directory) gets the tree's entries
     /// moved into it instead.
     pub fn publish(&mut self) -> Result<()> {
+        self.visible()?;
         while let Some(st) = self.stages.first() {
             let top = join(&st.parent, &st.name);
             let path = self.root.display(&RelPath::new(&top)?);
@@ -369,6 +374,15 @@ impl<'r> Target<'r> {
     /// Whether `p`'s directory is new and not published yet.
     fn in_fresh_dir(&self, p: &Place) -> bool {
         self.dirs.get(&p.parent).is_some_and(|d| d.fresh) && !self.stages.is_empty()
+    }
+
+    /// Before changing what can be seen in the root: wait for the
+    /// transaction's check, if it is still running ([`crate::Gate`]).
+    fn visible(&self) -> Result<()> {
+        match self.gate {
+            Some(g) => g.pass(),
+            None => Ok(()),
+        }
     }
 
     /// Owner, caps, mode and times of `f` as the header says, for an entry
@@ -489,6 +503,7 @@ impl<'r> Target<'r> {
                 Err(e) => return Err(sys("create", path)(e)),
             }
         }
+        self.visible()?;
         let parent = path.parent().unwrap_or(self.root.path());
         let new = NewFile::anonymous(dir.as_fd(), parent, create_mode)?;
         fill(new.file(), &path)?;
@@ -520,6 +535,7 @@ impl<'r> Target<'r> {
                 Err(e) => return Err(sys("link", path)(e)),
             }
         }
+        self.visible()?;
         dir::create_replacing(
             dir,
             &member.name,
@@ -574,6 +590,7 @@ impl<'r> Target<'r> {
                 Err(e) => return Err(sys(op, path.to_path_buf())(e)),
             }
         }
+        self.visible()?;
         dir::create_replacing(dir, &p.name, path, op, create, |tmp| {
             let name = CString::new(tmp).expect("temporary names have no NUL");
             let on = On::At(dir, &name);

@@ -68,6 +68,10 @@ pub struct TxOptions {
     pub test: bool,
     /// Send scriptlets' stdout to stderr.
     pub script_stdout_to_stderr: bool,
+    /// Wait for rpm's check of a new root's transaction before placing
+    /// any file, instead of placing the files of new directories (unseen)
+    /// while it runs.
+    pub no_overlap: bool,
 }
 
 /// What happened to a config file.
@@ -100,8 +104,13 @@ pub struct PackageFailure {
 /// Where a transaction's time went, in seconds.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Timings {
-    /// Reading the headers and rpm's check and order.
+    /// Reading the headers and rpm's check and order. For a new root
+    /// whose packages have no scriptlets, rpm's check runs during `place`
+    /// instead (files of new directories are placed unseen meanwhile), and
+    /// this is the time to start it.
     pub check: f64,
+    /// Waiting after `place` for a check that ran beside it.
+    pub check_wait: f64,
     /// Placing files (and removing old versions' files).
     pub place: f64,
     /// Running scriptlets.
@@ -242,6 +251,9 @@ pub fn transaction(
 /// A transaction checked by rpm and ordered, nothing touched yet.
 pub struct Prepared<'r> {
     root: &'r Root,
+    /// rpm's check still running (a new root's transaction); declared
+    /// before `scratch`, so that it is waited for first when dropped.
+    gate: Option<Overlap>,
     opts: TxOptions,
     pkgs: Vec<Pkg>,
     order: Vec<usize>,
@@ -344,6 +356,7 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
             });
         }
     }
+    let mut gate: Option<Overlap> = None;
     // A root without a database is checked against an empty scratch one:
     // where its database goes is decided after its files are placed, by
     // the root's own rpm configuration if the transaction brings one.
@@ -381,39 +394,40 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
             nodeps: opts.nodeps,
             replacefiles: opts.replacefiles,
         };
-        let plan = if pre_register {
-            rpm.check_and_register(packages, &check)?
-        } else {
-            rpm.check(packages, &check)?
-        };
-        // Erasures other than the old versions of upgraded packages come
-        // from Obsoletes: cowkit would have to remove those packages'
-        // files and run their scriptlets, which it does not do yet.
-        let obsoleted: Vec<String> = plan
-            .erase
-            .iter()
-            .filter(|e| !old.values().any(|o| &o.nevra == *e))
-            .map(|e| format!("{e} (installed): would be erased by an Obsoletes of a new package, which cowkit does not do"))
-            .collect();
-        if !obsoleted.is_empty() {
-            return Err(Error::Unsupported {
-                problems: obsoleted,
+        let nevras: Vec<String> = pkgs.iter().map(|p| p.nevra.clone()).collect();
+        let old_nevras: Vec<String> = old.values().map(|o| o.nevra.clone()).collect();
+        // A new root, and packages with no scriptlet to run: their files
+        // can be placed while rpm checks (new directories unseen until it
+        // passes), since nothing in between depends on rpm's order.
+        let overlap = pre_register
+            && !opts.no_overlap
+            && (opts.noscripts || pkgs.iter().all(|p| p.scripts.is_empty()));
+        let order = if overlap {
+            // What cowkit cannot run is refused before rpm starts (it
+            // would go on writing the scratch database after an error).
+            if !opts.noscripts {
+                refuse_unsupported(&pkgs, &old, None)?;
+            }
+            let pending = rpm.start_check_and_register(packages, &check)?;
+            let slot: OrderSlot = Default::default();
+            let answer = std::sync::Arc::clone(&slot);
+            gate = Some(Overlap {
+                gate: crate::Gate::new(move || {
+                    let order = plan_order(&pending.wait()?, &nevras, &old_nevras)?;
+                    *answer.lock().unwrap_or_else(|e| e.into_inner()) = Some(order);
+                    Ok(())
+                }),
+                slot,
             });
-        }
-        let mut order = Vec::with_capacity(plan.order.len());
-        let mut taken = vec![false; pkgs.len()];
-        for n in &plan.order {
-            let i = (0..pkgs.len())
-                .find(|&i| !taken[i] && &pkgs[i].nevra == n)
-                .ok_or_else(|| {
-                    Error::Db(cowkit_rpmdb::Error::Answer {
-                        what: "--test -vv -U",
-                        why: format!("it ordered `{n}`, which is not one of the packages"),
-                    })
-                })?;
-            taken[i] = true;
-            order.push(i);
-        }
+            (0..pkgs.len()).collect()
+        } else {
+            let plan = if pre_register {
+                rpm.check_and_register(packages, &check)?
+            } else {
+                rpm.check(packages, &check)?
+            };
+            plan_order(&plan, &nevras, &old_nevras)?
+        };
         if !opts.noscripts {
             // In a scratch database the only triggers are the new
             // packages' own, which their headers give.
@@ -440,7 +454,64 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
         scratch: scratch.filter(|_| pre_register),
         sum,
         stager: None,
+        gate,
     })
+}
+
+/// Where a check running in the background leaves rpm's order.
+type OrderSlot = std::sync::Arc<Mutex<Option<Vec<usize>>>>;
+
+/// rpm's check of a new root's transaction, running while its files are
+/// placed ([`crate::Gate`]), and where it leaves its order. Dropped, it
+/// waits for rpm: the scratch database must not be removed under it.
+struct Overlap {
+    gate: crate::Gate,
+    slot: OrderSlot,
+}
+
+impl Drop for Overlap {
+    fn drop(&mut self) {
+        let _ = self.gate.pass();
+    }
+}
+
+/// The packages (indices into `nevras`) in rpm's order, after refusing
+/// what cowkit cannot do: erasing installed packages other than the old
+/// versions (`old_nevras`) of upgraded ones.
+fn plan_order(
+    plan: &cowkit_rpmdb::Plan,
+    nevras: &[String],
+    old_nevras: &[String],
+) -> Result<Vec<usize>> {
+    // Erasures other than the old versions of upgraded packages come
+    // from Obsoletes: cowkit would have to remove those packages'
+    // files and run their scriptlets, which it does not do yet.
+    let obsoleted: Vec<String> = plan
+        .erase
+        .iter()
+        .filter(|e| !old_nevras.contains(e))
+        .map(|e| format!("{e} (installed): would be erased by an Obsoletes of a new package, which cowkit does not do"))
+        .collect();
+    if !obsoleted.is_empty() {
+        return Err(Error::Unsupported {
+            problems: obsoleted,
+        });
+    }
+    let mut order = Vec::with_capacity(plan.order.len());
+    let mut taken = vec![false; nevras.len()];
+    for n in &plan.order {
+        let i = (0..nevras.len())
+            .find(|&i| !taken[i] && &nevras[i] == n)
+            .ok_or_else(|| {
+                Error::Db(cowkit_rpmdb::Error::Answer {
+                    what: "--test -vv -U",
+                    why: format!("it ordered `{n}`, which is not one of the packages"),
+                })
+            })?;
+        taken[i] = true;
+        order.push(i);
+    }
+    Ok(order)
 }
 
 fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
@@ -454,8 +525,11 @@ fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
         mut scratch,
         mut sum,
         stager,
+        gate,
     } = prepared;
     let stager = stager.as_ref();
+    let mut opts = opts;
+    opts.install.gate = gate.as_ref().map(|o| o.gate.clone());
     let opts = &opts;
     if opts.test {
         for &i in &order {
@@ -536,6 +610,16 @@ fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
             // fails alone.
             let mut decided: Vec<Result<Options>> = Vec::with_capacity(batch.len());
             for p in &batch {
+                // Deciding may rename a config file already on disk: not
+                // before the check passed.
+                if let Some(g) = &opts.install.gate {
+                    if p.flags.iter().any(|f| f & CONFIG != 0) {
+                        if let Err(e) = g.pass() {
+                            decided.push(Err(e));
+                            continue;
+                        }
+                    }
+                }
                 let mut o = opts.install.clone();
                 decided.push(decide_config(root, p, None, &mut o, &mut sum).map(|_| o));
             }
@@ -594,6 +678,18 @@ fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
         }
     }
     sum.seconds.place = t_place.elapsed().as_secs_f64() - (sum.seconds.scriptlets - scripts_before);
+    // The check that ran beside the placement: its error is the
+    // transaction's (every package then took its new trees away).
+    if let Some(o) = &gate {
+        let t = std::time::Instant::now();
+        if let Some(e) = o.gate.error() {
+            return Err(e);
+        }
+        sum.seconds.check_wait = t.elapsed().as_secs_f64();
+        if let Some(order) = o.slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            sum.order = order.iter().map(|&i| pkgs[i].nevra.clone()).collect();
+        }
+    }
 
     if let Some(s) = &mut scratch {
         s.keep_owned(|dir| placed.iter().any(|&i| pkgs[i].files.find(dir).is_some()));

@@ -388,6 +388,22 @@ pub struct Plan {
     pub erase: Vec<String>,
 }
 
+/// An rpm check (and registration) running in the background
+/// ([`Rpm::start_check_and_register`]).
+#[derive(Debug)]
+pub struct PendingCheck {
+    handle: std::thread::JoinHandle<Result<Plan>>,
+}
+
+impl PendingCheck {
+    /// Wait for rpm: its plan, or its problems as [`Error::Problems`].
+    pub fn wait(self) -> Result<Plan> {
+        self.handle
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    }
+}
+
 /// The `rpm` program working on one root and database.
 #[derive(Clone, Debug)]
 pub struct Rpm {
@@ -478,23 +494,54 @@ impl Rpm {
         self.check_or_register(packages, check, false)
     }
 
-    fn check_or_register(&self, packages: &[PathBuf], check: &Check, test: bool) -> Result<Plan> {
+    /// [`Rpm::check_and_register`] in the background: rpm runs while the
+    /// caller goes on; [`PendingCheck::wait`] gives its answer. For a new
+    /// root's database, whose files are placed (unseen) while rpm checks.
+    pub fn start_check_and_register(
+        &self,
+        packages: &[PathBuf],
+        check: &Check,
+    ) -> Result<PendingCheck> {
+        let c = self.check_command(packages, check, false);
+        let rpm = self.clone();
+        let n = packages.len();
+        let handle = std::thread::Builder::new()
+            .name("rpm-check".into())
+            .spawn(move || {
+                let out = rpm.run(c)?;
+                rpm.plan(out, n)
+            })
+            .map_err(|source| Error::Spawn {
+                program: self.program.clone(),
+                source,
+            })?;
+        Ok(PendingCheck { handle })
+    }
+
+    fn check_command(&self, packages: &[PathBuf], check: &Check, test: bool) -> Command {
         let mut c = self.command();
         self.install_args(&mut c, check);
         if test {
             c.arg("--test");
         }
         c.args(["-vv", "-U"]).args(packages);
-        let stderr = self.transaction(c, "-vv -U")?;
+        c
+    }
+
+    fn check_or_register(&self, packages: &[PathBuf], check: &Check, test: bool) -> Result<Plan> {
+        let c = self.check_command(packages, check, test);
+        let out = self.run(c)?;
+        self.plan(out, packages.len())
+    }
+
+    /// rpm's plan from the output of a `-vv -U` run for `n` packages.
+    fn plan(&self, out: std::process::Output, n: usize) -> Result<Plan> {
+        let stderr = self.transaction_output(out, "-vv -U")?;
         let (order, erase) = order(&stderr);
-        if order.len() != packages.len() {
+        if order.len() != n {
             return Err(Error::Answer {
                 what: "--test -vv -U",
-                why: format!(
-                    "it ordered {} element(s) for {} package(s)",
-                    order.len(),
-                    packages.len()
-                ),
+                why: format!("it ordered {} element(s) for {} package(s)", order.len(), n),
             });
         }
         Ok(Plan { order, erase })
@@ -526,6 +573,10 @@ impl Rpm {
     /// another failure as an error, else its stderr (the `-vv` trace).
     fn transaction(&self, c: Command, what: &'static str) -> Result<String> {
         let out = self.run(c)?;
+        self.transaction_output(out, what)
+    }
+
+    fn transaction_output(&self, out: std::process::Output, what: &'static str) -> Result<String> {
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         let problems = problems(&stderr);
         if !problems.is_empty() {

@@ -50,6 +50,12 @@ pub struct Args {
     /// faster; for measurements elsewhere).
     #[arg(long, hide = true)]
     clone_tail: bool,
+    /// Wait for rpm's check of a new root's transaction before placing
+    /// any file (by default, packages without scriptlets have the files of
+    /// their new directories placed, unseen, while rpm checks; for
+    /// measurements).
+    #[arg(long, hide = true)]
+    check_first: bool,
     /// The rpm database inside the root (default: an existing one, else
     /// `%_dbpath` from the root's rpm macros, else /var/lib/rpm).
     #[arg(long, value_name = "DIR")]
@@ -263,6 +269,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         noscripts: args.noscripts,
         test: args.test,
         script_stdout_to_stderr: args.json,
+        no_overlap: args.check_first,
     };
     let bar = ProgressBar::new(0);
     if quiet || args.json || args.test {

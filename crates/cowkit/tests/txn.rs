@@ -353,6 +353,23 @@ fn what_cannot_run_as_rpm_would_is_refused_up_front() {
     let r = install(&empty, &[], std::slice::from_ref(&app));
     assert_refused(&empty, &r, &["is needed by ck-app-1-1.noarch", "--nodeps"]);
     assert_eq!(snapshot(&empty), Tree::new(), "the empty root was touched");
+    // A conflict within the transaction, into a new root whose `usr/share`
+    // exists: the files are placed while rpm checks (new directories under
+    // temporary names), and nothing of them is left when it refuses. The
+    // same with the check first.
+    for extra in [&["--nodeps"][..], &["--nodeps", "--check-first"][..]] {
+        let fresh = mkdir(&dir.path().join("fresh"));
+        mkdir(&fresh.join("usr/share"));
+        let before = snapshot(&fresh);
+        let r = install(&fresh, extra, &[ca.clone(), cb.clone()]);
+        assert_refused(&fresh, &r, &["conflicts between attempted installs"]);
+        assert!(!r.stderr.contains("not placed"), "{}", r.stderr);
+        // (The existing `usr/share` held the temporary tree for a while:
+        // its mtime may change, nothing else.)
+        let d = diff(&before, &snapshot(&fresh), |e| (e.shape(), e.uid, e.gid));
+        assert!(d.is_empty(), "{extra:?}: the new root changed: {d:#?}");
+        std::fs::remove_dir_all(&fresh).unwrap();
+    }
     // --test: the plan, nothing changed.
     let r = install(&root, &["--test"], std::slice::from_ref(&ca));
     assert!(r.ok, "{}", r.stderr);
