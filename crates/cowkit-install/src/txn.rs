@@ -342,20 +342,6 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
     };
     let t0 = std::time::Instant::now();
     // 1. Headers, rpm's check and order, what cannot run.
-    let pkgs = packages
-        .iter()
-        .map(|p| Pkg::read(p))
-        .collect::<Result<Vec<_>>>()?;
-    let mut seen: HashMap<&str, &Path> = HashMap::new();
-    for p in &pkgs {
-        if let Some(first) = seen.insert(&p.nevra, &p.path) {
-            return Err(Error::Duplicate {
-                nevra: p.nevra.clone(),
-                first: first.to_path_buf(),
-                second: p.path.clone(),
-            });
-        }
-    }
     let mut gate: Option<Overlap> = None;
     // A root without a database is checked against an empty scratch one:
     // where its database goes is decided after its files are placed, by
@@ -373,6 +359,33 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
         _ => None,
     };
     let pre_register = scratch.is_some() && !opts.test;
+    let check = Check {
+        nodeps: opts.nodeps,
+        replacefiles: opts.replacefiles,
+    };
+    // rpm's check and registration into a scratch database needs nothing
+    // from the headers: it runs while they are read (waited for if
+    // anything below fails, before the scratch database goes).
+    let mut early = match (&scratch, pre_register) {
+        (Some(s), true) => {
+            Some(Rpm::new(root.path(), s.db()).start_check_and_register(packages, &check)?)
+        }
+        _ => None,
+    };
+    let pkgs = packages
+        .iter()
+        .map(|p| Pkg::read(p))
+        .collect::<Result<Vec<_>>>()?;
+    let mut seen: HashMap<&str, &Path> = HashMap::new();
+    for p in &pkgs {
+        if let Some(first) = seen.insert(&p.nevra, &p.path) {
+            return Err(Error::Duplicate {
+                nevra: p.nevra.clone(),
+                first: first.to_path_buf(),
+                second: p.path.clone(),
+            });
+        }
+    }
     let (order, old) = if opts.db {
         let db = found
             .as_ref()
@@ -390,10 +403,6 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
                 .map(|i| (i.name.clone(), i))
                 .collect()
         };
-        let check = Check {
-            nodeps: opts.nodeps,
-            replacefiles: opts.replacefiles,
-        };
         let nevras: Vec<String> = pkgs.iter().map(|p| p.nevra.clone()).collect();
         let old_nevras: Vec<String> = old.values().map(|o| o.nevra.clone()).collect();
         // A new root, and packages with no scriptlet to run: their files
@@ -403,12 +412,10 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
             && !opts.no_overlap
             && (opts.noscripts || pkgs.iter().all(|p| p.scripts.is_empty()));
         let order = if overlap {
-            // What cowkit cannot run is refused before rpm starts (it
-            // would go on writing the scratch database after an error).
             if !opts.noscripts {
                 refuse_unsupported(&pkgs, &old, None)?;
             }
-            let pending = rpm.start_check_and_register(packages, &check)?;
+            let pending = early.take().expect("started for a new root");
             let slot: OrderSlot = Default::default();
             let answer = std::sync::Arc::clone(&slot);
             gate = Some(Overlap {
@@ -421,8 +428,8 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
             });
             (0..pkgs.len()).collect()
         } else {
-            let plan = if pre_register {
-                rpm.check_and_register(packages, &check)?
+            let plan = if let Some(pending) = early.take() {
+                pending.wait()?
             } else {
                 rpm.check(packages, &check)?
             };
@@ -463,16 +470,11 @@ type OrderSlot = std::sync::Arc<Mutex<Option<Vec<usize>>>>;
 
 /// rpm's check of a new root's transaction, running while its files are
 /// placed ([`crate::Gate`]), and where it leaves its order. Dropped, it
-/// waits for rpm: the scratch database must not be removed under it.
+/// waits for rpm (the gate holds the [`cowkit_rpmdb::PendingCheck`]): the
+/// scratch database must not be removed under it.
 struct Overlap {
     gate: crate::Gate,
     slot: OrderSlot,
-}
-
-impl Drop for Overlap {
-    fn drop(&mut self) {
-        let _ = self.gate.pass();
-    }
 }
 
 /// The packages (indices into `nevras`) in rpm's order, after refusing

@@ -390,17 +390,29 @@ pub struct Plan {
 
 /// An rpm check (and registration) running in the background
 /// ([`Rpm::start_check_and_register`]).
+/// Dropped without [`PendingCheck::wait`], it still waits for rpm, so
+/// that nothing (a scratch database being removed) happens under it.
 #[derive(Debug)]
 pub struct PendingCheck {
-    handle: std::thread::JoinHandle<Result<Plan>>,
+    handle: Option<std::thread::JoinHandle<Result<Plan>>>,
 }
 
 impl PendingCheck {
     /// Wait for rpm: its plan, or its problems as [`Error::Problems`].
-    pub fn wait(self) -> Result<Plan> {
+    pub fn wait(mut self) -> Result<Plan> {
         self.handle
+            .take()
+            .expect("waited for once")
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    }
+}
+
+impl Drop for PendingCheck {
+    fn drop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
     }
 }
 
@@ -515,7 +527,9 @@ impl Rpm {
                 program: self.program.clone(),
                 source,
             })?;
-        Ok(PendingCheck { handle })
+        Ok(PendingCheck {
+            handle: Some(handle),
+        })
     }
 
     fn check_command(&self, packages: &[PathBuf], check: &Check, test: bool) -> Command {
