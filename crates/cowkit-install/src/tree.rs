@@ -342,7 +342,10 @@ impl<'r> Target<'r> {
             ) {
                 Ok(()) => {}
                 Err(Errno::EXIST) => {
-                    merge(&pfd, &st.temp, &pfd, &st.name, &path)?;
+                    // What is there now, found as rpm would (a symlink
+                    // to a directory inside the root counts).
+                    let dst = self.root.open_dir(&RelPath::new(&top)?)?;
+                    merge(pfd.as_fd(), st.temp.as_ref(), dst.as_fd(), &path)?;
                     // Directories that existed on both sides were
                     // emptied and removed: open them again by name.
                     for (rel, d) in self.dirs.iter_mut() {
@@ -646,38 +649,32 @@ impl<'r> Target<'r> {
 }
 
 /// Move every entry of the directory `from` (in `from_dir`) into the
-/// existing directory `to` (in `to_dir`), then remove `from`: directories
-/// on both sides are merged the same way, and any other entry replaces
-/// the one there (as a file the package installs does).
+/// directory `dst`, then remove `from`: directories on both sides are
+/// merged the same way, and any other entry replaces the one there (as a
+/// file the package installs does).
 fn merge(
-    from_dir: impl AsFd,
-    from: &str,
-    to_dir: impl AsFd,
-    to: &str,
+    from_dir: BorrowedFd<'_>,
+    from: &std::ffi::OsStr,
+    dst: BorrowedFd<'_>,
     path: &std::path::Path,
 ) -> Result<()> {
-    let src = dir::open_dir(&from_dir, from, path)?;
-    let dst = dir::open_dir(&to_dir, to, path)?;
+    let src = dir::open_dir(from_dir, from, path)?;
     for (name, ft) in dir::read_names(&src, path)? {
         let child = path.join(&name);
-        match rustix::fs::renameat_with(
-            &src,
-            &name,
-            &dst,
-            &name,
-            rustix::fs::RenameFlags::NOREPLACE,
-        ) {
+        match rustix::fs::renameat_with(&src, &name, dst, &name, rustix::fs::RenameFlags::NOREPLACE)
+        {
             Ok(()) => {}
             Err(Errno::EXIST) if ft == FileType::Directory => {
-                let name = name.to_str().expect("the package's names are UTF-8");
-                merge(&src, name, &dst, name, &child)?;
+                // Not followed if it is a symlink: that is an error.
+                let sub = dir::open_dir(dst, name.as_os_str(), &child)?;
+                merge(src.as_fd(), &name, sub.as_fd(), &child)?;
             }
-            Err(Errno::EXIST) => rustix::fs::renameat(&src, &name, &dst, &name)
+            Err(Errno::EXIST) => rustix::fs::renameat(&src, &name, dst, &name)
                 .map_err(sys("rename into place", child))?,
             Err(e) => return Err(sys("rename into place", child)(e)),
         }
     }
-    rustix::fs::unlinkat(&from_dir, from, AtFlags::REMOVEDIR)
+    rustix::fs::unlinkat(from_dir, from, AtFlags::REMOVEDIR)
         .map_err(sys("remove directory", path.to_path_buf()))
 }
 

@@ -573,6 +573,68 @@ fn several_threads_install_the_same_tree_as_one() {
     assert!(d.is_empty(), "1 vs 4 threads: {d:#?}");
 }
 
+/// Made `rel` (a directory, with a file `theirs` in it) in the root the
+/// first time a file is reported placed: as another package of the
+/// transaction, or another process, would while this install's new
+/// directories are still under their temporary names.
+struct MakesDirMeanwhile {
+    root: PathBuf,
+    rel: &'static str,
+    done: std::sync::Once,
+}
+
+impl cowkit_install::Progress for MakesDirMeanwhile {
+    fn on_file(&self) {
+        self.done.call_once(|| {
+            let d = self.root.join(self.rel);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("theirs"), b"kept\n").unwrap();
+        });
+    }
+}
+
+#[test]
+fn a_new_directory_made_meanwhile_by_someone_else_is_merged_into() {
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let rpm = many_files_rpm();
+    let rpme = dir.path().join("many.rpme");
+    transcode(&rpm, &rpme);
+    let expected = {
+        let c = dir.path().join("cpio");
+        cpio_extract(&rpm, &c);
+        snapshot(&c.join("opt/many"))
+    };
+    // The top of the new tree (`opt`), and a directory inside it that the
+    // package has too (`opt/many/d2`).
+    for rel in ["opt", "opt/many/d2"] {
+        for pkg in [&rpme, &rpm] {
+            let root = mkdir(&dir.path().join(format!("root-{}", rel.replace('/', "-"))));
+            write_owner_db(&root);
+            let r = cowkit_fs::root::Root::open(&root).unwrap();
+            let owners = cowkit_install::Owners::load(&r);
+            let progress = MakesDirMeanwhile {
+                root: root.clone(),
+                rel,
+                done: std::sync::Once::new(),
+            };
+            let opts = Options {
+                threads: 2,
+                ..Options::default()
+            };
+            let s = cowkit_install::install(&r, &owners, pkg, &opts, &progress).unwrap();
+            assert!(progress.done.is_completed());
+            assert_eq!(s.files, 309);
+            assert_eq!(std::fs::read(root.join(rel).join("theirs")).unwrap(), b"kept\n");
+            std::fs::remove_file(root.join(rel).join("theirs")).unwrap();
+            let t = snapshot(&root.join("opt/many"));
+            let d = diff(&expected, &t, Entry::shape);
+            assert!(d.is_empty(), "{rel}, {}: {d:#?}", pkg.display());
+            assert_eq!(temporary_names(&root), Vec::<String>::new());
+            std::fs::remove_dir_all(&root).unwrap();
+        }
+    }
+}
+
 #[test]
 fn device_nodes_fifos_and_special_directory_modes_match_cpio() {
     let Some(dir) = scratch(Fs::Xfs) else { return };
