@@ -27,11 +27,12 @@
 #   rpm-i              rpm -i --root R --nodeps --noscripts --nosignature
 #                      --ignorearch --ignoreos PKG.rpm   (after an untimed --initdb)
 #   rpm2cpio-cpio      rpm2cpio PKG.rpm | cpio -idm, run in R
-#   cowkit-rpm         cowkit install --root R PKG.rpm
-#   cowkit-rpme-disk   cowkit install --root R PKG.rpme (.rpme made before the
+#   cowkit-rpm         cowkit install --nodeps --noscripts --root R PKG.rpm
+#                      (the same checks skipped as for rpm-i)
+#   cowkit-rpme-disk   cowkit install ... --root R PKG.rpme (.rpme made before the
 #                      rounds, on the XFS mount, synced)
 #   cowkit-rpme-fresh  cowkit transcode PKG.rpm -o FRESH.rpme (untimed, not
-#                      synced), then timed: cowkit install --root R FRESH.rpme
+#                      synced), then timed: cowkit install ... --root R FRESH.rpme
 #   rpm2cpio-null      rpm2cpio PKG.rpm > /dev/null (decompression alone)
 #   transcode          cowkit transcode PKG.rpm -o OUT.rpme (OUT on the mount)
 # peers = rpm-i, rpm2cpio-cpio, rpm2cpio-null.
@@ -186,9 +187,10 @@ manifest() {
 verify() {
   local m=$1 root=$2 ref="$RIG/$3.$4.manifest" got="$RIG/got.manifest" d
   manifest "$root" >"$got"
-  if [ "$m" = rpm-i ]; then
-    # rpm creates the parents of its database directory; leave them out
-    # unless the package has them too.
+  if [ "$m" != rpm2cpio-cpio ]; then
+    # rpm and cowkit (which registers in the root's database) create the
+    # parents of the database directory; leave them out unless the
+    # package has them too.
     d=$DBPATH
     while d=${d%/*} && [ -n "$d" ]; do
       awk -v p=".$d" '$1 == "d" && $3 == p { found = 1 } END { exit !found }' "$ref" && continue
@@ -239,18 +241,18 @@ run_method() {
   cowkit-rpm)
     sync -f "$MNT"
     drop_caches_maybe
-    timed "$m" "$pkg" "$comp" "$round" -- "$COWKIT" install --root "$root" "$rpmf"
+    timed "$m" "$pkg" "$comp" "$round" -- "$COWKIT" install --nodeps --noscripts --root "$root" "$rpmf"
     ;;
   cowkit-rpme-disk)
     sync -f "$MNT"
     drop_caches_maybe
-    timed "$m" "$pkg" "$comp" "$round" -- "$COWKIT" install --root "$root" "$rpme"
+    timed "$m" "$pkg" "$comp" "$round" -- "$COWKIT" install --nodeps --noscripts --root "$root" "$rpme"
     ;;
   cowkit-rpme-fresh)
     sync -f "$MNT"
     drop_caches_maybe
     "$COWKIT" transcode "$rpmf" -o "$fresh" >/dev/null
-    timed "$m" "$pkg" "$comp" "$round" -- "$COWKIT" install --root "$root" "$fresh"
+    timed "$m" "$pkg" "$comp" "$round" -- "$COWKIT" install --nodeps --noscripts --root "$root" "$fresh"
     ;;
   rpm2cpio-null)
     sync -f "$MNT"
