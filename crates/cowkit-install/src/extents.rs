@@ -28,6 +28,22 @@ pub(crate) fn install(
         trusted(&file, path)?;
     }
     let x = ExtentsFile::open(file, path)?;
+    install_open(root, owners, &x, path, opts, progress)
+}
+
+/// [`install`] from an extents file opened (and checked) already, e.g.
+/// when its header was read for the transaction's check.
+pub(crate) fn install_open(
+    root: &Root,
+    owners: &Owners,
+    x: &ExtentsFile,
+    path: &Path,
+    opts: &Options,
+    progress: &dyn Progress,
+) -> Result<Summary> {
+    if !opts.verify {
+        trusted(x.file(), path)?;
+    }
     crate::check_expected(x.package(), path, opts)?;
     let files = x.files();
     let mut target = Target::new(root, owners, progress, opts.gate.as_ref());

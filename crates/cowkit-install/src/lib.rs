@@ -398,6 +398,22 @@ pub fn install(
     Ok(summary)
 }
 
+/// [`install`] from an extents file opened already (its header was read
+/// for the transaction's check): the header is not parsed again.
+pub(crate) fn install_extents(
+    root: &Root,
+    owners: &Owners,
+    x: &cowkit_extents::open::ExtentsFile,
+    path: &Path,
+    opts: &Options,
+    progress: &dyn Progress,
+) -> Result<Summary> {
+    let mut summary = extents::install_open(root, owners, x, path, opts, progress)?;
+    summary.packages = 1;
+    summary.warnings.extend(owners.warnings());
+    Ok(summary)
+}
+
 /// A file named `*.rpme` without an extents footer is refused as a
 /// truncated extents file unless it reads as a plain package: headers
 /// complete and a payload that starts as the header's compressor says.

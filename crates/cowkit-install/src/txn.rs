@@ -163,24 +163,38 @@ struct Pkg {
     triggers: Vec<&'static str>,
     files: FileList,
     flags: Vec<u32>,
+    /// The extents file as read for the check, kept open for the install
+    /// (which then does not parse its header again); taken once.
+    opened: Mutex<Option<cowkit_extents::open::ExtentsFile>>,
 }
 
+/// Packages of a transaction whose extents files stay open from the check
+/// to the install: each holds its header in memory until placed.
+const KEEP_OPEN: usize = 16;
+
 impl Pkg {
-    fn read(path: &Path) -> Result<Pkg> {
+    /// Read the package at `path`; an extents file is kept open when
+    /// `keep_open`.
+    fn read(path: &Path, keep_open: bool) -> Result<Pkg> {
         let io = |op, e| Error::from(IoError::new(op, path.to_path_buf(), e));
         let file = std::fs::File::open(path).map_err(|e| io("open", e))?;
         let pkg = if cowkit_extents::open::is_extents_file(&file).map_err(|e| io("read", e))? {
             let x = cowkit_extents::open::ExtentsFile::open(file, path)?;
-            Self::from_package(path, x.package())?
+            let mut pkg = Self::from_package(path, x.package(), x.files().clone())?;
+            if keep_open {
+                pkg.opened = Mutex::new(Some(x));
+            }
+            pkg
         } else {
             crate::check_not_truncated_extents(&file, path)?;
             let p = cowkit_archive::rpm::Package::read(&mut BufReader::new(file))?;
-            Self::from_package(path, &p)?
+            let files = p.files()?;
+            Self::from_package(path, &p, files)?
         };
         Ok(pkg)
     }
 
-    fn from_package(path: &Path, p: &cowkit_archive::rpm::Package) -> Result<Pkg> {
+    fn from_package(path: &Path, p: &cowkit_archive::rpm::Package, files: FileList) -> Result<Pkg> {
         let m = p.metadata();
         let h = &m.header;
         let bad = |why: String| {
@@ -214,7 +228,6 @@ impl Pkg {
                 triggers.push(what);
             }
         }
-        let files = p.files()?;
         let flags = if h.entry_is_present(IndexTag::RPMTAG_FILEFLAGS) {
             h.get_entry_data_as_u32_array(IndexTag::RPMTAG_FILEFLAGS)
                 .map_err(|e| bad(e.to_string()))?
@@ -230,6 +243,7 @@ impl Pkg {
             triggers,
             files,
             flags,
+            opened: Mutex::new(None),
         })
     }
 
@@ -276,11 +290,16 @@ pub type Stager = std::sync::Arc<dyn Fn(&Path) -> Result<Option<std::fs::File>> 
 fn install_staged(
     root: &Root,
     owners: &Owners,
-    path: &Path,
+    p: &Pkg,
     opts: &Options,
     progress: &dyn Progress,
     stager: Option<&Stager>,
 ) -> Result<Summary> {
+    let path = p.path.as_path();
+    let opened = p.opened.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(x) = opened {
+        return crate::install_extents(root, owners, &x, path, opts, progress);
+    }
     let staged = match stager {
         Some(s) => s(path)?,
         None => None,
@@ -319,6 +338,7 @@ impl Prepared<'_> {
     pub fn use_files(&mut self, mut path_of: impl FnMut(&Path) -> PathBuf) {
         for p in &mut self.pkgs {
             p.path = path_of(&p.path);
+            *p.opened.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
         }
     }
 
@@ -374,7 +394,7 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
     };
     let pkgs = packages
         .iter()
-        .map(|p| Pkg::read(p))
+        .map(|p| Pkg::read(p, packages.len() <= KEEP_OPEN))
         .collect::<Result<Vec<_>>>()?;
     let mut seen: HashMap<&str, &Path> = HashMap::new();
     for p in &pkgs {
@@ -844,7 +864,7 @@ fn place_parallel(
                 };
                 let r = o.and_then(|mut o| {
                     o.expect_header = Some(p.digest.clone());
-                    install_staged(root, owners, &p.path, &o, &counting, stager)
+                    install_staged(root, owners, p, &o, &counting, stager)
                 });
                 results.lock().unwrap_or_else(|e| e.into_inner()).push((
                     i,
@@ -915,7 +935,7 @@ fn one_package(
     install_opts.threads = install_opts.threads.max(opts.jobs);
     install_opts.expect_header = Some(p.digest.clone());
     let discard = decide_config(root, p, old, &mut install_opts, sum)?;
-    let s_placed = install_staged(root, owners, &p.path, &install_opts, progress, stager)?;
+    let s_placed = install_staged(root, owners, p, &install_opts, progress, stager)?;
     for (dir, name, path) in discard {
         unlink(&dir, &name, &path)?;
     }

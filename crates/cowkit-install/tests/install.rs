@@ -624,7 +624,10 @@ fn a_new_directory_made_meanwhile_by_someone_else_is_merged_into() {
             let s = cowkit_install::install(&r, &owners, pkg, &opts, &progress).unwrap();
             assert!(progress.done.is_completed());
             assert_eq!(s.files, 309);
-            assert_eq!(std::fs::read(root.join(rel).join("theirs")).unwrap(), b"kept\n");
+            assert_eq!(
+                std::fs::read(root.join(rel).join("theirs")).unwrap(),
+                b"kept\n"
+            );
             std::fs::remove_file(root.join(rel).join("theirs")).unwrap();
             let t = snapshot(&root.join("opt/many"));
             let d = diff(&expected, &t, Entry::shape);
