@@ -525,17 +525,22 @@ fn many_files_rpm() -> PathBuf {
     )
 }
 
+/// [`many_files_rpm`], its extents file in `dir`, and its tree as
+/// `rpm2cpio | cpio` extracts it (below `opt/many`).
+fn many_files_in(dir: &Path) -> (PathBuf, PathBuf, Tree) {
+    let rpm = many_files_rpm();
+    let rpme = dir.join("many.rpme");
+    transcode(&rpm, &rpme);
+    let c = dir.join("cpio");
+    cpio_extract(&rpm, &c);
+    let expected = snapshot(&c.join("opt/many"));
+    (rpm, rpme, expected)
+}
+
 #[test]
 fn several_threads_install_the_same_tree_as_one() {
     let Some(dir) = scratch(Fs::Xfs) else { return };
-    let rpm = many_files_rpm();
-    let rpme = dir.path().join("many.rpme");
-    transcode(&rpm, &rpme);
-    let expected = {
-        let c = dir.path().join("cpio");
-        cpio_extract(&rpm, &c);
-        snapshot(&c.join("opt/many"))
-    };
+    let (rpm, rpme, expected) = many_files_in(dir.path());
     assert_eq!(expected.values().filter(|e| e.kind == 'f').count(), 309);
     let mut trees = Vec::new();
     for threads in [1, 4] {
@@ -596,14 +601,7 @@ impl cowkit_install::Progress for MakesDirMeanwhile {
 #[test]
 fn a_new_directory_made_meanwhile_by_someone_else_is_merged_into() {
     let Some(dir) = scratch(Fs::Xfs) else { return };
-    let rpm = many_files_rpm();
-    let rpme = dir.path().join("many.rpme");
-    transcode(&rpm, &rpme);
-    let expected = {
-        let c = dir.path().join("cpio");
-        cpio_extract(&rpm, &c);
-        snapshot(&c.join("opt/many"))
-    };
+    let (rpm, rpme, expected) = many_files_in(dir.path());
     // The top of the new tree (`opt`), and a directory inside it that the
     // package has too (`opt/many/d2`).
     for rel in ["opt", "opt/many/d2"] {
