@@ -362,7 +362,6 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
     };
     let t0 = std::time::Instant::now();
     // 1. Headers, rpm's check and order, what cannot run.
-    let mut gate: Option<Overlap> = None;
     // A root without a database is checked against an empty scratch one:
     // where its database goes is decided after its files are placed, by
     // the root's own rpm configuration if the transaction brings one.
@@ -392,6 +391,8 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
         }
         _ => None,
     };
+    // Declared after `scratch`: dropped (waiting for rpm) before it.
+    let mut gate: Option<Overlap> = None;
     let pkgs = packages
         .iter()
         .map(|p| Pkg::read(p, packages.len() <= KEEP_OPEN))
@@ -455,7 +456,7 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
             };
             plan_order(&plan, &nevras, &old_nevras)?
         };
-        if !opts.noscripts {
+        if !opts.noscripts && !overlap {
             // In a scratch database the only triggers are the new
             // packages' own, which their headers give.
             let installed = if scratch.is_some() { None } else { Some(&rpm) };
