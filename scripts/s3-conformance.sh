@@ -150,7 +150,8 @@ GetBucketLocation PutObject HeadObject GetObjectAttributes GetObject ListObjects
 ListObjectVersions DeleteObject DeleteObjects CopyObject CreateMultipartUpload UploadPart
 UploadPartCopy ListParts ListMultipartUploads AbortMultipartUpload CompleteMultipartUpload
 CompletedMultipartUpload UnsignedStreamingPayloadTrailer UnsignedStreaminPayloadTrailer
-SignedStreamingPayload SignedStreamingPayloadTrailer Server""".split()
+SignedStreamingPayload SignedStreamingPayloadTrailer Server PutObjectTagging GetObjectTagging
+DeleteObjectTagging""".split()
 MULTIPART = re.compile(r"Multipart|UploadPart|ListParts")
 def op(t):
     if t.startswith("Router"):

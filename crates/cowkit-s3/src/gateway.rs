@@ -113,6 +113,7 @@ pub fn to_s3_error(e: Error) -> S3Error {
             return S3Error::with_message(C::BadDigest, e.to_string())
         }
         Error::MalformedXml => (C::MalformedXML, None),
+        Error::InvalidTag(t) => return tag_error(*t),
         Error::DirectoryObjectContainsData => {
             let mut err = S3Error::with_message(
                 C::Custom("DirectoryObjectContainsData".into()),
@@ -167,6 +168,32 @@ pub fn standard_message(code: &S3ErrorCode) -> Option<&'static str> {
     })
 }
 
+/// S3's answer to a refused tag set.
+fn tag_error(t: crate::tagging::TagError) -> S3Error {
+    use crate::tagging::TagError as T;
+    let msg = t.to_string();
+    match t {
+        T::Encoding => {
+            let mut e = S3Error::with_message(S3ErrorCode::InvalidArgument, msg);
+            with_error_elements(&mut e, &[("ArgumentName", "x-amz-tagging")]);
+            e
+        }
+        T::Key | T::Value | T::Duplicate => S3Error::with_message(S3ErrorCode::InvalidTag, msg),
+        T::TooMany => {
+            let mut e = S3Error::with_message(S3ErrorCode::Custom("BadRequest".into()), msg);
+            e.set_status_code(http::StatusCode::BAD_REQUEST);
+            e
+        }
+    }
+}
+
+/// The tags of an `x-amz-tagging` header (none without one).
+fn header_tags(h: Option<&str>) -> S3Result<Vec<crate::tagging::Tag>> {
+    h.map_or(Ok(Vec::new()), |h| {
+        crate::tagging::parse_header(h).map_err(tag_error)
+    })
+}
+
 /// The owner S3 reports: the access key the request was signed with.
 fn owner_of<T>(req: &S3Request<T>) -> Owner {
     let id = req
@@ -209,6 +236,9 @@ fn add_object_headers<T>(
     };
     for (k, v) in &info.meta.headers {
         set(k, v);
+    }
+    if !info.meta.tags.is_empty() {
+        set("x-amz-tagging-count", &info.meta.tags.len().to_string());
     }
     set(
         "content-type",
@@ -1037,12 +1067,13 @@ impl S3 for S3Gateway {
             })
             .await?;
             let want = want_checksum(&req.headers)?;
+            let tags = header_tags(i.tagging.as_deref())?;
             self.check_write_conditions(&bucket, &key, conditions_of(&req).as_ref())
                 .await?;
-            Ok(want)
+            Ok((want, tags))
         }
         .await;
-        let want = match checked {
+        let (want, tags) = match checked {
             Ok(w) => w,
             Err(e) => {
                 drain(body).await;
@@ -1078,6 +1109,7 @@ impl S3 for S3Gateway {
             metadata: metadata_of(i.metadata),
             checksum: checksum.clone(),
             headers: stored_headers(&req.headers),
+            tags,
             ..Default::default()
         };
         let (b, k) = (bucket.clone(), key.clone());
@@ -1227,6 +1259,54 @@ impl S3 for S3Gateway {
         Ok(S3Response::new(DeleteObjectOutput::default()))
     }
 
+    async fn put_object_tagging(
+        &self,
+        req: S3Request<PutObjectTaggingInput>,
+    ) -> S3Result<S3Response<PutObjectTaggingOutput>> {
+        let i = req.input;
+        let tags = crate::tagging::check_set(
+            i.tagging
+                .tag_set
+                .iter()
+                .map(|t| (t.key.as_deref(), t.value.as_deref())),
+        )
+        .map_err(tag_error)?;
+        let (b, k) = (i.bucket, i.key);
+        self.run(move |s| s.set_tags(&b, &k, tags)).await?;
+        Ok(S3Response::new(PutObjectTaggingOutput::default()))
+    }
+
+    async fn get_object_tagging(
+        &self,
+        req: S3Request<GetObjectTaggingInput>,
+    ) -> S3Result<S3Response<GetObjectTaggingOutput>> {
+        let i = req.input;
+        let (b, k) = (i.bucket, i.key);
+        let (_, info) = self.run(move |s| s.open_object(&b, &k)).await?;
+        Ok(S3Response::new(GetObjectTaggingOutput {
+            tag_set: info
+                .meta
+                .tags
+                .into_iter()
+                .map(|t| Tag {
+                    key: Some(t.key),
+                    value: Some(t.value),
+                })
+                .collect(),
+            ..Default::default()
+        }))
+    }
+
+    async fn delete_object_tagging(
+        &self,
+        req: S3Request<DeleteObjectTaggingInput>,
+    ) -> S3Result<S3Response<DeleteObjectTaggingOutput>> {
+        let i = req.input;
+        let (b, k) = (i.bucket, i.key);
+        self.run(move |s| s.set_tags(&b, &k, Vec::new())).await?;
+        Ok(S3Response::new(DeleteObjectTaggingOutput::default()))
+    }
+
     async fn delete_objects(
         &self,
         req: S3Request<DeleteObjectsInput>,
@@ -1295,6 +1375,24 @@ impl S3 for S3Gateway {
                 ))
             }
         };
+        let new_tags = match i.tagging_directive.as_ref().map(|d| d.as_str()) {
+            None | Some(TaggingDirective::COPY) => None,
+            Some(TaggingDirective::REPLACE) => Some(header_tags(i.tagging.as_deref())?),
+            Some(d) => {
+                let mut e = S3Error::with_message(
+                    S3ErrorCode::InvalidArgument,
+                    "Unknown tagging directive.",
+                );
+                with_error_elements(
+                    &mut e,
+                    &[
+                        ("ArgumentName", "x-amz-tagging-directive"),
+                        ("ArgumentValue", d),
+                    ],
+                );
+                return Err(e);
+            }
+        };
         let algo = match &i.checksum_algorithm {
             Some(a) => Some(
                 Algorithm::parse(a.as_str())
@@ -1326,6 +1424,9 @@ impl S3 for S3Gateway {
                     }
                     if let Some(a) = algo {
                         meta.checksum = Some(crate::store::file_checksum(src, &src_path, a)?);
+                    }
+                    if let Some(t) = new_tags {
+                        meta.tags = t;
                     }
                     Ok(())
                 })
@@ -1495,11 +1596,15 @@ impl S3 for S3Gateway {
             }
             (Some(a), Some(t)) => Some((a, t)),
         };
+        let new = crate::multipart::NewUpload {
+            content_type: i.content_type,
+            metadata: metadata_of(i.metadata),
+            checksum,
+            headers,
+            tags: header_tags(i.tagging.as_deref())?,
+        };
         let (b, k) = (i.bucket.clone(), i.key.clone());
-        let (ct, md) = (i.content_type, metadata_of(i.metadata));
-        let id = self
-            .run(move |s| s.create_upload_with(&b, &k, ct, md, checksum, headers))
-            .await?;
+        let id = self.run(move |s| s.create_upload_with(&b, &k, new)).await?;
         Ok(S3Response::new(CreateMultipartUploadOutput {
             bucket: Some(i.bucket),
             key: Some(i.key),

@@ -614,9 +614,6 @@ fn check_unsupported(method: &Method, headers: &HeaderMap) -> Result<(), Refusal
     if !matches!(*method, Method::PUT | Method::POST) {
         return Ok(());
     }
-    if h("x-amz-tagging").is_some_and(|v| !v.is_empty()) {
-        return Err(not_implemented());
-    }
     // Every object is STANDARD here; another class would be a promise.
     if h("x-amz-storage-class").is_some_and(|v| !v.is_empty() && v != "STANDARD") {
         return Err(not_implemented());

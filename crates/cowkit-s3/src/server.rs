@@ -205,13 +205,44 @@ fn strip_declaration(data: bytes::Bytes) -> bytes::Bytes {
     data
 }
 
-/// Allows anonymous requests (`--anonymous`).
-struct AllowAnonymous;
+/// Who may do what, once s3s has checked the signature: a signed request
+/// (or any request when `open`: `--anonymous` or no credentials), whose
+/// `x-amz-expected-bucket-owner` and `x-amz-source-expected-bucket-owner`
+/// name the owner of every bucket here (the access key; `anonymous`
+/// without one, as the gateway reports owners).
+struct Access {
+    open: bool,
+}
+
+impl Access {
+    fn check(
+        &self,
+        creds: Option<&s3s::auth::Credentials>,
+        headers: &http::HeaderMap,
+    ) -> s3s::S3Result<()> {
+        if !self.open && creds.is_none() {
+            return Err(s3s::s3_error!(AccessDenied, "Signature is required"));
+        }
+        let owner = creds.map_or("anonymous", |c| c.access_key.as_str());
+        for h in [
+            "x-amz-expected-bucket-owner",
+            "x-amz-source-expected-bucket-owner",
+        ] {
+            if headers
+                .get(h)
+                .is_some_and(|v| v.as_bytes() != owner.as_bytes())
+            {
+                return Err(s3s::s3_error!(AccessDenied, "Access Denied"));
+            }
+        }
+        Ok(())
+    }
+}
 
 #[async_trait::async_trait]
-impl s3s::access::S3Access for AllowAnonymous {
-    async fn check(&self, _cx: &mut s3s::access::S3AccessContext<'_>) -> s3s::S3Result<()> {
-        Ok(())
+impl s3s::access::S3Access for Access {
+    async fn check(&self, cx: &mut s3s::access::S3AccessContext<'_>) -> s3s::S3Result<()> {
+        Access::check(self, cx.credentials(), cx.headers())
     }
 }
 
@@ -288,11 +319,7 @@ impl s3s::route::S3Route for Detour {
     }
 
     async fn check_access(&self, req: &mut s3s::S3Request<s3s::Body>) -> s3s::S3Result<()> {
-        if self.open || req.credentials.is_some() {
-            Ok(())
-        } else {
-            Err(s3s::s3_error!(AccessDenied, "Signature is required"))
-        }
+        Access { open: self.open }.check(req.credentials.as_ref(), &req.headers)
     }
 
     async fn call(
@@ -432,9 +459,9 @@ impl Handler {
         if let Some((ak, sk)) = &cfg.credentials {
             b.set_auth(SimpleAuth::from_single(ak.clone(), sk.clone()));
         }
-        if cfg.anonymous {
-            b.set_access(AllowAnonymous);
-        }
+        b.set_access(Access {
+            open: cfg.anonymous || cfg.credentials.is_none(),
+        });
         b.set_route(Detour {
             inner,
             open: cfg.anonymous || cfg.credentials.is_none(),

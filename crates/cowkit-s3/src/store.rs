@@ -5,7 +5,8 @@
 //! DIR/<bucket>/<key>                         the object's bytes
 //! DIR/.cowkit-s3/meta/<bucket>/bucket.json   creation time
 //! DIR/.cowkit-s3/meta/<bucket>/<h2>/<h>.json the object's record: key, inode, size,
-//!                                            ETag, content type, user metadata
+//!                                            ETag, content type, user metadata,
+//!                                            tags
 //!                                            (h = SHA-256 of the key)
 //! DIR/.cowkit-s3/tmp/<gateway>/              files being written by one running gateway
 //! DIR/.cowkit-s3/uploads/<id>/               one multipart upload (see `multipart`)
@@ -96,6 +97,9 @@ pub struct ObjectMeta {
     /// HEAD with `partNumber`); empty for other objects.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<u64>,
+    /// The object's tags, in the order given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<crate::tagging::Tag>,
     /// The record this one replaced, kept until the new file is renamed
     /// into place: a reader (or a restart after a crash) that still finds
     /// the old file gets the old record. Never set on a record handed out.
@@ -638,6 +642,7 @@ impl Store {
                         checksum: None,
                         headers: BTreeMap::new(),
                         parts: Vec::new(),
+                        tags: Vec::new(),
                         prev: None,
                     };
                     return Ok((
@@ -650,6 +655,23 @@ impl Store {
                 }
             }
         }
+    }
+
+    /// Replace the object's tags (PutObjectTagging; an empty set is
+    /// DeleteObjectTagging). The record is rewritten under the object's
+    /// fleet lock, so no commit of another gateway lands in between; an
+    /// object without a matching record gets one (with the ETag it was
+    /// shown with).
+    pub fn set_tags(&self, bucket: &str, key: &str, tags: Vec<crate::tagging::Tag>) -> Result<()> {
+        let _held = self.lock_object(bucket, key)?;
+        let (_file, info) = self.open_object(bucket, key)?;
+        let mut meta = info.meta;
+        if meta.tags == tags {
+            return Ok(());
+        }
+        meta.tags = tags;
+        meta.prev = None;
+        self.write_record(bucket, &meta)
     }
 
     /// Delete the object; a missing object is not an error (S3 semantics).
