@@ -33,6 +33,30 @@ fn with_error_elements(err: &mut S3Error, elements: &[(&str, &str)]) {
     err.set_headers(h);
 }
 
+/// A response header asking the server to add an element to a successful
+/// response's XML document: `Parent#n/Name=value` puts
+/// `<Name>value</Name>` at the end of the `n`-th (from 1) `Parent`
+/// element. s3s 0.14's DTOs have no field for the checksums of SHA-512,
+/// MD5 and the XXHASH family, and always quote an ETag.
+pub const XML_ELEMENT: &str = "x-cowkit-xml-element";
+
+/// Ask for `<name>value</name>` in the `nth` `parent` of the response's XML
+/// (see [`XML_ELEMENT`]).
+fn add_xml_element<T>(res: &mut S3Response<T>, parent: &str, nth: usize, name: &str, value: &str) {
+    if let Ok(v) = http::HeaderValue::from_str(&format!("{parent}#{nth}/{name}={value}")) {
+        res.headers.append(XML_ELEMENT, v);
+    }
+}
+
+/// The checksum element of `c` in the `nth` `parent`, when s3s has no
+/// field for its algorithm.
+fn add_xml_checksum<T>(res: &mut S3Response<T>, parent: &str, nth: usize, c: Option<&Checksum>) {
+    if let Some(c) = c.filter(|c| !c.algorithm.in_s3s()) {
+        let name = format!("Checksum{}", c.algorithm.name());
+        add_xml_element(res, parent, nth, &name, &c.value);
+    }
+}
+
 /// Log target of the structured access log (one JSON object per line).
 pub const ACCESS_LOG: &str = "cowkit_s3::access";
 
@@ -355,6 +379,11 @@ fn trailing_of<T>(req: &S3Request<T>) -> Option<&s3s::TrailingHeaders> {
 /// its body was not declared.
 #[derive(Debug, Clone, Copy)]
 pub struct UndeclaredTrailer;
+
+/// Part checksums a CompleteMultipartUpload document gave for algorithms
+/// s3s 0.14 cannot parse there (the server took them out of it).
+#[derive(Debug, Clone)]
+pub struct PartChecksums(pub Vec<crate::checksum::PartChecksum>);
 
 /// A trailer `x-amz-trailer` declares must arrive, and one it does not
 /// declare must not.
@@ -1004,20 +1033,21 @@ impl S3 for S3Gateway {
             last_modified: Some(Timestamp::from(info.mtime)),
             ..Default::default()
         };
-        if want("ETag") {
-            out.e_tag = Some(etag(&info.meta.etag));
-        }
+        // S3 gives this ETag without quotes (s3s would quote it).
+        let bare_etag = want("ETag").then(|| info.meta.etag.clone());
         if want("ObjectSize") {
             out.object_size = Some(info.meta.size as i64);
         }
         if want("StorageClass") {
             out.storage_class = Some(StorageClass::from_static(StorageClass::STANDARD));
         }
+        let mut extra = None;
         if want("Checksum") {
-            if let Some(c) = info.meta.checksum.as_ref().filter(|c| c.algorithm.in_s3s()) {
+            if let Some(c) = info.meta.checksum.as_ref() {
                 let mut sum = s3s::dto::Checksum::default();
                 put_checksum!(sum, Some(c));
                 out.checksum = Some(sum);
+                extra = Some(c.clone());
             }
         }
         if want("ObjectParts") && !info.meta.parts.is_empty() {
@@ -1026,7 +1056,12 @@ impl S3 for S3Gateway {
                 ..Default::default()
             });
         }
-        Ok(S3Response::new(out))
+        let mut res = S3Response::new(out);
+        if let Some(e) = bare_etag {
+            add_xml_element(&mut res, "GetObjectAttributesResponse", 1, "ETag", &e);
+        }
+        add_xml_checksum(&mut res, "Checksum", 1, extra.as_ref());
+        Ok(res)
     }
 
     async fn get_bucket_location(
@@ -1442,10 +1477,12 @@ impl S3 for S3Gateway {
             ..Default::default()
         };
         put_checksum!(result, meta.checksum.as_ref());
-        Ok(S3Response::new(CopyObjectOutput {
+        let mut res = S3Response::new(CopyObjectOutput {
             copy_object_result: Some(result),
             ..Default::default()
-        }))
+        });
+        add_xml_checksum(&mut res, "CopyObjectResult", 1, meta.checksum.as_ref());
+        Ok(res)
     }
 
     async fn list_objects(
@@ -1760,13 +1797,16 @@ impl S3 for S3Gateway {
             last_modified: Some(Timestamp::from(std::time::SystemTime::now())),
             ..Default::default()
         };
-        if let Some(c) = rec.checksum.as_ref().filter(|_| rec_shown) {
+        let shown = rec.checksum.as_ref().filter(|_| rec_shown);
+        if let Some(c) = shown {
             put_checksum_value!(result, c);
         }
-        Ok(S3Response::new(UploadPartCopyOutput {
+        let mut res = S3Response::new(UploadPartCopyOutput {
             copy_part_result: Some(result),
             ..Default::default()
-        }))
+        });
+        add_xml_checksum(&mut res, "CopyPartResult", 1, shown);
+        Ok(res)
     }
 
     async fn list_parts(
@@ -1785,7 +1825,13 @@ impl S3 for S3Gateway {
         let truncated = rest.len() > max;
         let page: Vec<_> = rest.into_iter().take(max).collect();
         let next = page.last().map(|p| p.number);
-        Ok(S3Response::new(ListPartsOutput {
+        // No checksum asked for at the start: S3 says `null`.
+        let none = || "null".to_string();
+        let extra: Vec<Option<Checksum>> = page
+            .iter()
+            .map(|p| p.checksum.clone().filter(|_| upload.checksum.is_some()))
+            .collect();
+        let mut res = S3Response::new(ListPartsOutput {
             bucket: Some(i.bucket),
             key: Some(i.key),
             upload_id: Some(i.upload_id),
@@ -1794,12 +1840,16 @@ impl S3 for S3Gateway {
             is_truncated: Some(truncated),
             next_part_number_marker: if truncated { next } else { None },
             storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
-            checksum_algorithm: upload
-                .checksum
-                .map(|c| ChecksumAlgorithm::from(c.0.name().to_string())),
-            checksum_type: upload
-                .checksum
-                .map(|c| ChecksumType::from(c.1.name().to_string())),
+            checksum_algorithm: Some(ChecksumAlgorithm::from(
+                upload
+                    .checksum
+                    .map_or_else(none, |c| c.0.name().to_string()),
+            )),
+            checksum_type: Some(ChecksumType::from(
+                upload
+                    .checksum
+                    .map_or_else(none, |c| c.1.name().to_string()),
+            )),
             parts: Some(
                 page.into_iter()
                     .map(|p| {
@@ -1821,7 +1871,11 @@ impl S3 for S3Gateway {
                     .collect(),
             ),
             ..Default::default()
-        }))
+        });
+        for (n, c) in extra.iter().enumerate() {
+            add_xml_checksum(&mut res, "Part", n + 1, c.as_ref());
+        }
+        Ok(res)
     }
 
     async fn list_multipart_uploads(
@@ -2002,6 +2056,11 @@ impl S3 for S3Gateway {
             .and_then(|h| h.to_str().ok())
             .unwrap_or("localhost")
             .to_string();
+        let taken = req
+            .extensions
+            .get::<PartChecksums>()
+            .map(|p| p.0.clone())
+            .unwrap_or_default();
         let i = req.input;
         let kind = match &i.checksum_type {
             Some(t) => Some(Type::parse(t.as_str()).ok_or_else(|| {
@@ -2023,8 +2082,8 @@ impl S3 for S3Gateway {
         let parts = i.multipart_upload.and_then(|m| m.parts).unwrap_or_default();
         let mut part_sums = Vec::with_capacity(parts.len());
         let mut requested: Vec<(i32, String)> = Vec::with_capacity(parts.len());
-        for p in parts {
-            let given: Vec<(Algorithm, &String)> = [
+        for (n, p) in parts.into_iter().enumerate() {
+            let mut given: Vec<(Algorithm, &String)> = [
                 (Algorithm::Crc32, p.checksum_crc32.as_ref()),
                 (Algorithm::Crc32c, p.checksum_crc32c.as_ref()),
                 (Algorithm::Crc64Nvme, p.checksum_crc64nvme.as_ref()),
@@ -2034,6 +2093,12 @@ impl S3 for S3Gateway {
             .into_iter()
             .filter_map(|(a, v)| Some((a, v?)))
             .collect();
+            given.extend(
+                taken
+                    .iter()
+                    .filter(|t| t.part == n + 1)
+                    .map(|t| (t.algorithm, &t.value)),
+            );
             let bad_part = |v: &str| {
                 let mut e = S3Error::with_message(
                     S3ErrorCode::InvalidArgument,
@@ -2110,7 +2175,14 @@ impl S3 for S3Gateway {
                     "op": "CompleteMultipartUpload", "bucket": r.bucket, "key": r.key,
                     "upload_id": i.upload_id, "retry": true, "etag": r.etag,
                 }));
-                return Ok(with_checksum_header(output(&r), r.checksum.as_ref()));
+                let mut res = with_checksum_header(output(&r), r.checksum.as_ref());
+                add_xml_checksum(
+                    &mut res,
+                    "CompleteMultipartUploadResult",
+                    1,
+                    r.checksum.as_ref(),
+                );
+                return Ok(res);
             }
             Prepared::Assemble(plan) => plan,
         };
@@ -2154,7 +2226,9 @@ impl S3 for S3Gateway {
             let extra = self
                 .completed_checksum(&i.upload_id, &i.bucket, &i.key)
                 .await;
-            return Ok(with_checksum_header(out, extra.as_ref()));
+            let mut res = with_checksum_header(out, extra.as_ref());
+            add_xml_checksum(&mut res, "CompleteMultipartUploadResult", 1, extra.as_ref());
+            return Ok(res);
         }
         let fut = async move { finish(work.await.map_err(internal)?) };
         Ok(S3Response::new(CompleteMultipartUploadOutput {
