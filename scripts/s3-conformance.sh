@@ -151,7 +151,7 @@ ListObjectVersions DeleteObject DeleteObjects CopyObject CreateMultipartUpload U
 UploadPartCopy ListParts ListMultipartUploads AbortMultipartUpload CompleteMultipartUpload
 CompletedMultipartUpload UnsignedStreamingPayloadTrailer UnsignedStreaminPayloadTrailer
 SignedStreamingPayload SignedStreamingPayloadTrailer Server PutObjectTagging GetObjectTagging
-DeleteObjectTagging""".split()
+DeleteObjectTagging PutBucketTagging GetBucketTagging DeleteBucketTagging""".split()
 MULTIPART = re.compile(r"Multipart|UploadPart|ListParts")
 def op(t):
     if t.startswith("Router"):

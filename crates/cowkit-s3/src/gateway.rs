@@ -40,6 +40,11 @@ fn with_error_elements(err: &mut S3Error, elements: &[(&str, &str)]) {
 /// MD5 and the XXHASH family, and always quote an ETag.
 pub const XML_ELEMENT: &str = "x-cowkit-xml-element";
 
+/// A response header carrying the HTTP status a successful response must
+/// have where s3s 0.14 writes another (PutBucketTagging: S3 answers 204,
+/// s3s 200); the server applies it.
+pub const STATUS: &str = "x-cowkit-status";
+
 /// Ask for `<name>value</name>` in the `nth` `parent` of the response's XML
 /// (see [`XML_ELEMENT`]).
 fn add_xml_element<T>(res: &mut S3Response<T>, parent: &str, nth: usize, name: &str, value: &str) {
@@ -203,7 +208,7 @@ fn tag_error(t: crate::tagging::TagError) -> S3Error {
             e
         }
         T::Key | T::Value | T::Duplicate => S3Error::with_message(S3ErrorCode::InvalidTag, msg),
-        T::TooMany => {
+        T::TooMany | T::TooManyOnBucket => {
             let mut e = S3Error::with_message(S3ErrorCode::Custom("BadRequest".into()), msg);
             e.set_status_code(http::StatusCode::BAD_REQUEST);
             e
@@ -384,6 +389,29 @@ pub struct UndeclaredTrailer;
 /// s3s 0.14 cannot parse there (the server took them out of it).
 #[derive(Debug, Clone)]
 pub struct PartChecksums(pub Vec<crate::checksum::PartChecksum>);
+
+/// The `<Tags>` of a CreateBucket document (the server took them out of
+/// it: s3s 0.14 has no field for them).
+#[derive(Debug, Clone)]
+pub struct CreateBucketTags(pub crate::tagging::TagPairs);
+
+/// S3's ARN of a bucket (`x-amz-bucket-arn` on CreateBucket and
+/// HeadBucket).
+fn with_bucket_arn<T>(mut res: S3Response<T>, bucket: &str) -> S3Response<T> {
+    if let Ok(v) = http::HeaderValue::from_str(&format!("arn:aws:s3:::{bucket}")) {
+        res.headers.insert("x-amz-bucket-arn", v);
+    }
+    res
+}
+
+fn tag_set_out(tags: Vec<crate::tagging::Tag>) -> TagSet {
+    tags.into_iter()
+        .map(|t| Tag {
+            key: Some(t.key),
+            value: Some(t.value),
+        })
+        .collect()
+}
 
 /// A trailer `x-amz-trailer` declares must arrive, and one it does not
 /// declare must not.
@@ -973,12 +1001,24 @@ impl S3 for S3Gateway {
                 return Err(e);
             }
         }
+        let tags = match req.extensions.get::<CreateBucketTags>() {
+            Some(CreateBucketTags(pairs)) => crate::tagging::check_bucket_set(
+                pairs.iter().map(|(k, v)| (k.as_deref(), v.as_deref())),
+            )
+            .map_err(tag_error)?,
+            None => Vec::new(),
+        };
         let b = req.input.bucket;
         let loc = format!("/{b}");
-        self.run(move |s| s.create_bucket(&b)).await?;
-        Ok(S3Response::new(CreateBucketOutput {
-            location: Some(loc),
-        }))
+        let name = b.clone();
+        self.run(move |s| s.create_bucket_with_tags(&b, tags))
+            .await?;
+        Ok(with_bucket_arn(
+            S3Response::new(CreateBucketOutput {
+                location: Some(loc),
+            }),
+            &name,
+        ))
     }
 
     async fn head_bucket(
@@ -986,11 +1026,15 @@ impl S3 for S3Gateway {
         req: S3Request<HeadBucketInput>,
     ) -> S3Result<S3Response<HeadBucketOutput>> {
         let b = req.input.bucket;
+        let name = b.clone();
         self.run(move |s| s.head_bucket(&b)).await?;
-        Ok(S3Response::new(HeadBucketOutput {
-            bucket_region: Some(self.region.clone()),
-            ..Default::default()
-        }))
+        Ok(with_bucket_arn(
+            S3Response::new(HeadBucketOutput {
+                bucket_region: Some(self.region.clone()),
+                ..Default::default()
+            }),
+            &name,
+        ))
     }
 
     async fn get_object_attributes(
@@ -1294,6 +1338,51 @@ impl S3 for S3Gateway {
         Ok(S3Response::new(DeleteObjectOutput::default()))
     }
 
+    async fn put_bucket_tagging(
+        &self,
+        req: S3Request<PutBucketTaggingInput>,
+    ) -> S3Result<S3Response<PutBucketTaggingOutput>> {
+        let i = req.input;
+        let tags = crate::tagging::check_bucket_set(
+            i.tagging
+                .tag_set
+                .iter()
+                .map(|t| (t.key.as_deref(), t.value.as_deref())),
+        )
+        .map_err(tag_error)?;
+        let b = i.bucket;
+        self.run(move |s| s.set_bucket_tags(&b, tags)).await?;
+        let mut res = S3Response::new(PutBucketTaggingOutput::default());
+        res.headers
+            .insert(STATUS, http::HeaderValue::from_static("204"));
+        Ok(res)
+    }
+
+    async fn get_bucket_tagging(
+        &self,
+        req: S3Request<GetBucketTaggingInput>,
+    ) -> S3Result<S3Response<GetBucketTaggingOutput>> {
+        let b = req.input.bucket;
+        match self.run(move |s| s.bucket_tags(&b)).await? {
+            Some(tags) => Ok(S3Response::new(GetBucketTaggingOutput {
+                tag_set: tag_set_out(tags),
+            })),
+            None => Err(S3Error::with_message(
+                S3ErrorCode::NoSuchTagSet,
+                "The TagSet does not exist",
+            )),
+        }
+    }
+
+    async fn delete_bucket_tagging(
+        &self,
+        req: S3Request<DeleteBucketTaggingInput>,
+    ) -> S3Result<S3Response<DeleteBucketTaggingOutput>> {
+        let b = req.input.bucket;
+        self.run(move |s| s.set_bucket_tags(&b, Vec::new())).await?;
+        Ok(S3Response::new(DeleteBucketTaggingOutput::default()))
+    }
+
     async fn put_object_tagging(
         &self,
         req: S3Request<PutObjectTaggingInput>,
@@ -1319,15 +1408,7 @@ impl S3 for S3Gateway {
         let (b, k) = (i.bucket, i.key);
         let (_, info) = self.run(move |s| s.open_object(&b, &k)).await?;
         Ok(S3Response::new(GetObjectTaggingOutput {
-            tag_set: info
-                .meta
-                .tags
-                .into_iter()
-                .map(|t| Tag {
-                    key: Some(t.key),
-                    value: Some(t.value),
-                })
-                .collect(),
+            tag_set: tag_set_out(info.meta.tags),
             ..Default::default()
         }))
     }

@@ -182,6 +182,23 @@ fn insert_at(text: &str, want: &str) -> Option<(usize, String)> {
     ))
 }
 
+/// The status the gateway asked for (see [`crate::gateway::STATUS`]).
+fn forced_status(mut res: s3s::HttpResponse) -> s3s::HttpResponse {
+    let Some(v) = res.headers_mut().remove(crate::gateway::STATUS) else {
+        return res;
+    };
+    if res.status().is_success() {
+        if let Some(s) = std::str::from_utf8(v.as_bytes())
+            .ok()
+            .and_then(|s| s.parse::<u16>().ok())
+            .and_then(|s| http::StatusCode::from_u16(s).ok())
+        {
+            *res.status_mut() = s;
+        }
+    }
+    res
+}
+
 /// A 304 has no body (s3s writes an error document).
 fn not_modified(mut res: s3s::HttpResponse) -> s3s::HttpResponse {
     if res.status() == http::StatusCode::NOT_MODIFIED {
@@ -305,6 +322,12 @@ struct Strip(Vec<http::HeaderName>);
 #[derive(Debug, Clone, Copy)]
 struct CompleteDocument;
 
+/// Marks a CreateBucket with a body: its `<Tags>` (which s3s 0.14 would
+/// drop) are taken out of the document in the [`Detour`] and handed to
+/// the gateway.
+#[derive(Debug, Clone, Copy)]
+struct CreateBucketDocument;
+
 /// The longest CompleteMultipartUpload document read (10,000 parts with
 /// every element come to about 3 MiB).
 const MAX_COMPLETE_DOCUMENT: usize = 16 << 20;
@@ -373,7 +396,9 @@ impl s3s::route::S3Route for Detour {
         _headers: &http::HeaderMap,
         extensions: &mut http::Extensions,
     ) -> bool {
-        extensions.get::<Strip>().is_some() || extensions.get::<CompleteDocument>().is_some()
+        extensions.get::<Strip>().is_some()
+            || extensions.get::<CompleteDocument>().is_some()
+            || extensions.get::<CreateBucketDocument>().is_some()
     }
 
     async fn check_access(&self, req: &mut s3s::S3Request<s3s::Body>) -> s3s::S3Result<()> {
@@ -410,6 +435,21 @@ impl s3s::route::S3Route for Detour {
             let (doc, found) = crate::checksum::take_part_checksums(&String::from_utf8_lossy(&doc));
             if !found.is_empty() {
                 extensions.insert(crate::gateway::PartChecksums(found));
+            }
+            headers.insert(http::header::CONTENT_LENGTH, doc.len().into());
+            headers.remove("content-md5");
+            body = s3s::Body::from(doc);
+        }
+        if extensions.remove::<CreateBucketDocument>().is_some() {
+            let doc = body
+                .store_all_limited(MAX_COMPLETE_DOCUMENT)
+                .await
+                .map_err(body_error)?;
+            let (doc, tags) =
+                crate::tagging::take_create_bucket_tags(&String::from_utf8_lossy(&doc))
+                    .map_err(crate::gateway::to_s3_error)?;
+            if let Some(t) = tags {
+                extensions.insert(crate::gateway::CreateBucketTags(t));
             }
             headers.insert(http::header::CONTENT_LENGTH, doc.len().into());
             headers.remove("content-md5");
@@ -643,6 +683,16 @@ impl Handler {
         {
             req.extensions_mut().insert(CompleteDocument);
         }
+        if req.method() == http::Method::PUT
+            && req.uri().query().is_none_or(str::is_empty)
+            && !req.uri().path().trim_matches('/').contains('/')
+            && req
+                .headers()
+                .get(http::header::CONTENT_LENGTH)
+                .is_some_and(|v| v.as_bytes() != b"0")
+        {
+            req.extensions_mut().insert(CreateBucketDocument);
+        }
         let method = req.method().clone();
         let path = req.uri().path().to_string();
         let query = req.uri().query().map(str::to_string);
@@ -666,6 +716,7 @@ impl Handler {
         let res = res
             .map(one_declaration)
             .map(xml_elements)
+            .map(forced_status)
             .map(error_elements)
             .map(standard_error)
             .map(not_modified)

@@ -20,6 +20,8 @@ use serde::{Deserialize, Serialize};
 
 /// The most tags an object may have.
 pub const MAX_OBJECT_TAGS: usize = 10;
+/// The most tags a bucket may have.
+pub const MAX_BUCKET_TAGS: usize = 50;
 /// The longest tag key, in characters.
 pub const MAX_KEY_CHARS: usize = 128;
 /// The longest tag value, in characters.
@@ -51,9 +53,12 @@ pub enum TagError {
     /// Two tags of a `<Tagging>` document have the same key (`InvalidTag`).
     #[error("Cannot provide multiple Tags with the same key")]
     Duplicate,
-    /// More than [`MAX_OBJECT_TAGS`] tags (`BadRequest`).
+    /// More than [`MAX_OBJECT_TAGS`] tags on an object (`BadRequest`).
     #[error("Object tags cannot be greater than 10")]
     TooMany,
+    /// More than [`MAX_BUCKET_TAGS`] tags on a bucket (`BadRequest`).
+    #[error("Bucket tag count cannot be greater than 50")]
+    TooManyOnBucket,
 }
 
 /// Whether `c` may appear in a tag key or value.
@@ -121,14 +126,30 @@ pub fn parse_header(h: &str) -> Result<Vec<Tag>, TagError> {
     Ok(tags)
 }
 
-/// The tags of a `<Tagging>` document, as (key, value) elements; a
-/// missing value is empty.
+/// The tags of an object's `<Tagging>` document, as (key, value)
+/// elements; a missing value is empty.
 pub fn check_set<'a>(
     set: impl IntoIterator<Item = (Option<&'a str>, Option<&'a str>)>,
 ) -> Result<Vec<Tag>, TagError> {
+    check_set_of(set, MAX_OBJECT_TAGS, TagError::TooMany)
+}
+
+/// The tags of a bucket (PutBucketTagging, CreateBucket), as
+/// [`check_set`] reads an object's.
+pub fn check_bucket_set<'a>(
+    set: impl IntoIterator<Item = (Option<&'a str>, Option<&'a str>)>,
+) -> Result<Vec<Tag>, TagError> {
+    check_set_of(set, MAX_BUCKET_TAGS, TagError::TooManyOnBucket)
+}
+
+fn check_set_of<'a>(
+    set: impl IntoIterator<Item = (Option<&'a str>, Option<&'a str>)>,
+    max: usize,
+    too_many: TagError,
+) -> Result<Vec<Tag>, TagError> {
     let set: Vec<_> = set.into_iter().collect();
-    if set.len() > MAX_OBJECT_TAGS {
-        return Err(TagError::TooMany);
+    if set.len() > max {
+        return Err(too_many);
     }
     let mut tags: Vec<Tag> = Vec::with_capacity(set.len());
     for (k, v) in set {
@@ -144,6 +165,85 @@ pub fn check_set<'a>(
         });
     }
     Ok(tags)
+}
+
+/// The text of an XML element's content, entities decoded; `None` when
+/// an entity is not one XML defines.
+fn xml_text(s: &str) -> Option<String> {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find('&') {
+        out.push_str(&rest[..i]);
+        let end = rest[i..].find(';')? + i;
+        let c = match &rest[i + 1..end] {
+            "amp" => '&',
+            "lt" => '<',
+            "gt" => '>',
+            "quot" => '"',
+            "apos" => '\'',
+            e => {
+                let n = match e.strip_prefix("#x").or_else(|| e.strip_prefix("#X")) {
+                    Some(h) => u32::from_str_radix(h, 16).ok()?,
+                    None => e.strip_prefix('#')?.parse().ok()?,
+                };
+                char::from_u32(n)?
+            }
+        };
+        out.push(c);
+        rest = &rest[end + 1..];
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+/// The content of the first `<name>` element in `s` (`Some("")` for
+/// `<name/>`).
+fn element<'a>(s: &'a str, name: &str) -> Option<&'a str> {
+    if s.contains(&format!("<{name}/>")) {
+        return Some("");
+    }
+    let open = format!("<{name}>");
+    let close = format!("</{name}>");
+    let start = s.find(&open)? + open.len();
+    let len = s[start..].find(&close)?;
+    Some(&s[start..start + len])
+}
+
+/// The (key, value) pairs of a `<Tags>` element, as [`check_bucket_set`]
+/// takes them.
+pub type TagPairs = Vec<(Option<String>, Option<String>)>;
+
+/// Take the `<Tags>` element out of a CreateBucketConfiguration document
+/// (s3s 0.14 has no field for it and would drop it): the document without
+/// it, and its tags when there was one; [`crate::Error::MalformedXml`] when
+/// the element is not well formed.
+pub fn take_create_bucket_tags(xml: &str) -> crate::Result<(String, Option<TagPairs>)> {
+    let bad = || crate::Error::MalformedXml;
+    let (start, end, inner) = if let Some(at) = xml.find("<Tags/>") {
+        (at, at + "<Tags/>".len(), "")
+    } else if let Some(at) = xml.find("<Tags>") {
+        let len = xml[at..].find("</Tags>").ok_or_else(bad)?;
+        (
+            at,
+            at + len + "</Tags>".len(),
+            &xml[at + "<Tags>".len()..at + len],
+        )
+    } else {
+        return Ok((xml.to_string(), None));
+    };
+    let mut pairs = Vec::new();
+    let mut rest = inner;
+    while let Some(at) = rest.find("<Tag>") {
+        let len = rest[at..].find("</Tag>").ok_or_else(bad)?;
+        let tag = &rest[at + "<Tag>".len()..at + len];
+        let text = |name| match element(tag, name) {
+            None => Ok(None),
+            Some(t) => xml_text(t).map(Some).ok_or_else(bad),
+        };
+        pairs.push((text("Key")?, text("Value")?));
+        rest = &rest[at + len + "</Tag>".len()..];
+    }
+    Ok((format!("{}{}", &xml[..start], &xml[end..]), Some(pairs)))
 }
 
 #[cfg(test)]
@@ -230,5 +330,38 @@ mod tests {
             Err(TagError::TooMany)
         );
         assert!(check_set([]).unwrap().is_empty());
+        let fifty: Vec<String> = (0..51).map(|i| format!("k{i}")).collect();
+        let pairs = |n: usize| fifty[..n].iter().map(|k| (Some(k.as_str()), Some("v")));
+        assert_eq!(check_bucket_set(pairs(51)), Err(TagError::TooManyOnBucket));
+        assert_eq!(check_bucket_set(pairs(50)).unwrap().len(), 50);
+    }
+
+    #[test]
+    fn create_bucket_tags_taken_out() {
+        let doc = "<CreateBucketConfiguration><LocationConstraint>eu</LocationConstraint>\
+                   <Tags><Tag><Key>a&amp;b</Key><Value>1</Value></Tag><Tag><Key>c</Key></Tag>\
+                   </Tags></CreateBucketConfiguration>";
+        let (left, tags) = take_create_bucket_tags(doc).unwrap();
+        assert_eq!(
+            left,
+            "<CreateBucketConfiguration><LocationConstraint>eu</LocationConstraint>\
+             </CreateBucketConfiguration>"
+        );
+        assert_eq!(
+            tags.unwrap(),
+            [
+                (Some("a&b".to_string()), Some("1".to_string())),
+                (Some("c".to_string()), None)
+            ]
+        );
+        let (left, tags) = take_create_bucket_tags("<C><Tags/></C>").unwrap();
+        assert_eq!((left.as_str(), tags), ("<C></C>", Some(vec![])));
+        let (left, tags) = take_create_bucket_tags("<C></C>").unwrap();
+        assert_eq!((left.as_str(), tags), ("<C></C>", None));
+        assert!(take_create_bucket_tags("<C><Tags><Tag><Key>k</Key></Tags></C>").is_err());
+        assert!(
+            take_create_bucket_tags("<C><Tags><Tag><Key>&bogus;</Key></Tag></Tags></C>").is_err()
+        );
+        assert_eq!(xml_text("&#65;&#x42;&lt;").as_deref(), Some("AB<"));
     }
 }

@@ -158,3 +158,49 @@ def test_multipart_carries_tags(s3):
         {"PartNumber": 1, "ETag": p1["ETag"]}, {"PartNumber": 2, "ETag": p2["ETag"]}]})
     assert tags(s3, "tagb", "mp") == {"k1": "v1", "k2": ""}
     assert s3.head_object(Bucket="tagb", Key="mp")["ResponseMetadata"]["HTTPHeaders"]["x-amz-tagging-count"] == "2"
+
+
+def test_bucket_tagging(make_server):
+    s3 = make_server("xfs").client()
+    with pytest.raises(ClientError) as e:
+        s3.get_bucket_tagging(Bucket="nobucket")
+    assert code(e) == "NoSuchBucket"
+    with pytest.raises(ClientError) as e:
+        s3.put_bucket_tagging(Bucket="nobucket", Tagging={"TagSet": [{"Key": "a", "Value": "1"}]})
+    assert code(e) == "NoSuchBucket"
+    made = s3.create_bucket(Bucket="tagged", CreateBucketConfiguration={
+        "Tags": [{"Key": "team", "Value": "blue"}, {"Key": "a b", "Value": ""}]})
+    assert made["ResponseMetadata"]["HTTPHeaders"]["x-amz-bucket-arn"] == "arn:aws:s3:::tagged"
+    assert s3.head_bucket(Bucket="tagged")["ResponseMetadata"]["HTTPHeaders"]["x-amz-bucket-arn"] == \
+        "arn:aws:s3:::tagged"
+    got = s3.get_bucket_tagging(Bucket="tagged")["TagSet"]
+    assert {t["Key"]: t["Value"] for t in got} == {"team": "blue", "a b": ""}
+    r = s3.put_bucket_tagging(Bucket="tagged", Tagging={"TagSet": [{"Key": f"k{i}", "Value": "v"} for i in range(50)]})
+    assert r["ResponseMetadata"]["HTTPStatusCode"] == 204
+    assert len(s3.get_bucket_tagging(Bucket="tagged")["TagSet"]) == 50
+    for tagset, want in [
+        ([{"Key": f"k{i}", "Value": "v"} for i in range(51)], ("BadRequest", "Bucket tag count cannot be greater than 50")),
+        ([{"Key": "k", "Value": "1"}, {"Key": "k", "Value": "2"}],
+         ("InvalidTag", "Cannot provide multiple Tags with the same key")),
+        ([{"Key": "k!", "Value": "1"}], ("InvalidTag", "The TagKey you have provided is invalid")),
+    ]:
+        with pytest.raises(ClientError) as e:
+            s3.put_bucket_tagging(Bucket="tagged", Tagging={"TagSet": tagset})
+        assert (code(e), message(e)) == want
+        with pytest.raises(ClientError) as e:
+            s3.create_bucket(Bucket="refused", CreateBucketConfiguration={"Tags": tagset})
+        assert (code(e), message(e)) == want
+    # A refused CreateBucket made no bucket.
+    assert "refused" not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+    r = s3.delete_bucket_tagging(Bucket="tagged")
+    assert r["ResponseMetadata"]["HTTPStatusCode"] == 204
+    with pytest.raises(ClientError) as e:
+        s3.get_bucket_tagging(Bucket="tagged")
+    assert code(e) == "NoSuchTagSet" and status(e) == 404
+    # A bucket made again under the name does not inherit the old tags.
+    s3.put_bucket_tagging(Bucket="tagged", Tagging={"TagSet": [{"Key": "old", "Value": "1"}]})
+    s3.delete_bucket(Bucket="tagged")
+    s3.create_bucket(Bucket="tagged")
+    with pytest.raises(ClientError) as e:
+        s3.get_bucket_tagging(Bucket="tagged")
+    assert code(e) == "NoSuchTagSet"
