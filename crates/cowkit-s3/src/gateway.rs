@@ -807,6 +807,12 @@ fn want_checksum_of(h: &http::HeaderMap, composite: bool) -> S3Result<WantChecks
             })?;
         w.trailer = Some(a);
     }
+    // A checksum in a header and another in the trailer are two as well.
+    if w.value.is_some() && w.trailer.is_some() {
+        return Err(invalid_request(
+            "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.",
+        ));
+    }
     if let Some(sdk) = hv("x-amz-sdk-checksum-algorithm") {
         let a = Algorithm::parse(&sdk).ok_or_else(|| invalid_request(UNSUPPORTED_ALGORITHM))?;
         if let Some((v, _)) = &w.value {

@@ -111,3 +111,21 @@ def test_sha512_in_xml_documents(srv):
     assert attrs["Checksum"]["ChecksumSHA512"] == composite
     assert attrs["ETag"] == done["ETag"].strip('"')
     assert s3.get_object(Bucket="sha", Key="mp")["Body"].read() == p1 + src
+
+
+def test_checksum_header_and_trailer_are_two(srv):
+    from test_conditional import signed_put
+
+    s3 = srv.client()
+    s3.create_bucket(Bucket="two")
+    base = [("x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER"),
+            ("content-encoding", "aws-chunked"), ("x-amz-decoded-content-length", "11"),
+            ("x-amz-trailer", "x-amz-checksum-crc64nvme")]
+    body = b"B\r\nhello world\r\n0\r\nx-amz-checksum-crc64nvme:jSnVw/bqjr4=\r\n\r\n"
+    st, text = signed_put(srv, "/two/k", base + [("x-amz-checksum-crc32", "DUoRhQ==")], body)
+    assert st == 400 and "Multiple checksum Types are not allowed." in text, text
+    with pytest.raises(ClientError) as e:
+        s3.head_object(Bucket="two", Key="k")
+    assert status(e) == 404
+    st, text = signed_put(srv, "/two/k", base, body)
+    assert st == 200, text
