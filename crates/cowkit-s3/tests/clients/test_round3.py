@@ -129,3 +129,18 @@ def test_checksum_header_and_trailer_are_two(srv):
     assert status(e) == 404
     st, text = signed_put(srv, "/two/k", base, body)
     assert st == 200, text
+
+
+def test_header_section_over_8_kib(srv):
+    from test_conditional import signed_put
+
+    s3 = srv.client()
+    s3.create_bucket(Bucket="hdr")
+    st, text = signed_put(srv, "/hdr/k", [("x-amz-custom-header", "d" * 8192)], b"x")
+    assert st == 400 and "<Code>RequestHeaderSectionTooLarge</Code>" in text, text
+    assert "<MaxSizeAllowed>8192</MaxSizeAllowed>" in text, text
+    with pytest.raises(ClientError) as e:
+        s3.head_object(Bucket="hdr", Key="k")
+    assert status(e) == 404
+    st, text = signed_put(srv, "/hdr/k", [("x-amz-custom-header", "d" * 4096)], b"x")
+    assert st == 200, text
