@@ -425,6 +425,7 @@ impl Store {
         crc64nvme: Option<String>,
     ) -> Result<PartRecord> {
         Self::check_part_number(number)?;
+        self.bucket_dir(bucket)?;
         if !names::is_upload_id(id) {
             return Err(Error::NoSuchUpload {
                 upload_id: id.to_string(),
@@ -574,6 +575,8 @@ impl Store {
     /// Abort the upload: its parts are removed. Waits for a complete of
     /// it in progress (anywhere), and is then `NoSuchUpload`.
     pub fn abort_upload(&self, id: &str, bucket: &str, key: &str) -> Result<()> {
+        // A missing bucket is named before a malformed id, as S3 does.
+        self.bucket_dir(bucket)?;
         if !names::is_upload_id(id) {
             return Err(Error::NoSuchUpload {
                 upload_id: id.to_string(),

@@ -145,3 +145,23 @@ def test_header_section_over_8_kib(srv):
     sha = ("x-amz-content-sha256", hashlib.sha256(b"x").hexdigest())
     st, text = signed_put(srv, "/hdr/k", [sha, ("x-amz-custom-header", "d" * 4096)], b"x")
     assert st == 200, text
+
+
+def test_missing_bucket_named_before_a_malformed_upload_id(srv):
+    s3 = srv.client()
+    calls = [
+        lambda b: s3.abort_multipart_upload(Bucket=b, Key="k", UploadId="uploadId"),
+        lambda b: s3.upload_part(Bucket=b, Key="k", UploadId="uploadId", PartNumber=1, Body=b"x"),
+        lambda b: s3.list_parts(Bucket=b, Key="k", UploadId="uploadId"),
+        lambda b: s3.complete_multipart_upload(Bucket=b, Key="k", UploadId="uploadId", MultipartUpload={
+            "Parts": [{"PartNumber": 1, "ETag": '"0123456789abcdef0123456789abcdef"'}]}),
+    ]
+    for call in calls:
+        with pytest.raises(ClientError) as e:
+            call("no-such-bucket")
+        assert code(e) == "NoSuchBucket"
+    s3.create_bucket(Bucket="has-bucket")
+    for call in calls:
+        with pytest.raises(ClientError) as e:
+            call("has-bucket")
+        assert code(e) == "NoSuchUpload"
