@@ -939,9 +939,33 @@ fn with_checksum_header<T>(out: T, c: Option<&Checksum>) -> S3Response<T> {
     res
 }
 
+/// A version id other than `null`, the only version an object has here
+/// (no bucket is versioned), is refused as S3 refuses an invalid one.
+fn check_version_id(v: Option<&str>) -> S3Result<()> {
+    match v {
+        Some(v) if v != "null" => {
+            let mut e =
+                S3Error::with_message(S3ErrorCode::InvalidArgument, "Invalid version id specified");
+            with_error_elements(
+                &mut e,
+                &[("ArgumentName", "versionId"), ("ArgumentValue", v)],
+            );
+            Err(e)
+        }
+        _ => Ok(()),
+    }
+}
+
 fn copy_source(cs: &CopySource) -> S3Result<(String, String)> {
     match cs {
-        CopySource::Bucket { bucket, key, .. } => Ok((bucket.to_string(), key.to_string())),
+        CopySource::Bucket {
+            bucket,
+            key,
+            version_id,
+        } => {
+            check_version_id(version_id.as_deref())?;
+            Ok((bucket.to_string(), key.to_string()))
+        }
         _ => Err(s3_error!(
             NotImplemented,
             "only bucket/key copy sources are supported"
@@ -1222,6 +1246,7 @@ impl S3 for S3Gateway {
         let cond = conditions_of(&req);
         let splicer = req.extensions.get::<crate::sendfile::Splicer>().cloned();
         let i = req.input;
+        check_version_id(i.version_id.as_deref())?;
         check_part_number(i.part_number, i.range.is_some())?;
         let (b, k) = (i.bucket, i.key);
         let name = std::path::PathBuf::from(format!("{b}/{k}"));
@@ -1300,6 +1325,7 @@ impl S3 for S3Gateway {
         let uri = req.uri.clone();
         let cond = conditions_of(&req);
         let i = req.input;
+        check_version_id(i.version_id.as_deref())?;
         check_part_number(i.part_number, i.range.is_some())?;
         let (b, k) = (i.bucket, i.key);
         let (_, info) = self.run(move |s| s.open_object(&b, &k)).await?;

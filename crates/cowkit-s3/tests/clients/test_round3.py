@@ -165,3 +165,29 @@ def test_missing_bucket_named_before_a_malformed_upload_id(srv):
         with pytest.raises(ClientError) as e:
             call("has-bucket")
         assert code(e) == "NoSuchUpload"
+
+
+def test_version_ids_other_than_null_refused(srv):
+    # No bucket is versioned: an object's only version is `null`.
+    s3 = srv.client()
+    s3.create_bucket(Bucket="ver")
+    s3.put_object(Bucket="ver", Key="src", Body=b"v1")
+    assert s3.get_object(Bucket="ver", Key="src", VersionId="null")["Body"].read() == b"v1"
+    s3.head_object(Bucket="ver", Key="src", VersionId="null")
+    s3.copy_object(Bucket="ver", Key="c1", CopySource={"Bucket": "ver", "Key": "src", "VersionId": "null"})
+    up = s3.create_multipart_upload(Bucket="ver", Key="mp")
+    for call in [
+        lambda: s3.get_object(Bucket="ver", Key="src", VersionId="someversion"),
+        lambda: s3.copy_object(Bucket="ver", Key="c2",
+                               CopySource={"Bucket": "ver", "Key": "src", "VersionId": "someversion"}),
+        lambda: s3.upload_part_copy(Bucket="ver", Key="mp", UploadId=up["UploadId"], PartNumber=1,
+                                    CopySource="ver/src?versionId=someversion"),
+    ]:
+        with pytest.raises(ClientError) as e:
+            call()
+        assert code(e) == "InvalidArgument" and e.value.response["Error"]["Message"] == "Invalid version id specified"
+    with pytest.raises(ClientError) as e:
+        s3.head_object(Bucket="ver", Key="src", VersionId="someversion")
+    assert status(e) == 400
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket="ver")["Contents"]] == ["c1", "src"]
+    assert s3.list_parts(Bucket="ver", Key="mp", UploadId=up["UploadId"]).get("Parts", []) == []
