@@ -686,10 +686,10 @@ impl Handler {
         if req.method() == http::Method::PUT
             && req.uri().query().is_none_or(str::is_empty)
             && !req.uri().path().trim_matches('/').contains('/')
-            && req
-                .headers()
-                .get(http::header::CONTENT_LENGTH)
-                .is_some_and(|v| v.as_bytes() != b"0")
+            && match req.headers().get(http::header::CONTENT_LENGTH) {
+                Some(v) => v.as_bytes() != b"0",
+                None => req.headers().contains_key(http::header::TRANSFER_ENCODING),
+            }
         {
             req.extensions_mut().insert(CreateBucketDocument);
         }
