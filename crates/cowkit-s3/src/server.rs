@@ -328,9 +328,9 @@ struct CompleteDocument;
 #[derive(Debug, Clone, Copy)]
 struct CreateBucketDocument;
 
-/// The longest CompleteMultipartUpload document read (10,000 parts with
-/// every element come to about 3 MiB).
-const MAX_COMPLETE_DOCUMENT: usize = 16 << 20;
+/// The longest document the [`Detour`] reads whole (a CompleteMultipartUpload
+/// of 10,000 parts with every element comes to about 3 MiB).
+const MAX_DOCUMENT: usize = 16 << 20;
 
 /// The s3s route of requests with headers S3 accepts and s3s 0.14 would
 /// refuse to parse (unquoted entity tags in `If-Match` and its relatives, a
@@ -429,7 +429,7 @@ impl s3s::route::S3Route for Detour {
         headers.remove(http::header::AUTHORIZATION);
         if extensions.remove::<CompleteDocument>().is_some() {
             let doc = body
-                .store_all_limited(MAX_COMPLETE_DOCUMENT)
+                .store_all_limited(MAX_DOCUMENT)
                 .await
                 .map_err(body_error)?;
             let (doc, found) = crate::checksum::take_part_checksums(&String::from_utf8_lossy(&doc));
@@ -442,7 +442,7 @@ impl s3s::route::S3Route for Detour {
         }
         if extensions.remove::<CreateBucketDocument>().is_some() {
             let doc = body
-                .store_all_limited(MAX_COMPLETE_DOCUMENT)
+                .store_all_limited(MAX_DOCUMENT)
                 .await
                 .map_err(body_error)?;
             let (doc, tags) =
