@@ -939,6 +939,25 @@ fn with_checksum_header<T>(out: T, c: Option<&Checksum>) -> S3Response<T> {
     res
 }
 
+/// A body that failed because the watch of its aws-chunked framing
+/// refused it (see [`crate::chunked`]) gets that refusal, not `e`.
+fn chunk_refusal(ext: &http::Extensions, e: S3Error) -> S3Error {
+    match ext
+        .get::<crate::chunked::ChunkVerdict>()
+        .and_then(|v| v.get())
+    {
+        Some(c) => {
+            let mut err = S3Error::with_message(
+                S3ErrorCode::Custom("InvalidChunkSizeError".into()),
+                c.to_string(),
+            );
+            err.set_status_code(http::StatusCode::BAD_REQUEST);
+            err
+        }
+        None => e,
+    }
+}
+
 /// A version id other than `null`, the only version an object has here
 /// (no bucket is versioned), is refused as S3 refuses an invalid one.
 fn check_version_id(v: Option<&str>) -> S3Result<()> {
@@ -1198,7 +1217,8 @@ impl S3 for S3Gateway {
         let file = self.run(|s| s.new_file()).await?;
         let got = self
             .receive(body, file, i.content_md5.as_deref(), Some(algo), false)
-            .await?;
+            .await
+            .map_err(|e| chunk_refusal(&req.extensions, e))?;
         let (file, md5, size) = (got.file, got.md5, got.size);
         if let Some(len) = i.content_length {
             if len as u64 != size {
@@ -1835,7 +1855,8 @@ impl S3 for S3Gateway {
                 algo,
                 upload_algo.is_none(),
             )
-            .await?;
+            .await
+            .map_err(|e| chunk_refusal(&req.extensions, e))?;
         let (file, md5, size) = (got.file, got.md5, got.size);
         if let Some(len) = i.content_length {
             if len as u64 != size {

@@ -33,6 +33,7 @@
 
 pub mod body;
 pub mod checksum;
+pub mod chunked;
 pub mod conditions;
 pub mod error;
 pub mod fault;

@@ -674,6 +674,14 @@ impl Handler {
         if !strip.is_empty() {
             req.extensions_mut().insert(Strip(strip));
         }
+        // S3's rule on chunk sizes, which s3s' decoder does not check.
+        if refused.is_none() && crate::precheck::is_streaming(req.headers()) {
+            let verdict = crate::chunked::ChunkVerdict::default();
+            req.extensions_mut().insert(verdict.clone());
+            let (parts, body) = req.into_parts();
+            let body = s3s::Body::http_body(crate::chunked::Watched::new(body, verdict));
+            req = http::Request::from_parts(parts, body);
+        }
         if req.method() == http::Method::POST
             && req.uri().query().is_some_and(|q| {
                 crate::precheck::query_pairs(q)

@@ -191,3 +191,37 @@ def test_version_ids_other_than_null_refused(srv):
     assert status(e) == 400
     assert [o["Key"] for o in s3.list_objects_v2(Bucket="ver")["Contents"]] == ["c1", "src"]
     assert s3.list_parts(Bucket="ver", Key="mp", UploadId=up["UploadId"]).get("Parts", []) == []
+
+
+def test_only_the_last_chunk_may_be_short(srv):
+    from test_conditional import signed_put
+
+    s3 = srv.client()
+    s3.create_bucket(Bucket="chunks")
+
+    def stream(sizes):
+        body = b""
+        for n in sizes:
+            body += b"%x\r\n" % n + b"c" * n + (b"\r\n" if n else b"")
+        return body + b"\r\n", sum(sizes)
+
+    for sizes, want in [([8192, 10, 0], 200), ([100, 0], 200), ([10, 10, 0], 400),
+                        ([8192, 100, 8192, 0], 400)]:
+        body, n = stream(sizes)
+        hs = [("x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER"),
+              ("content-encoding", "aws-chunked"), ("x-amz-decoded-content-length", str(n))]
+        st, text = signed_put(srv, "/chunks/k", hs, body)
+        assert st == want, (sizes, text)
+        if want == 400:
+            assert "<Code>InvalidChunkSizeError</Code>" in text, text
+            assert "Only the last chunk is allowed to have a size less than 8192 bytes" in text
+        else:
+            assert s3.get_object(Bucket="chunks", Key="k")["Body"].read() == b"c" * n
+            s3.delete_object(Bucket="chunks", Key="k")
+    with pytest.raises(ClientError) as e:
+        s3.head_object(Bucket="chunks", Key="k")
+    assert status(e) == 404
+    # boto3's own streamed uploads (aws-chunked with a trailer) still pass.
+    s3.put_object(Bucket="chunks", Key="boto", Body=os.urandom(100_000))
+    up = s3.create_multipart_upload(Bucket="chunks", Key="mp")
+    s3.upload_part(Bucket="chunks", Key="mp", UploadId=up["UploadId"], PartNumber=1, Body=os.urandom(70_000))
