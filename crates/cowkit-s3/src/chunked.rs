@@ -1,14 +1,21 @@
 //! A watch on the framing of an aws-chunked request body, on its way into
-//! s3s (which decodes it and does not tell the gateway the chunk sizes).
+//! s3s (which decodes it, tells the gateway neither the chunk sizes nor
+//! where a body went wrong, and takes some bodies S3 refuses).
 //!
-//! S3 takes every chunk but the last one with data only when it holds at
-//! least [`MIN_CHUNK`] bytes, and refuses the request otherwise with
-//! `InvalidChunkSizeError`. The watch reads the chunk headers
-//! (`SIZE[;chunk-signature=…]\r\n`) as the bytes pass, without changing
-//! them; a chunk with data after a short one fails the body and records
-//! the refusal in a [`ChunkVerdict`] the gateway reads when the body fails.
-//! Anything it cannot follow (a header that is not hex, a missing CRLF) it
-//! leaves to s3s' decoder and stops watching.
+//! The watch reads the framing as the bytes pass, without changing them:
+//! chunk headers (`SIZE[;chunk-signature=…]\r\n`), the CRLF after each
+//! chunk's data, and after the last chunk (size 0) the trailer lines
+//! (`name:value\r\n`) up to the empty line that ends the body. It fails the
+//! body, recording the refusal in a [`ChunkVerdict`] the gateway reads when
+//! the body fails, where S3 refuses it:
+//! - a chunk with data after one under [`MIN_CHUNK`] bytes (only the last
+//!   chunk with data may be short): `InvalidChunkSizeError`;
+//! - a trailer line without a name, or bytes after the end of a body that
+//!   declared a trailer: `MalformedTrailerError`;
+//! - the body ending before its empty last line: `IncompleteBody`.
+//!
+//! Anything else it cannot follow (a size that is not hex, a missing CRLF
+//! after a chunk's data) it leaves to s3s' decoder and stops watching.
 //!
 //! ```
 //! use cowkit_s3::chunked::{ChunkError, Watch};
@@ -37,6 +44,13 @@ pub enum ChunkError {
     /// (S3: `InvalidChunkSizeError`).
     #[error("Only the last chunk is allowed to have a size less than 8192 bytes")]
     TooSmall,
+    /// A trailer line without a name, or bytes after the end of a body
+    /// with a declared trailer (S3: `MalformedTrailerError`).
+    #[error("The request contained trailing data that was not well-formed or did not conform to our published schema.")]
+    MalformedTrailer,
+    /// The body ended before its last, empty line (S3: `IncompleteBody`).
+    #[error("The request body terminated unexpectedly")]
+    Incomplete,
 }
 
 /// Where the watch of a request's body leaves its verdict (a request
@@ -64,7 +78,11 @@ enum State {
     Data(u64),
     /// After a chunk's data: CR and LF expected (how many seen).
     Crlf(u8),
-    /// The last chunk was seen, or the framing could not be followed.
+    /// After the last chunk's header: trailer lines, up to an empty one.
+    Trailer,
+    /// The empty line that ends the body was seen.
+    Finished,
+    /// The framing could not be followed: s3s decides.
     Done,
 }
 
@@ -75,19 +93,49 @@ pub struct Watch {
     line: Vec<u8>,
     /// The previous chunk with data was shorter than [`MIN_CHUNK`].
     short: bool,
+    /// The request declared a trailer (`x-amz-trailer`).
+    declared: bool,
 }
 
 impl Watch {
+    /// A watch for a body whose request declared a trailer or not.
+    pub fn new(trailer_declared: bool) -> Watch {
+        Watch {
+            declared: trailer_declared,
+            ..Watch::default()
+        }
+    }
+
+    /// The body ended here: [`ChunkError::Incomplete`] unless it ended
+    /// after its empty last line (or the watch gave up following it).
+    pub fn end(&self) -> Result<(), ChunkError> {
+        match self.state {
+            State::Finished | State::Done => Ok(()),
+            _ => Err(ChunkError::Incomplete),
+        }
+    }
+
     /// Follow `data`, the next bytes of the raw body.
     pub fn feed(&mut self, mut data: &[u8]) -> Result<(), ChunkError> {
         while !data.is_empty() {
             match self.state {
                 State::Done => return Ok(()),
-                State::Header => match data.iter().position(|&c| c == b'\n') {
+                State::Finished => {
+                    if !self.declared {
+                        self.state = State::Done;
+                        return Ok(());
+                    }
+                    return Err(ChunkError::MalformedTrailer);
+                }
+                State::Header | State::Trailer => match data.iter().position(|&c| c == b'\n') {
                     Some(i) => {
                         self.line.extend_from_slice(&data[..i]);
                         data = &data[i + 1..];
-                        self.header()?;
+                        if self.state == State::Header {
+                            self.header()?;
+                        } else {
+                            self.trailer()?;
+                        }
                     }
                     None => {
                         self.line.extend_from_slice(data);
@@ -129,7 +177,7 @@ impl Watch {
             .and_then(|s| u64::from_str_radix(s.trim(), 16).ok());
         self.state = match size {
             None => State::Done,
-            Some(0) => State::Done,
+            Some(0) => State::Trailer,
             Some(_) if self.short => return Err(ChunkError::TooSmall),
             Some(n) => {
                 self.short = n < MIN_CHUNK;
@@ -137,6 +185,20 @@ impl Watch {
             }
         };
         Ok(())
+    }
+
+    /// A whole trailer line (without its LF) is in `line`.
+    fn trailer(&mut self) -> Result<(), ChunkError> {
+        let line = std::mem::take(&mut self.line);
+        let line = line.strip_suffix(b"\r").unwrap_or(&line);
+        if line.is_empty() {
+            self.state = State::Finished;
+            return Ok(());
+        }
+        match line.iter().position(|&c| c == b':') {
+            Some(i) if i > 0 => Ok(()),
+            _ => Err(ChunkError::MalformedTrailer),
+        }
     }
 }
 
@@ -148,11 +210,12 @@ pub struct Watched {
 }
 
 impl Watched {
-    /// Watch `inner`, recording a refusal in `verdict`.
-    pub fn new(inner: s3s::Body, verdict: ChunkVerdict) -> Watched {
+    /// Watch `inner` (of a request that declared a trailer or not),
+    /// recording a refusal in `verdict`.
+    pub fn new(inner: s3s::Body, trailer_declared: bool, verdict: ChunkVerdict) -> Watched {
         Watched {
             inner,
-            watch: Watch::default(),
+            watch: Watch::new(trailer_declared),
             verdict,
         }
     }
@@ -168,13 +231,19 @@ impl http_body::Body for Watched {
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, s3s::StdError>>> {
         let this = &mut *self;
         let frame = std::task::ready!(Pin::new(&mut this.inner).poll_frame(cx));
-        if let Some(Ok(f)) = &frame {
-            if let Some(data) = f.data_ref() {
-                if let Err(e) = this.watch.feed(data) {
-                    this.verdict.set(e);
-                    return Poll::Ready(Some(Err(Box::new(e))));
-                }
-            }
+        let checked = match &frame {
+            Some(Ok(f)) => f.data_ref().map_or(Ok(()), |d| this.watch.feed(d)),
+            Some(Err(_)) => Ok(()),
+            None => this.watch.end(),
+        };
+        if let Err(e) = checked {
+            // Refused once: what follows is s3s' to read.
+            this.watch = Watch {
+                state: State::Done,
+                ..Watch::default()
+            };
+            this.verdict.set(e);
+            return Poll::Ready(Some(Err(Box::new(e))));
         }
         Poll::Ready(frame)
     }
@@ -210,11 +279,55 @@ mod tests {
     }
 
     fn verdict(sizes: &[usize], signed: bool, step: usize) -> Result<(), ChunkError> {
-        let mut w = Watch::default();
+        let mut w = Watch::new(true);
         for piece in body(sizes, signed).chunks(step) {
             w.feed(piece)?;
         }
-        Ok(())
+        w.end()
+    }
+
+    fn whole(raw: &[u8], declared: bool) -> Result<(), ChunkError> {
+        let mut w = Watch::new(declared);
+        w.feed(raw)?;
+        w.end()
+    }
+
+    #[test]
+    fn ends_and_trailers() {
+        let sig = "0123456789abcdef";
+        for ok in [
+            "a\r\n0123456789\r\n0\r\n\r\n".to_string(),
+            "a\r\n0123456789\r\n0\r\nx-amz-checksum-crc32:AAAAAA==\r\n\r\n".to_string(),
+            format!("0;chunk-signature={sig}\r\n\r\n"),
+            format!("0;chunk-signature={sig}\r\nx-amz-checksum-crc32:AA==\r\nx-amz-trailer-signature:{sig}\r\n\r\n"),
+        ] {
+            assert_eq!(whole(ok.as_bytes(), true), Ok(()), "{ok}");
+        }
+        for cut in [
+            &b"a\r\n0123456789\r\n0\r\n"[..],
+            b"a\r\n0123456789\r\n0\r\nx-amz-checksum-crc32:AAAAAA==\r\n",
+            b"a\r\n",
+            b"a\r\n01234",
+            b"0;chunk-signature=0123bbbb",
+            b"",
+        ] {
+            assert_eq!(whole(cut, false), Err(ChunkError::Incomplete), "{cut:?}");
+        }
+        assert_eq!(
+            whole(b"5\r\nhello\r\n0\r\n:M3eFcAZSQlc=\r\n\r\n", true),
+            Err(ChunkError::MalformedTrailer)
+        );
+        assert_eq!(
+            whole(b"0\r\nno-colon\r\n\r\n", true),
+            Err(ChunkError::MalformedTrailer)
+        );
+        // Bytes after the end: malformed when a trailer was declared.
+        let extra = format!("0;chunk-signature={sig}\r\n\r\nx-amz-trailer-signature:{sig}\r\n\r\n");
+        assert_eq!(
+            whole(extra.as_bytes(), true),
+            Err(ChunkError::MalformedTrailer)
+        );
+        assert_eq!(whole(extra.as_bytes(), false), Ok(()));
     }
 
     #[test]

@@ -947,10 +947,13 @@ fn chunk_refusal(ext: &http::Extensions, e: S3Error) -> S3Error {
         .and_then(|v| v.get())
     {
         Some(c) => {
-            let mut err = S3Error::with_message(
-                S3ErrorCode::Custom("InvalidChunkSizeError".into()),
-                c.to_string(),
-            );
+            use crate::chunked::ChunkError as C;
+            let code = match c {
+                C::TooSmall => S3ErrorCode::Custom("InvalidChunkSizeError".into()),
+                C::MalformedTrailer => S3ErrorCode::Custom("MalformedTrailerError".into()),
+                C::Incomplete => S3ErrorCode::IncompleteBody,
+            };
+            let mut err = S3Error::with_message(code, c.to_string());
             err.set_status_code(http::StatusCode::BAD_REQUEST);
             err
         }

@@ -626,6 +626,8 @@ impl Handler {
         peer: SocketAddr,
     ) -> std::result::Result<s3s::HttpResponse, s3s::HttpError> {
         join_repeated_metadata(req.headers_mut());
+        // Whether the client declared a trailer (one may be added for s3s below).
+        let declared = req.headers().contains_key("x-amz-trailer");
         // S3 answers a malformed Range with the whole object (dropped here
         // unless it is signed: then after s3s has checked the signature).
         let mut strip = Vec::new();
@@ -679,7 +681,7 @@ impl Handler {
             let verdict = crate::chunked::ChunkVerdict::default();
             req.extensions_mut().insert(verdict.clone());
             let (parts, body) = req.into_parts();
-            let body = s3s::Body::http_body(crate::chunked::Watched::new(body, verdict));
+            let body = s3s::Body::http_body(crate::chunked::Watched::new(body, declared, verdict));
             req = http::Request::from_parts(parts, body);
         }
         if req.method() == http::Method::POST

@@ -225,3 +225,30 @@ def test_only_the_last_chunk_may_be_short(srv):
     s3.put_object(Bucket="chunks", Key="boto", Body=os.urandom(100_000))
     up = s3.create_multipart_upload(Bucket="chunks", Key="mp")
     s3.upload_part(Bucket="chunks", Key="mp", UploadId=up["UploadId"], PartNumber=1, Body=os.urandom(70_000))
+
+
+def test_aws_chunked_framing(srv):
+    from test_conditional import signed_put
+
+    s3 = srv.client()
+    s3.create_bucket(Bucket="frame")
+    base = [("x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER"),
+            ("content-encoding", "aws-chunked"), ("x-amz-decoded-content-length", "10")]
+    declared = [("x-amz-trailer", "x-amz-checksum-crc64nvme")]
+    good = b"A\r\ndummy data\r\n0\r\nx-amz-checksum-crc64nvme:dPVWc2vU1+Q=\r\n\r\n"
+    for body, code_ in [
+        # Ends before its last, empty line.
+        (b"A\r\ndummy data\r\n0\r\n", "IncompleteBody"),
+        (b"A\r\ndummy data\r\n0\r\nx-amz-checksum-crc64nvme:dPVWc2vU1+Q=\r\n", "IncompleteBody"),
+        # A trailer line without a name; bytes after the end.
+        (b"A\r\ndummy data\r\n0\r\n:dPVWc2vU1+Q=\r\n\r\n", "MalformedTrailerError"),
+        (good + b"x-amz-more:1\r\n\r\n", "MalformedTrailerError"),
+    ]:
+        st, text = signed_put(srv, "/frame/k", base + declared, body)
+        assert st == 400 and f"<Code>{code_}</Code>" in text, (body, text)
+    with pytest.raises(ClientError) as e:
+        s3.head_object(Bucket="frame", Key="k")
+    assert status(e) == 404
+    st, text = signed_put(srv, "/frame/k", base + declared, good)
+    assert st == 200, text
+    assert s3.get_object(Bucket="frame", Key="k")["Body"].read() == b"dummy data"
