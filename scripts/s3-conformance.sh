@@ -168,7 +168,7 @@ def reason(t):
         return ""
     lines = [l.strip() for l in text.splitlines() if l.strip()]
     # Not the suite's RUN line: test names hold "expected" or "fail" too.
-    lines = [l for l in lines if not re.search(r"\bRUN\b", l[:16])]
+    lines = [l for l in lines if not re.search(r"RUN\s", l[:16])]
     for l in lines:
         if re.search(r"FAIL|fail|error|expected", l) and "PASS" not in l:
             return re.sub(r"\s+", " ", l)[:300]
