@@ -150,7 +150,11 @@ GetBucketLocation PutObject HeadObject GetObjectAttributes GetObject ListObjects
 ListObjectVersions DeleteObject DeleteObjects CopyObject CreateMultipartUpload UploadPart
 UploadPartCopy ListParts ListMultipartUploads AbortMultipartUpload CompleteMultipartUpload
 CompletedMultipartUpload UnsignedStreamingPayloadTrailer UnsignedStreaminPayloadTrailer
-SignedStreamingPayload SignedStreamingPayloadTrailer Server""".split()
+SignedStreamingPayload SignedStreamingPayloadTrailer Server PutObjectTagging GetObjectTagging
+DeleteObjectTagging PutBucketTagging GetBucketTagging DeleteBucketTagging""".split()
+# Operations added in round 3: earlier runs counted the set without them.
+ROUND3 = set("""PutObjectTagging GetObjectTagging DeleteObjectTagging PutBucketTagging
+GetBucketTagging DeleteBucketTagging""".split())
 MULTIPART = re.compile(r"Multipart|UploadPart|ListParts")
 def op(t):
     if t.startswith("Router"):
@@ -163,6 +167,8 @@ def reason(t):
     except OSError:
         return ""
     lines = [l.strip() for l in text.splitlines() if l.strip()]
+    # Not the suite's RUN line: test names hold "expected" or "fail" too.
+    lines = [l for l in lines if not re.search(r"RUN\s", l[:16])]
     for l in lines:
         if re.search(r"FAIL|fail|error|expected", l) and "PASS" not in l:
             return re.sub(r"\s+", " ", l)[:300]
@@ -184,6 +190,7 @@ def pct(p, n):
     return f"{p}/{n} ({100.0 * p / n:.1f} %)" if n else "0/0"
 allp = tally(lambda t: True)
 impl = tally(lambda t: op(t) in IMPLEMENTED)
+impl2 = tally(lambda t: op(t) in IMPLEMENTED and op(t) not in ROUND3)
 mp = tally(lambda t: MULTIPART.search(t) is not None)
 
 by_op = collections.OrderedDict()
@@ -197,6 +204,7 @@ with open(out + ".md", "w") as f:
     f.write("| set | passed |\n|---|---:|\n")
     f.write(f"| all tests run (`full-flow`'s and the suite's other multipart tests) | {pct(*allp)} |\n")
     f.write(f"| tests of the operations cowkit implements | {pct(*impl)} |\n")
+    f.write(f"| the same without the tagging operations (the set rounds 1 and 2 counted) | {pct(*impl2)} |\n")
     f.write(f"| multipart tests (`Multipart`, `UploadPart`, `ListParts` in the name) | {pct(*mp)} |\n\n")
     f.write("Implemented operations counted: " + ", ".join(IMPLEMENTED) + ".\n\n")
     f.write("## Per operation\n\n| operation | passed | failed |\n|---|---:|---:|\n")
@@ -213,6 +221,7 @@ with open(out + ".md", "w") as f:
         for r in fails:
             f.write(f"- `{r[0]}`: {r[3]}\n")
         f.write("\n")
-print(f"all: {pct(*allp)}; implemented operations: {pct(*impl)}; multipart: {pct(*mp)}")
+print(f"all: {pct(*allp)}; implemented operations: {pct(*impl)} "
+      f"(without tagging: {pct(*impl2)}); multipart: {pct(*mp)}")
 print(f"summary: {out}.md, {out}.tsv")
 EOF

@@ -95,6 +95,13 @@ impl FileRange {
     }
 }
 
+/// Bytes `[start, end)` of `file`, read whole (for small bodies); the
+/// file ending first is an error.
+pub fn read_range(file: &File, path: &PathBuf, start: u64, end: u64) -> Result<Bytes, Error> {
+    let len = usize::try_from(end.saturating_sub(start)).unwrap_or(usize::MAX);
+    read_at(file, path, BytesMut::zeroed(len), start, end).map(BytesMut::freeze)
+}
+
 /// Fill `buf` from `file` at `off`; the file ending first is an error
 /// (`end`: where the whole range ends, for the message).
 fn read_at(
@@ -199,6 +206,18 @@ mod tests {
             }
         }
         (out, None)
+    }
+
+    #[test]
+    fn read_range_whole_or_error() {
+        let d = data(10_000);
+        let (p, f) = temp_file("small", &d);
+        assert_eq!(&read_range(&f, &p, 0, 10_000).unwrap()[..], &d[..]);
+        assert_eq!(&read_range(&f, &p, 17, 4_000).unwrap()[..], &d[17..4_000]);
+        assert!(read_range(&f, &p, 5, 5).unwrap().is_empty());
+        // The file is shorter than the range: an error, not padding.
+        assert!(read_range(&f, &p, 9_000, 10_001).is_err());
+        std::fs::remove_file(p).unwrap();
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -137,6 +137,9 @@ pub enum Error {
     /// The request's XML is not what S3 expects.
     #[error("The XML you provided was not well-formed or did not validate against our published schema.")]
     MalformedXml,
+    /// A tag set breaks S3's rules.
+    #[error(transparent)]
+    InvalidTag(#[from] crate::tagging::TagError),
     /// The body did not match its Content-MD5.
     #[error("the body's MD5 is {actual}, the request said {expected}")]
     BadDigest {

@@ -33,6 +33,39 @@ fn with_error_elements(err: &mut S3Error, elements: &[(&str, &str)]) {
     err.set_headers(h);
 }
 
+/// A response header asking the server to add an element to a successful
+/// response's XML document: `Parent#n/Name=value` puts
+/// `<Name>value</Name>` at the end of the `n`-th (from 1) `Parent`
+/// element. s3s 0.14's DTOs have no field for the checksums of SHA-512,
+/// MD5 and the XXHASH family, and always quote an ETag.
+pub const XML_ELEMENT: &str = "x-cowkit-xml-element";
+
+/// A response header carrying the HTTP status a successful response must
+/// have where s3s 0.14 writes another (PutBucketTagging: S3 answers 204,
+/// s3s 200); the server applies it.
+pub const STATUS: &str = "x-cowkit-status";
+
+/// Ask for `<name>value</name>` in the `nth` `parent` of the response's XML
+/// (see [`XML_ELEMENT`]).
+fn add_xml_element<T>(res: &mut S3Response<T>, parent: &str, nth: usize, name: &str, value: &str) {
+    if let Ok(v) = http::HeaderValue::from_str(&format!("{parent}#{nth}/{name}={value}")) {
+        res.headers.append(XML_ELEMENT, v);
+    }
+}
+
+/// The checksum element of `c` in the `nth` `parent`, when s3s has no
+/// field for its algorithm.
+fn add_xml_checksum<T>(res: &mut S3Response<T>, parent: &str, nth: usize, c: Option<&Checksum>) {
+    if let Some(c) = c.filter(|c| !c.algorithm.in_s3s()) {
+        let name = format!("Checksum{}", c.algorithm.name());
+        add_xml_element(res, parent, nth, &name, &c.value);
+    }
+}
+
+/// GetObject bodies up to this size are read whole and sent with the
+/// response head.
+const SMALL_BODY: u64 = 16 << 10;
+
 /// Log target of the structured access log (one JSON object per line).
 pub const ACCESS_LOG: &str = "cowkit_s3::access";
 
@@ -113,6 +146,7 @@ pub fn to_s3_error(e: Error) -> S3Error {
             return S3Error::with_message(C::BadDigest, e.to_string())
         }
         Error::MalformedXml => (C::MalformedXML, None),
+        Error::InvalidTag(t) => return tag_error(*t),
         Error::DirectoryObjectContainsData => {
             let mut err = S3Error::with_message(
                 C::Custom("DirectoryObjectContainsData".into()),
@@ -167,6 +201,32 @@ pub fn standard_message(code: &S3ErrorCode) -> Option<&'static str> {
     })
 }
 
+/// S3's answer to a refused tag set.
+fn tag_error(t: crate::tagging::TagError) -> S3Error {
+    use crate::tagging::TagError as T;
+    let msg = t.to_string();
+    match t {
+        T::Encoding => {
+            let mut e = S3Error::with_message(S3ErrorCode::InvalidArgument, msg);
+            with_error_elements(&mut e, &[("ArgumentName", "x-amz-tagging")]);
+            e
+        }
+        T::Key | T::Value | T::Duplicate => S3Error::with_message(S3ErrorCode::InvalidTag, msg),
+        T::TooMany | T::TooManyOnBucket => {
+            let mut e = S3Error::with_message(S3ErrorCode::Custom("BadRequest".into()), msg);
+            e.set_status_code(http::StatusCode::BAD_REQUEST);
+            e
+        }
+    }
+}
+
+/// The tags of an `x-amz-tagging` header (none without one).
+fn header_tags(h: Option<&str>) -> S3Result<Vec<crate::tagging::Tag>> {
+    h.map_or(Ok(Vec::new()), |h| {
+        crate::tagging::parse_header(h).map_err(tag_error)
+    })
+}
+
 /// The owner S3 reports: the access key the request was signed with.
 fn owner_of<T>(req: &S3Request<T>) -> Owner {
     let id = req
@@ -209,6 +269,9 @@ fn add_object_headers<T>(
     };
     for (k, v) in &info.meta.headers {
         set(k, v);
+    }
+    if !info.meta.tags.is_empty() {
+        set("x-amz-tagging-count", &info.meta.tags.len().to_string());
     }
     set(
         "content-type",
@@ -325,6 +388,34 @@ fn trailing_of<T>(req: &S3Request<T>) -> Option<&s3s::TrailingHeaders> {
 /// its body was not declared.
 #[derive(Debug, Clone, Copy)]
 pub struct UndeclaredTrailer;
+
+/// Part checksums a CompleteMultipartUpload document gave for algorithms
+/// s3s 0.14 cannot parse there (the server took them out of it).
+#[derive(Debug, Clone)]
+pub struct PartChecksums(pub Vec<crate::checksum::PartChecksum>);
+
+/// The `<Tags>` of a CreateBucket document (the server took them out of
+/// it: s3s 0.14 has no field for them).
+#[derive(Debug, Clone)]
+pub struct CreateBucketTags(pub crate::tagging::TagPairs);
+
+/// S3's ARN of a bucket (`x-amz-bucket-arn` on CreateBucket and
+/// HeadBucket).
+fn with_bucket_arn<T>(mut res: S3Response<T>, bucket: &str) -> S3Response<T> {
+    if let Ok(v) = http::HeaderValue::from_str(&format!("arn:aws:s3:::{bucket}")) {
+        res.headers.insert("x-amz-bucket-arn", v);
+    }
+    res
+}
+
+fn tag_set_out(tags: Vec<crate::tagging::Tag>) -> TagSet {
+    tags.into_iter()
+        .map(|t| Tag {
+            key: Some(t.key),
+            value: Some(t.value),
+        })
+        .collect()
+}
 
 /// A trailer `x-amz-trailer` declares must arrive, and one it does not
 /// declare must not.
@@ -720,6 +811,12 @@ fn want_checksum_of(h: &http::HeaderMap, composite: bool) -> S3Result<WantChecks
             })?;
         w.trailer = Some(a);
     }
+    // A checksum in a header and another in the trailer are two as well.
+    if w.value.is_some() && w.trailer.is_some() {
+        return Err(invalid_request(
+            "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.",
+        ));
+    }
     if let Some(sdk) = hv("x-amz-sdk-checksum-algorithm") {
         let a = Algorithm::parse(&sdk).ok_or_else(|| invalid_request(UNSUPPORTED_ALGORITHM))?;
         if let Some((v, _)) = &w.value {
@@ -842,9 +939,55 @@ fn with_checksum_header<T>(out: T, c: Option<&Checksum>) -> S3Response<T> {
     res
 }
 
+/// A body that failed because the watch of its aws-chunked framing
+/// refused it (see [`crate::chunked`]) gets that refusal, not `e`.
+fn chunk_refusal(ext: &http::Extensions, e: S3Error) -> S3Error {
+    match ext
+        .get::<crate::chunked::ChunkVerdict>()
+        .and_then(|v| v.get())
+    {
+        Some(c) => {
+            use crate::chunked::ChunkError as C;
+            let code = match c {
+                C::TooSmall => S3ErrorCode::Custom("InvalidChunkSizeError".into()),
+                C::MalformedTrailer => S3ErrorCode::Custom("MalformedTrailerError".into()),
+                C::Incomplete => S3ErrorCode::IncompleteBody,
+            };
+            let mut err = S3Error::with_message(code, c.to_string());
+            err.set_status_code(http::StatusCode::BAD_REQUEST);
+            err
+        }
+        None => e,
+    }
+}
+
+/// A version id other than `null`, the only version an object has here
+/// (no bucket is versioned), is refused as S3 refuses an invalid one.
+fn check_version_id(v: Option<&str>) -> S3Result<()> {
+    match v {
+        Some(v) if v != "null" => {
+            let mut e =
+                S3Error::with_message(S3ErrorCode::InvalidArgument, "Invalid version id specified");
+            with_error_elements(
+                &mut e,
+                &[("ArgumentName", "versionId"), ("ArgumentValue", v)],
+            );
+            Err(e)
+        }
+        _ => Ok(()),
+    }
+}
+
 fn copy_source(cs: &CopySource) -> S3Result<(String, String)> {
     match cs {
-        CopySource::Bucket { bucket, key, .. } => Ok((bucket.to_string(), key.to_string())),
+        CopySource::Bucket {
+            bucket,
+            key,
+            version_id,
+        } => {
+            check_version_id(version_id.as_deref())?;
+            Ok((bucket.to_string(), key.to_string()))
+        }
         _ => Err(s3_error!(
             NotImplemented,
             "only bucket/key copy sources are supported"
@@ -914,12 +1057,24 @@ impl S3 for S3Gateway {
                 return Err(e);
             }
         }
+        let tags = match req.extensions.get::<CreateBucketTags>() {
+            Some(CreateBucketTags(pairs)) => crate::tagging::check_bucket_set(
+                pairs.iter().map(|(k, v)| (k.as_deref(), v.as_deref())),
+            )
+            .map_err(tag_error)?,
+            None => Vec::new(),
+        };
         let b = req.input.bucket;
         let loc = format!("/{b}");
-        self.run(move |s| s.create_bucket(&b)).await?;
-        Ok(S3Response::new(CreateBucketOutput {
-            location: Some(loc),
-        }))
+        let name = b.clone();
+        self.run(move |s| s.create_bucket_with_tags(&b, tags))
+            .await?;
+        Ok(with_bucket_arn(
+            S3Response::new(CreateBucketOutput {
+                location: Some(loc),
+            }),
+            &name,
+        ))
     }
 
     async fn head_bucket(
@@ -927,11 +1082,15 @@ impl S3 for S3Gateway {
         req: S3Request<HeadBucketInput>,
     ) -> S3Result<S3Response<HeadBucketOutput>> {
         let b = req.input.bucket;
+        let name = b.clone();
         self.run(move |s| s.head_bucket(&b)).await?;
-        Ok(S3Response::new(HeadBucketOutput {
-            bucket_region: Some(self.region.clone()),
-            ..Default::default()
-        }))
+        Ok(with_bucket_arn(
+            S3Response::new(HeadBucketOutput {
+                bucket_region: Some(self.region.clone()),
+                ..Default::default()
+            }),
+            &name,
+        ))
     }
 
     async fn get_object_attributes(
@@ -974,20 +1133,21 @@ impl S3 for S3Gateway {
             last_modified: Some(Timestamp::from(info.mtime)),
             ..Default::default()
         };
-        if want("ETag") {
-            out.e_tag = Some(etag(&info.meta.etag));
-        }
+        // S3 gives this ETag without quotes (s3s would quote it).
+        let bare_etag = want("ETag").then(|| info.meta.etag.clone());
         if want("ObjectSize") {
             out.object_size = Some(info.meta.size as i64);
         }
         if want("StorageClass") {
             out.storage_class = Some(StorageClass::from_static(StorageClass::STANDARD));
         }
+        let mut extra = None;
         if want("Checksum") {
-            if let Some(c) = info.meta.checksum.as_ref().filter(|c| c.algorithm.in_s3s()) {
+            if let Some(c) = info.meta.checksum.as_ref() {
                 let mut sum = s3s::dto::Checksum::default();
                 put_checksum!(sum, Some(c));
                 out.checksum = Some(sum);
+                extra = Some(c.clone());
             }
         }
         if want("ObjectParts") && !info.meta.parts.is_empty() {
@@ -996,7 +1156,12 @@ impl S3 for S3Gateway {
                 ..Default::default()
             });
         }
-        Ok(S3Response::new(out))
+        let mut res = S3Response::new(out);
+        if let Some(e) = bare_etag {
+            add_xml_element(&mut res, "GetObjectAttributesResponse", 1, "ETag", &e);
+        }
+        add_xml_checksum(&mut res, "Checksum", 1, extra.as_ref());
+        Ok(res)
     }
 
     async fn get_bucket_location(
@@ -1037,12 +1202,13 @@ impl S3 for S3Gateway {
             })
             .await?;
             let want = want_checksum(&req.headers)?;
+            let tags = header_tags(i.tagging.as_deref())?;
             self.check_write_conditions(&bucket, &key, conditions_of(&req).as_ref())
                 .await?;
-            Ok(want)
+            Ok((want, tags))
         }
         .await;
-        let want = match checked {
+        let (want, tags) = match checked {
             Ok(w) => w,
             Err(e) => {
                 drain(body).await;
@@ -1054,7 +1220,8 @@ impl S3 for S3Gateway {
         let file = self.run(|s| s.new_file()).await?;
         let got = self
             .receive(body, file, i.content_md5.as_deref(), Some(algo), false)
-            .await?;
+            .await
+            .map_err(|e| chunk_refusal(&req.extensions, e))?;
         let (file, md5, size) = (got.file, got.md5, got.size);
         if let Some(len) = i.content_length {
             if len as u64 != size {
@@ -1078,6 +1245,7 @@ impl S3 for S3Gateway {
             metadata: metadata_of(i.metadata),
             checksum: checksum.clone(),
             headers: stored_headers(&req.headers),
+            tags,
             ..Default::default()
         };
         let (b, k) = (bucket.clone(), key.clone());
@@ -1101,6 +1269,7 @@ impl S3 for S3Gateway {
         let cond = conditions_of(&req);
         let splicer = req.extensions.get::<crate::sendfile::Splicer>().cloned();
         let i = req.input;
+        check_version_id(i.version_id.as_deref())?;
         check_part_number(i.part_number, i.range.is_some())?;
         let (b, k) = (i.bucket, i.key);
         let name = std::path::PathBuf::from(format!("{b}/{k}"));
@@ -1131,7 +1300,19 @@ impl S3 for S3Gateway {
             }
         };
         let body = match splicer {
-            Some(sp) if end > start => {
+            // A small body is read here and sent with the head, in one
+            // write: cheaper than a sendfile of its own, and the client
+            // has the whole response at once.
+            _ if end - start <= SMALL_BODY => {
+                let data = tokio::task::spawn_blocking(move || {
+                    crate::body::read_range(&file, &name, start, end)
+                })
+                .await
+                .map_err(internal)?
+                .map_err(to_s3_error)?;
+                StreamingBlob::from(s3s::Body::from(data))
+            }
+            Some(sp) => {
                 StreamingBlob::wrap(crate::sendfile::file_range(sp, file, name, start, end))
             }
             _ => StreamingBlob::wrap(crate::body::file_range(file, name, start, end)),
@@ -1167,6 +1348,7 @@ impl S3 for S3Gateway {
         let uri = req.uri.clone();
         let cond = conditions_of(&req);
         let i = req.input;
+        check_version_id(i.version_id.as_deref())?;
         check_part_number(i.part_number, i.range.is_some())?;
         let (b, k) = (i.bucket, i.key);
         let (_, info) = self.run(move |s| s.open_object(&b, &k)).await?;
@@ -1225,6 +1407,91 @@ impl S3 for S3Gateway {
         }
         self.run(move |s| s.delete_object(&b, &k)).await?;
         Ok(S3Response::new(DeleteObjectOutput::default()))
+    }
+
+    async fn put_bucket_tagging(
+        &self,
+        req: S3Request<PutBucketTaggingInput>,
+    ) -> S3Result<S3Response<PutBucketTaggingOutput>> {
+        let i = req.input;
+        let tags = crate::tagging::check_bucket_set(
+            i.tagging
+                .tag_set
+                .iter()
+                .map(|t| (t.key.as_deref(), t.value.as_deref())),
+        )
+        .map_err(tag_error)?;
+        let b = i.bucket;
+        self.run(move |s| s.set_bucket_tags(&b, tags)).await?;
+        let mut res = S3Response::new(PutBucketTaggingOutput::default());
+        res.headers
+            .insert(STATUS, http::HeaderValue::from_static("204"));
+        Ok(res)
+    }
+
+    async fn get_bucket_tagging(
+        &self,
+        req: S3Request<GetBucketTaggingInput>,
+    ) -> S3Result<S3Response<GetBucketTaggingOutput>> {
+        let b = req.input.bucket;
+        match self.run(move |s| s.bucket_tags(&b)).await? {
+            Some(tags) => Ok(S3Response::new(GetBucketTaggingOutput {
+                tag_set: tag_set_out(tags),
+            })),
+            None => Err(S3Error::with_message(
+                S3ErrorCode::NoSuchTagSet,
+                "The TagSet does not exist",
+            )),
+        }
+    }
+
+    async fn delete_bucket_tagging(
+        &self,
+        req: S3Request<DeleteBucketTaggingInput>,
+    ) -> S3Result<S3Response<DeleteBucketTaggingOutput>> {
+        let b = req.input.bucket;
+        self.run(move |s| s.set_bucket_tags(&b, Vec::new())).await?;
+        Ok(S3Response::new(DeleteBucketTaggingOutput::default()))
+    }
+
+    async fn put_object_tagging(
+        &self,
+        req: S3Request<PutObjectTaggingInput>,
+    ) -> S3Result<S3Response<PutObjectTaggingOutput>> {
+        let i = req.input;
+        let tags = crate::tagging::check_set(
+            i.tagging
+                .tag_set
+                .iter()
+                .map(|t| (t.key.as_deref(), t.value.as_deref())),
+        )
+        .map_err(tag_error)?;
+        let (b, k) = (i.bucket, i.key);
+        self.run(move |s| s.set_tags(&b, &k, tags)).await?;
+        Ok(S3Response::new(PutObjectTaggingOutput::default()))
+    }
+
+    async fn get_object_tagging(
+        &self,
+        req: S3Request<GetObjectTaggingInput>,
+    ) -> S3Result<S3Response<GetObjectTaggingOutput>> {
+        let i = req.input;
+        let (b, k) = (i.bucket, i.key);
+        let (_, info) = self.run(move |s| s.open_object(&b, &k)).await?;
+        Ok(S3Response::new(GetObjectTaggingOutput {
+            tag_set: tag_set_out(info.meta.tags),
+            ..Default::default()
+        }))
+    }
+
+    async fn delete_object_tagging(
+        &self,
+        req: S3Request<DeleteObjectTaggingInput>,
+    ) -> S3Result<S3Response<DeleteObjectTaggingOutput>> {
+        let i = req.input;
+        let (b, k) = (i.bucket, i.key);
+        self.run(move |s| s.set_tags(&b, &k, Vec::new())).await?;
+        Ok(S3Response::new(DeleteObjectTaggingOutput::default()))
     }
 
     async fn delete_objects(
@@ -1295,6 +1562,24 @@ impl S3 for S3Gateway {
                 ))
             }
         };
+        let new_tags = match i.tagging_directive.as_ref().map(|d| d.as_str()) {
+            None | Some(TaggingDirective::COPY) => None,
+            Some(TaggingDirective::REPLACE) => Some(header_tags(i.tagging.as_deref())?),
+            Some(d) => {
+                let mut e = S3Error::with_message(
+                    S3ErrorCode::InvalidArgument,
+                    "Unknown tagging directive.",
+                );
+                with_error_elements(
+                    &mut e,
+                    &[
+                        ("ArgumentName", "x-amz-tagging-directive"),
+                        ("ArgumentValue", d),
+                    ],
+                );
+                return Err(e);
+            }
+        };
         let algo = match &i.checksum_algorithm {
             Some(a) => Some(
                 Algorithm::parse(a.as_str())
@@ -1327,6 +1612,9 @@ impl S3 for S3Gateway {
                     if let Some(a) = algo {
                         meta.checksum = Some(crate::store::file_checksum(src, &src_path, a)?);
                     }
+                    if let Some(t) = new_tags {
+                        meta.tags = t;
+                    }
                     Ok(())
                 })
             })
@@ -1341,10 +1629,12 @@ impl S3 for S3Gateway {
             ..Default::default()
         };
         put_checksum!(result, meta.checksum.as_ref());
-        Ok(S3Response::new(CopyObjectOutput {
+        let mut res = S3Response::new(CopyObjectOutput {
             copy_object_result: Some(result),
             ..Default::default()
-        }))
+        });
+        add_xml_checksum(&mut res, "CopyObjectResult", 1, meta.checksum.as_ref());
+        Ok(res)
     }
 
     async fn list_objects(
@@ -1495,11 +1785,15 @@ impl S3 for S3Gateway {
             }
             (Some(a), Some(t)) => Some((a, t)),
         };
+        let new = crate::multipart::NewUpload {
+            content_type: i.content_type,
+            metadata: metadata_of(i.metadata),
+            checksum,
+            headers,
+            tags: header_tags(i.tagging.as_deref())?,
+        };
         let (b, k) = (i.bucket.clone(), i.key.clone());
-        let (ct, md) = (i.content_type, metadata_of(i.metadata));
-        let id = self
-            .run(move |s| s.create_upload_with(&b, &k, ct, md, checksum, headers))
-            .await?;
+        let id = self.run(move |s| s.create_upload_with(&b, &k, new)).await?;
         Ok(S3Response::new(CreateMultipartUploadOutput {
             bucket: Some(i.bucket),
             key: Some(i.key),
@@ -1564,7 +1858,8 @@ impl S3 for S3Gateway {
                 algo,
                 upload_algo.is_none(),
             )
-            .await?;
+            .await
+            .map_err(|e| chunk_refusal(&req.extensions, e))?;
         let (file, md5, size) = (got.file, got.md5, got.size);
         if let Some(len) = i.content_length {
             if len as u64 != size {
@@ -1655,13 +1950,16 @@ impl S3 for S3Gateway {
             last_modified: Some(Timestamp::from(std::time::SystemTime::now())),
             ..Default::default()
         };
-        if let Some(c) = rec.checksum.as_ref().filter(|_| rec_shown) {
+        let shown = rec.checksum.as_ref().filter(|_| rec_shown);
+        if let Some(c) = shown {
             put_checksum_value!(result, c);
         }
-        Ok(S3Response::new(UploadPartCopyOutput {
+        let mut res = S3Response::new(UploadPartCopyOutput {
             copy_part_result: Some(result),
             ..Default::default()
-        }))
+        });
+        add_xml_checksum(&mut res, "CopyPartResult", 1, shown);
+        Ok(res)
     }
 
     async fn list_parts(
@@ -1680,7 +1978,13 @@ impl S3 for S3Gateway {
         let truncated = rest.len() > max;
         let page: Vec<_> = rest.into_iter().take(max).collect();
         let next = page.last().map(|p| p.number);
-        Ok(S3Response::new(ListPartsOutput {
+        // No checksum asked for at the start: S3 says `null`.
+        let none = || "null".to_string();
+        let extra: Vec<Option<Checksum>> = page
+            .iter()
+            .map(|p| p.checksum.clone().filter(|_| upload.checksum.is_some()))
+            .collect();
+        let mut res = S3Response::new(ListPartsOutput {
             bucket: Some(i.bucket),
             key: Some(i.key),
             upload_id: Some(i.upload_id),
@@ -1689,12 +1993,16 @@ impl S3 for S3Gateway {
             is_truncated: Some(truncated),
             next_part_number_marker: if truncated { next } else { None },
             storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
-            checksum_algorithm: upload
-                .checksum
-                .map(|c| ChecksumAlgorithm::from(c.0.name().to_string())),
-            checksum_type: upload
-                .checksum
-                .map(|c| ChecksumType::from(c.1.name().to_string())),
+            checksum_algorithm: Some(ChecksumAlgorithm::from(
+                upload
+                    .checksum
+                    .map_or_else(none, |c| c.0.name().to_string()),
+            )),
+            checksum_type: Some(ChecksumType::from(
+                upload
+                    .checksum
+                    .map_or_else(none, |c| c.1.name().to_string()),
+            )),
             parts: Some(
                 page.into_iter()
                     .map(|p| {
@@ -1716,7 +2024,11 @@ impl S3 for S3Gateway {
                     .collect(),
             ),
             ..Default::default()
-        }))
+        });
+        for (n, c) in extra.iter().enumerate() {
+            add_xml_checksum(&mut res, "Part", n + 1, c.as_ref());
+        }
+        Ok(res)
     }
 
     async fn list_multipart_uploads(
@@ -1897,6 +2209,11 @@ impl S3 for S3Gateway {
             .and_then(|h| h.to_str().ok())
             .unwrap_or("localhost")
             .to_string();
+        let taken = req
+            .extensions
+            .get::<PartChecksums>()
+            .map(|p| p.0.clone())
+            .unwrap_or_default();
         let i = req.input;
         let kind = match &i.checksum_type {
             Some(t) => Some(Type::parse(t.as_str()).ok_or_else(|| {
@@ -1918,8 +2235,8 @@ impl S3 for S3Gateway {
         let parts = i.multipart_upload.and_then(|m| m.parts).unwrap_or_default();
         let mut part_sums = Vec::with_capacity(parts.len());
         let mut requested: Vec<(i32, String)> = Vec::with_capacity(parts.len());
-        for p in parts {
-            let given: Vec<(Algorithm, &String)> = [
+        for (n, p) in parts.into_iter().enumerate() {
+            let mut given: Vec<(Algorithm, &String)> = [
                 (Algorithm::Crc32, p.checksum_crc32.as_ref()),
                 (Algorithm::Crc32c, p.checksum_crc32c.as_ref()),
                 (Algorithm::Crc64Nvme, p.checksum_crc64nvme.as_ref()),
@@ -1929,6 +2246,12 @@ impl S3 for S3Gateway {
             .into_iter()
             .filter_map(|(a, v)| Some((a, v?)))
             .collect();
+            given.extend(
+                taken
+                    .iter()
+                    .filter(|t| t.part == n + 1)
+                    .map(|t| (t.algorithm, &t.value)),
+            );
             let bad_part = |v: &str| {
                 let mut e = S3Error::with_message(
                     S3ErrorCode::InvalidArgument,
@@ -2005,7 +2328,14 @@ impl S3 for S3Gateway {
                     "op": "CompleteMultipartUpload", "bucket": r.bucket, "key": r.key,
                     "upload_id": i.upload_id, "retry": true, "etag": r.etag,
                 }));
-                return Ok(with_checksum_header(output(&r), r.checksum.as_ref()));
+                let mut res = with_checksum_header(output(&r), r.checksum.as_ref());
+                add_xml_checksum(
+                    &mut res,
+                    "CompleteMultipartUploadResult",
+                    1,
+                    r.checksum.as_ref(),
+                );
+                return Ok(res);
             }
             Prepared::Assemble(plan) => plan,
         };
@@ -2049,7 +2379,9 @@ impl S3 for S3Gateway {
             let extra = self
                 .completed_checksum(&i.upload_id, &i.bucket, &i.key)
                 .await;
-            return Ok(with_checksum_header(out, extra.as_ref()));
+            let mut res = with_checksum_header(out, extra.as_ref());
+            add_xml_checksum(&mut res, "CompleteMultipartUploadResult", 1, extra.as_ref());
+            return Ok(res);
         }
         let fut = async move { finish(work.await.map_err(internal)?) };
         Ok(S3Response::new(CompleteMultipartUploadOutput {

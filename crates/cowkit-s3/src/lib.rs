@@ -9,6 +9,7 @@
 //!   assembles the object by `FICLONERANGE` where a part starts at a
 //!   block-aligned offset, `copy_file_range` elsewhere (the cowkit-fs
 //!   chain), and is idempotent under retries and races.
+//! - [`tagging`]: S3's rules for object tags, kept in the object's record.
 //! - [`gateway`]: the [`s3s::S3`] implementation; [`server`]: hyper, the
 //!   access log, graceful shutdown.
 //!
@@ -32,6 +33,7 @@
 
 pub mod body;
 pub mod checksum;
+pub mod chunked;
 pub mod conditions;
 pub mod error;
 pub mod fault;
@@ -47,6 +49,7 @@ pub mod precheck;
 pub mod sendfile;
 pub mod server;
 pub mod store;
+pub mod tagging;
 
 pub use error::{Error, Result};
 pub use fsutil::NewFile;

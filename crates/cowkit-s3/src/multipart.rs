@@ -69,6 +69,24 @@ pub struct UploadRecord {
     /// Response headers for the object (see `ObjectMeta::headers`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
+    /// Tags for the object (`x-amz-tagging`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<crate::tagging::Tag>,
+}
+
+/// What a new upload's object will carry besides its bytes.
+#[derive(Clone, Debug, Default)]
+pub struct NewUpload {
+    /// `Content-Type`.
+    pub content_type: Option<String>,
+    /// User metadata, names lowercase.
+    pub metadata: BTreeMap<String, String>,
+    /// The checksum algorithm and type of the parts and the object.
+    pub checksum: Option<(Algorithm, Type)>,
+    /// Stored response headers (see `ObjectMeta::headers`).
+    pub headers: BTreeMap<String, String>,
+    /// Tags.
+    pub tags: Vec<crate::tagging::Tag>,
 }
 
 /// What is kept about one part.
@@ -229,20 +247,20 @@ impl Store {
         content_type: Option<String>,
         metadata: BTreeMap<String, String>,
     ) -> Result<String> {
-        self.create_upload_with(bucket, key, content_type, metadata, None, BTreeMap::new())
+        self.create_upload_with(
+            bucket,
+            key,
+            NewUpload {
+                content_type,
+                metadata,
+                ..NewUpload::default()
+            },
+        )
     }
 
-    /// Start an upload whose parts carry `checksum`'s algorithm and whose
-    /// object gets a checksum of that type; returns its id.
-    pub fn create_upload_with(
-        &self,
-        bucket: &str,
-        key: &str,
-        content_type: Option<String>,
-        metadata: BTreeMap<String, String>,
-        checksum: Option<(Algorithm, Type)>,
-        headers: BTreeMap<String, String>,
-    ) -> Result<String> {
+    /// Start an upload whose object gets `new`'s attributes (and whose
+    /// parts carry its checksum algorithm); returns its id.
+    pub fn create_upload_with(&self, bucket: &str, key: &str, new: NewUpload) -> Result<String> {
         names::check_key(key)?;
         self.bucket_dir(bucket)?;
         if names::is_dir_key(key) {
@@ -257,15 +275,16 @@ impl Store {
         let rec = UploadRecord {
             bucket: bucket.to_string(),
             key: key.to_string(),
-            content_type,
-            metadata,
+            content_type: new.content_type,
+            metadata: new.metadata,
             initiated: now_secs(),
             initiated_nanos: SystemTime::now()
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .map(|d| d.subsec_nanos())
                 .unwrap_or(0),
-            checksum,
-            headers,
+            checksum: new.checksum,
+            headers: new.headers,
+            tags: new.tags,
         };
         self.write_json(dir.as_fd(), "upload.json", &p.join("upload.json"), &rec)?;
         if self.opts.fsync {
@@ -406,6 +425,7 @@ impl Store {
         crc64nvme: Option<String>,
     ) -> Result<PartRecord> {
         Self::check_part_number(number)?;
+        self.bucket_dir(bucket)?;
         if !names::is_upload_id(id) {
             return Err(Error::NoSuchUpload {
                 upload_id: id.to_string(),
@@ -555,6 +575,8 @@ impl Store {
     /// Abort the upload: its parts are removed. Waits for a complete of
     /// it in progress (anywhere), and is then `NoSuchUpload`.
     pub fn abort_upload(&self, id: &str, bucket: &str, key: &str) -> Result<()> {
+        // A missing bucket is named before a malformed id, as S3 does.
+        self.bucket_dir(bucket)?;
         if !names::is_upload_id(id) {
             return Err(Error::NoSuchUpload {
                 upload_id: id.to_string(),
@@ -835,6 +857,7 @@ impl Store {
             metadata: plan.upload.metadata.clone(),
             checksum: plan.checksum.clone(),
             headers: plan.upload.headers.clone(),
+            tags: plan.upload.tags.clone(),
             parts: plan.parts.iter().map(|p| p.size).collect(),
             ..ObjectMeta::default()
         };

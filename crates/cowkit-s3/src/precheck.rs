@@ -253,6 +253,7 @@ fn unsigned_amz_headers(headers: &HeaderMap, signed: &str) -> Result<(), Refusal
 impl Prechecks {
     /// Check a request's head; `Err` is the answer to send.
     pub fn check(&self, method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<(), Refusal> {
+        check_header_size(headers)?;
         let query: Vec<(String, String)> = uri.query().map(url_decode_pairs).unwrap_or_default();
         let get = |k: &str| param(&query, k);
         check_route(method, uri, &query, headers)?;
@@ -614,9 +615,6 @@ fn check_unsupported(method: &Method, headers: &HeaderMap) -> Result<(), Refusal
     if !matches!(*method, Method::PUT | Method::POST) {
         return Ok(());
     }
-    if h("x-amz-tagging").is_some_and(|v| !v.is_empty()) {
-        return Err(not_implemented());
-    }
     // Every object is STANDARD here; another class would be a promise.
     if h("x-amz-storage-class").is_some_and(|v| !v.is_empty() && v != "STANDARD") {
         return Err(not_implemented());
@@ -745,6 +743,25 @@ pub fn check_copy_source(raw: &str) -> Result<(), Refusal> {
         .any(|c| c == "." || c == "..");
     if key.is_empty() || traverses {
         return Err(invalid("Invalid copy source object key", key));
+    }
+    Ok(())
+}
+
+/// The most bytes of request headers S3 takes (names, values, `: ` and
+/// line ends).
+pub const MAX_HEADER_SECTION: usize = 8 << 10;
+
+fn check_header_size(headers: &HeaderMap) -> Result<(), Refusal> {
+    let size: usize = headers
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len() + 4)
+        .sum();
+    if size > MAX_HEADER_SECTION {
+        return Err(bad_request(
+            "RequestHeaderSectionTooLarge",
+            "Your request header section exceeds the maximum allowed size.",
+        )
+        .with("MaxSizeAllowed", MAX_HEADER_SECTION.to_string()));
     }
     Ok(())
 }
@@ -957,6 +974,19 @@ mod tests {
             );
         }
         pc().check(&Method::GET, &uri.parse().unwrap(), &h)
+    }
+
+    #[test]
+    fn header_section_over_8_kib() {
+        let big = "d".repeat(8 << 10);
+        let e = run("/b/k", &[("x-amz-custom-header", &big)]).unwrap_err();
+        assert_eq!(
+            (e.status.as_u16(), e.code),
+            (400, "RequestHeaderSectionTooLarge")
+        );
+        assert_eq!(e.extra, [("MaxSizeAllowed", "8192".to_string())]);
+        let fits = "d".repeat(7 << 10);
+        assert!(run("/b/k", &[("x-amz-meta-a", &fits)]).is_ok());
     }
 
     #[test]

@@ -135,6 +135,70 @@ fn error_elements(mut res: s3s::HttpResponse) -> s3s::HttpResponse {
     res
 }
 
+/// Elements the gateway asked for (see [`crate::gateway::XML_ELEMENT`])
+/// put into a successful response's XML document.
+fn xml_elements(mut res: s3s::HttpResponse) -> s3s::HttpResponse {
+    let name = crate::gateway::XML_ELEMENT;
+    if !res.headers().contains_key(name) {
+        return res;
+    }
+    let wanted: Vec<String> = res
+        .headers()
+        .get_all(name)
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_string))
+        .collect();
+    res.headers_mut().remove(name);
+    let Some(body) = res.body().bytes() else {
+        return res;
+    };
+    let mut text = String::from_utf8_lossy(&body).into_owned();
+    for w in &wanted {
+        if let Some(at) = insert_at(&text, w) {
+            text.insert_str(at.0, &at.1);
+        }
+    }
+    res.headers_mut().remove(http::header::CONTENT_LENGTH);
+    *res.body_mut() = s3s::Body::from(text);
+    res
+}
+
+/// Where in `text` the element `want` (`Parent#n/Name=value`) goes, and
+/// its XML.
+fn insert_at(text: &str, want: &str) -> Option<(usize, String)> {
+    let (place, value) = want.split_once('=')?;
+    let (parent, name) = place.split_once('/')?;
+    let (parent, nth) = parent.split_once('#')?;
+    let nth: usize = nth.parse().ok()?;
+    let ok = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_alphanumeric());
+    if !ok(parent) || !ok(name) || nth == 0 {
+        return None;
+    }
+    let close = format!("</{parent}>");
+    let (at, _) = text.match_indices(&close).nth(nth - 1)?;
+    Some((
+        at,
+        format!("<{name}>{}</{name}>", crate::precheck::xml_escape(value)),
+    ))
+}
+
+/// The status the gateway asked for (see [`crate::gateway::STATUS`]).
+fn forced_status(mut res: s3s::HttpResponse) -> s3s::HttpResponse {
+    let Some(v) = res.headers_mut().remove(crate::gateway::STATUS) else {
+        return res;
+    };
+    if res.status().is_success() {
+        if let Some(s) = std::str::from_utf8(v.as_bytes())
+            .ok()
+            .and_then(|s| s.parse::<u16>().ok())
+            .and_then(|s| http::StatusCode::from_u16(s).ok())
+        {
+            *res.status_mut() = s;
+        }
+    }
+    res
+}
+
 /// A 304 has no body (s3s writes an error document).
 fn not_modified(mut res: s3s::HttpResponse) -> s3s::HttpResponse {
     if res.status() == http::StatusCode::NOT_MODIFIED {
@@ -205,13 +269,44 @@ fn strip_declaration(data: bytes::Bytes) -> bytes::Bytes {
     data
 }
 
-/// Allows anonymous requests (`--anonymous`).
-struct AllowAnonymous;
+/// Who may do what, once s3s has checked the signature: a signed request
+/// (or any request when `open`: `--anonymous` or no credentials), whose
+/// `x-amz-expected-bucket-owner` and `x-amz-source-expected-bucket-owner`
+/// name the owner of every bucket here (the access key; `anonymous`
+/// without one, as the gateway reports owners).
+struct Access {
+    open: bool,
+}
+
+impl Access {
+    fn check(
+        &self,
+        creds: Option<&s3s::auth::Credentials>,
+        headers: &http::HeaderMap,
+    ) -> s3s::S3Result<()> {
+        if !self.open && creds.is_none() {
+            return Err(s3s::s3_error!(AccessDenied, "Signature is required"));
+        }
+        let owner = creds.map_or("anonymous", |c| c.access_key.as_str());
+        for h in [
+            "x-amz-expected-bucket-owner",
+            "x-amz-source-expected-bucket-owner",
+        ] {
+            if headers
+                .get(h)
+                .is_some_and(|v| v.as_bytes() != owner.as_bytes())
+            {
+                return Err(s3s::s3_error!(AccessDenied, "Access Denied"));
+            }
+        }
+        Ok(())
+    }
+}
 
 #[async_trait::async_trait]
-impl s3s::access::S3Access for AllowAnonymous {
-    async fn check(&self, _cx: &mut s3s::access::S3AccessContext<'_>) -> s3s::S3Result<()> {
-        Ok(())
+impl s3s::access::S3Access for Access {
+    async fn check(&self, cx: &mut s3s::access::S3AccessContext<'_>) -> s3s::S3Result<()> {
+        Access::check(self, cx.credentials(), cx.headers())
     }
 }
 
@@ -219,6 +314,23 @@ impl s3s::access::S3Access for AllowAnonymous {
 /// request extension the [`Handler`] adds; see [`Detour`]).
 #[derive(Debug, Clone)]
 struct Strip(Vec<http::HeaderName>);
+
+/// Marks a CompleteMultipartUpload: its document goes through the
+/// [`Detour`], which takes out the part checksums s3s 0.14 cannot parse
+/// (see [`crate::checksum::take_part_checksums`]) once s3s has verified the
+/// signature and while it verifies the payload's hash.
+#[derive(Debug, Clone, Copy)]
+struct CompleteDocument;
+
+/// Marks a CreateBucket with a body: its `<Tags>` (which s3s 0.14 would
+/// drop) are taken out of the document in the [`Detour`] and handed to
+/// the gateway.
+#[derive(Debug, Clone, Copy)]
+struct CreateBucketDocument;
+
+/// The longest document the [`Detour`] reads whole (a CompleteMultipartUpload
+/// of 10,000 parts with every element comes to about 3 MiB).
+const MAX_DOCUMENT: usize = 16 << 20;
 
 /// The s3s route of requests with headers S3 accepts and s3s 0.14 would
 /// refuse to parse (unquoted entity tags in `If-Match` and its relatives, a
@@ -285,14 +397,12 @@ impl s3s::route::S3Route for Detour {
         extensions: &mut http::Extensions,
     ) -> bool {
         extensions.get::<Strip>().is_some()
+            || extensions.get::<CompleteDocument>().is_some()
+            || extensions.get::<CreateBucketDocument>().is_some()
     }
 
     async fn check_access(&self, req: &mut s3s::S3Request<s3s::Body>) -> s3s::S3Result<()> {
-        if self.open || req.credentials.is_some() {
-            Ok(())
-        } else {
-            Err(s3s::s3_error!(AccessDenied, "Signature is required"))
-        }
+        Access { open: self.open }.check(req.credentials.as_ref(), &req.headers)
     }
 
     async fn call(
@@ -300,7 +410,7 @@ impl s3s::route::S3Route for Detour {
         req: s3s::S3Request<s3s::Body>,
     ) -> s3s::S3Result<s3s::S3Response<s3s::Body>> {
         let s3s::S3Request {
-            input: body,
+            input: mut body,
             method,
             uri,
             mut headers,
@@ -317,6 +427,34 @@ impl s3s::route::S3Route for Detour {
             }
         }
         headers.remove(http::header::AUTHORIZATION);
+        if extensions.remove::<CompleteDocument>().is_some() {
+            let doc = body
+                .store_all_limited(MAX_DOCUMENT)
+                .await
+                .map_err(body_error)?;
+            let (doc, found) = crate::checksum::take_part_checksums(&String::from_utf8_lossy(&doc));
+            if !found.is_empty() {
+                extensions.insert(crate::gateway::PartChecksums(found));
+            }
+            headers.insert(http::header::CONTENT_LENGTH, doc.len().into());
+            headers.remove("content-md5");
+            body = s3s::Body::from(doc);
+        }
+        if extensions.remove::<CreateBucketDocument>().is_some() {
+            let doc = body
+                .store_all_limited(MAX_DOCUMENT)
+                .await
+                .map_err(body_error)?;
+            let (doc, tags) =
+                crate::tagging::take_create_bucket_tags(&String::from_utf8_lossy(&doc))
+                    .map_err(crate::gateway::to_s3_error)?;
+            if let Some(t) = tags {
+                extensions.insert(crate::gateway::CreateBucketTags(t));
+            }
+            headers.insert(http::header::CONTENT_LENGTH, doc.len().into());
+            headers.remove("content-md5");
+            body = s3s::Body::from(doc);
+        }
         // An aws-chunked body has been decoded by now.
         let streaming = headers
             .get("x-amz-content-sha256")
@@ -364,6 +502,21 @@ impl s3s::route::S3Route for Detour {
         out.extensions = parts.extensions;
         Ok(out)
     }
+}
+
+/// The S3 error for a request body that could not be read whole (s3s
+/// 0.14 does not export its error type: its text names the mismatch).
+fn body_error(e: s3s::StdError) -> s3s::S3Error {
+    log::debug!("request body: {e}");
+    if e.to_string().contains("Sha256Mismatch") {
+        let mut err = s3s::S3Error::with_message(
+            s3s::S3ErrorCode::Custom("XAmzContentSHA256Mismatch".into()),
+            "The provided 'x-amz-content-sha256' header does not match what was computed.",
+        );
+        err.set_status_code(http::StatusCode::BAD_REQUEST);
+        return err;
+    }
+    s3s::s3_error!(IncompleteBody, "The request body terminated unexpectedly")
 }
 
 /// Repeated `x-amz-meta-*` headers become one, their values joined with
@@ -432,9 +585,9 @@ impl Handler {
         if let Some((ak, sk)) = &cfg.credentials {
             b.set_auth(SimpleAuth::from_single(ak.clone(), sk.clone()));
         }
-        if cfg.anonymous {
-            b.set_access(AllowAnonymous);
-        }
+        b.set_access(Access {
+            open: cfg.anonymous || cfg.credentials.is_none(),
+        });
         b.set_route(Detour {
             inner,
             open: cfg.anonymous || cfg.credentials.is_none(),
@@ -473,6 +626,8 @@ impl Handler {
         peer: SocketAddr,
     ) -> std::result::Result<s3s::HttpResponse, s3s::HttpError> {
         join_repeated_metadata(req.headers_mut());
+        // Whether the client declared a trailer (one may be added for s3s below).
+        let declared = req.headers().contains_key("x-amz-trailer");
         // S3 answers a malformed Range with the whole object (dropped here
         // unless it is signed: then after s3s has checked the signature).
         let mut strip = Vec::new();
@@ -521,6 +676,33 @@ impl Handler {
         if !strip.is_empty() {
             req.extensions_mut().insert(Strip(strip));
         }
+        // S3's rule on chunk sizes, which s3s' decoder does not check.
+        if refused.is_none() && crate::precheck::is_streaming(req.headers()) {
+            let verdict = crate::chunked::ChunkVerdict::default();
+            req.extensions_mut().insert(verdict.clone());
+            let (parts, body) = req.into_parts();
+            let body = s3s::Body::http_body(crate::chunked::Watched::new(body, declared, verdict));
+            req = http::Request::from_parts(parts, body);
+        }
+        if req.method() == http::Method::POST
+            && req.uri().query().is_some_and(|q| {
+                crate::precheck::query_pairs(q)
+                    .iter()
+                    .any(|(k, _)| k == "uploadId")
+            })
+        {
+            req.extensions_mut().insert(CompleteDocument);
+        }
+        if req.method() == http::Method::PUT
+            && req.uri().query().is_none_or(str::is_empty)
+            && !req.uri().path().trim_matches('/').contains('/')
+            && match req.headers().get(http::header::CONTENT_LENGTH) {
+                Some(v) => v.as_bytes() != b"0",
+                None => req.headers().contains_key(http::header::TRANSFER_ENCODING),
+            }
+        {
+            req.extensions_mut().insert(CreateBucketDocument);
+        }
         let method = req.method().clone();
         let path = req.uri().path().to_string();
         let query = req.uri().query().map(str::to_string);
@@ -543,6 +725,8 @@ impl Handler {
         };
         let res = res
             .map(one_declaration)
+            .map(xml_elements)
+            .map(forced_status)
             .map(error_elements)
             .map(standard_error)
             .map(not_modified)

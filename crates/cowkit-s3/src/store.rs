@@ -4,8 +4,10 @@
 //! ```text
 //! DIR/<bucket>/<key>                         the object's bytes
 //! DIR/.cowkit-s3/meta/<bucket>/bucket.json   creation time
+//! DIR/.cowkit-s3/meta/<bucket>/tags.json     the bucket's tags, when it has any
 //! DIR/.cowkit-s3/meta/<bucket>/<h2>/<h>.json the object's record: key, inode, size,
-//!                                            ETag, content type, user metadata
+//!                                            ETag, content type, user metadata,
+//!                                            tags
 //!                                            (h = SHA-256 of the key)
 //! DIR/.cowkit-s3/tmp/<gateway>/              files being written by one running gateway
 //! DIR/.cowkit-s3/uploads/<id>/               one multipart upload (see `multipart`)
@@ -96,6 +98,9 @@ pub struct ObjectMeta {
     /// HEAD with `partNumber`); empty for other objects.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<u64>,
+    /// The object's tags, in the order given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<crate::tagging::Tag>,
     /// The record this one replaced, kept until the new file is renamed
     /// into place: a reader (or a restart after a crash) that still finds
     /// the old file gets the old record. Never set on a record handed out.
@@ -129,6 +134,9 @@ impl ObjectMeta {
         Some((start, start + *self.parts.get(i)?, self.parts.len()))
     }
 }
+
+/// The bucket's tags, in its directory of records.
+const BUCKET_TAGS: &str = "tags.json";
 
 /// The request headers S3 keeps with an object and returns on GET and HEAD.
 pub const STORED_HEADERS: [&str; 6] = [
@@ -316,6 +324,15 @@ impl Store {
 
     /// Create the bucket.
     pub fn create_bucket(&self, bucket: &str) -> Result<()> {
+        self.create_bucket_with_tags(bucket, Vec::new())
+    }
+
+    /// Create the bucket with tags (checked by the caller).
+    pub fn create_bucket_with_tags(
+        &self,
+        bucket: &str,
+        tags: Vec<crate::tagging::Tag>,
+    ) -> Result<()> {
         names::check_bucket(bucket)?;
         let path = self.dir.join(bucket);
         match rustix::fs::mkdirat(
@@ -342,6 +359,9 @@ impl Store {
             &self.meta_path(bucket).join("bucket.json"),
             &serde_json::json!({ "name": bucket, "created": created }),
         )?;
+        // Tags a PutBucketTagging racing with the delete of an earlier
+        // bucket of this name may have left are not this bucket's.
+        self.set_bucket_tags_in(m.as_fd(), bucket, tags)?;
         if self.opts.fsync {
             fsutil::sync_dir(self.root.fd(), &self.dir)?;
         }
@@ -375,6 +395,41 @@ impl Store {
         }
         self.remove_meta_tree(bucket);
         Ok(())
+    }
+
+    /// The bucket's tags (`None`: it has none, S3's `NoSuchTagSet`).
+    pub fn bucket_tags(&self, bucket: &str) -> Result<Option<Vec<crate::tagging::Tag>>> {
+        self.bucket_dir(bucket)?;
+        fsutil::read_json(
+            self.meta.as_fd(),
+            &format!("{bucket}/{BUCKET_TAGS}"),
+            &self.meta_path(bucket).join(BUCKET_TAGS),
+        )
+    }
+
+    /// Replace the bucket's tags (an empty set removes them); the record is
+    /// replaced by rename, so readers in every gateway see the old set or
+    /// the new one.
+    pub fn set_bucket_tags(&self, bucket: &str, tags: Vec<crate::tagging::Tag>) -> Result<()> {
+        self.bucket_dir(bucket)?;
+        let m = self.bucket_meta_dir(bucket)?;
+        self.set_bucket_tags_in(m.as_fd(), bucket, tags)
+    }
+
+    fn set_bucket_tags_in(
+        &self,
+        m: BorrowedFd<'_>,
+        bucket: &str,
+        tags: Vec<crate::tagging::Tag>,
+    ) -> Result<()> {
+        let path = self.meta_path(bucket).join(BUCKET_TAGS);
+        if !tags.is_empty() {
+            return self.write_json(m, BUCKET_TAGS, &path, &tags);
+        }
+        match rustix::fs::unlinkat(m, BUCKET_TAGS, AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) => Ok(()),
+            Err(e) => Err(io("remove", path, e)),
+        }
     }
 
     fn remove_meta_tree(&self, bucket: &str) {
@@ -638,6 +693,7 @@ impl Store {
                         checksum: None,
                         headers: BTreeMap::new(),
                         parts: Vec::new(),
+                        tags: Vec::new(),
                         prev: None,
                     };
                     return Ok((
@@ -650,6 +706,23 @@ impl Store {
                 }
             }
         }
+    }
+
+    /// Replace the object's tags (PutObjectTagging; an empty set is
+    /// DeleteObjectTagging). The record is rewritten under the object's
+    /// fleet lock, so no commit of another gateway lands in between; an
+    /// object without a matching record gets one (with the ETag it was
+    /// shown with).
+    pub fn set_tags(&self, bucket: &str, key: &str, tags: Vec<crate::tagging::Tag>) -> Result<()> {
+        let _held = self.lock_object(bucket, key)?;
+        let (_file, info) = self.open_object(bucket, key)?;
+        let mut meta = info.meta;
+        if meta.tags == tags {
+            return Ok(());
+        }
+        meta.tags = tags;
+        meta.prev = None;
+        self.write_record(bucket, &meta)
     }
 
     /// Delete the object; a missing object is not an error (S3 semantics).

@@ -159,3 +159,22 @@ def test_file_truncated_during_get_ends_in_error(server):
     assert s3.get_object(Bucket="get-trunc", Key="t")["Body"].read() == data[:48 * MiB]
     log = server.access_log()
     assert any(e.get("method") == "GET" and e.get("path") == "/get-trunc/t" for e in log)
+
+
+def test_small_bodies_around_the_whole_read_threshold(server):
+    # Bodies up to 16 KiB are read whole and sent with the head; larger
+    # ones take the chunked path. Both sides of the threshold, whole
+    # objects and ranges, byte for byte.
+    s3 = server.client()
+    s3.create_bucket(Bucket="get-small")
+    small = 16 << 10
+    for size in [0, 1, 100, small - 1, small, small + 1, 3 * small]:
+        data = pattern(size, f"small{size}")
+        s3.put_object(Bucket="get-small", Key=f"s{size}", Body=data)
+        r = s3.get_object(Bucket="get-small", Key=f"s{size}")
+        assert r["ContentLength"] == size
+        assert r["Body"].read() == data, size
+        if size > 2:
+            for a, b in [(1, size - 2), (0, min(size, small) - 1), (size - 2, size - 1)]:
+                r = s3.get_object(Bucket="get-small", Key=f"s{size}", Range=f"bytes={a}-{b}")
+                assert r["Body"].read() == data[a:b + 1], (size, a, b)
