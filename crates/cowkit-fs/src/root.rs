@@ -175,14 +175,30 @@ impl Root {
     /// Open the directory `rel`, creating it and any missing parents with
     /// `mode` (before umask). An existing symlink to a directory (inside
     /// the root) counts as the directory, as it does for rpm.
+    ///
+    /// Another process may remove a directory it found empty (an S3
+    /// gateway pruning after a delete) between its creation here and the
+    /// next step: a missing directory is made again, a few times.
     pub fn create_dirs(&self, rel: &RelPath, mode: u32) -> Result<OwnedFd> {
+        let mut tries = 0;
+        loop {
+            match self.create_dirs_once(rel, mode) {
+                Err(crate::Error::Io(e)) if e.errno() == Some(Errno::NOENT) && tries < 8 => {
+                    tries += 1;
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn create_dirs_once(&self, rel: &RelPath, mode: u32) -> Result<OwnedFd> {
         match self.openat2(rel, OFlags::DIRECTORY | OFlags::RDONLY) {
             Ok(fd) => return Ok(fd),
             Err(Errno::NOENT) => {}
             Err(e) => return Err(io("open directory", &self.display(rel), e)),
         }
         let (parent, name) = rel.split().expect("the root exists");
-        let pfd = self.create_dirs(&parent, mode)?;
+        let pfd = self.create_dirs_once(&parent, mode)?;
         match rustix::fs::mkdirat(&pfd, name, Mode::from_raw_mode(mode)) {
             Ok(()) | Err(Errno::EXIST) => {}
             Err(e) => return Err(io("create directory", &self.display(rel), e)),

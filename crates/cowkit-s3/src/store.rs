@@ -565,20 +565,20 @@ impl Store {
         crate::fault::point("commit-recorded");
         let path = self.root.display(&rel);
         let mut tries = 0;
-        while let Err(e) = cowkit_fs::dir::replace_at(&self.tmp, &tmpname, &pfd, name, &path) {
+        // Not `replace_at`: it removes the source on failure, and a retry
+        // needs it.
+        while let Err(e) = rustix::fs::renameat(&self.tmp, tmpname.as_str(), &pfd, name) {
             // A delete of another key under the same directory removed
             // it (empty) after `create_dirs`: make it again.
-            if e.errno() == Some(Errno::NOENT) && tries < 8 {
+            if e == Errno::NOENT && tries < 8 {
                 tries += 1;
                 pfd = make_parent()?;
                 continue;
             }
             unlink_tmp();
-            return Err(match e.errno() {
-                Some(Errno::ISDIR | Errno::NOTEMPTY | Errno::EXIST | Errno::NOTDIR) => {
-                    conflict(path)
-                }
-                _ => e.into(),
+            return Err(match e {
+                Errno::ISDIR | Errno::NOTEMPTY | Errno::EXIST | Errno::NOTDIR => conflict(path),
+                _ => io("rename into place", path, e),
             });
         }
         if self.opts.fsync {

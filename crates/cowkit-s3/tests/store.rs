@@ -156,3 +156,53 @@ fn two_stores_one_root_xfs() {
 fn two_stores_one_root_ext4() {
     two_stores_one_root(Fs::Ext4);
 }
+
+/// A put whose key's directory is emptied and removed by a delete of a
+/// sibling key (on another store of the same root) between making the
+/// directory and renaming the object in: the put makes the directory again
+/// and lands, never a 500. Two stores put and delete their own keys under
+/// one shared directory, so its removal races every put.
+fn put_races_a_delete_that_prunes_its_directory(fs: Fs) {
+    let Some(dir) = scratch(fs) else { return };
+    let a = Store::open(dir.path(), Options::default()).unwrap();
+    let b = Store::open(dir.path(), Options::default()).unwrap();
+    a.create_bucket("prune").unwrap();
+    std::thread::scope(|s| {
+        for (who, st) in [("a", &a), ("b", &b)] {
+            s.spawn(move || {
+                for n in 0..3000u64 {
+                    let key = format!("d1/d2/d3/{who}{n}");
+                    let data = cowkit_testutil::pattern(10 + (n % 50) as usize, n);
+                    let mut f = st.new_file().unwrap();
+                    f.write_all(&data).unwrap();
+                    let meta = cowkit_s3::store::ObjectMeta {
+                        etag: hex::encode(md5::Md5::digest(&data)),
+                        ..Default::default()
+                    };
+                    st.commit_object("prune", &key, f, meta)
+                        .unwrap_or_else(|e| panic!("put {key}: {e}"));
+                    let (mut f, _) = st.open_object("prune", &key).unwrap();
+                    let mut back = Vec::new();
+                    f.read_to_end(&mut back).unwrap();
+                    assert!(back == data, "object {key} bytes");
+                    st.delete_object("prune", &key).unwrap();
+                }
+            });
+        }
+    });
+    assert!(a.keys("prune", "").unwrap().is_empty());
+    assert!(
+        !dir.path().join("prune/d1").exists(),
+        "emptied directories are removed"
+    );
+}
+
+#[test]
+fn put_races_a_delete_that_prunes_its_directory_xfs() {
+    put_races_a_delete_that_prunes_its_directory(Fs::Xfs);
+}
+
+#[test]
+fn put_races_a_delete_that_prunes_its_directory_ext4() {
+    put_races_a_delete_that_prunes_its_directory(Fs::Ext4);
+}
