@@ -114,6 +114,7 @@ def main():
     ap.add_argument("--mount", required=True)
     ap.add_argument("--results", required=True)
     ap.add_argument("--setup", default="")
+    ap.add_argument("--cowkit-args", default="", help="more arguments for `cowkit s3 serve` (space-separated)")
     ap.add_argument("--pause", default="", help="command run with STOP before and CONT after the timed rounds")
     a = ap.parse_args()
     sizes = [int(x) * MiB for x in os.environ.get("SIZES", "1 64 1024").split()]
@@ -134,7 +135,7 @@ def main():
     ck_port, vg_port = free_port(), free_port()
     gws = [
         Gateway("cowkit", [a.cowkit, "s3", "serve", "--root", ck_root, "--listen", f"127.0.0.1:{ck_port}",
-                           "--access-key", AK, "--secret-key", SK], ck_port, os.path.join(a.mount, "cowkit.log")),
+                           "--access-key", AK, "--secret-key", SK] + a.cowkit_args.split(), ck_port, os.path.join(a.mount, "cowkit.log")),
         Gateway("versitygw", [a.versitygw, "--access", AK, "--secret", SK, "--port", f"127.0.0.1:{vg_port}",
                               "posix", vg_root], vg_port, os.path.join(a.mount, "versitygw.log")),
     ]
@@ -225,7 +226,8 @@ def main():
         "cpu": cpu, "cores": os.cpu_count(), "ram_gib": round(mem, 1), "kernel": platform.release(),
         "python": platform.python_version(), "boto3": boto3.__version__,
         "curl": subprocess.run(["curl", "--version"], capture_output=True, text=True).stdout.split("\n")[0],
-        "setup": a.setup, "cowkit": ck_version, "commit": commit, "versitygw": vg_version,
+        "setup": a.setup, "cowkit": ck_version, "commit": commit, "cowkit_args": a.cowkit_args,
+        "versitygw": vg_version,
         "loadavg_start": load0, "loadavg_paused": load_paused, "loadavg_end": load1,
         "paused_others": bool(a.pause), "timed_seconds": round(timed, 1),
         "runtime_seconds": round(time.time() - started, 1),
@@ -243,7 +245,7 @@ def main():
     lines = [f"# S3 gateway: GetObject from the page cache, cowkit against VersityGW ({day})", "",
              f"Machine: {cpu}, {os.cpu_count()} cores, {mem:.1f} GiB RAM, kernel {platform.release()}; "
              f"{a.setup}; Python {platform.python_version()}, boto3 {boto3.__version__}; "
-             f"cowkit `{ck_version}` ({commit}); VersityGW `{vg_version}`.", "",
+             f"cowkit `{ck_version}` ({commit}){', serving with `' + a.cowkit_args + '`' if a.cowkit_args else ''}; VersityGW `{vg_version}`.", "",
              f"Load average: {' '.join(load0)} before pausing, {' '.join(load_paused)} after pausing the other "
              f"builds and fuzzers ({'yes' if a.pause else 'not paused'}), {' '.join(load1)} at the end of the "
              f"timed rounds ({timed:.0f} s of {time.time() - started:.0f} s).", "",
