@@ -115,6 +115,12 @@ impl Watch {
         }
     }
 
+    /// Bytes of an unfinished line held (at most [`MAX_HEADER`]: a longer
+    /// line stops the watch).
+    pub(crate) fn held(&self) -> usize {
+        self.line.len()
+    }
+
     /// Follow `data`, the next bytes of the raw body.
     pub fn feed(&mut self, mut data: &[u8]) -> Result<(), ChunkError> {
         while !data.is_empty() {
@@ -128,6 +134,12 @@ impl Watch {
                     return Err(ChunkError::MalformedTrailer);
                 }
                 State::Header | State::Trailer => match data.iter().position(|&c| c == b'\n') {
+                    // A line longer than `MAX_HEADER` is not followed,
+                    // however the body was cut into frames.
+                    Some(i) if self.line.len() + i > MAX_HEADER => {
+                        self.state = State::Done;
+                        return Ok(());
+                    }
                     Some(i) => {
                         self.line.extend_from_slice(&data[..i]);
                         data = &data[i + 1..];
@@ -141,6 +153,7 @@ impl Watch {
                         self.line.extend_from_slice(data);
                         if self.line.len() > MAX_HEADER {
                             self.state = State::Done;
+                            self.line = Vec::new();
                         }
                         return Ok(());
                     }
@@ -290,6 +303,27 @@ mod tests {
         let mut w = Watch::new(declared);
         w.feed(raw)?;
         w.end()
+    }
+
+    /// A line longer than the watch follows gets the same verdict
+    /// whether it comes in one frame or several (it once was refused as a
+    /// malformed trailer in one frame and let through in pieces).
+    #[test]
+    fn a_long_line_is_judged_alike_in_any_frames() {
+        let body = format!("0\r\n{}\r\n\r\n", "y".repeat(MAX_HEADER + 10));
+        let whole = {
+            let mut w = Watch::new(true);
+            w.feed(body.as_bytes()).and_then(|()| w.end())
+        };
+        let pieces = {
+            let mut w = Watch::new(true);
+            body.as_bytes()
+                .chunks(100)
+                .try_for_each(|c| w.feed(c))
+                .and_then(|()| w.end())
+        };
+        assert_eq!(whole, pieces);
+        assert_eq!(whole, Ok(()), "a line it cannot follow is left to s3s");
     }
 
     #[test]

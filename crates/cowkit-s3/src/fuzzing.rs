@@ -15,6 +15,10 @@
 //! - [`names`] (`s3_names`): an accepted key is a relative path of plain
 //!   components (it becomes `DIR/<bucket>/<key>`); an accepted bucket
 //!   follows the S3 rules.
+//! - [`chunked`] (`s3_chunked`): an aws-chunked body through the framing
+//!   watch ([`crate::chunked::Watch`]), whole and cut into frames at
+//!   places the input chooses: the verdict does not depend on the cuts,
+//!   and the watch never holds more than one header's worth of bytes.
 #![allow(missing_docs, clippy::missing_panics_doc)]
 
 use std::cell::RefCell;
@@ -234,4 +238,38 @@ pub fn names(data: &[u8]) {
     if crate::names::is_upload_id(s) {
         assert!(!s.contains('/') && !s.contains('.'));
     }
+}
+
+/// The `s3_chunked` target. `data`: a flags byte (bit 0: the request
+/// declared a trailer), a byte `k`, `k % 8` bytes of frame lengths (each
+/// plus one), then the body. The body is fed whole, in frames whose
+/// lengths cycle through those, and a byte at a time.
+pub fn chunked(data: &[u8]) {
+    use crate::chunked::{ChunkError, Watch};
+    let [flags, k, rest @ ..] = data else { return };
+    let declared = flags & 1 == 1;
+    let (cuts, body) = rest.split_at(usize::from(*k % 8).min(rest.len()));
+    let cuts: Vec<usize> = cuts.iter().map(|&c| usize::from(c) + 1).collect();
+    let run = |cuts: &[usize]| -> Result<(), ChunkError> {
+        let mut w = Watch::new(declared);
+        let mut at = 0;
+        let mut i = 0;
+        while at < body.len() {
+            let n = if cuts.is_empty() {
+                body.len()
+            } else {
+                cuts[i % cuts.len()]
+            };
+            let end = (at + n).min(body.len());
+            let r = w.feed(&body[at..end]);
+            assert!(w.held() <= 4096, "the watch holds {} bytes", w.held());
+            r?;
+            at = end;
+            i += 1;
+        }
+        w.end()
+    };
+    let whole = run(&[]);
+    assert_eq!(run(&cuts), whole, "the verdict depends on the frames");
+    assert_eq!(run(&[1]), whole, "the verdict depends on the frames");
 }

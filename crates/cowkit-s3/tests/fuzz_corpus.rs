@@ -65,6 +65,41 @@ fn fuzz_corpus_s3_names() {
     replay("s3_names", cowkit_s3::fuzzing::names);
 }
 
+#[test]
+fn fuzz_corpus_s3_chunked() {
+    replay("s3_chunked", cowkit_s3::fuzzing::chunked);
+}
+
+/// Seeds of `s3_chunked`: flags, cut count, body (see
+/// `cowkit_s3::fuzzing::chunked`).
+#[test]
+#[ignore = "rewrites the seed corpus"]
+fn write_chunked_seeds() {
+    let sig = ";chunk-signature=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    let big = "x".repeat(8192);
+    let bodies: Vec<(&str, u8, String)> = vec![
+        ("plain", 0, format!("2000{sig}\r\n{big}\r\n5{sig}\r\nhello\r\n0{sig}\r\n\r\n")),
+        ("short-then-data", 0, "5\r\nhello\r\n5\r\nworld\r\n0\r\n\r\n".into()),
+        (
+            "trailer",
+            1,
+            "5\r\nhello\r\n0\r\nx-amz-checksum-crc32:hB5k+A==\r\nx-amz-trailer-signature:00\r\n\r\n".into(),
+        ),
+        ("trailer-no-name", 1, "5\r\nhello\r\n0\r\n:v\r\n\r\n".into()),
+        ("after-end", 1, "0\r\n\r\nextra".into()),
+        ("incomplete", 0, "5\r\nhel".into()),
+        ("not-hex", 0, "zz\r\nhello\r\n".into()),
+        ("long-trailer", 1, format!("0\r\n{}\r\n\r\n", "y".repeat(5000))),
+    ];
+    let dir = corpus("s3_chunked");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, flags, body) in bodies {
+        let mut d = vec![flags, 3, 6, 0, 200];
+        d.extend_from_slice(body.as_bytes());
+        std::fs::write(dir.join(name), d).unwrap();
+    }
+}
+
 const COMPLETE: &str = "<CompleteMultipartUpload>\
 <Part><PartNumber>1</PartNumber><ETag>\"a8c0ed5d9a3d2d8c1a1ee4fd2b84ce35\"</ETag></Part>\
 <Part><PartNumber>2</PartNumber><ETag>a8c0ed5d9a3d2d8c1a1ee4fd2b84ce35</ETag></Part>\
