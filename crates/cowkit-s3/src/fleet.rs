@@ -169,12 +169,12 @@ impl Store {
                 else {
                     continue;
                 };
-                fsutil::remove_tree(self.tmp_all.as_fd(), &name, &tmp_all.join(&name))?;
+                cowkit_fs::dir::remove_tree(&self.tmp_all, &name, &tmp_all.join(&name))?;
                 s.dead_tmp += 1;
             } else {
                 // Older versions wrote their temporary files directly in
                 // tmp/; nothing does now.
-                fsutil::remove_tree(self.tmp_all.as_fd(), &name, &tmp_all.join(&name))?;
+                cowkit_fs::dir::remove_tree(&self.tmp_all, &name, &tmp_all.join(&name))?;
                 s.dead_tmp += 1;
             }
         }
@@ -274,6 +274,6 @@ impl Store {
                 }
             }
         }
-        fsutil::remove_tree(self.tmp.as_fd(), id, &moved)
+        Ok(cowkit_fs::dir::remove_tree(&self.tmp, id, &moved)?)
     }
 }

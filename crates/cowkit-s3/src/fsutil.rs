@@ -92,30 +92,6 @@ pub fn read_names(dir: BorrowedFd<'_>, path: &Path) -> Result<Vec<(String, rusti
         .collect())
 }
 
-/// Remove the file or directory `name` in `dir`; a directory's entries
-/// may be files or flat directories. A missing name is fine.
-pub fn remove_tree(dir: BorrowedFd<'_>, name: &str, path: &Path) -> Result<()> {
-    match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
-        Ok(()) | Err(Errno::NOENT) => return Ok(()),
-        Err(Errno::ISDIR | Errno::PERM) => {}
-        Err(e) => return Err(io("remove", path, e)),
-    }
-    let Some(fd) = open_dir_opt(dir, name, path)? else {
-        return Ok(());
-    };
-    for (n, _) in read_names(fd.as_fd(), path)? {
-        match rustix::fs::unlinkat(&fd, n.as_str(), AtFlags::empty()) {
-            Ok(()) | Err(Errno::NOENT) => {}
-            Err(Errno::ISDIR | Errno::PERM) => remove_flat_dir(fd.as_fd(), &n, &path.join(&n))?,
-            Err(e) => return Err(io("remove", path.join(&n), e)),
-        }
-    }
-    match rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR) {
-        Ok(()) | Err(Errno::NOENT) => Ok(()),
-        Err(e) => Err(io("remove directory", path, e)),
-    }
-}
-
 /// Remove every entry of the flat directory `name` in `dir`, then the
 /// directory itself. A missing directory is fine.
 pub fn remove_flat_dir(dir: BorrowedFd<'_>, name: &str, path: &Path) -> Result<()> {

@@ -893,7 +893,7 @@ impl Drop for Store {
     /// otherwise.
     fn drop(&mut self) {
         let p = self.tmp_path();
-        if let Err(e) = fsutil::remove_tree(self.tmp_all.as_fd(), &self.instance, &p) {
+        if let Err(e) = cowkit_fs::dir::remove_tree(&self.tmp_all, &self.instance, &p) {
             log::warn!("cannot remove {}: {}", p.display(), crate::error_chain(&e));
         }
     }

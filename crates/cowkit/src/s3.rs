@@ -77,6 +77,11 @@ struct ServeArgs {
     /// whitespace keeps the connection alive until the XML is ready.
     #[arg(long, default_value_t = 500, hide_short_help = true)]
     keepalive_after_ms: u64,
+    /// Seconds between sweeps of what dead gateways on this root left
+    /// (their temporary files, part files of completed uploads); 0: only
+    /// at start.
+    #[arg(long, default_value_t = 600, hide_short_help = true)]
+    sweep_every: u64,
     /// Experimental: send GET bodies with sendfile(2) on HTTP/1
     /// connections (less CPU per byte; see docs/s3.md for its limits).
     #[arg(long)]
@@ -142,6 +147,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode, CliError> {
             min_part_size: a.min_part_size,
             keep_parts: a.keep_parts,
             keepalive_after: Duration::from_millis(a.keepalive_after_ms),
+            sweep_every: Duration::from_secs(a.sweep_every),
             ..Options::default()
         },
     };

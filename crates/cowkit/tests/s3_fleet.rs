@@ -35,6 +35,10 @@ struct Gw {
 
 impl Gw {
     fn start(root: &Path, crash_at: Option<&str>) -> Gw {
+        Gw::start_with(root, crash_at, &[])
+    }
+
+    fn start_with(root: &Path, crash_at: Option<&str>, extra: &[&str]) -> Gw {
         static N: AtomicUsize = AtomicUsize::new(0);
         let log = std::env::temp_dir().join(format!(
             "cowkit-s3-fleet-{}-{}.log",
@@ -51,6 +55,7 @@ impl Gw {
             "--anonymous",
         ])
         .args(["--min-part-size", "1", "--keepalive-after-ms", "600000"])
+        .args(extra)
         .arg("--root")
         .arg(root)
         .env_remove(cowkit_s3::fault::CRASH_ENV)
@@ -509,6 +514,71 @@ fn s3_crash_at_every_step_xfs() {
 #[test]
 fn s3_crash_at_every_step_ext4() {
     crash_at_every_step(Fs::Ext4);
+}
+
+/// A gateway that dies in the middle of a complete (its object in place,
+/// its part files half removed, its temporary directory left) on a root
+/// that another gateway keeps serving: the survivor's periodic sweep
+/// removes what the dead one left, with no restart. With the periodic
+/// sweep off, the same leftovers stay (the check can fail).
+fn survivor_sweeps(fs: Fs) {
+    let Some(scratch) = scratch(fs) else { return };
+    let parts = [pattern(65_536, 5), pattern(10_000, 6)];
+    let etags: Vec<String> = parts.iter().map(|d| md5_hex(d)).collect();
+    for every in ["0", "1"] {
+        let root = scratch.path().join(format!("every-{every}"));
+        std::fs::create_dir(&root).unwrap();
+        let survivor = Gw::start_with(&root, None, &["--sweep-every", every]);
+        ok(
+            http(&survivor.addr, "PUT", "/bkt", b""),
+            "create bucket",
+            200,
+        );
+        let dying = Gw::start(&root, Some("complete-cleaning"));
+        let id = ok(create_upload(&dying.addr, "obj"), "create upload", 200)
+            .xml("UploadId")
+            .expect("an upload id");
+        for (i, d) in parts.iter().enumerate() {
+            ok(upload_part(&dying.addr, "obj", &id, i + 1, d), "part", 200);
+        }
+        assert!(complete(&dying.addr, "obj", &id, &etags).is_err());
+        dying.wait_killed("complete-cleaning");
+        let upload = root.join(".cowkit-s3/uploads").join(&id);
+        let tmp = root.join(".cowkit-s3/tmp");
+        let clean = || names(&tmp).len() == 1 && names(&upload).len() == 2;
+        assert!(
+            !clean(),
+            "the crash left nothing to sweep: the test tests nothing"
+        );
+        let t0 = Instant::now();
+        let wait = std::time::Duration::from_secs(if every == "0" { 3 } else { 15 });
+        while !clean() && t0.elapsed() < wait {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        if every == "0" {
+            assert!(!clean(), "swept with the periodic sweep off");
+        } else {
+            let what = format!("{fs:?}: swept by the survivor");
+            check_tmp(&root, 1, &what);
+            let (open, done) = check_uploads(&root, &what);
+            assert!(open.is_empty(), "{what}: {open:?}");
+            assert_eq!(done, std::slice::from_ref(&id), "{what}");
+            eprintln!("{fs:?}: swept after {:.1} s", t0.elapsed().as_secs_f64());
+        }
+        let r = ok(http(&survivor.addr, "GET", "/bkt/obj", b""), "get", 200);
+        assert!(r.body == parts.concat(), "the completed object's bytes");
+        survivor.stop();
+    }
+}
+
+#[test]
+fn s3_survivor_sweeps_what_a_dead_gateway_left_xfs() {
+    survivor_sweeps(Fs::Xfs);
+}
+
+#[test]
+fn s3_survivor_sweeps_what_a_dead_gateway_left_ext4() {
+    survivor_sweeps(Fs::Ext4);
 }
 
 // ---- a fleet ------------------------------------------------------------------
