@@ -115,6 +115,8 @@ def main():
     ap.add_argument("--results", required=True)
     ap.add_argument("--setup", default="")
     ap.add_argument("--cowkit-args", default="", help="more arguments for `cowkit s3 serve` (space-separated)")
+    ap.add_argument("--sendfile-too", action="store_true",
+                    help="a third gateway: cowkit with --sendfile, on its own root, in the same rounds")
     ap.add_argument("--pause", default="", help="command run with STOP before and CONT after the timed rounds")
     a = ap.parse_args()
     sizes = [int(x) * MiB for x in os.environ.get("SIZES", "1 64 1024").split()]
@@ -139,6 +141,14 @@ def main():
         Gateway("versitygw", [a.versitygw, "--access", AK, "--secret", SK, "--port", f"127.0.0.1:{vg_port}",
                               "posix", vg_root], vg_port, os.path.join(a.mount, "versitygw.log")),
     ]
+    if a.sendfile_too:
+        sf_root, sf_port = os.path.join(a.mount, "cowkit-sendfile"), free_port()
+        os.makedirs(sf_root)
+        gws.append(Gateway("cowkit-sendfile", [a.cowkit, "s3", "serve", "--root", sf_root, "--listen",
+                                               f"127.0.0.1:{sf_port}", "--access-key", AK, "--secret-key", SK,
+                                               "--sendfile"] + a.cowkit_args.split(), sf_port,
+                           os.path.join(a.mount, "cowkit-sendfile.log")))
+    cowkits = [g.name for g in gws if g.name != "versitygw"]
     # The same bytes in both: a random 64 MiB block repeated, the last
     # block varied so that no two MiB of an object are alike by accident.
     block = os.urandom(64 * MiB)
@@ -175,7 +185,11 @@ def main():
         load_paused = open("/proc/loadavg").read().split()[:3]
         t_start = time.monotonic()
         for r in range(rounds):
-            order = gws if r % 2 == 0 else gws[::-1]
+            # Every gateway in every position over the rounds.
+            k = r % len(gws)
+            order = gws[k:] + gws[:k]
+            if r // len(gws) % 2 == 1:
+                order = order[::-1]
             for size in sizes:
                 for m in methods:
                     for gw in order:
@@ -202,7 +216,7 @@ def main():
     for size in sizes:
         for m in methods:
             row = {"size": size, "method": m}
-            for g in ("cowkit", "versitygw"):
+            for g in [g.name for g in gws]:
                 ss = [s for s in samples if s["size"] == size and s["method"] == m and s["gateway"] == g]
                 per = [s["seconds"] / s["gets"] for s in ss]
                 cpu = [s["server_cpu_seconds"] / s["gets"] for s in ss]
@@ -210,6 +224,8 @@ def main():
                           "median_mb_s": size / statistics.median(per) / 1e6,
                           "server_cpu_s_per_gb": statistics.median(cpu) / size * 1e9}
             row["ratio"] = row["versitygw"]["median_s"] / row["cowkit"]["median_s"]
+            for g in cowkits:
+                row[g]["ratio"] = row["versitygw"]["median_s"] / row[g]["median_s"]
             rows.append(row)
 
     cpu = "unknown"
@@ -257,16 +273,21 @@ def main():
              "Methods:", ""]
     for m in methods:
         lines.append(f"- `{m}`: {METHODS[m][1]}")
-    lines += ["", "| object | method | cowkit (median) | MB/s | VersityGW (median) | MB/s | cowkit speed / VersityGW | "
-              "server CPU s/GB cowkit | VersityGW |",
-              "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    if len(cowkits) > 1:
+        lines += ["", "`cowkit-sendfile`: a second cowkit gateway with `--sendfile`, on its own root, timed "
+                  "in the same rounds (each gateway in every position of the order over the rounds)."]
+    lines += ["", "| object | method | gateway | cowkit (median) | MB/s | VersityGW (median) | MB/s | "
+              "cowkit speed / VersityGW | server CPU s/GB cowkit | VersityGW |",
+              "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
-        c, v = row["cowkit"], row["versitygw"]
-        lines.append(f"| {fmt_size(row['size'])} | {row['method']} | {c['median_s'] * 1e3:.2f} ms "
-                     f"({c['min_s'] * 1e3:.2f}–{c['max_s'] * 1e3:.2f}) | {c['median_mb_s']:.0f} | "
-                     f"{v['median_s'] * 1e3:.2f} ms ({v['min_s'] * 1e3:.2f}–{v['max_s'] * 1e3:.2f}) | "
-                     f"{v['median_mb_s']:.0f} | {row['ratio']:.2f} | {c['server_cpu_s_per_gb']:.3f} | "
-                     f"{v['server_cpu_s_per_gb']:.3f} |")
+        v = row["versitygw"]
+        for g in cowkits:
+            c = row[g]
+            lines.append(f"| {fmt_size(row['size'])} | {row['method']} | {g} | {c['median_s'] * 1e3:.2f} ms "
+                         f"({c['min_s'] * 1e3:.2f}–{c['max_s'] * 1e3:.2f}) | {c['median_mb_s']:.0f} | "
+                         f"{v['median_s'] * 1e3:.2f} ms ({v['min_s'] * 1e3:.2f}–{v['max_s'] * 1e3:.2f}) | "
+                         f"{v['median_mb_s']:.0f} | {c['ratio']:.2f} | {c['server_cpu_s_per_gb']:.3f} | "
+                         f"{v['server_cpu_s_per_gb']:.3f} |")
     with open(base + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
