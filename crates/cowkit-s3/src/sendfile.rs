@@ -17,11 +17,18 @@
 //! connection's [`Splicer`] (HTTP/1 through [`SendfileIo`]; tests and fuzz
 //! targets calling the handler directly and HTTP/2 get the `pread` body of
 //! [`crate::body`]); stand-in bytes with no queued range end the connection
-//! with an error rather than sending them; a range whose frame hyper
-//! dropped unwritten is discarded, never sent for a later frame (each
-//! range holds a weak reference to its frame); a file that ends before its
+//! with an error rather than sending them; a file that ends before its
 //! range (truncated by another tool during the GET) ends the connection
 //! with an error too, so the client sees a short body, never padding.
+//!
+//! And a stand-in frame that hyper let go of without writing it through
+//! [`SendfileIo`] ends the connection before anything more is written
+//! (each range holds a weak reference to its frame). On a connection hyper
+//! keeps, it writes every frame it takes; one it let go of was either
+//! abandoned (the connection is failing anyway) or copied into a buffer of
+//! hyper's own, whose stand-in bytes would otherwise go out as the
+//! object's content. So a hyper that changed how it buffers bodies fails
+//! GETs loudly instead of sending zeros.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -56,9 +63,8 @@ struct Pending {
     path: Arc<PathBuf>,
     offset: u64,
     left: u64,
-    /// Alive as long as its stand-in frame is: a frame hyper dropped
-    /// without writing it (it never does on a connection it keeps, but
-    /// if it did) leaves a range that must not be sent for the next one.
+    /// Alive as long as its stand-in frame is: a range whose frame is
+    /// gone unwritten ends the connection (see the module).
     frame: Weak<()>,
 }
 
@@ -164,15 +170,28 @@ impl SendfileIo {
         self.splicer.clone()
     }
 
+    /// An error if a stand-in frame was let go of unwritten (see the
+    /// module): nothing more may be written on this connection.
+    fn check_frames(&self) -> std::io::Result<()> {
+        let q = self.splicer.0.lock().unwrap_or_else(|e| e.into_inner());
+        if q.iter().any(|p| p.frame.strong_count() == 0) {
+            log::error!(
+                "GET: a body frame of {} was let go of unwritten (copied or abandoned); \
+                 closing the connection",
+                q.front()
+                    .map_or_else(String::new, |p| p.path.display().to_string())
+            );
+            return Err(std::io::Error::other(
+                "GetObject body: a stand-in frame was not written through the connection",
+            ));
+        }
+        Ok(())
+    }
+
     /// Send up to `want` bytes of the first queued range in place of as
     /// many stand-in bytes.
     fn poll_send(&mut self, cx: &mut Context<'_>, want: usize) -> Poll<std::io::Result<usize>> {
         let mut q = self.splicer.0.lock().unwrap_or_else(|e| e.into_inner());
-        // The frame being written is alive (hyper holds it); ranges of
-        // frames dropped unwritten go.
-        while q.front().is_some_and(|p| p.frame.strong_count() == 0) {
-            q.pop_front();
-        }
         let Some(p) = q.front_mut() else {
             return Poll::Ready(Err(std::io::Error::other(
                 "GetObject body: stand-in bytes without a file range (not sent)",
@@ -239,6 +258,9 @@ impl hyper::rt::Write for SendfileIo {
         bufs: &[IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
         let this = &mut *self;
+        if let Err(e) = this.check_frames() {
+            return Poll::Ready(Err(e));
+        }
         let mut done = 0;
         let mut i = 0;
         // In order: runs of ordinary slices by writev, stand-ins by
@@ -284,5 +306,63 @@ impl hyper::rt::Write for SendfileIo {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::StreamExt;
+    use hyper::rt::Write as _;
+    use tokio::io::AsyncReadExt;
+
+    fn temp_file(name: &str, data: &[u8]) -> (PathBuf, File) {
+        let p = std::env::temp_dir().join(format!(
+            "cowkit-sendfile-test-{}-{name}",
+            std::process::id()
+        ));
+        std::fs::write(&p, data).unwrap();
+        let f = File::open(&p).unwrap();
+        (p, f)
+    }
+
+    async fn write(io: &mut SendfileIo, b: &[u8]) -> std::io::Result<usize> {
+        std::future::poll_fn(|cx| Pin::new(&mut *io).poll_write(cx, b)).await
+    }
+
+    /// A stand-in frame written as hyper writes it sends the file's bytes;
+    /// one copied out of its frame (as a hyper that buffered bodies
+    /// itself would) fails the write, and its zeros never reach the
+    /// client.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stand_in_copied_out_of_its_frame_is_never_sent() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = tokio::spawn(async move {
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            let mut got = Vec::new();
+            let _ = s.read_to_end(&mut got).await;
+            got
+        });
+        let (sock, _) = listener.accept().await.unwrap();
+        let mut io = SendfileIo::new(sock);
+        let (p, f) = temp_file("copied", b"the object's bytes");
+        let f2 = f.try_clone().unwrap();
+
+        let mut frames = file_range(io.splicer(), f, p.clone(), 0, 18);
+        let frame = frames.next().await.unwrap().unwrap();
+        assert_eq!(write(&mut io, &frame).await.unwrap(), 18);
+        drop(frame);
+        // The response's head of the next GET, then its body frame copied.
+        assert_eq!(write(&mut io, b"|next:").await.unwrap(), 6);
+        let mut frames = file_range(io.splicer(), f2, p.clone(), 4, 10);
+        let frame = frames.next().await.unwrap().unwrap();
+        let copy = frame.to_vec();
+        drop(frame);
+        let err = write(&mut io, &copy).await.unwrap_err();
+        assert!(err.to_string().contains("not written through"), "{err}");
+        drop(io);
+        assert_eq!(client.await.unwrap(), b"the object's bytes|next:");
+        std::fs::remove_file(p).unwrap();
     }
 }
