@@ -213,7 +213,7 @@ FEATURES = [
     ("IAM/users (the suite's admin API)", None),
     ("object lock", re.compile(r"withLock\(|ObjectLockEnabledForBucket|ObjectLockLegalHold|ObjectLockMode")),
     ("versioning", re.compile(r"withVersioning\(|PutBucketVersioning")),
-    ("bucket policy", re.compile(r"PutBucketPolicy|GetBucketPolicy")),
+    ("bucket policy", re.compile(r"BucketPolicy")),
     ("ACLs", re.compile(r"GetBucketAcl|PutBucketAcl|\bACL:|Grant\w+:")),
 ]
 
