@@ -43,9 +43,22 @@ pub enum Error {
         /// Which rule.
         why: &'static str,
     },
-    /// The key cannot be stored as a path inside the bucket.
-    #[error("`{key}` is not a key this gateway can store: {why}")]
+    /// The key cannot be stored as a path inside the bucket. (The key is
+    /// escaped: the message goes into an XML error document, where a NUL
+    /// or another control character would make the document unreadable.)
+    #[error("`{}` is not a key this gateway can store: {why}", key.escape_debug())]
     InvalidKey {
+        /// The key.
+        key: String,
+        /// Why.
+        why: &'static str,
+    },
+    /// The key is not a plain relative path (it starts with `/`, or has an
+    /// empty, `.` or `..` component): S3 refuses the dot segments before
+    /// looking at the request (400, no S3 error code), and this gateway,
+    /// which stores a key as a path, refuses the rest the same way.
+    #[error("`{}` is not a key this gateway can store: {why}", key.escape_debug())]
+    KeyPath {
         /// The key.
         key: String,
         /// Why.

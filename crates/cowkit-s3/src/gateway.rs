@@ -107,6 +107,16 @@ pub fn to_s3_error(e: Error) -> S3Error {
             (C::KeyTooLongError, None)
         }
         Error::InvalidKey { .. } => (C::InvalidArgument, None),
+        Error::KeyPath { .. } => {
+            // S3 answers a dot segment in the path with a bare 400, which
+            // clients report as code `400`, message `Bad Request` (the
+            // aws CLI's "An error occurred (400) ... Bad Request"); the
+            // same in an error document, for clients that need one.
+            let mut err = S3Error::with_message(C::Custom("400".into()), "Bad Request");
+            err.set_status_code(hyper::StatusCode::BAD_REQUEST);
+            log::debug!("{e}");
+            return err;
+        }
         Error::KeyConflict { .. } => (
             C::Custom("KeyConflict".into()),
             Some(hyper::StatusCode::CONFLICT),
@@ -347,7 +357,11 @@ fn part_of(
     }
 }
 
-/// A negative `max-keys`, `max-parts`, `max-uploads` or `max-buckets`.
+/// The content type of a directory object put without one.
+pub const DIRECTORY_CONTENT_TYPE: &str = "application/x-directory";
+
+/// A negative `max-keys`, `max-parts`, `max-uploads`, `max-buckets` or
+/// `part-number-marker`.
 fn check_max(name: &str, v: Option<i32>) -> S3Result<()> {
     match v {
         Some(n) if n < 0 => {
@@ -1241,7 +1255,12 @@ impl S3 for S3Gateway {
         });
         let meta = crate::store::ObjectMeta {
             etag: md5.clone(),
-            content_type: i.content_type,
+            content_type: i.content_type.or_else(|| {
+                // A directory object is a directory here: given no type, it
+                // gets the one file-system tools on S3 (s3fs, rclone) give
+                // directories, not S3's binary/octet-stream.
+                crate::names::is_dir_key(&key).then(|| DIRECTORY_CONTENT_TYPE.to_string())
+            }),
             metadata: metadata_of(i.metadata),
             checksum: checksum.clone(),
             headers: stored_headers(&req.headers),
@@ -1440,7 +1459,7 @@ impl S3 for S3Gateway {
             })),
             None => Err(S3Error::with_message(
                 S3ErrorCode::NoSuchTagSet,
-                "The TagSet does not exist",
+                "The TagSet does not exist.",
             )),
         }
     }
@@ -1968,6 +1987,7 @@ impl S3 for S3Gateway {
     ) -> S3Result<S3Response<ListPartsOutput>> {
         let i = req.input;
         check_max("max-parts", i.max_parts)?;
+        check_max("part-number-marker", i.part_number_marker)?;
         let (id, b, k) = (i.upload_id.clone(), i.bucket.clone(), i.key.clone());
         let (parts, upload) = self
             .run(move |s| Ok((s.list_parts(&id, &b, &k)?, s.upload_record(&id, &b, &k)?)))

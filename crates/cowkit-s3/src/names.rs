@@ -71,18 +71,24 @@ pub fn check_key(key: &str) -> Result<&str> {
     if key.contains('\0') {
         return bad("it contains a NUL byte");
     }
+    let not_a_path = |why| {
+        Err(Error::KeyPath {
+            key: key.to_string(),
+            why,
+        })
+    };
     if key.starts_with('/') {
-        return bad("it starts with `/` (an absolute path)");
+        return not_a_path("it starts with `/` (an absolute path)");
     }
     let path = key.strip_suffix('/').unwrap_or(key);
     if path.is_empty() {
-        return bad("it is only `/`");
+        return not_a_path("it is only `/`");
     }
     for c in path.split('/') {
         match c {
-            "" => return bad("it has an empty component (`//`)"),
-            "." => return bad("it has a `.` component"),
-            ".." => return bad("it has a `..` component"),
+            "" => return not_a_path("it has an empty component (`//`)"),
+            "." => return not_a_path("it has a `.` component"),
+            ".." => return not_a_path("it has a `..` component"),
             _ if c.len() > 255 => return bad("a component is longer than 255 bytes"),
             _ => {}
         }
@@ -158,6 +164,37 @@ mod tests {
         }
         assert!(check_key(&"x".repeat(256)).is_err());
         assert!(check_key(&"x/".repeat(600)).is_err());
+    }
+
+    #[test]
+    fn keys_that_are_not_relative_paths_are_key_path_errors() {
+        // The ones S3 answers with a bare 400 (dot segments), and the ones
+        // this gateway cannot store as a path; not NUL or length.
+        for k in [
+            "/etc/passwd",
+            "../x",
+            "a/../b",
+            "a/./b",
+            "a//b",
+            "/",
+            "./",
+            ".",
+            "..",
+            "//",
+        ] {
+            assert!(matches!(check_key(k), Err(Error::KeyPath { .. })), "{k:?}");
+        }
+        for k in [
+            "",
+            "a\0b",
+            "x".repeat(256).as_str(),
+            "k".repeat(1025).as_str(),
+        ] {
+            assert!(
+                matches!(check_key(k), Err(Error::InvalidKey { .. })),
+                "{k:?}"
+            );
+        }
     }
 
     #[test]

@@ -581,6 +581,19 @@ fn check_route(
             "Key is not expected for the GET method ?uploads subresource",
         ));
     }
+    if *method == Method::GET && has("uploadId") {
+        // ListParts' integers: one s3s cannot parse would get its own
+        // message; S3's names the value (a negative one is the gateway's).
+        for name in ["max-parts", "part-number-marker"] {
+            if let Some(v) = param(query, name).filter(|v| v.parse::<i32>().is_err()) {
+                return Err(invalid_argument(
+                    &format!("Provided {v} not an integer or within integer range"),
+                    name,
+                    v,
+                ));
+            }
+        }
+    }
     if *method == Method::GET && has("versions") {
         return Err(bad_request(
             "InvalidRequest",
@@ -605,11 +618,33 @@ fn check_unsupported(method: &Method, headers: &HeaderMap) -> Result<(), Refusal
     if h("x-amz-bucket-object-lock-enabled").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
         return Err(not_implemented());
     }
-    if headers
+    // ACLs are not implemented, but a value S3 would refuse is refused as
+    // S3 refuses it first, and so is an ACL on a bucket made with ACLs
+    // disabled (`BucketOwnerEnforced`); what is left asks for ACLs.
+    let canned = h("x-amz-acl").filter(|v| !v.is_empty());
+    if let Some(v) = canned.filter(|v| !CANNED_ACLS.contains(v)) {
+        // S3's document gives no message for this one.
+        return Err(invalid_argument("", "x-amz-acl", v));
+    }
+    let ownership = h("x-amz-object-ownership").filter(|v| !v.is_empty());
+    if let Some(v) = ownership.filter(|v| !OBJECT_OWNERSHIPS.contains(v)) {
+        return Err(bad_request(
+            "InvalidArgument",
+            format!("Invalid x-amz-object-ownership header: {v}"),
+        )
+        .with("ArgumentName", "x-amz-object-ownership"));
+    }
+    let grants = headers
         .keys()
-        .any(|k| k.as_str().starts_with("x-amz-grant-"))
-        || h("x-amz-acl").is_some_and(|v| !v.is_empty() && v != "private")
-    {
+        .any(|k| k.as_str().starts_with("x-amz-grant-"));
+    let acl = grants || canned.is_some_and(|v| v != "private");
+    if acl && ownership == Some("BucketOwnerEnforced") {
+        return Err(bad_request(
+            "InvalidBucketAclWithObjectOwnership",
+            "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting",
+        ));
+    }
+    if acl {
         return Err(not_implemented());
     }
     if !matches!(*method, Method::PUT | Method::POST) {
@@ -678,6 +713,25 @@ fn check_unsupported(method: &Method, headers: &HeaderMap) -> Result<(), Refusal
     ))
 }
 
+/// S3's canned ACLs (`x-amz-acl`), for buckets and objects.
+const CANNED_ACLS: [&str; 8] = [
+    "private",
+    "public-read",
+    "public-read-write",
+    "authenticated-read",
+    "aws-exec-read",
+    "bucket-owner-read",
+    "bucket-owner-full-control",
+    "log-delivery-write",
+];
+
+/// S3's object ownership settings (`x-amz-object-ownership`).
+const OBJECT_OWNERSHIPS: [&str; 3] = [
+    "BucketOwnerPreferred",
+    "ObjectWriter",
+    "BucketOwnerEnforced",
+];
+
 /// `2025-01-02T03:04:05Z` (fractions and `+00:00` accepted) → seconds.
 fn parse_iso8601(v: &str) -> Option<i64> {
     let v = v.trim();
@@ -732,6 +786,21 @@ pub fn check_copy_source(raw: &str) -> Result<(), Refusal> {
     let path = s.find("?versionId=").map_or(s, |i| &s[..i]);
     let decoded =
         strict_percent_decode(path).ok_or_else(|| invalid("Invalid copy source encoding", raw))?;
+    // A client that percent-encoded the whole source, `?versionId=` with
+    // it, still means a version id: split there too, and refuse the
+    // version as the gateway refuses every version but `null` (no bucket
+    // is versioned), rather than read it as part of the key.
+    let (decoded, version) = match decoded.split_once("?versionId=") {
+        Some((p, v)) => (p.to_string(), Some(v.to_string())),
+        None => (decoded, None),
+    };
+    if let Some(v) = version.filter(|v| v != "null") {
+        return Err(
+            bad_request("InvalidArgument", "Invalid version id specified")
+                .with("ArgumentName", "versionId")
+                .with("ArgumentValue", v),
+        );
+    }
     let (bucket, key) = decoded.split_once('/').unwrap_or((&decoded, ""));
     if crate::names::check_bucket(bucket).is_err() {
         return Err(invalid("Invalid copy source bucket name", raw));
@@ -1024,6 +1093,45 @@ mod tests {
         let e = run("/b/k", &[("x-amz-acl", "public-read")]).unwrap_err();
         assert_eq!(e.status, StatusCode::NOT_IMPLEMENTED);
         assert!(run("/b/k", &[("x-amz-acl", "private")]).is_ok());
+        // Values S3 refuses come before NotImplemented.
+        let e = run("/b", &[("x-amz-acl", "invalid_acl")]).unwrap_err();
+        assert_eq!((e.status.as_u16(), e.code), (400, "InvalidArgument"));
+        assert_eq!(e.extra[1], ("ArgumentValue", "invalid_acl".to_string()));
+        let e = run("/b", &[("x-amz-object-ownership", "invalid_ownership")]).unwrap_err();
+        assert_eq!(
+            (e.status.as_u16(), e.code, e.message.as_str()),
+            (
+                400,
+                "InvalidArgument",
+                "Invalid x-amz-object-ownership header: invalid_ownership"
+            )
+        );
+        for acl in [("x-amz-acl", "public-read"), ("x-amz-grant-read", "id=x")] {
+            let e = run(
+                "/b",
+                &[("x-amz-object-ownership", "BucketOwnerEnforced"), acl],
+            )
+            .unwrap_err();
+            assert_eq!(
+                (e.status.as_u16(), e.code),
+                (400, "InvalidBucketAclWithObjectOwnership")
+            );
+            // With ACLs enabled, an ACL is what the gateway does not do.
+            let e = run("/b", &[("x-amz-object-ownership", "ObjectWriter"), acl]).unwrap_err();
+            assert_eq!(e.status, StatusCode::NOT_IMPLEMENTED);
+        }
+        for o in [
+            "BucketOwnerEnforced",
+            "BucketOwnerPreferred",
+            "ObjectWriter",
+        ] {
+            assert!(run("/b", &[("x-amz-object-ownership", o)]).is_ok(), "{o}");
+            assert!(run(
+                "/b",
+                &[("x-amz-object-ownership", o), ("x-amz-acl", "private")]
+            )
+            .is_ok());
+        }
         let put = |hs: &[(&str, &str)]| {
             let mut h = HeaderMap::new();
             for (k, v) in hs {
@@ -1092,6 +1200,34 @@ mod tests {
     }
 
     #[test]
+    fn list_parts_integers() {
+        for (q, name, v) in [
+            (
+                "part-number-marker=invalid",
+                "part-number-marker",
+                "invalid",
+            ),
+            (
+                "part-number-marker=2736457823532448723",
+                "part-number-marker",
+                "2736457823532448723",
+            ),
+            ("max-parts=x", "max-parts", "x"),
+        ] {
+            let e = run(&format!("/b/k?uploadId=u&{q}"), &[]).unwrap_err();
+            assert_eq!((e.status.as_u16(), e.code), (400, "InvalidArgument"));
+            assert_eq!(
+                e.message,
+                format!("Provided {v} not an integer or within integer range")
+            );
+            assert_eq!(e.extra[0], ("ArgumentName", name.to_string()));
+        }
+        // Negative numbers parse: the gateway refuses them (its own message).
+        assert!(run("/b/k?uploadId=u&part-number-marker=-14", &[]).is_ok());
+        assert!(run("/b/k?uploadId=u&part-number-marker=3&max-parts=2", &[]).is_ok());
+    }
+
+    #[test]
     fn sse_and_metadata() {
         let e = run("/b/k", &[("x-amz-server-side-encryption", "AES256")]).unwrap_err();
         assert_eq!(e.status, StatusCode::NOT_IMPLEMENTED);
@@ -1144,6 +1280,17 @@ mod tests {
                 ("Invalid copy source bucket name", b)
             );
         }
+        // A `?versionId=` that came percent-encoded is still the version.
+        let e = check_copy_source("bucket/src-obj%3FversionId%3D..%2f..%2fsecret.txt").unwrap_err();
+        assert_eq!(
+            (e.status.as_u16(), e.code, e.message.as_str()),
+            (400, "InvalidArgument", "Invalid version id specified")
+        );
+        assert_eq!(
+            e.extra[1],
+            ("ArgumentValue", "../../secret.txt".to_string())
+        );
+        assert_eq!(check_copy_source("bucket/k%3FversionId%3Dnull"), Ok(()));
         for (k, key) in [
             ("bucket", ""),
             ("bucket/", ""),

@@ -43,6 +43,7 @@ def test_expected_bucket_owner(srv):
         assert status(e) == 403
         if e.value.response["Error"].get("Code") != "403":  # HEAD has no body
             assert code(e) == "AccessDenied"
+            assert e.value.response["Error"]["Message"] == "Access Denied."
     # Nothing was changed by the refused requests.
     assert [o["Key"] for o in s3.list_objects_v2(Bucket="own")["Contents"]] == ["k"]
     s3.copy_object(Bucket="own", Key="k3", CopySource="own/k", ExpectedSourceBucketOwner=AK,

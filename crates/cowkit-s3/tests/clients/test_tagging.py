@@ -197,6 +197,7 @@ def test_bucket_tagging(make_server):
     with pytest.raises(ClientError) as e:
         s3.get_bucket_tagging(Bucket="tagged")
     assert code(e) == "NoSuchTagSet" and status(e) == 404
+    assert message(e) == "The TagSet does not exist."
     # A bucket made again under the name does not inherit the old tags.
     s3.put_bucket_tagging(Bucket="tagged", Tagging={"TagSet": [{"Key": "old", "Value": "1"}]})
     s3.delete_bucket(Bucket="tagged")
