@@ -17,8 +17,8 @@
 #                           names its commit in the results
 #   VERSITYGW=/path/to/versitygw  (default: PATH or ~/go/bin; installed with
 #                           `go install` at VGW_VERSION=v1.8.0 when missing)
-#   COWKIT_SERVE_ARGS="--sendfile"   more arguments for `cowkit s3 serve`
-#   SENDFILE_TOO=1          also a second cowkit gateway with --sendfile (own
+#   COWKIT_SERVE_ARGS="--no-sendfile"   more arguments for `cowkit s3 serve`
+#   PREAD_TOO=1             also a second cowkit gateway with --no-sendfile (own
 #                           root), in the same rounds: the two bodies compared
 #   PAUSE=/path/to/script   run with STOP before the timed rounds and CONT
 #                           after them (also on error or Ctrl-C), to stop
@@ -106,6 +106,6 @@ setup="XFS (reflink=1) on a $io loop device, its image a sparse file on $(findmn
 log "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB RAM, kernel $(uname -r), loadavg $(cut -d' ' -f1-3 /proc/loadavg)"
 "$PY" "$BENCH_DIR/s3_get.py" --cowkit "$COWKIT" --versitygw "$VERSITYGW" --mount "$RIG/mnt" \
   --results "$RESULTS_DIR" --setup "$setup" ${PAUSE:+--pause "$PAUSE"} \
-  ${COWKIT_SERVE_ARGS:+"--cowkit-args=$COWKIT_SERVE_ARGS"} ${SENDFILE_TOO:+--sendfile-too} &
+  ${COWKIT_SERVE_ARGS:+"--cowkit-args=$COWKIT_SERVE_ARGS"} ${PREAD_TOO:+--pread-too} &
 child=$!
 wait "$child"

@@ -115,8 +115,8 @@ def main():
     ap.add_argument("--results", required=True)
     ap.add_argument("--setup", default="")
     ap.add_argument("--cowkit-args", default="", help="more arguments for `cowkit s3 serve` (space-separated)")
-    ap.add_argument("--sendfile-too", action="store_true",
-                    help="a third gateway: cowkit with --sendfile, on its own root, in the same rounds")
+    ap.add_argument("--pread-too", action="store_true",
+                    help="a third gateway: cowkit with --no-sendfile, on its own root, in the same rounds")
     ap.add_argument("--pause", default="", help="command run with STOP before and CONT after the timed rounds")
     a = ap.parse_args()
     sizes = [int(x) * MiB for x in os.environ.get("SIZES", "1 64 1024").split()]
@@ -141,13 +141,13 @@ def main():
         Gateway("versitygw", [a.versitygw, "--access", AK, "--secret", SK, "--port", f"127.0.0.1:{vg_port}",
                               "posix", vg_root], vg_port, os.path.join(a.mount, "versitygw.log")),
     ]
-    if a.sendfile_too:
-        sf_root, sf_port = os.path.join(a.mount, "cowkit-sendfile"), free_port()
-        os.makedirs(sf_root)
-        gws.append(Gateway("cowkit-sendfile", [a.cowkit, "s3", "serve", "--root", sf_root, "--listen",
-                                               f"127.0.0.1:{sf_port}", "--access-key", AK, "--secret-key", SK,
-                                               "--sendfile"] + a.cowkit_args.split(), sf_port,
-                           os.path.join(a.mount, "cowkit-sendfile.log")))
+    if a.pread_too:
+        pr_root, pr_port = os.path.join(a.mount, "cowkit-pread"), free_port()
+        os.makedirs(pr_root)
+        gws.append(Gateway("cowkit-pread", [a.cowkit, "s3", "serve", "--root", pr_root, "--listen",
+                                            f"127.0.0.1:{pr_port}", "--access-key", AK, "--secret-key", SK,
+                                            "--no-sendfile"] + a.cowkit_args.split(), pr_port,
+                           os.path.join(a.mount, "cowkit-pread.log")))
     cowkits = [g.name for g in gws if g.name != "versitygw"]
     # The same bytes in both: a random 64 MiB block repeated, the last
     # block varied so that no two MiB of an object are alike by accident.
@@ -274,7 +274,7 @@ def main():
     for m in methods:
         lines.append(f"- `{m}`: {METHODS[m][1]}")
     if len(cowkits) > 1:
-        lines += ["", "`cowkit-sendfile`: a second cowkit gateway with `--sendfile`, on its own root, timed "
+        lines += ["", "`cowkit-pread`: a second cowkit gateway with `--no-sendfile`, on its own root, timed "
                   "in the same rounds (each gateway in every position of the order over the rounds)."]
     lines += ["", "| object | method | gateway | cowkit (median) | MB/s | VersityGW (median) | MB/s | "
               "cowkit speed / VersityGW | server CPU s/GB cowkit | VersityGW |",

@@ -37,7 +37,8 @@ pub struct Config {
     /// Storage options.
     pub store: Options,
     /// Send GET bodies with `sendfile` on HTTP/1 connections
-    /// ([`crate::sendfile`]); off by default: see `docs/s3.md`.
+    /// ([`crate::sendfile`]; `cowkit s3 serve` turns it on unless given
+    /// `--no-sendfile`); otherwise the `pread` body ([`crate::body`]).
     pub sendfile: bool,
 }
 

@@ -82,9 +82,14 @@ struct ServeArgs {
     /// at start.
     #[arg(long, default_value_t = 600, hide_short_help = true)]
     sweep_every: u64,
-    /// Experimental: send GET bodies with sendfile(2) on HTTP/1
-    /// connections (less CPU per byte; see docs/s3.md for its limits).
-    #[arg(long)]
+    /// Send GET bodies through the gateway's memory (pread(2) and write)
+    /// instead of by sendfile(2), the default on HTTP/1 connections (see
+    /// docs/s3.md).
+    #[arg(long, hide_short_help = true)]
+    no_sendfile: bool,
+    /// The default since 2026-11-23; kept so that scripts that asked for
+    /// it keep working.
+    #[arg(long, hide = true, conflicts_with = "no_sendfile")]
     sendfile: bool,
 }
 
@@ -141,7 +146,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode, CliError> {
         credentials: creds,
         anonymous: a.anonymous,
         region: a.region.clone(),
-        sendfile: a.sendfile,
+        sendfile: a.sendfile || !a.no_sendfile,
         store: Options {
             fsync: a.fsync,
             min_part_size: a.min_part_size,

@@ -4,7 +4,7 @@ reused buffers. These tests check what that must not change: ranges that
 start, end or straddle chunk boundaries, partNumber reads, large objects
 byte for byte, and a file truncated during a GET (the response must end in
 an error, never in padding or a hang). Each runs on both body paths: the
-default (`pread`) and `--sendfile`."""
+default (`sendfile` on HTTP/1) and `--no-sendfile` (`pread`)."""
 import hashlib
 import os
 
@@ -21,7 +21,7 @@ CHUNK = 2 * MiB
 
 @pytest.fixture(params=["pread", "sendfile"])
 def server(request, fs):
-    s = Server(fs, ["--sendfile"] if request.param == "sendfile" else [])
+    s = Server(fs, ["--no-sendfile"] if request.param == "pread" else [])
     yield s
     s.stop()
 
