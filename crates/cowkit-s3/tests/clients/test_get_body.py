@@ -17,6 +17,8 @@ from conftest import Server
 
 MiB = 1 << 20
 CHUNK = 2 * MiB
+# The sendfile body's frames (`cowkit_s3::sendfile`): 4 pread chunks.
+FRAME = 8 * MiB
 
 
 @pytest.fixture(params=["pread", "sendfile"])
@@ -46,6 +48,7 @@ def test_ranges_around_chunk_boundaries(server):
     ranges = [
         (0, 1), (0, CHUNK), (0, CHUNK + 1), (CHUNK - 1, CHUNK + 1), (CHUNK, 2 * CHUNK),
         (CHUNK - 7, 3 * CHUNK + 9), (1, size), (size - 1, size), (3 * CHUNK, size), (12345, 12345 + 3 * CHUNK),
+        (FRAME - 1, FRAME + 1), (FRAME - 5, size), (FRAME, size),
     ]
     for a, b in ranges:
         r = s3.get_object(Bucket="get-ranges", Key="o", Range=f"bytes={a}-{b - 1}")
