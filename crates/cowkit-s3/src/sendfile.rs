@@ -44,17 +44,10 @@ use hyper_util::rt::TokioIo;
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 
+use crate::body::CHUNK;
 use crate::error::Error;
 
-/// The most bytes of file one stand-in frame stands for. Larger than the
-/// `pread` body's chunks ([`crate::body::CHUNK`]): a frame costs no
-/// memory here, and fewer frames mean fewer trips through hyper between
-/// `sendfile` calls (curl of 256 MiB, 21–31 interleaved runs: 8 MiB frames
-/// 0.087–0.092 s, 2 MiB frames 0.102–0.108 s, VersityGW 0.090–0.097 s).
-const CHUNK: usize = 8 << 20;
-
-/// The block every stand-in frame points into (zeros in `.bss`: never
-/// touched, so never in memory). Its bytes are never sent.
+/// The block every stand-in frame points into. Its bytes are never sent.
 static STAND_IN: [u8; CHUNK] = [0; CHUNK];
 
 fn is_stand_in(b: &[u8]) -> bool {

@@ -17,7 +17,7 @@ from conftest import Server
 
 MiB = 1 << 20
 CHUNK = 2 * MiB
-# The sendfile body's frames (`cowkit_s3::sendfile`): 4 pread chunks.
+# Ranges across a larger boundary too (a body frame size tried once).
 FRAME = 8 * MiB
 
 
