@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# VersityGW's S3 conformance suite against a freshly started `cowkit s3 serve`.
+# VersityGW's S3 conformance suite against a freshly started `cowkit s3 serve`
+# (or, with -g versitygw, against VersityGW itself: the reference).
 #
-#   scripts/s3-conformance.sh [-o OUT] [-j JOBS] [TEST...]
+#   scripts/s3-conformance.sh [-g cowkit|versitygw] [-o OUT] [-j JOBS] [TEST...]
 #
 # Installs `versitygw` v1.8.0 on demand (`go install`, Go from /usr/local/go/bin
 # or PATH), builds cowkit (or takes COWKIT_BIN), starts `cowkit s3 serve` on the
@@ -9,6 +10,11 @@
 # COWKIT_TEST_XFS is not set), and runs `versitygw test ... <TestName>` once
 # per test: each test alone, so one test's leftovers cannot fail the next.
 # Without TEST arguments: every test that `versitygw test full-flow` runs.
+# -g versitygw serves each test with `versitygw posix` instead, started as
+# VersityGW's own CI (runtests.sh) starts it for its plain full-flow run
+# (internal IAM in the served directory; no versioning, no
+# --data-integrity-etag), so the same harness and test list measure the
+# reference on itself.
 #
 # Writes OUT.md (summary: totals overall, on the operations cowkit
 # implements, on the multipart tests; failures grouped by operation with the
@@ -25,18 +31,24 @@ SK=cowkit-conformance-secret-key
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 OUT="$REPO/bench/results/$(date -u +%F)-s3-conformance"
 JOBS=1
-while getopts "o:j:h" opt; do
+GATEWAY=cowkit
+while getopts "g:o:j:h" opt; do
   case $opt in
+    g) GATEWAY=$OPTARG ;;
     o) OUT=$(realpath -m "$OPTARG") ;;
     j) JOBS=$OPTARG ;;
-    *) sed -n '2,18p' "$0"; exit 2 ;;
+    *) sed -n '2,25p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
+case $GATEWAY in
+  cowkit | versitygw) ;;
+  *) echo "s3-conformance: -g takes cowkit or versitygw, not $GATEWAY" >&2; exit 2 ;;
+esac
 
 if [ -z "${COWKIT_TEST_XFS:-}" ]; then
   if [ "$(id -u)" = 0 ]; then
-    exec bash "$REPO/scripts/rig.sh" bash "$0" -o "$OUT" -j "$JOBS" "$@"
+    exec bash "$REPO/scripts/rig.sh" bash "$0" -g "$GATEWAY" -o "$OUT" -j "$JOBS" "$@"
   fi
   echo "s3-conformance: not root and COWKIT_TEST_XFS unset: serving from a temporary directory" >&2
 fi
@@ -58,10 +70,18 @@ if [ ! -f "$GROUPS_GO" ]; then
   GOFLAGS=-mod=mod go mod download "github.com/versity/versitygw@$VGW_VERSION"
 fi
 
-if [ -z "${COWKIT_BIN:-}" ]; then
+# The reference needs no cowkit binary.
+if [ "$GATEWAY" = cowkit ] && [ -z "${COWKIT_BIN:-}" ]; then
   (cd "$REPO" && cargo build -q -p cowkit)
   COWKIT_BIN="$REPO/target/debug/cowkit"
 fi
+# The reference's command line, as VersityGW's runtests.sh starts the gateway
+# for `full-flow` over http: root credentials, the internal IAM (users.json)
+# in the served directory itself (its CI passes the same directory to
+# --iam-dir and posix) so the suite's admin API calls (users, bucket owners)
+# work, default ACLs, no --versioning-dir, no --data-integrity-etag, no
+# sidecar. ROOT and PORT are filled in per test.
+VGW_SERVE='versitygw -a AK -s SK -p 127.0.0.1:PORT --iam-dir ROOT posix ROOT'
 
 mkdir -p "$(dirname "$OUT")"
 LOGS=${S3_CONFORMANCE_LOGS:-$(mktemp -d /tmp/s3-conformance-logs.XXXXXX)}
@@ -111,23 +131,45 @@ fi
 
 SERVE_DIR=$(mktemp -d "${COWKIT_TEST_XFS:-/tmp}/s3-conformance.XXXXXX")
 trap 'rm -rf --one-file-system "$SERVE_DIR"' EXIT
-echo "s3-conformance: $(wc -l <"$LOGS/tests.txt") tests against $COWKIT_BIN on $(stat -f -c %T "$SERVE_DIR"), logs in $LOGS" >&2
+if [ "$GATEWAY" = cowkit ]; then SERVER=$COWKIT_BIN; else SERVER="$VGW (reference: $VGW_SERVE)"; fi
+echo "s3-conformance: $(wc -l <"$LOGS/tests.txt") tests against $SERVER on $(stat -f -c %T "$SERVE_DIR"), logs in $LOGS" >&2
 
 # One server per test, on an empty directory: the suite names its buckets
 # test-bucket-1, -2, ... in every run, so one test's leftovers would fail the
 # tests after it.
 run_one() {
-  local t=$1 dir="$SERVE_DIR/$1" pid endpoint
+  local t=$1 dir="$SERVE_DIR/$1" pid endpoint port cmd
   mkdir -p "$dir/root"
   ln -s "$VGW" "$dir/versitygw"
-  "$COWKIT_BIN" s3 serve --root "$dir/root" --listen 127.0.0.1:0 --json \
-    --access-key "$AK" --secret-key "$SK" >"$dir/serve.out" 2>"$LOGS/$t.server.log" &
-  pid=$!
-  for _ in $(seq 200); do
-    grep -q listening "$dir/serve.out" 2>/dev/null && break
-    sleep 0.05
-  done
-  endpoint=$(sed -n 's/.*"endpoint":"\([^"]*\)".*/\1/p' "$dir/serve.out" | head -1)
+  if [ "$GATEWAY" = cowkit ]; then
+    "$COWKIT_BIN" s3 serve --root "$dir/root" --listen 127.0.0.1:0 --json \
+      --access-key "$AK" --secret-key "$SK" >"$dir/serve.out" 2>"$LOGS/$t.server.log" &
+    pid=$!
+    for _ in $(seq 200); do
+      grep -q listening "$dir/serve.out" 2>/dev/null && break
+      sleep 0.05
+    done
+    endpoint=$(sed -n 's/.*"endpoint":"\([^"]*\)".*/\1/p' "$dir/serve.out" | head -1)
+  else
+    # versitygw cannot listen on port 0 and tell us the port: take one the
+    # kernel hands out free (a small race with the other job, which would
+    # show as a bind error in the server log), then wait until it accepts.
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    # VGW_SERVE filled in: ROOT after the others, as test names are in it.
+    cmd=${VGW_SERVE/AK/$AK}
+    cmd=${cmd/SK/$SK}
+    cmd=${cmd/PORT/$port}
+    cmd=${cmd//ROOT/$dir/root}
+    # Request log on stdout as in its CI (no --quiet), into the server log.
+    ${cmd/#versitygw/$VGW} >"$LOGS/$t.server.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 200); do
+      (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.05
+    done
+    endpoint="http://127.0.0.1:$port"
+  fi
   if (cd "$dir" && timeout 120 ./versitygw test -a "$AK" -s "$SK" -e "$endpoint" "$t") >"$LOGS/$t.log" 2>&1; then
     echo "$t PASS"
   else
@@ -138,13 +180,13 @@ run_one() {
   rm -rf --one-file-system "$dir"
 }
 export -f run_one
-export AK SK LOGS COWKIT_BIN SERVE_DIR VGW
+export AK SK LOGS COWKIT_BIN SERVE_DIR VGW GATEWAY VGW_SERVE
 xargs -P "$JOBS" -I{} bash -c 'run_one {}' <"$LOGS/tests.txt" >"$LOGS/results.txt"
 
 COMMIT=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
-python3 - "$LOGS" "$OUT" "$COMMIT" "$VGW_VERSION" "$(dirname "$GROUPS_GO")" <<'EOF'
+python3 - "$LOGS" "$OUT" "$COMMIT" "$VGW_VERSION" "$(dirname "$GROUPS_GO")" "$GATEWAY" "$VGW_SERVE" <<'EOF'
 import os, re, sys, collections, datetime
-logs, out, commit, vgw, suite = sys.argv[1:6]
+logs, out, commit, vgw, suite, gateway, vgw_serve = sys.argv[1:8]
 order = [l.strip() for l in open(os.path.join(logs, "tests.txt")) if l.strip()]
 res = dict(l.split() for l in open(os.path.join(logs, "results.txt")) if l.strip())
 
@@ -236,7 +278,8 @@ for t in order:
     rows.append((t, st, op(t), "" if st == "PASS" else reason_of(t)))
 excluded = collections.OrderedDict()
 for t, st, o, r in rows:
-    why = out_of_scope(t, st, r) if o in IMPLEMENTED else None
+    # Features cowkit leaves out say nothing about the reference.
+    why = out_of_scope(t, st, r) if o in IMPLEMENTED and gateway == "cowkit" else None
     if why:
         excluded[t] = why
 with open(out + ".tsv", "w") as f:
@@ -259,31 +302,48 @@ by_op = collections.OrderedDict()
 for r in rows:
     by_op.setdefault(r[2], []).append(r)
 with open(out + ".md", "w") as f:
-    f.write(f"# S3 conformance: versitygw {vgw} suite against cowkit s3 serve\n\n")
-    f.write(f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, cowkit {commit}, "
-            f"`scripts/s3-conformance.sh` (each test run alone against one server on a loop XFS; "
-            f"{os.cpu_count()} CPUs).\n\n")
+    if gateway == "cowkit":
+        f.write(f"# S3 conformance: versitygw {vgw} suite against cowkit s3 serve\n\n")
+        f.write(f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, cowkit {commit}, "
+                f"`scripts/s3-conformance.sh` (each test run alone against one server on a loop XFS; "
+                f"{os.cpu_count()} CPUs).\n\n")
+    else:
+        f.write(f"# S3 conformance: versitygw {vgw} suite against VersityGW {vgw} itself (the reference)\n\n")
+        f.write(f"Gateway measured: VersityGW {vgw} (posix backend), not cowkit. "
+                f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, "
+                f"`scripts/s3-conformance.sh -g versitygw` at cowkit {commit} (each test run alone "
+                f"against one server on a loop XFS; {os.cpu_count()} CPUs), the same test list as "
+                f"the cowkit runs.\n\n")
+        f.write(f"Server per test: `{vgw_serve}`, the options VersityGW's own CI (`runtests.sh`) "
+                f"uses for its plain posix `full-flow` run over http: internal IAM in the served "
+                f"directory (so the suite's admin API works), no `--versioning-dir`, no "
+                f"`--data-integrity-etag`, no `--sidecar`, ACLs on (no `--noacl`).\n\n")
     f.write("| set | passed |\n|---|---:|\n")
     f.write(f"| all tests run (`full-flow`'s and the suite's other multipart tests) | {pct(*allp)} |\n")
     f.write(f"| tests of the operations cowkit implements | {pct(*impl)} |\n")
     f.write(f"| the same without the tagging operations (the set rounds 1 and 2 counted) | {pct(*impl2)} |\n")
     f.write(f"| multipart tests (`Multipart`, `UploadPart`, `ListParts` in the name) | {pct(*mp)} |\n")
-    f.write(f"| tests of the implemented operations, without the {len(excluded)} that need a feature "
-            f"left out by design (listed below) | {pct(*impl_in_scope)} |\n\n")
-    f.write("Implemented operations counted: " + ", ".join(IMPLEMENTED) + ".\n\n")
-    f.write("Tests of the implemented operations left out of the last row: each uses a feature "
-            "cowkit leaves out by design (its Go source asks for it) and failed where it asked "
-            "(`NotImplemented` in its error line, or the suite's admin API called):\n\n")
-    by_why = collections.OrderedDict()
-    for t, why in excluded.items():
-        by_why.setdefault(why, []).append(t)
-    for why, ts in by_why.items():
-        f.write(f"- {why} ({len(ts)}): " + ", ".join(f"`{t}`" for t in ts) + "\n")
-    f.write("\n")
+    if gateway == "cowkit":
+        f.write(f"| tests of the implemented operations, without the {len(excluded)} that need a feature "
+                f"left out by design (listed below) | {pct(*impl_in_scope)} |\n\n")
+        f.write("Implemented operations counted: " + ", ".join(IMPLEMENTED) + ".\n\n")
+        f.write("Tests of the implemented operations left out of the last row: each uses a feature "
+                "cowkit leaves out by design (its Go source asks for it) and failed where it asked "
+                "(`NotImplemented` in its error line, or the suite's admin API called):\n\n")
+        by_why = collections.OrderedDict()
+        for t, why in excluded.items():
+            by_why.setdefault(why, []).append(t)
+        for why, ts in by_why.items():
+            f.write(f"- {why} ({len(ts)}): " + ", ".join(f"`{t}`" for t in ts) + "\n")
+        f.write("\n")
+    else:
+        f.write("\nOperations counted in the second and third rows (the ones cowkit implements, "
+                "for comparison with the cowkit runs): " + ", ".join(IMPLEMENTED) + ".\n\n")
     f.write("## Per operation\n\n| operation | passed | failed |\n|---|---:|---:|\n")
     for o, rs in by_op.items():
         p = sum(r[1] == "PASS" for r in rs)
-        mark = "" if o in IMPLEMENTED else " (not implemented)"
+        mark = "" if o in IMPLEMENTED else (" (not implemented)" if gateway == "cowkit"
+                                            else " (not implemented by cowkit)")
         f.write(f"| {o}{mark} | {p} | {len(rs) - p} |\n")
     f.write("\n## Failures\n\n")
     for o, rs in by_op.items():
@@ -294,8 +354,12 @@ with open(out + ".md", "w") as f:
         for r in fails:
             f.write(f"- `{r[0]}`: {r[3]}\n")
         f.write("\n")
-print(f"all: {pct(*allp)}; implemented operations: {pct(*impl)} "
-      f"(without tagging: {pct(*impl2)}); multipart: {pct(*mp)}; "
-      f"implemented operations without {len(excluded)} out-of-scope tests: {pct(*impl_in_scope)}")
+if gateway == "cowkit":
+    print(f"all: {pct(*allp)}; implemented operations: {pct(*impl)} "
+          f"(without tagging: {pct(*impl2)}); multipart: {pct(*mp)}; "
+          f"implemented operations without {len(excluded)} out-of-scope tests: {pct(*impl_in_scope)}")
+else:
+    print(f"reference VersityGW {vgw}: all: {pct(*allp)}; operations cowkit implements: {pct(*impl)} "
+          f"(without tagging: {pct(*impl2)}); multipart: {pct(*mp)}")
 print(f"summary: {out}.md, {out}.tsv")
 EOF
