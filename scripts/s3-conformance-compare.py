@@ -16,6 +16,8 @@ read from that script, so the two cannot drift apart.
 import argparse, collections, os, re, subprocess, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import s3_conformance_suite as suite  # noqa: E402
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -84,31 +86,8 @@ def suite_groups():
         src = open(path).read()
     except OSError:
         return {}
-    funcs = {m.group(1): m.group(2) for m in
-             re.finditer(r'^func (\w+)\(ts \*TestState\) \{\n(.*?)^\}', src, re.S | re.M)}
-    # Reachable from TestFullFlow without its versioning/azure branches (as
-    # s3-conformance.sh walks it).
-    full, seen = set(), set()
-    def walk(name):
-        if name in seen:
-            return
-        seen.add(name)
-        skip = 0
-        for line in funcs.get(name, "").splitlines():
-            s = line.strip()
-            if skip:
-                skip += s.count("{") - s.count("}")
-                continue
-            if re.match(r'if ts\.conf\.(versioningEnabled|azureTests)\b', s):
-                skip = 1
-                continue
-            m = re.match(r'ts\.Run\((\w+)\)', s)
-            if m:
-                full.add(m.group(1))
-            m = re.match(r'(Test\w+)\(ts\)', s)
-            if m:
-                walk(m.group(1))
-    walk("TestFullFlow")
+    funcs = suite.group_bodies(src)
+    full = set(suite.full_flow(funcs))
     groups = collections.defaultdict(list)
     for f, body in funcs.items():
         for t in re.findall(r'ts\.Run\((\w+)\)', body):

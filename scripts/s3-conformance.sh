@@ -93,40 +93,7 @@ mkdir -p "$LOGS"
 if [ $# -gt 0 ]; then
   printf '%s\n' "$@" >"$LOGS/tests.txt"
 else
-  python3 - "$GROUPS_GO" >"$LOGS/tests.txt" <<'EOF'
-import re, sys
-src = open(sys.argv[1]).read()
-funcs = {}
-for m in re.finditer(r'^func (\w+)\(ts \*TestState\) \{\n(.*?)^\}', src, re.S | re.M):
-    funcs[m.group(1)] = m.group(2)
-seen, out = set(), []
-def walk(name):
-    body = funcs.get(name, "")
-    skip = 0
-    for line in body.splitlines():
-        s = line.strip()
-        if skip:
-            skip += s.count("{") - s.count("}")
-            continue
-        if re.match(r'if ts\.conf\.(versioningEnabled|azureTests)\b', s):
-            skip = 1
-            continue
-        m = re.match(r'ts\.Run\((\w+)\)', s)
-        if m and m.group(1) not in seen:
-            seen.add(m.group(1)); out.append(m.group(1))
-        m = re.match(r'(Test\w+)\(ts\)', s)
-        if m:
-            walk(m.group(1))
-walk("TestFullFlow")
-# Plus the multipart tests full-flow leaves out (the issue counts all 128).
-table = src[src.index("func GetIntTests()"):]
-runnable = re.findall(r'^\s*"(\w+)":', table, re.M)
-for t in runnable:
-    if re.search(r"Multipart|UploadPart|ListParts", t) and t not in seen:
-        seen.add(t); out.append(t)
-# Only names `versitygw test NAME` knows (a few full-flow tests have none).
-print("\n".join(t for t in out if t in set(runnable)))
-EOF
+  python3 "$REPO/scripts/s3_conformance_suite.py" "$GROUPS_GO" >"$LOGS/tests.txt"
 fi
 
 SERVE_DIR=$(mktemp -d "${COWKIT_TEST_XFS:-/tmp}/s3-conformance.XXXXXX")
