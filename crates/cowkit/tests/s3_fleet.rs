@@ -584,7 +584,8 @@ fn s3_survivor_sweeps_what_a_dead_gateway_left_ext4() {
 // ---- a fleet ------------------------------------------------------------------
 
 const GATEWAYS: usize = 3;
-const RACES: usize = 510;
+// The issue asks for at least 1,000 races on each filesystem.
+const RACES: usize = 1020;
 
 /// One race: an upload made through one gateway, its parts through the
 /// others, then one complete per gateway at once (every fifth race, one
