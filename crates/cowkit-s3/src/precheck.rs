@@ -1187,6 +1187,22 @@ mod tests {
             (e.code, e.message.as_str()),
             ("AccessDenied", "Request has expired.")
         );
+        let e = run(&format!("{base}&X-Amz-Expires=0"), &[]).unwrap_err();
+        assert!(e.message.contains("at least 1 second"), "{e:?}");
+        // Dated a day ahead of the clock: not valid yet.
+        let tomorrow: String = http_date(now_secs() + 86_400)
+            .chars()
+            .filter(char::is_ascii_digit)
+            .take(8)
+            .collect();
+        assert_eq!(tomorrow.len(), 8, "{tomorrow}");
+        // The credential scope's date and X-Amz-Date both.
+        let future = base.replace("20250101", &tomorrow);
+        let e = run(&format!("{future}&X-Amz-Expires=60"), &[]).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            ("AccessDenied", "Request is not valid yet.")
+        );
         let e = run(
             &base
                 .replace("us-east-1", "eu-west-1")
