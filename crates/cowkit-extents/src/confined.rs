@@ -102,7 +102,7 @@ pub enum Output<'a> {
     /// empty file, or a file positioned at its end; a file with bytes past
     /// its position (the shell's `1<>`) or open for appending is refused
     /// before anything is read or written
-    /// ([`check_output`](crate::transcode::check_output)).
+    /// ([`check_output`]).
     Stdout,
     /// A file, created (or replaced) only when the transcode succeeded.
     Path(&'a Path),
@@ -132,7 +132,7 @@ pub enum Error {
     Stdout(#[source] io::Error),
     /// Standard output cannot take an extents file (open for appending,
     /// or a file with bytes past its position:
-    /// [`check_output`](crate::transcode::check_output)); refused before
+    /// [`check_output`]); refused before
     /// the worker is started.
     #[error("standard output cannot take the extents file")]
     StdoutRefused(#[source] crate::Error),
