@@ -264,6 +264,44 @@ fn bad(what: impl Into<String>) -> Error {
     Error::Parse(what.into())
 }
 
+/// `b` for a message: its UTF-8 text with controls, backquotes and
+/// backslashes escaped, and every byte that is not UTF-8 as `\xNN`.
+pub fn escape_bytes(b: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in b.utf8_chunks() {
+        out.push_str(&crate::rpm::printable(chunk.valid().as_bytes(), usize::MAX));
+        for x in chunk.invalid() {
+            out.push_str(&format!("\\x{x:02X}"));
+        }
+    }
+    out
+}
+
+impl Package {
+    /// Refuses a package whose file names, directory names or symlink
+    /// targets are not UTF-8. rpm installs them byte for byte; cowkit
+    /// carries names as UTF-8 strings (rpm-rs hands them out converted
+    /// lossily), so installing one would put the file under another name,
+    /// or make a symlink to another target. The raw bytes are checked,
+    /// not the lossy strings: a name that holds U+FFFD itself is valid.
+    fn refuse_non_utf8(&self) -> Result<()> {
+        for (tag, what) in [
+            (IndexTag::RPMTAG_DIRNAMES, "a directory name"),
+            (IndexTag::RPMTAG_BASENAMES, "a file name"),
+            (IndexTag::RPMTAG_FILELINKTOS, "a symlink target"),
+        ] {
+            let strings = self.header_strings(tag).unwrap_or_default();
+            if let Some(b) = strings.iter().find(|b| std::str::from_utf8(b).is_err()) {
+                return Err(bad(format!(
+                    "{what} is not UTF-8 (`{}`): rpm installs it byte for byte, cowkit does not yet, so the package is refused rather than installed under another name",
+                    escape_bytes(b)
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Package {
     /// The file list from the (verified) main header.
     pub fn files(&self) -> Result<FileList> {
@@ -310,19 +348,7 @@ impl Package {
             });
         }
         let dirnames = strings(IndexTag::RPMTAG_DIRNAMES)?;
-        // The header's strings come through a lossy UTF-8 conversion: a
-        // name that was not UTF-8 shows U+FFFD here. Installing it would
-        // put the file under another name, so it is refused.
-        if let Some(name) = basenames
-            .iter()
-            .chain(&dirnames)
-            .find(|n| n.contains('\u{FFFD}'))
-        {
-            return Err(bad(format!(
-                "a file name is not valid UTF-8 (read as `{}`); names are installed byte for byte, so this package is refused rather than installed under another name",
-                name.escape_debug()
-            )));
-        }
+        self.refuse_non_utf8()?;
         let dirindexes = u32s(IndexTag::RPMTAG_DIRINDEXES)?;
         let modes = u16s(IndexTag::RPMTAG_FILEMODES)?;
         let sizes: Vec<u64> = if h.entry_is_present(IndexTag::RPMTAG_LONGFILESIZES) {

@@ -504,6 +504,38 @@ impl Package {
         &self.header_digest
     }
 
+    /// The strings of the main header's entry `tag` (a string, string
+    /// array or i18n string) as the header holds them, or `None` when the
+    /// header has no such entry. rpm-rs hands out these strings converted
+    /// to UTF-8 lossily; this is how to see a name that is not UTF-8 as it
+    /// is. The entry's data was checked to lie inside the header when it
+    /// was read.
+    pub fn header_strings(&self, tag: IndexTag) -> Option<Vec<&[u8]>> {
+        let h = &self.prefix[self.header_start..];
+        let word = |at: usize| -> Option<u32> {
+            Some(u32::from_be_bytes(h.get(at..at + 4)?.try_into().ok()?))
+        };
+        let entries = word(8)? as usize;
+        let store = h.get(16 + entries * 16..)?;
+        let entry = (0..entries)
+            .map(|i| 16 + i * 16)
+            .find(|&at| word(at) == Some(tag as u32))?;
+        let (ty, offset, count) = (word(entry + 4)?, word(entry + 8)?, word(entry + 12)?);
+        let count = match ty {
+            6 => 1,
+            8 | 9 => count as usize,
+            _ => return None,
+        };
+        let mut rest = store.get(offset as usize..)?;
+        let mut out = Vec::with_capacity(count.min(rest.len()));
+        for _ in 0..count {
+            let nul = rest.iter().position(|&b| b == 0)?;
+            out.push(&rest[..nul]);
+            rest = &rest[nul + 1..];
+        }
+        Some(out)
+    }
+
     /// The parsed headers.
     pub fn metadata(&self) -> &rpm::PackageMetadata {
         &self.metadata

@@ -34,7 +34,7 @@ use cowkit_fs::dir::{self, NewFile};
 use cowkit_fs::IoError;
 use serde::{Deserialize, Serialize};
 
-use crate::transcode::{begin, NoProgress, Options, Summary};
+use crate::transcode::{begin, check_output, NoProgress, Options, Summary};
 
 /// The worker's resource limits, set before it confines itself (see
 /// `docs/confinement.md` for how they were chosen):
@@ -98,7 +98,11 @@ pub enum Input<'a> {
 #[derive(Clone, Copy, Debug)]
 pub enum Output<'a> {
     /// This process's standard output, written as it goes (a failed
-    /// transcode leaves a partial output there).
+    /// transcode leaves a partial output there). A pipe, a device, an
+    /// empty file, or a file positioned at its end; a file with bytes past
+    /// its position (the shell's `1<>`) or open for appending is refused
+    /// before anything is read or written
+    /// ([`check_output`]).
     Stdout,
     /// A file, created (or replaced) only when the transcode succeeded.
     Path(&'a Path),
@@ -126,6 +130,12 @@ pub enum Error {
     /// Standard output could not be duplicated for the worker.
     #[error("cannot pass standard output to the worker")]
     Stdout(#[source] io::Error),
+    /// Standard output cannot take an extents file (open for appending,
+    /// or a file with bytes past its position:
+    /// [`check_output`]); refused before
+    /// the worker is started.
+    #[error("standard output cannot take the extents file")]
+    StdoutRefused(#[source] crate::Error),
     /// The output file could not be created, passed to the worker or
     /// named (cowkit-fs: `O_TMPFILE` + `linkat`, or a temporary name and a
     /// rename).
@@ -174,7 +184,13 @@ pub fn transcode(
         Ok(outcome)
     };
     match output {
-        Output::Stdout => run(stdio_file(io::stdout()).map_err(Error::Stdout)?),
+        Output::Stdout => {
+            let out = stdio_file(io::stdout()).map_err(Error::Stdout)?;
+            // Up front, before the worker reads anything; the worker checks
+            // again before it writes.
+            check_output(&out).map_err(Error::StdoutRefused)?;
+            run(out)
+        }
         Output::Path(path) => create_committed(path, run),
         Output::File(f) => run(f.try_clone().map_err(Error::Stdout)?),
     }

@@ -77,6 +77,23 @@ pub enum Error {
     /// An option is out of range.
     #[error("{0}")]
     BadOption(String),
+    /// The output is open for appending: every write would land at its
+    /// end whatever the file position says.
+    #[error(
+        "the output is open for appending (`>>`): an extents file must start at its first byte"
+    )]
+    OutputAppends,
+    /// The output is a regular file that already holds bytes past the
+    /// position writing would start at (stdout opened with the shell's
+    /// `1<>`, which does not empty the file): the extents file would be
+    /// written over part of them and the rest left after it.
+    #[error("the output already holds {size} bytes and writing would start at byte {offset}: the extents file would be written over them and the old tail kept")]
+    OutputNotEmpty {
+        /// Where writing would start.
+        offset: u64,
+        /// The file's size.
+        size: u64,
+    },
     /// The header declares more content than the transcoder writes.
     #[error("the header declares {declared} bytes of output, over the limit of {limit}")]
     TooLarge {

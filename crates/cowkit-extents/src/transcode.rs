@@ -154,9 +154,48 @@ fn werr(offset: u64) -> impl FnOnce(io::Error) -> Error {
     move |source| Error::Write { offset, source }
 }
 
+/// Checks that the extents file can be written to `out` from its current
+/// position with nothing stale left in it, and returns whether zero blocks
+/// may be left as holes (seeking over them).
+///
+/// - A regular file must hold nothing past its position: an empty file,
+///   or one positioned at its end (the output then follows what is there,
+///   as on a pipe). A file with bytes past the position (stdout opened
+///   with the shell's `1<>`, which does not empty it) is refused: the
+///   extents file would overwrite part of it, holes would keep its old
+///   bytes, and its old tail would stay after the new footer.
+/// - Append mode (`>>`) is refused: every write lands at the end whatever
+///   the position says, so holes would be lost.
+/// - Holes are made only in a regular file written from its first byte;
+///   anything else (a pipe, a device, a file positioned after other bytes)
+///   gets every byte written in order.
+///
+/// # Errors
+///
+/// [`Error::OutputAppends`], [`Error::OutputNotEmpty`], or
+/// [`Error::Write`] when the file cannot be examined.
+pub fn check_output(out: &File) -> Result<bool, Error> {
+    use rustix::fs::{fcntl_getfl, fstat, FileType, OFlags};
+    let flags = fcntl_getfl(out).map_err(|e| werr(0)(e.into()))?;
+    if flags.contains(OFlags::APPEND) {
+        return Err(Error::OutputAppends);
+    }
+    let st = fstat(out).map_err(|e| werr(0)(e.into()))?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        return Ok(false);
+    }
+    let offset =
+        rustix::fs::seek(out, rustix::fs::SeekFrom::Current(0)).map_err(|e| werr(0)(e.into()))?;
+    let size = st.st_size as u64;
+    if size > offset {
+        return Err(Error::OutputNotEmpty { offset, size });
+    }
+    Ok(offset == 0)
+}
+
 impl Output {
-    fn new(mut file: File) -> Output {
-        let seekable = file.stream_position().map(|p| p == 0).unwrap_or(false);
+    /// `seekable`: zero blocks may be skipped ([`check_output`]).
+    fn new(file: File, seekable: bool) -> Output {
         Output {
             file,
             pos: 0,
@@ -278,14 +317,7 @@ impl<R: Read> Begun<R> {
                 opts.block_size
             )));
         }
-        // In append mode every write lands at the end whatever the file
-        // position says: the holes and the back-patched offsets would be
-        // wrong, and the output silently corrupt.
-        if rustix::fs::fcntl_getfl(&out).is_ok_and(|f| f.contains(rustix::fs::OFlags::APPEND)) {
-            return Err(Error::BadOption(
-                "the output is open for appending (`>>`): an extents file must start at its first byte; write it to a file of its own".into(),
-            ));
-        }
+        let holes = check_output(&out)?;
         let bs = u64::from(opts.block_size);
         let declared = self.declared_output(bs);
         if declared > MAX_OUTPUT_BYTES {
@@ -297,7 +329,7 @@ impl<R: Read> Begun<R> {
         let (tx, rx) = mpsc::sync_channel::<Msg>(8);
         let (pool_tx, pool_rx) = mpsc::sync_channel::<Vec<u8>>(12);
         std::thread::scope(|scope| {
-            let writer = scope.spawn(move || write_out(out, bs, rx, pool_tx));
+            let writer = scope.spawn(move || write_out(Output::new(out, holes), bs, rx, pool_tx));
             let layout = self.lay_out(opts, progress, &tx, &pool_rx);
             drop(tx);
             let written = writer.join().expect("the writer thread panicked");
@@ -509,12 +541,11 @@ enum Msg {
 /// The writer thread: returns the output's length and the bytes left as
 /// holes.
 fn write_out(
-    out: File,
+    mut out: Output,
     bs: u64,
     rx: Receiver<Msg>,
     pool: SyncSender<Vec<u8>>,
 ) -> Result<(u64, u64), Error> {
-    let mut out = Output::new(out);
     let mut digest: Option<Box<PendingDigest>> = None;
     let mut holes = 0;
     for msg in rx {

@@ -21,7 +21,10 @@ use crate::output::{human_bytes, print_json, CliError};
 pub struct Args {
     /// The package (`-` for stdin).
     input: PathBuf,
-    /// The extents file to write (`-` for stdout).
+    /// The extents file to write (`-` for stdout: a pipe, an empty file,
+    /// or a file positioned at its end; a file with bytes past its
+    /// position, as `1<>` leaves it, or one open for appending is
+    /// refused).
     #[arg(short, long)]
     output: PathBuf,
     /// Align cloned files to this many bytes (the target filesystem's
@@ -173,6 +176,11 @@ pub(crate) fn cli_error(e: Error, input: &Path) -> CliError {
             CliError::new(format!("cannot open `{}`", input.display()), source)
         }
         Error::Stdout(source) => CliError::new("cannot open the output", source),
+        Error::StdoutRefused(e) => CliError::new(
+            "cannot write the extents file to standard output: nothing was written",
+            e,
+        )
+        .hint("give it a file of its own with `-o FILE`, or redirect with `>` (which empties the file first)"),
         Error::Output(e) => CliError::new("cannot write the output", e),
         Error::Worker(WorkerError::Socket(source)) => {
             CliError::new("cannot create a socket", source)

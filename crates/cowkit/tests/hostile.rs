@@ -411,6 +411,85 @@ fn issue_14_item_10_append_mode_stdout_is_refused() {
     );
 }
 
+/// `cowkit transcode P -o -` with stdout the file `name` in `d`, opened
+/// read-write (the shell's `1<>`, which does not empty it) at `offset`.
+fn transcode_to_read_write_stdout(d: &Path, name: &str, offset: u64) -> std::process::Output {
+    use std::io::{Seek, SeekFrom};
+    let mut out = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(d.join(name))
+        .unwrap();
+    out.seek(SeekFrom::Start(offset)).unwrap();
+    cowkit()
+        .arg("transcode")
+        .arg(d.join("p.rpm"))
+        .args(["-o", "-"])
+        .stdout(out)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn issue_25_item_8_read_write_stdout_over_a_longer_file() {
+    let d = arena("read-write-stdout");
+    // A cloned extent with zero blocks (holes where the output can seek)
+    // and data around them.
+    let mut content = vec![0u8; 256 << 10];
+    content[..5].copy_from_slice(b"start");
+    content[200_000..200_003].copy_from_slice(b"end");
+    let p = Package::new(
+        "readwrite",
+        vec![File::regular("/usr/lib/forged/a", &content)],
+    );
+    std::fs::write(d.join("p.rpm"), p.build()).unwrap();
+    let r = cowkit()
+        .arg("transcode")
+        .arg(d.join("p.rpm"))
+        .arg("-o")
+        .arg(d.join("expected.rpme"))
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let expected = std::fs::read(d.join("expected.rpme")).unwrap();
+    let old: Vec<u8> = (0..expected.len() * 2)
+        .map(|i| (i % 251) as u8 + 1)
+        .collect();
+
+    // Over the start of a longer file, and over its middle: refused before
+    // anything is written, the file as it was.
+    for offset in [0, 4096] {
+        std::fs::write(d.join("longer"), &old).unwrap();
+        let r = transcode_to_read_write_stdout(&d, "longer", offset);
+        let stderr = String::from_utf8_lossy(&r.stderr);
+        assert!(!r.status.success(), "offset {offset}: {stderr}");
+        assert!(stderr.contains("already holds"), "{stderr}");
+        assert!(stderr.contains("hint:"), "{stderr}");
+        assert!(
+            std::fs::read(d.join("longer")).unwrap() == old,
+            "offset {offset}: changed"
+        );
+    }
+
+    // An empty file: the extents file, as `-o FILE` writes it.
+    std::fs::write(d.join("empty"), b"").unwrap();
+    let r = transcode_to_read_write_stdout(&d, "empty", 0);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(std::fs::read(d.join("empty")).unwrap() == expected);
+
+    // At the end of a file (what `{ printf x; cowkit transcode -o -; } > f`
+    // does): appended after it, as to a pipe.
+    std::fs::write(d.join("after"), b"before\n").unwrap();
+    let r = transcode_to_read_write_stdout(&d, "after", 7);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let got = std::fs::read(d.join("after")).unwrap();
+    assert!(
+        got[..7] == *b"before\n" && got[7..] == expected,
+        "{} bytes",
+        got.len()
+    );
+}
+
 #[test]
 fn issue_14_item_10_block_size_is_bounded() {
     let d = arena("bs");

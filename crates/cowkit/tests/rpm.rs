@@ -656,3 +656,68 @@ fn install_goes_on_past_a_damaged_package_and_reports_it() {
     assert!(i.stderr.contains("installed 1 package(s)"), "{}", i.stderr);
     assert!(i.stderr.contains("registered 1 package(s)"), "{}", i.stderr);
 }
+
+// ---------------------------------------------------------------------------
+// 13. Names that are not UTF-8 (issue 25 item 8c).
+
+/// The package of `spec(name, install, files)`, built with rpmbuild's
+/// check for UTF-8 header strings turned off (rpm 4.18 refuses such names
+/// by default; older packages have them).
+fn non_utf8_package(dir: &Path, name: &str, install: &str) -> PathBuf {
+    let spec = format!(
+        "%global _invalid_encoding_terminates_build 0\n{}",
+        cowkit_testutil::rpm::spec(name, install, "/usr/share/latin\n")
+    );
+    let dst = dir.join(format!("{name}.rpm"));
+    cowkit_testutil::rpm::rpmbuild(&spec, "w2.xzdio", &dst);
+    dst
+}
+
+#[test]
+fn issue_25_item_8_names_that_are_not_utf8_are_refused_up_front_and_named_exactly() {
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let d = dir.path();
+    let mk = "mkdir -p %{buildroot}/usr/share/latin\ncd %{buildroot}/usr/share/latin\n";
+    // `printf` in octal: the spec's shell may be dash, without `\x`.
+    let name = non_utf8_package(
+        d,
+        "latinname",
+        &format!("{mk}printf 'x' > \"$(printf 'caf\\351')\""),
+    );
+    let target = non_utf8_package(
+        d,
+        "latintarget",
+        &format!("{mk}ln -s \"$(printf 'caf\\351')\" link"),
+    );
+    // A name that holds U+FFFD itself is UTF-8, and installed as it is.
+    let fffd = non_utf8_package(
+        d,
+        "replacement",
+        &format!("{mk}printf 'x' > \"$(printf 'a\\357\\277\\275b')\""),
+    );
+
+    for (pkg, what) in [(&name, "a file name"), (&target, "a symlink target")] {
+        let expected = format!("{what} is not UTF-8 (`caf\\xE9`)");
+        let t = transcode(pkg, &d.join("out.rpme"), &[]);
+        assert!(!t.ok && t.stderr.contains(&expected), "{}", t.stderr);
+        assert!(!d.join("out.rpme").exists());
+        let root = mkdir(&d.join(format!("root-{what}")));
+        let i = run(cowkit()
+            .args(["install", "--no-db", "--root"])
+            .arg(&root)
+            .arg(pkg));
+        assert!(!i.ok && i.stderr.contains(&expected), "{}", i.stderr);
+        assert!(names_in(&root).is_empty(), "{:?}", names_in(&root));
+    }
+
+    let root = mkdir(&d.join("root-fffd"));
+    let i = run(cowkit()
+        .args(["install", "--no-db", "--root"])
+        .arg(&root)
+        .arg(&fffd));
+    assert!(i.ok, "{}", i.stderr);
+    assert_eq!(
+        std::fs::read(root.join("usr/share/latin/a\u{FFFD}b")).unwrap(),
+        b"x"
+    );
+}
