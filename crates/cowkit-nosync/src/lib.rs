@@ -44,6 +44,7 @@ pub mod preload;
 pub mod run;
 pub mod shim;
 pub mod stats;
+pub mod tree;
 pub mod written;
 
 pub use error::{Error, Result};
