@@ -171,11 +171,8 @@ impl Forward {
         }
         if self.interrupts.load(Ordering::SeqCst) >= 2 {
             self.abandoned.store(true, Ordering::SeqCst);
-        } else if let Some(tell) = self.on_waiting {
-            let left = left_behind();
-            if !left.is_empty() {
-                tell(&left);
-            }
+        } else {
+            self.tell_waiting();
         }
     }
 
@@ -193,6 +190,19 @@ impl Forward {
         let last = self.last.load(Ordering::SeqCst);
         if last != 0 {
             self.to_descendants(last);
+        }
+        // After a Ctrl-C, what is left now may ignore it: say so.
+        if self.interrupts.load(Ordering::SeqCst) > 0 {
+            self.tell_waiting();
+        }
+    }
+
+    fn tell_waiting(&self) {
+        if let Some(tell) = self.on_waiting {
+            let left = left_behind();
+            if !left.is_empty() {
+                tell(&left);
+            }
         }
     }
 

@@ -103,7 +103,10 @@ fn issue_25_a_second_ctrl_c_stops_waiting_for_a_daemon_that_ignores_it() {
     // The first one reached the daemon, which ignores it: cowkit says what
     // it waits for.
     let hint = line_with(&lines, "press Ctrl-C again", &mut seen);
-    assert!(hint.contains(&format!("{} (sleep 1000)", daemon.0)), "{hint}");
+    assert!(
+        hint.contains(&format!("{} (sleep 1000)", daemon.0)),
+        "{hint}"
+    );
     assert_eq!(parent_of(daemon.0), Some(me), "the daemon ignores SIGINT");
 
     ctrl_c(me);
@@ -120,7 +123,11 @@ fn issue_25_a_second_ctrl_c_stops_waiting_for_a_daemon_that_ignores_it() {
     };
     // Dies of SIGINT, as a shell expects of a program stopped by Ctrl-C.
     assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}");
-    line_with(&lines, "interrupted: stopped waiting for 1 process(es)", &mut seen);
+    line_with(
+        &lines,
+        "interrupted: stopped waiting for 1 process(es)",
+        &mut seen,
+    );
     line_with(&lines, &format!("  {} sleep 1000", daemon.0), &mut seen);
     let json = line_with(&lines, "{", &mut seen);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
