@@ -243,7 +243,7 @@ garbage line
 44 22 0:4 mnt:[4026532] /pin rw - nsfs nsfs rw
 ";
         let mut after = cowkit_fs::mountinfo::parse(SAMPLE);
-        after.retain(|m| m.mount_point != PathBuf::from("/srv"));
+        after.retain(|m| m.mount_point != Path::new("/srv"));
         after.extend(cowkit_fs::mountinfo::parse(extra));
         let d = diff(&before, &after);
         let points: Vec<_> = d.added.iter().map(|m| m.mount_point.clone()).collect();
