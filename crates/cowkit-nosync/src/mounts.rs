@@ -121,6 +121,11 @@ pub enum Fallback {
         /// The process.
         pid: i32,
     },
+    /// The mount table could not be read again at the end.
+    Unreadable {
+        /// Why.
+        error: String,
+    },
 }
 
 impl std::fmt::Display for Fallback {
@@ -139,6 +144,10 @@ impl std::fmt::Display for Fallback {
             Fallback::ForeignNamespace { pid } => write!(
                 f,
                 "process {pid}, left running, is in another mount namespace: its mounts are not visible here"
+            ),
+            Fallback::Unreadable { error } => write!(
+                f,
+                "the mount table cannot be read again to find what the run mounted: {error}"
             ),
         }
     }

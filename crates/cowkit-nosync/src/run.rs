@@ -197,9 +197,8 @@ impl Outcome {
 
 /// Run the command under both layers and wait for all its descendants.
 pub fn run(opts: &RunOptions) -> Result<Outcome> {
-    // Opened before the command starts, so that writeback errors during the
-    // command are reported by syncfs on these descriptors.
-    // The mount table is kept, to find what the run mounted.
+    // Opened before the command starts, so that syncfs reports writeback
+    // errors during it; the table is kept, to find what the run mounted.
     let before = match opts.final_sync {
         FinalSync::None => None,
         _ => Some(cowkit_fs::mountinfo::read()?),
@@ -214,6 +213,105 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
         FinalSync::Auto if !targets.is_empty() => Some(crate::written::Watch::start(&targets)),
         _ => None,
     };
+    let mut p = prepare(opts)?;
+
+    rustix::process::set_child_subreaper(Some(rustix::process::getpid()))
+        .map_err(|e| proc_err("become a child subreaper", e))?;
+
+    // Registered before the child exists: no signal is lost in between.
+    // `fwd` says where a signal goes: the command while it runs, every
+    // remaining descendant once it has ended (daemons it left behind).
+    // SIGCHLD, and a wait given up, wake the reaping loop.
+    let fwd = Arc::new(Forward::new(opts.on_waiting));
+    let (handle, forwarder, woken) = forward_signals(&fwd)?;
+
+    let start = Instant::now();
+    let child = match p.cmd.spawn() {
+        Ok(c) => c,
+        Err(source) => {
+            handle.close();
+            let _ = forwarder.join();
+            let program = opts.exec_helper.clone();
+            return Err(Error::Spawn { program, source });
+        }
+    };
+    drop(p.worker_end);
+    let answerer = p.answer_end.map(crate::notify::Answerer::start);
+    let pid = child.id() as i32;
+    fwd.command.store(pid, Ordering::SeqCst);
+    drop(child); // reaped below, with every other descendant
+
+    let reaped = crate::tree::wait_all(pid, &fwd, &woken);
+    let command_time = start.elapsed();
+    handle.close();
+    let _ = forwarder.join();
+    let reaped = reaped.map_err(|e| proc_err("wait for the command", e))?;
+    let status = reaped
+        .status
+        .ok_or_else(|| proc_err("find the command's exit status", Errno::CHILD))?;
+    let left_running = match reaped.abandoned {
+        true => crate::tree::left_behind(),
+        false => Vec::new(),
+    };
+
+    let seccomp_answered = answerer.and_then(crate::notify::Answerer::finish);
+    // Every descendant has ended (or the wait was given up): the events
+    // of what it did are queued.
+    let (mut targets, not_written, watch_error) = split_written(watch, targets);
+    let (mounted, full_sync) = match &before {
+        Some(before) => add_mounted(before, &left_running, &mut targets, &mut skipped),
+        None => (Vec::new(), None),
+    };
+    let sync_start = Instant::now();
+    let sync_suppressed = opts.final_sync != FinalSync::None && sync_calls_suppressed();
+    let syncs = if sync_suppressed {
+        Vec::new()
+    } else {
+        final_sync(opts.final_sync, full_sync.is_some(), &targets)
+    };
+    let sync_time = sync_start.elapsed();
+
+    let (stats, stats_truncated) = match &p.stats_dir {
+        Some(dir) => read_stats(&dir.path().join("stats"))?,
+        None => (None, false),
+    };
+    drop(p.fresh);
+    Ok(Outcome {
+        status,
+        orphans_reaped: reaped.orphans,
+        syncs,
+        sync_suppressed,
+        descendants_signalled: fwd.signalled.load(Ordering::SeqCst),
+        stats_truncated,
+        skipped,
+        stats,
+        shim: p.shim,
+        command_time,
+        sync_time,
+        not_written,
+        watch_error,
+        seccomp_answered,
+        mounted,
+        full_sync,
+        interrupted: reaped.abandoned,
+        left_running,
+    })
+}
+
+/// The worker's command line and environment, and what the run keeps for
+/// it.
+struct Prepared {
+    cmd: Command,
+    /// The supervisor's end of the listener's socket, and the worker's.
+    answer_end: Option<std::os::fd::OwnedFd>,
+    worker_end: Option<std::os::fd::OwnedFd>,
+    /// A private directory made for this run, removed at its end.
+    fresh: Option<tempfile::TempDir>,
+    shim: Option<PathBuf>,
+    stats_dir: Option<tempfile::TempDir>,
+}
+
+fn prepare(opts: &RunOptions) -> Result<Prepared> {
     let mut cmd = Command::new(&opts.exec_helper);
     cmd.arg(EXEC_SUBCOMMAND);
     if !opts.seccomp {
@@ -269,19 +367,29 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
     } else {
         None
     };
+    Ok(Prepared {
+        cmd,
+        answer_end,
+        worker_end,
+        fresh,
+        shim,
+        stats_dir,
+    })
+}
 
-    rustix::process::set_child_subreaper(Some(rustix::process::getpid()))
-        .map_err(|e| proc_err("become a child subreaper", e))?;
-
-    // Registered before the child exists: no signal is lost in between.
-    // `fwd` says where a signal goes: the command while it runs, every
-    // remaining descendant once it has ended (daemons it left behind).
-    // SIGCHLD, and a wait given up, wake the reaping loop.
-    let fwd = Arc::new(Forward::new(opts.on_waiting));
+/// The thread that passes signals on ([`Forward`]) and wakes the reaping
+/// loop on SIGCHLD and when the wait is given up.
+fn forward_signals(
+    fwd: &Arc<Forward>,
+) -> Result<(
+    signal_hook::iterator::Handle,
+    std::thread::JoinHandle<()>,
+    std::sync::mpsc::Receiver<()>,
+)> {
     let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD])
         .map_err(|e| proc_err("register signal handlers", e))?;
     let handle = signals.handle();
-    let forward = Arc::clone(&fwd);
+    let forward = Arc::clone(fwd);
     let (wake, woken) = std::sync::mpsc::channel();
     let forwarder = std::thread::spawn(move || {
         for info in signals.forever() {
@@ -293,49 +401,22 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
             }
         }
     });
+    Ok((handle, forwarder, woken))
+}
 
-    let start = Instant::now();
-    let child = cmd.spawn().map_err(|source| Error::Spawn {
-        program: opts.exec_helper.clone(),
-        source,
-    });
-    let child = match child {
-        Ok(c) => c,
-        Err(e) => {
-            handle.close();
-            let _ = forwarder.join();
-            return Err(e);
-        }
-    };
-    drop(worker_end);
-    let answerer = answer_end.map(crate::notify::Answerer::start);
-    let pid = child.id() as i32;
-    fwd.command.store(pid, Ordering::SeqCst);
-    drop(child); // reaped below, with every other descendant
-
-    let reaped = crate::tree::wait_all(pid, &fwd, &woken);
-    let command_time = start.elapsed();
-    handle.close();
-    let _ = forwarder.join();
-    let reaped = reaped.map_err(|e| proc_err("wait for the command", e))?;
-    let status = reaped
-        .status
-        .ok_or_else(|| proc_err("find the command's exit status", Errno::CHILD))?;
-    let left_running = if reaped.abandoned {
-        crate::tree::left_behind()
-    } else {
-        Vec::new()
-    };
-
-    let seccomp_answered = answerer.and_then(crate::notify::Answerer::finish);
-    // Every descendant has ended (or the wait was given up): the events
-    // of what it did are queued.
+/// The targets the watch saw written (all of them without a watch), those
+/// it did not as (mount point, type), and why there was no watch.
+#[allow(clippy::type_complexity)]
+fn split_written(
+    watch: Option<std::io::Result<crate::written::Watch>>,
+    targets: Vec<Target>,
+) -> (Vec<Target>, Vec<(PathBuf, String)>, Option<String>) {
     let (written, watch_error) = match watch {
         Some(Ok(w)) => (Some(w.finish()), None),
         Some(Err(e)) => (None, Some(e.to_string())),
         None => (None, None),
     };
-    let (mut targets, not_written): (Vec<Target>, Vec<Target>) = match &written {
+    let (targets, not_written): (Vec<Target>, Vec<Target>) = match &written {
         Some(w) => {
             let mut flags = w.targets.iter();
             targets
@@ -348,57 +429,26 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
         .into_iter()
         .map(|t| (t.mount.mount_point, t.mount.fs_type))
         .collect();
-    let (mounted, full_sync) = match &before {
-        Some(before) => {
-            let after = mounted_during_run(before, &left_running)?;
-            let m = after
-                .targets
-                .iter()
-                .map(|t| (t.mount.mount_point.clone(), t.mount.fs_type.clone()))
-                .collect();
-            targets.extend(after.targets);
-            skipped.extend(after.skipped);
-            (m, after.fallback)
-        }
-        None => (Vec::new(), None),
-    };
-    let sync_start = Instant::now();
-    let sync_suppressed = opts.final_sync != FinalSync::None && sync_calls_suppressed();
-    let syncs = if sync_suppressed {
-        Vec::new()
-    } else {
-        final_sync(opts.final_sync, full_sync.is_some(), &targets)
-    };
-    let sync_time = sync_start.elapsed();
+    (targets, not_written, watch_error)
+}
 
-    let (stats, stats_truncated) = match &stats_dir {
-        Some(dir) => {
-            let (text, truncated) = read_stats(&dir.path().join("stats"))?;
-            (Some(Stats::parse(&text)), truncated)
-        }
-        None => (None, false),
-    };
-    drop(fresh);
-    Ok(Outcome {
-        status,
-        orphans_reaped: reaped.orphans,
-        syncs,
-        sync_suppressed,
-        descendants_signalled: fwd.signalled.load(Ordering::SeqCst),
-        stats_truncated,
-        skipped,
-        stats,
-        shim,
-        command_time,
-        sync_time,
-        not_written,
-        watch_error,
-        seccomp_answered,
-        mounted,
-        full_sync,
-        interrupted: reaped.abandoned,
-        left_running,
-    })
+/// Add what the run mounted to the targets ([`mounted_during_run`]); give
+/// them as (mount point, type), and the reason for `sync(2)` if any.
+fn add_mounted(
+    before: &[mounts::Mount],
+    left: &[Left],
+    targets: &mut Vec<Target>,
+    skipped: &mut Vec<Skipped>,
+) -> (Vec<(PathBuf, String)>, Option<Fallback>) {
+    let after = mounted_during_run(before, left);
+    let m = after
+        .targets
+        .iter()
+        .map(|t| (t.mount.mount_point.clone(), t.mount.fs_type.clone()))
+        .collect();
+    targets.extend(after.targets);
+    skipped.extend(after.skipped);
+    (m, after.fallback)
 }
 
 /// What the end of the run adds to the final sync.
@@ -415,8 +465,19 @@ struct AfterRun {
 /// appeared during the run is synced too; a change no `syncfs` can reach
 /// (a pinned mount namespace, a new filesystem that cannot be opened, a
 /// process left running in another mount namespace) makes it `sync(2)`.
-fn mounted_during_run(before: &[mounts::Mount], left: &[Left]) -> Result<AfterRun> {
-    let after = cowkit_fs::mountinfo::read()?;
+fn mounted_during_run(before: &[mounts::Mount], left: &[Left]) -> AfterRun {
+    let after = match cowkit_fs::mountinfo::read() {
+        Ok(a) => a,
+        Err(e) => {
+            return AfterRun {
+                targets: Vec::new(),
+                skipped: Vec::new(),
+                fallback: Some(Fallback::Unreadable {
+                    error: e.to_string(),
+                }),
+            }
+        }
+    };
     let diff = mounts::diff(before, &after);
     let (targets, skipped) = mounts::open_all(diff.added);
     let ours = mounts::mount_namespace(None);
@@ -433,11 +494,11 @@ fn mounted_during_run(before: &[mounts::Mount], left: &[Left]) -> Result<AfterRu
                 .find(|l| mounts::mount_namespace(Some(l.pid)).is_some_and(|n| Some(n) != ours))
                 .map(|l| Fallback::ForeignNamespace { pid: l.pid })
         });
-    Ok(AfterRun {
+    AfterRun {
         targets,
         skipped,
         fallback,
-    })
+    }
 }
 
 /// Whether this process's sync calls are answered without running: a
@@ -449,9 +510,9 @@ pub fn sync_calls_suppressed() -> bool {
     cowkit_fs::seccomp::syncfs_answers_a_bad_descriptor()
 }
 
-/// The stats file, at most [`STATS_LIMIT`] bytes of it, and whether it was
-/// longer.
-fn read_stats(p: &Path) -> Result<(String, bool)> {
+/// The counters of the stats file, at most [`STATS_LIMIT`] bytes of it,
+/// and whether it was longer.
+fn read_stats(p: &Path) -> Result<(Option<Stats>, bool)> {
     use std::io::Read;
     let (fd, _) = cowkit_fs::dir::open_regular(|f| {
         rustix::fs::open(
@@ -468,7 +529,8 @@ fn read_stats(p: &Path) -> Result<(String, bool)> {
         .map_err(|e| io_err("read", p, e))?;
     let truncated = buf.len() as u64 > STATS_LIMIT;
     buf.truncate(STATS_LIMIT as usize);
-    Ok((String::from_utf8_lossy(&buf).into_owned(), truncated))
+    let text = String::from_utf8_lossy(&buf);
+    Ok((Some(Stats::parse(&text)), truncated))
 }
 
 fn final_sync(mode: FinalSync, full: bool, targets: &[Target]) -> Vec<SyncReport> {
