@@ -56,12 +56,15 @@ fn line_with(lines: &mpsc::Receiver<String>, what: &str, seen: &mut Vec<String>)
     panic!("no line with {what:?} on stderr: {seen:#?}");
 }
 
-#[test]
-fn issue_25_a_second_ctrl_c_stops_waiting_for_a_daemon_that_ignores_it() {
+/// Run `cowkit nosync --json -- sh -c "trap '' INT; DAEMON & ..."`, where
+/// DAEMON ends up as `sleep 1000` ignoring SIGINT; once the command has
+/// exited, Ctrl-C twice. Checks what every such run must show and gives
+/// the JSON summary and the daemon (killed when dropped).
+fn ctrl_c_twice(daemon_cmd: &str) -> (serde_json::Value, Daemon) {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("daemon.pid");
     let script = format!(
-        "trap '' INT; sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > '{}'; echo ready",
+        "trap '' INT; {daemon_cmd} </dev/null >/dev/null 2>&1 & echo $! > '{}'; echo ready",
         pidfile.display()
     );
     let mut child = Command::new(COWKIT)
@@ -142,5 +145,30 @@ fn issue_25_a_second_ctrl_c_stops_waiting_for_a_daemon_that_ignores_it() {
             .is_ok_and(|c| c.starts_with("sleep")),
         "the daemon is gone"
     );
-    drop(daemon);
+    (v, daemon)
+}
+
+#[test]
+fn issue_25_a_second_ctrl_c_stops_waiting_for_a_daemon_that_ignores_it() {
+    let (v, _daemon) = ctrl_c_twice("sleep 1000");
+    // In this mount namespace: syncfs reaches all it can write.
+    assert!(v["full_sync_reason"].is_null(), "{v}");
+}
+
+#[test]
+fn issue_25_a_daemon_left_in_another_mount_namespace_gets_sync() {
+    if !rustix::process::geteuid().is_root() {
+        assert!(!cowkit_testutil::required(), "unshare -m needs root");
+        eprintln!("SKIPPED: needs root");
+        return;
+    }
+    // unshare execs sleep in a mount namespace of its own, whose mounts
+    // cowkit cannot see and which outlives the run.
+    let (v, daemon) = ctrl_c_twice("unshare -m --propagation private sleep 1000");
+    let why = v["full_sync_reason"].as_str().unwrap_or_default();
+    assert!(
+        why.contains(&format!("process {}", daemon.0)) && why.contains("another mount namespace"),
+        "{v}"
+    );
+    assert_eq!(v["final_sync"][0]["fs_type"], "sync(2)", "{v}");
 }
