@@ -18,7 +18,8 @@ pub struct Left {
     /// Its pid.
     pub pid: i32,
     /// Its command line (arguments joined by spaces, at most 4 KiB read),
-    /// or its name in brackets when it has none.
+    /// or its name in brackets when it has none; control characters are
+    /// written as `\xNN`.
     pub command: String,
 }
 
@@ -58,7 +59,24 @@ fn describe(pid: i32) -> Option<Left> {
     } else {
         args.join(" ")
     };
-    Some(Left { pid, command })
+    Some(Left {
+        pid,
+        command: printable(&command),
+    })
+}
+
+/// `s` with control characters written as `\xNN`: the process chose its
+/// command line, and it is printed on a terminal.
+fn printable(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            out.push_str(&format!("\\x{:02x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// How the wait ended.
@@ -256,4 +274,15 @@ fn descendants(me: Pid) -> Vec<Pid> {
 fn parent_of(stat: &str) -> Option<i32> {
     let rest = &stat[stat.rfind(')')? + 1..];
     rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_lines_are_printable() {
+        assert_eq!(printable("sleep 1000"), "sleep 1000");
+        assert_eq!(printable("a\x1b[2Jb\n"), "a\\x1b[2Jb\\x0a");
+    }
 }
