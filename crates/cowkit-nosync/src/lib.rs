@@ -13,9 +13,10 @@
 //!   negative descriptor), whatever the binary: static, Go, raw `syscall()`.
 //!
 //! The supervisor ([`run`]) is a child subreaper: it waits for every
-//! descendant, then makes the skipped work durable with `syncfs` on the
-//! filesystems that may have been written ([`mounts`]) and reports a
-//! writeback error. [`preload`] manages `/etc/ld.so.preload` in a root and
+//! descendant ([`tree`]; a second Ctrl-C stops waiting for what ignores
+//! the first), then makes the skipped work durable with `syncfs` on the
+//! filesystems that may have been written ([`mounts`], those mounted
+//! during the run included) and reports a writeback error. [`preload`] manages `/etc/ld.so.preload` in a root and
 //! [`kickstart`] prints an installer snippet that recreates the shim.
 //! `docs/nosync.md` has the design and the limits.
 //!
@@ -44,6 +45,7 @@ pub mod preload;
 pub mod run;
 pub mod shim;
 pub mod stats;
+pub mod tree;
 pub mod written;
 
 pub use error::{Error, Result};

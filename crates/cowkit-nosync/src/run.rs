@@ -15,19 +15,20 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rustix::io::Errno;
-use rustix::process::{Pid, Signal, WaitOptions};
-use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+use rustix::process::Signal;
+use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use signal_hook::iterator::exfiltrator::WithOrigin;
 use signal_hook::iterator::SignalsInfo;
 
 use crate::error::{io_err, proc_err, Error, Result};
-use crate::mounts::{self, Skipped, Target};
+use crate::mounts::{self, Fallback, Skipped, Target};
 use crate::stats::Stats;
+use crate::tree::{Forward, Left};
 
 /// The hidden subcommand of the `cowkit` binary that runs [`exec`].
 pub const EXEC_SUBCOMMAND: &str = "__nosync-exec";
@@ -71,6 +72,10 @@ pub struct RunOptions {
     /// `None`, or a directory that is not safe ([`crate::shim::check_private`]),
     /// gives a fresh private directory for this run.
     pub cache_dir: Option<PathBuf>,
+    /// Called (from another thread) when a first SIGINT has been passed on
+    /// to processes the command left behind, with what is left: a second
+    /// SIGINT stops waiting for them.
+    pub on_waiting: Option<fn(&[Left])>,
 }
 
 impl RunOptions {
@@ -85,6 +90,7 @@ impl RunOptions {
             seccomp: true,
             stats: false,
             cache_dir: crate::shim::default_cache_dir(),
+            on_waiting: None,
         }
     }
 }
@@ -147,6 +153,18 @@ pub struct Outcome {
     /// `syscall()`), per call, when the supervisor answered them
     /// ([`crate::notify`]); `None` when the filter answered alone.
     pub seccomp_answered: Option<Vec<(&'static str, u64)>>,
+    /// Filesystems mounted (or made writable) during the run, found in the
+    /// mount table read again at its end and synced too: (mount point,
+    /// type).
+    pub mounted: Vec<(PathBuf, String)>,
+    /// Why `sync(2)` ran before the `syncfs` calls: the run may have
+    /// written a filesystem that no `syncfs` here can reach.
+    pub full_sync: Option<Fallback>,
+    /// The wait for what the command left behind was given up by a second
+    /// SIGINT; the exit code is then 130.
+    pub interrupted: bool,
+    /// What was still running then.
+    pub left_running: Vec<Left>,
 }
 
 impl Outcome {
@@ -162,8 +180,12 @@ impl Outcome {
 
     /// The exit code to end with: the command's; 128 + signal if a signal
     /// killed it (for callers that cannot re-raise it); 1 if it succeeded
-    /// but the final sync failed.
+    /// but the final sync failed; 130 (SIGINT) when the wait for what it
+    /// left behind was given up.
     pub fn exit_code(&self) -> i32 {
+        if self.interrupted {
+            return 128 + SIGINT;
+        }
         match (self.status.code(), self.status.signal()) {
             (Some(0), _) if self.sync_failed() => 1,
             (Some(c), _) => c,
@@ -175,11 +197,15 @@ impl Outcome {
 
 /// Run the command under both layers and wait for all its descendants.
 pub fn run(opts: &RunOptions) -> Result<Outcome> {
-    // Opened before the command starts, so that writeback errors during the
-    // command are reported by syncfs on these descriptors.
-    let (targets, skipped) = match opts.final_sync {
-        FinalSync::None => (Vec::new(), Vec::new()),
-        _ => mounts::open_targets()?,
+    // Opened before the command starts, so that syncfs reports writeback
+    // errors during it; the table is kept, to find what the run mounted.
+    let before = match opts.final_sync {
+        FinalSync::None => None,
+        _ => Some(cowkit_fs::mountinfo::read()?),
+    };
+    let (targets, mut skipped) = match &before {
+        None => (Vec::new(), Vec::new()),
+        Some(m) => mounts::open_all(mounts::candidates(m)),
     };
 
     // Watched from before the command starts: its first write counts.
@@ -187,6 +213,105 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
         FinalSync::Auto if !targets.is_empty() => Some(crate::written::Watch::start(&targets)),
         _ => None,
     };
+    let mut p = prepare(opts)?;
+
+    rustix::process::set_child_subreaper(Some(rustix::process::getpid()))
+        .map_err(|e| proc_err("become a child subreaper", e))?;
+
+    // Registered before the child exists: no signal is lost in between.
+    // `fwd` says where a signal goes: the command while it runs, every
+    // remaining descendant once it has ended (daemons it left behind).
+    // SIGCHLD, and a wait given up, wake the reaping loop.
+    let fwd = Arc::new(Forward::new(opts.on_waiting));
+    let (handle, forwarder, woken) = forward_signals(&fwd)?;
+
+    let start = Instant::now();
+    let child = match p.cmd.spawn() {
+        Ok(c) => c,
+        Err(source) => {
+            handle.close();
+            let _ = forwarder.join();
+            let program = opts.exec_helper.clone();
+            return Err(Error::Spawn { program, source });
+        }
+    };
+    drop(p.worker_end);
+    let answerer = p.answer_end.map(crate::notify::Answerer::start);
+    let pid = child.id() as i32;
+    fwd.command.store(pid, Ordering::SeqCst);
+    drop(child); // reaped below, with every other descendant
+
+    let reaped = crate::tree::wait_all(pid, &fwd, &woken);
+    let command_time = start.elapsed();
+    handle.close();
+    let _ = forwarder.join();
+    let reaped = reaped.map_err(|e| proc_err("wait for the command", e))?;
+    let status = reaped
+        .status
+        .ok_or_else(|| proc_err("find the command's exit status", Errno::CHILD))?;
+    let left_running = match reaped.abandoned {
+        true => crate::tree::left_behind(),
+        false => Vec::new(),
+    };
+
+    let seccomp_answered = answerer.and_then(crate::notify::Answerer::finish);
+    // Every descendant has ended (or the wait was given up): the events
+    // of what it did are queued.
+    let (mut targets, not_written, watch_error) = split_written(watch, targets);
+    let (mounted, full_sync) = match &before {
+        Some(before) => add_mounted(before, &left_running, &mut targets, &mut skipped),
+        None => (Vec::new(), None),
+    };
+    let sync_start = Instant::now();
+    let sync_suppressed = opts.final_sync != FinalSync::None && sync_calls_suppressed();
+    let syncs = if sync_suppressed {
+        Vec::new()
+    } else {
+        final_sync(opts.final_sync, full_sync.is_some(), &targets)
+    };
+    let sync_time = sync_start.elapsed();
+
+    let (stats, stats_truncated) = match &p.stats_dir {
+        Some(dir) => read_stats(&dir.path().join("stats"))?,
+        None => (None, false),
+    };
+    drop(p.fresh);
+    Ok(Outcome {
+        status,
+        orphans_reaped: reaped.orphans,
+        syncs,
+        sync_suppressed,
+        descendants_signalled: fwd.signalled.load(Ordering::SeqCst),
+        stats_truncated,
+        skipped,
+        stats,
+        shim: p.shim,
+        command_time,
+        sync_time,
+        not_written,
+        watch_error,
+        seccomp_answered,
+        mounted,
+        full_sync,
+        interrupted: reaped.abandoned,
+        left_running,
+    })
+}
+
+/// The worker's command line and environment, and what the run keeps for
+/// it.
+struct Prepared {
+    cmd: Command,
+    /// The supervisor's end of the listener's socket, and the worker's.
+    answer_end: Option<std::os::fd::OwnedFd>,
+    worker_end: Option<std::os::fd::OwnedFd>,
+    /// A private directory made for this run, removed at its end.
+    fresh: Option<tempfile::TempDir>,
+    shim: Option<PathBuf>,
+    stats_dir: Option<tempfile::TempDir>,
+}
+
+fn prepare(opts: &RunOptions) -> Result<Prepared> {
     let mut cmd = Command::new(&opts.exec_helper);
     cmd.arg(EXEC_SUBCOMMAND);
     if !opts.seccomp {
@@ -242,72 +367,50 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
     } else {
         None
     };
+    Ok(Prepared {
+        cmd,
+        answer_end,
+        worker_end,
+        fresh,
+        shim,
+        stats_dir,
+    })
+}
 
-    rustix::process::set_child_subreaper(Some(rustix::process::getpid()))
-        .map_err(|e| proc_err("become a child subreaper", e))?;
-
-    // Registered before the child exists: no signal is lost in between.
-    // `fwd` says where a signal goes: the command while it runs, every
-    // remaining descendant once it has ended (daemons it left behind).
-    let fwd = Arc::new(Forward::default());
-    let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT])
+/// The thread that passes signals on ([`Forward`]) and wakes the reaping
+/// loop on SIGCHLD and when the wait is given up.
+fn forward_signals(
+    fwd: &Arc<Forward>,
+) -> Result<(
+    signal_hook::iterator::Handle,
+    std::thread::JoinHandle<()>,
+    std::sync::mpsc::Receiver<()>,
+)> {
+    let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD])
         .map_err(|e| proc_err("register signal handlers", e))?;
     let handle = signals.handle();
-    let forward = Arc::clone(&fwd);
+    let forward = Arc::clone(fwd);
+    let (wake, woken) = std::sync::mpsc::channel();
     let forwarder = std::thread::spawn(move || {
         for info in signals.forever() {
-            forward.signal(info.signal, info.process.is_some());
-        }
-    });
-
-    let start = Instant::now();
-    let child = cmd.spawn().map_err(|source| Error::Spawn {
-        program: opts.exec_helper.clone(),
-        source,
-    });
-    let child = match child {
-        Ok(c) => c,
-        Err(e) => {
-            handle.close();
-            let _ = forwarder.join();
-            return Err(e);
-        }
-    };
-    drop(worker_end);
-    let answerer = answer_end.map(crate::notify::Answerer::start);
-    let pid = child.id() as i32;
-    fwd.command.store(pid, Ordering::SeqCst);
-    drop(child); // reaped below, with every other descendant
-
-    let mut status = None;
-    let mut orphans = 0u64;
-    loop {
-        match rustix::process::wait(WaitOptions::empty()) {
-            Ok(Some((p, st))) => {
-                if p.as_raw_nonzero().get() == pid {
-                    status = Some(ExitStatus::from_raw(st.as_raw()));
-                    fwd.command_ended();
-                } else {
-                    orphans += 1;
-                }
+            if info.signal != SIGCHLD {
+                forward.signal(info.signal, info.process.is_some());
             }
-            Ok(None) => {}
-            Err(Errno::INTR) => {}
-            Err(Errno::CHILD) => break,
-            Err(e) => {
-                handle.close();
-                let _ = forwarder.join();
-                return Err(proc_err("wait for the command", e));
+            if info.signal == SIGCHLD || forward.abandoned() {
+                let _ = wake.send(());
             }
         }
-    }
-    let command_time = start.elapsed();
-    handle.close();
-    let _ = forwarder.join();
-    let status = status.ok_or_else(|| proc_err("find the command's exit status", Errno::CHILD))?;
+    });
+    Ok((handle, forwarder, woken))
+}
 
-    let seccomp_answered = answerer.and_then(crate::notify::Answerer::finish);
-    // Every descendant has ended: its events are queued.
+/// The targets the watch saw written (all of them without a watch), those
+/// it did not as (mount point, type), and why there was no watch.
+#[allow(clippy::type_complexity)]
+fn split_written(
+    watch: Option<std::io::Result<crate::written::Watch>>,
+    targets: Vec<Target>,
+) -> (Vec<Target>, Vec<(PathBuf, String)>, Option<String>) {
     let (written, watch_error) = match watch {
         Some(Ok(w)) => (Some(w.finish()), None),
         Some(Err(e)) => (None, Some(e.to_string())),
@@ -326,143 +429,76 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
         .into_iter()
         .map(|t| (t.mount.mount_point, t.mount.fs_type))
         .collect();
-    let sync_start = Instant::now();
-    let sync_suppressed = opts.final_sync != FinalSync::None && sync_calls_suppressed();
-    let syncs = if sync_suppressed {
-        Vec::new()
-    } else {
-        final_sync(opts.final_sync, &targets)
-    };
-    let sync_time = sync_start.elapsed();
+    (targets, not_written, watch_error)
+}
 
-    let (stats, stats_truncated) = match &stats_dir {
-        Some(dir) => {
-            let (text, truncated) = read_stats(&dir.path().join("stats"))?;
-            (Some(Stats::parse(&text)), truncated)
+/// Add what the run mounted to the targets ([`mounted_during_run`]); give
+/// them as (mount point, type), and the reason for `sync(2)` if any.
+fn add_mounted(
+    before: &[mounts::Mount],
+    left: &[Left],
+    targets: &mut Vec<Target>,
+    skipped: &mut Vec<Skipped>,
+) -> (Vec<(PathBuf, String)>, Option<Fallback>) {
+    let after = mounted_during_run(before, left);
+    let m = after
+        .targets
+        .iter()
+        .map(|t| (t.mount.mount_point.clone(), t.mount.fs_type.clone()))
+        .collect();
+    targets.extend(after.targets);
+    skipped.extend(after.skipped);
+    (m, after.fallback)
+}
+
+/// What the end of the run adds to the final sync.
+struct AfterRun {
+    /// Filesystems mounted (or made writable) during the run, opened now.
+    targets: Vec<Target>,
+    /// Those that could not be opened.
+    skipped: Vec<Skipped>,
+    /// Why `sync(2)` must run as well.
+    fallback: Option<Fallback>,
+}
+
+/// Read the mount table again: every storage-backed filesystem that
+/// appeared during the run is synced too; a change no `syncfs` can reach
+/// (a pinned mount namespace, a new filesystem that cannot be opened, a
+/// process left running in another mount namespace) makes it `sync(2)`.
+fn mounted_during_run(before: &[mounts::Mount], left: &[Left]) -> AfterRun {
+    let after = match cowkit_fs::mountinfo::read() {
+        Ok(a) => a,
+        Err(e) => {
+            return AfterRun {
+                targets: Vec::new(),
+                skipped: Vec::new(),
+                fallback: Some(Fallback::Unreadable {
+                    error: e.to_string(),
+                }),
+            }
         }
-        None => (None, false),
     };
-    drop(fresh);
-    Ok(Outcome {
-        status,
-        orphans_reaped: orphans,
-        syncs,
-        sync_suppressed,
-        descendants_signalled: fwd.signalled.load(Ordering::SeqCst),
-        stats_truncated,
+    let diff = mounts::diff(before, &after);
+    let (targets, skipped) = mounts::open_all(diff.added);
+    let ours = mounts::mount_namespace(None);
+    let fallback = diff
+        .fallback
+        .or_else(|| {
+            skipped.first().map(|s| Fallback::Unopenable {
+                at: s.mount.mount_point.clone(),
+                error: s.error.to_string(),
+            })
+        })
+        .or_else(|| {
+            left.iter()
+                .find(|l| mounts::mount_namespace(Some(l.pid)).is_some_and(|n| Some(n) != ours))
+                .map(|l| Fallback::ForeignNamespace { pid: l.pid })
+        });
+    AfterRun {
+        targets,
         skipped,
-        stats,
-        shim,
-        command_time,
-        sync_time,
-        not_written,
-        watch_error,
-        seccomp_answered,
-    })
-}
-
-/// Where forwarded signals go.
-#[derive(Debug, Default)]
-struct Forward {
-    /// The command's pid while it runs; 0 before it starts and once it
-    /// has been reaped (its pid may then belong to another process).
-    command: AtomicI32,
-    /// Set once the command has been reaped.
-    ended: std::sync::atomic::AtomicBool,
-    /// The last signal forwarded to the command (0: none), passed on to
-    /// what is left of the tree when the command ends.
-    last: AtomicI32,
-    /// Descendants signalled after the command ended.
-    signalled: std::sync::atomic::AtomicU64,
-    /// Serialises the walks of the process tree.
-    lock: std::sync::Mutex<()>,
-}
-
-impl Forward {
-    /// A signal reached us. From the terminal (no sending process) it
-    /// reached the whole foreground process group already, the command
-    /// included: passed on only to descendants the command left behind
-    /// (they may sit in other groups). From a process (kill, a service
-    /// manager): to the command while it runs, else to every remaining
-    /// descendant.
-    fn signal(&self, signal: i32, from_process: bool) {
-        let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        if !self.ended.load(Ordering::SeqCst) {
-            if !from_process {
-                return;
-            }
-            self.last.store(signal, Ordering::SeqCst);
-            let pid = Pid::from_raw(self.command.load(Ordering::SeqCst));
-            if let (Some(pid), Some(sig)) = (pid, Signal::from_named_raw(signal)) {
-                let _ = rustix::process::kill_process(pid, sig);
-            }
-            return;
-        }
-        self.to_descendants(signal);
+        fallback,
     }
-
-    /// The command has been reaped: a signal it was sent goes on to the
-    /// descendants it left behind, which would otherwise keep us waiting.
-    fn command_ended(&self) {
-        let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        self.command.store(0, Ordering::SeqCst);
-        self.ended.store(true, Ordering::SeqCst);
-        let last = self.last.load(Ordering::SeqCst);
-        if last != 0 {
-            self.to_descendants(last);
-        }
-    }
-
-    fn to_descendants(&self, signal: i32) {
-        let Some(sig) = Signal::from_named_raw(signal) else {
-            return;
-        };
-        for pid in descendants(rustix::process::getpid()) {
-            if rustix::process::kill_process(pid, sig).is_ok() {
-                self.signalled.fetch_add(1, Ordering::SeqCst);
-            }
-        }
-    }
-}
-
-/// Every descendant of `me`, from the parent pids in `/proc/*/stat`. As a
-/// child subreaper, `me` inherits the orphans of its tree, so this is
-/// every process the command left behind. A process that forks during the
-/// walk may be missed; its parent is not.
-fn descendants(me: Pid) -> Vec<Pid> {
-    let mut children: std::collections::HashMap<i32, Vec<i32>> = Default::default();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    for e in dir.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        if let Some(ppid) = parent_of(&stat) {
-            children.entry(ppid).or_default().push(pid);
-        }
-    }
-    let mut out = Vec::new();
-    let mut todo = vec![me.as_raw_nonzero().get()];
-    while let Some(p) = todo.pop() {
-        for &c in children.get(&p).map(Vec::as_slice).unwrap_or_default() {
-            if let Some(pid) = Pid::from_raw(c) {
-                out.push(pid);
-                todo.push(c);
-            }
-        }
-    }
-    out
-}
-
-/// The parent pid in a `/proc/PID/stat` line: `pid (comm) state ppid …`,
-/// where `comm` may hold spaces and parentheses.
-fn parent_of(stat: &str) -> Option<i32> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Whether this process's sync calls are answered without running: a
@@ -474,9 +510,9 @@ pub fn sync_calls_suppressed() -> bool {
     cowkit_fs::seccomp::syncfs_answers_a_bad_descriptor()
 }
 
-/// The stats file, at most [`STATS_LIMIT`] bytes of it, and whether it was
-/// longer.
-fn read_stats(p: &Path) -> Result<(String, bool)> {
+/// The counters of the stats file, at most [`STATS_LIMIT`] bytes of it,
+/// and whether it was longer.
+fn read_stats(p: &Path) -> Result<(Option<Stats>, bool)> {
     use std::io::Read;
     let (fd, _) = cowkit_fs::dir::open_regular(|f| {
         rustix::fs::open(
@@ -493,15 +529,16 @@ fn read_stats(p: &Path) -> Result<(String, bool)> {
         .map_err(|e| io_err("read", p, e))?;
     let truncated = buf.len() as u64 > STATS_LIMIT;
     buf.truncate(STATS_LIMIT as usize);
-    Ok((String::from_utf8_lossy(&buf).into_owned(), truncated))
+    let text = String::from_utf8_lossy(&buf);
+    Ok((Some(Stats::parse(&text)), truncated))
 }
 
-fn final_sync(mode: FinalSync, targets: &[Target]) -> Vec<SyncReport> {
+fn final_sync(mode: FinalSync, full: bool, targets: &[Target]) -> Vec<SyncReport> {
     let mut out = Vec::new();
     if mode == FinalSync::None {
         return out;
     }
-    if mode == FinalSync::All {
+    if mode == FinalSync::All || full {
         let t = Instant::now();
         rustix::fs::sync();
         out.push(SyncReport {

@@ -106,6 +106,9 @@ pub fn run(args: Args, verbose: u8, quiet: bool) -> Result<ExitCode, CliError> {
     opts.preload = !args.no_preload;
     opts.seccomp = !args.no_seccomp;
     opts.stats = verbose > 0 || args.json;
+    if !quiet {
+        opts.on_waiting = Some(say_waiting);
+    }
     let outcome = run::run(&opts).map_err(|e| CliError::new("nosync failed", e))?;
 
     for s in &outcome.skipped {
@@ -175,6 +178,15 @@ pub fn run(args: Args, verbose: u8, quiet: bool) -> Result<ExitCode, CliError> {
                 m.display()
             );
         }
+        for (m, t) in &outcome.mounted {
+            eprintln!(
+                "cowkit nosync: `{}` ({t}) was mounted during the run: synced too",
+                m.display()
+            );
+        }
+        if let Some(why) = &outcome.full_sync {
+            eprintln!("cowkit nosync: sync(2) run for every filesystem: {why}");
+        }
         if let Some(e) = &outcome.watch_error {
             eprintln!(
                 "cowkit nosync: every writable filesystem synced: what the command changed cannot be watched ({e})"
@@ -195,6 +207,15 @@ pub fn run(args: Args, verbose: u8, quiet: bool) -> Result<ExitCode, CliError> {
             s.mount_point.display(),
             s.fs_type
         );
+    }
+    if outcome.interrupted {
+        eprintln!(
+            "warning: cowkit nosync: interrupted: stopped waiting for {} process(es) the command left behind, still running; the data they write from now on is not synced:",
+            outcome.left_running.len()
+        );
+        for l in &outcome.left_running {
+            eprintln!("  {} {}", l.pid, l.command);
+        }
     }
     if args.json {
         let v = serde_json::json!({
@@ -221,13 +242,40 @@ pub fn run(args: Args, verbose: u8, quiet: bool) -> Result<ExitCode, CliError> {
             "answered_by_seccomp": outcome.seccomp_answered.as_ref().map(|c| c.iter().copied().collect::<std::collections::BTreeMap<_, _>>()),
             "suppressed_by_shim": outcome.stats.as_ref().map(|st| st.iter().collect::<std::collections::BTreeMap<_, _>>()),
             "shim": outcome.shim,
+            "mounted_during_run": outcome.mounted.iter().map(|(m, t)| serde_json::json!({
+                "mount_point": m,
+                "fs_type": t,
+            })).collect::<Vec<_>>(),
+            "full_sync_reason": outcome.full_sync.as_ref().map(|f| f.to_string()),
+            "interrupted": outcome.interrupted,
+            "left_running": outcome.left_running.iter().map(|l| serde_json::json!({
+                "pid": l.pid,
+                "command": l.command,
+            })).collect::<Vec<_>>(),
         });
         eprintln!("{v}");
     }
-    if let Some(sig) = outcome.signal() {
+    if outcome.interrupted {
+        // As a shell expects of a program that stops on Ctrl-C.
+        run::die_like(libc::SIGINT);
+    } else if let Some(sig) = outcome.signal() {
         run::die_like(sig);
     }
     Ok(ExitCode::from(outcome.exit_code().clamp(0, 255) as u8))
+}
+
+/// A first Ctrl-C, once the command has ended, was passed on to what it
+/// left behind: say what keeps the run waiting.
+fn say_waiting(left: &[cowkit_nosync::tree::Left]) {
+    let list: Vec<String> = left
+        .iter()
+        .map(|l| format!("{} ({})", l.pid, l.command))
+        .collect();
+    eprintln!(
+        "cowkit nosync: waiting for {} process(es) the command left behind: {}; press Ctrl-C again to stop waiting (the final sync still runs)",
+        left.len(),
+        list.join(", ")
+    );
 }
 
 fn preload(p: PreloadArgs, quiet: bool) -> Result<ExitCode, CliError> {
