@@ -19,7 +19,7 @@
 
 use std::fs::File;
 use std::io::Read;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use cowkit_fs::dir::{self, NewFile};
@@ -30,6 +30,7 @@ use sha2::{Digest, Sha256};
 pub mod digests;
 pub mod erofs;
 pub mod image;
+pub mod mount;
 pub mod package;
 pub mod tree;
 
@@ -59,6 +60,19 @@ pub enum Error {
     /// Image creation or mounting failed otherwise.
     #[error("{0}")]
     Image(String),
+    /// Someone other than the caller and root can change part of the
+    /// store: it is not written into, and its images are not mounted
+    /// trusted.
+    #[error("`{path}` is not safe to use as root's: {why}")]
+    Untrusted {
+        /// The directory or image.
+        path: PathBuf,
+        /// Who else can change it.
+        why: String,
+    },
+    /// A store's directory or image is a symlink: never followed.
+    #[error("`{0}` is a symlink: cowkit follows no link inside a store")]
+    Symlink(PathBuf),
     /// fs-verity cannot be enabled on the store's objects.
     #[error("the store's filesystem cannot keep fs-verity on `{0}` (Btrfs, and ext4 made with `-O verity`, can; XFS on this kernel cannot)")]
     NoVerity(PathBuf),
@@ -78,11 +92,21 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// An open store holds a shared `flock` on `STORE/lock`; [`Store::gc`]
 /// needs it exclusive, so it never runs while an import or image creation
 /// of another process could still need an object it would remove.
+///
+/// The store's directory is opened once, by the path given; everything in
+/// it is opened from that descriptor without following symlinks. A store
+/// that someone other than the caller and root can change (owned by
+/// another user, or group- or world-writable: the store's directory,
+/// `objects`, `images`) is refused for writing ([`Error::Untrusted`]); it
+/// can be opened for reading with [`Store::open_read`], whose
+/// [`Store::untrusted`] says why it is not trusted.
 #[derive(Debug)]
 pub struct Store {
     dir: PathBuf,
+    dir_fd: OwnedFd,
     objects: OwnedFd,
-    _lock: OwnedFd,
+    untrusted: Option<(PathBuf, String)>,
+    _lock: Option<OwnedFd>,
     digests: digests::Cache,
     trust_digests: bool,
 }
@@ -139,6 +163,30 @@ impl Summary {
     }
 }
 
+/// Who other than the caller and root can change `fd` (named `path`), if
+/// anyone: the path and why.
+pub(crate) fn untrusted_why(fd: &impl AsFd, path: &Path) -> Result<Option<(PathBuf, String)>> {
+    let st = rustix::fs::fstat(fd).map_err(|e| IoError::new("stat", path, e))?;
+    let me = rustix::process::geteuid().as_raw();
+    Ok(dir::others_can_change(&st, me).map(|why| (path.to_path_buf(), why)))
+}
+
+/// `e` (from opening `name` in `dir`, named `path`, with `O_NOFOLLOW`),
+/// or [`Error::Symlink`] when `name` is a symlink.
+pub(crate) fn no_symlink(e: IoError, dir: impl AsFd, name: &str, path: &Path) -> Error {
+    let link = matches!(
+        e.errno(),
+        Some(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR)
+    ) && dir::stat_at(dir, name).ok().flatten().is_some_and(|st| {
+        rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink
+    });
+    if link {
+        Error::Symlink(path.to_path_buf())
+    } else {
+        e.into()
+    }
+}
+
 /// SHA-256 of everything readable from `f`, and the byte count.
 fn hash(mut f: &File, path: &Path) -> Result<(String, u64)> {
     let mut h = Sha256::new();
@@ -185,36 +233,113 @@ impl Store {
         Self::open_with(dir, rustix::fs::FlockOperation::NonBlockingLockExclusive)
     }
 
+    /// Open the existing store at `dir` to read it (mount its images,
+    /// list them): nothing is created, nothing inside it is followed if a
+    /// symlink, and a store someone else can change is opened all the
+    /// same, without its lock ([`Store::untrusted`] says why).
+    pub fn open_read(dir: &Path) -> Result<Store> {
+        Self::open_as(dir, rustix::fs::FlockOperation::LockShared, false)
+    }
+
     fn open_with(dir: &Path, lock: rustix::fs::FlockOperation) -> Result<Store> {
-        std::fs::create_dir_all(dir.join("objects"))
-            .map_err(|e| IoError::new("create", dir.join("objects"), e))?;
-        let objects = rustix::fs::open(
-            dir.join("objects"),
-            rustix::fs::OFlags::DIRECTORY
-                | rustix::fs::OFlags::RDONLY
-                | rustix::fs::OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-        )
-        .map_err(|e| IoError::new("open", dir.join("objects"), e))?;
-        let lock_path = dir.join("lock");
-        let lock_fd = rustix::fs::open(
-            &lock_path,
-            rustix::fs::OFlags::CREATE | rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
-            rustix::fs::Mode::from_raw_mode(0o644),
-        )
-        .map_err(|e| IoError::new("open", lock_path.clone(), e))?;
-        match rustix::fs::flock(&lock_fd, lock) {
-            Ok(()) => {}
-            Err(rustix::io::Errno::WOULDBLOCK) => return Err(Error::Busy(dir.to_path_buf())),
-            Err(e) => return Err(IoError::new("lock", lock_path, e).into()),
+        Self::open_as(dir, lock, true)
+    }
+
+    fn open_as(dir: &Path, lock: rustix::fs::FlockOperation, write: bool) -> Result<Store> {
+        use rustix::fs::{Mode, OFlags};
+        if write {
+            std::os::unix::fs::DirBuilderExt::mode(
+                std::fs::DirBuilder::new().recursive(true),
+                0o755,
+            )
+            .create(dir)
+            .map_err(|e| IoError::new("create", dir, e))?;
         }
+        // The path as the caller named it; below it, no link is followed.
+        let dir_fd = rustix::fs::open(
+            dir,
+            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| IoError::new("open directory", dir, e))?;
+        let objects_path = dir.join("objects");
+        let objects = if write {
+            dir::mkdir_open(&dir_fd, "objects", 0o755, &objects_path)
+        } else {
+            dir::open_dir(&dir_fd, "objects", &objects_path)
+        }
+        .map_err(|e| no_symlink(e, &dir_fd, "objects", &objects_path))?;
+        let mut untrusted = None;
+        for (fd, path) in [(&dir_fd, dir), (&objects, objects_path.as_path())] {
+            untrusted = untrusted.or(untrusted_why(fd, path)?);
+        }
+        if let (true, Some((path, why))) = (write, untrusted.clone()) {
+            return Err(Error::Untrusted { path, why });
+        }
+        let lock_fd = if untrusted.is_none() {
+            Some(Self::lock(&dir_fd, &dir.join("lock"), lock, dir)?)
+        } else {
+            None
+        };
         Ok(Store {
             dir: dir.to_path_buf(),
+            dir_fd,
             objects,
+            untrusted,
             _lock: lock_fd,
             digests: digests::Cache::new(&dir.join("digests")),
             trust_digests: true,
         })
+    }
+
+    /// `STORE/lock`, locked as `op` asks.
+    fn lock(
+        dir_fd: &OwnedFd,
+        path: &Path,
+        op: rustix::fs::FlockOperation,
+        dir: &Path,
+    ) -> Result<OwnedFd> {
+        use rustix::fs::OFlags;
+        let fd = rustix::fs::openat(
+            dir_fd,
+            "lock",
+            OFlags::CREATE | OFlags::RDWR | OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NONBLOCK,
+            rustix::fs::Mode::from_raw_mode(0o644),
+        )
+        .map_err(|e| IoError::new("open", path, e))?;
+        match rustix::fs::flock(&fd, op) {
+            Ok(()) => Ok(fd),
+            Err(rustix::io::Errno::WOULDBLOCK) => Err(Error::Busy(dir.to_path_buf())),
+            Err(e) => Err(IoError::new("lock", path, e).into()),
+        }
+    }
+
+    /// Why the store cannot be trusted, when someone other than the
+    /// caller and root can change it: the first such directory and who.
+    /// Such a store is only ever opened by [`Store::open_read`].
+    pub fn untrusted(&self) -> Option<(&Path, &str)> {
+        self.untrusted
+            .as_ref()
+            .map(|(p, w)| (p.as_path(), w.as_str()))
+    }
+
+    /// The store's directory, opened.
+    pub fn dir_fd(&self) -> BorrowedFd<'_> {
+        self.dir_fd.as_fd()
+    }
+
+    /// The objects directory, opened (never through a symlink).
+    pub fn objects_fd(&self) -> BorrowedFd<'_> {
+        self.objects.as_fd()
+    }
+
+    /// Refuse to write into `fd` (named `path`) when someone other than
+    /// the caller and root can change it.
+    pub fn check_writable_by_us(fd: BorrowedFd<'_>, path: &Path) -> Result<()> {
+        match untrusted_why(&fd, path)? {
+            Some((path, why)) => Err(Error::Untrusted { path, why }),
+            None => Ok(()),
+        }
     }
 
     /// Whether imports may take a file's digest from the digest cache
@@ -291,8 +416,7 @@ impl Store {
             });
         }
         let fan_path = self.objects_dir().join(&digest[..2]);
-        let fan = dir::mkdir_open(&self.objects, &digest[..2], 0o755, &fan_path)?;
-        let new = NewFile::anonymous(fan.as_fd(), &fan_path, 0o444)?;
+        let (fan, new) = self.new_object(&digest, &fan_path)?;
         let copied = copier.copy_new_file(
             Handle::new(src, path),
             Handle::new(new.file(), &fan_path),
@@ -322,6 +446,7 @@ impl Store {
             return Err(Error::Changed(path.to_path_buf()));
         }
         let obj_path = fan_path.join(&digest[2..]);
+        Self::seal(&new, &obj_path)?;
         let committed = new.commit_new(fan.as_fd(), &digest[2..], &obj_path)?;
         Ok(Imported {
             new: committed.is_some(),
@@ -356,8 +481,7 @@ impl Store {
             return Ok((digest, false, None));
         }
         let fan_path = self.objects_dir().join(&digest[..2]);
-        let fan = dir::mkdir_open(&self.objects, &digest[..2], 0o755, &fan_path)?;
-        let new = NewFile::anonymous(fan.as_fd(), &fan_path, 0o444)?;
+        let (fan, new) = self.new_object(&digest, &fan_path)?;
         let copied = copier.copy_range(
             Handle::new(src, path),
             off,
@@ -378,12 +502,30 @@ impl Store {
             }
         }
         let obj_path = fan_path.join(&digest[2..]);
+        Self::seal(&new, &obj_path)?;
         let committed = new.commit_new(fan.as_fd(), &digest[2..], &obj_path)?;
         Ok((
             digest,
             committed.is_some(),
             committed.is_some().then_some(copied.method),
         ))
+    }
+
+    /// The fan-out directory of `digest` (refused if someone else can
+    /// change it) and a new unnamed file in it.
+    fn new_object(&self, digest: &str, fan_path: &Path) -> Result<(OwnedFd, NewFile)> {
+        let fan = dir::mkdir_open(&self.objects, &digest[..2], 0o755, fan_path)
+            .map_err(|e| no_symlink(e, &self.objects, &digest[..2], fan_path))?;
+        Self::check_writable_by_us(fan.as_fd(), fan_path)?;
+        let new = NewFile::anonymous(fan.as_fd(), fan_path, 0o444)?;
+        Ok((fan, new))
+    }
+
+    /// Give a new object its mode, 0444 whatever the umask, before it is
+    /// named.
+    fn seal(new: &NewFile, path: &Path) -> Result<()> {
+        rustix::fs::fchmod(new.file(), rustix::fs::Mode::from_raw_mode(0o444))
+            .map_err(|e| IoError::new("set the mode of", path, e).into())
     }
 
     /// The fs-verity digest (SHA-256, 4 KiB blocks) of the object
