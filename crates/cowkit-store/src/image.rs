@@ -40,7 +40,7 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::tree::{Entry, Kind};
-use crate::{Error, Result, Store};
+use crate::{is_symlink, Error, Result, Store};
 
 /// Where the store keeps images.
 pub fn images_dir(store: &Store) -> PathBuf {
@@ -84,12 +84,6 @@ fn open_images(store: &Store, create: bool) -> Result<Option<OwnedFd>> {
         }
         Err(e) => Err(IoError::new("open directory", path, e).into()),
     }
-}
-
-fn is_symlink(dir: impl AsFd, name: &str) -> bool {
-    dir::stat_at(dir, name).ok().flatten().is_some_and(|st| {
-        rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink
-    })
 }
 
 /// The largest EROFS image read into memory (its metadata only: a tree of
@@ -369,10 +363,10 @@ fn verity_recorded(image: &Opened, path: &Path) -> Result<bool> {
         Opened::Erofs(f) => {
             let bytes = read_image(f, path)?;
             let r = crate::erofs::Reader::new(&bytes)?;
-        return Ok(r.walk()?.iter().any(|(_, i)| {
-            i.xattrs
-                .get(&b"trusted.overlay.metacopy"[..])
-                .is_some_and(|v| !v.is_empty())
+            return Ok(r.walk()?.iter().any(|(_, i)| {
+                i.xattrs
+                    .get(&b"trusted.overlay.metacopy"[..])
+                    .is_some_and(|v| !v.is_empty())
             }));
         }
         // The open directory itself, whatever its path has become.
@@ -453,12 +447,15 @@ pub fn mount(store: &Store, name: &str, target: &Path, trusted: bool) -> Result<
         trusted,
         verity: verity_recorded(&image, &path)?,
     };
+    let path = std::path::absolute(&path).unwrap_or(path);
     match &image {
         Opened::Erofs(f) => {
             let meta = crate::mount::erofs(f.as_fd(), &path)?;
-            crate::mount::overlay(meta.as_fd(), store.objects_fd(), target, opts)
+            crate::mount::overlay(meta.as_fd(), store.objects_fd(), &path, target, opts)
         }
-        Opened::Dir(fd) => crate::mount::overlay(fd.as_fd(), store.objects_fd(), target, opts),
+        Opened::Dir(fd) => {
+            crate::mount::overlay(fd.as_fd(), store.objects_fd(), &path, target, opts)
+        }
     }
 }
 

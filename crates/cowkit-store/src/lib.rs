@@ -13,8 +13,16 @@
 //!   entry with its metadata, regular files as sparse files carrying
 //!   `trusted.overlay.metacopy` and `trusted.overlay.redirect=/ab/cdef…`;
 //!   mounted read-only by overlayfs over the objects as a data-only lower
-//!   layer (Linux 6.5+), so images that hold the same content share one
-//!   page-cache copy of it.
+//!   layer, so images that hold the same content share one page-cache copy
+//!   of it.
+//! - [`mount`]: the mount itself, from descriptors (`fsopen`, `fsmount`,
+//!   `move_mount`), `nosuid,nodev` unless trusted.
+//!
+//! Everything inside the store's directory is opened from its descriptor
+//! without following symlinks. A store that someone other than the caller
+//! and root can change is never written into ([`Error::Untrusted`]); it
+//! can be opened with [`Store::open_read`] and its images mounted
+//! `nosuid,nodev`, never trusted.
 #![deny(missing_docs)]
 
 use std::fs::File;
@@ -63,7 +71,7 @@ pub enum Error {
     /// Someone other than the caller and root can change part of the
     /// store: it is not written into, and its images are not mounted
     /// trusted.
-    #[error("`{path}` is not safe to use as root's: {why}")]
+    #[error("`{path}` can be changed by someone else: {why}")]
     Untrusted {
         /// The directory or image.
         path: PathBuf,
@@ -177,14 +185,19 @@ pub(crate) fn no_symlink(e: IoError, dir: impl AsFd, name: &str, path: &Path) ->
     let link = matches!(
         e.errno(),
         Some(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR)
-    ) && dir::stat_at(dir, name).ok().flatten().is_some_and(|st| {
-        rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink
-    });
+    ) && is_symlink(dir, name);
     if link {
         Error::Symlink(path.to_path_buf())
     } else {
         e.into()
     }
+}
+
+/// Whether `name` in `dir` is a symlink.
+pub(crate) fn is_symlink(dir: impl AsFd, name: &str) -> bool {
+    dir::stat_at(dir, name).ok().flatten().is_some_and(|st| {
+        rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink
+    })
 }
 
 /// SHA-256 of everything readable from `f`, and the byte count.

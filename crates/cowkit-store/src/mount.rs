@@ -20,8 +20,8 @@ use std::path::Path;
 
 use rustix::io::Errno;
 use rustix::mount::{
-    fsconfig_create, fsconfig_set_string, fsmount, fsopen, move_mount, FsMountFlags,
-    FsOpenFlags, MountAttrFlags, MoveMountFlags,
+    fsconfig_create, fsconfig_set_string, fsmount, fsopen, move_mount, FsMountFlags, FsOpenFlags,
+    MountAttrFlags, MoveMountFlags,
 };
 
 use crate::{Error, Result};
@@ -102,14 +102,20 @@ pub fn erofs(file: BorrowedFd<'_>, path: &Path) -> Result<OwnedFd> {
 /// The overlay of `meta` (the metadata layer: an image directory or a
 /// detached EROFS mount) over `objects` (a data-only layer), read-only,
 /// attached at `target`.
+///
+/// `source` is what `/proc/self/mountinfo` and `findmnt` show as the
+/// mount's source (the layers show as `/proc/self/fd/N` there).
 pub fn overlay(
     meta: BorrowedFd<'_>,
     objects: BorrowedFd<'_>,
+    source: &Path,
     target: &Path,
     opts: Options,
 ) -> Result<()> {
     let (lower, data) = (fd_path(meta), fd_path(objects));
+    let source = source.to_string_lossy();
     let mut params = vec![
+        ("source", source.as_ref()),
         ("lowerdir+", lower.as_str()),
         ("datadir+", data.as_str()),
         ("metacopy", "on"),

@@ -35,9 +35,8 @@ pub struct StoreArg {
 impl StoreArg {
     fn open(&self) -> Result<Store, CliError> {
         let dir = self.store.clone().unwrap_or_else(default_store);
-        Store::open(&dir).map_err(|e| {
-            with_hint(format!("cannot open the store `{}`", dir.display()), e)
-        })
+        Store::open(&dir)
+            .map_err(|e| with_hint(format!("cannot open the store `{}`", dir.display()), e))
     }
 
     /// The store, to read (mount) only: one that others can change is
@@ -45,7 +44,7 @@ impl StoreArg {
     fn open_read(&self) -> Result<Store, CliError> {
         let dir = self.store.clone().unwrap_or_else(default_store);
         Store::open_read(&dir)
-            .map_err(|e| CliError::new(format!("cannot open the store `{}`", dir.display()), e))
+            .map_err(|e| with_hint(format!("cannot open the store `{}`", dir.display()), e))
     }
 }
 
@@ -450,9 +449,7 @@ pub fn run_image(cmd: ImageCmd, quiet: bool) -> Result<ExitCode, CliError> {
         ImageCmd::Rm { name, store } => {
             let store = store.open()?;
             image::remove(&store, &name)
-                .map_err(|e| {
-                    with_hint(format!("cannot remove the image `{name}`"), e)
-                })?;
+                .map_err(|e| with_hint(format!("cannot remove the image `{name}`"), e))?;
             Ok(ExitCode::SUCCESS)
         }
         ImageCmd::Umount { dir } => {

@@ -153,8 +153,7 @@ fn mount_options(mnt: &Path) -> Vec<String> {
     let want = mnt.to_str().unwrap();
     let line = info
         .lines()
-        .filter(|l| l.split(' ').nth(4) == Some(want))
-        .last()
+        .rfind(|l| l.split(' ').nth(4) == Some(want))
         .unwrap_or_else(|| panic!("{want} is not a mount point:\n{info}"));
     line.split(' ')
         .nth(5)
@@ -172,7 +171,11 @@ fn rewrite_redirect(s: &Scene, content: &[u8], to: &str) {
     let digest = sha256_hex(content);
     let old = format!("/{}/{}", &digest[..2], &digest[2..]);
     let pad = old.len() - to.len();
-    assert!(pad % 2 == 0, "`{to}` cannot be padded to {} bytes", old.len());
+    assert!(
+        pad.is_multiple_of(2),
+        "`{to}` cannot be padded to {} bytes",
+        old.len()
+    );
     let new = format!("/{}{}", "./".repeat(pad / 2), &to[1..]);
     let image = s.store.join("images/evil.erofs");
     let mut b = std::fs::read(&image).unwrap();
@@ -262,7 +265,12 @@ fn issue_25_a_users_image_mounts_nosuid_nodev() {
         "{opts:?}"
     );
     let id = as_nobody(&s.d, "mnt/rootsh", &["-u"]);
-    assert_eq!(String::from_utf8_lossy(&id.stdout).trim(), "0", "{}", text(&id));
+    assert_eq!(
+        String::from_utf8_lossy(&id.stdout).trim(),
+        "0",
+        "{}",
+        text(&id)
+    );
     drop(m);
     let (r, _m) = root_mounts(&rs, "mine", &s.mnt, &[]);
     assert!(r.ok, "{}", r.stderr);
