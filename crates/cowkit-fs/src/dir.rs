@@ -316,27 +316,6 @@ pub fn stat_at(dir: impl AsFd, name: &str) -> rustix::io::Result<Option<rustix::
     }
 }
 
-/// Why a process of effective uid `me` cannot trust the file or directory
-/// `st` describes to stay as it is: someone other than `me` and root owns
-/// it, or its group or everyone may write it. `None` when only `me` and
-/// root can change it.
-pub fn others_can_change(st: &rustix::fs::Stat, me: u32) -> Option<String> {
-    let mode = st.st_mode & 0o7777;
-    if st.st_uid != me && st.st_uid != 0 {
-        return Some(format!("it is owned by uid {}", st.st_uid));
-    }
-    if mode & 0o002 != 0 {
-        return Some(format!("it is writable by everyone (mode {mode:04o})"));
-    }
-    if mode & 0o020 != 0 {
-        return Some(format!(
-            "it is writable by its group, gid {} (mode {mode:04o})",
-            st.st_gid
-        ));
-    }
-    None
-}
-
 /// Raise the soft limit on open files to the hard limit (as GNU `cp` and
 /// `rm` do): tree walks hold a descriptor per directory level.
 pub fn raise_fd_limit() {

@@ -450,7 +450,7 @@ pub fn mount(store: &Store, name: &str, target: &Path, trusted: bool) -> Result<
     let path = std::path::absolute(&path).unwrap_or(path);
     match &image {
         Opened::Erofs(f) => {
-            let meta = crate::mount::erofs(f.as_fd(), &path)?;
+            let meta = crate::mount::erofs(f.as_fd(), &path, opts)?;
             crate::mount::overlay(meta.as_fd(), store.objects_fd(), &path, target, opts)
         }
         Opened::Dir(fd) => {

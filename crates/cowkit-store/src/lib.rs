@@ -31,6 +31,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use cowkit_fs::dir::{self, NewFile};
+use cowkit_fs::trust::WalkError;
 use cowkit_fs::{Copier, Handle, IoError, Method};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -101,7 +102,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// needs it exclusive, so it never runs while an import or image creation
 /// of another process could still need an object it would remove.
 ///
-/// The store's directory is opened once, by the path given; everything in
+/// The store's directory is opened once, resolved one component at a time
+/// ([`cowkit_fs::trust::open_dir_walked`]): for root, a directory on the
+/// way that another user can change makes the store theirs. Everything in
 /// it is opened from that descriptor without following symlinks. A store
 /// that someone other than the caller and root can change (owned by
 /// another user, or group- or world-writable: the store's directory,
@@ -176,7 +179,7 @@ impl Summary {
 pub(crate) fn untrusted_why(fd: &impl AsFd, path: &Path) -> Result<Option<(PathBuf, String)>> {
     let st = rustix::fs::fstat(fd).map_err(|e| IoError::new("stat", path, e))?;
     let me = rustix::process::geteuid().as_raw();
-    Ok(dir::others_can_change(&st, me).map(|why| (path.to_path_buf(), why)))
+    Ok(cowkit_fs::trust::others_can_change(&st, me).map(|why| (path.to_path_buf(), why)))
 }
 
 /// `e` (from opening `name` in `dir`, named `path`, with `O_NOFOLLOW`),
@@ -259,22 +262,14 @@ impl Store {
     }
 
     fn open_as(dir: &Path, lock: rustix::fs::FlockOperation, write: bool) -> Result<Store> {
-        use rustix::fs::{Mode, OFlags};
-        if write {
-            std::os::unix::fs::DirBuilderExt::mode(
-                std::fs::DirBuilder::new().recursive(true),
-                0o755,
-            )
-            .create(dir)
-            .map_err(|e| IoError::new("create", dir, e))?;
-        }
-        // The path as the caller named it; below it, no link is followed.
-        let dir_fd = rustix::fs::open(
-            dir,
-            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| IoError::new("open directory", dir, e))?;
+        // Resolved one component at a time: as root, a directory on the
+        // way that another user can change makes the store theirs.
+        let me = rustix::process::geteuid().as_raw();
+        let (dir_fd, along) = cowkit_fs::trust::open_dir_walked(dir, (me == 0).then_some(0), write)
+            .map_err(|e| match e {
+                WalkError::Io(e) => e.into(),
+                WalkError::Untrusted { path, why } => Error::Untrusted { path, why },
+            })?;
         let objects_path = dir.join("objects");
         let objects = if write {
             dir::mkdir_open(&dir_fd, "objects", 0o755, &objects_path)
@@ -282,7 +277,7 @@ impl Store {
             dir::open_dir(&dir_fd, "objects", &objects_path)
         }
         .map_err(|e| no_symlink(e, &dir_fd, "objects", &objects_path))?;
-        let mut untrusted = None;
+        let mut untrusted = along;
         for (fd, path) in [(&dir_fd, dir), (&objects, objects_path.as_path())] {
             untrusted = untrusted.or(untrusted_why(fd, path)?);
         }

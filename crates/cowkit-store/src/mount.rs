@@ -85,18 +85,25 @@ fn detached(
 }
 
 /// The EROFS file `file` (open, a regular file) mounted read-only,
-/// detached.
-pub fn erofs(file: BorrowedFd<'_>, path: &Path) -> Result<OwnedFd> {
+/// detached: `nosuid,nodev` too unless `opts.trusted`, like the overlay
+/// over it.
+pub fn erofs(file: BorrowedFd<'_>, path: &Path, opts: Options) -> Result<OwnedFd> {
     let source = fd_path(file);
     detached(
         "erofs",
         &[("source", source.as_str())],
-        MountAttrFlags::MOUNT_ATTR_RDONLY
-            | MountAttrFlags::MOUNT_ATTR_NOSUID
-            | MountAttrFlags::MOUNT_ATTR_NODEV
-            | MountAttrFlags::MOUNT_ATTR_NOEXEC,
+        attrs(opts),
         &format!("cannot mount `{}` (EROFS, file-backed)", path.display()),
     )
+}
+
+/// Read-only, and `nosuid,nodev` unless trusted.
+fn attrs(opts: Options) -> MountAttrFlags {
+    let mut attrs = MountAttrFlags::MOUNT_ATTR_RDONLY;
+    if !opts.trusted {
+        attrs |= MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NODEV;
+    }
+    attrs
 }
 
 /// The overlay of `meta` (the metadata layer: an image directory or a
@@ -123,12 +130,8 @@ pub fn overlay(
     if opts.verity {
         params.push(("verity", "require"));
     }
-    let mut attrs = MountAttrFlags::MOUNT_ATTR_RDONLY;
-    if !opts.trusted {
-        attrs |= MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NODEV;
-    }
     let what = format!("cannot mount the overlay at `{}`", target.display());
-    let mnt = detached("overlay", &params, attrs, &what)?;
+    let mnt = detached("overlay", &params, attrs(opts), &what)?;
     // The mount point as the caller named it (root's own choice).
     move_mount(
         mnt.as_fd(),

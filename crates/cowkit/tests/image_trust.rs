@@ -376,6 +376,24 @@ fn issue_25_root_refuses_to_write_into_a_users_store() {
     assert_eq!(sorted_names(&s.store.join("objects")), before);
     assert!(s.store.join("images/evil.erofs").exists());
 
+    // A store root would make inside nobody's directory: nobody could
+    // swap it for a symlink between root's steps. Refused, naming that
+    // directory, and nothing is made.
+    let r = run(cowkit()
+        .args(["store", "import"])
+        .arg(&tree)
+        .arg("--store")
+        .arg(s.user.join("roots")));
+    assert!(!r.ok, "root made a store inside nobody's directory");
+    assert!(
+        r.stderr
+            .contains(&format!("`{}` can be changed", s.user.display()))
+            && r.stderr.contains("owned by"),
+        "{}",
+        r.stderr
+    );
+    assert!(!s.user.join("roots/objects").exists());
+
     // A store of root's that its group may write: refused too.
     let rs = s.d.join("grouped");
     let c = run(cowkit()
