@@ -174,3 +174,54 @@ fn components(p: &Path) -> VecDeque<OsString> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{symlink, PermissionsExt};
+
+    fn ino(fd: &OwnedFd) -> u64 {
+        rustix::fs::fstat(fd).unwrap().st_ino
+    }
+
+    #[test]
+    fn walks_through_symlinks_to_the_same_directory() {
+        let t = tempfile::tempdir().unwrap();
+        let real = t.path().join("real/deep");
+        std::fs::create_dir_all(&real).unwrap();
+        symlink("real", t.path().join("abs-not")).unwrap();
+        symlink(t.path().join("real"), t.path().join("abs")).unwrap();
+        let want = std::fs::metadata(&real).unwrap();
+        let me = rustix::process::geteuid().as_raw();
+        for p in ["abs-not/deep", "abs/deep", "real/../real/deep"] {
+            let (fd, why) = open_dir_walked(&t.path().join(p), Some(me), false).unwrap();
+            assert_eq!(ino(&fd), std::os::unix::fs::MetadataExt::ino(&want), "{p}");
+            assert_eq!(why, None, "{p}");
+        }
+    }
+
+    #[test]
+    fn names_the_first_directory_others_can_change() {
+        let t = tempfile::tempdir().unwrap();
+        let open = t.path().join("open");
+        std::fs::create_dir_all(open.join("inner")).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let me = rustix::process::geteuid().as_raw();
+        let (_, why) = open_dir_walked(&open.join("inner"), Some(me), false).unwrap();
+        let (path, why) = why.expect("a world-writable directory on the way");
+        assert_eq!(path, open);
+        assert!(why.contains("writable by everyone"), "{why}");
+        // Nothing is created past it.
+        let e = open_dir_walked(&open.join("new/deeper"), Some(me), true).unwrap_err();
+        assert!(matches!(e, WalkError::Untrusted { .. }), "{e}");
+        assert!(!open.join("new").exists());
+        // Sticky, like /tmp: others cannot swap what is in it.
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let (_, why) = open_dir_walked(&open.join("inner"), Some(me), false).unwrap();
+        assert_eq!(why, None);
+        // Unchecked: created.
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        open_dir_walked(&open.join("new/deeper"), None, true).unwrap();
+        assert!(open.join("new/deeper").is_dir());
+    }
+}
