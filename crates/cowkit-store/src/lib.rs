@@ -250,9 +250,10 @@ impl Store {
     }
 
     /// Open the existing store at `dir` to read it (mount its images,
-    /// list them): nothing is created, nothing inside it is followed if a
-    /// symlink, and a store someone else can change is opened all the
-    /// same, without its lock ([`Store::untrusted`] says why).
+    /// list them): nothing is created but its lock file, nothing inside it
+    /// is followed if a symlink, and a store someone else can change is
+    /// opened all the same, without its lock and creating nothing
+    /// ([`Store::untrusted`] says why).
     pub fn open_read(dir: &Path) -> Result<Store> {
         Self::open_as(dir, rustix::fs::FlockOperation::LockShared, false)
     }
