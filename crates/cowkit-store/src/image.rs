@@ -11,15 +11,24 @@
 //! absolute: overlayfs refuses a relative one there). An empty file stays
 //! an empty file.
 //!
-//! [`mount`] runs `mount -t overlay overlay -o
-//! ro,metacopy=on,lowerdir=IMAGE::OBJECTS DIR`: the objects are a
-//! data-only lower layer (Linux 6.5+), found only through redirects. Two
-//! images whose files redirect to one object read it through one inode,
-//! so its pages are cached once.
+//! [`mount`] mounts an overlay of the image over the objects, read-only,
+//! from descriptors ([`crate::mount`]): the objects are a data-only lower
+//! layer (`datadir+`), found only through redirects. Two images whose
+//! files redirect to one object read it through one inode, so its pages
+//! are cached once.
+//!
+//! Redirects cannot leave the objects: overlayfs looks a data-only layer's
+//! redirect up beneath that layer's root, following no symlink and
+//! crossing no mount. The objects directory itself is opened without
+//! following a symlink, so a store whose `objects` was replaced by a link
+//! to `/` is refused. Unless the caller asks for a trusted mount (and the
+//! store, `images` and the image are the caller's or root's and nobody
+//! else may write them), the mount is `nosuid,nodev`.
 
 use std::collections::HashMap;
 use std::ffi::CString;
-use std::os::fd::{AsFd, OwnedFd};
+use std::io::Read;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -28,9 +37,10 @@ use cowkit_fs::dir;
 use cowkit_fs::meta::{self, Current, Meta, On, Policy};
 use cowkit_fs::IoError;
 use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::io::Errno;
 
 use crate::tree::{Entry, Kind};
-use crate::{Error, Result, Store};
+use crate::{is_symlink, Error, Result, Store};
 
 /// Where the store keeps images.
 pub fn images_dir(store: &Store) -> PathBuf {
@@ -47,6 +57,86 @@ fn check_name(name: &str) -> Result<()> {
         Ok(())
     } else {
         Err(Error::BadName(name.to_string()))
+    }
+}
+
+/// `STORE/images`, opened without following a symlink; created when
+/// `create` (and then refused if someone other than the caller and root can
+/// change it). `None` when it does not exist.
+fn open_images(store: &Store, create: bool) -> Result<Option<OwnedFd>> {
+    let path = images_dir(store);
+    if create {
+        let fd = dir::mkdir_open(store.dir_fd(), "images", 0o755, &path)
+            .map_err(|e| crate::no_symlink(e, store.dir_fd(), "images", &path))?;
+        Store::check_writable_by_us(fd.as_fd(), &path)?;
+        return Ok(Some(fd));
+    }
+    match rustix::fs::openat(
+        store.dir_fd(),
+        "images",
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+        Mode::empty(),
+    ) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(Errno::NOENT) => Ok(None),
+        Err(Errno::LOOP | Errno::NOTDIR) if is_symlink(store.dir_fd(), "images") => {
+            Err(Error::Symlink(path))
+        }
+        Err(e) => Err(IoError::new("open directory", path, e).into()),
+    }
+}
+
+/// The largest EROFS image read into memory (its metadata only: a tree of
+/// a million files takes well under this).
+pub const MAX_IMAGE_BYTES: u64 = 1 << 30;
+
+/// All of the EROFS image `f` (named `path`), at most [`MAX_IMAGE_BYTES`].
+fn read_image(f: &std::fs::File, path: &Path) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    f.take(MAX_IMAGE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| IoError::new("read", path, e))?;
+    if bytes.len() as u64 > MAX_IMAGE_BYTES {
+        return Err(Error::Image(format!(
+            "`{}` is larger than {MAX_IMAGE_BYTES} bytes: not an image cowkit wrote",
+            path.display()
+        )));
+    }
+    Ok(bytes)
+}
+
+/// An image, opened.
+enum Opened {
+    /// `images/NAME.erofs`, read-only.
+    Erofs(std::fs::File),
+    /// `images/NAME`, `O_PATH`.
+    Dir(OwnedFd),
+}
+
+/// Open the image `name` without following a symlink: its `images`
+/// directory, the image, and the image's path.
+fn open_image(store: &Store, name: &str) -> Result<(OwnedFd, Opened, PathBuf)> {
+    let none = || Error::Image(format!("no image `{name}` in `{}`", store.dir().display()));
+    let images = open_images(store, false)?.ok_or_else(none)?;
+    let file = erofs_file(store, name)?;
+    let fname = format!("{name}.erofs");
+    match dir::open_read_opt(&images, &fname, &file) {
+        Ok(Some(f)) => return Ok((images, Opened::Erofs(f), file)),
+        Ok(None) => {}
+        Err(_) if is_symlink(&images, &fname) => return Err(Error::Symlink(file)),
+        Err(e) => return Err(e.into()),
+    }
+    let path = image_dir(store, name)?;
+    match rustix::fs::openat(
+        &images,
+        name,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => Ok((images, Opened::Dir(fd), path)),
+        Err(_) if is_symlink(&images, name) => Err(Error::Symlink(path)),
+        Err(Errno::NOENT | Errno::NOTDIR) => Err(none()),
+        Err(e) => Err(IoError::new("open", path, e).into()),
     }
 }
 
@@ -76,8 +166,7 @@ pub fn create(
         return Err(Error::Image(format!("the image `{name}` exists already")));
     }
     let images = images_dir(store);
-    std::fs::create_dir_all(&images).map_err(|e| IoError::new("create", images.clone(), e))?;
-    let images_fd = dir::open_dir(rustix::fs::CWD, images.as_os_str(), &images)?;
+    let images_fd = open_images(store, true)?.expect("created");
     if dir::stat_at(&images_fd, name)
         .map_err(|e| IoError::new("stat", final_dir.clone(), e))?
         .is_some()
@@ -102,7 +191,7 @@ pub fn create(
         .map_err(|e| IoError::new("rename into place", final_dir.clone(), e).into())
     });
     if r.is_err() {
-        let _ = std::fs::remove_dir_all(&tmp_path);
+        let _ = dir::remove_tree(&images_fd, &tmp, &tmp_path);
     }
     r.map(|()| final_dir)
 }
@@ -265,17 +354,25 @@ pub fn verity_digests(store: &Store, entries: &[Entry]) -> Result<HashMap<String
 /// Whether the image `name` carries fs-verity digests (its metacopy
 /// xattrs are not empty): it is then mounted with `verity=require`.
 pub fn carries_verity(store: &Store, name: &str) -> Result<bool> {
-    let erofs = erofs_file(store, name)?;
-    if erofs.is_file() {
-        let bytes = std::fs::read(&erofs).map_err(|e| IoError::new("read", erofs.clone(), e))?;
-        let r = crate::erofs::Reader::new(&bytes)?;
-        return Ok(r.walk()?.iter().any(|(_, i)| {
-            i.xattrs
-                .get(&b"trusted.overlay.metacopy"[..])
-                .is_some_and(|v| !v.is_empty())
-        }));
-    }
-    let mut stack = vec![image_dir(store, name)?];
+    let (_, image, path) = open_image(store, name)?;
+    verity_recorded(&image, &path)
+}
+
+fn verity_recorded(image: &Opened, path: &Path) -> Result<bool> {
+    let top = match image {
+        Opened::Erofs(f) => {
+            let bytes = read_image(f, path)?;
+            let r = crate::erofs::Reader::new(&bytes)?;
+            return Ok(r.walk()?.iter().any(|(_, i)| {
+                i.xattrs
+                    .get(&b"trusted.overlay.metacopy"[..])
+                    .is_some_and(|v| !v.is_empty())
+            }));
+        }
+        // The open directory itself, whatever its path has become.
+        Opened::Dir(fd) => PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd())),
+    };
+    let mut stack = vec![top];
     while let Some(d) = stack.pop() {
         let Ok(rd) = std::fs::read_dir(&d) else {
             continue;
@@ -300,101 +397,66 @@ pub fn carries_verity(store: &Store, name: &str) -> Result<bool> {
 /// Remove the image `name` (its objects stay until [`Store::gc`]). It is
 /// renamed away first, so it disappears at once.
 pub fn remove(store: &Store, name: &str) -> Result<()> {
-    let erofs = erofs_file(store, name)?;
-    if erofs.is_file() {
-        return std::fs::remove_file(&erofs)
-            .map_err(|e| IoError::new("remove", erofs.clone(), e).into());
+    let (images, image, path) = open_image(store, name)?;
+    Store::check_writable_by_us(images.as_fd(), &images_dir(store))?;
+    if let Opened::Erofs(_) = image {
+        return rustix::fs::unlinkat(&images, format!("{name}.erofs"), AtFlags::empty())
+            .map_err(|e| IoError::new("remove", path, e).into());
     }
-    let path = image_dir(store, name)?;
-    let gone = images_dir(store).join(dir::temp_name());
-    std::fs::rename(&path, &gone).map_err(|e| IoError::new("remove", path.clone(), e))?;
-    std::fs::remove_dir_all(&gone).map_err(|e| IoError::new("remove", gone.clone(), e))?;
+    let tmp = dir::temp_name();
+    let gone = images_dir(store).join(&tmp);
+    rustix::fs::renameat(&images, name, &images, tmp.as_str())
+        .map_err(|e| IoError::new("remove", path, e))?;
+    dir::remove_tree(&images, &tmp, &gone)?;
     Ok(())
 }
 
-/// Refuse a path that overlayfs's option parser would split.
-fn mount_path(p: &Path) -> Result<String> {
-    let s = p
-        .to_str()
-        .ok_or_else(|| Error::Image(format!("`{}` is not UTF-8", p.display())))?;
-    if s.contains([',', ':', '\\']) {
-        return Err(Error::Image(format!(
-            "`{s}` has a `,`, `:` or `\\`, which overlayfs's mount options cannot hold"
-        )));
-    }
-    Ok(s.to_string())
-}
-
-/// Mount the image `name` read-only at `target`. An EROFS image is
-/// mounted first at a private temporary directory; overlayfs keeps its own
-/// reference to its layers, so that mount is undone at once and only the
-/// overlay remains.
-pub fn mount(store: &Store, name: &str, target: &Path) -> Result<()> {
-    let objects =
-        mount_path(&std::path::absolute(store.objects_dir()).unwrap_or(store.objects_dir()))?;
-    let verity = if carries_verity(store, name)? {
-        ",verity=require"
-    } else {
-        ""
+/// Mount the image `name` read-only at `target`, from descriptors
+/// ([`crate::mount`]): `nosuid,nodev` unless `trusted`.
+///
+/// `trusted` is refused ([`Error::Untrusted`]) when someone other than the
+/// caller and root can change the store's directory, `objects`, `images`
+/// or the image. Such a store is still mounted safely without it, except
+/// where `fs.protected_hardlinks` is off: its owner could then link a file
+/// they cannot read into the objects, which overlayfs reads with the
+/// mounter's rights.
+pub fn mount(store: &Store, name: &str, target: &Path, trusted: bool) -> Result<()> {
+    let (images, image, path) = open_image(store, name)?;
+    let images_path = images_dir(store);
+    let untrusted = match store.untrusted() {
+        Some((p, why)) => Some((p.to_path_buf(), why.to_string())),
+        None => crate::untrusted_why(&images, &images_path)?.or(match &image {
+            Opened::Erofs(f) => crate::untrusted_why(f, &path)?,
+            Opened::Dir(fd) => crate::untrusted_why(fd, &path)?,
+        }),
     };
-    let erofs = erofs_file(store, name)?;
-    if erofs.is_file() {
-        let staging = store.dir().join("mnt");
-        std::fs::create_dir_all(&staging)
-            .map_err(|e| IoError::new("create", staging.clone(), e))?;
-        let meta = staging.join(dir::temp_name());
-        std::fs::create_dir(&meta).map_err(|e| IoError::new("create", meta.clone(), e))?;
-        let r = run_mount(&["-t", "erofs", "-o", "ro,loop"], &erofs, &meta).and_then(|()| {
-            let opts = format!(
-                "ro,metacopy=on{verity},lowerdir={}::{objects}",
-                mount_path(&meta)?
-            );
-            let r = run_mount(
-                &["-t", "overlay", "-o", &opts],
-                Path::new("overlay"),
-                target,
-            );
-            let _ = umount(&meta);
-            r
-        });
-        let _ = std::fs::remove_dir(&meta);
-        return r;
+    if let Some((path, why)) = untrusted {
+        if trusted {
+            return Err(Error::Untrusted { path, why });
+        }
+        let protected = std::fs::read_to_string("/proc/sys/fs/protected_hardlinks")
+            .is_ok_and(|v| v.trim() == "1");
+        if !protected {
+            return Err(Error::Untrusted {
+                path,
+                why: format!("{why}, and `fs.protected_hardlinks` is not 1, so its owner could link files they cannot read into the objects"),
+            });
+        }
     }
-    let image = image_dir(store, name)?;
-    if !image.is_dir() {
-        return Err(Error::Image(format!(
-            "no image `{name}` in `{}`",
-            store.dir().display()
-        )));
+    let opts = crate::mount::Options {
+        trusted,
+        verity: verity_recorded(&image, &path)?,
+    };
+    let path = std::path::absolute(&path).unwrap_or(path);
+    match &image {
+        Opened::Erofs(f) => {
+            let meta = crate::mount::erofs(f.as_fd(), &path, opts)?;
+            crate::mount::overlay(meta.as_fd(), store.objects_fd(), &path, target, opts)
+        }
+        Opened::Dir(fd) => {
+            crate::mount::overlay(fd.as_fd(), store.objects_fd(), &path, target, opts)
+        }
     }
-    let opts = format!(
-        "ro,metacopy=on{verity},lowerdir={}::{objects}",
-        mount_path(&std::path::absolute(&image).unwrap_or(image.clone()))?,
-    );
-    run_mount(
-        &["-t", "overlay", "-o", &opts],
-        Path::new("overlay"),
-        target,
-    )
-}
-
-fn run_mount(args: &[&str], source: &Path, target: &Path) -> Result<()> {
-    let out = Command::new("mount")
-        .args(args)
-        .arg(source)
-        .arg(target)
-        .output()
-        .map_err(|e| IoError::new("run mount(8) for", target.to_path_buf(), e))?;
-    if !out.status.success() {
-        return Err(Error::Image(format!(
-            "mount {} {} {} failed: {}",
-            args.join(" "),
-            source.display(),
-            target.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    Ok(())
 }
 
 /// Unmount an image mounted at `target`.
@@ -418,11 +480,12 @@ pub fn umount(target: &Path) -> Result<()> {
 pub fn references(store: &Store) -> Result<Vec<(String, String, String)>> {
     let mut out = Vec::new();
     let images = images_dir(store);
-    let Ok(rd) = std::fs::read_dir(&images) else {
+    let Some(images_fd) = open_images(store, false)? else {
         return Ok(out);
     };
-    let mut names: Vec<String> = rd
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+    let mut names: Vec<String> = dir::read_names(&images_fd, &images)?
+        .into_iter()
+        .filter_map(|(n, _)| n.into_string().ok())
         .collect();
     names.sort();
     for name in names {
@@ -430,7 +493,10 @@ pub fn references(store: &Store) -> Result<Vec<(String, String, String)>> {
         // they refer to is needed.
         let top = images.join(&name);
         if let Some(image) = name.strip_suffix(".erofs") {
-            let bytes = std::fs::read(&top).map_err(|e| IoError::new("read", top.clone(), e))?;
+            let Some(f) = dir::open_read_opt(&images_fd, &name, &top)? else {
+                continue;
+            };
+            let bytes = read_image(&f, &top)?;
             for (path, object) in crate::erofs::objects(&bytes).map_err(|e| {
                 Error::Image(format!("`{}` is not a readable image: {e}", top.display()))
             })? {
@@ -438,7 +504,12 @@ pub fn references(store: &Store) -> Result<Vec<(String, String, String)>> {
             }
             continue;
         }
-        if !top.is_dir() {
+        let is_dir = dir::stat_at(&images_fd, name.as_str())
+            .map_err(|e| IoError::new("stat", top.clone(), e))?
+            .is_some_and(|st| {
+                rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory
+            });
+        if !is_dir {
             continue;
         }
         let mut stack = vec![top.clone()];
@@ -525,10 +596,12 @@ pub fn create_erofs(
     }
     let bytes = crate::erofs::write(entries, opts)?;
     let images = images_dir(store);
-    std::fs::create_dir_all(&images).map_err(|e| IoError::new("create", images.clone(), e))?;
-    let images_fd = dir::open_dir(rustix::fs::CWD, images.as_os_str(), &images)?;
+    let images_fd = open_images(store, true)?.expect("created");
     let mut new = dir::NewFile::anonymous(images_fd.as_fd(), &images, 0o444)?;
     new.write_all(&bytes)?;
+    // Its mode before its name, whatever the umask.
+    rustix::fs::fchmod(new.file(), Mode::from_raw_mode(0o444))
+        .map_err(|e| IoError::new("set the mode of", file.clone(), e))?;
     match new.commit_new(images_fd.as_fd(), &format!("{name}.erofs"), &file)? {
         Some(_) => Ok(file),
         None => Err(Error::Image(format!("the image `{name}` exists already"))),

@@ -13,16 +13,25 @@
 //!   entry with its metadata, regular files as sparse files carrying
 //!   `trusted.overlay.metacopy` and `trusted.overlay.redirect=/ab/cdef…`;
 //!   mounted read-only by overlayfs over the objects as a data-only lower
-//!   layer (Linux 6.5+), so images that hold the same content share one
-//!   page-cache copy of it.
+//!   layer, so images that hold the same content share one page-cache copy
+//!   of it.
+//! - [`mount`]: the mount itself, from descriptors (`fsopen`, `fsmount`,
+//!   `move_mount`), `nosuid,nodev` unless trusted.
+//!
+//! Everything inside the store's directory is opened from its descriptor
+//! without following symlinks. A store that someone other than the caller
+//! and root can change is never written into ([`Error::Untrusted`]); it
+//! can be opened with [`Store::open_read`] and its images mounted
+//! `nosuid,nodev`, never trusted.
 #![deny(missing_docs)]
 
 use std::fs::File;
 use std::io::Read;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use cowkit_fs::dir::{self, NewFile};
+use cowkit_fs::trust::WalkError;
 use cowkit_fs::{Copier, Handle, IoError, Method};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -30,6 +39,7 @@ use sha2::{Digest, Sha256};
 pub mod digests;
 pub mod erofs;
 pub mod image;
+pub mod mount;
 pub mod package;
 pub mod tree;
 
@@ -59,6 +69,19 @@ pub enum Error {
     /// Image creation or mounting failed otherwise.
     #[error("{0}")]
     Image(String),
+    /// Someone other than the caller and root can change part of the
+    /// store: it is not written into, and its images are not mounted
+    /// trusted.
+    #[error("`{path}` can be changed by someone else: {why}")]
+    Untrusted {
+        /// The directory or image.
+        path: PathBuf,
+        /// Who else can change it.
+        why: String,
+    },
+    /// A store's directory or image is a symlink: never followed.
+    #[error("`{0}` is a symlink: cowkit follows no link inside a store")]
+    Symlink(PathBuf),
     /// fs-verity cannot be enabled on the store's objects.
     #[error("the store's filesystem cannot keep fs-verity on `{0}` (Btrfs, and ext4 made with `-O verity`, can; XFS on this kernel cannot)")]
     NoVerity(PathBuf),
@@ -78,11 +101,23 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// An open store holds a shared `flock` on `STORE/lock`; [`Store::gc`]
 /// needs it exclusive, so it never runs while an import or image creation
 /// of another process could still need an object it would remove.
+///
+/// The store's directory is opened once, resolved one component at a time
+/// ([`cowkit_fs::trust::open_dir_walked`]): for root, a directory on the
+/// way that another user can change makes the store theirs. Everything in
+/// it is opened from that descriptor without following symlinks. A store
+/// that someone other than the caller and root can change (owned by
+/// another user, or group- or world-writable: the store's directory,
+/// `objects`, `images`) is refused for writing ([`Error::Untrusted`]); it
+/// can be opened for reading with [`Store::open_read`], whose
+/// [`Store::untrusted`] says why it is not trusted.
 #[derive(Debug)]
 pub struct Store {
     dir: PathBuf,
+    dir_fd: OwnedFd,
     objects: OwnedFd,
-    _lock: OwnedFd,
+    untrusted: Option<(PathBuf, String)>,
+    _lock: Option<OwnedFd>,
     digests: digests::Cache,
     trust_digests: bool,
 }
@@ -139,6 +174,35 @@ impl Summary {
     }
 }
 
+/// Who other than the caller and root can change `fd` (named `path`), if
+/// anyone: the path and why.
+pub(crate) fn untrusted_why(fd: &impl AsFd, path: &Path) -> Result<Option<(PathBuf, String)>> {
+    let st = rustix::fs::fstat(fd).map_err(|e| IoError::new("stat", path, e))?;
+    let me = rustix::process::geteuid().as_raw();
+    Ok(cowkit_fs::trust::others_can_change(&st, me).map(|why| (path.to_path_buf(), why)))
+}
+
+/// `e` (from opening `name` in `dir`, named `path`, with `O_NOFOLLOW`),
+/// or [`Error::Symlink`] when `name` is a symlink.
+pub(crate) fn no_symlink(e: IoError, dir: impl AsFd, name: &str, path: &Path) -> Error {
+    let link = matches!(
+        e.errno(),
+        Some(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR)
+    ) && is_symlink(dir, name);
+    if link {
+        Error::Symlink(path.to_path_buf())
+    } else {
+        e.into()
+    }
+}
+
+/// Whether `name` in `dir` is a symlink.
+pub(crate) fn is_symlink(dir: impl AsFd, name: &str) -> bool {
+    dir::stat_at(dir, name).ok().flatten().is_some_and(|st| {
+        rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink
+    })
+}
+
 /// SHA-256 of everything readable from `f`, and the byte count.
 fn hash(mut f: &File, path: &Path) -> Result<(String, u64)> {
     let mut h = Sha256::new();
@@ -185,36 +249,106 @@ impl Store {
         Self::open_with(dir, rustix::fs::FlockOperation::NonBlockingLockExclusive)
     }
 
+    /// Open the existing store at `dir` to read it (mount its images,
+    /// list them): nothing is created but its lock file, nothing inside it
+    /// is followed if a symlink, and a store someone else can change is
+    /// opened all the same, without its lock and creating nothing
+    /// ([`Store::untrusted`] says why).
+    pub fn open_read(dir: &Path) -> Result<Store> {
+        Self::open_as(dir, rustix::fs::FlockOperation::LockShared, false)
+    }
+
     fn open_with(dir: &Path, lock: rustix::fs::FlockOperation) -> Result<Store> {
-        std::fs::create_dir_all(dir.join("objects"))
-            .map_err(|e| IoError::new("create", dir.join("objects"), e))?;
-        let objects = rustix::fs::open(
-            dir.join("objects"),
-            rustix::fs::OFlags::DIRECTORY
-                | rustix::fs::OFlags::RDONLY
-                | rustix::fs::OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-        )
-        .map_err(|e| IoError::new("open", dir.join("objects"), e))?;
-        let lock_path = dir.join("lock");
-        let lock_fd = rustix::fs::open(
-            &lock_path,
-            rustix::fs::OFlags::CREATE | rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
-            rustix::fs::Mode::from_raw_mode(0o644),
-        )
-        .map_err(|e| IoError::new("open", lock_path.clone(), e))?;
-        match rustix::fs::flock(&lock_fd, lock) {
-            Ok(()) => {}
-            Err(rustix::io::Errno::WOULDBLOCK) => return Err(Error::Busy(dir.to_path_buf())),
-            Err(e) => return Err(IoError::new("lock", lock_path, e).into()),
+        Self::open_as(dir, lock, true)
+    }
+
+    fn open_as(dir: &Path, lock: rustix::fs::FlockOperation, write: bool) -> Result<Store> {
+        // Resolved one component at a time: as root, a directory on the
+        // way that another user can change makes the store theirs.
+        let me = rustix::process::geteuid().as_raw();
+        let (dir_fd, along) = cowkit_fs::trust::open_dir_walked(dir, (me == 0).then_some(0), write)
+            .map_err(|e| match e {
+                WalkError::Io(e) => e.into(),
+                WalkError::Untrusted { path, why } => Error::Untrusted { path, why },
+            })?;
+        let objects_path = dir.join("objects");
+        let objects = if write {
+            dir::mkdir_open(&dir_fd, "objects", 0o755, &objects_path)
+        } else {
+            dir::open_dir(&dir_fd, "objects", &objects_path)
         }
+        .map_err(|e| no_symlink(e, &dir_fd, "objects", &objects_path))?;
+        let mut untrusted = along;
+        for (fd, path) in [(&dir_fd, dir), (&objects, objects_path.as_path())] {
+            untrusted = untrusted.or(untrusted_why(fd, path)?);
+        }
+        if let (true, Some((path, why))) = (write, untrusted.clone()) {
+            return Err(Error::Untrusted { path, why });
+        }
+        let lock_fd = if untrusted.is_none() {
+            Some(Self::lock(&dir_fd, &dir.join("lock"), lock, dir)?)
+        } else {
+            None
+        };
         Ok(Store {
             dir: dir.to_path_buf(),
+            dir_fd,
             objects,
+            untrusted,
             _lock: lock_fd,
             digests: digests::Cache::new(&dir.join("digests")),
             trust_digests: true,
         })
+    }
+
+    /// `STORE/lock`, locked as `op` asks.
+    fn lock(
+        dir_fd: &OwnedFd,
+        path: &Path,
+        op: rustix::fs::FlockOperation,
+        dir: &Path,
+    ) -> Result<OwnedFd> {
+        use rustix::fs::OFlags;
+        let fd = rustix::fs::openat(
+            dir_fd,
+            "lock",
+            OFlags::CREATE | OFlags::RDWR | OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NONBLOCK,
+            rustix::fs::Mode::from_raw_mode(0o644),
+        )
+        .map_err(|e| IoError::new("open", path, e))?;
+        match rustix::fs::flock(&fd, op) {
+            Ok(()) => Ok(fd),
+            Err(rustix::io::Errno::WOULDBLOCK) => Err(Error::Busy(dir.to_path_buf())),
+            Err(e) => Err(IoError::new("lock", path, e).into()),
+        }
+    }
+
+    /// Why the store cannot be trusted, when someone other than the
+    /// caller and root can change it: the first such directory and who.
+    /// Such a store is only ever opened by [`Store::open_read`].
+    pub fn untrusted(&self) -> Option<(&Path, &str)> {
+        self.untrusted
+            .as_ref()
+            .map(|(p, w)| (p.as_path(), w.as_str()))
+    }
+
+    /// The store's directory, opened.
+    pub fn dir_fd(&self) -> BorrowedFd<'_> {
+        self.dir_fd.as_fd()
+    }
+
+    /// The objects directory, opened (never through a symlink).
+    pub fn objects_fd(&self) -> BorrowedFd<'_> {
+        self.objects.as_fd()
+    }
+
+    /// Refuse to write into `fd` (named `path`) when someone other than
+    /// the caller and root can change it.
+    pub fn check_writable_by_us(fd: BorrowedFd<'_>, path: &Path) -> Result<()> {
+        match untrusted_why(&fd, path)? {
+            Some((path, why)) => Err(Error::Untrusted { path, why }),
+            None => Ok(()),
+        }
     }
 
     /// Whether imports may take a file's digest from the digest cache
@@ -291,8 +425,7 @@ impl Store {
             });
         }
         let fan_path = self.objects_dir().join(&digest[..2]);
-        let fan = dir::mkdir_open(&self.objects, &digest[..2], 0o755, &fan_path)?;
-        let new = NewFile::anonymous(fan.as_fd(), &fan_path, 0o444)?;
+        let (fan, new) = self.new_object(&digest, &fan_path)?;
         let copied = copier.copy_new_file(
             Handle::new(src, path),
             Handle::new(new.file(), &fan_path),
@@ -322,6 +455,7 @@ impl Store {
             return Err(Error::Changed(path.to_path_buf()));
         }
         let obj_path = fan_path.join(&digest[2..]);
+        Self::seal(&new, &obj_path)?;
         let committed = new.commit_new(fan.as_fd(), &digest[2..], &obj_path)?;
         Ok(Imported {
             new: committed.is_some(),
@@ -356,8 +490,7 @@ impl Store {
             return Ok((digest, false, None));
         }
         let fan_path = self.objects_dir().join(&digest[..2]);
-        let fan = dir::mkdir_open(&self.objects, &digest[..2], 0o755, &fan_path)?;
-        let new = NewFile::anonymous(fan.as_fd(), &fan_path, 0o444)?;
+        let (fan, new) = self.new_object(&digest, &fan_path)?;
         let copied = copier.copy_range(
             Handle::new(src, path),
             off,
@@ -378,12 +511,30 @@ impl Store {
             }
         }
         let obj_path = fan_path.join(&digest[2..]);
+        Self::seal(&new, &obj_path)?;
         let committed = new.commit_new(fan.as_fd(), &digest[2..], &obj_path)?;
         Ok((
             digest,
             committed.is_some(),
             committed.is_some().then_some(copied.method),
         ))
+    }
+
+    /// The fan-out directory of `digest` (refused if someone else can
+    /// change it) and a new unnamed file in it.
+    fn new_object(&self, digest: &str, fan_path: &Path) -> Result<(OwnedFd, NewFile)> {
+        let fan = dir::mkdir_open(&self.objects, &digest[..2], 0o755, fan_path)
+            .map_err(|e| no_symlink(e, &self.objects, &digest[..2], fan_path))?;
+        Self::check_writable_by_us(fan.as_fd(), fan_path)?;
+        let new = NewFile::anonymous(fan.as_fd(), fan_path, 0o444)?;
+        Ok((fan, new))
+    }
+
+    /// Give a new object its mode, 0444 whatever the umask, before it is
+    /// named.
+    fn seal(new: &NewFile, path: &Path) -> Result<()> {
+        rustix::fs::fchmod(new.file(), rustix::fs::Mode::from_raw_mode(0o444))
+            .map_err(|e| IoError::new("set the mode of", path, e).into())
     }
 
     /// The fs-verity digest (SHA-256, 4 KiB blocks) of the object

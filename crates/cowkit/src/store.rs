@@ -36,7 +36,43 @@ impl StoreArg {
     fn open(&self) -> Result<Store, CliError> {
         let dir = self.store.clone().unwrap_or_else(default_store);
         Store::open(&dir)
-            .map_err(|e| CliError::new(format!("cannot open the store `{}`", dir.display()), e))
+            .map_err(|e| with_hint(format!("cannot open the store `{}`", dir.display()), e))
+    }
+
+    /// The store, to read (mount) only: one that others can change is
+    /// opened too.
+    fn open_read(&self) -> Result<Store, CliError> {
+        let dir = self.store.clone().unwrap_or_else(default_store);
+        Store::open_read(&dir)
+            .map_err(|e| with_hint(format!("cannot open the store `{}`", dir.display()), e))
+    }
+}
+
+/// `e` in `context`, with [`untrusted_hint`]'s hint if it has one.
+fn with_hint(context: impl std::fmt::Display, e: cowkit_store::Error) -> CliError {
+    let hint = untrusted_hint(&e);
+    let err = CliError::new(context, e);
+    match hint {
+        Some(h) => err.hint(h),
+        None => err,
+    }
+}
+
+/// The hint for a store or image someone else can change, or a symlink
+/// inside a store.
+fn untrusted_hint(e: &cowkit_store::Error) -> Option<String> {
+    match e {
+        cowkit_store::Error::Untrusted { why, .. } if why.contains("owned by") => Some(
+            "run it as the store's owner (e.g. `runuser -u OWNER -- cowkit …`), or use a store of your own; root does not write into, or mount trusted, what another user can change".into(),
+        ),
+        cowkit_store::Error::Untrusted { path, .. } => Some(format!(
+            "make it writable by its owner only (`chmod go-w {}`), or use another store",
+            path.display()
+        )),
+        cowkit_store::Error::Symlink(_) => Some(
+            "a store's directories and images must be what they are named, not symlinks; use the store's real directory".into(),
+        ),
+        _ => None,
     }
 }
 
@@ -204,12 +240,18 @@ pub enum ImageCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Mount an image read-only (overlayfs over the store's objects).
+    /// Mount an image read-only (overlayfs over the store's objects),
+    /// `nosuid,nodev` unless `--trusted`.
     Mount {
         /// The image's name.
         name: String,
         /// Where.
         dir: PathBuf,
+        /// Honour setuid/setgid bits, file capabilities and device nodes in
+        /// the image (no `nosuid,nodev`). Refused unless only you and root
+        /// can change the store, its `objects` and `images` and the image.
+        #[arg(long)]
+        trusted: bool,
         #[command(flatten)]
         store: StoreArg,
     },
@@ -290,7 +332,7 @@ pub fn run_store(cmd: StoreCmd, quiet: bool) -> Result<ExitCode, CliError> {
         StoreCmd::Gc { store, json } => {
             let dir = store.store.clone().unwrap_or_else(default_store);
             let st = Store::open_exclusive(&dir).map_err(|e| {
-                CliError::new(format!("cannot collect garbage in `{}`", dir.display()), e)
+                with_hint(format!("cannot collect garbage in `{}`", dir.display()), e)
             })?;
             let g = st
                 .gc()
@@ -378,7 +420,7 @@ pub fn run_image(cmd: ImageCmd, quiet: bool) -> Result<ExitCode, CliError> {
                 }
                 FormatArg::Dir => image::create(&store, &name, &entries, &verity),
             }
-            .map_err(|e| CliError::new(ctx(), e))?;
+            .map_err(|e| with_hint(ctx(), e))?;
             say_import(
                 &ImportReport {
                     store: store.dir(),
@@ -391,18 +433,23 @@ pub fn run_image(cmd: ImageCmd, quiet: bool) -> Result<ExitCode, CliError> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        ImageCmd::Mount { name, dir, store } => {
-            let store = store.open()?;
-            image::mount(&store, &name, &dir).map_err(|e| {
-                CliError::new(format!("cannot mount the image `{name}`"), e)
-                    .hint("images are mounted with overlayfs data-only lower layers: Linux 6.5 or newer, as root")
+        ImageCmd::Mount {
+            name,
+            dir,
+            trusted,
+            store,
+        } => {
+            let store = store.open_read()?;
+            image::mount(&store, &name, &dir, trusted).map_err(|e| {
+                let hint = untrusted_hint(&e).unwrap_or_else(|| "images are mounted from descriptors: overlayfs data-only layers from an EROFS file-backed mount need Linux 6.15 or newer, as root".into());
+                CliError::new(format!("cannot mount the image `{name}`"), e).hint(hint)
             })?;
             Ok(ExitCode::SUCCESS)
         }
         ImageCmd::Rm { name, store } => {
             let store = store.open()?;
             image::remove(&store, &name)
-                .map_err(|e| CliError::new(format!("cannot remove the image `{name}`"), e))?;
+                .map_err(|e| with_hint(format!("cannot remove the image `{name}`"), e))?;
             Ok(ExitCode::SUCCESS)
         }
         ImageCmd::Umount { dir } => {
