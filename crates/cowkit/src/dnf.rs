@@ -49,7 +49,8 @@ const FORWARD: [&str; 10] = [
 /// Arguments of `cowkit dnf`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The root to build (dnf's `--installroot`; created if missing).
+    /// The root to build (dnf's `--installroot`; created if missing; an
+    /// absolute path).
     #[arg(long)]
     root: PathBuf,
     /// The cache of transcoded packages, shared by builds. Put it on the
@@ -119,6 +120,7 @@ fn dnf_command(args: &Args, home: &Path) -> Command {
 }
 
 pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
+    crate::install::absolute_root(&args.root)?;
     cowkit_fs::dir::raise_fd_limit();
     std::fs::create_dir_all(&args.root)
         .map_err(|e| CliError::new(format!("cannot create `{}`", args.root.display()), e))?;
@@ -232,6 +234,9 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         dbpath: args.dbpath.clone(),
         noscripts: args.noscripts,
         script_stdout_to_stderr: args.json,
+        // dnf installs install-only packages (kernels) beside the old
+        // versions (rpm -i), where `rpm -U` would erase them.
+        install_only: cowkit_install::txn::InstallOnly::Beside,
         ..TxOptions::default()
     };
     let t = Instant::now();
