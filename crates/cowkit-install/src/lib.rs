@@ -30,6 +30,7 @@ use cowkit_fs::root::Root;
 use cowkit_fs::{Chain, IoError, Tally};
 use serde::Serialize;
 
+mod config;
 mod extents;
 pub mod owners;
 mod refuse;

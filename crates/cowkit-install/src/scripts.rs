@@ -155,7 +155,8 @@ impl Scriptlet {
         Ok(())
     }
 
-    /// Run it chrooted into `root` with `$1 = arg1`. Its output goes to
+    /// Run it chrooted into `root` with `$1 = arg1` (a body only: a
+    /// program-only scriptlet gets no argument, as from rpm). Its output goes to
     /// ours (stdout to stderr when `stdout_to_stderr`, so that a JSON
     /// summary on stdout stays clean). `Ok(None)` when it succeeded,
     /// `Ok(Some(status))` when it ran and failed.
