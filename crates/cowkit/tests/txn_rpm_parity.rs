@@ -413,7 +413,7 @@ fn cowkit_dnf(repo: &Path, root: &Path, dnf_cache: &Path, ck_cache: &Path, cmd: 
 
 /// Issue 26, item 5: an installed package whose `%postun` is `<lua>`,
 /// then an upgrade of it: refused before any file changes, naming the
-/// package and the scriptlet.
+/// package and the scriptlet; with two installed instances, both.
 #[test]
 fn issue_26_installed_lua_postun_refuses_the_upgrade() {
     if !as_root("issue_26_installed_lua_postun_refuses_the_upgrade") {
@@ -432,7 +432,7 @@ fn issue_26_installed_lua_postun_refuses_the_upgrade() {
             "%postun -p <lua>\nprint(\"t-lua postun\")",
         )
     };
-    let (l1, l2) = (lua(1), lua(2));
+    let (l1, l2, l3) = (lua(1), lua(2), lua(3));
     let root = base(&d.join("root"), &[&l1]);
     let before = state(&root);
     let r = install(&root, &[], &[&l2]);
@@ -441,6 +441,20 @@ fn issue_26_installed_lua_postun_refuses_the_upgrade() {
         &before,
         &r,
         &["t-lua-1-1.noarch %postun (installed)", "<lua>"],
+    );
+    // Two installed instances (`rpm -i` of another version): `rpm -U`
+    // erases both, and both are checked.
+    rpm_ok(&root, &["-i"], &[&l2]);
+    let before = state(&root);
+    let r = install(&root, &[], &[&l3]);
+    assert_refused(
+        &root,
+        &before,
+        &r,
+        &[
+            "t-lua-1-1.noarch %postun (installed)",
+            "t-lua-2-1.noarch %postun (installed)",
+        ],
     );
 }
 
