@@ -389,6 +389,40 @@ fn issue_26_install_only_packages_are_never_upgraded_away() {
         "t-kern-1 post 1\nt-a-1 post 1\nt-kern-2 post 2\n"
     );
     assert!(ck_dnf.join("boot/t-kern-1").exists() && ck_dnf.join("boot/t-kern-2").exists());
+
+    // dnf's `installonly_limit` (3) erases the oldest kernel when a fourth
+    // comes; cowkit dnf erases nothing it was not asked to: it runs dnf
+    // with `installonly_limit=0`, so that dnf's plan keeps them all too.
+    for v in [3, 4] {
+        let k = kern(v);
+        let repo_v = mkdir(&d.join(format!("repo{v}")));
+        std::fs::copy(&k, repo_v.join(k.file_name().unwrap())).unwrap();
+        run_ok(
+            Command::new("createrepo_c").arg("--quiet").arg(&repo_v),
+            "createrepo_c",
+        );
+        let cache = d.join(format!("dnf-cache{v}"));
+        run_ok(
+            dnf(&repo_v, &dnf_root, &cache).args(["upgrade", "t-kern"]),
+            "dnf upgrade t-kern",
+        );
+        let r = cowkit_dnf(
+            &repo_v,
+            &ck_dnf,
+            &cache,
+            &d.join("ck-cache"),
+            &["upgrade", "t-kern"],
+        );
+        assert!(r.ok, "{}", r.stderr);
+    }
+    assert_eq!(
+        kernels(&dnf_root),
+        "t-kern-2-1.noarch\nt-kern-3-1.noarch\nt-kern-4-1.noarch\n"
+    );
+    assert_eq!(
+        kernels(&ck_dnf),
+        "t-kern-1-1.noarch\nt-kern-2-1.noarch\nt-kern-3-1.noarch\nt-kern-4-1.noarch\n"
+    );
 }
 
 /// `cowkit dnf --json ARGS` with the test `dnf`'s options for `repo`.
