@@ -41,7 +41,7 @@ pub mod txn;
 mod verify;
 
 pub use owners::Owners;
-pub use txn::{prepare, transaction, Prepared, Stager, TxOptions, TxSummary};
+pub use txn::{prepare, transaction, InstallOnly, Prepared, Stager, TxOptions, TxSummary};
 
 /// What can go wrong installing.
 #[derive(Debug, thiserror::Error)]
@@ -100,8 +100,9 @@ pub enum Error {
         /// One line per package, naming it and the installed versions.
         problems: Vec<String>,
     },
-    /// A root given as a relative path: scriptlets run chrooted into it,
-    /// and rpm refuses one too (`--root` must begin with a `/`).
+    /// A root given as a relative path to a transaction that runs
+    /// scriptlets (chrooted into it) or uses the rpm database: rpm refuses
+    /// one too (`--root` must begin with a `/`).
     #[error("the root `{}` is not an absolute path (rpm refuses one too: `--root` must begin with a /)", .path.display())]
     RelativeRoot {
         /// The path given.

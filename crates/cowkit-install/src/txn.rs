@@ -384,8 +384,9 @@ impl Prepared<'_> {
 /// check and order, what cannot run. Nothing in the root is changed.
 pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Result<Prepared<'r>> {
     // Scriptlets run chrooted into the root, and rpm is handed it: rpm
-    // refuses a relative `--root`, and so does cowkit, before anything.
-    if !root.path().is_absolute() {
+    // refuses a relative `--root`, and so does cowkit, before anything
+    // (only placing files does not need it absolute).
+    if !root.path().is_absolute() && (opts.db || !opts.noscripts) {
         return Err(Error::RelativeRoot {
             path: root.path().to_path_buf(),
         });

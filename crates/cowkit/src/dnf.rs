@@ -242,7 +242,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         script_stdout_to_stderr: args.json,
         // dnf installs install-only packages (kernels) beside the old
         // versions (rpm -i), where `rpm -U` would erase them.
-        install_only: cowkit_install::txn::InstallOnly::Beside,
+        install_only: cowkit_install::InstallOnly::Beside,
         ..TxOptions::default()
     };
     let t = Instant::now();

@@ -29,7 +29,7 @@ pub enum Reflink {
 #[derive(clap::Args)]
 pub struct Args {
     /// The directory to install into (it must exist; an absolute path, as
-    /// rpm requires).
+    /// rpm requires, unless with `--no-db --noscripts`).
     #[arg(long)]
     root: PathBuf,
     /// Packages: extents files (`.rpme`, from `cowkit transcode`) or plain
@@ -244,7 +244,7 @@ pub(crate) fn finish(show: &Show<'_>, total: &TxSummary, extra: impl Serialize) 
 }
 
 /// rpm refuses a relative `--root` (scriptlets run chrooted into it), and
-/// so does cowkit, before anything.
+/// so does cowkit where rpm or scriptlets are involved, before anything.
 pub(crate) fn absolute_root(root: &std::path::Path) -> Result<(), CliError> {
     if root.is_absolute() {
         return Ok(());
@@ -260,7 +260,11 @@ pub(crate) fn absolute_root(root: &std::path::Path) -> Result<(), CliError> {
 }
 
 pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
-    absolute_root(&args.root)?;
+    // Only placing files (`--no-db --noscripts`) is not rpm's business: a
+    // relative root is fine there.
+    if !(args.no_db && args.noscripts) {
+        absolute_root(&args.root)?;
+    }
     cowkit_fs::dir::raise_fd_limit();
     let root = Root::open(&args.root).map_err(|e| {
         CliError::new(format!("cannot install into `{}`", args.root.display()), e)
@@ -290,7 +294,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         test: args.test,
         script_stdout_to_stderr: args.json,
         no_overlap: args.check_first,
-        install_only: cowkit_install::txn::InstallOnly::Refuse,
+        install_only: cowkit_install::InstallOnly::Refuse,
     };
     let bar = ProgressBar::new(0);
     if quiet || args.json || args.test {
@@ -469,6 +473,12 @@ fn print_text(args: &Show<'_>, total: &TxSummary) {
                     total.old_files_removed
                 )
             }
+        );
+    }
+    for (new, kept) in &total.installed_beside {
+        eprintln!(
+            "{new} installed beside {} (install-only: nothing erased)",
+            kept.join(", ")
         );
     }
     print_fallbacks(&s.tally);
