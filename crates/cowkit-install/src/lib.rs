@@ -30,8 +30,10 @@ use cowkit_fs::root::Root;
 use cowkit_fs::{Chain, IoError, Tally};
 use serde::Serialize;
 
+mod config;
 mod extents;
 pub mod owners;
+mod refuse;
 pub mod scripts;
 mod stream;
 mod tree;
@@ -39,7 +41,7 @@ pub mod txn;
 mod verify;
 
 pub use owners::Owners;
-pub use txn::{prepare, transaction, Prepared, Stager, TxOptions, TxSummary};
+pub use txn::{prepare, transaction, InstallOnly, Prepared, Stager, TxOptions, TxSummary};
 
 /// What can go wrong installing.
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +83,30 @@ pub enum Error {
     Unsupported {
         /// One line per scriptlet or trigger, naming the package.
         problems: Vec<String>,
+    },
+    /// Installed packages the transaction would erase that are not the old
+    /// version it replaces: rpm erases what a new package `Obsoletes`, and
+    /// every other installed instance of an upgraded name.
+    #[error("the transaction would erase installed packages, which cowkit does not do: {}", .problems.join("; "))]
+    WouldErase {
+        /// One line per package, naming it and why.
+        problems: Vec<String>,
+    },
+    /// A new version of an install-only package (dnf's `installonlypkgs`:
+    /// kernels) whose older version is installed: `rpm -U` erases the old
+    /// one, dnf keeps both; cowkit does neither without being told which.
+    #[error("{}", .problems.join("; "))]
+    InstallOnly {
+        /// One line per package, naming it and the installed versions.
+        problems: Vec<String>,
+    },
+    /// A root given as a relative path to a transaction that runs
+    /// scriptlets (chrooted into it) or uses the rpm database: rpm refuses
+    /// one too (`--root` must begin with a `/`).
+    #[error("the root `{}` is not an absolute path (rpm refuses one too: `--root` must begin with a /)", .path.display())]
+    RelativeRoot {
+        /// The path given.
+        path: PathBuf,
     },
     /// One package given twice.
     #[error("`{first}` and `{second}` are the same package, {nevra}")]

@@ -8,7 +8,9 @@
 //! old package's `%preun`/`%postun` during an upgrade, 0 on erase). The
 //! working directory is `/`, stdin is `/dev/null`, `PATH` is rpm's
 //! `%_install_script_path` and the umask 022. A scriptlet that is only a
-//! program (`%post -p /sbin/ldconfig`) runs without a file.
+//! program (`%post -p /sbin/ldconfig`) runs without a file and without
+//! arguments: rpm 4.18 (`runExtScript`) adds `$1` only after a body's
+//! file.
 //!
 //! What cowkit cannot run exactly like rpm is refused before anything is
 //! touched ([`Scriptlet::runnable`]): `<lua>` scriptlets (rpm runs them in
@@ -82,8 +84,10 @@ impl Phase {
 const FLAG_EXPAND: u32 = 1;
 const FLAG_QFORMAT: u32 = 2;
 
-/// rpm's `%_install_script_path`.
-const SCRIPT_PATH: &str = "/usr/sbin:/usr/bin:/sbin:/bin:/usr/X11R6/bin";
+/// rpm's `%_install_script_path`: its value in rpm 4.18's `macros.in`,
+/// and `SCRIPT_PATH` in its `lib/rpmscript.c` (`rpm -E
+/// %_install_script_path` on the host says the same).
+pub const SCRIPT_PATH: &str = "/sbin:/bin:/usr/sbin:/usr/bin:/usr/X11R6/bin";
 
 /// One scriptlet of one package.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -151,7 +155,8 @@ impl Scriptlet {
         Ok(())
     }
 
-    /// Run it chrooted into `root` with `$1 = arg1`. Its output goes to
+    /// Run it chrooted into `root` with `$1 = arg1` (a body only: a
+    /// program-only scriptlet gets no argument, as from rpm). Its output goes to
     /// ours (stdout to stderr when `stdout_to_stderr`, so that a JSON
     /// summary on stdout stays clean). `Ok(None)` when it succeeded,
     /// `Ok(Some(status))` when it ran and failed.
@@ -165,9 +170,10 @@ impl Scriptlet {
             let path = root.display(&rel).join(&name);
             cowkit_fs::dir::write_file_at(&dir, &name, &path, self.body.as_bytes(), 0o600, false)?;
             argv.push(format!("/var/tmp/{name}"));
+            // rpm passes the counts only to a body (`runExtScript`).
+            argv.push(arg1.to_string());
             tmp = Some((dir, name, path));
         }
-        argv.push(arg1.to_string());
         let result = self.exec(root.path(), &argv, stdout_to_stderr);
         if let Some((dir, name, path)) = tmp {
             rustix::fs::unlinkat(&dir, name.as_str(), rustix::fs::AtFlags::empty())

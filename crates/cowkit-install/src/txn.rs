@@ -4,8 +4,11 @@
 //! 1. Every package's header is read and verified; rpm checks the whole
 //!    transaction against the root's database ([`cowkit_rpmdb::Rpm::check`]:
 //!    file conflicts, packages already installed, dependencies) and orders
-//!    it. Scriptlets cowkit cannot run as rpm would are refused here. A
-//!    refusal touches nothing. `--test` stops here.
+//!    it. Scriptlets and triggers cowkit cannot run as rpm would, erasures
+//!    it does not do (`Obsoletes`) and install-only packages `rpm -U`
+//!    would upgrade away are refused here (see `refuse`); a relative root
+//!    is refused as rpm refuses it. A refusal touches nothing. `--test`
+//!    stops here.
 //! 2. `%pretrans` of every package, in order.
 //! 3. Per package, in rpm's order: `%pre`, its files (owners resolved after
 //!    `%pre`, config files decided like rpm), `%post`; for an upgrade then
@@ -13,7 +16,8 @@
 //!    have, its `%postun`. Consecutive packages with none of these
 //!    scriptlets and no old version are placed in parallel.
 //! 4. One header-only registration of every placed package
-//!    ([`cowkit_rpmdb::Rpm::register`]).
+//!    ([`cowkit_rpmdb::Rpm::register_as`]: `-U`, or `-i` for install-only
+//!    packages put beside their installed versions, [`InstallOnly`]).
 //! 5. `%posttrans` of every placed package.
 //!
 //! A package whose `%pretrans`/`%pre` fails or whose files cannot be placed
@@ -22,29 +26,24 @@
 //! the new directories it was building, which nobody could see yet, are
 //! removed with what is in them; see `docs/install.md`.
 
-use std::collections::{HashMap, HashSet};
-use std::io::{BufReader, Read};
-use std::os::fd::AsFd;
+use std::collections::HashMap;
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use cowkit_archive::files::{DigestAlgo, FileList, Kind};
-use cowkit_fs::root::{RelPath, Root};
+use cowkit_archive::files::FileList;
+use cowkit_fs::root::Root;
 use cowkit_fs::IoError;
 use cowkit_rpmdb::{Check, DbPath, Installed, Rpm};
 use rpm::IndexTag;
 use serde::Serialize;
 
+use crate::refuse;
 use crate::scripts::{Phase, Scriptlet};
 use crate::{install, Error, Options, Owners, Progress, Result, Summary};
 
-/// rpm's `%config(noreplace)` file flag.
-const NOREPLACE: u32 = 1 << 4;
-/// rpm's `%config` file flag.
-const CONFIG: u32 = 1;
-/// rpm's `%ghost` file flag.
-const GHOST: u32 = 1 << 6;
+use crate::config::{decide_config, remove_old_files, unlink, Others, CONFIG};
 
 /// Transaction settings.
 #[derive(Clone, Debug, Default)]
@@ -72,6 +71,24 @@ pub struct TxOptions {
     /// any file, instead of placing the files of new directories (unseen)
     /// while it runs.
     pub no_overlap: bool,
+    /// What to do with an install-only package (a kernel) whose older
+    /// version is installed.
+    pub install_only: InstallOnly,
+}
+
+/// What a transaction does with a new version of an install-only package
+/// (one that provides an entry of dnf's default `installonlypkgs`, such as
+/// `installonlypkg(kernel)`) when an older version is installed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum InstallOnly {
+    /// Refuse the transaction ([`Error::InstallOnly`]): `rpm -U` would
+    /// erase the old version, dnf would keep it.
+    #[default]
+    Refuse,
+    /// Install it beside the old versions, as dnf asks rpm to (`rpm -i`).
+    /// Only for a transaction that upgrades nothing else: one rpm
+    /// transaction is `-i` or `-U` for all its packages.
+    Beside,
 }
 
 /// What happened to a config file.
@@ -135,6 +152,9 @@ pub struct TxSummary {
     pub installed: Vec<String>,
     /// Upgrades: (old NEVRA, new NEVRA).
     pub upgraded: Vec<(String, String)>,
+    /// Install-only packages installed beside their installed versions
+    /// ([`InstallOnly::Beside`]): (new NEVRA, the versions kept).
+    pub installed_beside: Vec<(String, Vec<String>)>,
     /// Packages registered in the database.
     pub registered: u64,
     /// Scriptlets run.
@@ -153,16 +173,19 @@ pub struct TxSummary {
 }
 
 /// A package of the transaction, from its verified header.
-struct Pkg {
+pub(crate) struct Pkg {
     path: PathBuf,
     /// rpm's `%{SHA256HEADER}`, verified.
     digest: String,
-    name: String,
-    nevra: String,
-    scripts: Vec<Scriptlet>,
-    triggers: Vec<&'static str>,
-    files: FileList,
-    flags: Vec<u32>,
+    pub(crate) name: String,
+    pub(crate) nevra: String,
+    /// What it provides (names only).
+    pub(crate) provides: Vec<String>,
+    pub(crate) scripts: Vec<Scriptlet>,
+    pub(crate) triggers: Vec<&'static str>,
+    pub(crate) files: FileList,
+    /// rpm's file flags, by header index.
+    pub(crate) flags: Vec<u32>,
     /// The extents file as read for the check, kept open for the install
     /// (which then does not parse its header again); taken once.
     opened: Mutex<Option<cowkit_extents::open::ExtentsFile>>,
@@ -228,6 +251,10 @@ impl Pkg {
                 triggers.push(what);
             }
         }
+        let provides = h
+            .get_entry_data_as_string_array(IndexTag::RPMTAG_PROVIDENAME)
+            .map(|v| v.into_iter().map(str::to_string).collect())
+            .unwrap_or_default();
         let flags = if h.entry_is_present(IndexTag::RPMTAG_FILEFLAGS) {
             h.get_entry_data_as_u32_array(IndexTag::RPMTAG_FILEFLAGS)
                 .map_err(|e| bad(e.to_string()))?
@@ -239,6 +266,7 @@ impl Pkg {
             digest: p.header_digest().to_string(),
             name,
             nevra,
+            provides,
             scripts,
             triggers,
             files,
@@ -270,8 +298,7 @@ pub struct Prepared<'r> {
     gate: Option<Overlap>,
     opts: TxOptions,
     pkgs: Vec<Pkg>,
-    order: Vec<usize>,
-    old: HashMap<String, Installed>,
+    db: InDb,
     found: Option<DbPath>,
     /// A new root's database, the transaction registered in it already.
     scratch: Option<cowkit_rpmdb::Scratch<'r>>,
@@ -356,6 +383,14 @@ impl Prepared<'_> {
 /// Read and check `packages` for a transaction in `root`: headers, rpm's
 /// check and order, what cannot run. Nothing in the root is changed.
 pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Result<Prepared<'r>> {
+    // Scriptlets run chrooted into the root, and rpm is handed it: rpm
+    // refuses a relative `--root`, and so does cowkit, before anything
+    // (only placing files does not need it absolute).
+    if !root.path().is_absolute() && (opts.db || !opts.noscripts) {
+        return Err(Error::RelativeRoot {
+            path: root.path().to_path_buf(),
+        });
+    }
     let mut sum = TxSummary {
         test: opts.test,
         ..TxSummary::default()
@@ -381,18 +416,19 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
     let check = Check {
         nodeps: opts.nodeps,
         replacefiles: opts.replacefiles,
+        install: false,
     };
     // rpm's check and registration into a scratch database needs nothing
     // from the headers: it runs while they are read (waited for if
     // anything below fails, before the scratch database goes).
-    let mut early = match (&scratch, pre_register) {
+    let early = match (&scratch, pre_register) {
         (Some(s), true) => {
             Some(Rpm::new(root.path(), s.db()).start_check_and_register(packages, &check)?)
         }
         _ => None,
     };
     // Declared after `scratch`: dropped (waiting for rpm) before it.
-    let mut gate: Option<Overlap> = None;
+    let gate: Option<Overlap>;
     let pkgs = packages
         .iter()
         .map(|p| Pkg::read(p, packages.len() <= KEEP_OPEN))
@@ -407,81 +443,162 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
             });
         }
     }
-    let (order, old) = if opts.db {
+    let checked = if opts.db {
         let db = found
             .as_ref()
             .or(scratch.as_ref().map(|s| s.db()))
             .expect("one of them");
-        let rpm = Rpm::new(root.path(), db);
-        let names: Vec<&str> = pkgs.iter().map(|p| p.name.as_str()).collect();
-        // A scratch database is new and empty: nothing to ask it (each
-        // rpm query costs a process start and the database's opening).
-        let old: HashMap<String, Installed> = if scratch.is_some() {
-            HashMap::new()
-        } else {
-            rpm.installed(&names)?
-                .into_iter()
-                .map(|i| (i.name.clone(), i))
-                .collect()
-        };
-        let nevras: Vec<String> = pkgs.iter().map(|p| p.nevra.clone()).collect();
-        let old_nevras: Vec<String> = old.values().map(|o| o.nevra.clone()).collect();
-        // A new root, and packages with no scriptlet to run: their files
-        // can be placed while rpm checks (new directories unseen until it
-        // passes), since nothing in between depends on rpm's order.
-        let overlap = pre_register
-            && !opts.no_overlap
-            && (opts.noscripts || pkgs.iter().all(|p| p.scripts.is_empty()));
-        let order = if overlap {
-            if !opts.noscripts {
-                refuse_unsupported(&pkgs, &old, None)?;
-            }
-            let pending = early.take().expect("started for a new root");
+        let fresh = scratch.is_some();
+        let c = check_in_db(
+            &Rpm::new(root.path(), db),
+            packages,
+            &pkgs,
+            opts,
+            fresh,
+            early,
+        )?;
+        gate = c.gate;
+        c.db
+    } else {
+        gate = None;
+        if !opts.noscripts {
+            refuse::unsupported(&pkgs, &[], None)?;
+        }
+        InDb {
+            order: (0..pkgs.len()).collect(),
+            ..InDb::default()
+        }
+    };
+    sum.db = found.clone();
+    sum.order = checked
+        .order
+        .iter()
+        .map(|&i| pkgs[i].nevra.clone())
+        .collect();
+    sum.seconds.check = t0.elapsed().as_secs_f64();
+    Ok(Prepared {
+        root,
+        opts: opts.clone(),
+        pkgs,
+        db: checked,
+        found,
+        scratch: scratch.filter(|_| pre_register),
+        sum,
+        stager: None,
+        gate,
+    })
+}
+
+/// What the database says about a transaction's packages.
+#[derive(Default)]
+struct InDb {
+    /// rpm's order (indices of the packages).
+    order: Vec<usize>,
+    /// The installed version each upgraded package replaces, by name.
+    old: HashMap<String, Installed>,
+    /// Installed instances of each name of the transaction.
+    counts: HashMap<String, u32>,
+    /// Install-only packages go beside their installed versions: the
+    /// transaction is rpm's `-i` ([`InstallOnly::Beside`]).
+    beside: bool,
+    /// Then the installed versions kept, by name.
+    kept: HashMap<String, Vec<String>>,
+}
+
+/// [`InDb`], and rpm's check still running beside the placement.
+struct Checked {
+    db: InDb,
+    gate: Option<Overlap>,
+}
+
+/// rpm's check and order of the transaction in `rpm`'s database (`fresh`:
+/// a new root's scratch database, empty, whose check `early` started),
+/// and the refusals that need the installed packages.
+fn check_in_db(
+    rpm: &Rpm,
+    packages: &[PathBuf],
+    pkgs: &[Pkg],
+    opts: &TxOptions,
+    fresh: bool,
+    early: Option<cowkit_rpmdb::PendingCheck>,
+) -> Result<Checked> {
+    let names: Vec<&str> = pkgs.iter().map(|p| p.name.as_str()).collect();
+    // A scratch database is new and empty: nothing to ask it (each rpm
+    // query costs a process start and the database's opening).
+    let instances: Vec<Installed> = if fresh {
+        Vec::new()
+    } else {
+        rpm.installed(&names)?
+    };
+    let beside = refuse::install_beside(pkgs, &instances, opts.install_only)?;
+    let mut counts: HashMap<String, u32> = HashMap::new();
+    let mut kept: HashMap<String, Vec<String>> = HashMap::new();
+    for i in &instances {
+        *counts.entry(i.name.clone()).or_default() += 1;
+        if beside {
+            kept.entry(i.name.clone())
+                .or_default()
+                .push(i.nevra.clone());
+        }
+    }
+    // `rpm -U` erases every installed instance of an upgraded name.
+    let erased: Vec<&Installed> = if beside {
+        Vec::new()
+    } else {
+        instances.iter().collect()
+    };
+    let pairs: Vec<(String, String)> = instances
+        .iter()
+        .map(|i| (i.nevra.clone(), i.name.clone()))
+        .collect();
+    let old: HashMap<String, Installed> = erased
+        .iter()
+        .map(|i| (i.name.clone(), (*i).clone()))
+        .collect();
+    let nevras: Vec<String> = pkgs.iter().map(|p| p.nevra.clone()).collect();
+    let replaced: Vec<String> = old.values().map(|o| o.nevra.clone()).collect();
+    let check = Check {
+        nodeps: opts.nodeps,
+        replacefiles: opts.replacefiles,
+        install: beside,
+    };
+    // A new root, and packages with no scriptlet to run: their files can
+    // be placed while rpm checks (new directories unseen until it
+    // passes), since nothing in between depends on rpm's order.
+    let overlap = early.is_some()
+        && !opts.no_overlap
+        && (opts.noscripts || pkgs.iter().all(|p| p.scripts.is_empty()));
+    if !opts.noscripts {
+        // In a scratch database the only triggers are the new packages'
+        // own, which their headers give.
+        refuse::unsupported(pkgs, &erased, (!fresh).then_some(rpm))?;
+    }
+    let mut gate = None;
+    let order = match early {
+        Some(pending) if overlap => {
             let slot: OrderSlot = Default::default();
             let answer = std::sync::Arc::clone(&slot);
             gate = Some(Overlap {
                 gate: crate::Gate::new(move || {
-                    let order = plan_order(&pending.wait()?, &nevras, &old_nevras)?;
+                    let order = refuse::plan_order(&pending.wait()?, &nevras, &replaced, &pairs)?;
                     *answer.lock().unwrap_or_else(|e| e.into_inner()) = Some(order);
                     Ok(())
                 }),
                 slot,
             });
             (0..pkgs.len()).collect()
-        } else {
-            let plan = if let Some(pending) = early.take() {
-                pending.wait()?
-            } else {
-                rpm.check(packages, &check)?
-            };
-            plan_order(&plan, &nevras, &old_nevras)?
-        };
-        if !opts.noscripts && !overlap {
-            // In a scratch database the only triggers are the new
-            // packages' own, which their headers give.
-            let installed = if scratch.is_some() { None } else { Some(&rpm) };
-            refuse_unsupported(&pkgs, &old, installed)?;
         }
-        (order, old)
-    } else {
-        if !opts.noscripts {
-            refuse_unsupported(&pkgs, &HashMap::new(), None)?;
-        }
-        ((0..pkgs.len()).collect(), HashMap::new())
+        Some(pending) => refuse::plan_order(&pending.wait()?, &nevras, &replaced, &pairs)?,
+        None => refuse::plan_order(&rpm.check(packages, &check)?, &nevras, &replaced, &pairs)?,
     };
-    sum.db = found.clone();
-    sum.order = order.iter().map(|&i| pkgs[i].nevra.clone()).collect();
-    sum.seconds.check = t0.elapsed().as_secs_f64();
-    Ok(Prepared {
-        root,
-        opts: opts.clone(),
-        pkgs,
-        order,
-        old,
-        found,
-        scratch: scratch.filter(|_| pre_register),
-        sum,
-        stager: None,
+    Ok(Checked {
+        db: InDb {
+            order,
+            old,
+            counts,
+            beside,
+            kept,
+        },
         gate,
     })
 }
@@ -498,52 +615,19 @@ struct Overlap {
     slot: OrderSlot,
 }
 
-/// The packages (indices into `nevras`) in rpm's order, after refusing
-/// what cowkit cannot do: erasing installed packages other than the old
-/// versions (`old_nevras`) of upgraded ones.
-fn plan_order(
-    plan: &cowkit_rpmdb::Plan,
-    nevras: &[String],
-    old_nevras: &[String],
-) -> Result<Vec<usize>> {
-    // Erasures other than the old versions of upgraded packages come
-    // from Obsoletes: cowkit would have to remove those packages'
-    // files and run their scriptlets, which it does not do yet.
-    let obsoleted: Vec<String> = plan
-        .erase
-        .iter()
-        .filter(|e| !old_nevras.contains(e))
-        .map(|e| format!("{e} (installed): would be erased by an Obsoletes of a new package, which cowkit does not do"))
-        .collect();
-    if !obsoleted.is_empty() {
-        return Err(Error::Unsupported {
-            problems: obsoleted,
-        });
-    }
-    let mut order = Vec::with_capacity(plan.order.len());
-    let mut taken = vec![false; nevras.len()];
-    for n in &plan.order {
-        let i = (0..nevras.len())
-            .find(|&i| !taken[i] && &nevras[i] == n)
-            .ok_or_else(|| {
-                Error::Db(cowkit_rpmdb::Error::Answer {
-                    what: "--test -vv -U",
-                    why: format!("it ordered `{n}`, which is not one of the packages"),
-                })
-            })?;
-        taken[i] = true;
-        order.push(i);
-    }
-    Ok(order)
-}
-
 fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
     let Prepared {
         root,
         opts,
         pkgs,
-        order,
-        old,
+        db:
+            InDb {
+                order,
+                old,
+                counts,
+                beside,
+                kept,
+            },
         found,
         mut scratch,
         mut sum,
@@ -585,7 +669,12 @@ fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
             }
         }
     };
-    let arg_of = |p: &Pkg| if old.contains_key(&p.name) { 2 } else { 1 };
+    // `$1`: the instances of the package's name once it is installed.
+    let arg_of = |p: &Pkg| {
+        counts
+            .get(&p.name)
+            .map_or(1, |n| if beside { n + 1 } else { 2 })
+    };
     let fail = |sum: &mut TxSummary, p: &Pkg, e: Error, placed_files: u64| {
         sum.failed.push(PackageFailure {
             package: p.path.clone(),
@@ -653,6 +742,10 @@ fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
                     Ok(s) => {
                         sum.files.add(s);
                         sum.installed.push(batch[j].nevra.clone());
+                        if let Some(kept) = kept.get(&batch[j].name) {
+                            sum.installed_beside
+                                .push((batch[j].nevra.clone(), kept.clone()));
+                        }
                         placed.push(alive[k + j]);
                     }
                     Err(e) => fail(&mut sum, batch[j], e, n),
@@ -672,7 +765,7 @@ fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
         match one_package(
             root,
             &mut owners,
-            p,
+            (p, arg_of(p)),
             o,
             opts,
             &counting,
@@ -689,6 +782,9 @@ fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
                 sum.installed.push(p.nevra.clone());
                 if let Some(o) = o {
                     sum.upgraded.push((o.nevra.clone(), p.nevra.clone()));
+                }
+                if let Some(k) = kept.get(&p.name) {
+                    sum.installed_beside.push((p.nevra.clone(), k.clone()));
                 }
                 placed.push(i);
             }
@@ -752,7 +848,12 @@ fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
         };
         drop(scratch);
         if !moved {
-            Rpm::new(root.path(), &db).register(&paths, opts.replacefiles)?;
+            let how = Check {
+                nodeps: true,
+                replacefiles: opts.replacefiles,
+                install: beside,
+            };
+            Rpm::new(root.path(), &db).register_as(&paths, &how)?;
         }
         sum.seconds.register = t.elapsed().as_secs_f64();
         sum.registered = paths.len() as u64;
@@ -767,62 +868,6 @@ fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
         }
     }
     Ok(sum)
-}
-
-/// Everything that cowkit cannot run as rpm would, in one error.
-fn refuse_unsupported(
-    pkgs: &[Pkg],
-    old: &HashMap<String, Installed>,
-    rpm: Option<&Rpm>,
-) -> Result<()> {
-    let mut problems = Vec::new();
-    for p in pkgs {
-        for s in &p.scripts {
-            if let Err(why) = s.runnable() {
-                problems.push(format!("{} {}: {why}", p.nevra, s.phase.name()));
-            }
-        }
-        for t in &p.triggers {
-            problems.push(format!(
-                "{}: has {t} scriptlets, which cowkit does not run",
-                p.nevra
-            ));
-        }
-        if let Some(o) = old.get(&p.name) {
-            for (s, ph) in [(&o.preun, Phase::PreUn), (&o.postun, Phase::PostUn)] {
-                if let Some(s) = s {
-                    if let Err(why) = Scriptlet::of_installed(s, ph).runnable() {
-                        problems.push(format!("{} {} (installed): {why}", o.nevra, ph.name()));
-                    }
-                }
-            }
-        }
-    }
-    if let Some(rpm) = rpm {
-        let names: HashSet<&str> = pkgs.iter().map(|p| p.name.as_str()).collect();
-        for (nevra, kind, watched) in rpm.installed_triggers()? {
-            let fires = if kind == "%trigger" {
-                names.contains(watched.as_str())
-            } else {
-                pkgs.iter().any(|p| {
-                    p.files
-                        .files
-                        .iter()
-                        .any(|f| f.path.starts_with(watched.as_str()))
-                })
-            };
-            if fires {
-                problems.push(format!(
-                    "{nevra} (installed): its {kind} on `{watched}` would fire, and cowkit does not run triggers"
-                ));
-            }
-        }
-    }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::Unsupported { problems })
-    }
 }
 
 /// Place a run of packages without scriptlets, `opts.jobs` at a time.
@@ -880,41 +925,11 @@ fn place_parallel(
     r.into_iter().map(|(_, r, n)| (r, n)).collect()
 }
 
-/// Who else owns files: the transaction's packages, and the database.
-struct Others<'a> {
-    pkgs: &'a [Pkg],
-    rpm: Option<&'a Rpm>,
-}
-
-impl Others<'_> {
-    /// Of `paths` (files of the installed `name`), those another package
-    /// of the transaction or another installed package owns.
-    fn owned(&self, paths: &[&str], name: &str) -> Result<HashSet<String>> {
-        let mut out: HashSet<String> = paths
-            .iter()
-            .filter(|path| {
-                self.pkgs
-                    .iter()
-                    .any(|p| p.name != name && p.files.find(path).is_some())
-            })
-            .map(|p| p.to_string())
-            .collect();
-        if let Some(rpm) = self.rpm {
-            for (path, owner) in rpm.owners(paths)? {
-                if owner != name {
-                    out.insert(path);
-                }
-            }
-        }
-        Ok(out)
-    }
-}
-
 #[allow(clippy::too_many_arguments)]
 fn one_package(
     root: &Root,
     owners: &mut Owners,
-    p: &Pkg,
+    (p, arg): (&Pkg, u32),
     old: Option<&Installed>,
     opts: &TxOptions,
     progress: &dyn Progress,
@@ -923,7 +938,6 @@ fn one_package(
     sum: &mut TxSummary,
     stager: Option<&Stager>,
 ) -> Result<Summary> {
-    let arg = if old.is_some() { 2 } else { 1 };
     if let Some(s) = p.script(Phase::Pre) {
         run(s, p, arg, sum)?;
         if !opts.noscripts {
@@ -962,223 +976,4 @@ fn one_package(
         }
     }
     Ok(s_placed)
-}
-
-/// The parent directory of `path` (absolute, from a header) inside the
-/// root, opened, and the last component; `None` when the parent is
-/// missing.
-fn parent_of(root: &Root, path: &str) -> Result<Option<(std::os::fd::OwnedFd, String, PathBuf)>> {
-    let rel = RelPath::new(path.trim_start_matches('/'))?;
-    let Some((parent, name)) = rel.split() else {
-        return Ok(None);
-    };
-    let host = root.display(&rel);
-    match root.open_dir(&parent) {
-        Ok(fd) => Ok(Some((fd, name.to_string(), host))),
-        Err(e) if cowkit_fs::error::errno_of(&e) == Some(rustix::io::Errno::NOENT) => Ok(None),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// The digest of the regular file `name` in `dir` with `algo`, or `None`
-/// when it is missing or not a regular file.
-fn digest_on_disk(
-    dir: impl AsFd,
-    name: &str,
-    path: &Path,
-    algo: DigestAlgo,
-) -> Result<Option<String>> {
-    let Some(st) = cowkit_fs::dir::stat_at(dir.as_fd(), name)
-        .map_err(|e| IoError::new("stat", path.to_path_buf(), e))?
-    else {
-        return Ok(None);
-    };
-    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
-        return Ok(None);
-    }
-    let Some(mut f) = cowkit_fs::dir::open_read_opt(dir, name, path)? else {
-        return Ok(None);
-    };
-    let mut h = algo.hasher();
-    let mut buf = vec![0u8; 64 << 10];
-    loop {
-        let n = f
-            .read(&mut buf)
-            .map_err(|e| IoError::new("read", path.to_path_buf(), e))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(Some(crate::hex(&h.finish())))
-}
-
-fn unlink(dir: impl AsFd, name: &str, path: &Path) -> Result<()> {
-    match rustix::fs::unlinkat(dir, name, rustix::fs::AtFlags::empty()) {
-        Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
-        Err(e) => Err(IoError::new("remove", path.to_path_buf(), e).into()),
-    }
-}
-
-fn rename_beside(dir: impl AsFd, name: &str, suffix: &str, path: &Path) -> Result<()> {
-    let to = format!("{name}{suffix}");
-    rustix::fs::renameat(dir.as_fd(), name, dir.as_fd(), to.as_str())
-        .map_err(|e| IoError::new("rename", path.to_path_buf(), e))?;
-    Ok(())
-}
-
-type Discard = Vec<(std::os::fd::OwnedFd, String, PathBuf)>;
-
-/// rpm's decisions for the package's config files that exist on disk:
-/// an unchanged one is replaced; one the user edited is kept with the new
-/// version beside it (`%config(noreplace)`: `.rpmnew`) or saved
-/// (`%config`: `.rpmsave`, or `.rpmorig` when no installed package owned
-/// it) and replaced. Renames of new files go into `opts.rename`; files
-/// to drop after the install (new versions that change nothing) are
-/// returned.
-fn decide_config(
-    root: &Root,
-    p: &Pkg,
-    old: Option<&Installed>,
-    opts: &mut Options,
-    sum: &mut TxSummary,
-) -> Result<Discard> {
-    let mut discard = Vec::new();
-    let old_files: HashMap<&str, &cowkit_rpmdb::InstalledFile> = old
-        .map(|o| o.files.iter().map(|f| (f.path.as_str(), f)).collect())
-        .unwrap_or_default();
-    for f in &p.files.files {
-        let flags = p.flags.get(f.index as usize).copied().unwrap_or(0);
-        if flags & CONFIG == 0
-            || f.ghost
-            || f.kind != Kind::Regular
-            || !p.files.link_set(f).is_empty()
-        {
-            continue;
-        }
-        let Some((dir, name, path)) = parent_of(root, &f.path)? else {
-            continue;
-        };
-        let new = f.digest.as_deref().map(crate::hex).unwrap_or_default();
-        let owned = old_files
-            .get(f.path.as_str())
-            .filter(|o| o.flags & CONFIG != 0);
-        let algo = match owned {
-            Some(_) => old
-                .and_then(|o| DigestAlgo::from_rpm(o.digest_algo))
-                .unwrap_or(p.files.algo),
-            None => p.files.algo,
-        };
-        let Some(disk) = digest_on_disk(&dir, &name, &path, algo)? else {
-            continue;
-        };
-        let note = |action| ConfigNote {
-            path: f.path.clone(),
-            action,
-        };
-        match owned {
-            Some(o) => {
-                if disk == o.digest {
-                    continue; // unchanged: replaced
-                }
-                if new == o.digest {
-                    // Edited, and the new version changes nothing: keep.
-                    let tmp = cowkit_fs::dir::temp_name();
-                    opts.rename.insert(f.path.clone(), tmp.clone());
-                    discard.push((dir, tmp, path));
-                    sum.config.push(note("kept"));
-                } else if flags & NOREPLACE != 0 {
-                    opts.rename.insert(f.path.clone(), format!("{name}.rpmnew"));
-                    sum.config.push(note("rpmnew"));
-                } else {
-                    rename_beside(&dir, &name, ".rpmsave", &path)?;
-                    sum.config.push(note("rpmsave"));
-                }
-            }
-            None => {
-                if p.files.algo == algo && disk == new {
-                    continue;
-                }
-                if flags & NOREPLACE != 0 {
-                    opts.rename.insert(f.path.clone(), format!("{name}.rpmnew"));
-                    sum.config.push(note("rpmnew"));
-                } else {
-                    rename_beside(&dir, &name, ".rpmorig", &path)?;
-                    sum.config.push(note("rpmorig"));
-                }
-            }
-        }
-    }
-    Ok(discard)
-}
-
-/// Remove the old version's files that the new one does not have (an
-/// edited config file is saved as `.rpmsave`); directories only when
-/// empty, deepest first. Files in another state than "normal" (replaced
-/// by another package, not installed) are left.
-fn remove_old_files(
-    root: &Root,
-    p: &Pkg,
-    o: &Installed,
-    others: &Others<'_>,
-    sum: &mut TxSummary,
-) -> Result<u64> {
-    let mut n = 0;
-    let mut dirs = Vec::new();
-    let algo = DigestAlgo::from_rpm(o.digest_algo).unwrap_or(p.files.algo);
-    let gone: Vec<&str> = o
-        .files
-        .iter()
-        .filter(|f| p.files.find(&f.path).is_none() && f.state == 0)
-        .map(|f| f.path.as_str())
-        .collect();
-    // Files another package owns stay: one of the transaction's (a file
-    // that moved between packages), or another installed one (rpm skips
-    // those too).
-    let kept = others.owned(&gone, &o.name)?;
-    for f in &o.files {
-        if p.files.find(&f.path).is_some() || f.state != 0 || kept.contains(f.path.as_str()) {
-            continue;
-        }
-        if f.mode & 0o170000 == 0o040000 {
-            dirs.push(f.path.as_str());
-            continue;
-        }
-        let Some((dir, name, path)) = parent_of(root, &f.path)? else {
-            continue;
-        };
-        if f.flags & CONFIG != 0 && f.flags & GHOST == 0 {
-            if let Some(d) = digest_on_disk(&dir, &name, &path, algo)? {
-                if d != f.digest {
-                    rename_beside(&dir, &name, ".rpmsave", &path)?;
-                    sum.config.push(ConfigNote {
-                        path: f.path.clone(),
-                        action: "rpmsave",
-                    });
-                    continue;
-                }
-            }
-        }
-        if cowkit_fs::dir::stat_at(&dir, &name)
-            .map_err(|e| IoError::new("stat", path.clone(), e))?
-            .is_some()
-        {
-            unlink(&dir, &name, &path)?;
-            n += 1;
-        }
-    }
-    dirs.sort_by_key(|d| std::cmp::Reverse(d.len()));
-    for d in dirs {
-        let Some((dir, name, path)) = parent_of(root, d)? else {
-            continue;
-        };
-        match rustix::fs::unlinkat(&dir, name.as_str(), rustix::fs::AtFlags::REMOVEDIR) {
-            Ok(()) => n += 1,
-            Err(rustix::io::Errno::NOENT)
-            | Err(rustix::io::Errno::NOTEMPTY)
-            | Err(rustix::io::Errno::EXIST) => {}
-            Err(e) => return Err(IoError::new("remove directory", path, e).into()),
-        }
-    }
-    Ok(n)
 }

@@ -376,6 +376,20 @@ pub struct Check {
     pub nodeps: bool,
     /// Allow files to replace other packages' files (`--replacefiles`).
     pub replacefiles: bool,
+    /// Install beside the installed versions (`rpm -i`, as dnf installs
+    /// install-only packages such as kernels) instead of upgrading them
+    /// (`rpm -U`).
+    pub install: bool,
+}
+
+impl Check {
+    fn mode(&self) -> &'static str {
+        if self.install {
+            "-i"
+        } else {
+            "-U"
+        }
+    }
 }
 
 /// rpm's plan for a transaction.
@@ -538,7 +552,7 @@ impl Rpm {
         if test {
             c.arg("--test");
         }
-        c.args(["-vv", "-U"]).args(packages);
+        c.args(["-vv", check.mode()]).args(packages);
         c
     }
 
@@ -566,6 +580,19 @@ impl Rpm {
     /// installed version's entry. Nothing is placed and no scriptlet runs.
     /// Dependencies are not checked again (see [`Rpm::check`]).
     pub fn register(&self, packages: &[PathBuf], replacefiles: bool) -> Result<()> {
+        self.register_as(
+            packages,
+            &Check {
+                replacefiles,
+                ..Check::default()
+            },
+        )
+    }
+
+    /// [`Rpm::register`] as `check` says: `check.install` registers beside
+    /// the installed versions (`rpm -i --justdb`); `check.nodeps` is
+    /// ignored (dependencies are not checked again).
+    pub fn register_as(&self, packages: &[PathBuf], check: &Check) -> Result<()> {
         if packages.is_empty() {
             return Ok(());
         }
@@ -574,13 +601,13 @@ impl Rpm {
             &mut c,
             &Check {
                 nodeps: true,
-                replacefiles,
+                ..*check
             },
         );
         // The files are in place already: rpm's disk-space check would
         // count them a second time and refuse a nearly full root.
-        c.args(["--ignoresize", "-U"]).args(packages);
-        self.transaction(c, "--justdb -U").map(drop)
+        c.args(["--ignoresize", check.mode()]).args(packages);
+        self.transaction(c, "--justdb -U/-i").map(drop)
     }
 
     /// Run an rpm transaction command: its problems (in rpm's words) or
@@ -676,37 +703,92 @@ impl Rpm {
             .collect())
     }
 
-    /// Installed packages that carry triggers or file triggers, with the
-    /// kind (`%trigger`, `%filetrigger`, `%transfiletrigger`) and what
-    /// they watch (package names, path prefixes).
-    pub fn installed_triggers(&self) -> Result<Vec<(String, &'static str, String)>> {
+    /// Every trigger and file trigger of the installed packages: who owns
+    /// it, its kind, its flags and what it watches.
+    ///
+    /// rpm prints a package's array tags together only when they have the
+    /// same number of elements, so the NEVRA (one string) is taken as a
+    /// scalar (`%{=NEVRA}`) next to each trigger array. Otherwise rpm 4.18
+    /// prints `error: incorrect format: array iterator used with different
+    /// sized arrays` for every package with more than one trigger entry,
+    /// leaves the package out and still exits 0: any `error:` line in its
+    /// answer is therefore an error here.
+    pub fn installed_triggers(&self) -> Result<Vec<Trigger>> {
         let mut c = self.command();
-        c.args([
-            "-qa",
-            "--qf",
-            "[%{NEVRA}\\tt\\t%{TRIGGERNAME}\\n][%{NEVRA}\\tf\\t%{FILETRIGGERNAME}\\n][%{NEVRA}\\tF\\t%{TRANSFILETRIGGERNAME}\\n]",
-        ]);
+        c.args(["-qa", "--qf", TRIGGER_QUERY]);
         let out = self.run(c)?;
-        if !out.status.success() {
-            return Err(rpm_failed("-qa (triggers)", &out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let bad = stderr.lines().find(|l| l.starts_with("error:"));
+        if !out.status.success() || bad.is_some() {
+            return Err(Error::Rpm {
+                what: "-qa --qf (triggers)",
+                status: out.status.to_string(),
+                stderr: bad.map_or_else(|| stderr.trim().to_string(), str::to_string),
+            });
         }
-        let mut v = Vec::new();
-        for line in String::from_utf8_lossy(&out.stdout).lines() {
-            let mut f = line.splitn(3, '\t');
-            let (Some(n), Some(k), Some(w)) = (f.next(), f.next(), f.next()) else {
-                continue;
-            };
-            let kind = match k {
-                "t" => "%trigger",
-                "f" => "%filetrigger",
-                _ => "%transfiletrigger",
-            };
-            v.push((n.to_string(), kind, w.to_string()));
-        }
-        v.sort();
-        v.dedup();
-        Ok(v)
+        parse_triggers(&String::from_utf8_lossy(&out.stdout))
     }
+}
+
+/// The query of [`Rpm::installed_triggers`]: one line per trigger entry,
+/// `NEVRA TAB kind TAB flags TAB watched` (kind `t` name trigger, `f` file
+/// trigger, `F` transaction file trigger).
+const TRIGGER_QUERY: &str = "[%{=NEVRA}\\tt\\t%{TRIGGERFLAGS}\\t%{TRIGGERNAME}\\n]\
+[%{=NEVRA}\\tf\\t%{FILETRIGGERFLAGS}\\t%{FILETRIGGERNAME}\\n]\
+[%{=NEVRA}\\tF\\t%{TRANSFILETRIGGERFLAGS}\\t%{TRANSFILETRIGGERNAME}\\n]";
+
+/// rpm's trigger sense flags (`rpmds.h`).
+pub mod sense {
+    /// `%triggerin`, `%filetriggerin`, `%transfiletriggerin`.
+    pub const TRIGGERIN: u32 = 1 << 16;
+    /// `%triggerun`, `%filetriggerun`, `%transfiletriggerun`.
+    pub const TRIGGERUN: u32 = 1 << 17;
+    /// `%triggerpostun`, `%filetriggerpostun`, `%transfiletriggerpostun`.
+    pub const TRIGGERPOSTUN: u32 = 1 << 18;
+    /// `%triggerprein`.
+    pub const TRIGGERPREIN: u32 = 1 << 25;
+}
+
+/// One trigger entry of an installed package.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Trigger {
+    /// The package that owns it (NEVRA).
+    pub owner: String,
+    /// `%trigger`, `%filetrigger` or `%transfiletrigger`.
+    pub kind: &'static str,
+    /// rpm's flags ([`sense`]: when it fires).
+    pub flags: u32,
+    /// A package name (`%trigger`) or a path prefix (file triggers).
+    pub watched: String,
+}
+
+fn parse_triggers(stdout: &str) -> Result<Vec<Trigger>> {
+    let mut v = Vec::new();
+    for line in stdout.lines() {
+        let f: Vec<&str> = line.splitn(4, '\t').collect();
+        let bad = || Error::Answer {
+            what: "-qa --qf (triggers)",
+            why: format!("unexpected line `{line}`"),
+        };
+        let [owner, k, flags, watched] = f[..] else {
+            return Err(bad());
+        };
+        let kind = match k {
+            "t" => "%trigger",
+            "f" => "%filetrigger",
+            "F" => "%transfiletrigger",
+            _ => return Err(bad()),
+        };
+        v.push(Trigger {
+            owner: owner.to_string(),
+            kind,
+            flags: flags.parse().map_err(|_| bad())?,
+            watched: watched.to_string(),
+        });
+    }
+    v.sort();
+    v.dedup();
+    Ok(v)
 }
 
 fn rpm_failed(what: &'static str, out: &std::process::Output) -> Error {
@@ -791,6 +873,20 @@ mod tests {
         assert_eq!(i, ["conf2-1.0-1.noarch", "pkga-1:1.0-1.noarch"]);
         assert_eq!(e, ["old-1.0-1.noarch"]);
         assert!(order("D: nothing\n").0.is_empty());
+    }
+
+    #[test]
+    fn triggers_from_answer() {
+        let t = parse_triggers(
+            "t-trig-1-1.noarch\tt\t65536\tt-a\nt-trig-1-1.noarch\tt\t131072\tt-a\n\
+             f-1-1.noarch\tf\t65536\t/usr/share/a b\n",
+        )
+        .unwrap();
+        assert_eq!(t.len(), 3);
+        assert_eq!(t[0].kind, "%filetrigger");
+        assert_eq!(t[0].watched, "/usr/share/a b");
+        assert_eq!(t[2].flags, sense::TRIGGERUN);
+        assert!(parse_triggers("x\t(none)\n").is_err());
     }
 
     #[test]

@@ -2,10 +2,12 @@
 //! downloads, cowkit transcodes (once, into a shared cache) and installs.
 //!
 //! 1. dnf runs as `dnf --installroot R -y DNF-ARGS --downloadonly
-//!    --downloaddir TMP`, with `%_dbpath` set (through a private `HOME`'s
-//!    `.rpmmacros`) to the database cowkit uses for R, so that it resolves
-//!    against what is installed there. dnf keeps every choice: repositories,
-//!    versions, dependencies, its own options.
+//!    --setopt=installonly_limit=0 --downloaddir TMP`, with `%_dbpath` set
+//!    (through a private `HOME`'s `.rpmmacros`) to the database cowkit uses
+//!    for R, so that it resolves against what is installed there. dnf keeps
+//!    every choice: repositories, versions, dependencies, its own options,
+//!    but for the limit, which would have it erase old kernels (cowkit does
+//!    not erase them; install-only packages go beside the old versions).
 //! 2. Each downloaded package is looked up in the cache by its verified
 //!    header digest; misses are transcoded in parallel (confined workers)
 //!    straight into the cache (atomic commit: concurrent builds are safe).
@@ -49,7 +51,8 @@ const FORWARD: [&str; 10] = [
 /// Arguments of `cowkit dnf`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The root to build (dnf's `--installroot`; created if missing).
+    /// The root to build (dnf's `--installroot`; created if missing; an
+    /// absolute path).
     #[arg(long)]
     root: PathBuf,
     /// The cache of transcoded packages, shared by builds. Put it on the
@@ -119,6 +122,7 @@ fn dnf_command(args: &Args, home: &Path) -> Command {
 }
 
 pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
+    crate::install::absolute_root(&args.root)?;
     cowkit_fs::dir::raise_fd_limit();
     std::fs::create_dir_all(&args.root)
         .map_err(|e| CliError::new(format!("cannot create `{}`", args.root.display()), e))?;
@@ -177,7 +181,11 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
     let home = home_with_dbpath(&db_for_dnf)?;
     let t = Instant::now();
     let mut dnf = dnf_command(&args, home.path());
-    dnf.args(["-y", "--downloadonly"])
+    // dnf would erase the oldest install-only packages (kernels) beyond
+    // its `installonly_limit` in the same transaction, which cowkit does
+    // not do: with 0 (no limit), dnf's plan erases none either. Given
+    // after the user's arguments, so that it wins.
+    dnf.args(["-y", "--downloadonly", "--setopt=installonly_limit=0"])
         .arg(format!("--downloaddir={}", download.path().display()));
     if args.json || quiet {
         // Keep stdout for the summary.
@@ -232,6 +240,9 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         dbpath: args.dbpath.clone(),
         noscripts: args.noscripts,
         script_stdout_to_stderr: args.json,
+        // dnf installs install-only packages (kernels) beside the old
+        // versions (rpm -i), where `rpm -U` would erase them.
+        install_only: cowkit_install::InstallOnly::Beside,
         ..TxOptions::default()
     };
     let t = Instant::now();

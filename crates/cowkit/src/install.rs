@@ -28,12 +28,15 @@ pub enum Reflink {
 /// Arguments of `cowkit install`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The directory to install into (it must exist).
+    /// The directory to install into (it must exist; an absolute path, as
+    /// rpm requires, unless with `--no-db --noscripts`).
     #[arg(long)]
     root: PathBuf,
     /// Packages: extents files (`.rpme`, from `cowkit transcode`) or plain
     /// `.rpm` files. Installed as one transaction in rpm's order; a newer
-    /// version of an installed package upgrades it.
+    /// version of an installed package upgrades it (`rpm -U`), except an
+    /// install-only one (a kernel), which is refused: `cowkit dnf`
+    /// installs it beside the old one, as dnf does.
     #[arg(required = true)]
     packages: Vec<PathBuf>,
     /// Parallel jobs (default: the number of CPUs).
@@ -240,7 +243,28 @@ pub(crate) fn finish(show: &Show<'_>, total: &TxSummary, extra: impl Serialize) 
     }
 }
 
+/// rpm refuses a relative `--root` (scriptlets run chrooted into it), and
+/// so does cowkit where rpm or scriptlets are involved, before anything.
+pub(crate) fn absolute_root(root: &std::path::Path) -> Result<(), CliError> {
+    if root.is_absolute() {
+        return Ok(());
+    }
+    Err(CliError::msg(format!(
+        "--root `{}` is not an absolute path (rpm refuses one too: `--root` must begin with a /)",
+        root.display()
+    ))
+    .hint(format!(
+        "give the root as an absolute path, e.g. `--root \"$PWD/{}\"`",
+        root.display()
+    )))
+}
+
 pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
+    // Only placing files (`--no-db --noscripts`) is not rpm's business: a
+    // relative root is fine there.
+    if !(args.no_db && args.noscripts) {
+        absolute_root(&args.root)?;
+    }
     cowkit_fs::dir::raise_fd_limit();
     let root = Root::open(&args.root).map_err(|e| {
         CliError::new(format!("cannot install into `{}`", args.root.display()), e)
@@ -270,6 +294,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         test: args.test,
         script_stdout_to_stderr: args.json,
         no_overlap: args.check_first,
+        install_only: cowkit_install::InstallOnly::Refuse,
     };
     let bar = ProgressBar::new(0);
     if quiet || args.json || args.test {
@@ -355,8 +380,18 @@ fn hint_for(e: &cowkit_install::Error) -> Option<&'static str> {
     use cowkit_rpmdb::Error as Db;
     match e {
         Error::Unsupported { .. } => {
-            Some("`--noscripts` installs without running any scriptlet")
+            Some("`--noscripts` installs without running any scriptlet or trigger")
         }
+        Error::WouldErase { .. } => Some(
+            "cowkit erases only the old version of a package it upgrades: erase these packages first (`rpm -e`, `cowkit dnf -- remove`), then install",
+        ),
+        Error::InstallOnly { problems } if problems.iter().any(|p| p.contains("upgraded")) => Some(
+            "install the install-only packages in a transaction of their own (e.g. `cowkit dnf -- upgrade kernel*`, then `cowkit dnf -- upgrade --exclude 'kernel*'`)",
+        ),
+        Error::InstallOnly { .. } => Some(
+            "`cowkit dnf -- install PKG.rpm` installs it beside the old version, as dnf does; to replace the old version, erase it first (`rpm -e`)",
+        ),
+        Error::RelativeRoot { .. } => Some("give the root as an absolute path"),
         Error::Db(Db::Problems { problems }) if problems.iter().any(|p| p.contains("is needed by")) => {
             Some("install the packages that provide them in the same transaction, or pass `--nodeps`")
         }
@@ -438,6 +473,12 @@ fn print_text(args: &Show<'_>, total: &TxSummary) {
                     total.old_files_removed
                 )
             }
+        );
+    }
+    for (new, kept) in &total.installed_beside {
+        eprintln!(
+            "{new} installed beside {} (install-only: nothing erased)",
+            kept.join(", ")
         );
     }
     print_fallbacks(&s.tally);

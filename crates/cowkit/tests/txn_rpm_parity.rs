@@ -1,0 +1,557 @@
+//! `cowkit install` and `cowkit dnf` next to the real rpm 4.18 and dnf on
+//! the same packages, built from spec text: what rpm runs cowkit runs the
+//! same way (a program-only scriptlet's arguments, the scriptlets' `PATH`)
+//! or refuses before touching anything (installed packages' triggers, an
+//! installed `<lua>` `%postun`, a relative root, `Obsoletes`); install-only
+//! packages (kernels) are never upgraded away behind the user's back.
+//!
+//! Needs root (scriptlets are run chrooted) and the rig's XFS.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{cowkit, run, Run};
+use cowkit_testutil::repo::{build_repo, dbpath, dnf, installed, rpm_in};
+use cowkit_testutil::rpm::rpmbuild;
+use cowkit_testutil::tree::{diff, mkdir, snapshot, Tree};
+use cowkit_testutil::{required, run_ok, scratch, Fs};
+
+fn tmp() -> &'static Path {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+}
+
+fn as_root(test: &str) -> bool {
+    if rustix::process::geteuid().is_root() {
+        return true;
+    }
+    assert!(!required(), "{test} needs root (scriptlets run chrooted)");
+    eprintln!("SKIPPED: {test} needs root");
+    false
+}
+
+/// The package `name`-`version`: `preamble` before `%description`,
+/// `install` its `%install` shell (`$B` the build root), `files` its
+/// `%files`, `scripts` whole scriptlet sections; built into `dir`.
+fn package(
+    dir: &Path,
+    (name, version): (&str, u32),
+    preamble: &str,
+    install: &str,
+    files: &str,
+    scripts: &str,
+) -> PathBuf {
+    let spec = format!(
+        "Name: {name}\nVersion: {version}\nRelease: 1\nSummary: x\nLicense: MIT\n\
+         BuildArch: noarch\n{preamble}\n\
+         %global debug_package %{{nil}}\n%global __os_install_post %{{nil}}\n\
+         %description\nx\n%install\nB=\"$RPM_BUILD_ROOT\"\n{install}\n\
+         %files\n{files}\n{scripts}\n"
+    );
+    let dst = dir.join(format!("{name}-{version}-1.noarch.rpm"));
+    rpmbuild(&spec, "w9.gzdio", &dst);
+    dst
+}
+
+/// A package owning `/usr/share/NAME/vVERSION`, whose `%post` appends
+/// `NAME-VERSION post $*` to `/log`.
+fn plain(dir: &Path, name: &str, version: u32, preamble: &str) -> PathBuf {
+    package(
+        dir,
+        (name, version),
+        preamble,
+        &format!(
+            "mkdir -p \"$B/usr/share/{name}\"\necho {version} > \"$B/usr/share/{name}/v{version}\""
+        ),
+        &format!("/usr/share/{name}"),
+        &format!("%post\necho \"{name}-{version} post $*\" >> /log"),
+    )
+}
+
+/// A root with the test repository's `ck-filesystem` and `ck-busybox`
+/// (a static busybox as `/bin/sh`) and `more`, installed by the real rpm.
+fn base(root: &Path, more: &[&Path]) -> PathBuf {
+    let repo = build_repo(tmp());
+    mkdir(root);
+    run_ok(
+        rpm_in(root)
+            .args(["-i", "--nodeps"])
+            .arg(repo.rpm("ck-filesystem"))
+            .arg(repo.rpm("ck-busybox"))
+            .args(more),
+        "rpm -i (base root)",
+    );
+    root.to_path_buf()
+}
+
+/// The same root twice: `a` for rpm, `b` for cowkit.
+fn twin(from: &Path, to: &Path) -> PathBuf {
+    run_ok(
+        Command::new("cp").arg("-a").arg(from).arg(to),
+        "cp -a (twin root)",
+    );
+    to.to_path_buf()
+}
+
+/// `cowkit install --root ROOT --dbpath` (the database [`rpm_in`] uses)
+/// `ARGS…`.
+fn install(root: &Path, args: &[&str], pkgs: &[&Path]) -> Run {
+    run(cowkit()
+        .arg("install")
+        .arg("--root")
+        .arg(root)
+        .arg("--dbpath")
+        .arg(dbpath())
+        .args(args)
+        .args(pkgs))
+}
+
+fn rpm_ok(root: &Path, args: &[&str], pkgs: &[&Path]) {
+    run_ok(rpm_in(root).args(args).args(pkgs), "rpm");
+}
+
+fn log(root: &Path) -> String {
+    std::fs::read_to_string(root.join("log")).unwrap_or_default()
+}
+
+/// The tree but the database (whose sqlite shared-memory file changes when
+/// rpm only reads it), and the database's content.
+fn state(root: &Path) -> (Tree, std::collections::BTreeMap<String, String>) {
+    let db = dbpath().trim_start_matches('/').to_string();
+    let tree = snapshot(root)
+        .into_iter()
+        .filter(|(p, _)| *p != db && !p.starts_with(&format!("{db}/")))
+        .collect();
+    (tree, installed(root))
+}
+
+/// Refused with `says` in the message and a hint, and nothing changed.
+fn assert_refused(
+    root: &Path,
+    before: &(Tree, std::collections::BTreeMap<String, String>),
+    r: &Run,
+    says: &[&str],
+) {
+    assert!(!r.ok, "exit status 0:\n{}", r.stderr);
+    for s in says {
+        assert!(r.stderr.contains(s), "`{s}` not in:\n{}", r.stderr);
+    }
+    assert!(r.stderr.contains("hint:"), "{}", r.stderr);
+    let now = state(root);
+    let d = diff(&before.0, &now.0, |e| (e.shape(), e.uid, e.gid, e.mtime));
+    assert!(d.is_empty(), "the tree changed: {d:#?}");
+    assert_eq!(now.1, before.1, "the database changed");
+}
+
+/// Issue 26, item 1: an installed package with several triggers (two
+/// `%triggerin` on different names and a `%triggerun`) and one with a
+/// file trigger on two prefixes. rpm runs them when a watched package is
+/// installed; cowkit, which does not run triggers, refuses up front and
+/// names them (it used to install without running any: rpm's query of
+/// the triggers failed for every package with more than one entry, and
+/// the failure went unseen).
+#[test]
+fn issue_26_installed_triggers_fire_in_rpm_and_are_refused_by_cowkit() {
+    if !as_root("issue_26_installed_triggers_fire_in_rpm_and_are_refused_by_cowkit") {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let d = dir.path();
+    let pk = mkdir(&d.join("pkgs"));
+    let trig = package(
+        &pk,
+        ("t-trig", 1),
+        "",
+        "mkdir -p \"$B/usr/share/t-trig\"\necho x > \"$B/usr/share/t-trig/f\"",
+        "/usr/share/t-trig",
+        "%triggerin -- t-a\necho \"t-trig triggerin t-a $*\" >> /log\n\
+         %triggerin -- t-b\necho \"t-trig triggerin t-b $*\" >> /log\n\
+         %triggerun -- t-a\necho \"t-trig triggerun t-a $*\" >> /log",
+    );
+    let ftrig = package(
+        &pk,
+        ("t-ftrig", 1),
+        "",
+        "mkdir -p \"$B/usr/share/t-ftrig\"\necho x > \"$B/usr/share/t-ftrig/f\"",
+        "/usr/share/t-ftrig",
+        "%filetriggerin -- /usr/share/t-b /usr/share/t-c\necho \"t-ftrig filetriggerin\" >> /log",
+    );
+    let (a1, a2, b1) = (
+        plain(&pk, "t-a", 1, ""),
+        plain(&pk, "t-a", 2, ""),
+        plain(&pk, "t-b", 1, ""),
+    );
+    let rpm_root = base(&d.join("rpm"), &[&trig, &ftrig]);
+    let ck = twin(&rpm_root, &d.join("cowkit"));
+
+    // rpm: the triggers fire, with rpm's counts.
+    rpm_ok(&rpm_root, &["-i"], &[&a1]);
+    rpm_ok(&rpm_root, &["-U"], &[&a2]);
+    rpm_ok(&rpm_root, &["-i"], &[&b1]);
+    assert_eq!(
+        log(&rpm_root),
+        "t-a-1 post 1\nt-trig triggerin t-a 1 1\n\
+         t-a-2 post 2\nt-trig triggerin t-a 1 2\nt-trig triggerun t-a 1 1\n\
+         t-ftrig filetriggerin\nt-b-1 post 1\nt-trig triggerin t-b 1 1\n",
+        "rpm 4.18's runs (a file trigger of priority >= 10000 before %post)"
+    );
+
+    // cowkit: each install that would fire them is refused, untouched.
+    let before = state(&ck);
+    let r = install(&ck, &[], &[&a1]);
+    assert_refused(
+        &ck,
+        &before,
+        &r,
+        &["t-trig-1-1.noarch (installed): its %trigger on `t-a` would fire"],
+    );
+    let r = install(&ck, &[], &[&b1]);
+    assert_refused(
+        &ck,
+        &before,
+        &r,
+        &[
+            "t-trig-1-1.noarch (installed): its %trigger on `t-b` would fire",
+            "t-ftrig-1-1.noarch (installed): its %filetrigger on `/usr/share/t-b` would fire",
+        ],
+    );
+    // Without scriptlets (and triggers), as `rpm --noscripts --notriggers`.
+    let r = install(&ck, &["--noscripts"], &[&a1]);
+    assert!(r.ok, "{}", r.stderr);
+    // The upgrade fires the %triggerin on the new and the %triggerun on
+    // the old version.
+    let before = state(&ck);
+    let r = install(&ck, &[], &[&a2]);
+    assert_refused(&ck, &before, &r, &["its %trigger on `t-a` would fire"]);
+    assert_eq!(log(&ck), "", "cowkit ran something");
+}
+
+/// Issue 26, items 3 and 4: a scriptlet that is only a program (`%post -p
+/// PROG`, no body) gets no arguments, as rpm runs it (cowkit used to pass
+/// `1`), and scriptlets get rpm's `PATH` (`%_install_script_path`).
+#[test]
+fn issue_26_program_only_scriptlet_args_and_path_as_rpm() {
+    if !as_root("issue_26_program_only_scriptlet_args_and_path_as_rpm") {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let d = dir.path();
+    let pk = mkdir(&d.join("pkgs"));
+    let argv = package(
+        &pk,
+        ("t-argv", 1),
+        "",
+        "mkdir -p \"$B/usr/bin\"\n\
+         printf '#!/bin/sh\\necho \"argv($#):$*\" >> /log\\n' > \"$B/usr/bin/t-argv\"\n\
+         chmod 0755 \"$B/usr/bin/t-argv\"",
+        "/usr/bin/t-argv",
+        "%post -p /usr/bin/t-argv\n%posttrans\necho \"PATH=$PATH $*\" >> /log",
+    );
+    let rpm_root = base(&d.join("rpm"), &[]);
+    let ck = twin(&rpm_root, &d.join("cowkit"));
+    rpm_ok(&rpm_root, &["-i"], &[&argv]);
+    let r = install(&ck, &[], &[&argv]);
+    assert!(r.ok, "{}", r.stderr);
+    let path = String::from_utf8(
+        run_ok(
+            Command::new("rpm").args(["-E", "%_install_script_path"]),
+            "rpm -E",
+        )
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(
+        log(&rpm_root),
+        format!("argv(0):\nPATH={} 1\n", path.trim()),
+        "rpm 4.18's runs"
+    );
+    assert_eq!(log(&ck), log(&rpm_root));
+}
+
+/// Issue 26, item 2: an install-only package (`Provides:
+/// installonlypkg(kernel)`). `rpm -U` erases the old version; dnf installs
+/// the new one beside it. `cowkit install` (rpm -U-like) refuses instead of
+/// erasing a kernel nobody asked to erase; `cowkit dnf` does what dnf does.
+#[test]
+fn issue_26_install_only_packages_are_never_upgraded_away() {
+    if !as_root("issue_26_install_only_packages_are_never_upgraded_away") {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let d = dir.path();
+    let pk = mkdir(&d.join("pkgs"));
+    let kern = |v: u32| {
+        package(
+            &pk,
+            ("t-kern", v),
+            "Provides: installonlypkg(kernel)",
+            &format!("mkdir -p \"$B/boot\"\necho {v} > \"$B/boot/t-kern-{v}\""),
+            &format!("/boot/t-kern-{v}"),
+            &format!(
+                "%post\necho \"t-kern-{v} post $*\" >> /log\n\
+                 %postun\necho \"t-kern-{v} postun $*\" >> /log"
+            ),
+        )
+    };
+    let (k1, k2) = (kern(1), kern(2));
+    let (a1, a2) = (plain(&pk, "t-a", 1, ""), plain(&pk, "t-a", 2, ""));
+    let start = base(&d.join("start"), &[&k1, &a1]);
+    let kernels = |root: &Path| {
+        let out = run_ok(rpm_in(root).args(["-q", "t-kern"]), "rpm -q");
+        String::from_utf8(out.stdout).unwrap()
+    };
+
+    // rpm -U erases the old kernel.
+    let rpm_u = twin(&start, &d.join("rpm-U"));
+    rpm_ok(&rpm_u, &["-U"], &[&k2]);
+    assert_eq!(kernels(&rpm_u), "t-kern-2-1.noarch\n");
+    // cowkit install refuses, names it, and changes nothing.
+    let ck = twin(&start, &d.join("cowkit"));
+    let before = state(&ck);
+    let r = install(&ck, &[], &[&k2]);
+    assert_refused(
+        &ck,
+        &before,
+        &r,
+        &[
+            "t-kern-2-1.noarch is install-only",
+            "installonlypkg(kernel)",
+            "t-kern-1-1.noarch",
+            "cowkit dnf",
+        ],
+    );
+
+    // dnf installs it beside the old one (`dnf upgrade`; `dnf install
+    // t-kern` says it is installed already); so does cowkit dnf.
+    let repo = mkdir(&d.join("repo"));
+    for p in [&k2, &a2] {
+        std::fs::copy(p, repo.join(p.file_name().unwrap())).unwrap();
+    }
+    run_ok(
+        Command::new("createrepo_c").arg("--quiet").arg(&repo),
+        "createrepo_c",
+    );
+    let dnf_root = twin(&start, &d.join("dnf"));
+    let ck_dnf = twin(&start, &d.join("cowkit-dnf"));
+    let dnf_cache = d.join("dnf-cache");
+    run_ok(
+        dnf(&repo, &dnf_root, &dnf_cache).args(["upgrade", "t-kern"]),
+        "dnf upgrade t-kern",
+    );
+    assert_eq!(kernels(&dnf_root), "t-kern-1-1.noarch\nt-kern-2-1.noarch\n");
+    // With an upgrade in the same transaction, one rpm transaction cannot
+    // do both (`-i` and `-U`): refused, no package file or database entry
+    // changed (dnf, which ran, leaves its own state and logs).
+    let before = state(&ck_dnf);
+    let r = cowkit_dnf(
+        &repo,
+        &ck_dnf,
+        &dnf_cache,
+        &d.join("ck-cache"),
+        &["upgrade"],
+    );
+    assert!(!r.ok, "exit status 0:\n{}", r.stderr);
+    for s in [
+        "t-kern-2-1.noarch would be installed beside",
+        "t-a-2-1.noarch",
+        "hint:",
+    ] {
+        assert!(r.stderr.contains(s), "`{s}` not in:\n{}", r.stderr);
+    }
+    let owned = |t: Tree| -> Tree {
+        t.into_iter()
+            .filter(|(p, _)| p.starts_with("boot") || p.starts_with("usr/share/t-"))
+            .collect()
+    };
+    let now = state(&ck_dnf);
+    assert_eq!(now.1, before.1, "the database changed");
+    let changed = diff(&owned(before.0), &owned(now.0), |e| (e.shape(), e.mtime));
+    assert!(changed.is_empty(), "package files changed: {changed:#?}");
+    let r = cowkit_dnf(
+        &repo,
+        &ck_dnf,
+        &dnf_cache,
+        &d.join("ck-cache"),
+        &["upgrade", "t-kern"],
+    );
+    assert!(r.ok, "{}", r.stderr);
+    let j = r.json();
+    assert_eq!(
+        j["installed_beside"],
+        serde_json::json!([["t-kern-2-1.noarch", ["t-kern-1-1.noarch"]]]),
+        "{j}"
+    );
+    assert_eq!(kernels(&ck_dnf), kernels(&dnf_root));
+    assert_eq!(log(&ck_dnf), log(&dnf_root), "scriptlets");
+    assert_eq!(
+        log(&dnf_root),
+        "t-kern-1 post 1\nt-a-1 post 1\nt-kern-2 post 2\n"
+    );
+    assert!(ck_dnf.join("boot/t-kern-1").exists() && ck_dnf.join("boot/t-kern-2").exists());
+
+    // dnf's `installonly_limit` (3) erases the oldest kernel when a fourth
+    // comes; cowkit dnf erases nothing it was not asked to: it runs dnf
+    // with `installonly_limit=0`, so that dnf's plan keeps them all too.
+    for v in [3, 4] {
+        let k = kern(v);
+        let repo_v = mkdir(&d.join(format!("repo{v}")));
+        std::fs::copy(&k, repo_v.join(k.file_name().unwrap())).unwrap();
+        run_ok(
+            Command::new("createrepo_c").arg("--quiet").arg(&repo_v),
+            "createrepo_c",
+        );
+        let cache = d.join(format!("dnf-cache{v}"));
+        run_ok(
+            dnf(&repo_v, &dnf_root, &cache).args(["upgrade", "t-kern"]),
+            "dnf upgrade t-kern",
+        );
+        let r = cowkit_dnf(
+            &repo_v,
+            &ck_dnf,
+            &cache,
+            &d.join("ck-cache"),
+            &["upgrade", "t-kern"],
+        );
+        assert!(r.ok, "{}", r.stderr);
+    }
+    assert_eq!(
+        kernels(&dnf_root),
+        "t-kern-2-1.noarch\nt-kern-3-1.noarch\nt-kern-4-1.noarch\n"
+    );
+    assert_eq!(
+        kernels(&ck_dnf),
+        "t-kern-1-1.noarch\nt-kern-2-1.noarch\nt-kern-3-1.noarch\nt-kern-4-1.noarch\n"
+    );
+}
+
+/// `cowkit dnf --json ARGS` with the test `dnf`'s options for `repo`.
+fn cowkit_dnf(repo: &Path, root: &Path, dnf_cache: &Path, ck_cache: &Path, cmd: &[&str]) -> Run {
+    let plain = dnf(repo, root, dnf_cache);
+    let dnf_args: Vec<std::ffi::OsString> = plain
+        .get_args()
+        .filter(|a| !a.to_string_lossy().starts_with("--installroot="))
+        .map(|a| a.to_os_string())
+        .collect();
+    run(cowkit()
+        .args(["dnf", "--json", "--root"])
+        .arg(root)
+        .arg("--cache")
+        .arg(ck_cache)
+        .arg("--dbpath")
+        .arg(dbpath())
+        .arg("--")
+        .args(dnf_args)
+        .args(cmd))
+}
+
+/// Issue 26, item 5: an installed package whose `%postun` is `<lua>`,
+/// then an upgrade of it: refused before any file changes, naming the
+/// package and the scriptlet; with two installed instances, both.
+#[test]
+fn issue_26_installed_lua_postun_refuses_the_upgrade() {
+    if !as_root("issue_26_installed_lua_postun_refuses_the_upgrade") {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let d = dir.path();
+    let pk = mkdir(&d.join("pkgs"));
+    let lua = |v: u32| {
+        package(
+            &pk,
+            ("t-lua", v),
+            "",
+            &format!("mkdir -p \"$B/usr/share/t-lua\"\necho {v} > \"$B/usr/share/t-lua/v{v}\""),
+            "/usr/share/t-lua",
+            "%postun -p <lua>\nprint(\"t-lua postun\")",
+        )
+    };
+    let (l1, l2, l3) = (lua(1), lua(2), lua(3));
+    let root = base(&d.join("root"), &[&l1]);
+    let before = state(&root);
+    let r = install(&root, &[], &[&l2]);
+    assert_refused(
+        &root,
+        &before,
+        &r,
+        &["t-lua-1-1.noarch %postun (installed)", "<lua>"],
+    );
+    // Two installed instances (`rpm -i` of another version): `rpm -U`
+    // erases both, and both are checked.
+    rpm_ok(&root, &["-i"], &[&l2]);
+    let before = state(&root);
+    let r = install(&root, &[], &[&l3]);
+    assert_refused(
+        &root,
+        &before,
+        &r,
+        &[
+            "t-lua-1-1.noarch %postun (installed)",
+            "t-lua-2-1.noarch %postun (installed)",
+        ],
+    );
+}
+
+/// Issue 26, item 6: a relative `--root` is refused up front, as rpm
+/// refuses it (cowkit used to install, and every scriptlet failed in
+/// `chroot`).
+#[test]
+fn issue_26_relative_root_is_refused_like_rpm() {
+    if !as_root("issue_26_relative_root_is_refused_like_rpm") {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let d = dir.path();
+    let pk = mkdir(&d.join("pkgs"));
+    let a1 = plain(&pk, "t-a", 1, "");
+    let root = base(&d.join("root"), &[]);
+    let out = Command::new("rpm")
+        .current_dir(d)
+        .args(["--root", "root", "--dbpath"])
+        .arg(dbpath())
+        .arg("-i")
+        .arg(&a1)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("must begin with a /"),
+        "rpm: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let before = state(&root);
+    let r = run(cowkit()
+        .current_dir(d)
+        .args(["install", "--root", "root", "--dbpath"])
+        .arg(dbpath())
+        .arg(&a1));
+    assert_refused(&root, &before, &r, &["`root` is not an absolute path"]);
+}
+
+/// A new package that obsoletes an installed one: refused (cowkit does not
+/// erase it), with a hint that helps (it used to say `--noscripts`, which
+/// does not).
+#[test]
+fn issue_26_obsoletes_refusal_has_a_true_hint() {
+    if !as_root("issue_26_obsoletes_refusal_has_a_true_hint") {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let d = dir.path();
+    let pk = mkdir(&d.join("pkgs"));
+    let a1 = plain(&pk, "t-a", 1, "");
+    let renamed = plain(&pk, "t-renamed", 2, "Obsoletes: t-a < 2\nProvides: t-a = 2");
+    let root = base(&d.join("root"), &[&a1]);
+    let before = state(&root);
+    let r = install(&root, &[], &[&renamed]);
+    assert_refused(
+        &root,
+        &before,
+        &r,
+        &[
+            "t-a-1-1.noarch (installed): a new package obsoletes it",
+            "rpm -e",
+        ],
+    );
+    assert!(!r.stderr.contains("--noscripts"), "{}", r.stderr);
+}
