@@ -17,9 +17,10 @@
 //! And every connection holds a slot of a [`Registry`], which caps them in
 //! total and per client address. A connection over a cap takes the slot of
 //! the connection that has been in the head or idle phase the longest (one
-//! from its own address first when that address is at its cap); busy
-//! connections are never taken. Only when every slot is busy is the new
-//! connection refused (a `503` and a close). So idle sockets, half-sent
+//! from its own address when that address is at its cap), once that one is
+//! closed: open sockets never exceed the caps. Busy connections are never
+//! taken. Only when every slot is busy is the new connection refused (a
+//! `503` and a close). So idle sockets, half-sent
 //! heads and trickled heads (what an unauthenticated peer can hold: its
 //! requests are refused as soon as their heads are complete) give way to
 //! clients with requests to make, and the gateway's open files stay
@@ -29,6 +30,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::net::IpAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -120,7 +122,11 @@ pub struct Conn {
     id: u64,
     ip: IpAddr,
     state: Mutex<State>,
+    /// Wakes [`Conn::watch`] when the phase changes or it is evicted.
     changed: Notify,
+    /// Its [`Slot`] is dropped (the socket closed).
+    gone: AtomicBool,
+    closed: Notify,
 }
 
 impl Conn {
@@ -217,26 +223,56 @@ impl Slots {
         Some(c)
     }
 
-    /// Take the slot of the connection (from `ip` only, if given) longest
-    /// in its head or idle phase; false when every one is busy.
-    fn evict_oldest(&mut self, ip: Option<IpAddr>) -> bool {
-        let victim = self
+    /// A connection (from `ip` only, if given) that gives its slot
+    /// away: one already closing, or else the one longest in its head or
+    /// idle phase, told to close now. `None` when every one is busy.
+    fn make_room(&mut self, ip: Option<IpAddr>) -> Option<Arc<Conn>> {
+        let mine = |c: &&Arc<Conn>| ip.is_none_or(|ip| c.ip == ip);
+        if let Some(c) = self.conns.values().filter(mine).find(|c| c.state().evicted) {
+            return Some(c.clone());
+        }
+        let (_, id) = self
             .conns
             .values()
-            .filter(|c| ip.is_none_or(|ip| c.ip == ip))
+            .filter(mine)
             .filter_map(|c| {
                 let s = c.state();
                 (s.phase != Phase::Busy).then_some((s.since, c.id))
             })
-            .min();
-        let Some((_, id)) = victim else {
-            return false;
-        };
-        if let Some(c) = self.remove(id) {
-            c.state().evicted = true;
-            c.changed.notify_one();
+            .min()?;
+        let c = self.conns.get(&id)?.clone();
+        c.state().evicted = true;
+        c.changed.notify_one();
+        Some(c)
+    }
+}
+
+/// What [`Registry::admit`] says.
+#[derive(Debug)]
+pub enum Admission {
+    /// The new connection's slot.
+    Admitted(Slot),
+    /// A connection is closing to make room: wait for it, then ask again
+    /// (its descriptor is released when it is gone, so the open files
+    /// stay within the caps).
+    Closing(Closing),
+    /// Every connection that could give way is busy.
+    Refused,
+}
+
+/// A connection closing to make room (see [`Admission::Closing`]).
+#[derive(Debug)]
+pub struct Closing(Arc<Conn>);
+
+impl Closing {
+    /// Wait until the connection is gone, or `at_most`.
+    pub async fn wait(self, at_most: Duration) {
+        let gone = self.0.closed.notified();
+        tokio::pin!(gone);
+        gone.as_mut().enable();
+        if !self.0.gone.load(Ordering::Acquire) {
+            let _ = tokio::time::timeout(at_most, gone).await;
         }
-        true
     }
 }
 
@@ -266,6 +302,8 @@ impl Slot {
 impl Drop for Slot {
     fn drop(&mut self) {
         self.registry.slots().remove(self.conn.id);
+        self.conn.gone.store(true, Ordering::Release);
+        self.conn.closed.notify_waiters();
     }
 }
 
@@ -293,18 +331,16 @@ impl Registry {
         self.len() == 0
     }
 
-    /// A slot for a new connection from `ip`, taken from an older head or
-    /// idle connection when over a cap; `None` when every connection that
-    /// could give way is busy.
-    pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<Slot> {
+    /// A slot for a new connection from `ip`; over a cap, an older head
+    /// or idle connection is told to close to make room (see the module).
+    pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Admission {
         let mut slots = self.slots();
-        if slots.per_ip.get(&ip).copied().unwrap_or(0) >= self.max_per_ip
-            && !slots.evict_oldest(Some(ip))
-        {
-            return None;
-        }
-        if slots.conns.len() >= self.max_total && !slots.evict_oldest(None) {
-            return None;
+        let full_ip = slots.per_ip.get(&ip).copied().unwrap_or(0) >= self.max_per_ip;
+        if full_ip || slots.conns.len() >= self.max_total {
+            return match slots.make_room(full_ip.then_some(ip)) {
+                Some(c) => Admission::Closing(Closing(c)),
+                None => Admission::Refused,
+            };
         }
         slots.next_id += 1;
         let conn = Arc::new(Conn {
@@ -317,10 +353,12 @@ impl Registry {
                 evicted: false,
             }),
             changed: Notify::new(),
+            gone: AtomicBool::new(false),
+            closed: Notify::new(),
         });
         slots.conns.insert(conn.id, conn.clone());
         *slots.per_ip.entry(ip).or_default() += 1;
-        Some(Slot {
+        Admission::Admitted(Slot {
             registry: self.clone(),
             conn,
         })
@@ -545,27 +583,47 @@ mod tests {
         IpAddr::from([127, 0, 0, n])
     }
 
-    /// Over the total cap, the connection longest without a request gives
-    /// way; a busy one never does, and with every one busy the newcomer is
+    fn admitted(a: Admission) -> Slot {
+        match a {
+            Admission::Admitted(s) => s,
+            other => panic!("not admitted: {other:?}"),
+        }
+    }
+
+    fn closing(a: Admission) -> Arc<Conn> {
+        match a {
+            Admission::Closing(Closing(c)) => c,
+            other => panic!("no connection closing: {other:?}"),
+        }
+    }
+
+    /// Over the total cap, the connection longest without a request is
+    /// told to close, and the newcomer admitted once it is gone; a busy
+    /// one never gives way, and with every one busy the newcomer is
     /// refused.
     #[tokio::test(start_paused = true)]
     async fn issue_25_the_oldest_waiting_connection_gives_way_never_a_busy_one() {
         let r = registry(3, 3);
-        let a = r.admit(ip(2)).unwrap();
+        let a = admitted(r.admit(ip(2)));
         tokio::time::advance(Duration::from_secs(1)).await;
-        let b = r.admit(ip(3)).unwrap();
-        let c = r.admit(ip(4)).unwrap();
+        let b = admitted(r.admit(ip(3)));
+        let c = admitted(r.admit(ip(4)));
         let _busy = a.conn().busy();
-        let d = r.admit(ip(1)).unwrap();
-        assert!(!a.conn().state().evicted, "a busy connection gave way");
-        assert!(b.conn().state().evicted, "the oldest waiting one stayed");
+        let victim = closing(r.admit(ip(1)));
+        assert_eq!(victim.id, b.conn().id, "not the oldest waiting one");
+        assert!(b.conn().state().evicted && !a.conn().state().evicted);
+        // Asked again before it is gone: the same one, still closing.
+        assert_eq!(closing(r.admit(ip(1))).id, b.conn().id);
+        let wait = tokio::spawn(Closing(victim).wait(Duration::from_secs(3600)));
+        drop(b);
+        wait.await.unwrap();
+        let d = admitted(r.admit(ip(1)));
         assert_eq!(r.len(), 3);
         let _bc = c.conn().busy();
         let _bd = d.conn().busy();
-        assert!(r.admit(ip(5)).is_none(), "admitted with every slot busy");
-        drop((b, _bc, c));
-        assert_eq!(r.len(), 2);
-        assert!(r.admit(ip(5)).is_some());
+        assert!(matches!(r.admit(ip(5)), Admission::Refused));
+        drop((_bc, c));
+        assert!(matches!(r.admit(ip(5)), Admission::Admitted(_)));
     }
 
     /// An address at its cap gives way from its own connections: another
@@ -573,16 +631,17 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn issue_25_an_address_at_its_cap_gives_way_from_its_own() {
         let r = registry(10, 2);
-        let other = r.admit(ip(1)).unwrap();
+        let other = admitted(r.admit(ip(1)));
         tokio::time::advance(Duration::from_secs(1)).await;
-        let x = r.admit(ip(2)).unwrap();
-        let y = r.admit(ip(2)).unwrap();
-        let z = r.admit(ip(2)).unwrap();
-        assert!(x.conn().state().evicted);
+        let x = admitted(r.admit(ip(2)));
+        let y = admitted(r.admit(ip(2)));
+        assert_eq!(closing(r.admit(ip(2))).id, x.conn().id);
         assert!(!other.conn().state().evicted && !y.conn().state().evicted);
+        drop(x);
+        let z = admitted(r.admit(ip(2)));
         let _b1 = y.conn().busy();
         let _b2 = z.conn().busy();
-        assert!(r.admit(ip(2)).is_none());
+        assert!(matches!(r.admit(ip(2)), Admission::Refused));
         assert!(!other.conn().state().evicted);
     }
 
@@ -596,13 +655,13 @@ mod tests {
             ..Limits::default()
         };
         let r = registry(10, 10);
-        let s = r.admit(ip(1)).unwrap();
+        let s = admitted(r.admit(ip(1)));
         let t0 = Instant::now();
         let why = s.conn().watch(&limits).await;
         assert!(why.contains("head"), "{why}");
         assert_eq!(t0.elapsed(), Duration::from_secs(5));
 
-        let s = r.admit(ip(1)).unwrap();
+        let s = admitted(r.admit(ip(1)));
         let busy = s.conn().busy();
         let conn = s.conn().clone();
         let l2 = limits.clone();

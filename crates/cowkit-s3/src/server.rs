@@ -17,7 +17,7 @@ use std::sync::Arc;
 use crate::conditions::Conditions;
 use crate::error::{io, Result};
 use crate::gateway::{S3Gateway, ACCESS_LOG};
-use crate::limits::{Answer, Guarded, Limits, Registry, Slot, TimedBody};
+use crate::limits::{Admission, Answer, Guarded, Limits, Registry, Slot, TimedBody};
 use crate::precheck::{Prechecks, Refusal};
 use crate::sendfile::SendfileIo;
 use crate::store::{Options, Store};
@@ -895,7 +895,7 @@ impl Server {
                 },
                 () = &mut shutdown => break,
             };
-            let Some(slot) = registry.admit(peer.ip()) else {
+            let Some(slot) = admit(&registry, peer).await else {
                 refuse(sock);
                 refusals.warn(|n| {
                     format!(
@@ -946,6 +946,20 @@ impl Throttle {
             self.count = 0;
         }
     }
+}
+
+/// A slot for a connection from `peer`, waiting for connections closing
+/// to make room (a few times, briefly: they close as soon as their task
+/// runs); `None` when every one that could is busy.
+async fn admit(registry: &Arc<Registry>, peer: SocketAddr) -> Option<Slot> {
+    for _ in 0..4 {
+        match registry.admit(peer.ip()) {
+            Admission::Admitted(s) => return Some(s),
+            Admission::Refused => return None,
+            Admission::Closing(c) => c.wait(Duration::from_millis(500)).await,
+        }
+    }
+    None
 }
 
 /// Close a connection no slot could be found for, with a `503` it may
