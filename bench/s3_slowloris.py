@@ -146,7 +146,10 @@ def main():
             lat.append(ms)
             period.append(ms)
         except Exception as e:  # noqa: BLE001 (any failure counts)
-            errors.append((round(time.monotonic() - t0, 1), type(e).__name__))
+            what = type(e).__name__
+            if hasattr(e, "response"):
+                what += " " + str(e.response.get("Error", {}).get("Code"))
+            errors.append((round(time.monotonic() - t0, 1), what))
             period.append(None)
         time.sleep(0.2)
         if time.monotonic() >= next_sample:
@@ -185,7 +188,8 @@ def main():
         "attack_opened": attack.opened, "attack_closed_by_server": attack.closed_by_server,
         "attack_connect_errors": attack.connect_errors, "samples": samples,
     }
-    print(f"# {a.label}: {summary['calls']} ListBuckets, {summary['errors']} failed; "
+    kinds = sorted({w for _, w in errors})
+    print(f"# {a.label}: {summary['calls']} ListBuckets, {summary['errors']} failed {kinds}; "
           f"latency median {summary['median_ms']} ms, p99 {summary['p99_ms']} ms, "
           f"max {summary['max_ms']} ms; gateway fds max {summary['max_fds']}, "
           f"RSS max {summary['max_rss_mb']} MB; attack opened {attack.opened}, "

@@ -28,7 +28,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -565,6 +565,53 @@ impl<B: http_body::Body + Unpin> http_body::Body for Answer<B> {
     fn size_hint(&self) -> http_body::SizeHint {
         self.inner.size_hint()
     }
+}
+
+// ---- the accept loop's helpers ------------------------------------------
+
+/// A warning at most every ten seconds, with the count of what it stands
+/// for (a flood of refusals or accept errors is one line, not thousands).
+#[derive(Debug, Default)]
+pub(crate) struct Throttle {
+    last: Option<Instant>,
+    count: u64,
+}
+
+impl Throttle {
+    pub(crate) fn warn(&mut self, msg: impl FnOnce(u64) -> String) {
+        self.count += 1;
+        if self
+            .last
+            .is_none_or(|t| t.elapsed() >= Duration::from_secs(10))
+        {
+            log::warn!("{}", msg(self.count));
+            self.last = Some(Instant::now());
+            self.count = 0;
+        }
+    }
+}
+
+/// A slot for a connection from `peer`, waiting for connections closing
+/// to make room (a few times, briefly: they close as soon as their task
+/// runs); `None` when every one that could is busy.
+pub(crate) async fn admit(registry: &Arc<Registry>, peer: SocketAddr) -> Option<Slot> {
+    for _ in 0..4 {
+        match registry.admit(peer.ip()) {
+            Admission::Admitted(s) => return Some(s),
+            Admission::Refused => return None,
+            Admission::Closing(c) => c.wait(Duration::from_millis(500)).await,
+        }
+    }
+    None
+}
+
+/// Close a connection no slot could be found for, with a `503` it may
+/// read if its socket takes it at once (the client retries later).
+pub(crate) fn refuse(sock: tokio::net::TcpStream) {
+    let _ = sock.try_write(
+        b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\
+          Retry-After: 1\r\nConnection: close\r\n\r\n",
+    );
 }
 
 #[cfg(test)]
