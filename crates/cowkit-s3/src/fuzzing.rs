@@ -98,6 +98,7 @@ impl Rig {
             anonymous: true,
             region: "us-east-1".into(),
             sendfile: false,
+            limits: Default::default(),
             store: crate::store::Options {
                 min_part_size: 1,
                 ..Default::default()

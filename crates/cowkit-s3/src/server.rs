@@ -17,6 +17,7 @@ use std::sync::Arc;
 use crate::conditions::Conditions;
 use crate::error::{io, Result};
 use crate::gateway::{S3Gateway, ACCESS_LOG};
+use crate::limits::{admit, refuse, Answer, Guarded, Limits, Registry, Slot, Throttle, TimedBody};
 use crate::precheck::{Prechecks, Refusal};
 use crate::sendfile::SendfileIo;
 use crate::store::{Options, Store};
@@ -40,6 +41,9 @@ pub struct Config {
     /// ([`crate::sendfile`]; `cowkit s3 serve` turns it on unless given
     /// `--no-sendfile`); otherwise the `pread` body ([`crate::body`]).
     pub sendfile: bool,
+    /// Timeouts for peers that stop talking, and the connection caps
+    /// ([`crate::limits`]).
+    pub limits: Limits,
 }
 
 /// The answer to a request refused by the prechecks.
@@ -764,6 +768,7 @@ pub struct Server {
     addr: SocketAddr,
     store: Arc<Store>,
     sendfile: bool,
+    limits: Limits,
 }
 
 impl std::fmt::Debug for Server {
@@ -789,12 +794,58 @@ impl Server {
             addr,
             store,
             sendfile: cfg.sendfile,
+            limits: cfg.limits,
         })
     }
 
     /// The address actually bound (a port of 0 is chosen by the kernel).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The future serving one admitted connection: hyper over its
+    /// [`Guarded`] I/O, raced against its [`crate::limits::Conn::watch`].
+    fn serve_connection(
+        &self,
+        conn: &ConnBuilder<TokioExecutor>,
+        graceful: &hyper_util::server::graceful::GracefulShutdown,
+        sock: tokio::net::TcpStream,
+        peer: SocketAddr,
+        slot: Slot,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let handler = self.handler.clone();
+        let sendfile = self.sendfile;
+        let limits = self.limits.clone();
+        let io = SendfileIo::new(sock);
+        let splicer = io.splicer();
+        let state = slot.conn().clone();
+        let io = Guarded::new(io, state.clone(), &limits);
+        let l = limits.clone();
+        let service =
+            hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                let handler = handler.clone();
+                let busy = state.busy();
+                let mut req = req.map(|b| s3s::Body::http_body(TimedBody::new(b, &l)));
+                // HTTP/1 only: HTTP/2 copies frames into its own
+                // buffers, where stand-ins would be sent as they are.
+                if sendfile && req.version() <= http::Version::HTTP_11 {
+                    req.extensions_mut().insert(splicer.clone());
+                }
+                async move {
+                    let res = handler.handle(req, peer).await?;
+                    Ok::<_, s3s::HttpError>(res.map(|b| Answer::new(b, busy)))
+                }
+            });
+        let c = graceful.watch(conn.serve_connection(io, service).into_owned());
+        async move {
+            tokio::select! {
+                r = c => if let Err(e) = r {
+                    log::debug!("connection from {peer}: {e}");
+                },
+                why = slot.conn().watch(&limits) => log::debug!("connection from {peer}: {why}"),
+            }
+            drop(slot);
+        }
     }
 
     /// Serve until `shutdown` resolves, then stop accepting and wait up to
@@ -804,7 +855,10 @@ impl Server {
         let mut conn = ConnBuilder::new(TokioExecutor::new());
         // Body frames queued as they are, never copied into hyper's own
         // buffer: the sendfile stand-ins depend on it (crate::sendfile).
-        conn.http1().writev(true);
+        // Heads, idle connections and stalled peers are timed by
+        // crate::limits (hyper's header timer also runs while a keep-alive
+        // connection is idle, so it cannot tell the two apart).
+        conn.http1().writev(true).header_read_timeout(None);
         // What other gateways on this root leave when they die is swept
         // by the survivors, not only at the next start.
         let every = self.store.options().sweep_every;
@@ -824,44 +878,41 @@ impl Server {
             })
         });
         tokio::pin!(shutdown);
+        let registry = Registry::new(&self.limits);
+        let mut accept_errors = Throttle::default();
+        let mut refusals = Throttle::default();
         loop {
             let (sock, peer) = tokio::select! {
                 r = self.listener.accept() => match r {
                     Ok(x) => x,
                     Err(e) => {
-                        log::warn!("accept: {e}");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        // Out of descriptors (EMFILE, ENFILE) or memory:
+                        // the backlog waits, the loop does not spin.
+                        accept_errors.warn(|n| format!("accept: {e} ({n} times)"));
+                        tokio::time::sleep(Duration::from_millis(100)).await;
                         continue;
                     }
                 },
                 () = &mut shutdown => break,
             };
+            let Some(slot) = admit(&registry, peer).await else {
+                refuse(sock);
+                refusals.warn(|n| {
+                    format!(
+                        "refused {n} connection(s), the last from {peer}: all {} \
+                         connections busy (--max-connections {}, --max-connections-per-ip {})",
+                        registry.len(),
+                        self.limits.max_connections,
+                        self.limits.max_connections_per_ip
+                    )
+                });
+                continue;
+            };
             // Responses are often written in two pieces (headers, then a
             // body or keepalive whitespace): Nagle would hold the second
             // one back for a delayed ACK (40 ms).
             let _ = sock.set_nodelay(true);
-            let handler = self.handler.clone();
-            let sendfile = self.sendfile;
-            let io = SendfileIo::new(sock);
-            let splicer = io.splicer();
-            let service =
-                hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                    let handler = handler.clone();
-                    let mut req = req.map(s3s::Body::from);
-                    // HTTP/1 only: HTTP/2 copies frames into its own
-                    // buffers, where stand-ins would be sent as they are.
-                    if sendfile && req.version() <= http::Version::HTTP_11 {
-                        req.extensions_mut().insert(splicer.clone());
-                    }
-                    async move { handler.handle(req, peer).await }
-                });
-            let c = conn.serve_connection(io, service).into_owned();
-            let c = graceful.watch(c);
-            tokio::spawn(async move {
-                if let Err(e) = c.await {
-                    log::debug!("connection from {peer}: {e}");
-                }
-            });
+            tokio::spawn(self.serve_connection(&conn, &graceful, sock, peer, slot));
         }
         drop(self.listener);
         if let Some(s) = sweeper {

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use cowkit_s3::limits::Limits;
 use cowkit_s3::server::{Config, Server};
 use cowkit_s3::store::Options;
 
@@ -91,6 +92,32 @@ struct ServeArgs {
     /// it keep working.
     #[arg(long, hide = true, conflicts_with = "no_sendfile")]
     sendfile: bool,
+    /// Seconds a request head may take to arrive whole, from the
+    /// connection's accept or the first byte after the previous response;
+    /// then the connection is closed.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    header_timeout: u64,
+    /// Seconds a keep-alive connection may stay idle between requests.
+    #[arg(long, default_value_t = 75, value_parser = clap::value_parser!(u64).range(1..))]
+    idle_timeout: u64,
+    /// Seconds a request body may send nothing before the request fails
+    /// and the connection is closed.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    body_timeout: u64,
+    /// Seconds a client may leave a response unread before the connection
+    /// is closed.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    send_timeout: u64,
+    /// Connections open at once, from all clients [default: 1024, or what
+    /// the open-file limit allows]. Over it, the connection longest
+    /// without a request is closed to make room; with every one busy, the
+    /// new one is refused (503).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections: Option<u64>,
+    /// Connections open at once from one client address (over it, that
+    /// address's connection longest without a request makes room).
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections_per_ip: u64,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
@@ -130,6 +157,60 @@ fn credentials(a: &ServeArgs) -> Result<Option<(String, String)>, CliError> {
     }
 }
 
+/// The soft limit on open files (`None`: unlimited).
+fn open_file_limit() -> Option<u64> {
+    rustix::process::getrlimit(rustix::process::Resource::Nofile).current
+}
+
+/// The timeouts and caps of `a`, with the open-file limit raised to the
+/// hard limit: a `--max-connections` the limit cannot hold is refused
+/// (the default is lowered to what it can hold).
+fn limits(a: &ServeArgs) -> Result<Limits, CliError> {
+    use cowkit_s3::limits::{connections_for, fds_needed};
+    cowkit_fs::dir::raise_fd_limit();
+    let nofile = open_file_limit().unwrap_or(u64::MAX);
+    let fits = connections_for(nofile);
+    let max_connections = match a.max_connections {
+        Some(n) if fds_needed(n as usize) > nofile => {
+            return Err(CliError::msg(format!(
+                "--max-connections {n} needs {} open files; the limit is {nofile}",
+                fds_needed(n as usize)
+            ))
+            .hint(format!(
+                "raise the hard limit (`ulimit -Hn`, systemd `LimitNOFILE=`) or give \
+                 --max-connections {fits} or fewer"
+            )));
+        }
+        Some(n) => n as usize,
+        None if fits == 0 => {
+            return Err(CliError::msg(format!(
+                "the open-file limit {nofile} leaves no room for connections"
+            ))
+            .hint(format!(
+                "raise the hard limit to at least {}",
+                fds_needed(16)
+            )));
+        }
+        None => {
+            let d = Limits::default().max_connections;
+            if fits < d {
+                log::warn!(
+                    "the open-file limit {nofile} holds {fits} connections: serving at most that many"
+                );
+            }
+            d.min(fits)
+        }
+    };
+    Ok(Limits {
+        header_timeout: Duration::from_secs(a.header_timeout),
+        idle_timeout: Duration::from_secs(a.idle_timeout),
+        body_timeout: Duration::from_secs(a.body_timeout),
+        send_timeout: Duration::from_secs(a.send_timeout),
+        max_connections,
+        max_connections_per_ip: usize::try_from(a.max_connections_per_ip).unwrap_or(usize::MAX),
+    })
+}
+
 fn serve(a: ServeArgs) -> Result<ExitCode, CliError> {
     let creds = credentials(&a)?;
     if creds.is_none() && !a.anonymous {
@@ -140,6 +221,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode, CliError> {
             ),
         );
     }
+    let limits = limits(&a)?;
     let cfg = Config {
         root: a.root.clone(),
         listen: a.listen,
@@ -147,6 +229,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode, CliError> {
         anonymous: a.anonymous,
         region: a.region.clone(),
         sendfile: a.sendfile || !a.no_sendfile,
+        limits: limits.clone(),
         store: Options {
             fsync: a.fsync,
             min_part_size: a.min_part_size,
@@ -176,6 +259,9 @@ fn serve(a: ServeArgs) -> Result<ExitCode, CliError> {
                 "fsync": a.fsync,
                 "anonymous": a.anonymous,
                 "min_part_size": a.min_part_size,
+                "max_connections": limits.max_connections,
+                "max_connections_per_ip": limits.max_connections_per_ip,
+                "open_files": open_file_limit(),
             }));
         } else {
             println!(

@@ -42,7 +42,7 @@ def mount_for(fs):
 
 
 class Server:
-    def __init__(self, fs, extra=(), creds=True, mount=None):
+    def __init__(self, fs, extra=(), creds=True, mount=None, preexec=None):
         self.fs = fs
         # `mount`: a filesystem the test made itself (e.g. a small one).
         self.mount, self.device = (mount, None) if mount else mount_for(fs)
@@ -55,7 +55,9 @@ class Server:
         if creds:
             args += ["--access-key", AK, "--secret-key", SK]
         self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        # `preexec`: run in the child before exec (e.g. to set rlimits).
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log, text=True,
+                                     preexec_fn=preexec)
         line = self.proc.stdout.readline()
         assert line, f"server did not start: {open(self.log_path).read()}"
         self.info = json.loads(line)
@@ -116,8 +118,8 @@ def server(fs):
 def make_server():
     made = []
 
-    def make(fs, extra=(), creds=True, mount=None):
-        s = Server(fs, extra, creds, mount)
+    def make(fs, extra=(), creds=True, mount=None, preexec=None):
+        s = Server(fs, extra, creds, mount, preexec)
         made.append(s)
         return s
 
