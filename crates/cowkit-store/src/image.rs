@@ -267,8 +267,7 @@ pub fn verity_digests(store: &Store, entries: &[Entry]) -> Result<HashMap<String
 pub fn carries_verity(store: &Store, name: &str) -> Result<bool> {
     let erofs = erofs_file(store, name)?;
     if erofs.is_file() {
-        let bytes = std::fs::read(&erofs).map_err(|e| IoError::new("read", erofs.clone(), e))?;
-        let r = crate::erofs::Reader::new(&bytes)?;
+        let r = crate::erofs::Reader::open(&erofs)?;
         return Ok(r.walk()?.iter().any(|(_, i)| {
             i.xattrs
                 .get(&b"trusted.overlay.metacopy"[..])
@@ -430,10 +429,7 @@ pub fn references(store: &Store) -> Result<Vec<(String, String, String)>> {
         // they refer to is needed.
         let top = images.join(&name);
         if let Some(image) = name.strip_suffix(".erofs") {
-            let bytes = std::fs::read(&top).map_err(|e| IoError::new("read", top.clone(), e))?;
-            for (path, object) in crate::erofs::objects(&bytes).map_err(|e| {
-                Error::Image(format!("`{}` is not a readable image: {e}", top.display()))
-            })? {
+            for (path, object) in crate::erofs::objects_in(&top)? {
                 out.push((image.to_string(), path, object));
             }
             continue;

@@ -59,6 +59,15 @@ pub enum Error {
     /// Image creation or mounting failed otherwise.
     #[error("{0}")]
     Image(String),
+    /// An EROFS image that cannot be read: damaged, past the reader's
+    /// bounds, or using what the reader does not handle.
+    #[error("`{path}` is not a readable EROFS image: {why}")]
+    Erofs {
+        /// The image file (`(in memory)` for bytes).
+        path: PathBuf,
+        /// Why.
+        why: erofs::ReadError,
+    },
     /// fs-verity cannot be enabled on the store's objects.
     #[error("the store's filesystem cannot keep fs-verity on `{0}` (Btrfs, and ext4 made with `-O verity`, can; XFS on this kernel cannot)")]
     NoVerity(PathBuf),

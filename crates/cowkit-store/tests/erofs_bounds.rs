@@ -125,6 +125,10 @@ fn in_child(test: &str, op: &str, dir: &Path, name: &str) -> String {
         .lines()
         .find_map(|l| l.split_once("RESULT ").map(|(_, r)| r))
         .map(str::to_string);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if let Some(hwm) = stderr.lines().find(|l| l.contains("VmHWM")) {
+        eprintln!("{}", hwm.split_whitespace().collect::<Vec<_>>().join(" "));
+    }
     match line {
         Some(l) if out.status.success() => l,
         _ => panic!(
