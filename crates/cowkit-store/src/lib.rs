@@ -29,6 +29,7 @@ use sha2::{Digest, Sha256};
 
 pub mod digests;
 pub mod erofs;
+pub mod fuzzing;
 pub mod image;
 pub mod package;
 pub mod tree;

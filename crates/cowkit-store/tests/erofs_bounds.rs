@@ -218,3 +218,179 @@ fn issue_25_image_grown_to_4_gib_with_a_hole_reads_within_bounds() {
         ["fsck ok, 1 missing", "gc ok, 0 kept", "read ok, verity false"]
     );
 }
+
+// In-process checks of the reader's refusals and sharing, on images made
+// by the writer and then patched.
+
+fn nid_of(img: &[u8], path: &str) -> u64 {
+    let r = erofs::Reader::new(img).unwrap();
+    let walked = r.walk().unwrap();
+    walked
+        .iter()
+        .find(|(p, _)| p == Path::new(path))
+        .unwrap_or_else(|| panic!("{path} not in the image"))
+        .1
+        .nid
+}
+
+fn put_u64(img: &mut [u8], at: u64, v: u64) {
+    img[at as usize..at as usize + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+fn walk_err(img: &[u8]) -> String {
+    match erofs::Reader::new(img).and_then(|r| r.walk()) {
+        Ok(w) => panic!("read {} entries", w.len()),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// A directory entry naming an ancestor (a cycle) or another directory (a
+/// hardlinked directory) is refused: each directory is read once.
+#[test]
+fn directory_cycles_and_hardlinked_directories_are_refused() {
+    let v = vec![
+        entry("", Kind::Dir),
+        entry("a", Kind::Dir),
+        entry("a/b", Kind::Dir),
+        entry("c", Kind::Dir),
+    ];
+    let img = erofs::write(&v, &Options::default()).unwrap();
+    // `a` is inline (no xattrs): its third entry (`.`, `..`, `b`) is `b`.
+    let b_entry = nid_of(&img, "a") * 32 + 64 + 24;
+    for target in ["", "a", "c"] {
+        let mut bad = img.clone();
+        put_u64(&mut bad, b_entry, nid_of(&img, target));
+        let e = walk_err(&bad);
+        assert!(e.contains("directory named twice"), "{target}: {e}");
+    }
+}
+
+/// Two directories sharing their blocks (each entry of the blocks listed
+/// once per directory, a multiplier of the image's real size) are
+/// refused: no two parts of an image may overlap. The old reader read
+/// the blocks once per directory.
+#[test]
+fn issue_25_directories_sharing_blocks_are_refused() {
+    let mut v = vec![entry("", Kind::Dir), entry("p", Kind::Dir), entry("q", Kind::Dir)];
+    for d in ["p", "q"] {
+        for i in 0..100 {
+            v.push(entry(&format!("{d}/{i:03}-{}", "n".repeat(40)), Kind::File));
+        }
+    }
+    let img = erofs::write(&v, &Options::default()).unwrap();
+    let (p, q) = (nid_of(&img, "p") * 32, nid_of(&img, "q") * 32);
+    // Both have their entries in blocks (layout 0): i_u is the block.
+    assert_eq!(img[p as usize] >> 1 & 7, 0);
+    let mut bad = img.clone();
+    bad.copy_within(p as usize + 16..p as usize + 20, q as usize + 16);
+    let e = walk_err(&bad);
+    assert!(e.contains("overlap"), "{e}");
+    assert!(e.contains("(in memory)"), "{e}");
+}
+
+/// Paths are what a walk keeps per entry; a tree 15 levels of 250-byte
+/// names deep with 20,000 hardlinks at the bottom (a 0.5 MB image) would
+/// keep 78 MB of paths: refused by the bound on bytes kept per byte read.
+#[test]
+fn issue_25_deep_paths_of_many_entries_are_bounded() {
+    let mut v = vec![entry("", Kind::Dir)];
+    let mut base = String::new();
+    for i in 0..15 {
+        base.push_str(&format!("{i:x}{}/", "d".repeat(249)));
+        v.push(entry(base.trim_end_matches('/'), Kind::Dir));
+    }
+    let first = v.len();
+    v.push(entry(&format!("{base}f"), Kind::File));
+    for i in 1..20_000 {
+        let mut l = entry(&format!("{base}{}", base36(i)), Kind::File);
+        l.link = Some(first);
+        v.push(l);
+    }
+    let img = erofs::write(&v, &Options::default()).unwrap();
+    assert!(img.len() < 600_000, "{} bytes", img.len());
+    let e = walk_err(&img);
+    assert!(e.contains("past cowkit's bounds") && e.contains("per byte"), "{e}");
+}
+
+/// The 74,752 hardlinks share one inode's xattrs: read once.
+#[test]
+fn issue_25_hardlinks_share_one_inode() {
+    let img = hardlink_bomb();
+    let r = erofs::Reader::new(&img).unwrap();
+    let w = r.walk().unwrap();
+    assert_eq!(w.len(), 74_753);
+    let first = &w.iter().find(|(p, _)| p == Path::new("f")).unwrap().1;
+    assert_eq!(first.xattrs.len(), 4 + 3);
+    for (_, i) in &w[1..] {
+        assert!(std::sync::Arc::ptr_eq(&i.xattrs, &first.xattrs));
+    }
+}
+
+/// A redirect that is not `/ab/cdef…` (an object's path) is refused by
+/// `objects`, naming the file; the old reader passed any bytes on.
+#[test]
+fn issue_25_redirects_that_are_not_objects_are_refused() {
+    let img = small();
+    let rel = format!("/{}/{}", &DIGEST[..2], &DIGEST[2..]);
+    let at = img
+        .windows(rel.len())
+        .position(|w| w == rel.as_bytes())
+        .unwrap();
+    for (patch, what) in [(b'/', "a slash"), (b'G', "not hex")] {
+        let mut bad = img.clone();
+        bad[at + 10] = patch;
+        let e = erofs::objects(&bad).unwrap_err().to_string();
+        assert!(e.contains("`/d/f` redirects to") && e.contains("not an object"), "{what}: {e}");
+    }
+    assert_eq!(erofs::objects(&img).unwrap().len(), 1);
+}
+
+/// An image file is opened without following a symlink, and a fifo in its
+/// place is refused, not waited on; errors name the file.
+#[test]
+fn image_files_are_regular_files_read_where_the_metadata_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("i.erofs");
+    std::fs::write(&file, small()).unwrap();
+    let r = erofs::Reader::open(&file).unwrap();
+    let m = erofs::Reader::new(&std::fs::read(&file).unwrap())
+        .unwrap()
+        .walk()
+        .unwrap();
+    assert_eq!(r.walk().unwrap(), m);
+    let link = dir.path().join("l.erofs");
+    std::os::unix::fs::symlink(&file, &link).unwrap();
+    let e = erofs::Reader::open(&link).err().unwrap().to_string();
+    assert!(e.contains("l.erofs"), "{e}");
+    let fifo = dir.path().join("f.erofs");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+    let e = erofs::Reader::open(&fifo).err().unwrap();
+    assert!(e.to_string().contains("f.erofs"), "{e}");
+    assert!(cowkit_fs::dir::is_not_regular(&e), "{e:?}");
+    // Cut short: the error names the file.
+    let cut = dir.path().join("cut.erofs");
+    std::fs::write(&cut, &small()[..1300]).unwrap();
+    let e = erofs::Reader::open(&cut).and_then(|r| r.walk()).unwrap_err();
+    assert!(e.to_string().contains("cut.erofs"), "{e}");
+}
+
+/// The writer refuses what the reader would: a path over 4,095 bytes.
+#[test]
+fn the_writer_refuses_paths_the_reader_would() {
+    let mut v = vec![entry("", Kind::Dir)];
+    let mut base = String::new();
+    for _ in 0..17 {
+        base.push_str(&"e".repeat(250));
+        v.push(entry(&base, Kind::Dir));
+        base.push('/');
+    }
+    let e = erofs::write(&v, &Options::default()).unwrap_err().to_string();
+    assert!(e.contains("over 4,095 bytes"), "{e}");
+}
