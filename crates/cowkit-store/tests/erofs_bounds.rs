@@ -169,7 +169,10 @@ fn child(spec: &str) {
         _ => unreachable!(),
     };
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let hwm = status.lines().find(|l| l.starts_with("VmHWM")).unwrap_or("");
+    let hwm = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM"))
+        .unwrap_or("");
     eprintln!("{op}: {hwm}");
     match result {
         Ok(r) => println!("RESULT {r}"),
@@ -198,7 +201,11 @@ fn issue_25_hardlinks_of_one_inode_with_large_xattrs_read_within_bounds() {
     let got = run_all(NAME, dir.path(), "bomb");
     assert_eq!(
         got,
-        ["fsck ok, 74752 missing", "gc ok, 0 kept", "read ok, verity false"]
+        [
+            "fsck ok, 74752 missing",
+            "gc ok, 0 kept",
+            "read ok, verity false"
+        ]
     );
 }
 
@@ -215,7 +222,11 @@ fn issue_25_image_grown_to_4_gib_with_a_hole_reads_within_bounds() {
     let got = run_all(NAME, dir.path(), "grown");
     assert_eq!(
         got,
-        ["fsck ok, 1 missing", "gc ok, 0 kept", "read ok, verity false"]
+        [
+            "fsck ok, 1 missing",
+            "gc ok, 0 kept",
+            "read ok, verity false"
+        ]
     );
 }
 
@@ -271,7 +282,11 @@ fn directory_cycles_and_hardlinked_directories_are_refused() {
 /// the blocks once per directory.
 #[test]
 fn issue_25_directories_sharing_blocks_are_refused() {
-    let mut v = vec![entry("", Kind::Dir), entry("p", Kind::Dir), entry("q", Kind::Dir)];
+    let mut v = vec![
+        entry("", Kind::Dir),
+        entry("p", Kind::Dir),
+        entry("q", Kind::Dir),
+    ];
     for d in ["p", "q"] {
         for i in 0..100 {
             v.push(entry(&format!("{d}/{i:03}-{}", "n".repeat(40)), Kind::File));
@@ -309,7 +324,10 @@ fn issue_25_deep_paths_of_many_entries_are_bounded() {
     let img = erofs::write(&v, &Options::default()).unwrap();
     assert!(img.len() < 600_000, "{} bytes", img.len());
     let e = walk_err(&img);
-    assert!(e.contains("past cowkit's bounds") && e.contains("per byte"), "{e}");
+    assert!(
+        e.contains("past cowkit's bounds") && e.contains("per byte"),
+        "{e}"
+    );
 }
 
 /// The 74,752 hardlinks share one inode's xattrs: read once.
@@ -340,7 +358,10 @@ fn issue_25_redirects_that_are_not_objects_are_refused() {
         let mut bad = img.clone();
         bad[at + 10] = patch;
         let e = erofs::objects(&bad).unwrap_err().to_string();
-        assert!(e.contains("`/d/f` redirects to") && e.contains("not an object"), "{what}: {e}");
+        assert!(
+            e.contains("`/d/f` redirects to") && e.contains("not an object"),
+            "{what}: {e}"
+        );
     }
     assert_eq!(erofs::objects(&img).unwrap().len(), 1);
 }
@@ -377,7 +398,9 @@ fn image_files_are_regular_files_read_where_the_metadata_points() {
     // Cut short: the error names the file.
     let cut = dir.path().join("cut.erofs");
     std::fs::write(&cut, &small()[..1300]).unwrap();
-    let e = erofs::Reader::open(&cut).and_then(|r| r.walk()).unwrap_err();
+    let e = erofs::Reader::open(&cut)
+        .and_then(|r| r.walk())
+        .unwrap_err();
     assert!(e.to_string().contains("cut.erofs"), "{e}");
 }
 
@@ -391,6 +414,8 @@ fn the_writer_refuses_paths_the_reader_would() {
         v.push(entry(&base, Kind::Dir));
         base.push('/');
     }
-    let e = erofs::write(&v, &Options::default()).unwrap_err().to_string();
+    let e = erofs::write(&v, &Options::default())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("over 4,095 bytes"), "{e}");
 }

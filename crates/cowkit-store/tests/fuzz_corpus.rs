@@ -46,7 +46,11 @@ fn entry(path: &str, kind: Kind, size: u64) -> Entry {
         mtime: t,
         xattrs: Vec::new(),
         target: None,
-        rdev: if matches!(kind, Kind::Char | Kind::Block) { 0x0103 } else { 0 },
+        rdev: if matches!(kind, Kind::Char | Kind::Block) {
+            0x0103
+        } else {
+            0
+        },
         size,
         digest: (kind == Kind::File && size > 0).then(|| format!("{:064x}", size)),
         link: None,
@@ -105,7 +109,11 @@ fn seeds() -> Vec<(&'static str, Vec<Entry>, Options)> {
         ("small-verity", small.clone(), verity),
         ("small-visible-prefix", small, visible),
         ("wide", wide, Options::default()),
-        ("root-only", vec![entry("", Kind::Dir, 0)], Options::default()),
+        (
+            "root-only",
+            vec![entry("", Kind::Dir, 0)],
+            Options::default(),
+        ),
     ]
 }
 

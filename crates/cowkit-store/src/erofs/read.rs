@@ -164,7 +164,11 @@ fn le64(b: &[u8], at: usize) -> u64 {
 impl<'a> Reader<'a> {
     /// Open an image held in memory.
     pub fn new(img: &'a [u8]) -> Result<Self> {
-        Self::init(Src::Mem(img), img.len() as u64, PathBuf::from("(in memory)"))
+        Self::init(
+            Src::Mem(img),
+            img.len() as u64,
+            PathBuf::from("(in memory)"),
+        )
     }
 
     /// An error about this image.
@@ -327,7 +331,11 @@ impl<'a> Reader<'a> {
             nid,
             at,
             isize,
-            xsize: if icount == 0 { 0 } else { 12 + 4 * (icount - 1) },
+            xsize: if icount == 0 {
+                0
+            } else {
+                12 + 4 * (icount - 1)
+            },
             layout: (format >> 1) & 7,
             mode,
             size,
@@ -362,12 +370,13 @@ impl<'a> Reader<'a> {
             },
             FLAT_INLINE => {
                 let at = h.at + h.isize + h.xsize;
-                if h.size % BLOCK > 0 && at % BLOCK + h.size % BLOCK > BLOCK {
+                let rest = h.size % BLOCK;
+                if rest > 0 && at % BLOCK + rest > BLOCK {
                     return Err(self.damaged("inline data across a block boundary"));
                 }
                 Loc {
                     plain,
-                    tail: (h.size % BLOCK > 0).then_some(at),
+                    tail: (rest > 0).then_some(at),
                     size: h.size,
                 }
             }
@@ -382,7 +391,9 @@ impl<'a> Reader<'a> {
     /// The byte ranges `h` covers: the inode with its xattrs and inline
     /// tail, and its blocks.
     fn ranges(&self, h: &Head, loc: Option<&Loc>) -> Result<[(u64, u64); 2]> {
-        let tail = loc.filter(|l| l.tail.is_some()).map_or(0, |l| l.size % BLOCK);
+        let tail = loc
+            .filter(|l| l.tail.is_some())
+            .map_or(0, |l| l.size % BLOCK);
         let inode = (h.at, h.at + h.isize + h.xsize + tail);
         let blocks = match loc {
             Some(l) => {
@@ -557,7 +568,12 @@ impl Walk {
         if start >= end {
             return Ok(());
         }
-        if self.claims.range(..end).next_back().is_some_and(|(_, &e)| e > start) {
+        if self
+            .claims
+            .range(..end)
+            .next_back()
+            .is_some_and(|(_, &e)| e > start)
+        {
             return Err(r.damaged(
                 "two of its parts overlap (inodes, xattrs, directory blocks, the superblock)",
             ));
@@ -593,7 +609,11 @@ impl Walk {
         self.claim(r, inode)?;
         self.claim(r, blocks)?;
         let (inode, dir) = r.body(&head, &mut self.read)?;
-        let xattr_bytes: usize = inode.xattrs.iter().map(|(k, v)| 48 + k.len() + v.len()).sum();
+        let xattr_bytes: usize = inode
+            .xattrs
+            .iter()
+            .map(|(k, v)| 48 + k.len() + v.len())
+            .sum();
         let target = inode.target.as_ref().map_or(0, |t| t.len());
         self.keep(r, ENTRY_COST + (xattr_bytes + target) as u64)?;
         if dir.is_none() {
@@ -654,7 +674,9 @@ impl Walk {
                 continue;
             }
             if name.is_empty() || name.len() > MAX_NAME || name.contains(&b'/') {
-                return Err(r.damaged("a name in a directory that is empty, over 255 bytes or holds `/`"));
+                return Err(
+                    r.damaged("a name in a directory that is empty, over 255 bytes or holds `/`")
+                );
             }
             self.entries += 1;
             if self.entries > MAX_ENTRIES {
