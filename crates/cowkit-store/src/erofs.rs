@@ -634,6 +634,47 @@ mod tests {
         assert_eq!(objects(&img).unwrap().len(), 401);
     }
 
+    /// The layouts past one block read back within the reader's bounds:
+    /// a directory of 700 entries in blocks, names of 255 bytes, a symlink
+    /// pushed out of line by 3.5 KB of xattrs, 60 KB of xattrs on one
+    /// file, a 5 GiB file; from memory and from a file alike.
+    #[test]
+    fn layouts_beyond_one_block_read_back() {
+        let mut v = vec![entry("", Kind::Dir, 0), entry("big", Kind::Dir, 0)];
+        for i in 0..700 {
+            v.push(entry(
+                &format!("big/{i:03}-{}", "n".repeat(250)),
+                Kind::File,
+                1,
+            ));
+        }
+        let mut l = entry("l", Kind::Symlink, 1000);
+        let x = |n: &str, len| cowkit_fs::meta::Xattr {
+            name: n.into(),
+            value: vec![b'v'; len],
+        };
+        l.xattrs.push(x("user.pad", 3500));
+        v.push(l);
+        let mut f = entry("x", Kind::File, 5 << 30);
+        f.xattrs.push(x("user.a", 30_000));
+        f.xattrs.push(x("user.b", 30_000));
+        v.push(f);
+        let img = write(&v, &Options::default()).unwrap();
+        let walked = Reader::new(&img).unwrap().walk().unwrap();
+        assert_eq!(walked.len(), v.len());
+        let all: HashMap<PathBuf, Inode> = walked.iter().cloned().collect();
+        assert_eq!(
+            all[Path::new("l")].target.as_deref(),
+            Some(&[b't'; 1000][..])
+        );
+        assert_eq!(all[Path::new("x")].xattrs[&b"user.b"[..]].len(), 30_000);
+        assert_eq!(all[Path::new("x")].size, 5 << 30);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("i"), &img).unwrap();
+        let from_file = Reader::open(&dir.path().join("i")).unwrap().walk().unwrap();
+        assert_eq!(from_file, walked);
+    }
+
     /// Damage anywhere gives an error or a different reading, never a
     /// panic or a hang.
     #[test]

@@ -427,7 +427,10 @@ impl<'a> Reader<'a> {
         let mut target = None;
         if let (S_IFLNK, Some(l)) = (h.mode & S_IFMT, &loc) {
             *read += l.size;
-            target = Some(Arc::from(&*self.bytes(l.tail.unwrap_or(l.plain), l.size)?));
+            target = Some(match l.size {
+                0 => Arc::from(&[][..]),
+                n => Arc::from(&*self.bytes(l.tail.unwrap_or(l.plain), n)?),
+            });
         }
         let inode = Inode {
             nid: h.nid,
