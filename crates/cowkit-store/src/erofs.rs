@@ -23,17 +23,34 @@
 //! directories and symlinks) or its chunk map; directories too large to
 //! be inline take whole blocks after the metadata.
 //!
-//! The reader walks such an image (or any uncompressed, non-chunk-indexed
-//! EROFS with inline xattrs) with every offset checked, so a damaged image
-//! gives an error, not a panic.
+//! The reader ([`Reader`]) walks such an image (or any uncompressed,
+//! non-chunk-indexed EROFS with inline xattrs) from memory or from a
+//! file, with every offset checked and bounds its author cannot stretch
+//! (see [`Reader`]).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::ffi::OsStr;
+use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::tree::{Entry, Kind};
 use crate::{Error, Result, Store};
+
+mod read;
+pub use read::{
+    Inode, ReadError, Reader, KEPT_PER_BYTE, KEPT_SLACK, MAX_ENTRIES, MAX_PATH, MAX_TARGET,
+};
+
+/// The objects the EROFS image `img` refers to: (path in the image,
+/// object path from `objects/`), one per file with a redirect.
+pub fn objects(img: &[u8]) -> Result<Vec<(String, String)>> {
+    Reader::new(img)?.objects()
+}
+
+/// [`objects`] of the image file `path`, read where its metadata points
+/// (never whole).
+pub fn objects_in(path: &Path) -> Result<Vec<(String, String)>> {
+    Reader::open(path)?.objects()
+}
 
 /// The xattr name `mkfs.erofs --xattr-inode-digest` uses by default for
 /// per-file fingerprints.
@@ -265,6 +282,22 @@ pub fn write(entries: &[Entry], opts: &Options) -> Result<Vec<u8>> {
         return Err(Error::Image(
             "an image's tree starts with a directory".into(),
         ));
+    }
+    // What the reader takes back (its bounds).
+    if entries.len() > MAX_ENTRIES {
+        return Err(Error::Image(format!(
+            "an image holds at most {MAX_ENTRIES} entries, not {}",
+            entries.len()
+        )));
+    }
+    for e in entries {
+        let target = e.target.as_ref().map_or(0, |t| t.len());
+        if e.path.as_os_str().len() > MAX_PATH || target as u64 > MAX_TARGET {
+            return Err(Error::Unsupported {
+                path: e.path.clone(),
+                why: "a path or symlink target over 4,095 bytes",
+            });
+        }
     }
     let fingerprint = opts.fingerprint.as_deref().map(split_long_prefix);
     if let Some((_, infix)) = fingerprint {
@@ -538,312 +571,11 @@ pub fn write(entries: &[Entry], opts: &Options) -> Result<Vec<u8>> {
     Ok(img)
 }
 
-/// One inode of an image, as the reader sees it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Inode {
-    /// Node number (offset / 32).
-    pub nid: u64,
-    /// Type and permission bits.
-    pub mode: u32,
-    /// Size.
-    pub size: u64,
-    /// Owner.
-    pub uid: u32,
-    /// Group.
-    pub gid: u32,
-    /// Modification time (s, ns).
-    pub mtime: (i64, u32),
-    /// Link count.
-    pub nlink: u32,
-    /// Extended attributes by full name (a hidden long prefix is named by
-    /// itself, e.g. `erofs.fingerprint.v1`).
-    pub xattrs: BTreeMap<Vec<u8>, Vec<u8>>,
-    /// A symlink's target.
-    pub target: Option<Vec<u8>>,
-}
-
-/// A readable image.
-pub struct Reader<'a> {
-    img: &'a [u8],
-    prefixes: Vec<(u8, Vec<u8>)>,
-    root: u64,
-    /// The fingerprint xattr's full name, if the image records one.
-    pub fingerprint: Option<Vec<u8>>,
-}
-
-fn damaged(what: &str) -> Error {
-    Error::Image(format!("the EROFS image is damaged: {what}"))
-}
-
-impl<'a> Reader<'a> {
-    fn bytes(&self, at: u64, len: u64) -> Result<&'a [u8]> {
-        let end = at
-            .checked_add(len)
-            .ok_or_else(|| damaged("offset overflow"))?;
-        self.img
-            .get(at as usize..end as usize)
-            .ok_or_else(|| damaged("a reference past its end"))
-    }
-
-    fn u16(&self, at: u64) -> Result<u16> {
-        Ok(u16::from_le_bytes(
-            self.bytes(at, 2)?.try_into().expect("2"),
-        ))
-    }
-
-    fn u32(&self, at: u64) -> Result<u32> {
-        Ok(u32::from_le_bytes(
-            self.bytes(at, 4)?.try_into().expect("4"),
-        ))
-    }
-
-    fn u64(&self, at: u64) -> Result<u64> {
-        Ok(u64::from_le_bytes(
-            self.bytes(at, 8)?.try_into().expect("8"),
-        ))
-    }
-
-    /// Open an image.
-    pub fn new(img: &'a [u8]) -> Result<Self> {
-        let mut r = Reader {
-            img,
-            prefixes: Vec::new(),
-            root: 0,
-            fingerprint: None,
-        };
-        let sb = SB_OFFSET as u64;
-        if r.u32(sb)? != MAGIC {
-            return Err(Error::Image("not an EROFS image (bad magic)".into()));
-        }
-        if r.bytes(sb + 12, 1)?[0] != 12 || r.u32(sb + 40)? != 0 {
-            return Err(Error::Image(
-                "an EROFS image this reader does not handle (block size or metadata start)".into(),
-            ));
-        }
-        r.root = u64::from(r.u16(sb + 14)?);
-        let compat = r.u32(sb + 8)?;
-        let count = r.bytes(sb + 91, 1)?[0];
-        let mut at = u64::from(r.u32(sb + 92)?) * 4;
-        for _ in 0..count {
-            let len = u64::from(r.u16(at)?);
-            if len == 0 {
-                return Err(damaged("an empty xattr prefix"));
-            }
-            let p = r.bytes(at + 2, len)?;
-            r.prefixes.push((p[0], p[1..].to_vec()));
-            at = (at + 2 + len).next_multiple_of(4);
-        }
-        if compat & COMPAT_ISHARE_XATTRS != 0 {
-            let id = r.bytes(sb + 105, 1)?[0];
-            let (base, infix) = r
-                .prefixes
-                .get(usize::from(id))
-                .ok_or_else(|| damaged("the fingerprint prefix is missing"))?;
-            r.fingerprint = Some(r.prefix_name(*base, infix)?);
-        }
-        Ok(r)
-    }
-
-    fn prefix_name(&self, base: u8, infix: &[u8]) -> Result<Vec<u8>> {
-        let mut n = match base {
-            0 => Vec::new(),
-            _ => PREFIXES
-                .iter()
-                .find(|(i, _)| *i == base)
-                .ok_or_else(|| damaged("an unknown xattr prefix"))?
-                .1
-                .as_bytes()
-                .to_vec(),
-        };
-        n.extend_from_slice(infix);
-        Ok(n)
-    }
-
-    /// The root directory's inode.
-    pub fn root(&self) -> Result<Inode> {
-        self.inode(self.root).map(|(i, _)| i)
-    }
-
-    /// Read the inode `nid` and its data (directories and symlinks only).
-    fn inode(&self, nid: u64) -> Result<(Inode, Vec<u8>)> {
-        let at = nid
-            .checked_mul(32)
-            .ok_or_else(|| damaged("a nid out of range"))?;
-        let format = self.u16(at)?;
-        let extended = format & 1 == 1;
-        let layout = (format >> 1) & 7;
-        let icount = u64::from(self.u16(at + 2)?);
-        let mode = u32::from(self.u16(at + 4)?);
-        let (isize, size, i_u, uid, gid, mtime, nlink) = if extended {
-            (
-                64,
-                self.u64(at + 8)?,
-                self.u32(at + 16)?,
-                self.u32(at + 24)?,
-                self.u32(at + 28)?,
-                (self.u64(at + 32)? as i64, self.u32(at + 40)?),
-                self.u32(at + 44)?,
-            )
-        } else {
-            (
-                32,
-                u64::from(self.u32(at + 8)?),
-                self.u32(at + 16)?,
-                u32::from(self.u16(at + 24)?),
-                u32::from(self.u16(at + 26)?),
-                (i64::from(self.u32(at + 12)?), 0),
-                u32::from(self.u16(at + 6)?),
-            )
-        };
-        let mut xattrs = BTreeMap::new();
-        let xsize = if icount == 0 {
-            0
-        } else {
-            12 + 4 * (icount - 1)
-        };
-        if icount > 0 {
-            let shared = u64::from(self.bytes(at + isize + 4, 1)?[0]);
-            if shared > 0 {
-                return Err(Error::Image(
-                    "an EROFS image with shared xattrs, which this reader does not handle".into(),
-                ));
-            }
-            let end = at + isize + xsize;
-            let mut p = at + isize + 12;
-            while p < end {
-                let h = self.bytes(p, 4)?;
-                let (nlen, idx, vlen) = (
-                    u64::from(h[0]),
-                    h[1],
-                    u64::from(u16::from_le_bytes([h[2], h[3]])),
-                );
-                let mut name = if idx & LONG_PREFIX != 0 {
-                    let (b, infix) = self
-                        .prefixes
-                        .get(usize::from(idx & !LONG_PREFIX))
-                        .ok_or_else(|| damaged("an xattr names a missing prefix"))?;
-                    self.prefix_name(*b, infix)?
-                } else {
-                    self.prefix_name(idx, b"")?
-                };
-                name.extend_from_slice(self.bytes(p + 4, nlen)?);
-                let value = self.bytes(p + 4 + nlen, vlen)?.to_vec();
-                xattrs.insert(name, value);
-                p = (p + 4 + nlen + vlen).next_multiple_of(4);
-            }
-        }
-        let kind = mode & 0o170000;
-        let data = if kind == 0o040000 || kind == 0o120000 {
-            match layout {
-                FLAT_INLINE if size < BLOCK => self.bytes(at + isize + xsize, size)?.to_vec(),
-                FLAT_PLAIN => self.bytes(u64::from(i_u) * BLOCK, size)?.to_vec(),
-                _ => {
-                    return Err(Error::Image(format!(
-                        "an EROFS directory or symlink of layout {layout}, which this reader does not handle"
-                    )))
-                }
-            }
-        } else {
-            if kind == 0o100000 && layout == CHUNK_BASED && i_u as u16 & CHUNK_INDEXES != 0 {
-                return Err(Error::Image("chunk indexes are not handled".into()));
-            }
-            Vec::new()
-        };
-        let target = (kind == 0o120000).then(|| data.clone());
-        Ok((
-            Inode {
-                nid,
-                mode,
-                size,
-                uid,
-                gid,
-                mtime,
-                nlink,
-                xattrs,
-                target,
-            },
-            data,
-        ))
-    }
-
-    /// Every inode below the root with its path (the root itself first,
-    /// with an empty path), in directory order.
-    pub fn walk(&self) -> Result<Vec<(PathBuf, Inode)>> {
-        let mut out = Vec::new();
-        let mut seen = HashSet::new();
-        let mut stack = vec![(PathBuf::new(), self.root)];
-        while let Some((path, nid)) = stack.pop() {
-            let (inode, data) = self.inode(nid)?;
-            let is_dir = inode.mode & 0o170000 == 0o040000;
-            out.push((path.clone(), inode));
-            if !is_dir {
-                continue;
-            }
-            if !seen.insert(nid) {
-                return Err(damaged("a directory cycle"));
-            }
-            let mut sub = Vec::new();
-            for block in data.chunks(BLOCK as usize) {
-                if block.len() < DIRENT_SIZE {
-                    return Err(damaged("a short directory block"));
-                }
-                let first_off = usize::from(u16::from_le_bytes([block[8], block[9]]));
-                let n = first_off / DIRENT_SIZE;
-                if n == 0 || first_off > block.len() {
-                    return Err(damaged("a directory block without entries"));
-                }
-                for k in 0..n {
-                    let d = block
-                        .get(k * DIRENT_SIZE..(k + 1) * DIRENT_SIZE)
-                        .ok_or_else(|| damaged("a directory entry past its block"))?;
-                    let child = u64::from_le_bytes(d[..8].try_into().expect("8"));
-                    let off = usize::from(u16::from_le_bytes([d[8], d[9]]));
-                    let end = if k + 1 < n {
-                        let nd = &block[(k + 1) * DIRENT_SIZE..];
-                        usize::from(u16::from_le_bytes([nd[8], nd[9]]))
-                    } else {
-                        let rest = block.get(off..).unwrap_or_default();
-                        off + rest.iter().position(|&b| b == 0).unwrap_or(rest.len())
-                    };
-                    let name = block
-                        .get(off..end)
-                        .ok_or_else(|| damaged("a name past its directory block"))?;
-                    if name == b"." || name == b".." {
-                        continue;
-                    }
-                    if name.is_empty() || name.contains(&b'/') {
-                        return Err(damaged("a bad name in a directory"));
-                    }
-                    sub.push((path.join(OsStr::from_bytes(name)), child));
-                }
-            }
-            stack.extend(sub.into_iter().rev());
-        }
-        Ok(out)
-    }
-}
-
-/// The objects an EROFS image refers to: (path in the image, object path
-/// from `objects/`), one per file with a redirect.
-pub fn objects(img: &[u8]) -> Result<Vec<(String, String)>> {
-    let r = Reader::new(img)?;
-    let mut out = Vec::new();
-    for (path, inode) in r.walk()? {
-        if let Some(v) = inode.xattrs.get(&b"trusted.overlay.redirect"[..]) {
-            let v = String::from_utf8_lossy(v);
-            out.push((
-                format!("/{}", path.display()),
-                v.trim_start_matches('/').to_string(),
-            ));
-        }
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use rustix::fs::Timespec;
+    use std::path::PathBuf;
 
     fn entry(path: &str, kind: Kind, size: u64) -> Entry {
         Entry {
@@ -900,6 +632,47 @@ mod tests {
         assert_eq!(all[Path::new("long")].target.as_ref().unwrap().len(), 3000);
         assert_eq!(all[Path::new("huge")].size, 9 << 40);
         assert_eq!(objects(&img).unwrap().len(), 401);
+    }
+
+    /// The layouts past one block read back within the reader's bounds:
+    /// a directory of 700 entries in blocks, names of 255 bytes, a symlink
+    /// pushed out of line by 3.5 KB of xattrs, 60 KB of xattrs on one
+    /// file, a 5 GiB file; from memory and from a file alike.
+    #[test]
+    fn layouts_beyond_one_block_read_back() {
+        let mut v = vec![entry("", Kind::Dir, 0), entry("big", Kind::Dir, 0)];
+        for i in 0..700 {
+            v.push(entry(
+                &format!("big/{i:03}-{}", "n".repeat(250)),
+                Kind::File,
+                1,
+            ));
+        }
+        let mut l = entry("l", Kind::Symlink, 1000);
+        let x = |n: &str, len| cowkit_fs::meta::Xattr {
+            name: n.into(),
+            value: vec![b'v'; len],
+        };
+        l.xattrs.push(x("user.pad", 3500));
+        v.push(l);
+        let mut f = entry("x", Kind::File, 5 << 30);
+        f.xattrs.push(x("user.a", 30_000));
+        f.xattrs.push(x("user.b", 30_000));
+        v.push(f);
+        let img = write(&v, &Options::default()).unwrap();
+        let walked = Reader::new(&img).unwrap().walk().unwrap();
+        assert_eq!(walked.len(), v.len());
+        let all: HashMap<PathBuf, Inode> = walked.iter().cloned().collect();
+        assert_eq!(
+            all[Path::new("l")].target.as_deref(),
+            Some(&[b't'; 1000][..])
+        );
+        assert_eq!(all[Path::new("x")].xattrs[&b"user.b"[..]].len(), 30_000);
+        assert_eq!(all[Path::new("x")].size, 5 << 30);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("i"), &img).unwrap();
+        let from_file = Reader::open(&dir.path().join("i")).unwrap().walk().unwrap();
+        assert_eq!(from_file, walked);
     }
 
     /// Damage anywhere gives an error or a different reading, never a

@@ -27,7 +27,6 @@
 
 use std::collections::HashMap;
 use std::ffi::CString;
-use std::io::Read;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -84,25 +83,6 @@ fn open_images(store: &Store, create: bool) -> Result<Option<OwnedFd>> {
         }
         Err(e) => Err(IoError::new("open directory", path, e).into()),
     }
-}
-
-/// The largest EROFS image read into memory (its metadata only: a tree of
-/// a million files takes well under this).
-pub const MAX_IMAGE_BYTES: u64 = 1 << 30;
-
-/// All of the EROFS image `f` (named `path`), at most [`MAX_IMAGE_BYTES`].
-fn read_image(f: &std::fs::File, path: &Path) -> Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    f.take(MAX_IMAGE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| IoError::new("read", path, e))?;
-    if bytes.len() as u64 > MAX_IMAGE_BYTES {
-        return Err(Error::Image(format!(
-            "`{}` is larger than {MAX_IMAGE_BYTES} bytes: not an image cowkit wrote",
-            path.display()
-        )));
-    }
-    Ok(bytes)
 }
 
 /// An image, opened.
@@ -361,8 +341,8 @@ pub fn carries_verity(store: &Store, name: &str) -> Result<bool> {
 fn verity_recorded(image: &Opened, path: &Path) -> Result<bool> {
     let top = match image {
         Opened::Erofs(f) => {
-            let bytes = read_image(f, path)?;
-            let r = crate::erofs::Reader::new(&bytes)?;
+            let f = f.try_clone().map_err(|e| IoError::new("reopen", path, e))?;
+            let r = crate::erofs::Reader::from_file(f, path)?;
             return Ok(r.walk()?.iter().any(|(_, i)| {
                 i.xattrs
                     .get(&b"trusted.overlay.metacopy"[..])
@@ -496,10 +476,7 @@ pub fn references(store: &Store) -> Result<Vec<(String, String, String)>> {
             let Some(f) = dir::open_read_opt(&images_fd, &name, &top)? else {
                 continue;
             };
-            let bytes = read_image(&f, &top)?;
-            for (path, object) in crate::erofs::objects(&bytes).map_err(|e| {
-                Error::Image(format!("`{}` is not a readable image: {e}", top.display()))
-            })? {
+            for (path, object) in crate::erofs::Reader::from_file(f, &top)?.objects()? {
                 out.push((image.to_string(), path, object));
             }
             continue;

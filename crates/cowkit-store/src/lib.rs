@@ -38,6 +38,7 @@ use sha2::{Digest, Sha256};
 
 pub mod digests;
 pub mod erofs;
+pub mod fuzzing;
 pub mod image;
 pub mod mount;
 pub mod package;
@@ -82,6 +83,15 @@ pub enum Error {
     /// A store's directory or image is a symlink: never followed.
     #[error("`{0}` is a symlink: cowkit follows no link inside a store")]
     Symlink(PathBuf),
+    /// An EROFS image that cannot be read: damaged, past the reader's
+    /// bounds, or using what the reader does not handle.
+    #[error("`{path}` is not a readable EROFS image: {why}")]
+    Erofs {
+        /// The image file (`(in memory)` for bytes).
+        path: PathBuf,
+        /// Why.
+        why: erofs::ReadError,
+    },
     /// fs-verity cannot be enabled on the store's objects.
     #[error("the store's filesystem cannot keep fs-verity on `{0}` (Btrfs, and ext4 made with `-O verity`, can; XFS on this kernel cannot)")]
     NoVerity(PathBuf),
