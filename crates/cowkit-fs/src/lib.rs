@@ -18,6 +18,8 @@
 //! - [`root`]: paths resolved inside a root directory, never outside it.
 //! - [`caps`]: file capabilities, libcap text ↔ `security.capability`.
 //! - [`send`]: `sendfile` from a file into a socket.
+//! - [`workdir`]: working directories held under a `flock`, removed on
+//!   drop, on a signal, or by the next sweep after a kill.
 //!
 //! ```no_run
 //! use std::fs::File;
@@ -46,6 +48,7 @@ pub mod probe;
 pub mod root;
 pub mod send;
 mod sys;
+pub mod workdir;
 
 /// fs-verity: enable it on a file, read a file's digest.
 pub mod verity {
