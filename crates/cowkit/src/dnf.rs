@@ -136,8 +136,15 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         // dnf on its own, on the database cowkit uses.
         let db = match found {
             Some(db) => db,
-            None => cowkit_rpmdb::locate(&root, args.dbpath.as_deref())
-                .map_err(|e| CliError::new("cannot set up the root's rpm database", e))?,
+            None => cowkit_rpmdb::locate(&root, args.dbpath.as_deref()).map_err(|e| {
+                let macros = matches!(e, cowkit_rpmdb::Error::Macros { .. });
+                let e = CliError::new("cannot set up the root's rpm database", e);
+                if macros {
+                    e.hint("`--dbpath DIR` says where the root's database is")
+                } else {
+                    e
+                }
+            })?,
         };
         let home = home_with_dbpath(&db.path)?;
         let status = dnf_command(&args, home.path())
