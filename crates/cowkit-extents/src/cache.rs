@@ -126,7 +126,14 @@ impl Cache {
                 .create(dir)
                 .map_err(|e| IoError::new("create directory", dir, e))?;
         }
-        let fd = dir::open_dir(rustix::fs::CWD, dir, dir)?;
+        // The path as given (a symlinked cache is fine): what is checked
+        // is the directory it leads to and the directories above that.
+        let fd = rustix::fs::open(
+            dir,
+            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| IoError::new("open directory", dir, e))?;
         check_dir(fd.as_fd(), dir, me)?;
         check_parents(fd.as_fd(), dir, me)?;
         let rpme_path = dir.join("rpme");
@@ -326,7 +333,8 @@ fn check_parents(fd: BorrowedFd<'_>, path: &Path, me: u32) -> Result<(), CacheEr
     let top = rustix::fs::stat("/").map_err(|e| IoError::new("stat", "/", e))?;
     let mut cur = rustix::io::fcntl_dupfd_cloexec(fd, 0)
         .map_err(|e| IoError::new("open directory", path, e))?;
-    let mut shown = path.to_path_buf();
+    // Named in messages by the real path (the cache may be a symlink).
+    let mut shown = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     for _ in 0..4096 {
         let st = rustix::fs::fstat(&cur).map_err(|e| IoError::new("stat", &shown, e))?;
         if (st.st_dev, st.st_ino) == (top.st_dev, top.st_ino) {

@@ -93,4 +93,15 @@ fn issue_25_cache_directories_others_can_write_are_refused() {
     }
     chmod(&open, 0o1777);
     Cache::open(&open.join("cache")).unwrap();
+    // The cache's own path may be a symlink: its target is checked.
+    std::os::unix::fs::symlink(&dir, d.path().join("link")).unwrap();
+    Cache::open(&d.path().join("link")).unwrap();
+    chmod(&dir, 0o777);
+    match Cache::open(&d.path().join("link")) {
+        Err(CacheError::Unsafe {
+            why: Unsafe::Writable { mode: 0o777 },
+            ..
+        }) => {}
+        other => panic!("{other:?}"),
+    }
 }
