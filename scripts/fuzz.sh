@@ -15,7 +15,7 @@ seconds=${1:-60}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(rpm_header cpio payload extents owners s3_names s3_request s3_chunked erofs)
+    targets=(rpm_header cpio payload extents owners s3_names s3_request s3_chunked erofs macros)
 fi
 # FUZZ_JOBS > 1 runs that many processes per target (their logs go to
 # fuzz/fuzz-N.log, libFuzzer's choice).

@@ -20,6 +20,8 @@
 //! - [`send`]: `sendfile` from a file into a socket.
 //! - [`trust`]: who else can change a file, and a directory opened one
 //!   component at a time, each one passed checked.
+//! - [`workdir`]: working directories held under a `flock`, removed on
+//!   drop, on a signal, or by the next sweep after a kill.
 //!
 //! ```no_run
 //! use std::fs::File;
@@ -49,6 +51,7 @@ pub mod root;
 pub mod send;
 mod sys;
 pub mod trust;
+pub mod workdir;
 
 /// fs-verity: enable it on a file, read a file's digest.
 pub mod verity {

@@ -1,7 +1,8 @@
 //! Package scriptlets, run the way `rpm --root` runs them.
 //!
 //! rpm writes a scriptlet's body to a temporary file in the root's
-//! `/var/tmp` (creating it when missing), chroots into the root, and runs
+//! `/var/tmp` (creating it when missing; cowkit: `script` in a directory
+//! `/var/tmp/cowkit-script.*` of its own), chroots into the root, and runs
 //! the interpreter from the header (`/bin/sh` when none is given) with the
 //! file and `$1`: the number of instances of the package that will be
 //! installed when the operation completes (1 install, 2 upgrade, 1 for the
@@ -25,6 +26,26 @@ use cowkit_fs::IoError;
 use rpm::IndexTag;
 
 use crate::{Error, Result};
+
+/// The prefix of the directories in the root's `/var/tmp` that hold a
+/// scriptlet's body while it runs.
+pub const SCRIPT_PREFIX: &str = "cowkit-script.";
+
+/// Remove from `root`'s `/var/tmp` the scriptlet directories no live
+/// process holds (a scriptlet that killed cowkit left its own); returns
+/// how many.
+pub fn sweep(root: &Root) -> Result<usize> {
+    let rel = RelPath::new("var/tmp").expect("a valid path");
+    if root.real_path(&rel)?.is_none() {
+        return Ok(0);
+    }
+    let dir = root.open_dir(&rel)?;
+    Ok(cowkit_fs::workdir::sweep(
+        std::os::fd::AsFd::as_fd(&dir),
+        &root.display(&rel),
+        SCRIPT_PREFIX,
+    )?)
+}
 
 /// When a scriptlet runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
@@ -162,23 +183,35 @@ impl Scriptlet {
     /// `Ok(Some(status))` when it ran and failed.
     pub fn run(&self, root: &Root, arg1: u32, stdout_to_stderr: bool) -> Result<Option<String>> {
         let mut argv: Vec<String> = self.prog.clone();
-        let mut tmp: Option<(std::os::fd::OwnedFd, String, PathBuf)> = None;
+        // The body goes in a working directory of its own: removed after
+        // the run, on SIGINT/SIGTERM, or by the next transaction's
+        // [`sweep`] when a scriptlet killed cowkit.
+        let mut tmp: Option<cowkit_fs::workdir::WorkDir> = None;
         if !self.body.is_empty() {
             let rel = RelPath::new("var/tmp").expect("a valid path");
             let dir = root.create_dirs(&rel, 0o755)?;
-            let name = format!("rpm-tmp{}", cowkit_fs::dir::temp_name());
-            let path = root.display(&rel).join(&name);
-            cowkit_fs::dir::write_file_at(&dir, &name, &path, self.body.as_bytes(), 0o600, false)?;
-            argv.push(format!("/var/tmp/{name}"));
+            let work = cowkit_fs::workdir::WorkDir::create(
+                std::os::fd::AsFd::as_fd(&dir),
+                &root.display(&rel),
+                SCRIPT_PREFIX,
+                0o700,
+            )?;
+            let path = work.path().join("script");
+            cowkit_fs::dir::write_file_at(
+                work.fd(),
+                "script",
+                &path,
+                self.body.as_bytes(),
+                0o600,
+                false,
+            )?;
+            argv.push(format!("/var/tmp/{}/script", work.name()));
             // rpm passes the counts only to a body (`runExtScript`).
             argv.push(arg1.to_string());
-            tmp = Some((dir, name, path));
+            tmp = Some(work);
         }
         let result = self.exec(root.path(), &argv, stdout_to_stderr);
-        if let Some((dir, name, path)) = tmp {
-            rustix::fs::unlinkat(&dir, name.as_str(), rustix::fs::AtFlags::empty())
-                .map_err(|e| IoError::new("remove", path, e))?;
-        }
+        drop(tmp);
         result
     }
 

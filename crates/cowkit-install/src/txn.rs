@@ -408,6 +408,12 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
     // A new root's database is built aside: rpm checks the transaction
     // and registers it in one call (nothing else reads that database),
     // and it is moved into place once the files are (see `run`).
+    // What killed runs left in the root's /var/tmp: scratch databases
+    // (`Scratch::new` removes them too) and scriptlet bodies.
+    if !opts.test {
+        cowkit_rpmdb::sweep_scratch(root)?;
+        crate::scripts::sweep(root)?;
+    }
     let scratch = match (&found, opts.db) {
         (None, true) => Some(cowkit_rpmdb::Scratch::new(root)?),
         _ => None,

@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 use std::ffi::OsString;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -70,6 +71,15 @@ pub enum Error {
         path: String,
         /// Why.
         why: &'static str,
+    },
+    /// The root's rpm macro files go past cowkit's bounds (file sizes,
+    /// expansion length or work): the database path is not guessed.
+    #[error("cannot tell the root's rpm database path from its macros: `{file}` {why}")]
+    Macros {
+        /// The macro file.
+        file: String,
+        /// What bound it passes.
+        why: String,
     },
     /// rpm's answer could not be understood.
     #[error("cannot read rpm's answer to `{what}`: {why}")]
@@ -143,7 +153,7 @@ pub fn locate(root: &Root, option: Option<&str>) -> Result<DbPath> {
     if let Some(db) = find(root, None)? {
         return Ok(db);
     }
-    let (wanted, source) = match macros::dbpath_of(root) {
+    let (wanted, source) = match macros::dbpath_of(root)? {
         Some((p, file)) => (p, Source::RootMacros(file)),
         None => (DEFAULT_DBPATH.to_string(), Source::Default),
     };
@@ -180,19 +190,43 @@ fn create(root: &Root, wanted: &str, source: Source) -> Result<DbPath> {
 /// An empty database in a temporary directory of the root (`/var/tmp`),
 /// removed on drop: what a transaction into a root without a database is
 /// checked against before the root's configuration is known.
+///
+/// Its directory (`/var/tmp/cowkit-rpmdb.…`) is a
+/// [`cowkit_fs::workdir::WorkDir`]: held under a lock while in use,
+/// removed on SIGINT/SIGTERM by the CLI's signal thread, and by the next
+/// [`sweep_scratch`] (which [`Scratch::new`] runs first) when its process
+/// was killed.
 pub struct Scratch<'r> {
     root: &'r Root,
-    dir: std::os::fd::OwnedFd,
-    name: String,
-    host: PathBuf,
+    /// `None` only while dropped.
+    work: Option<cowkit_fs::workdir::WorkDir>,
     db: DbPath,
     /// Directories made for it (`var`, `var/tmp`), removed with it.
     made: Vec<&'static str>,
 }
 
+/// The prefix of scratch database directories in a root's `/var/tmp`.
+pub const SCRATCH_PREFIX: &str = "cowkit-rpmdb.";
+
+/// Remove from `root`'s `/var/tmp` the scratch databases no live process
+/// holds (left by a cowkit that was killed); returns how many.
+pub fn sweep_scratch(root: &Root) -> Result<usize> {
+    let rel = RelPath::new("var/tmp").expect("a valid path");
+    if root.real_path(&rel)?.is_none() {
+        return Ok(0);
+    }
+    let dir = root.open_dir(&rel)?;
+    Ok(cowkit_fs::workdir::sweep(
+        dir.as_fd(),
+        &root.display(&rel),
+        SCRATCH_PREFIX,
+    )?)
+}
+
 impl<'r> Scratch<'r> {
-    /// Make one.
+    /// Make one (after removing those killed runs left).
     pub fn new(root: &'r Root) -> Result<Scratch<'r>> {
+        sweep_scratch(root)?;
         let mut made = Vec::new();
         for d in ["var/tmp", "var"] {
             if root
@@ -204,22 +238,23 @@ impl<'r> Scratch<'r> {
         }
         let rel = RelPath::new("var/tmp").expect("a valid path");
         let dir = root.create_dirs(&rel, 0o755)?;
-        let name = cowkit_fs::dir::temp_name();
-        let host = root.display(&rel).join(&name);
-        cowkit_fs::dir::mkdir_open(&dir, &name, 0o700, &host)?;
+        let work = cowkit_fs::workdir::WorkDir::create(
+            dir.as_fd(),
+            &root.display(&rel),
+            SCRATCH_PREFIX,
+            0o700,
+        )?;
         let real = root.real_path(&rel)?.ok_or(Error::BadDbPath {
             path: "/var/tmp".into(),
             why: "it vanished while being created",
         })?;
         Ok(Scratch {
             db: DbPath {
-                path: format!("{}/{name}", real.trim_end_matches('/')),
+                path: format!("{}/{}", real.trim_end_matches('/'), work.name()),
                 source: Source::Default,
             },
             root,
-            dir,
-            name,
-            host,
+            work: Some(work),
             made,
         })
     }
@@ -238,9 +273,10 @@ impl Scratch<'_> {
     pub fn move_to(&self, to: &DbPath) -> Result<()> {
         let rel = in_root(&to.path)?;
         let dest = self.root.open_dir(&rel)?;
-        let src = self.dir_fd()?;
+        let work = self.work.as_ref().expect("held until dropped");
+        let (src, host) = (work.fd(), work.path());
         let mut names: Vec<std::ffi::OsString> = Vec::new();
-        for (n, _) in cowkit_fs::dir::read_names(&src, &self.host)? {
+        for (n, _) in cowkit_fs::dir::read_names(src, host)? {
             let s = n.to_string_lossy();
             if s.ends_with("-shm") {
                 // sqlite's shared-memory index: rebuilt by the next reader.
@@ -250,8 +286,8 @@ impl Scratch<'_> {
                 // rpm checkpoints its write-ahead log when it closes the
                 // database; one with content left is not moved piecemeal.
                 let st =
-                    rustix::fs::statat(&src, n.as_os_str(), rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
-                        .map_err(|e| cowkit_fs::IoError::new("stat", self.host.join(&n), e))?;
+                    rustix::fs::statat(src, n.as_os_str(), rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                        .map_err(|e| cowkit_fs::IoError::new("stat", host.join(&n), e))?;
                 if st.st_size > 0 {
                     return Err(Error::BadDbPath {
                         path: self.db.path.clone(),
@@ -267,7 +303,7 @@ impl Scratch<'_> {
         names.sort_by_key(|n| n.as_os_str() == "rpmdb.sqlite");
         for n in names {
             rustix::fs::renameat_with(
-                &src,
+                src,
                 n.as_os_str(),
                 &dest,
                 n.as_os_str(),
@@ -290,34 +326,27 @@ impl Scratch<'_> {
     pub fn keep_owned(&mut self, owned: impl Fn(&str) -> bool) {
         self.made.retain(|d| !owned(&format!("/{d}")));
     }
-
-    fn dir_fd(&self) -> Result<std::os::fd::OwnedFd> {
-        Ok(cowkit_fs::dir::open_dir(
-            &self.dir,
-            self.name.as_str(),
-            &self.host,
-        )?)
-    }
 }
 
 impl Drop for Scratch<'_> {
     fn drop(&mut self) {
-        if let Ok(fd) = cowkit_fs::dir::open_dir(&self.dir, self.name.as_str(), &self.host) {
-            if let Ok(names) = cowkit_fs::dir::read_names(&fd, &self.host) {
-                for (n, _) in names {
-                    let _ = rustix::fs::unlinkat(&fd, n.as_os_str(), rustix::fs::AtFlags::empty());
-                }
-            }
-        }
-        let _ = rustix::fs::unlinkat(
-            &self.dir,
-            self.name.as_str(),
-            rustix::fs::AtFlags::REMOVEDIR,
-        );
-        // Only when still empty: nothing else may have been put there.
+        // The database directory first (with everything in it), then the
+        // directories made for it, only when still empty: nothing else
+        // may have been put there.
+        drop(self.work.take());
         for d in &self.made {
             let _ = rustix::fs::unlinkat(self.root.fd(), *d, rustix::fs::AtFlags::REMOVEDIR);
         }
+    }
+}
+
+/// Entry points for the fuzz targets (`fuzz/`), not an API.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// `data` as a root's rpm macro file: its plain definitions read and
+    /// every one expanded within the expander's bounds.
+    pub fn macros(data: &[u8]) {
+        crate::macros::fuzz(&String::from_utf8_lossy(data));
     }
 }
 

@@ -5,10 +5,31 @@
 //! code on the host. So only plain one-line definitions are read, and
 //! only `%name`/`%{name}` references to other such definitions are
 //! expanded; a `%_dbpath` that needs more is ignored.
+//!
+//! The files are the root's, written by whatever packages it holds, so
+//! everything is bounded: each file to [`MAX_FILE`] bytes, all of them to
+//! [`MAX_TOTAL`] bytes and [`MAX_FILES`] files, the expansion to
+//! [`MAX_REFERENCES`] references and a result of [`MAX_RESULT`] bytes
+//! (nested definitions grow exponentially: `%a %b%b`, `%b %c%c`, ...).
+//! Past a bound the database path is not guessed: [`Error::Macros`].
 
 use std::collections::HashMap;
+use std::io::Read;
 
 use cowkit_fs::root::{RelPath, Root};
+
+use crate::Error;
+
+/// The largest macro file read (rpm's own `macros` is about 40 KB).
+pub const MAX_FILE: u64 = 1 << 20;
+/// The most bytes read from all macro files of a root.
+pub const MAX_TOTAL: u64 = 8 << 20;
+/// The most macro files read.
+pub const MAX_FILES: usize = 4096;
+/// The longest expansion (a path: `PATH_MAX`).
+pub const MAX_RESULT: usize = 4096;
+/// The most macro references one expansion may follow.
+pub const MAX_REFERENCES: usize = 10_000;
 
 /// rpm's macro file order, as far as it concerns a root: later
 /// definitions win.
@@ -40,9 +61,45 @@ fn files(root: &Root) -> Vec<String> {
     v
 }
 
-fn read(root: &Root, rel: &str) -> Option<String> {
-    // Macro files are small; a huge one is not a macro file.
-    root.read_text(rel, 1 << 20)
+fn too_much(file: &str, why: String) -> Error {
+    Error::Macros {
+        file: format!("/{file}"),
+        why,
+    }
+}
+
+/// The text of the macro file `rel`: `None` when it is missing, not a
+/// regular file, unreadable or not UTF-8 (as rpm, which skips such
+/// files); an error past [`MAX_FILE`] bytes, or past `budget` (what is
+/// left of [`MAX_TOTAL`]), which it is charged.
+fn read(root: &Root, rel: &str, budget: &mut u64) -> Result<Option<String>, Error> {
+    let Ok(path) = RelPath::new(rel) else {
+        return Ok(None);
+    };
+    let Ok(fd) = root.open_read(&path) else {
+        return Ok(None);
+    };
+    let mut bytes = Vec::new();
+    let limit = MAX_FILE.min(*budget);
+    if std::fs::File::from(fd)
+        .take(limit + 1)
+        .read_to_end(&mut bytes)
+        .is_err()
+    {
+        return Ok(None);
+    }
+    if bytes.len() as u64 > limit {
+        return Err(too_much(
+            rel,
+            if limit == MAX_FILE {
+                format!("is larger than {MAX_FILE} bytes")
+            } else {
+                format!("takes the root's macro files past {MAX_TOTAL} bytes")
+            },
+        ));
+    }
+    *budget -= bytes.len() as u64;
+    Ok(String::from_utf8(bytes).ok())
 }
 
 /// The definitions of one file: `%name value` lines (no parameters, no
@@ -77,19 +134,50 @@ fn definitions(
     }
 }
 
-/// Expand `%name` and `%{name}` from `defs`; `None` when anything else
-/// (`%(`, `%{?`, `%{lua:`, unknown names) is left.
-fn expand(value: &str, defs: &HashMap<String, String>, depth: u32) -> Option<String> {
-    if depth > 16 {
-        return None;
-    }
+/// Why an expansion was given up.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// Something else than plain references (`%(`, `%{?`, `%{lua:`,
+    /// unknown names, nesting deeper than 16): not evaluated.
+    NotPlain,
+    /// A bound was reached: the result cannot be known within them.
+    Bound(String),
+}
+
+/// Expand `%name` and `%{name}` from `defs`, within [`MAX_REFERENCES`]
+/// and [`MAX_RESULT`].
+pub(crate) fn expand(value: &str, defs: &HashMap<String, String>) -> Result<String, Stop> {
     let mut out = String::new();
+    let mut references = 0;
+    expand_into(value, defs, 0, &mut references, &mut out)?;
+    Ok(out)
+}
+
+fn expand_into(
+    value: &str,
+    defs: &HashMap<String, String>,
+    depth: u32,
+    references: &mut usize,
+    out: &mut String,
+) -> Result<(), Stop> {
+    if depth > 16 {
+        return Err(Stop::NotPlain);
+    }
+    let push = |out: &mut String, s: &str| {
+        if out.len() + s.len() > MAX_RESULT {
+            return Err(Stop::Bound(format!(
+                "expands to more than {MAX_RESULT} bytes"
+            )));
+        }
+        out.push_str(s);
+        Ok(())
+    };
     let mut rest = value;
     while let Some(i) = rest.find('%') {
-        out.push_str(&rest[..i]);
+        push(out, &rest[..i])?;
         let after = &rest[i + 1..];
         let (name, tail) = if let Some(b) = after.strip_prefix('{') {
-            let end = b.find('}')?;
+            let end = b.find('}').ok_or(Stop::NotPlain)?;
             (&b[..end], &b[end + 1..])
         } else {
             let end = after
@@ -98,20 +186,24 @@ fn expand(value: &str, defs: &HashMap<String, String>, depth: u32) -> Option<Str
             (&after[..end], &after[end..])
         };
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return None;
+            return Err(Stop::NotPlain);
         }
-        out.push_str(&expand(defs.get(name)?, defs, depth + 1)?);
+        *references += 1;
+        if *references > MAX_REFERENCES {
+            return Err(Stop::Bound(format!(
+                "needs more than {MAX_REFERENCES} macro references"
+            )));
+        }
+        let def = defs.get(name).ok_or(Stop::NotPlain)?;
+        expand_into(def, defs, depth + 1, references, out)?;
         rest = tail;
     }
-    out.push_str(rest);
-    Some(out)
+    push(out, rest)
 }
 
-/// `%_dbpath` as the root's macro files set it, with the file that set it
-/// last.
-pub(crate) fn dbpath_of(root: &Root) -> Option<(String, String)> {
-    // rpm's built-in defaults for the names dbpath definitions use.
-    let mut defs: HashMap<String, String> = [
+/// rpm's built-in defaults for the names dbpath definitions use.
+fn builtins() -> HashMap<String, String> {
+    [
         ("_usr", "/usr"),
         ("_var", "/var"),
         ("_prefix", "/usr"),
@@ -119,16 +211,56 @@ pub(crate) fn dbpath_of(root: &Root) -> Option<(String, String)> {
     ]
     .into_iter()
     .map(|(a, b)| (a.to_string(), b.to_string()))
-    .collect();
+    .collect()
+}
+
+/// `%_dbpath` as the root's macro files set it, with the file that set it
+/// last; `None` when none does, or in a way that needs more than plain
+/// references; [`Error::Macros`] when the files or the expansion go past
+/// the bounds (the path is then not guessed).
+pub(crate) fn dbpath_of(root: &Root) -> Result<Option<(String, String)>, Error> {
+    let mut defs = builtins();
     let mut from = None;
-    for f in files(root) {
-        if let Some(text) = read(root, &f) {
+    let mut budget = MAX_TOTAL;
+    let files = files(root);
+    if files.len() > MAX_FILES {
+        return Err(too_much(
+            "usr/lib/rpm/macros.d",
+            format!("and /etc/rpm hold more than {MAX_FILES} macro files"),
+        ));
+    }
+    for f in files {
+        if let Some(text) = read(root, &f, &mut budget)? {
             definitions(&text, &mut defs, &format!("/{f}"), &mut from);
         }
     }
-    let file = from?;
-    let value = expand(defs.get("_dbpath")?, &defs, 0)?;
-    value.starts_with('/').then_some((value, file))
+    let Some(file) = from else {
+        return Ok(None);
+    };
+    let Some(value) = defs.get("_dbpath") else {
+        return Ok(None);
+    };
+    match expand(value, &defs) {
+        Ok(v) => Ok(v.starts_with('/').then_some((v, file))),
+        Err(Stop::NotPlain) => Ok(None),
+        Err(Stop::Bound(why)) => Err(Error::Macros {
+            file,
+            why: format!("`%_dbpath` {why}"),
+        }),
+    }
+}
+
+/// The fuzz target's work: `text` as a macro file, every definition in it
+/// expanded within the bounds.
+pub(crate) fn fuzz(text: &str) {
+    let mut defs = builtins();
+    let mut from = None;
+    definitions(text, &mut defs, "/fuzz", &mut from);
+    for v in defs.values() {
+        if let Ok(out) = expand(v, &defs) {
+            assert!(out.len() <= MAX_RESULT, "an expansion past the bound");
+        }
+    }
 }
 
 #[cfg(test)]
@@ -147,16 +279,16 @@ mod tests {
         );
         assert_eq!(from.as_deref(), Some("/m"));
         assert_eq!(
-            expand(&defs["_dbpath"], &defs, 0).as_deref(),
-            Some("/usr/lib/sysimage/rpm")
+            expand(&defs["_dbpath"], &defs).as_deref(),
+            Ok("/usr/lib/sysimage/rpm")
         );
-        assert_eq!(expand("%(echo ~)/.rpmdb", &defs, 0), None);
-        assert_eq!(expand("%{?_x}/a", &defs, 0), None);
+        assert_eq!(expand("%(echo ~)/.rpmdb", &defs), Err(Stop::NotPlain));
+        assert_eq!(expand("%{?_x}/a", &defs), Err(Stop::NotPlain));
         assert_eq!(
-            expand("%_var/lib/rpm", &defs, 0).as_deref(),
-            Some("/var/lib/rpm")
+            expand("%_var/lib/rpm", &defs).as_deref(),
+            Ok("/var/lib/rpm")
         );
         defs.insert("loop".into(), "%loop".into());
-        assert_eq!(expand("%loop", &defs, 0), None);
+        assert_eq!(expand("%loop", &defs), Err(Stop::NotPlain));
     }
 }

@@ -26,7 +26,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use cowkit_extents::cache::{Cache, Lookup};
+use cowkit_extents::cache::{Cache, CacheError, Lookup, Unsafe};
+use cowkit_extents::confined;
 use cowkit_fs::root::Root;
 use cowkit_install::{prepare, Options, TxOptions};
 use serde::Serialize;
@@ -139,8 +140,15 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         // dnf on its own, on the database cowkit uses.
         let db = match found {
             Some(db) => db,
-            None => cowkit_rpmdb::locate(&root, args.dbpath.as_deref())
-                .map_err(|e| CliError::new("cannot set up the root's rpm database", e))?,
+            None => cowkit_rpmdb::locate(&root, args.dbpath.as_deref()).map_err(|e| {
+                let macros = matches!(e, cowkit_rpmdb::Error::Macros { .. });
+                let e = CliError::new("cannot set up the root's rpm database", e);
+                if macros {
+                    e.hint("`--dbpath DIR` says where the root's database is")
+                } else {
+                    e
+                }
+            })?,
         };
         let home = home_with_dbpath(&db.path)?;
         let status = dnf_command(&args, home.path())
@@ -150,6 +158,13 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
             status.code().unwrap_or(1).clamp(0, 255) as u8
         ));
     }
+
+    // The cache first: one others can change is refused before anything
+    // is downloaded; downloads and scratch databases that killed runs
+    // left are removed.
+    let cache = open_cache(&args.cache)?;
+    cowkit_fs::workdir::sweep(cache.fd(), cache.dir(), DOWNLOAD_PREFIX)
+        .map_err(|e| CliError::new("cannot remove the downloads that interrupted runs left", e))?;
 
     // 1. dnf resolves and downloads, against the root's database (or an
     // empty one: where a new root's database goes is decided after its
@@ -168,16 +183,11 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         .path
         .clone();
     let mut extra = Extra::default();
-    std::fs::create_dir_all(&args.cache).map_err(|e| {
-        CliError::new(
-            format!("cannot create the cache `{}`", args.cache.display()),
-            e,
-        )
-    })?;
-    let download = tempfile::Builder::new()
-        .prefix("download.")
-        .tempdir_in(&args.cache)
-        .map_err(|e| CliError::new("cannot make a download directory in the cache", e))?;
+    // Held (locked) while in use; removed on drop, on SIGINT/SIGTERM, or
+    // by the next run's sweep after a kill.
+    let download =
+        cowkit_fs::workdir::WorkDir::create(cache.fd(), cache.dir(), DOWNLOAD_PREFIX, 0o700)
+            .map_err(|e| CliError::new("cannot make a download directory in the cache", e))?;
     let home = home_with_dbpath(&db_for_dnf)?;
     let t = Instant::now();
     let mut dnf = dnf_command(&args, home.path());
@@ -246,7 +256,6 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         ..TxOptions::default()
     };
     let t = Instant::now();
-    let cache = Cache::new(&args.cache);
     let (prepared, cached) = std::thread::scope(|s| {
         let check = s.spawn(|| prepare(&root, &rpms, &opts));
         let cached = lookup_and_transcode(&cache, &rpms, jobs, &mut extra, args.json || quiet);
@@ -299,15 +308,14 @@ fn lookup_and_transcode(
     quiet: bool,
 ) -> Result<Vec<PathBuf>, CliError> {
     let mut cached = Vec::with_capacity(rpms.len());
-    let mut todo: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let mut todo: Vec<(PathBuf, String)> = Vec::new();
     for rpm in rpms {
         let file = std::fs::File::open(rpm)
             .map_err(|e| CliError::new(format!("cannot open `{}`", rpm.display()), e))?;
         let pkg = cowkit_archive::rpm::Package::read(&mut BufReader::new(file))
             .map_err(|e| CliError::new(format!("cannot read `{}`", rpm.display()), e))?;
-        let lookup = cache
-            .lookup(pkg.header_digest())
-            .map_err(|e| CliError::new("cannot use the cache", e))?;
+        let digest = pkg.header_digest();
+        let lookup = cache.lookup(digest).map_err(cache_error)?;
         match lookup {
             Lookup::Hit(p) => {
                 extra.cache_hits += 1;
@@ -315,7 +323,7 @@ fn lookup_and_transcode(
             }
             Lookup::Miss(p) => {
                 extra.cache_misses += 1;
-                todo.push((rpm.clone(), p.clone()));
+                todo.push((rpm.clone(), digest.to_string()));
                 cached.push(p);
             }
             Lookup::Damaged(p, why) => {
@@ -331,53 +339,84 @@ fn lookup_and_transcode(
                         p.display()
                     );
                 }
-                todo.push((rpm.clone(), p.clone()));
+                todo.push((rpm.clone(), digest.to_string()));
                 cached.push(p);
             }
         }
     }
-    transcode_all(&todo, jobs)?;
+    transcode_all(cache, &todo, jobs)?;
     Ok(cached)
 }
 
 const DNF_HINT: &str = "install dnf (Debian: `apt-get install dnf`)";
 
-/// `cowkit transcode IN -o OUT` for every pair, `jobs` at a time (each in
-/// its own confined worker).
-fn transcode_all(todo: &[(PathBuf, PathBuf)], jobs: usize) -> Result<(), CliError> {
-    let exe = std::env::current_exe().map_err(|e| CliError::new("cannot find cowkit itself", e))?;
+/// The prefix of the download directories in the cache.
+const DOWNLOAD_PREFIX: &str = "download.";
+
+/// The cache at `dir`, checked ([`Cache::open`]).
+fn open_cache(dir: &Path) -> Result<Cache, CliError> {
+    Cache::open(dir).map_err(cache_error)
+}
+
+/// A cache error, with a hint for a cache others can change.
+fn cache_error(e: CacheError) -> CliError {
+    let hint = match &e {
+        CacheError::Unsafe { path, why } => Some(match why {
+            Unsafe::Owner { me, .. } => format!(
+                "the cache's content is trusted by installs: use a cache of your own, or `chown {me} {}` if it is yours",
+                path.display()
+            ),
+            Unsafe::Writable { .. } | Unsafe::Parent { .. } => format!(
+                "the cache's content is trusted by installs: `chmod go-w {}`, or use another --cache",
+                path.display()
+            ),
+            Unsafe::NotDir(_) => format!("remove `{}`", path.display()),
+        }),
+        _ => None,
+    };
+    let e = CliError::new("cannot use the cache", e);
+    match hint {
+        Some(h) => e.hint(h),
+        None => e,
+    }
+}
+
+/// Transcode every (package, header digest) pair into a new cache entry,
+/// `jobs` at a time, each in its own confined worker; an entry gets its
+/// mode and name only when complete.
+fn transcode_all(cache: &Cache, todo: &[(PathBuf, String)], jobs: usize) -> Result<(), CliError> {
     let next = AtomicUsize::new(0);
     let errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let one = |rpm: &Path, digest: &str| -> Result<(), CliError> {
+        let entry = cache.new_entry(digest).map_err(cache_error)?;
+        let worker = crate::transcode::worker_command(
+            4096,
+            cowkit_extents::transcode::DEFAULT_PACK_BELOW,
+            &[],
+            false,
+        )?;
+        confined::transcode(
+            worker,
+            confined::Input::Path(rpm),
+            confined::Output::File(entry.file()),
+            false,
+        )
+        .map_err(|e| crate::transcode::cli_error(e, rpm))?;
+        entry.commit().map_err(cache_error)?;
+        Ok(())
+    };
     std::thread::scope(|s| {
         for _ in 0..jobs.min(todo.len()) {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some((rpm, out)) = todo.get(i) else { break };
-                let r = Command::new(&exe)
-                    .arg("transcode")
-                    .arg(rpm)
-                    .arg("-o")
-                    .arg(out)
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .output();
-                // Cached extents files are trusted by installs: never
-                // writable by others, whatever the umask.
-                let failed = match r {
-                    Ok(o) if o.status.success() => std::fs::set_permissions(
-                        out,
-                        std::os::unix::fs::PermissionsExt::from_mode(0o644),
-                    )
-                    .err()
-                    .map(|e| format!("chmod {}: {e}", out.display())),
-                    Ok(o) => Some(String::from_utf8_lossy(&o.stderr).trim().to_string()),
-                    Err(e) => Some(e.to_string()),
+                let Some((rpm, digest)) = todo.get(i) else {
+                    break;
                 };
-                if let Some(why) = failed {
+                if let Err(e) = one(rpm, digest) {
                     errors
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
-                        .push(format!("{}: {why}", rpm.display()));
+                        .push(format!("{}: {}", rpm.display(), e.chain().join(": ")));
                 }
             });
         }

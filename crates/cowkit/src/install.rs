@@ -403,6 +403,9 @@ fn hint_for(e: &cowkit_install::Error) -> Option<&'static str> {
         {
             Some("`rpm -q` shows what is installed; nothing needs doing for these packages")
         }
+        Error::Db(Db::Macros { .. }) => {
+            Some("`--dbpath DIR` says where the root's database is (e.g. /usr/lib/sysimage/rpm)")
+        }
         Error::Db(Db::Spawn { .. }) => {
             Some("install rpm (Debian: `apt-get install rpm`), or pass `--no-db`")
         }

@@ -146,7 +146,9 @@ fn main() -> ExitCode {
 /// On SIGINT, SIGTERM or SIGHUP: remove the named temporary files this
 /// process has not committed yet (`cowkit_fs::dir::remove_live_temporaries`:
 /// where a filesystem has no `O_TMPFILE`, a new file has a name from the
-/// start), then die of the signal as if it had not been caught. A worker
+/// start) and its working directories (`cowkit_fs::workdir::remove_live`:
+/// `cowkit dnf`'s download directory, a new root's scratch database),
+/// then die of the signal as if it had not been caught. A worker
 /// (`__transcode-worker`) dies with us (`PR_SET_PDEATHSIG`).
 fn remove_temporaries_on_signals() {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -156,6 +158,7 @@ fn remove_temporaries_on_signals() {
     std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
             cowkit_fs::dir::remove_live_temporaries();
+            cowkit_fs::workdir::remove_live();
             let _ = signal_hook::low_level::emulate_default_handler(sig);
             std::process::exit(128 + sig);
         }
