@@ -15,24 +15,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{cowkit, run, Run};
-use cowkit_testutil::repo::{build_repo, dnf};
+use common::{as_root, cowkit, run, tmp, Run};
+use cowkit_testutil::repo::build_repo;
 use cowkit_testutil::rpm::rpmbuild;
 use cowkit_testutil::tree::mkdir;
-use cowkit_testutil::{required, run_ok, scratch, Fs};
-
-fn tmp() -> &'static Path {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-}
-
-fn as_root(test: &str) -> bool {
-    if rustix::process::geteuid().is_root() {
-        return true;
-    }
-    assert!(!required(), "{test} needs root");
-    eprintln!("SKIPPED: {test} needs root");
-    false
-}
+use cowkit_testutil::{run_ok, scratch, Fs};
 
 /// The uid and gid of `nobody`.
 const NOBODY: u32 = 65534;
@@ -44,12 +31,7 @@ fn chmod(p: &Path, mode: u32) {
 /// `cowkit dnf --root ROOT --cache CACHE -- ARGS` with the real dnf on
 /// the test repository (`repo`), dnf's own cache in `dnf_cache`.
 fn cowkit_dnf(repo: &Path, root: &Path, dnf_cache: &Path, cache: &Path, cmd: &[&str]) -> Run {
-    let plain = dnf(repo, root, dnf_cache);
-    let dnf_args: Vec<std::ffi::OsString> = plain
-        .get_args()
-        .filter(|a| !a.to_string_lossy().starts_with("--installroot="))
-        .map(|a| a.to_os_string())
-        .collect();
+    let dnf_args = common::dnf_args(repo, root, dnf_cache);
     run(cowkit()
         .args(["dnf", "--root"])
         .arg(root)
@@ -210,7 +192,10 @@ fn next_run_leaves_nothing(d: &Path, root: &Path, cache: &Path) {
 /// database go at once, and cowkit dies of the signal.
 #[test]
 fn issue_25_sigint_and_sigterm_remove_the_download_and_the_scratch_database() {
-    if !as_root("issue_25_sigint_and_sigterm_remove_the_download_and_the_scratch_database") {
+    if !as_root(
+        "issue_25_sigint_and_sigterm_remove_the_download_and_the_scratch_database",
+        "root",
+    ) {
         return;
     }
     for (name, sig) in [
@@ -232,7 +217,10 @@ fn issue_25_sigint_and_sigterm_remove_the_download_and_the_scratch_database() {
 /// scratch database: the next run on that cache and root removes them.
 #[test]
 fn issue_25_what_a_killed_cowkit_dnf_leaves_goes_with_the_next_run() {
-    if !as_root("issue_25_what_a_killed_cowkit_dnf_leaves_goes_with_the_next_run") {
+    if !as_root(
+        "issue_25_what_a_killed_cowkit_dnf_leaves_goes_with_the_next_run",
+        "root",
+    ) {
         return;
     }
     let (d, root, cache) = interrupted("SIGKILL", rustix::process::Signal::KILL);
@@ -251,7 +239,10 @@ fn issue_25_what_a_killed_cowkit_dnf_leaves_goes_with_the_next_run() {
 /// install into that root removes them.
 #[test]
 fn issue_25_a_post_that_kills_cowkit_leaves_no_scratch_database_after_the_next_run() {
-    if !as_root("issue_25_a_post_that_kills_cowkit_leaves_no_scratch_database_after_the_next_run") {
+    if !as_root(
+        "issue_25_a_post_that_kills_cowkit_leaves_no_scratch_database_after_the_next_run",
+        "root",
+    ) {
         return;
     }
     let Some(dir) = scratch(Fs::Xfs) else { return };
@@ -317,7 +308,10 @@ fn header_digest(rpm: &Path) -> String {
 /// downloaded, and the file keeps its mode.
 #[test]
 fn issue_25_a_fan_out_directory_of_another_user_is_refused_and_no_mode_changes() {
-    if !as_root("issue_25_a_fan_out_directory_of_another_user_is_refused_and_no_mode_changes") {
+    if !as_root(
+        "issue_25_a_fan_out_directory_of_another_user_is_refused_and_no_mode_changes",
+        "root",
+    ) {
         return;
     }
     let repo = build_repo(tmp());
@@ -394,7 +388,10 @@ fn issue_25_a_fan_out_directory_of_another_user_is_refused_and_no_mode_changes()
 /// under a sticky world-writable directory (`/tmp`) is fine.
 #[test]
 fn issue_25_a_cache_others_can_write_is_refused_up_front() {
-    if !as_root("issue_25_a_cache_others_can_write_is_refused_up_front") {
+    if !as_root(
+        "issue_25_a_cache_others_can_write_is_refused_up_front",
+        "root",
+    ) {
         return;
     }
     let d = tempfile::tempdir_in(tmp()).unwrap();

@@ -13,21 +13,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{cowkit, run, Run};
-use cowkit_testutil::{find, required, scratch, sha256_hex, Fs};
-
-fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
-}
-
-fn as_root(test: &str) -> bool {
-    if is_root() {
-        return true;
-    }
-    assert!(!required(), "{test} needs root (mounts, setpriv)");
-    eprintln!("SKIPPED: {test} needs root");
-    false
-}
+use common::{as_root, cowkit, run, Run};
+use cowkit_testutil::{find, scratch, sha256_hex, Fs};
 
 fn sh(script: &str, dir: &Path) {
     let st = Command::new("bash")
@@ -213,7 +200,10 @@ fn nobody_reads(s: &Scene, rel: &str) -> Result<Vec<u8>, String> {
 /// root's own store it mounts with setuid honoured.
 #[test]
 fn issue_25_a_users_image_mounts_nosuid_nodev() {
-    if !as_root("issue_25_a_users_image_mounts_nosuid_nodev") {
+    if !as_root(
+        "issue_25_a_users_image_mounts_nosuid_nodev",
+        "mounts, setpriv",
+    ) {
         return;
     }
     let Some(s) = scene() else { return };
@@ -287,7 +277,10 @@ fn issue_25_a_users_image_mounts_nosuid_nodev() {
 /// naming `objects`, and nobody reads nothing of the host.
 #[test]
 fn issue_25_objects_symlinked_to_root_reads_no_host_file() {
-    if !as_root("issue_25_objects_symlinked_to_root_reads_no_host_file") {
+    if !as_root(
+        "issue_25_objects_symlinked_to_root_reads_no_host_file",
+        "mounts, setpriv",
+    ) {
         return;
     }
     let Some(s) = scene() else { return };
@@ -325,7 +318,10 @@ fn issue_25_objects_symlinked_to_root_reads_no_host_file() {
 /// read nothing of it.
 #[test]
 fn issue_25_redirects_stay_inside_the_objects() {
-    if !as_root("issue_25_redirects_stay_inside_the_objects") {
+    if !as_root(
+        "issue_25_redirects_stay_inside_the_objects",
+        "mounts, setpriv",
+    ) {
         return;
     }
     let Some(s) = scene() else { return };
@@ -351,7 +347,10 @@ fn issue_25_redirects_stay_inside_the_objects() {
 /// others can write: refused up front with the path, why and a hint.
 #[test]
 fn issue_25_root_refuses_to_write_into_a_users_store() {
-    if !as_root("issue_25_root_refuses_to_write_into_a_users_store") {
+    if !as_root(
+        "issue_25_root_refuses_to_write_into_a_users_store",
+        "mounts, setpriv",
+    ) {
         return;
     }
     let Some(s) = scene() else { return };

@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::{cowkit, run, Run};
+use common::{cowkit, run, tmp, Run};
 use cowkit_testutil::rpm::{
     build_rpm_cached, edit_header, fixture_in, footer_u64, header_range, pgp_fingerprint,
     pgp_fixtures, replace_once, write_owner_db, FIXTURE, LARGE,
@@ -19,11 +19,6 @@ use serde_json::Value;
 
 // ---------------------------------------------------------------------------
 // Helpers.
-
-/// The shared temporary directory of the test binaries.
-fn tmp() -> &'static Path {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-}
 
 /// The fixture package `cowkit-fixture` with `payload`, built once.
 fn fixture(payload: &str) -> PathBuf {

@@ -13,18 +13,9 @@ use std::os::unix::fs::{symlink, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{cowkit, run, Run};
+use common::{as_root, cowkit, run, Run};
 use cowkit_testutil::tree::{diff, hardlink_groups, mkdir, snapshot, Tree};
-use cowkit_testutil::{pattern, required, run_ok, scratch, Fs};
-
-fn as_root(test: &str) -> bool {
-    if rustix::process::geteuid().is_root() {
-        return true;
-    }
-    assert!(!required(), "{test} needs root (overlayfs mounts)");
-    eprintln!("SKIPPED: {test} needs root");
-    false
-}
+use cowkit_testutil::{pattern, run_ok, scratch, Fs};
 
 fn ck(args: &[&str], store: &Path) -> Run {
     run(cowkit().args(args).arg("--store").arg(store))
@@ -341,7 +332,10 @@ fn fingerprints_are_right(src: &Path, store: &Path, name: &str) {
 /// to the source; and a file past 4 GiB (sparse in the source).
 #[test]
 fn erofs_layouts_beyond_one_block_mount_right() {
-    if !as_root("erofs_layouts_beyond_one_block_mount_right") {
+    if !as_root(
+        "erofs_layouts_beyond_one_block_mount_right",
+        "overlayfs mounts",
+    ) {
         return;
     }
     let Some(dir) = scratch(Fs::Xfs) else { return };
@@ -415,7 +409,7 @@ fn erofs_layouts_beyond_one_block_mount_right() {
 
 #[test]
 fn image_equals_source_on_xfs() {
-    if as_root("image_equals_source_on_xfs") {
+    if as_root("image_equals_source_on_xfs", "overlayfs mounts") {
         image_equals_source_on(Fs::Xfs, "erofs");
         image_equals_source_on(Fs::Xfs, "dir");
     }
@@ -423,7 +417,7 @@ fn image_equals_source_on_xfs() {
 
 #[test]
 fn image_equals_source_on_ext4() {
-    if as_root("image_equals_source_on_ext4") {
+    if as_root("image_equals_source_on_ext4", "overlayfs mounts") {
         image_equals_source_on(Fs::Ext4, "erofs");
     }
 }
@@ -526,7 +520,10 @@ impl Drop for PrivateXfs {
 /// changed. Side by side: the same trees as plain copies cache both.
 #[test]
 fn two_images_share_the_page_cache_of_their_common_content() {
-    if !as_root("two_images_share_the_page_cache_of_their_common_content") {
+    if !as_root(
+        "two_images_share_the_page_cache_of_their_common_content",
+        "overlayfs mounts",
+    ) {
         return;
     }
     let Some(dir) = scratch(Fs::Xfs) else { return };
@@ -591,7 +588,7 @@ fn two_images_share_the_page_cache_of_their_common_content() {
 /// can, and `fsck` names it; a damaged object: `fsck` names it.
 #[test]
 fn missing_and_damaged_objects_are_found() {
-    if !as_root("missing_and_damaged_objects_are_found") {
+    if !as_root("missing_and_damaged_objects_are_found", "overlayfs mounts") {
         return;
     }
     let Some(dir) = scratch(Fs::Xfs) else { return };
@@ -709,7 +706,10 @@ fn concurrent_and_killed_imports_leave_a_sound_store() {
 /// Bad image names and trees with overlay attributes are refused.
 #[test]
 fn bad_names_and_overlay_attributes_are_refused() {
-    if !as_root("bad_names_and_overlay_attributes_are_refused") {
+    if !as_root(
+        "bad_names_and_overlay_attributes_are_refused",
+        "overlayfs mounts",
+    ) {
         return;
     }
     let Some(dir) = scratch(Fs::Xfs) else { return };
@@ -810,7 +810,7 @@ fn gc_removes_what_no_image_needs_and_never_runs_beside_an_import() {
 /// leaves no object.
 #[test]
 fn package_images_equal_what_rpm_installs() {
-    if !as_root("package_images_equal_what_rpm_installs") {
+    if !as_root("package_images_equal_what_rpm_installs", "overlayfs mounts") {
         return;
     }
     let Some(dir) = scratch(Fs::Xfs) else { return };
@@ -1001,7 +1001,10 @@ fn unchanged_files_are_not_hashed_twice() {
 /// one overlayfs accepts.
 #[test]
 fn verity_is_refused_clearly_and_required_when_recorded() {
-    if !as_root("verity_is_refused_clearly_and_required_when_recorded") {
+    if !as_root(
+        "verity_is_refused_clearly_and_required_when_recorded",
+        "overlayfs mounts",
+    ) {
         return;
     }
     let Some(dir) = scratch(Fs::Xfs) else { return };

@@ -13,27 +13,14 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{cowkit, run, Run};
+use common::{as_root, cowkit, run, tmp, Run};
 use cowkit_testutil::repo::{
     build_repo, dbpath, dnf, installed, owner_mode, rpm_in, verify, TestRepo, EPOCH_V2, LOG, MAIN,
     UID,
 };
 use cowkit_testutil::rpm::rpmbuild;
 use cowkit_testutil::tree::{diff, hardlink_groups, mkdir, snapshot, Tree};
-use cowkit_testutil::{required, run_ok, scratch, Fs};
-
-fn tmp() -> &'static Path {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-}
-
-fn as_root(test: &str) -> bool {
-    if rustix::process::geteuid().is_root() {
-        return true;
-    }
-    assert!(!required(), "{test} needs root (scriptlets run chrooted)");
-    eprintln!("SKIPPED: {test} needs root");
-    false
-}
+use cowkit_testutil::{run_ok, scratch, Fs};
 
 /// `cowkit install --root ROOT --dbpath` (the database `dnf` and
 /// [`rpm_in`] use on this host, so that both sides compare) `ARGS…`.
@@ -253,14 +240,14 @@ fn verify_expected_after_edits() -> Vec<String> {
 
 #[test]
 fn same_as_dnf_on_xfs() {
-    if as_root("same_as_dnf_on_xfs") {
+    if as_root("same_as_dnf_on_xfs", "scriptlets run chrooted") {
         same_as_dnf_on(Fs::Xfs);
     }
 }
 
 #[test]
 fn same_as_dnf_on_btrfs() {
-    if as_root("same_as_dnf_on_btrfs") {
+    if as_root("same_as_dnf_on_btrfs", "scriptlets run chrooted") {
         same_as_dnf_on(Fs::Btrfs);
     }
 }
@@ -289,7 +276,10 @@ fn assert_refused(root: &Path, r: &Run, says: &[&str]) {
 
 #[test]
 fn what_cannot_run_as_rpm_would_is_refused_up_front() {
-    if !as_root("what_cannot_run_as_rpm_would_is_refused_up_front") {
+    if !as_root(
+        "what_cannot_run_as_rpm_would_is_refused_up_front",
+        "scriptlets run chrooted",
+    ) {
         return;
     }
     let Some(dir) = scratch(Fs::Xfs) else { return };
@@ -402,7 +392,10 @@ fn what_cannot_run_as_rpm_would_is_refused_up_front() {
 /// registered, the others are, and the exit status says so.
 #[test]
 fn a_failing_pre_stops_its_package_only() {
-    if !as_root("a_failing_pre_stops_its_package_only") {
+    if !as_root(
+        "a_failing_pre_stops_its_package_only",
+        "scriptlets run chrooted",
+    ) {
         return;
     }
     let Some(dir) = scratch(Fs::Xfs) else { return };
@@ -452,7 +445,10 @@ fn a_failing_pre_stops_its_package_only() {
 /// before and after it are registered and verify clean.
 #[test]
 fn a_full_disk_fails_one_package_and_the_database_agrees() {
-    if !as_root("a_full_disk_fails_one_package_and_the_database_agrees") {
+    if !as_root(
+        "a_full_disk_fails_one_package_and_the_database_agrees",
+        "scriptlets run chrooted",
+    ) {
         return;
     }
     let Some(dir) = scratch(Fs::Xfs) else { return };
@@ -541,12 +537,7 @@ fn a_full_disk_fails_one_package_and_the_database_agrees() {
 /// `cowkit dnf ARGS` with the arguments `dnf(repo, root, cache)` gives
 /// plain dnf (but the root, which cowkit passes itself).
 fn cowkit_dnf(repo: &Path, root: &Path, dnf_cache: &Path, ck_cache: &Path, cmd: &[&str]) -> Run {
-    let plain = dnf(repo, root, dnf_cache);
-    let dnf_args: Vec<std::ffi::OsString> = plain
-        .get_args()
-        .filter(|a| !a.to_string_lossy().starts_with("--installroot="))
-        .map(|a| a.to_os_string())
-        .collect();
+    let dnf_args = common::dnf_args(repo, root, dnf_cache);
     run(cowkit()
         .args(["dnf", "--json", "--root"])
         .arg(root)
@@ -565,7 +556,10 @@ fn cowkit_dnf(repo: &Path, root: &Path, dnf_cache: &Path, ck_cache: &Path, cmd: 
 /// replaced; upgrades and removals through `cowkit dnf` work.
 #[test]
 fn cowkit_dnf_builds_what_dnf_builds_and_caches_transcodes() {
-    if !as_root("cowkit_dnf_builds_what_dnf_builds_and_caches_transcodes") {
+    if !as_root(
+        "cowkit_dnf_builds_what_dnf_builds_and_caches_transcodes",
+        "scriptlets run chrooted",
+    ) {
         return;
     }
     let Some(dir) = scratch(Fs::Xfs) else { return };
@@ -657,7 +651,10 @@ fn cowkit_dnf_builds_what_dnf_builds_and_caches_transcodes() {
 /// them: the same `.rpmnew`/`.rpmorig` as `rpm -U`, with rpm's words.
 #[test]
 fn unowned_config_files_are_kept_aside_as_rpm_does() {
-    if !as_root("unowned_config_files_are_kept_aside_as_rpm_does") {
+    if !as_root(
+        "unowned_config_files_are_kept_aside_as_rpm_does",
+        "scriptlets run chrooted",
+    ) {
         return;
     }
     let Some(dir) = scratch(Fs::Xfs) else { return };
@@ -701,7 +698,10 @@ fn unowned_config_files_are_kept_aside_as_rpm_does() {
 /// never at the host's directory it names.
 #[test]
 fn the_database_stays_inside_the_root() {
-    if !as_root("the_database_stays_inside_the_root") {
+    if !as_root(
+        "the_database_stays_inside_the_root",
+        "scriptlets run chrooted",
+    ) {
         return;
     }
     let Some(dir) = scratch(Fs::Xfs) else { return };
@@ -738,7 +738,10 @@ fn the_database_stays_inside_the_root() {
 /// and the summary says the data was copied and why.
 #[test]
 fn the_cache_is_shared_by_concurrent_builds_and_may_live_elsewhere() {
-    if !as_root("the_cache_is_shared_by_concurrent_builds_and_may_live_elsewhere") {
+    if !as_root(
+        "the_cache_is_shared_by_concurrent_builds_and_may_live_elsewhere",
+        "scriptlets run chrooted",
+    ) {
         return;
     }
     let Some(dir) = scratch(Fs::Xfs) else { return };

@@ -12,24 +12,11 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{cowkit, run, Run};
+use common::{as_root, cowkit, run, tmp, Run};
 use cowkit_testutil::repo::{build_repo, dbpath, dnf, installed, rpm_in};
 use cowkit_testutil::rpm::rpmbuild;
 use cowkit_testutil::tree::{diff, mkdir, snapshot, Tree};
-use cowkit_testutil::{required, run_ok, scratch, Fs};
-
-fn tmp() -> &'static Path {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-}
-
-fn as_root(test: &str) -> bool {
-    if rustix::process::geteuid().is_root() {
-        return true;
-    }
-    assert!(!required(), "{test} needs root (scriptlets run chrooted)");
-    eprintln!("SKIPPED: {test} needs root");
-    false
-}
+use cowkit_testutil::{run_ok, scratch, Fs};
 
 /// The package `name`-`version`: `preamble` before `%description`,
 /// `install` its `%install` shell (`$B` the build root), `files` its
@@ -153,7 +140,10 @@ fn assert_refused(
 /// the failure went unseen).
 #[test]
 fn issue_26_installed_triggers_fire_in_rpm_and_are_refused_by_cowkit() {
-    if !as_root("issue_26_installed_triggers_fire_in_rpm_and_are_refused_by_cowkit") {
+    if !as_root(
+        "issue_26_installed_triggers_fire_in_rpm_and_are_refused_by_cowkit",
+        "scriptlets run chrooted",
+    ) {
         return;
     }
     let Some(dir) = scratch(Fs::Xfs) else { return };
@@ -232,7 +222,10 @@ fn issue_26_installed_triggers_fire_in_rpm_and_are_refused_by_cowkit() {
 /// `1`), and scriptlets get rpm's `PATH` (`%_install_script_path`).
 #[test]
 fn issue_26_program_only_scriptlet_args_and_path_as_rpm() {
-    if !as_root("issue_26_program_only_scriptlet_args_and_path_as_rpm") {
+    if !as_root(
+        "issue_26_program_only_scriptlet_args_and_path_as_rpm",
+        "scriptlets run chrooted",
+    ) {
         return;
     }
     let Some(dir) = scratch(Fs::Xfs) else { return };
@@ -275,7 +268,10 @@ fn issue_26_program_only_scriptlet_args_and_path_as_rpm() {
 /// erasing a kernel nobody asked to erase; `cowkit dnf` does what dnf does.
 #[test]
 fn issue_26_install_only_packages_are_never_upgraded_away() {
-    if !as_root("issue_26_install_only_packages_are_never_upgraded_away") {
+    if !as_root(
+        "issue_26_install_only_packages_are_never_upgraded_away",
+        "scriptlets run chrooted",
+    ) {
         return;
     }
     let Some(dir) = scratch(Fs::Xfs) else { return };
@@ -427,12 +423,7 @@ fn issue_26_install_only_packages_are_never_upgraded_away() {
 
 /// `cowkit dnf --json ARGS` with the test `dnf`'s options for `repo`.
 fn cowkit_dnf(repo: &Path, root: &Path, dnf_cache: &Path, ck_cache: &Path, cmd: &[&str]) -> Run {
-    let plain = dnf(repo, root, dnf_cache);
-    let dnf_args: Vec<std::ffi::OsString> = plain
-        .get_args()
-        .filter(|a| !a.to_string_lossy().starts_with("--installroot="))
-        .map(|a| a.to_os_string())
-        .collect();
+    let dnf_args = common::dnf_args(repo, root, dnf_cache);
     run(cowkit()
         .args(["dnf", "--json", "--root"])
         .arg(root)
@@ -450,7 +441,10 @@ fn cowkit_dnf(repo: &Path, root: &Path, dnf_cache: &Path, ck_cache: &Path, cmd: 
 /// package and the scriptlet; with two installed instances, both.
 #[test]
 fn issue_26_installed_lua_postun_refuses_the_upgrade() {
-    if !as_root("issue_26_installed_lua_postun_refuses_the_upgrade") {
+    if !as_root(
+        "issue_26_installed_lua_postun_refuses_the_upgrade",
+        "scriptlets run chrooted",
+    ) {
         return;
     }
     let Some(dir) = scratch(Fs::Xfs) else { return };
@@ -497,7 +491,10 @@ fn issue_26_installed_lua_postun_refuses_the_upgrade() {
 /// `chroot`).
 #[test]
 fn issue_26_relative_root_is_refused_like_rpm() {
-    if !as_root("issue_26_relative_root_is_refused_like_rpm") {
+    if !as_root(
+        "issue_26_relative_root_is_refused_like_rpm",
+        "scriptlets run chrooted",
+    ) {
         return;
     }
     let Some(dir) = scratch(Fs::Xfs) else { return };
@@ -533,7 +530,10 @@ fn issue_26_relative_root_is_refused_like_rpm() {
 /// does not).
 #[test]
 fn issue_26_obsoletes_refusal_has_a_true_hint() {
-    if !as_root("issue_26_obsoletes_refusal_has_a_true_hint") {
+    if !as_root(
+        "issue_26_obsoletes_refusal_has_a_true_hint",
+        "scriptlets run chrooted",
+    ) {
         return;
     }
     let Some(dir) = scratch(Fs::Xfs) else { return };

@@ -40,3 +40,35 @@ pub fn run(cmd: &mut Command) -> Run {
         stderr: String::from_utf8(out.stderr).unwrap(),
     }
 }
+
+/// This test binary's scratch directory.
+pub fn tmp() -> &'static std::path::Path {
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+}
+
+/// Whether the test runs as root (`why`: what needs it). Without root it
+/// is skipped, saying so, except where the rig is required (CI), where
+/// that is a failure.
+pub fn as_root(test: &str, why: &str) -> bool {
+    if rustix::process::geteuid().is_root() {
+        return true;
+    }
+    assert!(!cowkit_testutil::required(), "{test} needs root ({why})");
+    eprintln!("SKIPPED: {test} needs root");
+    false
+}
+
+/// The arguments the test repository's `dnf` (`cowkit_testutil::repo::dnf`)
+/// gets for `repo`, without `--installroot` (`cowkit dnf` passes the root
+/// itself).
+pub fn dnf_args(
+    repo: &std::path::Path,
+    root: &std::path::Path,
+    dnf_cache: &std::path::Path,
+) -> Vec<std::ffi::OsString> {
+    cowkit_testutil::repo::dnf(repo, root, dnf_cache)
+        .get_args()
+        .filter(|a| !a.to_string_lossy().starts_with("--installroot="))
+        .map(|a| a.to_os_string())
+        .collect()
+}
