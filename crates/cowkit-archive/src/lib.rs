@@ -11,6 +11,7 @@
 pub mod cpio;
 pub mod files;
 pub mod fuzzing;
+pub mod name;
 pub mod payload;
 #[cfg(feature = "pgp")]
 pub mod pgp;
