@@ -757,7 +757,9 @@ impl Store {
             if up.is_root() {
                 break;
             }
-            let dir_key = p.as_str().split_once('/').map(|x| x.1).unwrap_or("");
+            // S3 keys are UTF-8, and so is every path made from them.
+            let Some(text) = p.to_str() else { break };
+            let dir_key = text.split_once('/').map(|x| x.1).unwrap_or("");
             if self.is_dir_object(bucket, dir_key) {
                 break;
             }
