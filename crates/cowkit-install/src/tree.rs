@@ -6,9 +6,9 @@
 
 use std::collections::HashMap;
 use std::ffi::{CString, OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
 use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use cowkit_archive::files::{FileInfo, FileList, Kind, Name};
