@@ -124,6 +124,12 @@ impl PartialEq<&str> for Name {
     }
 }
 
+impl PartialEq<String> for Name {
+    fn eq(&self, other: &String) -> bool {
+        self.0 == other.as_bytes()
+    }
+}
+
 impl PartialEq<Name> for &str {
     fn eq(&self, other: &Name) -> bool {
         self.as_bytes() == other.0

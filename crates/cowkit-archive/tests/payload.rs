@@ -24,9 +24,9 @@ fn walk(bytes: &[u8]) -> Result<Seen, Error> {
         let links = e
             .links
             .iter()
-            .map(|&i| files.files[i as usize].path.clone())
+            .map(|&i| files.files[i as usize].path.to_string())
             .collect();
-        seen.insert(e.file.path.clone(), (links, data));
+        seen.insert(e.file.path.to_string(), (links, data));
         Ok(())
     })
     .map_err(|e| match e {
@@ -95,7 +95,7 @@ fn the_header_file_list_describes_every_kind() {
     assert_eq!(get("link-abs").kind, Kind::Symlink);
     assert_eq!(
         get("link-abs").link_target.as_deref(),
-        Some("/etc/hostname")
+        Some(b"/etc/hostname".as_slice())
     );
     assert!(get("ghost.log").ghost);
     let suid = get("suid-cap");
