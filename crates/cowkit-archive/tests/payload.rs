@@ -90,7 +90,7 @@ fn the_header_file_list_describes_every_kind() {
     let bytes = std::fs::read(&fixtures()[0]).unwrap();
     let pkg = Package::read(&mut Cursor::new(&bytes)).unwrap();
     let files = pkg.files().unwrap();
-    let get = |name: &str| files.find(&format!("{ROOT}/{name}")).unwrap();
+    let get = |name: &str| files.find(format!("{ROOT}/{name}")).unwrap();
     assert_eq!(get("dir").kind, Kind::Directory);
     assert_eq!(get("link-abs").kind, Kind::Symlink);
     assert_eq!(

@@ -375,7 +375,7 @@ impl<'r> Target<'r> {
         match &self.dirs[rel].fd {
             Some(fd) => Ok(DirFd::Held(fd)),
             None => Ok(DirFd::Again(
-                self.root.open_dir(&RelPath::new(&self.physical(rel))?)?,
+                self.root.open_dir(&RelPath::new(self.physical(rel))?)?,
             )),
         }
     }

@@ -494,7 +494,7 @@ impl Store {
     fn rel(bucket: &str, key: &str) -> Result<RelPath> {
         names::check_key(key)?;
         let path = key.strip_suffix('/').unwrap_or(key);
-        RelPath::new(&format!("{bucket}/{path}")).map_err(|e| Error::InvalidKey {
+        RelPath::new(format!("{bucket}/{path}")).map_err(|e| Error::InvalidKey {
             key: key.to_string(),
             why: e.why,
         })
@@ -787,7 +787,7 @@ impl Store {
         let start = if base.is_empty() {
             Some(bfd)
         } else {
-            match RelPath::new(&format!("{bucket}/{base}")) {
+            match RelPath::new(format!("{bucket}/{base}")) {
                 Ok(r) => self.root.open_dir(&r).ok(),
                 Err(_) => None,
             }

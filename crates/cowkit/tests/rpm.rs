@@ -673,6 +673,10 @@ fn non_utf8_package(dir: &Path, name: &str, install: &str) -> PathBuf {
     dst
 }
 
+/// An entry's type (`d`, `f`, `l`) and content (a file's bytes, a
+/// symlink's target).
+type Shape = (char, Vec<u8>);
+
 /// Every entry under `dir`, by its name's bytes relative to `dir`: its
 /// type, permission bits, and a regular file's content or a symlink's
 /// target, byte for byte (names need not be UTF-8).
@@ -737,14 +741,14 @@ fn issue_25_item_8_names_that_are_not_utf8_install_byte_for_byte() {
     let r = run(rpm_in(&by_rpm).args(["-i", "--nodeps"]).arg(&pkg));
     assert!(r.ok, "rpm -i: {}", r.stderr);
     let want = byte_tree(&by_rpm.join("usr/share/latin"));
-    let expect: Vec<(&[u8], (char, Vec<u8>))> = vec![
+    let expect: Vec<(&[u8], Shape)> = vec![
         (b"a\xEF\xBF\xBDb", ('f', b"z".to_vec())),
         (b"caf\xE9", ('f', b"x".to_vec())),
         (b"dir\xE9", ('d', Vec::new())),
         (b"dir\xE9/inner", ('f', b"y".to_vec())),
         (b"link", ('l', b"caf\xE9".to_vec())),
     ];
-    let got: Vec<(&[u8], (char, Vec<u8>))> = want
+    let got: Vec<(&[u8], Shape)> = want
         .iter()
         .map(|(k, (kind, _, data))| (k.as_slice(), (*kind, data.clone())))
         .collect();
