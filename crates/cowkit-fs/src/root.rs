@@ -309,3 +309,28 @@ pub fn stat_at(
         Err(e) => Err(e),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_bytes_checked_as_before_and_shown_escaped() {
+        let r = RelPath::new(b"/usr/caf\xE9/x\xFF".as_slice()).unwrap();
+        assert_eq!(r.as_bytes(), b"usr/caf\xE9/x\xFF");
+        let (parent, name) = r.split().unwrap();
+        assert_eq!(parent.as_bytes(), b"usr/caf\xE9");
+        assert_eq!(name.as_bytes(), b"x\xFF");
+        assert_eq!(r.escaped(), "usr/caf\\xE9/x\\xFF");
+        assert_eq!(RelPath::new("/").unwrap(), RelPath::new("").unwrap());
+        assert_eq!(RelPath::new("a/b/").unwrap().as_bytes(), b"a/b");
+        for bad in [&b"a/../b"[..], b"a//b", b"./a", b"a\0b"] {
+            assert!(RelPath::new(bad).is_err(), "{bad:?}");
+        }
+        let e = RelPath::new(b"caf\xE9/..".as_slice()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "`caf\\xE9/..` is not a safe path inside the root: it has a `..` component"
+        );
+    }
+}
