@@ -5,6 +5,7 @@
 //! - [`rpm`]: RPM headers read and verified before any payload byte, and
 //!   the payload decompressed while its digest is checked.
 //! - [`files`]: the header's file list (the trusted description of every file).
+//! - [`name`]: file names as bytes, shown escaped (`\xNN`).
 //! - [`payload`]: the payload as a stream of files verified against the header.
 #![deny(missing_docs)]
 
