@@ -168,8 +168,9 @@ impl std::fmt::Debug for Hasher {
 pub struct FileInfo {
     /// Position in the header's file arrays.
     pub index: u32,
-    /// Absolute path as the header gives it (`/usr/bin/foo`).
-    pub path: String,
+    /// Absolute path as the header gives it (`/usr/bin/foo`), byte for
+    /// byte.
+    pub path: Name,
     /// Type and permission bits.
     pub mode: u32,
     /// The type.
@@ -184,8 +185,8 @@ pub struct FileInfo {
     pub size: u64,
     /// Digest of the content (regular files with content), raw bytes.
     pub digest: Option<Vec<u8>>,
-    /// Symlink target.
-    pub link_target: Option<String>,
+    /// Symlink target, byte for byte.
+    pub link_target: Option<Name>,
     /// File capabilities in libcap's text form (`cap_net_raw=ep`).
     pub caps: Option<String>,
     /// Device number of a device node (`FILERDEVS`).
@@ -225,7 +226,7 @@ pub struct FileList {
     pub files: Vec<FileInfo>,
     /// Digest algorithm of [`FileInfo::digest`].
     pub algo: DigestAlgo,
-    by_path: HashMap<String, u32>,
+    by_path: HashMap<Name, u32>,
     /// For each file, the members (indices, ascending) of its hardlink set
     /// when it has more than one non-ghost regular member; empty otherwise.
     links: HashMap<(u32, u32), Vec<u32>>,
@@ -233,8 +234,10 @@ pub struct FileList {
 
 impl FileList {
     /// The file at `path` (as in the header: absolute).
-    pub fn find(&self, path: &str) -> Option<&FileInfo> {
-        self.by_path.get(path).map(|&i| &self.files[i as usize])
+    pub fn find(&self, path: impl AsRef<[u8]>) -> Option<&FileInfo> {
+        self.by_path
+            .get(path.as_ref())
+            .map(|&i| &self.files[i as usize])
     }
 
     /// The members of `file`'s hardlink set, ascending, or an empty slice
@@ -264,27 +267,20 @@ fn bad(what: impl Into<String>) -> Error {
     Error::Parse(what.into())
 }
 
-/// `b` for a message: its UTF-8 text with controls, backquotes and
-/// backslashes escaped, and every byte that is not UTF-8 as `\xNN`.
-pub fn escape_bytes(b: &[u8]) -> String {
-    let mut out = String::new();
-    for chunk in b.utf8_chunks() {
-        out.push_str(&crate::rpm::printable(chunk.valid().as_bytes(), usize::MAX));
-        for x in chunk.invalid() {
-            out.push_str(&format!("\\x{x:02X}"));
-        }
-    }
-    out
-}
+pub use crate::name::{escape_bytes, Name};
 
 impl Package {
-    /// Refuses a package whose file names, directory names or symlink
-    /// targets are not UTF-8. rpm installs them byte for byte; cowkit
-    /// carries names as UTF-8 strings (rpm-rs hands them out converted
-    /// lossily), so installing one would put the file under another name,
-    /// or make a symlink to another target. The raw bytes are checked,
-    /// not the lossy strings: a name that holds U+FFFD itself is valid.
-    fn refuse_non_utf8(&self) -> Result<()> {
+    /// Refuses a package whose header declares `ENCODING: utf-8` but holds
+    /// a file name, directory name or symlink target that is not UTF-8:
+    /// the header contradicts itself (rpm-rs refuses such strings too).
+    /// Without that tag, names are bytes and installed as they are.
+    fn refuse_false_utf8(&self) -> Result<()> {
+        let declared = self
+            .header_strings(IndexTag::RPMTAG_ENCODING)
+            .is_some_and(|v| v.first().is_some_and(|e| e.eq_ignore_ascii_case(b"utf-8")));
+        if !declared {
+            return Ok(());
+        }
         for (tag, what) in [
             (IndexTag::RPMTAG_DIRNAMES, "a directory name"),
             (IndexTag::RPMTAG_BASENAMES, "a file name"),
@@ -293,12 +289,23 @@ impl Package {
             let strings = self.header_strings(tag).unwrap_or_default();
             if let Some(b) = strings.iter().find(|b| std::str::from_utf8(b).is_err()) {
                 return Err(bad(format!(
-                    "{what} is not UTF-8 (`{}`): rpm installs it byte for byte, cowkit does not yet, so the package is refused rather than installed under another name",
+                    "{what} is not UTF-8 (`{}`) although the header declares `ENCODING: utf-8`",
                     escape_bytes(b)
                 )));
             }
         }
         Ok(())
+    }
+
+    /// The names of the string array `tag`, byte for byte (rpm-rs would
+    /// convert them lossily); empty when the header has no such entry.
+    fn names(&self, tag: IndexTag) -> Result<Vec<Name>> {
+        if !self.metadata().header.entry_is_present(tag) {
+            return Ok(Vec::new());
+        }
+        self.header_strings(tag)
+            .map(|v| v.into_iter().map(Name::from).collect())
+            .ok_or_else(|| bad(format!("{tag:?}: not a string array")))
     }
 }
 
@@ -329,7 +336,7 @@ impl Package {
                 .map_err(|e| bad(format!("{tag:?}: {e}")))
         };
 
-        let basenames = strings(IndexTag::RPMTAG_BASENAMES)?;
+        let basenames = self.names(IndexTag::RPMTAG_BASENAMES)?;
         let n = basenames.len();
         let algo = if h.entry_is_present(IndexTag::RPMTAG_FILEDIGESTALGO) {
             let a = h
@@ -347,8 +354,8 @@ impl Package {
                 links: HashMap::new(),
             });
         }
-        let dirnames = strings(IndexTag::RPMTAG_DIRNAMES)?;
-        self.refuse_non_utf8()?;
+        let dirnames = self.names(IndexTag::RPMTAG_DIRNAMES)?;
+        self.refuse_false_utf8()?;
         let dirindexes = u32s(IndexTag::RPMTAG_DIRINDEXES)?;
         let modes = u16s(IndexTag::RPMTAG_FILEMODES)?;
         let sizes: Vec<u64> = if h.entry_is_present(IndexTag::RPMTAG_LONGFILESIZES) {
@@ -362,7 +369,7 @@ impl Package {
         };
         let mtimes = u32s(IndexTag::RPMTAG_FILEMTIMES)?;
         let digests = strings(IndexTag::RPMTAG_FILEDIGESTS)?;
-        let links = strings(IndexTag::RPMTAG_FILELINKTOS)?;
+        let links = self.names(IndexTag::RPMTAG_FILELINKTOS)?;
         let flags = u32s(IndexTag::RPMTAG_FILEFLAGS)?;
         let users = strings(IndexTag::RPMTAG_FILEUSERNAME)?;
         let groups = strings(IndexTag::RPMTAG_FILEGROUPNAME)?;
@@ -400,7 +407,7 @@ impl Package {
             let dir = dirnames
                 .get(dirindexes[i] as usize)
                 .ok_or_else(|| bad(format!("file {i} names directory {}", dirindexes[i])))?;
-            let path = format!("{dir}{}", basenames[i]);
+            let path = Name::from([dir.as_bytes(), basenames[i].as_bytes()].concat());
             let mode = u32::from(modes[i]);
             let kind = Kind::from_mode(mode)
                 .ok_or_else(|| bad(format!("`{path}` has an unknown file type (mode {mode:o})")))?;

@@ -148,7 +148,7 @@ impl Entry<'_> {
 pub struct PendingDigest {
     hasher: Hasher,
     expected: Vec<u8>,
-    path: String,
+    path: crate::name::Name,
     algo: DigestAlgo,
 }
 
@@ -323,12 +323,12 @@ fn walk<R: Read, E>(
             let f = match h.file_index {
                 Some(i) => files.files.get(i as usize),
                 None => {
-                    let name = String::from_utf8_lossy(&h.name);
-                    let path = name.strip_prefix('.').unwrap_or(&name);
-                    if path.starts_with('/') {
+                    // Byte for byte: the header's names need not be UTF-8.
+                    let path = h.name.strip_prefix(b".").unwrap_or(&h.name);
+                    if path.starts_with(b"/") {
                         files.find(path)
                     } else {
-                        files.find(&format!("/{path}"))
+                        files.find([b"/", path].concat())
                     }
                 }
             };
@@ -431,7 +431,7 @@ fn walk<R: Read, E>(
                             }),
                         }
                     })?;
-                    if got != target.as_bytes() {
+                    if got != target {
                         return Err(mismatch(
                             f,
                             format!("the entry links to `{}`", printable(&got, 200)),

@@ -139,19 +139,19 @@ pub enum Error {
     #[error("the payload holds `{path}` twice")]
     DuplicateEntry {
         /// The file.
-        path: String,
+        path: crate::name::Name,
     },
     /// A ghost file appears in the payload.
     #[error("the payload holds `{path}`, which the header marks as a ghost")]
     GhostInPayload {
         /// The file.
-        path: String,
+        path: crate::name::Name,
     },
     /// The payload's entry disagrees with the header about a file.
     #[error("the payload disagrees with the header about `{path}`: {what}")]
     EntryMismatch {
         /// The file.
-        path: String,
+        path: crate::name::Name,
         /// What differs.
         what: String,
     },
@@ -159,7 +159,7 @@ pub enum Error {
     #[error("`{path}` does not match its {algo} digest in the header: expected {expected}, got {actual}")]
     FileDigestMismatch {
         /// The file.
-        path: String,
+        path: crate::name::Name,
         /// The algorithm.
         algo: crate::files::DigestAlgo,
         /// From the header.
@@ -171,13 +171,13 @@ pub enum Error {
     #[error("`{path}` has no digest in the header, so its content cannot be verified")]
     FileDigestMissing {
         /// The file.
-        path: String,
+        path: crate::name::Name,
     },
     /// A file listed by the header is missing from the payload.
     #[error("`{path}` is listed by the header but missing from the payload")]
     MissingFromPayload {
         /// The file.
-        path: String,
+        path: crate::name::Name,
     },
     /// The payload could not be decompressed.
     #[error("the {compressor} payload cannot be decompressed")]

@@ -24,9 +24,9 @@ fn walk(bytes: &[u8]) -> Result<Seen, Error> {
         let links = e
             .links
             .iter()
-            .map(|&i| files.files[i as usize].path.clone())
+            .map(|&i| files.files[i as usize].path.to_string())
             .collect();
-        seen.insert(e.file.path.clone(), (links, data));
+        seen.insert(e.file.path.to_string(), (links, data));
         Ok(())
     })
     .map_err(|e| match e {
@@ -90,12 +90,12 @@ fn the_header_file_list_describes_every_kind() {
     let bytes = std::fs::read(&fixtures()[0]).unwrap();
     let pkg = Package::read(&mut Cursor::new(&bytes)).unwrap();
     let files = pkg.files().unwrap();
-    let get = |name: &str| files.find(&format!("{ROOT}/{name}")).unwrap();
+    let get = |name: &str| files.find(format!("{ROOT}/{name}")).unwrap();
     assert_eq!(get("dir").kind, Kind::Directory);
     assert_eq!(get("link-abs").kind, Kind::Symlink);
     assert_eq!(
         get("link-abs").link_target.as_deref(),
-        Some("/etc/hostname")
+        Some(b"/etc/hostname".as_slice())
     );
     assert!(get("ghost.log").ghost);
     let suid = get("suid-cap");

@@ -48,7 +48,7 @@ pub enum Error {
     #[error("cannot read `{path}`")]
     Read {
         /// What was being read.
-        path: String,
+        path: cowkit_archive::name::Name,
         /// The error.
         #[source]
         source: std::io::Error,

@@ -65,14 +65,14 @@ impl ExtentsFile {
     pub fn open(file: File, path: &Path) -> Result<ExtentsFile, Error> {
         let read_at = |buf: &mut [u8], at: u64| {
             file.read_exact_at(buf, at).map_err(|source| Error::Read {
-                path: path.display().to_string(),
+                path: path.as_os_str().into(),
                 source,
             })
         };
         let len = file
             .metadata()
             .map_err(|source| Error::Read {
-                path: path.display().to_string(),
+                path: path.as_os_str().into(),
                 source,
             })?
             .len();

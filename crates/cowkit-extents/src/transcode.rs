@@ -52,7 +52,7 @@ impl Default for Options {
 pub trait Progress {
     /// A file's content has been verified and stored (or found a
     /// duplicate); `bytes` is its size.
-    fn on_file(&self, _path: &str, _bytes: u64) {}
+    fn on_file(&self, _path: &cowkit_archive::name::Name, _bytes: u64) {}
 }
 
 /// A [`Progress`] that ignores everything.

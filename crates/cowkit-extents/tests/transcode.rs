@@ -3,6 +3,7 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -64,7 +65,7 @@ fn every_compressor_transcodes_to_the_same_files_as_rpm2cpio() {
                 continue;
             }
             regular += 1;
-            let want = std::fs::read(tree.join(&f.path[1..])).unwrap();
+            let want = std::fs::read(tree.join(std::ffi::OsStr::from_bytes(&f.path[1..]))).unwrap();
             assert!(content(&x, f.index) == want, "{payload}: {}", f.path);
         }
         assert_eq!(regular, 11, "{payload}");
@@ -72,17 +73,17 @@ fn every_compressor_transcodes_to_the_same_files_as_rpm2cpio() {
         // Two files with equal content, and a set of three hardlinks.
         assert_eq!(s.deduplicated_files, 1, "{payload}");
         assert_eq!(s.hardlinked_files, 2, "{payload}");
-        let large = x.files().find(&format!("{ROOT}/dir/large.bin")).unwrap();
+        let large = x.files().find(format!("{ROOT}/dir/large.bin")).unwrap();
         let same = x
             .files()
-            .find(&format!("{ROOT}/dir/sub/same-content.bin"))
+            .find(format!("{ROOT}/dir/sub/same-content.bin"))
             .unwrap();
         assert_eq!(x.content(large.index), x.content(same.index));
         let Some(Content::Extent(e)) = x.content(large.index) else {
             panic!()
         };
         assert_eq!((e.kind, e.offset % 4096), (Kind::Clone, 0));
-        let small = x.files().find(&format!("{ROOT}/small.txt")).unwrap();
+        let small = x.files().find(format!("{ROOT}/small.txt")).unwrap();
         let Some(Content::Extent(e)) = x.content(small.index) else {
             panic!()
         };

@@ -22,7 +22,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::ffi::{CStr, OsString};
+use std::ffi::{CStr, OsStr, OsString};
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -207,7 +207,13 @@ pub fn open_dir_opt<P: rustix::path::Arg>(
 
 /// Open the directory `name` in `dir`, creating it with `mode` (before the
 /// umask) if it does not exist.
-pub fn mkdir_open(dir: impl AsFd, name: &str, mode: u32, path: &Path) -> Result<OwnedFd> {
+pub fn mkdir_open(
+    dir: impl AsFd,
+    name: impl AsRef<OsStr>,
+    mode: u32,
+    path: &Path,
+) -> Result<OwnedFd> {
+    let name = name.as_ref();
     match rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(mode)) {
         Ok(()) | Err(Errno::EXIST) => {}
         Err(e) => return Err(IoError::new("create directory", path, e)),
@@ -218,7 +224,8 @@ pub fn mkdir_open(dir: impl AsFd, name: &str, mode: u32, path: &Path) -> Result<
 /// Open the regular file `name` in `dir` read-only without following a
 /// symlink; `None` when absent. Anything but a regular file (a fifo
 /// that would block) is refused ([`open_regular`]).
-pub fn open_read_opt(dir: impl AsFd, name: &str, path: &Path) -> Result<Option<File>> {
+pub fn open_read_opt(dir: impl AsFd, name: impl AsRef<OsStr>, path: &Path) -> Result<Option<File>> {
+    let name = name.as_ref();
     match open_regular(|f| rustix::fs::openat(&dir, name, f | OFlags::NOFOLLOW, Mode::empty())) {
         Ok((fd, _)) => Ok(Some(File::from(fd))),
         Err(e) if e.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => Ok(None),
@@ -308,7 +315,11 @@ pub fn statx_at(dir: BorrowedFd<'_>, name: &CStr) -> rustix::io::Result<Statx> {
 }
 
 /// What `name` is in `dir`, without following a symlink; `None` when absent.
-pub fn stat_at(dir: impl AsFd, name: &str) -> rustix::io::Result<Option<rustix::fs::Stat>> {
+pub fn stat_at(
+    dir: impl AsFd,
+    name: impl AsRef<OsStr>,
+) -> rustix::io::Result<Option<rustix::fs::Stat>> {
+    let name = name.as_ref();
     match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(st) => Ok(Some(st)),
         Err(Errno::NOENT) => Ok(None),
@@ -436,9 +447,10 @@ pub fn replace_at(
     from_dir: impl AsFd,
     from: &str,
     to_dir: impl AsFd,
-    to: &str,
+    to: impl AsRef<OsStr>,
     path: &Path,
 ) -> Result<()> {
+    let to = to.as_ref();
     rustix::fs::renameat(&from_dir, from, to_dir, to).map_err(|e| {
         let _ = rustix::fs::unlinkat(&from_dir, from, AtFlags::empty());
         IoError::new("rename into place", path, e)
@@ -451,7 +463,7 @@ pub fn replace_at(
 /// symlinks, hardlinks, device nodes.
 pub fn create_replacing(
     dir: BorrowedFd<'_>,
-    name: &str,
+    name: impl AsRef<OsStr>,
     path: &Path,
     op: &'static str,
     create: impl FnMut(&str) -> rustix::io::Result<()>,
@@ -468,7 +480,8 @@ pub fn create_replacing(
 /// Give the open file `file` the name `name` in `dir` (`linkat`): an
 /// `O_TMPFILE` file gets its first name this way. `AT_EMPTY_PATH` needs
 /// `CAP_DAC_READ_SEARCH`; everyone else goes through `/proc/self/fd`.
-pub fn link_fd(file: impl AsFd, dir: impl AsFd, name: &str) -> rustix::io::Result<()> {
+pub fn link_fd(file: impl AsFd, dir: impl AsFd, name: impl AsRef<OsStr>) -> rustix::io::Result<()> {
+    let name = name.as_ref();
     match rustix::fs::linkat(&file, "", &dir, name, AtFlags::EMPTY_PATH) {
         Err(Errno::NOENT | Errno::PERM) => {
             let via = format!("/proc/self/fd/{}", file.as_fd().as_raw_fd());
@@ -619,7 +632,13 @@ impl NewFile {
     /// Give the file the name `name` in `dir`, replacing what is there;
     /// `path` (the final name) is used in errors. On failure nothing is
     /// left behind. Returns the open file.
-    pub fn commit(mut self, dir: BorrowedFd<'_>, name: &str, path: &Path) -> Result<File> {
+    pub fn commit(
+        mut self,
+        dir: BorrowedFd<'_>,
+        name: impl AsRef<OsStr>,
+        path: &Path,
+    ) -> Result<File> {
+        let name = name.as_ref();
         let temp = match self.temp.take() {
             Some(t) => t,
             None => {

@@ -24,50 +24,99 @@ use rustix::io::Errno;
 use crate::error::{io, Result};
 
 /// A path relative to a [`Root`], checked to hold only normal components.
+/// Its bytes need not be UTF-8: rpm installs names byte for byte.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct RelPath(String);
+pub struct RelPath(Vec<u8>);
 
 /// A path that cannot be used inside a root.
 #[derive(Debug, thiserror::Error)]
 #[error("`{path}` is not a safe path inside the root: {why}")]
 pub struct BadPath {
-    /// The path.
+    /// The path, shown escaped ([`escape`]).
     pub path: String,
     /// What is wrong with it.
     pub why: &'static str,
 }
 
+/// `name` for a message: its UTF-8 text with control characters,
+/// backquotes and backslashes escaped, every byte that is not UTF-8 as
+/// `\xNN`.
+pub fn escape(name: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in name.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c.is_control() || c == '`' || c == '\\' {
+                out.extend(c.escape_default());
+            } else {
+                out.push(c);
+            }
+        }
+        for x in chunk.invalid() {
+            out.push_str(&format!("\\x{x:02X}"));
+        }
+    }
+    out
+}
+
 impl RelPath {
     /// `path` with leading `/` removed (`/usr/bin/x` → `usr/bin/x`); the
-    /// empty path is the root itself.
-    pub fn new(path: &str) -> Result<RelPath, BadPath> {
+    /// empty path is the root itself. `path` is bytes (a `&str`, or a
+    /// name from a package that need not be UTF-8).
+    pub fn new(path: impl AsRef<[u8]>) -> Result<RelPath, BadPath> {
+        let path = path.as_ref();
         let bad = |why| BadPath {
-            path: path.to_string(),
+            path: escape(path),
             why,
         };
-        let rel = path.trim_start_matches('/');
-        if rel.contains('\0') {
+        let start = path.iter().position(|&b| b != b'/').unwrap_or(path.len());
+        let rel = &path[start..];
+        if rel.contains(&0) {
             return Err(bad("it contains a NUL byte"));
         }
         if rel.is_empty() {
-            return Ok(RelPath(String::new()));
+            return Ok(RelPath(Vec::new()));
         }
-        let rel = rel.trim_end_matches('/');
-        for c in rel.split('/') {
+        let end = rel.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
+        let rel = &rel[..end];
+        for c in rel.split(|&b| b == b'/') {
             match c {
-                "" => return Err(bad("it has an empty component")),
-                "." => return Err(bad("it has a `.` component")),
-                ".." => return Err(bad("it has a `..` component")),
+                b"" => return Err(bad("it has an empty component")),
+                b"." => return Err(bad("it has a `.` component")),
+                b".." => return Err(bad("it has a `..` component")),
                 _ if c.len() > 255 => return Err(bad("a component is longer than 255 bytes")),
                 _ => {}
             }
         }
-        Ok(RelPath(rel.to_string()))
+        Ok(RelPath(rel.to_vec()))
     }
 
-    /// The path as a string (no leading `/`).
-    pub fn as_str(&self) -> &str {
+    /// The path's bytes (no leading `/`).
+    pub fn as_bytes(&self) -> &[u8] {
         &self.0
+    }
+
+    /// The path as an `OsStr` (no leading `/`).
+    pub fn as_os_str(&self) -> &OsStr {
+        OsStr::from_bytes(&self.0)
+    }
+
+    /// The path as text when it is UTF-8.
+    pub fn to_str(&self) -> Option<&str> {
+        std::str::from_utf8(&self.0).ok()
+    }
+
+    /// The path escaped for a message ([`escape`]).
+    pub fn escaped(&self) -> String {
+        escape(&self.0)
+    }
+
+    /// `self/name`.
+    pub fn join(&self, name: impl AsRef<[u8]>) -> Result<RelPath, BadPath> {
+        let name = name.as_ref();
+        if self.0.is_empty() {
+            return RelPath::new(name);
+        }
+        RelPath::new([self.0.as_slice(), b"/", name].concat())
     }
 
     /// Whether this is the root itself.
@@ -76,13 +125,16 @@ impl RelPath {
     }
 
     /// The parent and the last component; `None` for the root.
-    pub fn split(&self) -> Option<(RelPath, &str)> {
+    pub fn split(&self) -> Option<(RelPath, &OsStr)> {
         if self.0.is_empty() {
             return None;
         }
-        Some(match self.0.rsplit_once('/') {
-            Some((parent, name)) => (RelPath(parent.to_string()), name),
-            None => (RelPath(String::new()), self.0.as_str()),
+        Some(match self.0.iter().rposition(|&b| b == b'/') {
+            Some(i) => (
+                RelPath(self.0[..i].to_vec()),
+                OsStr::from_bytes(&self.0[i + 1..]),
+            ),
+            None => (RelPath(Vec::new()), OsStr::from_bytes(&self.0)),
         })
     }
 }
@@ -123,14 +175,14 @@ impl Root {
 
     /// `rel` as a host path, for messages only (never opened).
     pub fn display(&self, rel: &RelPath) -> PathBuf {
-        self.path.join(rel.as_str())
+        self.path.join(rel.as_os_str())
     }
 
     fn openat2(&self, rel: &RelPath, flags: OFlags) -> rustix::io::Result<OwnedFd> {
         let p: &OsStr = if rel.is_root() {
             OsStr::new(".")
         } else {
-            OsStr::from_bytes(rel.0.as_bytes())
+            rel.as_os_str()
         };
         loop {
             match rustix::fs::openat2(&self.fd, p, flags | OFlags::CLOEXEC, Mode::empty(), RESOLVE)
@@ -246,10 +298,39 @@ impl Root {
 }
 
 /// What `name` is in `dir`, without following a symlink; `None` when absent.
-pub fn stat_at(dir: impl AsFd, name: &str) -> rustix::io::Result<Option<rustix::fs::Stat>> {
+pub fn stat_at(
+    dir: impl AsFd,
+    name: impl AsRef<OsStr>,
+) -> rustix::io::Result<Option<rustix::fs::Stat>> {
+    let name = name.as_ref();
     match rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
         Ok(st) => Ok(Some(st)),
         Err(Errno::NOENT) => Ok(None),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_bytes_checked_as_before_and_shown_escaped() {
+        let r = RelPath::new(b"/usr/caf\xE9/x\xFF".as_slice()).unwrap();
+        assert_eq!(r.as_bytes(), b"usr/caf\xE9/x\xFF");
+        let (parent, name) = r.split().unwrap();
+        assert_eq!(parent.as_bytes(), b"usr/caf\xE9");
+        assert_eq!(name.as_bytes(), b"x\xFF");
+        assert_eq!(r.escaped(), "usr/caf\\xE9/x\\xFF");
+        assert_eq!(RelPath::new("/").unwrap(), RelPath::new("").unwrap());
+        assert_eq!(RelPath::new("a/b/").unwrap().as_bytes(), b"a/b");
+        for bad in [&b"a/../b"[..], b"a//b", b"./a", b"a\0b"] {
+            assert!(RelPath::new(bad).is_err(), "{bad:?}");
+        }
+        let e = RelPath::new(b"caf\xE9/..".as_slice()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "`caf\\xE9/..` is not a safe path inside the root: it has a `..` component"
+        );
     }
 }

@@ -3,6 +3,7 @@
 //! and the files of an old version that the new one no longer has.
 
 use std::collections::{HashMap, HashSet};
+use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
@@ -55,14 +56,17 @@ impl Others<'_> {
 /// The parent directory of `path` (absolute, from a header) inside the
 /// root, opened, and the last component; `None` when the parent is
 /// missing.
-fn parent_of(root: &Root, path: &str) -> Result<Option<(std::os::fd::OwnedFd, String, PathBuf)>> {
-    let rel = RelPath::new(path.trim_start_matches('/'))?;
+fn parent_of(
+    root: &Root,
+    path: impl AsRef<[u8]>,
+) -> Result<Option<(std::os::fd::OwnedFd, OsString, PathBuf)>> {
+    let rel = RelPath::new(path)?;
     let Some((parent, name)) = rel.split() else {
         return Ok(None);
     };
     let host = root.display(&rel);
     match root.open_dir(&parent) {
-        Ok(fd) => Ok(Some((fd, name.to_string(), host))),
+        Ok(fd) => Ok(Some((fd, name.to_os_string(), host))),
         Err(e) if cowkit_fs::error::errno_of(&e) == Some(rustix::io::Errno::NOENT) => Ok(None),
         Err(e) => Err(e.into()),
     }
@@ -72,7 +76,7 @@ fn parent_of(root: &Root, path: &str) -> Result<Option<(std::os::fd::OwnedFd, St
 /// when it is missing or not a regular file.
 fn digest_on_disk(
     dir: impl AsFd,
-    name: &str,
+    name: &OsStr,
     path: &Path,
     algo: DigestAlgo,
 ) -> Result<Option<String>> {
@@ -101,16 +105,23 @@ fn digest_on_disk(
     Ok(Some(crate::hex(&h.finish())))
 }
 
-pub(crate) fn unlink(dir: impl AsFd, name: &str, path: &Path) -> Result<()> {
+pub(crate) fn unlink(dir: impl AsFd, name: impl rustix::path::Arg, path: &Path) -> Result<()> {
     match rustix::fs::unlinkat(dir, name, rustix::fs::AtFlags::empty()) {
         Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
         Err(e) => Err(IoError::new("remove", path.to_path_buf(), e).into()),
     }
 }
 
-fn rename_beside(dir: impl AsFd, name: &str, suffix: &str, path: &Path) -> Result<()> {
-    let to = format!("{name}{suffix}");
-    rustix::fs::renameat(dir.as_fd(), name, dir.as_fd(), to.as_str())
+/// `name` followed by `suffix` (`.rpmnew`), byte for byte.
+fn with_suffix(name: &OsStr, suffix: &str) -> OsString {
+    let mut to = name.to_os_string();
+    to.push(suffix);
+    to
+}
+
+fn rename_beside(dir: impl AsFd, name: &OsStr, suffix: &str, path: &Path) -> Result<()> {
+    let to = with_suffix(name, suffix);
+    rustix::fs::renameat(dir.as_fd(), name, dir.as_fd(), to.as_os_str())
         .map_err(|e| IoError::new("rename", path.to_path_buf(), e))?;
     Ok(())
 }
@@ -148,8 +159,12 @@ pub(crate) fn decide_config(
             continue;
         };
         let new = f.digest.as_deref().map(crate::hex).unwrap_or_default();
-        let owned = old_files
-            .get(f.path.as_str())
+        // The database's file lists are text: a name that is not UTF-8
+        // is not found there, and counts as not owned before.
+        let owned = f
+            .path
+            .to_str()
+            .and_then(|p| old_files.get(p))
             .filter(|o| o.flags & CONFIG != 0);
         let algo = match owned {
             Some(_) => old
@@ -161,7 +176,7 @@ pub(crate) fn decide_config(
             continue;
         };
         let note = |action| ConfigNote {
-            path: f.path.clone(),
+            path: f.path.to_string(),
             action,
         };
         match owned {
@@ -172,11 +187,12 @@ pub(crate) fn decide_config(
                 if new == o.digest {
                     // Edited, and the new version changes nothing: keep.
                     let tmp = cowkit_fs::dir::temp_name();
-                    opts.rename.insert(f.path.clone(), tmp.clone());
+                    opts.rename.insert(f.path.clone(), OsString::from(&tmp));
                     discard.push((dir, tmp, path));
                     sum.config.push(note("kept"));
                 } else if flags & NOREPLACE != 0 {
-                    opts.rename.insert(f.path.clone(), format!("{name}.rpmnew"));
+                    opts.rename
+                        .insert(f.path.clone(), with_suffix(&name, ".rpmnew"));
                     sum.config.push(note("rpmnew"));
                 } else {
                     rename_beside(&dir, &name, ".rpmsave", &path)?;
@@ -188,7 +204,8 @@ pub(crate) fn decide_config(
                     continue;
                 }
                 if flags & NOREPLACE != 0 {
-                    opts.rename.insert(f.path.clone(), format!("{name}.rpmnew"));
+                    opts.rename
+                        .insert(f.path.clone(), with_suffix(&name, ".rpmnew"));
                     sum.config.push(note("rpmnew"));
                 } else {
                     rename_beside(&dir, &name, ".rpmorig", &path)?;
@@ -260,7 +277,7 @@ pub(crate) fn remove_old_files(
         let Some((dir, name, path)) = parent_of(root, d)? else {
             continue;
         };
-        match rustix::fs::unlinkat(&dir, name.as_str(), rustix::fs::AtFlags::REMOVEDIR) {
+        match rustix::fs::unlinkat(&dir, name.as_os_str(), rustix::fs::AtFlags::REMOVEDIR) {
             Ok(()) => n += 1,
             Err(rustix::io::Errno::NOENT)
             | Err(rustix::io::Errno::NOTEMPTY)

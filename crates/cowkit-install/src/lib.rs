@@ -206,7 +206,7 @@ pub struct Options {
     /// Files placed under another name in their directory (header path →
     /// new last component): rpm's `.rpmnew`, or a temporary name for a
     /// new version that is dropped afterwards.
-    pub rename: std::collections::HashMap<String, String>,
+    pub rename: std::collections::HashMap<cowkit_archive::files::Name, std::ffi::OsString>,
     /// The header digest (rpm's `%{SHA256HEADER}`) the package must have:
     /// a transaction checked one file and installs another with the same
     /// header (its extents file).

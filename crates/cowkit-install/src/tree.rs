@@ -5,12 +5,13 @@
 //! metadata through `cowkit_fs::meta`.
 
 use std::collections::HashMap;
-use std::ffi::CString;
+use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
-use cowkit_archive::files::{FileInfo, FileList, Kind};
+use cowkit_archive::files::{FileInfo, FileList, Kind, Name};
 use cowkit_fs::dir::{self, NewFile};
 use cowkit_fs::meta::{self, Current, Meta, On, Policy};
 use cowkit_fs::root::{RelPath, Root};
@@ -50,27 +51,33 @@ struct Dir {
 /// leaves only the temporary name, which the next install sweeps.
 struct Stage {
     /// The existing parent (relative to the root).
-    parent: String,
+    parent: Vec<u8>,
     /// The directory's name there once published.
-    name: String,
+    name: OsString,
     /// Its temporary name until then.
     temp: String,
 }
 
-fn join(parent: &str, name: &str) -> String {
+fn join(parent: &[u8], name: &[u8]) -> Vec<u8> {
     if parent.is_empty() {
-        name.to_string()
+        name.to_vec()
     } else {
-        format!("{parent}/{name}")
+        [parent, b"/", name].concat()
     }
+}
+
+/// The parent of the relative path `rel` and its last component.
+fn split_last(rel: &[u8]) -> Option<(&[u8], &[u8])> {
+    let i = rel.iter().rposition(|&b| b == b'/')?;
+    Some((&rel[..i], &rel[i + 1..]))
 }
 
 /// `rel` with the prefix `top` replaced by `by`, when `top` is `rel` or
 /// one of its parents.
-fn replace_prefix(rel: &str, top: &str, by: &str) -> Option<String> {
+fn replace_prefix(rel: &[u8], top: &[u8], by: &[u8]) -> Option<Vec<u8>> {
     let rest = rel.strip_prefix(top)?;
-    if rest.is_empty() || rest.starts_with('/') {
-        Some(format!("{by}{rest}"))
+    if rest.is_empty() || rest.starts_with(b"/") {
+        Some([by, rest].concat())
     } else {
         None
     }
@@ -97,7 +104,7 @@ impl AsFd for DirFd<'_> {
 pub(crate) struct Target<'r> {
     pub root: &'r Root,
     pub owners: &'r Owners,
-    dirs: HashMap<String, Dir>,
+    dirs: HashMap<Vec<u8>, Dir>,
     /// New directory trees not renamed into place yet.
     stages: Vec<Stage>,
     /// Regular files and hardlinks made in them (reported placed, and
@@ -132,36 +139,36 @@ fn sweep_once(dir: &OwnedFd, st: &rustix::fs::Stat, path: &std::path::Path) -> R
 /// A validated path of the package, with its parent and name.
 pub(crate) struct Place {
     pub rel: RelPath,
-    pub parent: String,
-    pub name: String,
+    pub parent: Vec<u8>,
+    pub name: OsString,
 }
 
 impl Place {
     /// Where `f` goes: its header path, or the name `rename` gives it in
     /// the same directory.
-    pub fn of(f: &FileInfo, rename: &HashMap<String, String>) -> Result<Place> {
+    pub fn of(f: &FileInfo, rename: &HashMap<Name, OsString>) -> Result<Place> {
         let rel = RelPath::new(&f.path)?;
         let rel = match rename.get(&f.path) {
             Some(name) => {
                 let (parent, _) = rel.split().ok_or_else(|| {
                     Error::BadPath(cowkit_fs::root::BadPath {
-                        path: f.path.clone(),
+                        path: f.path.to_string(),
                         why: "it names the root itself",
                     })
                 })?;
-                RelPath::new(&format!("{}/{name}", parent.as_str()))?
+                parent.join(name.as_bytes())?
             }
             None => rel,
         };
         let (parent, name) = rel.split().ok_or_else(|| {
             Error::BadPath(cowkit_fs::root::BadPath {
-                path: f.path.clone(),
+                path: f.path.to_string(),
                 why: "it names the root itself",
             })
         })?;
         Ok(Place {
-            parent: parent.as_str().to_string(),
-            name: name.to_string(),
+            parent: parent.as_bytes().to_vec(),
+            name: name.to_os_string(),
             rel,
         })
     }
@@ -199,7 +206,7 @@ impl<'r> Target<'r> {
     pub fn prepare(
         &mut self,
         files: &FileList,
-        rename: &HashMap<String, String>,
+        rename: &HashMap<Name, OsString>,
     ) -> Result<Vec<Option<Place>>> {
         let places = files
             .files
@@ -212,34 +219,34 @@ impl<'r> Target<'r> {
                 }
             })
             .collect::<Result<Vec<_>>>()?;
-        let mut wanted: Vec<&str> = Vec::new();
+        let mut wanted: Vec<&[u8]> = Vec::new();
         for (f, p) in files.files.iter().zip(&places) {
             let Some(p) = p else { continue };
             wanted.push(&p.parent);
             if f.kind == Kind::Directory {
-                wanted.push(p.rel.as_str());
+                wanted.push(p.rel.as_bytes());
             }
         }
         // With every parent, shallowest first: a directory is made after
         // its parent.
-        let mut all: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        let mut all: std::collections::HashSet<&[u8]> = std::collections::HashSet::new();
         for d in wanted {
             let mut d = d;
             while all.insert(d) {
-                match d.rsplit_once('/') {
+                match split_last(d) {
                     Some((parent, _)) => d = parent,
                     None if d.is_empty() => break,
-                    None => d = "",
+                    None => d = b"",
                 }
             }
         }
-        let mut all: Vec<&str> = all.into_iter().collect();
+        let mut all: Vec<&[u8]> = all.into_iter().collect();
         all.sort_unstable_by_key(|d| {
             (
                 if d.is_empty() {
                     0
                 } else {
-                    d.matches('/').count() + 1
+                    d.iter().filter(|&&b| b == b'/').count() + 1
                 },
                 *d,
             )
@@ -261,7 +268,7 @@ impl<'r> Target<'r> {
             let default_acl = meta::may_have_default_acl(&fd);
             let fd = (self.dirs.len() < budget).then_some(fd);
             self.dirs.insert(
-                d.to_string(),
+                d.to_vec(),
                 Dir {
                     fd,
                     new_gid,
@@ -278,17 +285,16 @@ impl<'r> Target<'r> {
     /// as rpm does), else a new one, made directly in a parent that is
     /// new itself or under a temporary name (a new [`Stage`]). Returns it
     /// and whether it is new.
-    fn open_or_stage(&mut self, rel: &str) -> Result<(OwnedFd, bool)> {
-        let Some((parent, name)) = rel
-            .rsplit_once('/')
-            .or((!rel.is_empty()).then_some(("", rel)))
+    fn open_or_stage(&mut self, rel: &[u8]) -> Result<(OwnedFd, bool)> {
+        let Some((parent, name)) =
+            split_last(rel).or((!rel.is_empty()).then_some((b"".as_slice(), rel)))
         else {
             return Ok((self.root.open_dir(&RelPath::new("")?)?, false));
         };
         let path = self.root.display(&RelPath::new(rel)?);
         let pfd = self.dir_at(parent)?;
         if self.dirs[parent].fresh {
-            let fd = dir::mkdir_open(&pfd, name, 0o755, &path)?;
+            let fd = dir::mkdir_open(&pfd, OsStr::from_bytes(name), 0o755, &path)?;
             return Ok((fd, true));
         }
         match self.root.open_dir(&RelPath::new(rel)?) {
@@ -299,8 +305,8 @@ impl<'r> Target<'r> {
         let ppath = self.root.display(&RelPath::new(parent)?);
         let (temp, fd) = dir::mkdir_temp(&pfd, 0o755, &ppath)?;
         self.stages.push(Stage {
-            parent: parent.to_string(),
-            name: name.to_string(),
+            parent: parent.to_vec(),
+            name: OsStr::from_bytes(name).to_os_string(),
             temp,
         });
         Ok((fd, true))
@@ -308,17 +314,17 @@ impl<'r> Target<'r> {
 
     /// Where the directory `rel` is now: under its stage's temporary name
     /// until [`Target::publish`].
-    fn physical(&self, rel: &str) -> String {
+    fn physical(&self, rel: &[u8]) -> Vec<u8> {
         self.stages
             .iter()
             .find_map(|st| {
                 replace_prefix(
                     rel,
-                    &join(&st.parent, &st.name),
-                    &join(&st.parent, &st.temp),
+                    &join(&st.parent, st.name.as_bytes()),
+                    &join(&st.parent, st.temp.as_bytes()),
                 )
             })
-            .unwrap_or_else(|| rel.to_string())
+            .unwrap_or_else(|| rel.to_vec())
     }
 
     /// Rename every new directory tree into place (once the transaction's
@@ -330,14 +336,14 @@ impl<'r> Target<'r> {
     pub fn publish(&mut self) -> Result<()> {
         self.visible()?;
         while let Some(st) = self.stages.first() {
-            let top = join(&st.parent, &st.name);
+            let top = join(&st.parent, st.name.as_bytes());
             let path = self.root.display(&RelPath::new(&top)?);
             let pfd = self.root.open_dir(&RelPath::new(&st.parent)?)?;
             match rustix::fs::renameat_with(
                 &pfd,
                 st.temp.as_str(),
                 &pfd,
-                st.name.as_str(),
+                st.name.as_os_str(),
                 rustix::fs::RenameFlags::NOREPLACE,
             ) {
                 Ok(()) => {}
@@ -349,7 +355,7 @@ impl<'r> Target<'r> {
                     // Directories that existed on both sides were
                     // emptied and removed: open them again by name.
                     for (rel, d) in self.dirs.iter_mut() {
-                        if replace_prefix(rel, &top, "").is_some() {
+                        if replace_prefix(rel, &top, b"").is_some() {
                             d.fd = None;
                         }
                     }
@@ -365,11 +371,11 @@ impl<'r> Target<'r> {
         self.dir_at(&p.parent)
     }
 
-    fn dir_at(&self, rel: &str) -> Result<DirFd<'_>> {
+    fn dir_at(&self, rel: &[u8]) -> Result<DirFd<'_>> {
         match &self.dirs[rel].fd {
             Some(fd) => Ok(DirFd::Held(fd)),
             None => Ok(DirFd::Again(
-                self.root.open_dir(&RelPath::new(&self.physical(rel))?)?,
+                self.root.open_dir(&RelPath::new(self.physical(rel))?)?,
             )),
         }
     }
@@ -392,10 +398,10 @@ impl<'r> Target<'r> {
     /// just created in its parent (owned by us, group inherited from a
     /// setgid parent).
     fn meta(&self, f: &FileInfo, path: &std::path::Path) -> Result<Meta> {
-        let parent = f
-            .path
-            .rsplit_once('/')
-            .map_or("", |(d, _)| d.trim_start_matches('/'));
+        let parent = split_last(&f.path).map_or(b"".as_slice(), |(d, _)| {
+            let start = d.iter().position(|&b| b != b'/').unwrap_or(d.len());
+            &d[start..]
+        });
         let new_gid = self.dirs.get(parent).and_then(|d| d.new_gid);
         self.meta_as(f, path, self.euid, new_gid.unwrap_or(self.egid))
     }
@@ -489,7 +495,7 @@ impl<'r> Target<'r> {
             // Unseen until published: created under its final name.
             match rustix::fs::openat(
                 &dir,
-                p.name.as_str(),
+                p.name.as_os_str(),
                 OFlags::CREATE | OFlags::EXCL | OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                 Mode::from_raw_mode(create_mode),
             ) {
@@ -524,9 +530,9 @@ impl<'r> Target<'r> {
         if self.in_fresh_dir(member) {
             match rustix::fs::linkat(
                 &from,
-                first.name.as_str(),
+                first.name.as_os_str(),
                 dir,
-                member.name.as_str(),
+                member.name.as_os_str(),
                 AtFlags::empty(),
             ) {
                 Ok(()) => {
@@ -544,7 +550,7 @@ impl<'r> Target<'r> {
             &member.name,
             &path,
             "link",
-            |tmp| rustix::fs::linkat(&from, first.name.as_str(), dir, tmp, AtFlags::empty()),
+            |tmp| rustix::fs::linkat(&from, first.name.as_os_str(), dir, tmp, AtFlags::empty()),
             |_| Ok(()),
         )?;
         Ok(())
@@ -554,7 +560,8 @@ impl<'r> Target<'r> {
     pub fn symlink(&self, f: &FileInfo, p: &Place) -> Result<()> {
         let dir = self.dir(p)?;
         let path = self.display(p);
-        let target = f.link_target.as_deref().unwrap_or_default();
+        // Byte for byte: a target need not be UTF-8.
+        let target = OsStr::from_bytes(f.link_target.as_deref().unwrap_or_default());
         let mut meta = self.meta(f, &path)?;
         meta.xattrs.clear();
         meta.mode = None;
@@ -571,7 +578,7 @@ impl<'r> Target<'r> {
         path: &std::path::Path,
         op: &'static str,
         meta: &Meta,
-        create: impl FnMut(&str) -> rustix::io::Result<()>,
+        create: impl FnMut(&OsStr) -> rustix::io::Result<()>,
     ) -> Result<()> {
         let dir = self.dir(p)?;
         let dir = dir.as_fd();
@@ -579,9 +586,9 @@ impl<'r> Target<'r> {
         if self.in_fresh_dir(p) {
             match create(&p.name) {
                 Ok(()) => {
-                    let name = CString::new(p.name.as_str()).map_err(|_| {
+                    let name = CString::new(p.name.as_bytes()).map_err(|_| {
                         Error::BadPath(cowkit_fs::root::BadPath {
-                            path: p.rel.as_str().to_string(),
+                            path: p.rel.escaped(),
                             why: "it contains a NUL byte",
                         })
                     })?;
@@ -594,6 +601,7 @@ impl<'r> Target<'r> {
             }
         }
         self.visible()?;
+        let create = |tmp: &str| create(OsStr::new(tmp));
         dir::create_replacing(dir, &p.name, path, op, create, |tmp| {
             let name = CString::new(tmp).expect("temporary names have no NUL");
             let on = On::At(dir, &name);
@@ -635,10 +643,12 @@ impl<'r> Target<'r> {
             .filter_map(|(f, p)| Some((f, p.as_ref()?)))
             .filter(|(f, _)| f.kind == Kind::Directory)
             .collect();
-        dirs.sort_by_key(|(_, p)| std::cmp::Reverse(p.rel.as_str().matches('/').count()));
+        dirs.sort_by_key(|(_, p)| {
+            std::cmp::Reverse(p.rel.as_bytes().iter().filter(|&&b| b == b'/').count())
+        });
         for (f, p) in &dirs {
             let path = self.display(p);
-            let fd = self.dir_at(p.rel.as_str())?;
+            let fd = self.dir_at(p.rel.as_bytes())?;
             // The directory may have existed already, with any owner.
             let st = rustix::fs::fstat(&fd).map_err(sys("stat", path.clone()))?;
             let meta = self.meta_as(f, &path, st.st_uid, st.st_gid)?;

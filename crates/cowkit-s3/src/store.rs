@@ -494,7 +494,7 @@ impl Store {
     fn rel(bucket: &str, key: &str) -> Result<RelPath> {
         names::check_key(key)?;
         let path = key.strip_suffix('/').unwrap_or(key);
-        RelPath::new(&format!("{bucket}/{path}")).map_err(|e| Error::InvalidKey {
+        RelPath::new(format!("{bucket}/{path}")).map_err(|e| Error::InvalidKey {
             key: key.to_string(),
             why: e.why,
         })
@@ -757,7 +757,9 @@ impl Store {
             if up.is_root() {
                 break;
             }
-            let dir_key = p.as_str().split_once('/').map(|x| x.1).unwrap_or("");
+            // S3 keys are UTF-8, and so is every path made from them.
+            let Some(text) = p.to_str() else { break };
+            let dir_key = text.split_once('/').map(|x| x.1).unwrap_or("");
             if self.is_dir_object(bucket, dir_key) {
                 break;
             }
@@ -785,7 +787,7 @@ impl Store {
         let start = if base.is_empty() {
             Some(bfd)
         } else {
-            match RelPath::new(&format!("{bucket}/{base}")) {
+            match RelPath::new(format!("{bucket}/{base}")) {
                 Ok(r) => self.root.open_dir(&r).ok(),
                 Err(_) => None,
             }

@@ -16,9 +16,11 @@
 //! does it in the confined transcode worker).
 
 use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
-use cowkit_archive::files::{DigestAlgo, Kind as RpmKind};
+use cowkit_archive::files::{DigestAlgo, Kind as RpmKind, Name};
 use cowkit_extents::open::{Content, ExtentsFile};
 use cowkit_fs::{Copier, Method};
 use rustix::fs::Timespec;
@@ -29,16 +31,16 @@ use crate::{Error, Result, Store, Summary};
 /// Resolves an owner and a group name to numbers.
 pub type Ids<'a> = &'a dyn Fn(&str, &str) -> (u32, u32);
 
-fn bad(path: &str, why: &'static str) -> Error {
+fn bad(path: &Name, why: &'static str) -> Error {
     Error::Unsupported {
-        path: PathBuf::from(path),
+        path: path.as_path().to_path_buf(),
         why,
     }
 }
 
-/// The header path `p` (absolute) as a relative path of plain names.
-fn rel_path(p: &str) -> Result<PathBuf> {
-    let rel = Path::new(p.strip_prefix('/').unwrap_or(p));
+/// The header path `p` (absolute, bytes) as a relative path of plain names.
+fn rel_path(p: &Name) -> Result<PathBuf> {
+    let rel = Path::new(OsStr::from_bytes(p.strip_prefix("/").unwrap_or(p)));
     if rel.as_os_str().is_empty() {
         return Err(bad(p, "the package names its root"));
     }
@@ -47,7 +49,7 @@ fn rel_path(p: &str) -> Result<PathBuf> {
             return Err(bad(p, "a `.`, `..` or empty component in a package path"));
         }
     }
-    if p.contains("//") || p.ends_with('/') {
+    if p.windows(2).any(|w| w == b"//") || p.ends_with("/") {
         return Err(bad(p, "an empty component in a package path"));
     }
     Ok(rel.to_path_buf())

@@ -668,51 +668,97 @@ fn non_utf8_package(dir: &Path, name: &str, install: &str) -> PathBuf {
     dst
 }
 
+/// An entry's type (`d`, `f`, `l`) and content (a file's bytes, a
+/// symlink's target).
+type Shape = (char, Vec<u8>);
+
+/// Every entry under `dir`, by its name's bytes relative to `dir`: its
+/// type, permission bits, and a regular file's content or a symlink's
+/// target, byte for byte (names need not be UTF-8).
+fn byte_tree(dir: &Path) -> std::collections::BTreeMap<Vec<u8>, (char, u32, Vec<u8>)> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    fn walk(
+        base: &Path,
+        dir: &Path,
+        out: &mut std::collections::BTreeMap<Vec<u8>, (char, u32, Vec<u8>)>,
+    ) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            let rel = p
+                .strip_prefix(base)
+                .unwrap()
+                .as_os_str()
+                .as_bytes()
+                .to_vec();
+            let perm = m.permissions().mode() & 0o7777;
+            let entry = if m.is_dir() {
+                walk(base, &p, out);
+                ('d', perm, Vec::new())
+            } else if m.file_type().is_symlink() {
+                let t = std::fs::read_link(&p).unwrap();
+                ('l', 0, t.as_os_str().as_bytes().to_vec())
+            } else {
+                ('f', perm, std::fs::read(&p).unwrap())
+            };
+            out.insert(rel, entry);
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
 #[test]
-fn issue_25_item_8_names_that_are_not_utf8_are_refused_up_front_and_named_exactly() {
+fn issue_25_item_8_names_that_are_not_utf8_install_byte_for_byte() {
+    use cowkit_testutil::repo::{dbpath, rpm_in, verify};
     let Some(dir) = scratch(Fs::Xfs) else { return };
     let d = dir.path();
-    let mk = "mkdir -p %{buildroot}/usr/share/latin\ncd %{buildroot}/usr/share/latin\n";
     // `printf` in octal: the spec's shell may be dash, without `\x`.
-    let name = non_utf8_package(
+    // A file, a symlink whose target and a directory whose name are
+    // Latin-1 (not UTF-8), and a name holding U+FFFD itself (UTF-8).
+    let pkg = non_utf8_package(
         d,
-        "latinname",
-        &format!("{mk}printf 'x' > \"$(printf 'caf\\351')\""),
+        "latin",
+        "mkdir -p %{buildroot}/usr/share/latin\ncd %{buildroot}/usr/share/latin\n\
+         printf 'x' > \"$(printf 'caf\\351')\"\n\
+         ln -s \"$(printf 'caf\\351')\" link\n\
+         mkdir \"$(printf 'dir\\351')\"\n\
+         printf 'y' > \"$(printf 'dir\\351')/inner\"\n\
+         printf 'z' > \"$(printf 'a\\357\\277\\275b')\"",
     );
-    let target = non_utf8_package(
-        d,
-        "latintarget",
-        &format!("{mk}ln -s \"$(printf 'caf\\351')\" link"),
-    );
-    // A name that holds U+FFFD itself is UTF-8, and installed as it is.
-    let fffd = non_utf8_package(
-        d,
-        "replacement",
-        &format!("{mk}printf 'x' > \"$(printf 'a\\357\\277\\275b')\""),
-    );
+    let rpme = d.join("latin.rpme");
+    let t = transcode(&pkg, &rpme, &[]);
+    assert!(t.ok, "{}", t.stderr);
 
-    for (pkg, what) in [(&name, "a file name"), (&target, "a symlink target")] {
-        let expected = format!("{what} is not UTF-8 (`caf\\xE9`)");
-        let t = transcode(pkg, &d.join("out.rpme"), &[]);
-        assert!(!t.ok && t.stderr.contains(&expected), "{}", t.stderr);
-        assert!(!d.join("out.rpme").exists());
-        let root = mkdir(&d.join(format!("root-{what}")));
+    let by_rpm = mkdir(&d.join("by-rpm"));
+    let r = run(rpm_in(&by_rpm).args(["-i", "--nodeps"]).arg(&pkg));
+    assert!(r.ok, "rpm -i: {}", r.stderr);
+    let want = byte_tree(&by_rpm.join("usr/share/latin"));
+    let expect: Vec<(&[u8], Shape)> = vec![
+        (b"a\xEF\xBF\xBDb", ('f', b"z".to_vec())),
+        (b"caf\xE9", ('f', b"x".to_vec())),
+        (b"dir\xE9", ('d', Vec::new())),
+        (b"dir\xE9/inner", ('f', b"y".to_vec())),
+        (b"link", ('l', b"caf\xE9".to_vec())),
+    ];
+    let got: Vec<(&[u8], Shape)> = want
+        .iter()
+        .map(|(k, (kind, _, data))| (k.as_slice(), (*kind, data.clone())))
+        .collect();
+    assert_eq!(got, expect, "what rpm installs");
+
+    for (what, src) in [("rpm", &pkg), ("rpme", &rpme)] {
+        let root = mkdir(&d.join(format!("by-cowkit-{what}")));
         let i = run(cowkit()
-            .args(["install", "--no-db", "--root"])
+            .args(["install", "--nodeps", "--root"])
             .arg(&root)
-            .arg(pkg));
-        assert!(!i.ok && i.stderr.contains(&expected), "{}", i.stderr);
-        assert!(names_in(&root).is_empty(), "{:?}", names_in(&root));
+            .arg("--dbpath")
+            .arg(dbpath())
+            .arg(src));
+        assert!(i.ok, "{what}: {}", i.stderr);
+        assert_eq!(byte_tree(&root.join("usr/share/latin")), want, "{what}");
+        assert_eq!(verify(&root), Vec::<String>::new(), "{what}: rpm -Va");
     }
-
-    let root = mkdir(&d.join("root-fffd"));
-    let i = run(cowkit()
-        .args(["install", "--no-db", "--root"])
-        .arg(&root)
-        .arg(&fffd));
-    assert!(i.ok, "{}", i.stderr);
-    assert_eq!(
-        std::fs::read(root.join("usr/share/latin/a\u{FFFD}b")).unwrap(),
-        b"x"
-    );
 }
