@@ -89,6 +89,11 @@ pub enum Error {
         /// What is wrong.
         why: String,
     },
+    /// Installed packages whose file lists hold names that are not UTF-8:
+    /// cowkit reads installed file lists as text, so it cannot replace or
+    /// erase them as rpm would (rpm can).
+    #[error("the installed package(s) {} have file names that are not UTF-8: cowkit cannot yet upgrade or erase them as rpm would", .0.join(", "))]
+    NotUtf8Installed(Vec<String>),
 }
 
 impl From<cowkit_fs::IoError> for Error {
@@ -690,7 +695,27 @@ impl Rpm {
         let out = self.run(c)?;
         // rpm exits non-zero when some name is not installed; those are
         // reported as "package X is not installed" on stdout.
-        installed::parse(&String::from_utf8_lossy(&out.stdout))
+        match std::str::from_utf8(&out.stdout) {
+            Ok(xml) => installed::parse(xml),
+            // Never a lossy file list: a name read wrong is a file that
+            // is not removed, or a config file taken for unowned.
+            Err(_) => Err(Error::NotUtf8Installed(self.not_utf8(names)?)),
+        }
+    }
+
+    /// Which of `names` have an answer to `-q --xml` that is not UTF-8.
+    fn not_utf8(&self, names: &[&str]) -> Result<Vec<String>> {
+        let mut bad = Vec::new();
+        for name in names {
+            let mut c = self.command();
+            c.args(["-q", "--qf", "%{NEVRA}\\n[%{FILENAMES}\\n]", name]);
+            let out = self.run(c)?;
+            if std::str::from_utf8(&out.stdout).is_err() {
+                let nevra = out.stdout.split(|&b| b == b'\n').next().unwrap_or_default();
+                bad.push(String::from_utf8_lossy(nevra).into_owned());
+            }
+        }
+        Ok(bad)
     }
 
     /// The installed owners of `paths`: (path, package name) for every

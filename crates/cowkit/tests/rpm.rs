@@ -761,4 +761,36 @@ fn issue_25_item_8_names_that_are_not_utf8_install_byte_for_byte() {
         assert_eq!(byte_tree(&root.join("usr/share/latin")), want, "{what}");
         assert_eq!(verify(&root), Vec::<String>::new(), "{what}: rpm -Va");
     }
+
+    // An upgrade reads the installed file list through rpm's text answer:
+    // refused up front, naming the package, never read lossily (a file
+    // the new version drops would stay behind).
+    let spec = format!(
+        "%global _invalid_encoding_terminates_build 0\n{}",
+        cowkit_testutil::rpm::spec(
+            "latin",
+            "mkdir -p %{buildroot}/usr/share/latin",
+            "/usr/share/latin\n"
+        )
+    )
+    .replace("Version: 1\n", "Version: 2\n");
+    let v2 = d.join("latin-2.rpm");
+    cowkit_testutil::rpm::rpmbuild(&spec, "w2.xzdio", &v2);
+    let root = d.join("by-cowkit-rpm");
+    let u = run(cowkit()
+        .args(["install", "--nodeps", "--root"])
+        .arg(&root)
+        .arg("--dbpath")
+        .arg(dbpath())
+        .arg(&v2));
+    assert!(
+        !u.ok,
+        "an upgrade of names that are not UTF-8 must be refused"
+    );
+    assert!(
+        u.stderr.contains("latin-1-1.noarch") && u.stderr.contains("not UTF-8"),
+        "{}",
+        u.stderr
+    );
+    assert_eq!(byte_tree(&root.join("usr/share/latin")), want, "untouched");
 }
