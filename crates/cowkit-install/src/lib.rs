@@ -32,8 +32,12 @@ use serde::Serialize;
 
 mod config;
 mod extents;
+mod load;
 pub mod owners;
+mod pkg;
+pub mod plan;
 mod refuse;
+mod runner;
 pub mod scripts;
 mod stream;
 mod tree;
@@ -117,6 +121,13 @@ pub enum Error {
         first: PathBuf,
         /// The other.
         second: PathBuf,
+    },
+    /// A `<lua>` scriptlet reached the runner without rpm's Lua (the
+    /// transaction should have refused it up front).
+    #[error("{name}: a <lua> scriptlet, and rpm's Lua is not loaded")]
+    NoLua {
+        /// rpm's name for the scriptlet.
+        name: String,
     },
     /// A critical scriptlet (`%pretrans`, `%pre`, `%preun`) failed.
     #[error("{package}: {phase} scriptlet failed ({status})")]

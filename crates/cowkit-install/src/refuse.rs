@@ -1,14 +1,14 @@
 //! What a transaction refuses before anything is touched, beyond rpm's own
-//! check: scriptlets and triggers cowkit cannot run as rpm would, installed
-//! packages rpm would erase that are not the old versions cowkit replaces,
-//! and install-only packages (kernels) that `rpm -U` would upgrade.
+//! check: scriptlets and triggers cowkit cannot run as rpm would (every
+//! one the plan runs is looked at), and install-only packages (kernels)
+//! that `rpm -U` would upgrade.
 
 use std::collections::HashSet;
 
-use cowkit_rpmdb::{sense, Installed, Rpm};
+use cowkit_rpmdb::Installed;
 
-use crate::scripts::{Phase, Scriptlet};
-use crate::txn::{InstallOnly, Pkg};
+use crate::runner::{Elem, Erased};
+use crate::txn::{InDb, InstallOnly, Pkg};
 use crate::{Error, Result};
 
 /// dnf's default `installonlypkgs` (dnf 4.14, `dnf/const.py`): a package
@@ -27,7 +27,7 @@ pub(crate) const INSTALL_ONLY: [&str; 6] = [
 pub(crate) fn install_only_provide(p: &Pkg) -> Option<&'static str> {
     INSTALL_ONLY
         .into_iter()
-        .find(|k| p.name == *k || p.provides.iter().any(|pr| pr == k))
+        .find(|k| p.name == *k || p.provides_name(k))
 }
 
 /// Whether the transaction installs its install-only packages beside
@@ -90,37 +90,21 @@ pub(crate) fn install_beside(
     Err(Error::InstallOnly { problems })
 }
 
-/// Everything that cowkit cannot run as rpm would, in one error: the new
-/// packages' scriptlets and triggers, the `%preun`/`%postun` of the
-/// installed packages the transaction erases (`erased`: every installed
-/// instance of an upgraded name), and the installed packages' triggers
-/// that would fire (`rpm`: the database; `None` for a new root's).
-pub(crate) fn unsupported(pkgs: &[Pkg], erased: &[&Installed], rpm: Option<&Rpm>) -> Result<()> {
+/// Everything that cowkit cannot run as rpm would, in one error: every
+/// scriptlet and trigger the transaction's plan runs when nothing fails
+/// (new packages', erased packages', installed packages' triggers) is
+/// looked at before anything is touched. `lua`: rpm's Lua can be started.
+pub(crate) fn unsupported(pkgs: &[Pkg], indb: &InDb, lua: bool) -> Result<()> {
     let mut problems = Vec::new();
-    for p in pkgs {
-        for s in &p.scripts {
-            if let Err(why) = s.runnable() {
-                problems.push(format!("{} {}: {why}", p.nevra, s.phase.name()));
+    let mut seen = HashSet::new();
+    for e in crate::runner::simulate(pkgs, indb) {
+        let Some(run) = e.run else { continue };
+        if let Err(why) = run.script.runnable(lua) {
+            let line = format!("{}: {why}", run.name);
+            if seen.insert(line.clone()) {
+                problems.push(line);
             }
         }
-        for t in &p.triggers {
-            problems.push(format!(
-                "{}: has {t} scriptlets, which cowkit does not run",
-                p.nevra
-            ));
-        }
-    }
-    for o in erased {
-        for (s, ph) in [(&o.preun, Phase::PreUn), (&o.postun, Phase::PostUn)] {
-            if let Some(s) = s {
-                if let Err(why) = Scriptlet::of_installed(s, ph).runnable() {
-                    problems.push(format!("{} {} (installed): {why}", o.nevra, ph.name()));
-                }
-            }
-        }
-    }
-    if let Some(rpm) = rpm {
-        problems.extend(firing_triggers(pkgs, erased, rpm)?);
     }
     if problems.is_empty() {
         Ok(())
@@ -129,93 +113,49 @@ pub(crate) fn unsupported(pkgs: &[Pkg], erased: &[&Installed], rpm: Option<&Rpm>
     }
 }
 
-/// The installed packages' triggers that the transaction would fire: a
-/// name trigger on a new package (`%triggerprein`, `%triggerin`) or on an
-/// erased one (`%triggerun`, `%triggerpostun`; version conditions are not
-/// looked at, so this may say more than rpm would run), a file trigger
-/// whose prefix matches a new or an erased file, and any trigger of an
-/// erased package (rpm runs its `%triggerun`s as it goes).
-fn firing_triggers(pkgs: &[Pkg], erased: &[&Installed], rpm: &Rpm) -> Result<Vec<String>> {
-    let new: HashSet<&str> = pkgs.iter().map(|p| p.name.as_str()).collect();
-    let gone: HashSet<&str> = erased.iter().map(|o| o.name.as_str()).collect();
-    let gone_nevras: HashSet<&str> = erased.iter().map(|o| o.nevra.as_str()).collect();
-    let mut problems = Vec::new();
-    let mut owners_told: HashSet<String> = HashSet::new();
-    for t in rpm.installed_triggers()? {
-        if gone_nevras.contains(t.owner.as_str()) {
-            if owners_told.insert(t.owner.clone()) {
-                problems.push(format!(
-                    "{} (installed, to be erased): has {} scriptlets, which cowkit does not run",
-                    t.owner, t.kind
-                ));
-            }
-            continue;
-        }
-        let fires = if t.kind == "%trigger" {
-            let on_install = t.flags & (sense::TRIGGERPREIN | sense::TRIGGERIN) != 0;
-            let on_erase = t.flags & (sense::TRIGGERUN | sense::TRIGGERPOSTUN) != 0;
-            (on_install && new.contains(t.watched.as_str()))
-                || (on_erase && gone.contains(t.watched.as_str()))
-        } else {
-            let w = t.watched.as_str();
-            pkgs.iter()
-                .any(|p| p.files.files.iter().any(|f| f.path.starts_with(w)))
-                || erased
-                    .iter()
-                    .any(|o| o.files.iter().any(|f| f.path.starts_with(w)))
-        };
-        if fires {
-            problems.push(format!(
-                "{} (installed): its {} on `{}` would fire, and cowkit does not run triggers",
-                t.owner, t.kind, t.watched
-            ));
-        }
-    }
-    problems.dedup();
-    Ok(problems)
-}
-
-/// The packages (indices into `nevras`) in rpm's order, after refusing
-/// what cowkit cannot do: erasing installed packages other than the old
-/// versions it replaces (`replaced`, NEVRAs), which rpm does for a new
-/// package's `Obsoletes` and for the other installed instances of an
-/// upgraded name (`instances`: NEVRA and name of each).
-pub(crate) fn plan_order(
-    plan: &cowkit_rpmdb::Plan,
-    nevras: &[String],
-    replaced: &[String],
-    instances: &[(String, String)],
-) -> Result<Vec<usize>> {
-    // Erasures other than the old versions of upgraded packages: cowkit
-    // would have to remove those packages' files and run their
-    // scriptlets, which it does not do yet.
-    let problems: Vec<String> = plan
-        .erase
-        .iter()
-        .filter(|e| !replaced.contains(e))
-        .map(|e| match instances.iter().find(|(n, _)| n == e) {
-            Some((_, name)) => format!(
-                "{e} (installed): another installed instance of {name}, which `rpm -U` erases with the one it upgrades"
-            ),
-            None => format!("{e} (installed): a new package obsoletes it (`Obsoletes`)"),
-        })
-        .collect();
-    if !problems.is_empty() {
-        return Err(Error::WouldErase { problems });
-    }
+/// The installs (indices into `nevras`) in rpm's order.
+pub(crate) fn plan_order(plan: &cowkit_rpmdb::Plan, nevras: &[String]) -> Result<Vec<usize>> {
     let mut order = Vec::with_capacity(plan.order.len());
     let mut taken = vec![false; nevras.len()];
     for n in &plan.order {
         let i = (0..nevras.len())
             .find(|&i| !taken[i] && &nevras[i] == n)
-            .ok_or_else(|| {
-                Error::Db(cowkit_rpmdb::Error::Answer {
-                    what: "--test -vv -U",
-                    why: format!("it ordered `{n}`, which is not one of the packages"),
-                })
-            })?;
+            .ok_or_else(|| unknown(n))?;
         taken[i] = true;
         order.push(i);
     }
     Ok(order)
+}
+
+fn unknown(n: &str) -> Error {
+    Error::Db(cowkit_rpmdb::Error::Answer {
+        what: "--test -vv -U",
+        why: format!("it ordered `{n}`, which is not one of the packages"),
+    })
+}
+
+/// Installs and erasures in rpm's order, as elements.
+pub(crate) fn elements(
+    plan: &cowkit_rpmdb::Plan,
+    nevras: &[String],
+    erased: &[Erased],
+) -> Result<Vec<Elem>> {
+    let mut out = Vec::with_capacity(plan.elements.len());
+    let mut taken = vec![false; nevras.len()];
+    for (added, n) in &plan.elements {
+        if *added {
+            let i = (0..nevras.len())
+                .find(|&i| !taken[i] && &nevras[i] == n)
+                .ok_or_else(|| unknown(n))?;
+            taken[i] = true;
+            out.push(Elem::Add(i));
+        } else {
+            let k = erased
+                .iter()
+                .position(|e| &e.installed.nevra == n)
+                .ok_or_else(|| unknown(n))?;
+            out.push(Elem::Erase(k));
+        }
+    }
+    Ok(out)
 }

@@ -62,6 +62,8 @@ pub enum Phase {
     PreUn,
     /// `%postun`: of an old version, after its files are removed.
     PostUn,
+    /// A trigger of any kind (its name is in the plan's [`crate::plan::Run`]).
+    Trigger,
 }
 
 impl Phase {
@@ -74,6 +76,20 @@ impl Phase {
             Phase::PostTrans => "%posttrans",
             Phase::PreUn => "%preun",
             Phase::PostUn => "%postun",
+            Phase::Trigger => "%trigger",
+        }
+    }
+
+    /// rpm's word for it in a scriptlet's name (`%prein(NEVRA)`).
+    pub fn rpm_name(self) -> &'static str {
+        match self {
+            Phase::PreTrans => "pretrans",
+            Phase::Pre => "prein",
+            Phase::Post => "post",
+            Phase::PostTrans => "posttrans",
+            Phase::PreUn => "preun",
+            Phase::PostUn => "postun",
+            Phase::Trigger => "trigger",
         }
     }
 
@@ -97,6 +113,12 @@ impl Phase {
             ),
             Phase::PreUn => (RPMTAG_PREUN, RPMTAG_PREUNPROG, RPMTAG_PREUNFLAGS),
             Phase::PostUn => (RPMTAG_POSTUN, RPMTAG_POSTUNPROG, RPMTAG_POSTUNFLAGS),
+            // Triggers are read by `cowkit_rpmdb::triggers`.
+            Phase::Trigger => (
+                RPMTAG_TRIGGERSCRIPTS,
+                RPMTAG_TRIGGERSCRIPTPROG,
+                RPMTAG_TRIGGERSCRIPTFLAGS,
+            ),
         }
     }
 }
@@ -109,6 +131,29 @@ const FLAG_QFORMAT: u32 = 2;
 /// and `SCRIPT_PATH` in its `lib/rpmscript.c` (`rpm -E
 /// %_install_script_path` on the host says the same).
 pub const SCRIPT_PATH: &str = "/sbin:/bin:/usr/sbin:/usr/bin:/usr/X11R6/bin";
+
+/// Runs `<lua>` scriptlets in rpm's own interpreter, one state per
+/// transaction (`cowkit_rpmlua::LuaHost` through the CLI).
+pub trait Lua {
+    /// Run `body` named `name` with rpm's `argv` (`"<lua>"`, `$1`, `$2`)
+    /// and a file trigger's `files` for `rpm.next_file()`. `Ok(None)` when
+    /// it succeeded, `Ok(Some(why))` when it failed.
+    fn run(
+        &mut self,
+        name: &str,
+        body: &str,
+        argv: &[String],
+        files: Option<&[Vec<u8>]>,
+    ) -> Result<Option<String>>;
+}
+
+/// What every scriptlet run of a transaction shares.
+pub struct RunContext<'a> {
+    /// Scriptlets' stdout goes to stderr.
+    pub stdout_to_stderr: bool,
+    /// rpm's Lua, when it can be loaded.
+    pub lua: Option<&'a mut dyn Lua>,
+}
 
 /// One scriptlet of one package.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -162,10 +207,23 @@ impl Scriptlet {
         }
     }
 
-    /// Why cowkit cannot run this scriptlet exactly as rpm would, if so.
-    pub fn runnable(&self) -> std::result::Result<(), &'static str> {
-        if self.prog.first().map(String::as_str) == Some("<lua>") {
-            return Err("it is a <lua> scriptlet, which rpm runs in its own embedded interpreter");
+    /// A trigger's scriptlet.
+    pub fn of_trigger(s: &cowkit_rpmdb::Script, _name: &str) -> Scriptlet {
+        Scriptlet::of_installed(s, Phase::Trigger)
+    }
+
+    /// Whether it is a `<lua>` scriptlet.
+    pub fn is_lua(&self) -> bool {
+        self.prog.first().map(String::as_str) == Some("<lua>")
+    }
+
+    /// Why cowkit cannot run this scriptlet exactly as rpm would, if so
+    /// (`lua`: whether rpm's own Lua is there to run `<lua>` ones).
+    pub fn runnable(&self, lua: bool) -> std::result::Result<(), &'static str> {
+        if self.is_lua() && !lua {
+            return Err(
+                "it is a <lua> scriptlet, and rpm's Lua (librpmio.so.9) cannot be loaded here",
+            );
         }
         if self.flags & FLAG_EXPAND != 0 {
             return Err("rpm expands its body with rpm's own macros at install time (-e)");
@@ -176,12 +234,31 @@ impl Scriptlet {
         Ok(())
     }
 
-    /// Run it chrooted into `root` with `$1 = arg1` (a body only: a
-    /// program-only scriptlet gets no argument, as from rpm). Its output goes to
+    /// Run it chrooted into `root` as rpm's `runExtScript` does, with
+    /// `args` (`$1`, `$2`: a body only; a program-only scriptlet gets
+    /// none) and a file trigger's `files` on stdin. Its output goes to
     /// ours (stdout to stderr when `stdout_to_stderr`, so that a JSON
-    /// summary on stdout stays clean). `Ok(None)` when it succeeded,
-    /// `Ok(Some(status))` when it ran and failed.
-    pub fn run(&self, root: &Root, arg1: u32, stdout_to_stderr: bool) -> Result<Option<String>> {
+    /// summary on stdout stays clean). A `<lua>` scriptlet goes to `lua`
+    /// (rpm's own interpreter), named `name`. `Ok(None)` when it
+    /// succeeded, `Ok(Some(why))` when it ran and failed.
+    pub fn run(
+        &self,
+        root: &Root,
+        name: &str,
+        args: &[i64],
+        files: Option<&[Vec<u8>]>,
+        ctx: &mut RunContext<'_>,
+    ) -> Result<Option<String>> {
+        if self.is_lua() {
+            let Some(lua) = ctx.lua.as_deref_mut() else {
+                return Err(Error::NoLua {
+                    name: name.to_string(),
+                });
+            };
+            let mut argv: Vec<String> = self.prog.clone();
+            argv.extend(args.iter().map(i64::to_string));
+            return lua.run(name, &self.body, &argv, files);
+        }
         let mut argv: Vec<String> = self.prog.clone();
         // The body goes in a working directory of its own: removed after
         // the run, on SIGINT/SIGTERM, or by the next transaction's
@@ -207,15 +284,21 @@ impl Scriptlet {
             )?;
             argv.push(format!("/var/tmp/{}/script", work.name()));
             // rpm passes the counts only to a body (`runExtScript`).
-            argv.push(arg1.to_string());
+            argv.extend(args.iter().map(i64::to_string));
             tmp = Some(work);
         }
-        let result = self.exec(root.path(), &argv, stdout_to_stderr);
+        let result = self.exec(root.path(), &argv, files, ctx.stdout_to_stderr);
         drop(tmp);
         result
     }
 
-    fn exec(&self, root: &Path, argv: &[String], stdout_to_stderr: bool) -> Result<Option<String>> {
+    fn exec(
+        &self,
+        root: &Path,
+        argv: &[String],
+        files: Option<&[Vec<u8>]>,
+        stdout_to_stderr: bool,
+    ) -> Result<Option<String>> {
         // The host's sh sets rpm's umask, then becomes chroot(8), which
         // becomes the interpreter inside the root.
         let mut c = Command::new("/bin/sh");
@@ -226,7 +309,9 @@ impl Scriptlet {
             .args(argv)
             .env("PATH", SCRIPT_PATH)
             .current_dir("/")
-            .stdin(Stdio::null());
+            // rpm gives every scriptlet a pipe: a file trigger's files,
+            // one per line, else nothing.
+            .stdin(Stdio::piped());
         if stdout_to_stderr {
             let err = std::io::stderr();
             let fd = std::os::fd::AsFd::as_fd(&err)
@@ -234,9 +319,24 @@ impl Scriptlet {
                 .map_err(|e| IoError::new("duplicate", PathBuf::from("stderr"), e))?;
             c.stdout(Stdio::from(fd));
         }
-        let status = c
-            .status()
+        let mut child = c
+            .spawn()
             .map_err(|e| Error::from(IoError::new("run chroot(8) for", root.to_path_buf(), e)))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            use std::io::Write;
+            for f in files.unwrap_or_default() {
+                let mut line = f.clone();
+                line.push(b'\n');
+                // A trigger that stops reading (EPIPE) ends the list, as
+                // in rpm.
+                if stdin.write_all(&line).is_err() {
+                    break;
+                }
+            }
+        }
+        let status = child
+            .wait()
+            .map_err(|e| Error::from(IoError::new("wait for", root.to_path_buf(), e)))?;
         Ok((!status.success()).then(|| status.to_string()))
     }
 }

@@ -27,23 +27,18 @@
 //! removed with what is in them; see `docs/install.md`.
 
 use std::collections::HashMap;
-use std::io::BufReader;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use cowkit_archive::files::FileList;
 use cowkit_fs::root::Root;
-use cowkit_fs::IoError;
 use cowkit_rpmdb::{Check, DbPath, Installed, Rpm};
-use rpm::IndexTag;
 use serde::Serialize;
 
+pub(crate) use crate::pkg::{Pkg, KEEP_OPEN};
+use crate::plan::Db;
 use crate::refuse;
-use crate::scripts::{Phase, Scriptlet};
+use crate::runner::{Elem, Erased};
 use crate::{install, Error, Options, Owners, Progress, Result, Summary};
-
-use crate::config::{decide_config, remove_old_files, unlink, Others, CONFIG};
 
 /// Transaction settings.
 #[derive(Clone, Debug, Default)]
@@ -74,6 +69,24 @@ pub struct TxOptions {
     /// What to do with an install-only package (a kernel) whose older
     /// version is installed.
     pub install_only: InstallOnly,
+    /// Starts rpm's Lua for `<lua>` scriptlets (the CLI's
+    /// `cowkit_rpmlua::LuaHost`); without it they are refused up front.
+    pub lua: Option<LuaStarter>,
+}
+
+/// Starts rpm's Lua for a transaction's `<lua>` scriptlets, chrooted into
+/// the given root (scriptlets' stdout to stderr when asked).
+#[derive(Clone)]
+pub struct LuaStarter(pub std::sync::Arc<StartLua>);
+
+/// The function behind a [`LuaStarter`]: root, scriptlets' stdout to
+/// stderr.
+pub type StartLua = dyn Fn(&Path, bool) -> Result<Box<dyn crate::scripts::Lua>> + Send + Sync;
+
+impl std::fmt::Debug for LuaStarter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LuaStarter")
+    }
 }
 
 /// What a transaction does with a new version of an install-only package
@@ -152,6 +165,13 @@ pub struct TxSummary {
     pub installed: Vec<String>,
     /// Upgrades: (old NEVRA, new NEVRA).
     pub upgraded: Vec<(String, String)>,
+    /// Other installed packages erased: (NEVRA, the new package that
+    /// obsoletes or replaces it).
+    pub erased: Vec<(String, String)>,
+    /// The scriptlets and triggers the transaction runs, in order, with
+    /// their arguments and file lists (`--test` only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub plan: Vec<crate::plan::PlanEntry>,
     /// Install-only packages installed beside their installed versions
     /// ([`InstallOnly::Beside`]): (new NEVRA, the versions kept).
     pub installed_beside: Vec<(String, Vec<String>)>,
@@ -172,114 +192,6 @@ pub struct TxSummary {
     pub test: bool,
 }
 
-/// A package of the transaction, from its verified header.
-pub(crate) struct Pkg {
-    path: PathBuf,
-    /// rpm's `%{SHA256HEADER}`, verified.
-    digest: String,
-    pub(crate) name: String,
-    pub(crate) nevra: String,
-    /// What it provides (names only).
-    pub(crate) provides: Vec<String>,
-    pub(crate) scripts: Vec<Scriptlet>,
-    pub(crate) triggers: Vec<&'static str>,
-    pub(crate) files: FileList,
-    /// rpm's file flags, by header index.
-    pub(crate) flags: Vec<u32>,
-    /// The extents file as read for the check, kept open for the install
-    /// (which then does not parse its header again); taken once.
-    opened: Mutex<Option<cowkit_extents::open::ExtentsFile>>,
-}
-
-/// Packages of a transaction whose extents files stay open from the check
-/// to the install: each holds its header in memory until placed.
-const KEEP_OPEN: usize = 16;
-
-impl Pkg {
-    /// Read the package at `path`; an extents file is kept open when
-    /// `keep_open`.
-    fn read(path: &Path, keep_open: bool) -> Result<Pkg> {
-        let io = |op, e| Error::from(IoError::new(op, path.to_path_buf(), e));
-        let file = std::fs::File::open(path).map_err(|e| io("open", e))?;
-        let pkg = if cowkit_extents::open::is_extents_file(&file).map_err(|e| io("read", e))? {
-            let x = cowkit_extents::open::ExtentsFile::open(file, path)?;
-            let mut pkg = Self::from_package(path, x.package(), x.files().clone())?;
-            if keep_open {
-                pkg.opened = Mutex::new(Some(x));
-            }
-            pkg
-        } else {
-            crate::check_not_truncated_extents(&file, path)?;
-            let p = cowkit_archive::rpm::Package::read(&mut BufReader::new(file))?;
-            let files = p.files()?;
-            Self::from_package(path, &p, files)?
-        };
-        Ok(pkg)
-    }
-
-    fn from_package(path: &Path, p: &cowkit_archive::rpm::Package, files: FileList) -> Result<Pkg> {
-        let m = p.metadata();
-        let h = &m.header;
-        let bad = |why: String| {
-            Error::Package(cowkit_archive::rpm::Error::Parse(format!(
-                "{}: {why}",
-                path.display()
-            )))
-        };
-        let name = m.get_name().map_err(|e| bad(e.to_string()))?.to_string();
-        let version = m.get_version().map_err(|e| bad(e.to_string()))?;
-        let release = m.get_release().map_err(|e| bad(e.to_string()))?;
-        let arch = m.get_arch().unwrap_or("noarch");
-        let nevra = match h.get_entry_data_as_u32(IndexTag::RPMTAG_EPOCH) {
-            Ok(e) => format!("{name}-{e}:{version}-{release}.{arch}"),
-            Err(_) => format!("{name}-{version}-{release}.{arch}"),
-        };
-        let scripts = [Phase::PreTrans, Phase::Pre, Phase::Post, Phase::PostTrans]
-            .into_iter()
-            .filter_map(|ph| Scriptlet::of_header(h, ph))
-            .collect();
-        let mut triggers = Vec::new();
-        for (tag, what) in [
-            (IndexTag::RPMTAG_TRIGGERSCRIPTS, "%trigger"),
-            (IndexTag::RPMTAG_FILETRIGGERSCRIPTS, "%filetrigger"),
-            (
-                IndexTag::RPMTAG_TRANSFILETRIGGERSCRIPTS,
-                "%transfiletrigger",
-            ),
-        ] {
-            if h.entry_is_present(tag) {
-                triggers.push(what);
-            }
-        }
-        let provides = h
-            .get_entry_data_as_string_array(IndexTag::RPMTAG_PROVIDENAME)
-            .map(|v| v.into_iter().map(str::to_string).collect())
-            .unwrap_or_default();
-        let flags = if h.entry_is_present(IndexTag::RPMTAG_FILEFLAGS) {
-            h.get_entry_data_as_u32_array(IndexTag::RPMTAG_FILEFLAGS)
-                .map_err(|e| bad(e.to_string()))?
-        } else {
-            Vec::new()
-        };
-        Ok(Pkg {
-            path: path.to_path_buf(),
-            digest: p.header_digest().to_string(),
-            name,
-            nevra,
-            provides,
-            scripts,
-            triggers,
-            files,
-            flags,
-            opened: Mutex::new(None),
-        })
-    }
-
-    fn script(&self, phase: Phase) -> Option<&Scriptlet> {
-        self.scripts.iter().find(|s| s.phase == phase)
-    }
-}
-
 /// Install or upgrade `packages` in `root` as one transaction.
 pub fn transaction(
     root: &Root,
@@ -292,18 +204,18 @@ pub fn transaction(
 
 /// A transaction checked by rpm and ordered, nothing touched yet.
 pub struct Prepared<'r> {
-    root: &'r Root,
+    pub(crate) root: &'r Root,
     /// rpm's check still running (a new root's transaction); declared
     /// before `scratch`, so that it is waited for first when dropped.
-    gate: Option<Overlap>,
-    opts: TxOptions,
-    pkgs: Vec<Pkg>,
-    db: InDb,
-    found: Option<DbPath>,
+    pub(crate) gate: Option<Overlap>,
+    pub(crate) opts: TxOptions,
+    pub(crate) pkgs: Vec<Pkg>,
+    pub(crate) db: InDb,
+    pub(crate) found: Option<DbPath>,
     /// A new root's database, the transaction registered in it already.
-    scratch: Option<cowkit_rpmdb::Scratch<'r>>,
-    sum: TxSummary,
-    stager: Option<Stager>,
+    pub(crate) scratch: Option<cowkit_rpmdb::Scratch<'r>>,
+    pub(crate) sum: TxSummary,
+    pub(crate) stager: Option<Stager>,
 }
 
 /// Turns a package into the file to install from, just before it is
@@ -314,7 +226,7 @@ pub struct Prepared<'r> {
 pub type Stager = std::sync::Arc<dyn Fn(&Path) -> Result<Option<std::fs::File>> + Send + Sync>;
 
 /// Install `p` through `stager`'s file for it, if any.
-fn install_staged(
+pub(crate) fn install_staged(
     root: &Root,
     owners: &Owners,
     p: &Pkg,
@@ -376,7 +288,7 @@ impl Prepared<'_> {
 
     /// Run it: scriptlets, files, registration (see the module docs).
     pub fn run(self, progress: &dyn Progress) -> Result<TxSummary> {
-        run(self, progress)
+        crate::runner::run(self, progress)
     }
 }
 
@@ -467,14 +379,15 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
         c.db
     } else {
         gate = None;
-        if !opts.noscripts {
-            refuse::unsupported(&pkgs, &[], None)?;
-        }
         InDb {
             order: (0..pkgs.len()).collect(),
+            elements: (0..pkgs.len()).map(Elem::Add).collect(),
             ..InDb::default()
         }
     };
+    if !opts.noscripts {
+        refuse::unsupported(&pkgs, &checked, opts.lua.is_some())?;
+    }
     sum.db = found.clone();
     sum.order = checked
         .order
@@ -497,18 +410,20 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
 
 /// What the database says about a transaction's packages.
 #[derive(Default)]
-struct InDb {
-    /// rpm's order (indices of the packages).
-    order: Vec<usize>,
-    /// The installed version each upgraded package replaces, by name.
-    old: HashMap<String, Installed>,
-    /// Installed instances of each name of the transaction.
-    counts: HashMap<String, u32>,
+pub(crate) struct InDb {
+    /// rpm's order of the installs (indices of the packages).
+    pub(crate) order: Vec<usize>,
+    /// Installs and erasures, in rpm's order.
+    pub(crate) elements: Vec<Elem>,
+    /// The installed packages the transaction erases.
+    pub(crate) erased: Vec<Erased>,
+    /// The database before the transaction, as far as its triggers need.
+    pub(crate) db: Db,
     /// Install-only packages go beside their installed versions: the
     /// transaction is rpm's `-i` ([`InstallOnly::Beside`]).
-    beside: bool,
+    pub(crate) beside: bool,
     /// Then the installed versions kept, by name.
-    kept: HashMap<String, Vec<String>>,
+    pub(crate) kept: HashMap<String, Vec<String>>,
 }
 
 /// [`InDb`], and rpm's check still running beside the placement.
@@ -519,7 +434,7 @@ struct Checked {
 
 /// rpm's check and order of the transaction in `rpm`'s database (`fresh`:
 /// a new root's scratch database, empty, whose check `early` started),
-/// and the refusals that need the installed packages.
+/// the erasures it implies and the database the triggers see.
 fn check_in_db(
     rpm: &Rpm,
     packages: &[PathBuf],
@@ -537,71 +452,77 @@ fn check_in_db(
         rpm.installed(&names)?
     };
     let beside = refuse::install_beside(pkgs, &instances, opts.install_only)?;
-    let mut counts: HashMap<String, u32> = HashMap::new();
     let mut kept: HashMap<String, Vec<String>> = HashMap::new();
-    for i in &instances {
-        *counts.entry(i.name.clone()).or_default() += 1;
-        if beside {
+    if beside {
+        for i in &instances {
             kept.entry(i.name.clone())
                 .or_default()
                 .push(i.nevra.clone());
         }
     }
-    // `rpm -U` erases every installed instance of an upgraded name.
-    let erased: Vec<&Installed> = if beside {
-        Vec::new()
-    } else {
-        instances.iter().collect()
-    };
-    let pairs: Vec<(String, String)> = instances
-        .iter()
-        .map(|i| (i.nevra.clone(), i.name.clone()))
-        .collect();
-    let old: HashMap<String, Installed> = erased
-        .iter()
-        .map(|i| (i.name.clone(), (*i).clone()))
-        .collect();
     let nevras: Vec<String> = pkgs.iter().map(|p| p.nevra.clone()).collect();
-    let replaced: Vec<String> = old.values().map(|o| o.nevra.clone()).collect();
     let check = Check {
         nodeps: opts.nodeps,
         replacefiles: opts.replacefiles,
         install: beside,
     };
-    // A new root, and packages with no scriptlet to run: their files can
-    // be placed while rpm checks (new directories unseen until it
-    // passes), since nothing in between depends on rpm's order.
+    // A new root, and packages with no scriptlet or trigger to run: their
+    // files can be placed while rpm checks (new directories unseen until
+    // it passes), since nothing in between depends on rpm's order.
     let overlap = early.is_some()
         && !opts.no_overlap
-        && (opts.noscripts || pkgs.iter().all(|p| p.scripts.is_empty()));
-    if !opts.noscripts {
-        // In a scratch database the only triggers are the new packages'
-        // own, which their headers give.
-        refuse::unsupported(pkgs, &erased, (!fresh).then_some(rpm))?;
-    }
+        && (opts.noscripts
+            || pkgs
+                .iter()
+                .all(|p| p.scripts.is_empty() && !p.has_triggers()));
     let mut gate = None;
-    let order = match early {
+    let plan = match early {
         Some(pending) if overlap => {
             let slot: OrderSlot = Default::default();
             let answer = std::sync::Arc::clone(&slot);
+            let names = nevras.clone();
             gate = Some(Overlap {
                 gate: crate::Gate::new(move || {
-                    let order = refuse::plan_order(&pending.wait()?, &nevras, &replaced, &pairs)?;
+                    let order = refuse::plan_order(&pending.wait()?, &names)?;
                     *answer.lock().unwrap_or_else(|e| e.into_inner()) = Some(order);
                     Ok(())
                 }),
                 slot,
             });
-            (0..pkgs.len()).collect()
+            // A new root: nothing to erase, and the order comes later.
+            cowkit_rpmdb::Plan {
+                order: nevras.clone(),
+                erase: Vec::new(),
+                elements: nevras.iter().map(|n| (true, n.clone())).collect(),
+            }
         }
-        Some(pending) => refuse::plan_order(&pending.wait()?, &nevras, &replaced, &pairs)?,
-        None => refuse::plan_order(&rpm.check(packages, &check)?, &nevras, &replaced, &pairs)?,
+        Some(pending) => pending.wait()?,
+        None => rpm.check(packages, &check)?,
     };
+    let order = refuse::plan_order(&plan, &nevras)?;
+    let erased = erasures(rpm, pkgs, &plan.erase, instances)?;
+    let mut db = if fresh {
+        Db::default()
+    } else {
+        crate::load::database(rpm, pkgs, &erased)?
+    };
+    let mut erased_at: Vec<Erased> = Vec::new();
+    for (nevra, installed, by) in erased {
+        let inst = db.instance_of(&nevra).unwrap_or(0);
+        db.erasing(inst);
+        erased_at.push(Erased {
+            installed,
+            inst,
+            by,
+        });
+    }
+    let elements = refuse::elements(&plan, &nevras, &erased_at)?;
     Ok(Checked {
         db: InDb {
             order,
-            old,
-            counts,
+            elements,
+            erased: erased_at,
+            db,
             beside,
             kept,
         },
@@ -609,377 +530,119 @@ fn check_in_db(
     })
 }
 
+/// The installed packages rpm's plan erases (`erase`, NEVRAs), each with
+/// the new package that replaces it (same name) or obsoletes it. One that
+/// no new package accounts for is refused.
+fn erasures(
+    rpm: &Rpm,
+    pkgs: &[Pkg],
+    erase: &[String],
+    mut instances: Vec<Installed>,
+) -> Result<Vec<(String, Installed, usize)>> {
+    let missing: Vec<&str> = erase
+        .iter()
+        .filter(|n| !instances.iter().any(|i| &i.nevra == *n))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        instances.extend(rpm.installed(&missing)?);
+    }
+    let mut out = Vec::new();
+    let mut problems = Vec::new();
+    for nevra in erase {
+        let Some(o) = instances.iter().find(|i| &i.nevra == nevra) else {
+            problems.push(format!(
+                "{nevra} (installed): rpm erases it, and its header could not be read"
+            ));
+            continue;
+        };
+        let by = pkgs.iter().position(|p| p.name == o.name).or_else(|| {
+            pkgs.iter()
+                .position(|p| p.obsoletes.iter().any(|n| n == &o.name))
+        });
+        match by {
+            Some(by) => out.push((nevra.clone(), o.clone(), by)),
+            None => problems.push(format!(
+                "{nevra} (installed): rpm erases it, and no package of the transaction replaces or obsoletes it by name"
+            )),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(Error::WouldErase { problems });
+    }
+    Ok(out)
+}
+
 /// Where a check running in the background leaves rpm's order.
-type OrderSlot = std::sync::Arc<Mutex<Option<Vec<usize>>>>;
+pub(crate) type OrderSlot = std::sync::Arc<Mutex<Option<Vec<usize>>>>;
 
 /// rpm's check of a new root's transaction, running while its files are
 /// placed ([`crate::Gate`]), and where it leaves its order. Dropped, it
 /// waits for rpm (the gate holds the [`cowkit_rpmdb::PendingCheck`]): the
 /// scratch database must not be removed under it.
-struct Overlap {
-    gate: crate::Gate,
-    slot: OrderSlot,
+pub(crate) struct Overlap {
+    pub(crate) gate: crate::Gate,
+    pub(crate) slot: OrderSlot,
 }
 
-fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
-    let Prepared {
-        root,
-        opts,
-        pkgs,
-        db:
-            InDb {
-                order,
-                old,
-                counts,
-                beside,
-                kept,
-            },
-        found,
-        mut scratch,
-        mut sum,
-        stager,
-        gate,
-    } = prepared;
-    let stager = stager.as_ref();
-    let mut opts = opts;
-    opts.install.gate = gate.as_ref().map(|o| o.gate.clone());
-    let opts = &opts;
-    if opts.test {
-        for &i in &order {
-            if let Some(o) = old.get(&pkgs[i].name) {
-                sum.upgraded.push((o.nevra.clone(), pkgs[i].nevra.clone()));
-            }
-        }
-        return Ok(sum);
-    }
-
-    let run = |s: &Scriptlet, p: &Pkg, arg: u32, sum: &mut TxSummary| -> Result<bool> {
-        if opts.noscripts {
-            return Ok(true);
-        }
-        sum.scriptlets += 1;
-        let t = std::time::Instant::now();
-        let r = s.run(root, arg, opts.script_stdout_to_stderr);
-        sum.seconds.scriptlets += t.elapsed().as_secs_f64();
-        match r? {
-            None => Ok(true),
-            Some(status) if s.phase.critical() => Err(Error::ScriptFailed {
-                package: p.nevra.clone(),
-                phase: s.phase.name(),
-                status,
-            }),
-            Some(status) => {
-                sum.scriptlet_warnings
-                    .push(format!("{} {}: {status}", p.nevra, s.phase.name()));
-                Ok(false)
-            }
-        }
-    };
-    // `$1`: the instances of the package's name once it is installed.
-    let arg_of = |p: &Pkg| {
-        counts
-            .get(&p.name)
-            .map_or(1, |n| if beside { n + 1 } else { 2 })
-    };
-    let fail = |sum: &mut TxSummary, p: &Pkg, e: Error, placed_files: u64| {
-        sum.failed.push(PackageFailure {
-            package: p.path.clone(),
-            nevra: p.nevra.clone(),
-            error: cowkit_fs::error::chain(&e),
-            placed_files,
-        });
-    };
-
-    // 2. %pretrans.
-    let mut alive: Vec<usize> = Vec::new();
-    for &i in &order {
-        let p = &pkgs[i];
-        match p.script(Phase::PreTrans) {
-            Some(s) => match run(s, p, arg_of(p), &mut sum) {
-                Ok(_) => alive.push(i),
-                Err(e) => fail(&mut sum, p, e, 0),
-            },
-            None => alive.push(i),
-        }
-    }
-
-    // 3. Packages, in order; runs without scriptlets in parallel.
-    let t_place = std::time::Instant::now();
-    let scripts_before = sum.seconds.scriptlets;
-    let check_rpm = found.as_ref().map(|db| Rpm::new(root.path(), db));
-    let mut owners = Owners::load(root);
-    let mut placed: Vec<usize> = Vec::new();
-    let mut k = 0;
-    while k < alive.len() {
-        let quiet = |i: usize| {
-            let p = &pkgs[i];
-            !old.contains_key(&p.name)
-                && (opts.noscripts
-                    || (p.script(Phase::Pre).is_none() && p.script(Phase::Post).is_none()))
-        };
-        if quiet(alive[k]) {
-            let mut end = k;
-            while end < alive.len() && quiet(alive[end]) {
-                end += 1;
-            }
-            let batch: Vec<&Pkg> = alive[k..end].iter().map(|&i| &pkgs[i]).collect();
-            // Config files already on disk are decided first (cheap: only
-            // config files are looked at); a package whose decision fails
-            // fails alone.
-            let mut decided: Vec<Result<Options>> = Vec::with_capacity(batch.len());
-            for p in &batch {
-                // Deciding may rename a config file already on disk: not
-                // before the check passed.
-                if let Some(g) = &opts.install.gate {
-                    if p.flags.iter().any(|f| f & CONFIG != 0) {
-                        if let Err(e) = g.pass() {
-                            decided.push(Err(e));
-                            continue;
-                        }
-                    }
-                }
-                let mut o = opts.install.clone();
-                decided.push(decide_config(root, p, None, &mut o, &mut sum).map(|_| o));
-            }
-            let results =
-                place_parallel(root, &owners, &batch, decided, opts.jobs, progress, stager);
-            for (j, (r, n)) in results.into_iter().enumerate() {
-                match r {
-                    Ok(s) => {
-                        sum.files.add(s);
-                        sum.installed.push(batch[j].nevra.clone());
-                        if let Some(kept) = kept.get(&batch[j].name) {
-                            sum.installed_beside
-                                .push((batch[j].nevra.clone(), kept.clone()));
-                        }
-                        placed.push(alive[k + j]);
-                    }
-                    Err(e) => fail(&mut sum, batch[j], e, n),
-                }
-            }
-            k = end;
-            continue;
-        }
-        let i = alive[k];
-        k += 1;
-        let p = &pkgs[i];
-        let o = old.get(&p.name);
-        let counting = crate::Counting {
-            inner: progress,
-            files: Default::default(),
-        };
-        match one_package(
-            root,
-            &mut owners,
-            (p, arg_of(p)),
-            o,
-            opts,
-            &counting,
-            &run,
-            &Others {
-                pkgs: &pkgs,
-                rpm: check_rpm.as_ref(),
-            },
-            &mut sum,
-            stager,
-        ) {
-            Ok(s) => {
-                sum.files.add(s);
-                sum.installed.push(p.nevra.clone());
-                if let Some(o) = o {
-                    sum.upgraded.push((o.nevra.clone(), p.nevra.clone()));
-                }
-                if let Some(k) = kept.get(&p.name) {
-                    sum.installed_beside.push((p.nevra.clone(), k.clone()));
-                }
-                placed.push(i);
-            }
-            Err(e) => fail(&mut sum, p, e, counting.files.into_inner()),
-        }
-    }
-    for w in owners.warnings() {
-        if !sum.files.warnings.contains(&w) {
-            sum.files.warnings.push(w);
-        }
-    }
-    sum.seconds.place = t_place.elapsed().as_secs_f64() - (sum.seconds.scriptlets - scripts_before);
-    // The check that ran beside the placement: its error is the
-    // transaction's (every package then took its new trees away).
-    if let Some(o) = &gate {
-        let t = std::time::Instant::now();
-        if let Some(e) = o.gate.error() {
-            return Err(e);
-        }
-        sum.seconds.check_wait = t.elapsed().as_secs_f64();
-        if let Some(order) = o.slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            sum.order = order.iter().map(|&i| pkgs[i].nevra.clone()).collect();
-        }
-    }
-
-    if let Some(s) = &mut scratch {
-        s.keep_owned(|dir| placed.iter().any(|&i| pkgs[i].files.find(dir).is_some()));
-    }
-
-    // 4. One registration (none when nothing was placed).
-    if opts.db && !placed.is_empty() {
-        let t = std::time::Instant::now();
-        let db = match found {
-            Some(db) => db,
-            None => cowkit_rpmdb::locate(root, opts.dbpath.as_deref())?,
-        };
-        let paths: Vec<PathBuf> = placed.iter().map(|&i| pkgs[i].path.clone()).collect();
-        let moved = match &scratch {
-            // Registered at the check: drop what was not placed, move it
-            // into place.
-            Some(scratch) => {
-                let unplaced: Vec<String> = (0..pkgs.len())
-                    .filter(|i| !placed.contains(i))
-                    .map(|i| pkgs[i].nevra.clone())
-                    .collect();
-                let moved = Rpm::new(root.path(), scratch.db())
-                    .unregister(&unplaced)
-                    .and_then(|()| scratch.move_to(&db));
-                match moved {
-                    Ok(()) => true,
-                    Err(e) => {
-                        sum.files.warnings.push(format!(
-                            "the database registered at the check could not be moved into place ({}); registering again",
-                            cowkit_fs::error::chain(&e).join(": ")
-                        ));
-                        false
-                    }
-                }
-            }
-            None => false,
-        };
-        drop(scratch);
-        if !moved {
-            let how = Check {
-                nodeps: true,
-                replacefiles: opts.replacefiles,
-                install: beside,
-            };
-            Rpm::new(root.path(), &db).register_as(&paths, &how)?;
-        }
-        sum.seconds.register = t.elapsed().as_secs_f64();
-        sum.registered = paths.len() as u64;
-        sum.db = Some(db);
-    }
-
-    // 5. %posttrans.
-    for &i in &placed {
-        let p = &pkgs[i];
-        if let Some(s) = p.script(Phase::PostTrans) {
-            run(s, p, arg_of(p), &mut sum)?;
-        }
-    }
-    Ok(sum)
-}
-
-/// Place a run of packages without scriptlets, `opts.jobs` at a time.
-fn place_parallel(
-    root: &Root,
-    owners: &Owners,
-    batch: &[&Pkg],
-    decided: Vec<Result<Options>>,
-    jobs: usize,
-    progress: &dyn Progress,
-    stager: Option<&Stager>,
-) -> Vec<(Result<Summary>, u64)> {
-    let workers = jobs.clamp(1, batch.len().max(1));
-    // The CPUs the packages do not use go to threads within a package.
-    let threads = (jobs / workers).max(1);
-    let next = AtomicUsize::new(0);
-    let decided: Vec<Mutex<Option<Result<Options>>>> = decided
-        .into_iter()
-        .map(|d| {
-            Mutex::new(Some(d.map(|mut o| {
-                o.threads = o.threads.max(threads);
-                o
-            })))
-        })
-        .collect();
-    let results: Mutex<Vec<(usize, Result<Summary>, u64)>> = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(p) = batch.get(i) else { break };
-                let o = decided[i]
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .take()
-                    .expect("taken once");
-                let counting = crate::Counting {
-                    inner: progress,
-                    files: Default::default(),
-                };
-                let r = o.and_then(|mut o| {
-                    o.expect_header = Some(p.digest.clone());
-                    install_staged(root, owners, p, &o, &counting, stager)
-                });
-                results.lock().unwrap_or_else(|e| e.into_inner()).push((
-                    i,
-                    r,
-                    counting.files.into_inner(),
-                ));
-            });
-        }
-    });
-    let mut r = results.into_inner().unwrap_or_else(|e| e.into_inner());
-    r.sort_by_key(|(i, _, _)| *i);
-    r.into_iter().map(|(_, r, n)| (r, n)).collect()
-}
-
+/// One registration of the `placed` packages (none when nothing was
+/// placed): a new root's database registered at the check is trimmed to
+/// them and moved into place; otherwise rpm registers them, header only.
 #[allow(clippy::too_many_arguments)]
-fn one_package(
+pub(crate) fn register(
     root: &Root,
-    owners: &mut Owners,
-    (p, arg): (&Pkg, u32),
-    old: Option<&Installed>,
     opts: &TxOptions,
-    progress: &dyn Progress,
-    run: &dyn Fn(&Scriptlet, &Pkg, u32, &mut TxSummary) -> Result<bool>,
-    others: &Others<'_>,
+    pkgs: &[Pkg],
+    placed: &[usize],
+    found: Option<DbPath>,
+    scratch: Option<cowkit_rpmdb::Scratch>,
+    beside: bool,
     sum: &mut TxSummary,
-    stager: Option<&Stager>,
-) -> Result<Summary> {
-    if let Some(s) = p.script(Phase::Pre) {
-        run(s, p, arg, sum)?;
-        if !opts.noscripts {
-            // A %pre may have added the users and groups that own the
-            // files.
-            *owners = Owners::load(root);
-        }
+) -> Result<()> {
+    if !opts.db || placed.is_empty() {
+        return Ok(());
     }
-    let mut install_opts = opts.install.clone();
-    install_opts.threads = install_opts.threads.max(opts.jobs);
-    install_opts.expect_header = Some(p.digest.clone());
-    let discard = decide_config(root, p, old, &mut install_opts, sum)?;
-    let s_placed = install_staged(root, owners, p, &install_opts, progress, stager)?;
-    for (dir, name, path) in discard {
-        unlink(&dir, &name, &path)?;
-    }
-    if let Some(s) = p.script(Phase::Post) {
-        run(s, p, arg, sum)?;
-    }
-    if let Some(o) = old {
-        if let Some(s) = &o.preun {
-            // rpm keeps the old version (files and entry) when its %preun
-            // fails; cowkit has placed the new one already and registers
-            // it over the old entry, so it keeps the old files and says so.
-            if let Err(e) = run(&Scriptlet::of_installed(s, Phase::PreUn), p, 1, sum) {
-                sum.scriptlet_warnings.push(format!(
-                    "{}: {e}; its files that {} does not have were left in place",
-                    o.nevra, p.nevra
-                ));
-                return Ok(s_placed);
+    let t = std::time::Instant::now();
+    let db = match found {
+        Some(db) => db,
+        None => cowkit_rpmdb::locate(root, opts.dbpath.as_deref())?,
+    };
+    let paths: Vec<PathBuf> = placed.iter().map(|&i| pkgs[i].path.clone()).collect();
+    let moved = match &scratch {
+        // Registered at the check: drop what was not placed, move it
+        // into place.
+        Some(scratch) => {
+            let unplaced: Vec<String> = (0..pkgs.len())
+                .filter(|i| !placed.contains(i))
+                .map(|i| pkgs[i].nevra.clone())
+                .collect();
+            let moved = Rpm::new(root.path(), scratch.db())
+                .unregister(&unplaced)
+                .and_then(|()| scratch.move_to(&db));
+            match moved {
+                Ok(()) => true,
+                Err(e) => {
+                    sum.files.warnings.push(format!(
+                        "the database registered at the check could not be moved into place ({}); registering again",
+                        cowkit_fs::error::chain(&e).join(": ")
+                    ));
+                    false
+                }
             }
         }
-        sum.old_files_removed += remove_old_files(root, p, o, others, sum)?;
-        if let Some(s) = &o.postun {
-            run(&Scriptlet::of_installed(s, Phase::PostUn), p, 1, sum)?;
-        }
+        None => false,
+    };
+    drop(scratch);
+    if !moved {
+        let how = Check {
+            nodeps: true,
+            replacefiles: opts.replacefiles,
+            install: beside,
+        };
+        Rpm::new(root.path(), &db).register_as(&paths, &how)?;
     }
-    Ok(s_placed)
+    sum.seconds.register = t.elapsed().as_secs_f64();
+    sum.registered = paths.len() as u64;
+    sum.db = Some(db);
+    Ok(())
 }

@@ -7,7 +7,7 @@ use quick_xml::events::Event;
 use crate::{Error, Result};
 
 /// A scriptlet of an installed package.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Script {
     /// The body (empty when the scriptlet is only a program).
     pub body: String,
@@ -52,6 +52,24 @@ pub struct Installed {
     /// rpm's file digest algorithm number (8 = SHA-256; 1 = MD5 when
     /// absent).
     pub digest_algo: u32,
+    /// Its triggers, all kinds.
+    pub triggers: Vec<crate::triggers::TriggerDef>,
+    /// What it provides.
+    pub provides: Vec<crate::triggers::Dep>,
+}
+
+struct View<'a>(&'a Tags);
+
+impl crate::triggers::Tags for View<'_> {
+    fn strings(&self, name: &str) -> Vec<String> {
+        strings(self.0, name)
+            .into_iter()
+            .map(str::to_string)
+            .collect()
+    }
+    fn ints(&self, name: &str) -> Vec<u64> {
+        ints(self.0, name)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -227,6 +245,8 @@ fn package(tags: &Tags) -> std::result::Result<Installed, String> {
         preun: script(tags, "Preun", "Preunprog", "Preunflags"),
         postun: script(tags, "Postun", "Postunprog", "Postunflags"),
         digest_algo: ints(tags, "Filedigestalgo").first().copied().unwrap_or(1) as u32,
+        triggers: crate::triggers::triggers(&View(tags)),
+        provides: crate::triggers::provides(&View(tags)),
         name,
         nevra,
         evr: (epoch, version, release),

@@ -30,6 +30,8 @@ use serde::Serialize;
 
 mod installed;
 mod macros;
+pub mod triggers;
+pub mod vercmp;
 
 pub use installed::{Installed, InstalledFile, Script};
 
@@ -434,6 +436,9 @@ pub struct Plan {
     /// Installed packages rpm would erase: the old versions of upgraded
     /// packages, and packages the new ones obsolete.
     pub erase: Vec<String>,
+    /// Both, in the one order rpm processes them: `(true, NEVRA)` an
+    /// install, `(false, NEVRA)` an erasure.
+    pub elements: Vec<(bool, String)>,
 }
 
 /// An rpm check (and registration) running in the background
@@ -599,6 +604,7 @@ impl Rpm {
     /// rpm's plan from the output of a `-vv -U` run for `n` packages.
     fn plan(&self, out: std::process::Output, n: usize) -> Result<Plan> {
         let stderr = self.transaction_output(out, "-vv -U")?;
+        let elements = elements(&stderr);
         let (order, erase) = order(&stderr);
         if order.len() != n {
             return Err(Error::Answer {
@@ -606,7 +612,11 @@ impl Rpm {
                 why: format!("it ordered {} element(s) for {} package(s)", order.len(), n),
             });
         }
-        Ok(Plan { order, erase })
+        Ok(Plan {
+            order,
+            erase,
+            elements,
+        })
     }
 
     /// Register `packages` in the database in one transaction (`rpm -U
@@ -743,6 +753,73 @@ impl Rpm {
         Ok(v)
     }
 
+    /// Every installed package in database order: (instance, name,
+    /// NEVRA). rpm numbers headers as it adds them; triggers are ordered
+    /// by that number.
+    pub fn instances(&self) -> Result<Vec<(u32, String, String)>> {
+        let mut c = self.command();
+        c.args(["-qa", "--qf", "%{DBINSTANCE}\\t%{NAME}\\t%{=NEVRA}\\n"]);
+        let out = self.run(c)?;
+        if !out.status.success() {
+            return Err(rpm_failed("-qa (instances)", &out));
+        }
+        let mut v = Vec::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let f: Vec<&str> = line.splitn(3, '\t').collect();
+            let bad = || Error::Answer {
+                what: "-qa (instances)",
+                why: format!("unexpected line `{line}`"),
+            };
+            let [i, name, nevra] = f[..] else {
+                return Err(bad());
+            };
+            v.push((
+                i.parse().map_err(|_| bad())?,
+                name.to_string(),
+                nevra.to_string(),
+            ));
+        }
+        v.sort();
+        Ok(v)
+    }
+
+    /// Every installed file: (instance, rpm's file state, path), each
+    /// package's in header order.
+    pub fn all_files(&self) -> Result<Vec<(u32, u32, String)>> {
+        let mut c = self.command();
+        c.args([
+            "-qa",
+            "--qf",
+            "[%{=DBINSTANCE}\\t%{FILESTATES}\\t%{FILENAMES}\\n]",
+        ]);
+        let out = self.run(c)?;
+        if !out.status.success() {
+            return Err(rpm_failed("-qa (files)", &out));
+        }
+        let Ok(text) = std::str::from_utf8(&out.stdout) else {
+            return Err(Error::NotUtf8Installed(vec![
+                "(a package of the root)".into()
+            ]));
+        };
+        let mut v = Vec::new();
+        for line in text.lines() {
+            let f: Vec<&str> = line.splitn(3, '\t').collect();
+            let bad = || Error::Answer {
+                what: "-qa (files)",
+                why: format!("unexpected line `{line}`"),
+            };
+            let [i, state, path] = f[..] else {
+                return Err(bad());
+            };
+            v.push((
+                i.parse().map_err(|_| bad())?,
+                state.parse().map_err(|_| bad())?,
+                path.to_string(),
+            ));
+        }
+        Ok(v)
+    }
+
     /// Every installed package's NEVRA.
     pub fn all(&self) -> Result<Vec<String>> {
         let mut c = self.command();
@@ -801,6 +878,8 @@ pub mod sense {
     pub const TRIGGERPOSTUN: u32 = 1 << 18;
     /// `%triggerprein`.
     pub const TRIGGERPREIN: u32 = 1 << 25;
+    /// All four.
+    pub const ALL: u32 = TRIGGERIN | TRIGGERUN | TRIGGERPOSTUN | TRIGGERPREIN;
 }
 
 /// One trigger entry of an installed package.
@@ -884,6 +963,20 @@ pub fn problems(stderr: &str) -> Vec<String> {
 pub fn order(stderr: &str) -> (Vec<String>, Vec<String>) {
     let mut out = Vec::new();
     let mut erase = Vec::new();
+    for (added, nevra) in elements(stderr) {
+        if added {
+            out.push(nevra);
+        } else {
+            erase.push(nevra);
+        }
+    }
+    (out, erase)
+}
+
+/// The elements of the `-vv` trace's order, installs and erasures as
+/// they come (see [`order`]).
+pub fn elements(stderr: &str) -> Vec<(bool, String)> {
+    let mut out = Vec::new();
     let mut on = false;
     for line in stderr.lines() {
         if line.contains("tsorting packages") {
@@ -901,14 +994,14 @@ pub fn order(stderr: &str) -> (Vec<String>, Vec<String>) {
             break;
         }
         if let Some(nevra) = f[4].strip_prefix('+') {
-            out.push(nevra.to_string());
+            out.push((true, nevra.to_string()));
         } else if let Some(nevra) = f[4].strip_prefix('-') {
-            erase.push(nevra.to_string());
+            out.push((false, nevra.to_string()));
         } else {
             break;
         }
     }
-    (out, erase)
+    out
 }
 
 #[cfg(test)]

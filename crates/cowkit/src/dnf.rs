@@ -253,6 +253,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         // dnf installs install-only packages (kernels) beside the old
         // versions (rpm -i), where `rpm -U` would erase them.
         install_only: cowkit_install::InstallOnly::Beside,
+        lua: crate::lua::starter(),
         ..TxOptions::default()
     };
     let t = Instant::now();

@@ -295,6 +295,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         script_stdout_to_stderr: args.json,
         no_overlap: args.check_first,
         install_only: cowkit_install::InstallOnly::Refuse,
+        lua: crate::lua::starter(),
     };
     let bar = ProgressBar::new(0);
     if quiet || args.json || args.test {
@@ -379,11 +380,11 @@ fn hint_for(e: &cowkit_install::Error) -> Option<&'static str> {
     use cowkit_install::Error;
     use cowkit_rpmdb::Error as Db;
     match e {
-        Error::Unsupported { .. } => {
-            Some("`--noscripts` installs without running any scriptlet or trigger")
+        Error::Unsupported { problems } if problems.iter().any(|p| p.contains("librpmio")) => {
+            Some("install rpm's library (Debian: `apt-get install librpmio9 librpm9`), which has the Lua rpm runs scriptlets in")
         }
         Error::WouldErase { .. } => Some(
-            "cowkit erases only the old version of a package it upgrades: erase these packages first (`rpm -e`, `cowkit dnf -- remove`), then install",
+            "erase these packages first (`rpm -e`, `cowkit dnf -- remove`), then install",
         ),
         Error::InstallOnly { problems } if problems.iter().any(|p| p.contains("upgraded")) => Some(
             "install the install-only packages in a transaction of their own (e.g. `cowkit dnf -- upgrade kernel*`, then `cowkit dnf -- upgrade --exclude 'kernel*'`)",
@@ -424,6 +425,27 @@ fn print_text(args: &Show<'_>, total: &TxSummary) {
         }
         for (o, n) in &total.upgraded {
             eprintln!("  {o} would be upgraded to {n}");
+        }
+        for (o, n) in &total.erased {
+            eprintln!("  {o} would be erased (replaced by {n})");
+        }
+        if !total.plan.is_empty() {
+            eprintln!("the plan, in rpm's order:");
+        }
+        for e in &total.plan {
+            match &e.run {
+                Some(r) => {
+                    let args: Vec<String> =
+                        r.arg1.iter().chain(&r.arg2).map(i64::to_string).collect();
+                    let files = r
+                        .files
+                        .as_ref()
+                        .map(|f| format!(" ({} file(s) on its input)", f.len()))
+                        .unwrap_or_default();
+                    eprintln!("  run {} {}{files}", r.name, args.join(" "));
+                }
+                None => eprintln!("  {} {}", e.action, e.element),
+            }
         }
         return;
     }
@@ -467,12 +489,13 @@ fn print_text(args: &Show<'_>, total: &TxSummary) {
                 cowkit_rpmdb::Source::Default => " (rpm's default)".to_string(),
             },
             total.scriptlets,
-            if total.upgraded.is_empty() {
+            if total.upgraded.is_empty() && total.erased.is_empty() {
                 String::new()
             } else {
                 format!(
-                    "; {} upgrade(s), {} old file(s) removed",
+                    "; {} upgrade(s), {} erased, {} old file(s) removed",
                     total.upgraded.len(),
+                    total.erased.len(),
                     total.old_files_removed
                 )
             }

@@ -8,6 +8,7 @@ mod cp;
 mod demo;
 mod dnf;
 mod install;
+mod lua;
 mod nosync;
 mod output;
 mod probe;

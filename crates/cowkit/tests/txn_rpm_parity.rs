@@ -134,14 +134,14 @@ fn assert_refused(
 /// Issue 26, item 1: an installed package with several triggers (two
 /// `%triggerin` on different names and a `%triggerun`) and one with a
 /// file trigger on two prefixes. rpm runs them when a watched package is
-/// installed; cowkit, which does not run triggers, refuses up front and
-/// names them (it used to install without running any: rpm's query of
-/// the triggers failed for every package with more than one entry, and
-/// the failure went unseen).
+/// installed, upgraded or erased, with its counts; so does cowkit, the
+/// same runs in the same order (it used to install without running any:
+/// rpm's query of the triggers failed for every package with more than
+/// one entry, and the failure went unseen; then it refused them).
 #[test]
-fn issue_26_installed_triggers_fire_in_rpm_and_are_refused_by_cowkit() {
+fn issue_26_installed_triggers_run_as_rpm_runs_them() {
     if !as_root(
-        "issue_26_installed_triggers_fire_in_rpm_and_are_refused_by_cowkit",
+        "issue_26_installed_triggers_run_as_rpm_runs_them",
         "scriptlets run chrooted",
     ) {
         return;
@@ -165,7 +165,8 @@ fn issue_26_installed_triggers_fire_in_rpm_and_are_refused_by_cowkit() {
         "",
         "mkdir -p \"$B/usr/share/t-ftrig\"\necho x > \"$B/usr/share/t-ftrig/f\"",
         "/usr/share/t-ftrig",
-        "%filetriggerin -- /usr/share/t-b /usr/share/t-c\necho \"t-ftrig filetriggerin\" >> /log",
+        "%filetriggerin -- /usr/share/t-b /usr/share/t-c\n\
+         echo \"t-ftrig filetriggerin $* $(cat)\" >> /log",
     );
     let (a1, a2, b1) = (
         plain(&pk, "t-a", 1, ""),
@@ -175,7 +176,6 @@ fn issue_26_installed_triggers_fire_in_rpm_and_are_refused_by_cowkit() {
     let rpm_root = base(&d.join("rpm"), &[&trig, &ftrig]);
     let ck = twin(&rpm_root, &d.join("cowkit"));
 
-    // rpm: the triggers fire, with rpm's counts.
     rpm_ok(&rpm_root, &["-i"], &[&a1]);
     rpm_ok(&rpm_root, &["-U"], &[&a2]);
     rpm_ok(&rpm_root, &["-i"], &[&b1]);
@@ -183,38 +183,195 @@ fn issue_26_installed_triggers_fire_in_rpm_and_are_refused_by_cowkit() {
         log(&rpm_root),
         "t-a-1 post 1\nt-trig triggerin t-a 1 1\n\
          t-a-2 post 2\nt-trig triggerin t-a 1 2\nt-trig triggerun t-a 1 1\n\
-         t-ftrig filetriggerin\nt-b-1 post 1\nt-trig triggerin t-b 1 1\n",
+         t-ftrig filetriggerin 0 /usr/share/t-b\n/usr/share/t-b/v1\nt-b-1 post 1\nt-trig triggerin t-b 1 1\n",
         "rpm 4.18's runs (a file trigger of priority >= 10000 before %post)"
     );
+    for (args, p) in [(&[][..], &a1), (&[][..], &a2), (&[][..], &b1)] {
+        let r = install(&ck, args, &[p]);
+        assert!(r.ok, "{}", r.stderr);
+    }
+    assert_eq!(log(&ck), log(&rpm_root));
+    assert_same_roots(&rpm_root, &ck);
+}
 
-    // cowkit: each install that would fire them is refused, untouched.
-    let before = state(&ck);
-    let r = install(&ck, &[], &[&a1]);
-    assert_refused(
-        &ck,
-        &before,
-        &r,
-        &["t-trig-1-1.noarch (installed): its %trigger on `t-a` would fire"],
+/// The two roots hold the same files (content, type, mode, owner) and
+/// the same database entries.
+fn assert_same_roots(a: &Path, b: &Path) {
+    let (ta, da) = state(a);
+    let (tb, db) = state(b);
+    let d = diff(&ta, &tb, |e| (e.shape(), e.uid, e.gid));
+    assert!(d.is_empty(), "the trees differ: {d:#?}");
+    assert_eq!(da.keys().collect::<Vec<_>>(), db.keys().collect::<Vec<_>>());
+}
+
+/// A scriptlet body that appends `TAG $* files:` and its stdin to /log.
+fn logs(tag: &str) -> String {
+    format!("f=\"\"\nwhile read -r l; do f=\"$f $l\"; done\necho \"{tag} $* files:$f\" >> /log")
+}
+
+/// The packages of [`issue_26_new_packages_triggers_run_as_rpm_runs_them`]
+/// and the upgrade test: a "system" package with file triggers of both
+/// priority classes, transaction file triggers (one on two prefixes, so
+/// that a file under both is listed twice), a "web" package and a module
+/// with name triggers, one of them versioned.
+fn trigger_set(pk: &Path, v: u32) -> Vec<PathBuf> {
+    let sys = package(
+        pk,
+        ("t-sys", v),
+        "",
+        &format!(
+            "mkdir -p \"$B/usr/share/t-units\" \"$B/usr/lib/t-sys\"\n\
+             echo {v} > \"$B/usr/share/t-units/sys.unit\"\necho {v} > \"$B/usr/lib/t-sys/lib{v}\""
+        ),
+        "/usr/share/t-units\n/usr/lib/t-sys",
+        &format!(
+            "%post\n{}\n\
+             %filetriggerin -P 20000 -- /usr/share/t-units\n{}\n\
+             %filetriggerin -P 100 -- /usr/share/t-tmp\n{}\n\
+             %filetriggerun -- /usr/share/t-units\n{}\n\
+             %transfiletriggerin -P 500000 -- /usr/share/t-units /usr/share\n{}\n\
+             %transfiletriggerin -- /usr/lib\n{}\n\
+             %transfiletriggerpostun -- /usr/share/t-units\n{}\n\
+             %transfiletriggerpostun -P 10 -- /usr/share/nothing /usr/share/t-units\n{}\n\
+             %triggerun -- t-sys < 2\n{}",
+            logs(&format!("t-sys-{v} post")),
+            logs(&format!("t-sys-{v} filetriggerin(20000)")),
+            logs(&format!("t-sys-{v} filetriggerin(100)")),
+            logs(&format!("t-sys-{v} filetriggerun")),
+            logs(&format!("t-sys-{v} transfiletriggerin(500000)")),
+            logs(&format!("t-sys-{v} transfiletriggerin")),
+            logs(&format!("t-sys-{v} transfiletriggerpostun")),
+            logs(&format!("t-sys-{v} transfiletriggerpostun(second prefix)")),
+            logs(&format!("t-sys-{v} triggerun(t-sys<2)")),
+        ),
     );
-    let r = install(&ck, &[], &[&b1]);
-    assert_refused(
-        &ck,
-        &before,
-        &r,
-        &[
-            "t-trig-1-1.noarch (installed): its %trigger on `t-b` would fire",
-            "t-ftrig-1-1.noarch (installed): its %filetrigger on `/usr/share/t-b` would fire",
-        ],
+    let web = package(
+        pk,
+        ("t-web", v),
+        "",
+        &format!(
+            "mkdir -p \"$B/usr/share/t-units\" \"$B/usr/share/t-tmp\"\n\
+             echo {v} > \"$B/usr/share/t-units/web.unit\"\necho {v} > \"$B/usr/share/t-tmp/web{v}.conf\""
+        ),
+        "/usr/share/t-units/web.unit\n/usr/share/t-tmp",
+        &format!(
+            "%pre\n{}\n%post\n{}\n%preun\n{}\n%postun\n{}\n%posttrans\n{}",
+            logs(&format!("t-web-{v} pre")),
+            logs(&format!("t-web-{v} post")),
+            logs(&format!("t-web-{v} preun")),
+            logs(&format!("t-web-{v} postun")),
+            logs(&format!("t-web-{v} posttrans")),
+        ),
     );
-    // Without scriptlets (and triggers), as `rpm --noscripts --notriggers`.
-    let r = install(&ck, &["--noscripts"], &[&a1]);
+    let module = package(
+        pk,
+        ("t-mod", 1),
+        "",
+        "mkdir -p \"$B/usr/share/t-mod\"\necho x > \"$B/usr/share/t-mod/m\"",
+        "/usr/share/t-mod",
+        &format!(
+            "%triggerin -- t-web < 2\n{}\n%triggerun -- t-web < 2\n{}\n\
+             %triggerpostun -- t-web < 2\n{}\n%triggerin -- t-sys\n{}\n%triggerprein -- t-web\n{}",
+            logs("t-mod triggerin(t-web<2)"),
+            logs("t-mod triggerun(t-web<2)"),
+            logs("t-mod triggerpostun(t-web<2)"),
+            logs("t-mod triggerin(t-sys)"),
+            logs("t-mod triggerprein(t-web)"),
+        ),
+    );
+    if v == 1 {
+        let old = package(
+            pk,
+            ("t-old", 1),
+            "",
+            "mkdir -p \"$B/usr/share/t-units\"\necho o > \"$B/usr/share/t-units/old.unit\"",
+            "/usr/share/t-units/old.unit",
+            &format!(
+                "%preun\n{}\n%postun\n{}",
+                logs("t-old-1 preun"),
+                logs("t-old-1 postun")
+            ),
+        );
+        vec![sys, web, module, old]
+    } else {
+        let new = package(
+            pk,
+            ("t-new", 2),
+            "Obsoletes: t-old < 2\nProvides: t-old = 2",
+            "mkdir -p \"$B/usr/share/t-units\"\necho n > \"$B/usr/share/t-units/new.unit\"",
+            "/usr/share/t-units/new.unit",
+            &format!("%post\n{}", logs("t-new-2 post")),
+        );
+        vec![sys, web, new]
+    }
+}
+
+/// Issue 26: a new root's transaction whose packages trigger each other
+/// (file triggers before and after `%post` by priority, transaction file
+/// triggers with their file lists, versioned name triggers, `%pre`,
+/// `%posttrans`): cowkit runs what `rpm -i` runs, in its order, with its
+/// arguments and inputs.
+#[test]
+fn issue_26_new_packages_triggers_run_as_rpm_runs_them() {
+    if !as_root(
+        "issue_26_new_packages_triggers_run_as_rpm_runs_them",
+        "scriptlets run chrooted",
+    ) {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let d = dir.path();
+    let pk = mkdir(&d.join("pkgs"));
+    let v1 = trigger_set(&pk, 1);
+    let v1: Vec<&Path> = v1.iter().map(PathBuf::as_path).collect();
+    let rpm_root = base(&d.join("rpm"), &[]);
+    let ck = twin(&rpm_root, &d.join("cowkit"));
+    rpm_ok(&rpm_root, &["-i"], &v1);
+    let r = install(&ck, &[], &v1);
     assert!(r.ok, "{}", r.stderr);
-    // The upgrade fires the %triggerin on the new and the %triggerun on
-    // the old version.
-    let before = state(&ck);
-    let r = install(&ck, &[], &[&a2]);
-    assert_refused(&ck, &before, &r, &["its %trigger on `t-a` would fire"]);
-    assert_eq!(log(&ck), "", "cowkit ran something");
+    let want = log(&rpm_root);
+    assert!(
+        want.contains("t-sys-1 transfiletriggerin(500000) 0 files:"),
+        "{want}"
+    );
+    assert_eq!(log(&ck), want);
+    assert_same_roots(&rpm_root, &ck);
+}
+
+/// Issue 26: an upgrade that erases: new versions (their old versions'
+/// `%preun`/`%postun`, `%triggerun`/`%triggerpostun` on them, file
+/// triggers on the erased files, `%transfiletriggerpostun` as 4.18 runs
+/// it: only when a trigger's first prefix matches) and a renamed package
+/// that `Obsoletes` an installed one, which is erased with its scriptlets
+/// and files in the same transaction, as `rpm -U` does.
+#[test]
+fn issue_26_upgrade_and_obsoletes_erase_as_rpm_does() {
+    if !as_root(
+        "issue_26_upgrade_and_obsoletes_erase_as_rpm_does",
+        "scriptlets run chrooted",
+    ) {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let d = dir.path();
+    let pk = mkdir(&d.join("pkgs"));
+    let v1 = trigger_set(&pk, 1);
+    let v2 = trigger_set(&pk, 2);
+    let v1: Vec<&Path> = v1.iter().map(PathBuf::as_path).collect();
+    let v2: Vec<&Path> = v2.iter().map(PathBuf::as_path).collect();
+    let start = base(&d.join("start"), &v1);
+    std::fs::remove_file(start.join("log")).unwrap();
+    let rpm_root = twin(&start, &d.join("rpm"));
+    let ck = twin(&start, &d.join("cowkit"));
+    rpm_ok(&rpm_root, &["-U"], &v2);
+    let r = install(&ck, &[], &v2);
+    assert!(r.ok, "{}", r.stderr);
+    let want = log(&rpm_root);
+    assert!(want.contains("t-old-1 postun 0"), "{want}");
+    assert!(want.contains("t-mod triggerpostun(t-web<2) 1 1"), "{want}");
+    assert_eq!(log(&ck), want);
+    assert!(!ck.join("usr/share/t-units/old.unit").exists());
+    assert_same_roots(&rpm_root, &ck);
 }
 
 /// Issue 26, items 3 and 4: a scriptlet that is only a program (`%post -p
@@ -523,35 +680,4 @@ fn issue_26_relative_root_is_refused_like_rpm() {
         .arg(dbpath())
         .arg(&a1));
     assert_refused(&root, &before, &r, &["`root` is not an absolute path"]);
-}
-
-/// A new package that obsoletes an installed one: refused (cowkit does not
-/// erase it), with a hint that helps (it used to say `--noscripts`, which
-/// does not).
-#[test]
-fn issue_26_obsoletes_refusal_has_a_true_hint() {
-    if !as_root(
-        "issue_26_obsoletes_refusal_has_a_true_hint",
-        "scriptlets run chrooted",
-    ) {
-        return;
-    }
-    let Some(dir) = scratch(Fs::Xfs) else { return };
-    let d = dir.path();
-    let pk = mkdir(&d.join("pkgs"));
-    let a1 = plain(&pk, "t-a", 1, "");
-    let renamed = plain(&pk, "t-renamed", 2, "Obsoletes: t-a < 2\nProvides: t-a = 2");
-    let root = base(&d.join("root"), &[&a1]);
-    let before = state(&root);
-    let r = install(&root, &[], &[&renamed]);
-    assert_refused(
-        &root,
-        &before,
-        &r,
-        &[
-            "t-a-1-1.noarch (installed): a new package obsoletes it",
-            "rpm -e",
-        ],
-    );
-    assert!(!r.stderr.contains("--noscripts"), "{}", r.stderr);
 }

@@ -1,0 +1,209 @@
+//! A package of a transaction, from its verified header: what the
+//! transaction needs of it (names, scriptlets, triggers, provides, files).
+
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use cowkit_archive::files::FileList;
+use cowkit_fs::IoError;
+use cowkit_rpmdb::triggers::{Dep, TriggerDef};
+use rpm::IndexTag;
+
+use crate::plan::DbPkg;
+use crate::scripts::{Phase, Scriptlet};
+use crate::{Error, Result};
+
+/// A package of the transaction, from its verified header.
+pub(crate) struct Pkg {
+    pub(crate) path: PathBuf,
+    /// rpm's `%{SHA256HEADER}`, verified.
+    pub(crate) digest: String,
+    pub(crate) name: String,
+    pub(crate) nevra: String,
+    /// What it provides.
+    pub(crate) provides: Vec<Dep>,
+    pub(crate) scripts: Vec<Scriptlet>,
+    /// Its triggers, all kinds.
+    pub(crate) triggers: Vec<TriggerDef>,
+    /// The names it obsoletes.
+    pub(crate) obsoletes: Vec<String>,
+    pub(crate) files: FileList,
+    /// rpm's file flags, by header index.
+    pub(crate) flags: Vec<u32>,
+    /// The extents file as read for the check, kept open for the install
+    /// (which then does not parse its header again); taken once.
+    pub(crate) opened: Mutex<Option<cowkit_extents::open::ExtentsFile>>,
+}
+
+/// Packages of a transaction whose extents files stay open from the check
+/// to the install: each holds its header in memory until placed.
+pub(crate) const KEEP_OPEN: usize = 16;
+
+impl Pkg {
+    /// Read the package at `path`; an extents file is kept open when
+    /// `keep_open`.
+    pub(crate) fn read(path: &Path, keep_open: bool) -> Result<Pkg> {
+        let io = |op, e| Error::from(IoError::new(op, path.to_path_buf(), e));
+        let file = std::fs::File::open(path).map_err(|e| io("open", e))?;
+        let pkg = if cowkit_extents::open::is_extents_file(&file).map_err(|e| io("read", e))? {
+            let x = cowkit_extents::open::ExtentsFile::open(file, path)?;
+            let mut pkg = Self::from_package(path, x.package(), x.files().clone())?;
+            if keep_open {
+                pkg.opened = Mutex::new(Some(x));
+            }
+            pkg
+        } else {
+            crate::check_not_truncated_extents(&file, path)?;
+            let p = cowkit_archive::rpm::Package::read(&mut BufReader::new(file))?;
+            let files = p.files()?;
+            Self::from_package(path, &p, files)?
+        };
+        Ok(pkg)
+    }
+
+    fn from_package(path: &Path, p: &cowkit_archive::rpm::Package, files: FileList) -> Result<Pkg> {
+        let m = p.metadata();
+        let h = &m.header;
+        let bad = |why: String| {
+            Error::Package(cowkit_archive::rpm::Error::Parse(format!(
+                "{}: {why}",
+                path.display()
+            )))
+        };
+        let name = m.get_name().map_err(|e| bad(e.to_string()))?.to_string();
+        let version = m.get_version().map_err(|e| bad(e.to_string()))?;
+        let release = m.get_release().map_err(|e| bad(e.to_string()))?;
+        let arch = m.get_arch().unwrap_or("noarch");
+        let nevra = match h.get_entry_data_as_u32(IndexTag::RPMTAG_EPOCH) {
+            Ok(e) => format!("{name}-{e}:{version}-{release}.{arch}"),
+            Err(_) => format!("{name}-{version}-{release}.{arch}"),
+        };
+        let scripts = [Phase::PreTrans, Phase::Pre, Phase::Post, Phase::PostTrans]
+            .into_iter()
+            .filter_map(|ph| Scriptlet::of_header(h, ph))
+            .collect();
+        let view = HeaderTags(h);
+        let triggers = cowkit_rpmdb::triggers::triggers(&view);
+        let provides = cowkit_rpmdb::triggers::provides(&view);
+        let obsoletes = h
+            .get_entry_data_as_string_array(IndexTag::RPMTAG_OBSOLETENAME)
+            .map(|v| v.into_iter().map(str::to_string).collect())
+            .unwrap_or_default();
+        let flags = if h.entry_is_present(IndexTag::RPMTAG_FILEFLAGS) {
+            h.get_entry_data_as_u32_array(IndexTag::RPMTAG_FILEFLAGS)
+                .map_err(|e| bad(e.to_string()))?
+        } else {
+            Vec::new()
+        };
+        Ok(Pkg {
+            path: path.to_path_buf(),
+            digest: p.header_digest().to_string(),
+            name,
+            nevra,
+            provides,
+            scripts,
+            triggers,
+            obsoletes,
+            files,
+            flags,
+            opened: Mutex::new(None),
+        })
+    }
+
+    pub(crate) fn script(&self, phase: Phase) -> Option<&Scriptlet> {
+        self.scripts.iter().find(|s| s.phase == phase)
+    }
+}
+
+impl Pkg {
+    /// Whether it has any trigger.
+    pub(crate) fn has_triggers(&self) -> bool {
+        !self.triggers.is_empty()
+    }
+
+    /// Its names as provided (for install-only checks).
+    pub(crate) fn provides_name(&self, what: &str) -> bool {
+        self.provides.iter().any(|p| p.name == what)
+    }
+
+    /// It as a database entry (instance given when added).
+    pub(crate) fn db_pkg(&self) -> DbPkg {
+        DbPkg {
+            inst: 0,
+            name: self.name.clone(),
+            nevra: self.nevra.clone(),
+            provides: self.provides.clone(),
+            files: self
+                .files
+                .files
+                .iter()
+                .map(|f| (f.path.as_bytes().to_vec(), true))
+                .collect(),
+            triggers: self.triggers.clone(),
+        }
+    }
+}
+
+/// A package header's tags by their `rpm --xml` names.
+struct HeaderTags<'a>(&'a rpm::Header<IndexTag>);
+
+/// The tags [`cowkit_rpmdb::triggers`] reads.
+fn tag(name: &str) -> Option<IndexTag> {
+    use IndexTag::*;
+    Some(match name {
+        "Triggername" => RPMTAG_TRIGGERNAME,
+        "Triggerversion" => RPMTAG_TRIGGERVERSION,
+        "Triggerflags" => RPMTAG_TRIGGERFLAGS,
+        "Triggerindex" => RPMTAG_TRIGGERINDEX,
+        "Triggerscripts" => RPMTAG_TRIGGERSCRIPTS,
+        "Triggerscriptprog" => RPMTAG_TRIGGERSCRIPTPROG,
+        "Triggerscriptflags" => RPMTAG_TRIGGERSCRIPTFLAGS,
+        "Filetriggername" => RPMTAG_FILETRIGGERNAME,
+        "Filetriggerversion" => RPMTAG_FILETRIGGERVERSION,
+        "Filetriggerflags" => RPMTAG_FILETRIGGERFLAGS,
+        "Filetriggerindex" => RPMTAG_FILETRIGGERINDEX,
+        "Filetriggerscripts" => RPMTAG_FILETRIGGERSCRIPTS,
+        "Filetriggerscriptprog" => RPMTAG_FILETRIGGERSCRIPTPROG,
+        "Filetriggerscriptflags" => RPMTAG_FILETRIGGERSCRIPTFLAGS,
+        "Filetriggerpriorities" => RPMTAG_FILETRIGGERPRIORITIES,
+        "Transfiletriggername" => RPMTAG_TRANSFILETRIGGERNAME,
+        "Transfiletriggerversion" => RPMTAG_TRANSFILETRIGGERVERSION,
+        "Transfiletriggerflags" => RPMTAG_TRANSFILETRIGGERFLAGS,
+        "Transfiletriggerindex" => RPMTAG_TRANSFILETRIGGERINDEX,
+        "Transfiletriggerscripts" => RPMTAG_TRANSFILETRIGGERSCRIPTS,
+        "Transfiletriggerscriptprog" => RPMTAG_TRANSFILETRIGGERSCRIPTPROG,
+        "Transfiletriggerscriptflags" => RPMTAG_TRANSFILETRIGGERSCRIPTFLAGS,
+        "Transfiletriggerpriorities" => RPMTAG_TRANSFILETRIGGERPRIORITIES,
+        "Providename" => RPMTAG_PROVIDENAME,
+        "Provideflags" => RPMTAG_PROVIDEFLAGS,
+        "Provideversion" => RPMTAG_PROVIDEVERSION,
+        _ => return None,
+    })
+}
+
+impl cowkit_rpmdb::triggers::Tags for HeaderTags<'_> {
+    fn strings(&self, name: &str) -> Vec<String> {
+        let Some(t) = tag(name) else {
+            return Vec::new();
+        };
+        match self.0.get_entry_data_as_string_array(t) {
+            Ok(v) => v.into_iter().map(str::to_string).collect(),
+            Err(_) => self
+                .0
+                .get_entry_data_as_string(t)
+                .map(|s| vec![s.to_string()])
+                .unwrap_or_default(),
+        }
+    }
+
+    fn ints(&self, name: &str) -> Vec<u64> {
+        let Some(t) = tag(name) else {
+            return Vec::new();
+        };
+        self.0
+            .get_entry_data_as_u32_array(t)
+            .map(|v| v.into_iter().map(u64::from).collect())
+            .unwrap_or_default()
+    }
+}

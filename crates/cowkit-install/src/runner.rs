@@ -1,0 +1,584 @@
+//! The one runner of a transaction's plan: the elements in rpm's order,
+//! each turned into steps by [`crate::plan::Db`] as the database stands
+//! when it comes (so that an element that failed is not in it for the
+//! next ones), the scriptlets run, the files placed or removed, one
+//! registration, then `%posttrans` and the transaction file triggers.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use cowkit_fs::root::Root;
+use cowkit_rpmdb::{Installed, Rpm};
+
+use crate::config::{decide_config, remove_old_files, unlink, Others, CONFIG};
+use crate::pkg::Pkg;
+use crate::plan::{plain, Db, DbFile, PlanEntry, Run, Step};
+use crate::scripts::{Lua, Phase, RunContext, Scriptlet};
+use crate::txn::{install_staged, InDb, PackageFailure, Prepared, Stager, TxOptions, TxSummary};
+use crate::{Error, Options, Owners, Progress, Result, Summary};
+
+/// One element of the transaction, in rpm's order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Elem {
+    /// Install the package (index into the transaction's packages).
+    Add(usize),
+    /// Erase an installed package (index into [`Erased`]s).
+    Erase(usize),
+}
+
+/// An installed package the transaction erases.
+#[derive(Clone, Debug)]
+pub(crate) struct Erased {
+    pub(crate) installed: Installed,
+    /// Its database instance.
+    pub(crate) inst: u32,
+    /// The new package that replaces it (same name) or obsoletes it.
+    pub(crate) by: usize,
+}
+
+impl Erased {
+    /// Its installed files that no new package of the transaction keeps:
+    /// what its erasure removes (rpm skips the others).
+    fn gone(&self, pkgs: &[Pkg]) -> Vec<DbFile> {
+        self.installed
+            .files
+            .iter()
+            .filter(|f| f.state == 0 || f.state == 3)
+            .filter(|f| pkgs.iter().all(|p| p.files.find(&f.path).is_none()))
+            .map(|f| (f.path.as_bytes().to_vec(), true))
+            .collect()
+    }
+
+    fn scripts(&self) -> Vec<Scriptlet> {
+        let o = &self.installed;
+        [(&o.preun, Phase::PreUn), (&o.postun, Phase::PostUn)]
+            .into_iter()
+            .filter_map(|(s, ph)| s.as_ref().map(|s| Scriptlet::of_installed(s, ph)))
+            .collect()
+    }
+}
+
+/// The whole plan as it runs when nothing fails: what `--test` shows and
+/// what is checked before anything is touched.
+pub(crate) fn simulate(pkgs: &[Pkg], indb: &InDb) -> Vec<PlanEntry> {
+    let mut db = indb.db.clone();
+    let mut out = Vec::new();
+    let entry = |element: &str, action, run| PlanEntry {
+        element: element.to_string(),
+        action,
+        run,
+    };
+    for &i in &indb.order {
+        if let Some(s) = pkgs[i].script(Phase::PreTrans) {
+            let r = plain(&pkgs[i].nevra, s, db.count(&pkgs[i].name) + 1);
+            out.push(entry(&pkgs[i].nevra, "run", Some(r)));
+        }
+    }
+    let erased: Vec<u32> = indb.erased.iter().map(|e| e.inst).collect();
+    for r in db.trans_un(&erased) {
+        out.push(entry("", "run", Some(r)));
+    }
+    let mut new = Vec::new();
+    for e in &indb.elements {
+        let (nevra, steps) = match *e {
+            Elem::Add(i) => {
+                let (steps, inst) = db.install(pkgs[i].db_pkg(), &pkgs[i].scripts);
+                new.push((i, inst));
+                (pkgs[i].nevra.as_str(), steps)
+            }
+            Elem::Erase(k) => {
+                let o = &indb.erased[k];
+                let steps = db.erase(o.inst, &o.gone(pkgs), &o.scripts());
+                (o.installed.nevra.as_str(), steps)
+            }
+        };
+        for s in steps {
+            out.push(match s {
+                Step::Run(r) => entry(nevra, "run", Some(r)),
+                Step::Place => entry(nevra, "place", None),
+                Step::Remove => entry(nevra, "remove", None),
+            });
+        }
+    }
+    for &(i, _) in &new {
+        if let Some(s) = pkgs[i].script(Phase::PostTrans) {
+            let r = plain(&pkgs[i].nevra, s, posttrans_arg(&db, pkgs, indb, i));
+            out.push(entry(&pkgs[i].nevra, "run", Some(r)));
+        }
+    }
+    let insts: Vec<u32> = new.iter().map(|&(_, inst)| inst).collect();
+    for r in db.trans_in(&insts) {
+        out.push(entry("", "run", Some(r)));
+    }
+    out
+}
+
+/// `%posttrans`'s `$1`: the instances installed now, plus one when the
+/// package replaced another (rpm's `isUpdate`).
+fn posttrans_arg(db: &Db, pkgs: &[Pkg], indb: &InDb, i: usize) -> i64 {
+    let update = indb.erased.iter().any(|e| e.by == i);
+    db.count(&pkgs[i].name) + i64::from(update)
+}
+
+/// What runs a transaction.
+struct Runner<'a> {
+    root: &'a Root,
+    opts: &'a TxOptions,
+    pkgs: &'a [Pkg],
+    indb: &'a InDb,
+    db: Db,
+    sum: TxSummary,
+    owners: Owners,
+    lua: Option<Box<dyn Lua>>,
+    progress: &'a dyn Progress,
+    stager: Option<&'a Stager>,
+    check_rpm: Option<Rpm>,
+    failed: HashSet<usize>,
+    /// Placed packages and their instances.
+    placed: Vec<(usize, u32)>,
+}
+
+pub(crate) fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
+    let Prepared {
+        root,
+        opts,
+        pkgs,
+        db: indb,
+        found,
+        mut scratch,
+        sum,
+        stager,
+        gate,
+    } = prepared;
+    let mut opts = opts;
+    opts.install.gate = gate.as_ref().map(|o| o.gate.clone());
+    let mut r = Runner {
+        root,
+        opts: &opts,
+        pkgs: &pkgs,
+        indb: &indb,
+        db: indb.db.clone(),
+        sum,
+        owners: Owners::load(root),
+        lua: None,
+        progress,
+        stager: stager.as_ref(),
+        check_rpm: found.as_ref().map(|db| Rpm::new(root.path(), db)),
+        failed: HashSet::new(),
+        placed: Vec::new(),
+    };
+    if opts.test {
+        if !opts.noscripts {
+            r.sum.plan = simulate(&pkgs, &indb);
+        }
+        for e in &indb.erased {
+            r.note_erased(e);
+        }
+        return Ok(r.sum);
+    }
+    r.pretrans()?;
+    let erased: Vec<u32> = indb.erased.iter().map(|e| e.inst).collect();
+    for run in r.db.trans_un(&erased) {
+        r.script(&run)?;
+    }
+    let t_place = std::time::Instant::now();
+    let scripts_before = r.sum.seconds.scriptlets;
+    r.elements()?;
+    for w in r.owners.warnings() {
+        if !r.sum.files.warnings.contains(&w) {
+            r.sum.files.warnings.push(w);
+        }
+    }
+    r.sum.seconds.place =
+        t_place.elapsed().as_secs_f64() - (r.sum.seconds.scriptlets - scripts_before);
+    if let Some(o) = &gate {
+        let t = std::time::Instant::now();
+        if let Some(e) = o.gate.error() {
+            return Err(e);
+        }
+        r.sum.seconds.check_wait = t.elapsed().as_secs_f64();
+        if let Some(order) = o.slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            r.sum.order = order.iter().map(|&i| pkgs[i].nevra.clone()).collect();
+        }
+    }
+    let placed: Vec<usize> = r.placed.iter().map(|&(i, _)| i).collect();
+    if let Some(s) = &mut scratch {
+        s.keep_owned(|dir| placed.iter().any(|&i| pkgs[i].files.find(dir).is_some()));
+    }
+    crate::txn::register(
+        root,
+        &opts,
+        &pkgs,
+        &placed,
+        found,
+        scratch,
+        indb.beside,
+        &mut r.sum,
+    )?;
+    r.posttrans()?;
+    if let Some(lua) = r.lua.take() {
+        drop(lua);
+    }
+    Ok(r.sum)
+}
+
+impl Runner<'_> {
+    /// Run one scriptlet; `Ok(false)` when it failed (a warning unless
+    /// critical: then the caller fails the element).
+    fn script(&mut self, run: &Run) -> Result<bool> {
+        if self.opts.noscripts {
+            return Ok(true);
+        }
+        if run.script.is_lua() && self.lua.is_none() {
+            if let Some(start) = &self.opts.lua {
+                self.lua = Some((start.0)(
+                    self.root.path(),
+                    self.opts.script_stdout_to_stderr,
+                )?);
+            }
+        }
+        self.sum.scriptlets += 1;
+        let t = std::time::Instant::now();
+        let args: Vec<i64> = run.arg1.into_iter().chain(run.arg2).collect();
+        let mut ctx = RunContext {
+            stdout_to_stderr: self.opts.script_stdout_to_stderr,
+            lua: match self.lua.as_mut() {
+                Some(b) => Some(&mut **b),
+                None => None,
+            },
+        };
+        let r = run
+            .script
+            .run(self.root, &run.name, &args, run.files.as_deref(), &mut ctx);
+        self.sum.seconds.scriptlets += t.elapsed().as_secs_f64();
+        match r? {
+            None => Ok(true),
+            Some(status) => {
+                if !run.critical {
+                    self.sum
+                        .scriptlet_warnings
+                        .push(format!("{} {}: {status}", run.owner, run.name));
+                }
+                Ok(false)
+            }
+        }
+    }
+
+    fn fail(&mut self, i: usize, e: Error, placed_files: u64) {
+        let p = &self.pkgs[i];
+        self.failed.insert(i);
+        self.sum.failed.push(PackageFailure {
+            package: p.path.clone(),
+            nevra: p.nevra.clone(),
+            error: cowkit_fs::error::chain(&e),
+            placed_files,
+        });
+    }
+
+    fn critical(&mut self, i: usize, run: &Run) {
+        let e = Error::ScriptFailed {
+            package: run.owner.clone(),
+            phase: run.script.phase.name(),
+            status: format!("{} failed", run.name),
+        };
+        self.fail(i, e, 0);
+    }
+
+    fn pretrans(&mut self) -> Result<()> {
+        for &i in &self.indb.order {
+            let p = &self.pkgs[i];
+            if let Some(s) = p.script(Phase::PreTrans) {
+                let run = plain(&p.nevra, s, self.db.count(&p.name) + 1);
+                if !self.script(&run)? {
+                    self.critical(i, &run);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn posttrans(&mut self) -> Result<()> {
+        for k in 0..self.placed.len() {
+            let i = self.placed[k].0;
+            let p = &self.pkgs[i];
+            if let Some(s) = p.script(Phase::PostTrans) {
+                let arg = posttrans_arg(&self.db, self.pkgs, self.indb, i);
+                self.script(&plain(&p.nevra, s, arg))?;
+            }
+        }
+        let insts: Vec<u32> = self.placed.iter().map(|&(_, inst)| inst).collect();
+        for run in self.db.trans_in(&insts) {
+            self.script(&run)?;
+        }
+        Ok(())
+    }
+
+    /// The old version `i` replaces, if it upgrades one.
+    fn old_of(&self, i: usize) -> Option<&'_ Installed> {
+        self.indb
+            .erased
+            .iter()
+            .find(|e| e.by == i && e.installed.name == self.pkgs[i].name)
+            .map(|e| &e.installed)
+    }
+
+    fn elements(&mut self) -> Result<()> {
+        let elements = &self.indb.elements;
+        let mut k = 0;
+        while k < elements.len() {
+            match elements[k] {
+                Elem::Add(i) if self.failed.contains(&i) => k += 1,
+                Elem::Add(i) => {
+                    let batch = self.quiet_run(&elements[k..]);
+                    if batch.is_empty() {
+                        self.install_one(i)?;
+                        k += 1;
+                    } else {
+                        k += batch.len();
+                        self.place_batch(batch);
+                    }
+                }
+                Elem::Erase(e) => {
+                    self.erase_one(e)?;
+                    k += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The installs at the head of `elements` that only place files (no
+    /// scriptlet, no trigger fires, no old version): placed in parallel.
+    /// They are in the database on return.
+    fn quiet_run(&mut self, elements: &[Elem]) -> Vec<(usize, u32)> {
+        let mut batch = Vec::new();
+        for e in elements {
+            let Elem::Add(i) = *e else { break };
+            if self.failed.contains(&i) || self.old_of(i).is_some() {
+                break;
+            }
+            let (steps, inst) = self
+                .db
+                .install(self.pkgs[i].db_pkg(), &self.pkgs[i].scripts);
+            let quiet = steps
+                .iter()
+                .all(|s| matches!(s, Step::Place) || self.opts.noscripts);
+            if !quiet {
+                self.db.remove(inst);
+                break;
+            }
+            batch.push((i, inst));
+        }
+        batch
+    }
+
+    fn place_batch(&mut self, batch: Vec<(usize, u32)>) {
+        let pkgs: Vec<&Pkg> = batch.iter().map(|&(i, _)| &self.pkgs[i]).collect();
+        // Config files already on disk are decided first (cheap: only
+        // config files are looked at); a package whose decision fails
+        // fails alone.
+        let mut decided: Vec<Result<Options>> = Vec::with_capacity(pkgs.len());
+        for p in &pkgs {
+            // Deciding may rename a config file already on disk: not
+            // before the check passed.
+            if let Some(g) = &self.opts.install.gate {
+                if p.flags.iter().any(|f| f & CONFIG != 0) {
+                    if let Err(e) = g.pass() {
+                        decided.push(Err(e));
+                        continue;
+                    }
+                }
+            }
+            let mut o = self.opts.install.clone();
+            decided.push(decide_config(self.root, p, None, &mut o, &mut self.sum).map(|_| o));
+        }
+        let results = place_parallel(
+            self.root,
+            &self.owners,
+            &pkgs,
+            decided,
+            self.opts.jobs,
+            self.progress,
+            self.stager,
+        );
+        for ((i, inst), (r, n)) in batch.into_iter().zip(results) {
+            match r {
+                Ok(s) => self.placed_ok(i, inst, s),
+                Err(e) => {
+                    self.db.remove(inst);
+                    self.fail(i, e, n);
+                }
+            }
+        }
+    }
+
+    fn placed_ok(&mut self, i: usize, inst: u32, s: Summary) {
+        let p = &self.pkgs[i];
+        self.sum.files.add(s);
+        self.sum.installed.push(p.nevra.clone());
+        if let Some(kept) = self.indb.kept.get(&p.name) {
+            self.sum
+                .installed_beside
+                .push((p.nevra.clone(), kept.clone()));
+        }
+        self.placed.push((i, inst));
+    }
+
+    /// One install element, step by step; a critical scriptlet or the
+    /// placement failing stops it and takes it out of the database.
+    fn install_one(&mut self, i: usize) -> Result<()> {
+        let p = &self.pkgs[i];
+        let (steps, inst) = self.db.install(p.db_pkg(), &p.scripts);
+        for step in steps {
+            match step {
+                Step::Run(run) => {
+                    let ok = self.script(&run)?;
+                    if !ok && run.critical {
+                        self.db.remove(inst);
+                        self.critical(i, &run);
+                        return Ok(());
+                    }
+                    if run.script.phase == Phase::Pre && !self.opts.noscripts {
+                        // A %pre may have added the users and groups that
+                        // own the files.
+                        self.owners = Owners::load(self.root);
+                    }
+                }
+                Step::Place => {
+                    let counting = crate::Counting {
+                        inner: self.progress,
+                        files: Default::default(),
+                    };
+                    match self.place(i, &counting) {
+                        Ok(s) => self.placed_ok(i, inst, s),
+                        Err(e) => {
+                            self.db.remove(inst);
+                            self.fail(i, e, counting.files.into_inner());
+                            return Ok(());
+                        }
+                    }
+                }
+                Step::Remove => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn place(&mut self, i: usize, progress: &dyn Progress) -> Result<Summary> {
+        let p = &self.pkgs[i];
+        let old = self.old_of(i).cloned();
+        let mut o = self.opts.install.clone();
+        o.threads = o.threads.max(self.opts.jobs);
+        o.expect_header = Some(p.digest.clone());
+        let discard = decide_config(self.root, p, old.as_ref(), &mut o, &mut self.sum)?;
+        let s = install_staged(self.root, &self.owners, p, &o, progress, self.stager)?;
+        for (dir, name, path) in discard {
+            unlink(&dir, &name, &path)?;
+        }
+        Ok(s)
+    }
+
+    /// One erase element: skipped when the package replacing it failed
+    /// (rpm keeps the old one then).
+    fn erase_one(&mut self, e: usize) -> Result<()> {
+        let o = &self.indb.erased[e];
+        if self.failed.contains(&o.by) {
+            return Ok(());
+        }
+        let steps = self.db.erase(o.inst, &o.gone(self.pkgs), &o.scripts());
+        for step in steps {
+            match step {
+                Step::Run(run) => {
+                    if !self.script(&run)? && run.critical {
+                        // rpm keeps the old version (files and entry)
+                        // when its %preun fails; cowkit registers the new
+                        // one over the old entry, so it keeps the old
+                        // files and says so.
+                        self.sum.scriptlet_warnings.push(format!(
+                            "{}: {} failed; its files that {} does not have were left in place",
+                            o.installed.nevra, run.name, self.pkgs[o.by].nevra
+                        ));
+                        return Ok(());
+                    }
+                }
+                Step::Remove => {
+                    let others = Others {
+                        pkgs: self.pkgs,
+                        rpm: self.check_rpm.as_ref(),
+                    };
+                    let p = &self.pkgs[o.by];
+                    self.sum.old_files_removed +=
+                        remove_old_files(self.root, p, &o.installed, &others, &mut self.sum)?;
+                }
+                Step::Place => {}
+            }
+        }
+        self.note_erased(o);
+        Ok(())
+    }
+
+    fn note_erased(&mut self, o: &Erased) {
+        let by = self.pkgs[o.by].nevra.clone();
+        if o.installed.name == self.pkgs[o.by].name {
+            self.sum.upgraded.push((o.installed.nevra.clone(), by));
+        } else {
+            self.sum.erased.push((o.installed.nevra.clone(), by));
+        }
+    }
+}
+
+/// Place a run of packages without scriptlets, `jobs` at a time.
+fn place_parallel(
+    root: &Root,
+    owners: &Owners,
+    batch: &[&Pkg],
+    decided: Vec<Result<Options>>,
+    jobs: usize,
+    progress: &dyn Progress,
+    stager: Option<&Stager>,
+) -> Vec<(Result<Summary>, u64)> {
+    let workers = jobs.clamp(1, batch.len().max(1));
+    // The CPUs the packages do not use go to threads within a package.
+    let threads = (jobs / workers).max(1);
+    let next = AtomicUsize::new(0);
+    let decided: Vec<Mutex<Option<Result<Options>>>> = decided
+        .into_iter()
+        .map(|d| {
+            Mutex::new(Some(d.map(|mut o| {
+                o.threads = o.threads.max(threads);
+                o
+            })))
+        })
+        .collect();
+    let results: Mutex<Vec<(usize, Result<Summary>, u64)>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(p) = batch.get(i) else { break };
+                let o = decided[i]
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take()
+                    .expect("taken once");
+                let counting = crate::Counting {
+                    inner: progress,
+                    files: Default::default(),
+                };
+                let r = o.and_then(|mut o| {
+                    o.expect_header = Some(p.digest.clone());
+                    install_staged(root, owners, p, &o, &counting, stager)
+                });
+                results.lock().unwrap_or_else(|e| e.into_inner()).push((
+                    i,
+                    r,
+                    counting.files.into_inner(),
+                ));
+            });
+        }
+    });
+    let mut r = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    r.sort_by_key(|(i, _, _)| *i);
+    r.into_iter().map(|(_, r, n)| (r, n)).collect()
+}
