@@ -84,6 +84,10 @@ enum Command {
     /// (internal) the confined transcoding worker.
     #[command(name = "__transcode-worker", hide = true)]
     TranscodeWorker(transcode::WorkerArgs),
+    /// (internal) the host process of rpm's Lua for one transaction's
+    /// `<lua>` scriptlets (`cowkit_rpmlua::host_main`).
+    #[command(name = "__lua-host", hide = true)]
+    LuaHost,
 }
 
 fn main() -> ExitCode {
@@ -91,6 +95,7 @@ fn main() -> ExitCode {
     let cli = match cli.command {
         Command::TranscodeWorker(args) => return transcode::worker(args),
         Command::NosyncExec(args) => return nosync::exec(args),
+        Command::LuaHost => return cowkit_rpmlua::host_main(),
         _ => cli,
     };
     let level = match (cli.quiet, cli.verbose) {
@@ -133,7 +138,9 @@ fn main() -> ExitCode {
         Command::Rm(args) => rm::run(args, cli.quiet),
         Command::S3(args) => s3::run(args),
         Command::Nosync(args) => nosync::run(args, cli.verbose, cli.quiet),
-        Command::TranscodeWorker(_) | Command::NosyncExec(_) => unreachable!("handled above"),
+        Command::TranscodeWorker(_) | Command::NosyncExec(_) | Command::LuaHost => {
+            unreachable!("handled above")
+        }
     };
     match res {
         Ok(code) => code,

@@ -1,0 +1,230 @@
+//! The parent's side: starts the host process, sends it scriptlets, reads
+//! its answers (bounded), and kills and reaps it when dropped.
+
+use std::io;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::proto::{self, Dec, Enc};
+use crate::{Error, HostConfig, LuaScript, Outcome, Result};
+
+/// The host process of one transaction: rpm's Lua state, chrooted into the
+/// root. Dropping it kills and reaps the process.
+#[derive(Debug)]
+pub struct LuaHost {
+    child: Option<Child>,
+    ctl: Option<UnixStream>,
+    root: PathBuf,
+    pid: u32,
+}
+
+impl LuaHost {
+    /// Starts `cfg.exe __lua-host`, which loads rpm's libraries, reads rpm's
+    /// configuration (plus `cfg.defines`), and chroots into `cfg.root`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::RelativeRoot`] (rpm refuses a relative `--root` too);
+    /// [`Error::Socket`], [`Error::Spawn`]; [`Error::Unavailable`] when the
+    /// host cannot load rpm's Lua or enter the root (the reason says which);
+    /// [`Error::Broken`] when it answers nothing sensible.
+    pub fn start(cfg: &HostConfig) -> Result<LuaHost> {
+        if !cfg.root.is_absolute() {
+            return Err(Error::RelativeRoot {
+                root: cfg.root.clone(),
+            });
+        }
+        let (ours, theirs) = UnixStream::pair().map_err(Error::Socket)?;
+        let mut cmd = Command::new(&cfg.exe);
+        cmd.arg("__lua-host")
+            .stdin(Stdio::from(OwnedFd::from(theirs)));
+        if cfg.stdout_to_stderr {
+            cmd.stdout(io::stderr());
+        }
+        let child = cmd.spawn().map_err(|source| Error::Spawn {
+            exe: cfg.exe.clone(),
+            source,
+        })?;
+        // `cmd` holds the child's end of the socket: close it, or the
+        // host's death is never seen as the end of the stream.
+        drop(cmd);
+        let mut host = LuaHost {
+            pid: child.id(),
+            child: Some(child),
+            ctl: Some(ours),
+            root: cfg.root.clone(),
+        };
+        let mut init = Enc::new(proto::INIT);
+        let defines: Vec<String> = cfg.defines.iter().map(|(n, v)| format!("{n} {v}")).collect();
+        init.bytes(cfg.root.as_os_str().as_bytes()).list(&defines);
+        let reply = host.exchange(&init.0, "starting")?;
+        let mut d = Dec(&reply);
+        match d.u8() {
+            Ok(proto::OK) if d.end().is_ok() => Ok(host),
+            Ok(proto::UNAVAILABLE) => {
+                let reason = d.bytes().map(String::from_utf8_lossy).unwrap_or_default();
+                let reason = reason.into_owned();
+                let _ = host.finish_inner();
+                Err(Error::Unavailable {
+                    root: cfg.root.clone(),
+                    reason,
+                })
+            }
+            _ => Err(host.broken("starting", "an unexpected answer".into(), None)),
+        }
+    }
+
+    /// Runs one scriptlet exactly as rpm 4.18's `runLuaScript` would, in
+    /// this transaction's Lua state. A scriptlet that fails is
+    /// [`Outcome::Failed`] with rpm's reason (rpm has also logged it on
+    /// stderr, as `error: lua script failed: ...`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Nul`] and [`Error::TooLarge`] before anything is sent;
+    /// [`Error::Broken`] when the host died or answered nonsense (the host
+    /// is then killed: drop this `LuaHost`).
+    pub fn run(&mut self, s: &LuaScript<'_>) -> Result<Outcome> {
+        let req = encode_run(s)?;
+        let reply = self.exchange(&req, s.name)?;
+        let mut d = Dec(&reply);
+        let out = match d.u8() {
+            Ok(proto::OK) => Outcome::Ok,
+            Ok(proto::FAILED) => match d.bytes() {
+                Ok(r) => Outcome::Failed(String::from_utf8_lossy(r).into_owned()),
+                Err(_) => return Err(self.broken(s.name, "a truncated answer".into(), None)),
+            },
+            _ => return Err(self.broken(s.name, "an unexpected answer".into(), None)),
+        };
+        if d.end().is_err() {
+            return Err(self.broken(s.name, "an answer with trailing bytes".into(), None));
+        }
+        Ok(out)
+    }
+
+    /// Ends the host: closes its socket and waits for it to exit.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Exit`] when it did not exit with status 0.
+    pub fn finish(mut self) -> Result<()> {
+        self.finish_inner()
+    }
+
+    /// The host's process id.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    fn finish_inner(&mut self) -> Result<()> {
+        drop(self.ctl.take());
+        let Some(mut child) = self.child.take() else {
+            return Ok(());
+        };
+        let status = child.wait().map_err(|e| self.broken("ending", "cannot wait".into(), Some(e)))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(Error::Exit {
+                pid: self.pid,
+                root: self.root.clone(),
+                status,
+            })
+        }
+    }
+
+    /// Sends `req`, reads one reply (at most [`proto::MAX_REPLY`] bytes).
+    fn exchange(&mut self, req: &[u8], what: &str) -> Result<Vec<u8>> {
+        let Some(ctl) = self.ctl.as_mut() else {
+            return Err(self.broken(what, "it was already found broken".into(), None));
+        };
+        let res = proto::write_frame(ctl, req).and_then(|()| proto::read_frame(ctl, proto::MAX_REPLY));
+        match res {
+            Ok(Some(reply)) => Ok(reply),
+            Ok(None) => Err(self.broken(what, "it closed its socket".into(), None)),
+            Err(e) => Err(self.broken(what, "its socket failed".into(), Some(e))),
+        }
+    }
+
+    /// The error for a host that broke; kills and reaps it, and says how it
+    /// ended.
+    fn broken(&mut self, during: &str, what: String, source: Option<io::Error>) -> Error {
+        drop(self.ctl.take());
+        let status = self.child.take().map(reap);
+        Error::Broken {
+            pid: self.pid,
+            root: self.root.clone(),
+            during: during.to_string(),
+            what,
+            status: status.flatten(),
+            source,
+        }
+    }
+}
+
+/// Gives a host whose socket closed a moment to exit with its own status
+/// (up to 5 s), then kills it; returns its status.
+fn reap(mut child: Child) -> Option<ExitStatus> {
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        match child.try_wait() {
+            Ok(Some(s)) => return Some(s),
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(_) => break,
+        }
+    }
+    let _ = child.kill();
+    child.wait().ok()
+}
+
+impl Drop for LuaHost {
+    fn drop(&mut self) {
+        drop(self.ctl.take());
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn encode_run(s: &LuaScript<'_>) -> Result<Vec<u8>> {
+    let nul = |what: &str| Error::Nul {
+        scriptlet: s.name.to_string(),
+        what: what.to_string(),
+    };
+    let has_nul = |b: &[u8]| b.contains(&0);
+    if has_nul(s.name.as_bytes()) {
+        return Err(nul("its name"));
+    }
+    if has_nul(s.body.as_bytes()) {
+        return Err(nul("its body"));
+    }
+    if s.args.iter().any(|a| has_nul(a.as_bytes())) {
+        return Err(nul("an argument"));
+    }
+    if s.prefixes.unwrap_or_default().iter().any(|a| has_nul(a.as_bytes())) {
+        return Err(nul("an install prefix"));
+    }
+    if s.next_files.unwrap_or_default().iter().any(|f| has_nul(f)) {
+        return Err(nul("a file name for rpm.next_file()"));
+    }
+    let mut e = Enc::new(proto::RUN);
+    e.bytes(s.name.as_bytes())
+        .bytes(s.body.as_bytes())
+        .list(s.args)
+        .u8(u8::from(s.arg1) | (u8::from(s.arg2) << 1))
+        .opt_list(s.prefixes)
+        .opt_list(s.next_files);
+    if e.0.len() > proto::MAX_REQUEST {
+        return Err(Error::TooLarge {
+            scriptlet: s.name.to_string(),
+            len: e.0.len(),
+            max: proto::MAX_REQUEST,
+        });
+    }
+    Ok(e.0)
+}
