@@ -122,6 +122,9 @@ pub enum Error {
         /// The other.
         second: PathBuf,
     },
+    /// rpm's Lua (the host process running `<lua>` scriptlets) failed.
+    #[error("rpm's Lua")]
+    Lua(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// A `<lua>` scriptlet reached the runner without rpm's Lua (the
     /// transaction should have refused it up front).
     #[error("{name}: a <lua> scriptlet, and rpm's Lua is not loaded")]

@@ -135,14 +135,16 @@ pub const SCRIPT_PATH: &str = "/sbin:/bin:/usr/sbin:/usr/bin:/usr/X11R6/bin";
 /// Runs `<lua>` scriptlets in rpm's own interpreter, one state per
 /// transaction (`cowkit_rpmlua::LuaHost` through the CLI).
 pub trait Lua {
-    /// Run `body` named `name` with rpm's `argv` (`"<lua>"`, `$1`, `$2`)
-    /// and a file trigger's `files` for `rpm.next_file()`. `Ok(None)` when
-    /// it succeeded, `Ok(Some(why))` when it failed.
+    /// Run `body` named `name` with the header's `prog` (`"<lua>"`, ...)
+    /// and rpm's `$1`, `$2` (when it passes them), and a file trigger's
+    /// `files` for `rpm.next_file()`. `Ok(None)` when it succeeded,
+    /// `Ok(Some(why))` when it failed.
     fn run(
         &mut self,
         name: &str,
         body: &str,
-        argv: &[String],
+        prog: &[String],
+        args: (Option<i64>, Option<i64>),
         files: Option<&[Vec<u8>]>,
     ) -> Result<Option<String>>;
 }
@@ -255,9 +257,8 @@ impl Scriptlet {
                     name: name.to_string(),
                 });
             };
-            let mut argv: Vec<String> = self.prog.clone();
-            argv.extend(args.iter().map(i64::to_string));
-            return lua.run(name, &self.body, &argv, files);
+            let pair = (args.first().copied(), args.get(1).copied());
+            return lua.run(name, &self.body, &self.prog, pair, files);
         }
         let mut argv: Vec<String> = self.prog.clone();
         // The body goes in a working directory of its own: removed after
