@@ -82,6 +82,28 @@ pub struct FedoraRepo {
     pub v1: PathBuf,
     /// The v1 and v2 packages with `repodata/`.
     pub v2: PathBuf,
+    /// The v1 package files (in `v1`), in the order of [`INSTALL`].
+    pub v1_rpms: Vec<PathBuf>,
+    /// The v2-only package files (in `v2`): zlib, systemd, httpd,
+    /// procps-ng, kernel-core 6.2.0.
+    pub v2_rpms: Vec<PathBuf>,
+}
+
+impl FedoraRepo {
+    /// The package file whose name starts with `<name>-<version>-`, from
+    /// either set.
+    pub fn rpm(&self, name_version: &str) -> &Path {
+        let prefix = format!("{name_version}-");
+        self.v1_rpms
+            .iter()
+            .chain(&self.v2_rpms)
+            .find(|p| {
+                p.file_name()
+                    .and_then(|f| f.to_str())
+                    .is_some_and(|f| f.starts_with(&prefix))
+            })
+            .unwrap_or_else(|| panic!("no package {name_version}"))
+    }
 }
 
 /// One spec.
@@ -332,9 +354,18 @@ pub fn build(work: &Path) -> FedoraRepo {
         }
         done
     });
+    let in_dir = |v2: bool| -> Vec<PathBuf> {
+        let dir = done.join(if v2 { "v2" } else { "v1" });
+        pkgs.iter()
+            .filter(|p| p.v2 == v2)
+            .map(|p| dir.join(p.file_name()))
+            .collect()
+    };
     FedoraRepo {
         v1: done.join("v1"),
         v2: done.join("v2"),
+        v1_rpms: in_dir(false),
+        v2_rpms: in_dir(true),
     }
 }
 
