@@ -57,6 +57,7 @@ fn dnf_runs_every_scriptlet_of_the_fedora_shaped_repository() {
         }
     }
     let mut before = 0;
+    let mut logs = Vec::new();
     for (step, args) in [
         ("install", INSTALL.to_vec()),
         ("upgrade", vec![]),
@@ -89,5 +90,71 @@ fn dnf_runs_every_scriptlet_of_the_fedora_shaped_repository() {
             .unwrap();
         }
         assert!(out.status.success(), "dnf {step}: {stderr}");
+        assert!(stderr.trim().is_empty(), "dnf {step} warned: {stderr}");
+        logs.push(part);
     }
+    let [install, upgrade, remove] = &logs[..] else {
+        unreachable!()
+    };
+    // What rpm 4.18 does with these shapes (the facts cowkit must match).
+    let has = |log: &str, line: &str| log.lines().any(|l| l == line);
+    assert!(
+        install.starts_with("filesystem-3.18 pretrans [<lua> 1]\nsetup-2.14.5 post [<lua> 1]\n"),
+        "{install}"
+    );
+    // `%post -p /sbin/ldconfig`: no arguments.
+    assert!(has(install, "ldconfig []"), "{install}");
+    // A name trigger with a version condition: fires for httpd 1.3 only.
+    assert!(
+        has(install, "mod_legacy-1.0 triggerin(httpd<2.0) [1 1]"),
+        "{install}"
+    );
+    assert!(!upgrade.contains("triggerin(httpd<2.0)"), "{upgrade}");
+    assert!(
+        has(upgrade, "mod_legacy-1.0 triggerun(httpd<2.0) [1 1]"),
+        "{upgrade}"
+    );
+    // Lua globals persist between scriptlets of one process.
+    assert!(
+        has(
+            install,
+            "mandoc-1.14.6 makewhatis after install: 9 pending from this process"
+        ),
+        "{install}"
+    );
+    // rpm.expand at run time sees the installing rpm's macros.
+    assert!(
+        has(
+            install,
+            "systemd-255 rpm.expand: /usr /usr/lib64 /etc /root/.rpmdb"
+        ),
+        "{install}"
+    );
+    // rpm 4.18: a %transfiletriggerpostun fires only when its *first*
+    // prefix matches: glibc-common's (`/lib`, a symlink) never does.
+    for log in &logs {
+        assert!(
+            !log.contains("glibc-common-2.39 transfiletriggerpostun"),
+            "{log}"
+        );
+    }
+    assert!(has(remove, "kernel-install [remove 6.1.0]"), "{remove}");
+    let qa = qa(&root);
+    for nevra in [
+        "kernel-core-6.2.0-1.fc40.noarch",
+        "procps-ng-4.0.4-1.fc40.noarch",
+        "zlib-1.3.1-1.fc40.noarch",
+    ] {
+        assert!(qa.contains(&format!("{nevra}\n")), "{qa}");
+    }
+    assert!(
+        !qa.contains("kernel-core-6.1.0") && !qa.contains("procps-3"),
+        "{qa}"
+    );
+    assert!(
+        std::fs::read_to_string(root.join("etc/passwd"))
+            .unwrap()
+            .contains("apache:x:48:48:"),
+        "httpd's %pre added its user"
+    );
 }
