@@ -385,3 +385,332 @@ fn plain_dnf_twice_gives_equal_roots() {
     std::fs::set_permissions(&shells, mode).unwrap();
     assert!(caught.is_err(), "a changed mode went unseen");
 }
+
+// ---------------------------------------------------------------------------
+// Scriptlets that fail: what rpm 4.18 does, and cowkit next to it.
+
+/// A package `name`-`version` owning `/usr/share/NAME/v`, with `preamble`
+/// and whole scriptlet sections `scripts`, built into `dir`.
+fn small(dir: &Path, name: &str, version: u32, preamble: &str, scripts: &str) -> PathBuf {
+    let spec = format!(
+        "Name: {name}\nVersion: {version}\nRelease: 1\nSummary: x\nLicense: MIT\n\
+         BuildArch: noarch\n{preamble}\n\
+         %global debug_package %{{nil}}\n%global __os_install_post %{{nil}}\n\
+         %description\nx\n%install\nmkdir -p \"$RPM_BUILD_ROOT/usr/share/{name}\"\n\
+         echo {version} > \"$RPM_BUILD_ROOT/usr/share/{name}/v\"\n\
+         %files\n/usr/share/{name}\n{scripts}\n"
+    );
+    let dst = dir.join(format!("{name}-{version}-1.noarch.rpm"));
+    cowkit_testutil::rpm::rpmbuild(&spec, "w9.gzdio", &dst);
+    dst
+}
+
+/// A shell scriptlet line appending `text` to [`LOG`].
+fn say(text: &str) -> String {
+    format!("echo \"{text}\" >> {LOG}")
+}
+
+/// The failing packages and the ones beside them.
+struct Bad {
+    target1: PathBuf,
+    target2: PathBuf,
+    lua: BTreeMap<&'static str, PathBuf>,
+    trig: PathBuf,
+    ftrig: PathBuf,
+    up1: Vec<PathBuf>,
+    up2: Vec<PathBuf>,
+}
+
+fn bad_packages(dir: &Path) -> Bad {
+    let d = mkdir(dir);
+    let target = |v| {
+        small(
+            &d,
+            "target",
+            v,
+            "",
+            &format!("%post\n{}", say(&format!("target-{v} post $1"))),
+        )
+    };
+    let mut lua = BTreeMap::new();
+    for phase in ["pretrans", "pre", "post", "posttrans"] {
+        let name = format!("lua{phase}");
+        let log = format!(
+            "io.open('{LOG}', 'a'):write('{name} {phase}\\n'):close()\nerror('boom in {phase}')"
+        );
+        lua.insert(
+            phase,
+            small(&d, &name, 1, "", &format!("%{phase} -p <lua>\n{log}")),
+        );
+    }
+    let trig = small(
+        &d,
+        "trigfail",
+        1,
+        "",
+        &format!(
+            "%triggerin -p <lua> -- target\nerror('boom in triggerin')\n\
+             %triggerun -- target\n{}\nexit 3",
+            say("trigfail triggerun $*")
+        ),
+    );
+    let ftrig = small(
+        &d,
+        "ftrigfail",
+        1,
+        "",
+        &format!(
+            "%filetriggerin -- /usr/share/target\n{}\nexit 4\n\
+             %transfiletriggerin -p <lua> -- /usr/share/target\nerror('boom in transfiletriggerin')",
+            say("ftrigfail filetriggerin")
+        ),
+    );
+    let up1 = vec![
+        small(
+            &d,
+            "upa",
+            1,
+            "",
+            &format!("%post\n{}", say("upa-1 post $1")),
+        ),
+        small(
+            &d,
+            "upb",
+            1,
+            "",
+            &format!("%postun\n{}", say("upb-1 postun $1")),
+        ),
+        small(&d, "upc", 1, "", ""),
+    ];
+    let up2 = vec![
+        small(
+            &d,
+            "upa",
+            2,
+            "",
+            &format!(
+                "%pre\n{}\n%post\n{}",
+                say("upa-2 pre $1"),
+                say("upa-2 post $1")
+            ),
+        ),
+        small(
+            &d,
+            "upb",
+            2,
+            "",
+            &format!("%pre\n{}\nexit 7", say("upb-2 pre $1")),
+        ),
+        small(
+            &d,
+            "upc",
+            2,
+            "Requires: upb",
+            "%pre -p <lua>\nerror('upc-2 pre fails')",
+        ),
+    ];
+    Bad {
+        target1: target(1),
+        target2: target(2),
+        lua,
+        trig,
+        ftrig,
+        up1,
+        up2,
+    }
+}
+
+/// A root with setup, filesystem, coreutils-single (busybox) and bash of
+/// the Fedora-shaped repository and `more`, installed by the real rpm; and
+/// its twin.
+fn bad_twins(d: &Path, name: &str, more: &[&Path]) -> (PathBuf, PathBuf) {
+    let repo = build(tmp());
+    let a = mkdir(&d.join(format!("{name}-rpm")));
+    let mut base: Vec<&Path> = [
+        "setup-2.14.5",
+        "filesystem-3.18",
+        "coreutils-single-9.4",
+        "bash-5.2.26",
+    ]
+    .iter()
+    .map(|n| repo.rpm(n))
+    .collect();
+    base.extend(more);
+    run_ok(
+        rpm_in(&a).args(["-i", "--nodeps"]).args(&base),
+        "rpm -i (base)",
+    );
+    let _ = std::fs::remove_file(a.join(LOG.trim_start_matches('/')));
+    let b = d.join(format!("{name}-cowkit"));
+    run_ok(
+        std::process::Command::new("cp").arg("-a").arg(&a).arg(&b),
+        "cp -a",
+    );
+    (a, b)
+}
+
+/// `rpm ARGS PKGS` on `a` and `cowkit install PKGS` on `b`: both succeed
+/// or both fail (rpm's exit status is its count of failed elements), and
+/// the roots agree afterwards.
+fn rpm_and_cowkit(a: &Path, b: &Path, rpm_args: &[&str], pkgs: &[&Path], what: &str) {
+    let out = rpm_in(a).args(rpm_args).args(pkgs).output().unwrap();
+    let r = run(cowkit()
+        .arg("install")
+        .arg("--root")
+        .arg(b)
+        .arg("--dbpath")
+        .arg(dbpath())
+        .args(pkgs));
+    assert_eq!(
+        r.ok,
+        out.status.success(),
+        "{what}: rpm {} with\n{}\ncowkit: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr),
+        r.stderr
+    );
+    assert_same_roots(a, b, Path::new("/nonexistent-cache"), what);
+}
+
+/// Issue 26, bad cases (rpm 4.18's outcomes, observed): a Lua error in
+/// `%pretrans` skips the package and in `%pre` fails it (nothing placed,
+/// not registered, rpm exits non-zero); in `%post` and `%posttrans` it
+/// only warns (installed, exit 0). A failing name trigger (Lua error in
+/// `%triggerin`, `exit 3` in `%triggerun`) and failing file triggers
+/// (`exit 4` in `%filetriggerin`, a Lua error in `%transfiletriggerin`)
+/// only warn. In an upgrade of three packages where the second's `%pre`
+/// exits 7 and the third's Lua `%pre` errors, the first is upgraded and
+/// the other two keep their old versions (their erasure is "skipped",
+/// the old `%postun` does not run). cowkit must end each case as rpm
+/// does: same success, same log, database and tree.
+#[test]
+fn issue_26_failing_scriptlets_end_as_rpm_ends_them() {
+    if !as_root(
+        "issue_26_failing_scriptlets_end_as_rpm_ends_them",
+        "scriptlets run chrooted",
+    ) {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let d = dir.path();
+    let p = bad_packages(&d.join("pkgs"));
+    for (phase, pkg) in &p.lua {
+        let (a, b) = bad_twins(d, &format!("lua-{phase}"), &[]);
+        rpm_and_cowkit(
+            &a,
+            &b,
+            &["-i"],
+            &[pkg, &p.target1],
+            &format!("a Lua error in %{phase}"),
+        );
+    }
+    let (a, b) = bad_twins(d, "trigger", &[&p.trig]);
+    rpm_and_cowkit(&a, &b, &["-i"], &[&p.target1], "a failing %triggerin");
+    rpm_and_cowkit(&a, &b, &["-U"], &[&p.target2], "a failing %triggerun");
+    let (a, b) = bad_twins(d, "filetrigger", &[&p.ftrig]);
+    rpm_and_cowkit(&a, &b, &["-i"], &[&p.target1], "failing file triggers");
+    let up1: Vec<&Path> = p.up1.iter().map(PathBuf::as_path).collect();
+    let up2: Vec<&Path> = p.up2.iter().map(PathBuf::as_path).collect();
+    let (a, b) = bad_twins(d, "upgrade", &up1);
+    rpm_and_cowkit(
+        &a,
+        &b,
+        &["-U"],
+        &up2,
+        "%pre failing in the middle of an upgrade",
+    );
+}
+
+/// The rpm side of [`issue_26_failing_scriptlets_end_as_rpm_ends_them`]
+/// pinned: what the cowkit test compares against is what the
+/// documentation there says.
+#[test]
+fn rpm_outcomes_of_failing_scriptlets() {
+    if !as_root(
+        "rpm_outcomes_of_failing_scriptlets",
+        "scriptlets run chrooted",
+    ) {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let d = dir.path();
+    let p = bad_packages(&d.join("pkgs"));
+    let rpm = |root: &Path, args: &[&str], pkgs: &[&Path]| {
+        let out = rpm_in(root).args(args).args(pkgs).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for (phase, fails) in [
+        ("pretrans", true),
+        ("pre", true),
+        ("post", false),
+        ("posttrans", false),
+    ] {
+        let (a, _) = bad_twins(d, &format!("lua-{phase}"), &[]);
+        let (code, err) = rpm(&a, &["-i"], &[&p.lua[phase], &p.target1]);
+        assert!(err.contains(&format!("boom in {phase}")), "%{phase}: {err}");
+        assert_eq!(code == Some(0), !fails, "%{phase}: {code:?} {err}");
+        let names = nevras(&a).join(" ");
+        assert_eq!(names.contains(&format!("lua{phase}")), !fails, "{names}");
+        assert!(names.contains("target-1-1"), "{names}");
+        assert_eq!(
+            a.join(format!("usr/share/lua{phase}/v")).exists(),
+            !fails,
+            "%{phase}: files placed"
+        );
+        assert!(
+            verify(&a).iter().all(|l| l.ends_with("/etc/shells")),
+            "{:?}",
+            verify(&a)
+        );
+    }
+    let (a, _) = bad_twins(d, "trigger", &[&p.trig]);
+    let (code, err) = rpm(&a, &["-i"], &[&p.target1]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("boom in triggerin"), "{err}");
+    let (code, err) = rpm(&a, &["-U"], &[&p.target2]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("warning: %triggerun(trigfail-1-1.noarch) scriptlet failed, exit status 3"),
+        "{err}"
+    );
+    let (a, _) = bad_twins(d, "filetrigger", &[&p.ftrig]);
+    let (code, err) = rpm(&a, &["-i"], &[&p.target1]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains(
+            "warning: %filetriggerin(ftrigfail-1-1.noarch) scriptlet failed, exit status 4"
+        ) && err.contains("boom in transfiletriggerin"),
+        "{err}"
+    );
+    let up1: Vec<&Path> = p.up1.iter().map(PathBuf::as_path).collect();
+    let up2: Vec<&Path> = p.up2.iter().map(PathBuf::as_path).collect();
+    let (a, _) = bad_twins(d, "upgrade", &up1);
+    let _ = std::fs::remove_file(a.join(LOG.trim_start_matches('/')));
+    let (code, err) = rpm(&a, &["-U"], &up2);
+    assert_eq!(code, Some(3), "{err}");
+    for line in [
+        "error: %prein(upb-2-1.noarch) scriptlet failed, exit status 7",
+        "error: upb-2-1.noarch: install failed",
+        "error: upc-2-1.noarch: install failed",
+        "error: upc-1-1.noarch: erase skipped",
+        "error: upb-1-1.noarch: erase skipped",
+    ] {
+        assert!(err.contains(line), "{line} not in {err}");
+    }
+    assert_eq!(log(&a), "upb-2 pre 2\nupa-2 pre 2\nupa-2 post 2\n");
+    assert_eq!(
+        nevras(&a)
+            .into_iter()
+            .filter(|n| n.starts_with("up"))
+            .collect::<Vec<_>>(),
+        ["upa-2-1.noarch", "upb-1-1.noarch", "upc-1-1.noarch"]
+    );
+    assert!(
+        verify(&a).iter().all(|l| l.ends_with("/etc/shells")),
+        "{:?}",
+        verify(&a)
+    );
+}
