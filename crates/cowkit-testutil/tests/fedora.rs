@@ -130,14 +130,37 @@ fn dnf_runs_every_scriptlet_of_the_fedora_shaped_repository() {
         ),
         "{install}"
     );
-    // rpm 4.18: a %transfiletriggerpostun fires only when its *first*
-    // prefix matches: glibc-common's (`/lib`, a symlink) never does.
+    // rpm 4.18: a %transfiletriggerpostun fires only when an erased file
+    // is under the trigger's *first* prefix in the header, where rpmbuild
+    // has sorted them: glibc-common's first is `/lib` (a symlink: no
+    // package file is below it), so it never fires; systemd's first is
+    // `/etc/systemd/system`, so erasing httpd (nothing there) does not
+    // fire it, while the upgrade erasing systemd 255 (which owns that
+    // directory) does.
     for log in &logs {
         assert!(
             !log.contains("glibc-common-2.39 transfiletriggerpostun"),
             "{log}"
         );
     }
+    assert!(
+        has(
+            upgrade,
+            "systemd-256 transfiletriggerpostun(1000100) [0] files:"
+        ),
+        "{upgrade}"
+    );
+    assert!(
+        !remove.contains("systemd-256 transfiletriggerpostun"),
+        "{remove}"
+    );
+    assert!(
+        has(
+            remove,
+            "shared-mime-info-2.3 transfiletriggerpostun [0] files:"
+        ),
+        "{remove}"
+    );
     assert!(has(remove, "kernel-install [remove 6.1.0]"), "{remove}");
     let qa = qa(&root);
     for nevra in [
