@@ -93,10 +93,14 @@ fn dnf_runs_every_scriptlet_of_the_fedora_shaped_repository() {
         assert!(stderr.trim().is_empty(), "dnf {step} warned: {stderr}");
         logs.push(part);
     }
-    let [install, upgrade, remove] = &logs[..] else {
+    assert_rpm_4_18_facts(&logs, &root);
+}
+
+/// What rpm 4.18 did with these shapes (the facts cowkit must match).
+fn assert_rpm_4_18_facts(logs: &[String], root: &Path) {
+    let [install, upgrade, remove] = logs else {
         unreachable!()
     };
-    // What rpm 4.18 does with these shapes (the facts cowkit must match).
     let has = |log: &str, line: &str| log.lines().any(|l| l == line);
     assert!(
         install.starts_with("filesystem-3.18 pretrans [<lua> 1]\nsetup-2.14.5 post [<lua> 1]\n"),
@@ -137,7 +141,7 @@ fn dnf_runs_every_scriptlet_of_the_fedora_shaped_repository() {
     // `/etc/systemd/system`, so erasing httpd (nothing there) does not
     // fire it, while the upgrade erasing systemd 255 (which owns that
     // directory) does.
-    for log in &logs {
+    for log in logs {
         assert!(
             !log.contains("glibc-common-2.39 transfiletriggerpostun"),
             "{log}"
@@ -162,7 +166,7 @@ fn dnf_runs_every_scriptlet_of_the_fedora_shaped_repository() {
         "{remove}"
     );
     assert!(has(remove, "kernel-install [remove 6.1.0]"), "{remove}");
-    let qa = qa(&root);
+    let qa = qa(root);
     for nevra in [
         "kernel-core-6.2.0-1.fc40.noarch",
         "procps-ng-4.0.4-1.fc40.noarch",
