@@ -37,6 +37,7 @@ use std::process::{Command, Output};
 use sha2::{Digest, Sha256};
 pub use tempfile::TempDir;
 
+pub mod fedora;
 pub mod forge;
 pub mod repo;
 pub mod rpm;

@@ -278,7 +278,7 @@ fn put(path: &str, text: &str) -> String {
 }
 
 /// The static busybox of the host.
-fn host_busybox() -> PathBuf {
+pub(crate) fn host_busybox() -> PathBuf {
     for p in ["/usr/bin/busybox", "/bin/busybox"] {
         let p = Path::new(p);
         if let Ok(b) = std::fs::read(p) {

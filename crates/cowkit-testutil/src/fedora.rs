@@ -1,0 +1,419 @@
+//! A local repository whose packages copy the scriptlet *shapes* of real
+//! Fedora packages (not their bulk), for comparing plain
+//! `dnf --installroot` with cowkit on install, upgrade and removal (issue
+//! 26). Every scriptlet and trigger appends one line to [`LOG`]:
+//! `<name>-<version> <kind> [<arguments>]`, and for file triggers
+//! ` files: <the paths it was given>` (stdin for shell, `rpm.next_file()`
+//! for Lua), so that order, arguments and file lists can be compared
+//! byte for byte.
+//!
+//! Where each shape comes from (Fedora rawhide specs, read in the
+//! `r0x0d/fedora-rpm-specs` mirror; mandoc's Lua triggers from openSUSE's
+//! `mandoc.lua`, as Fedora's mandoc has none):
+//!
+//! | package | shape | from |
+//! |---|---|---|
+//! | `setup` | `%verify(not md5 size mtime) %config(noreplace)` `/etc/passwd`, `group`, `shells`; Lua `%post` removing `.rpmnew` files and fork/exec of `newaliases` when present | `setup.spec` |
+//! | `filesystem` | `Requires(pre): setup`; Lua `%pretrans` making `/usr/…`, `/var/log`, `/run` and the usr-merge symlinks in an empty root; Lua `%posttrans` calling `restorecon` only if present (`rpm.execute`) | `filesystem.spec` |
+//! | `coreutils-single` | the host's static busybox as `/usr/bin/busybox` and applet links (the root's tools; no scriptlets) | stand-in |
+//! | `bash` | `Provides: /bin/sh`; `/usr/bin/sh` → busybox; Lua `%post` appending `/bin/sh` and `/bin/bash` to `/etc/shells`, Lua `%postun` removing them when `arg[2] == 0` | `bash.spec` |
+//! | `glibc` | `Provides: /sbin/ldconfig`; Lua `%pre` (`posix.uname`, `rpm.vercmp`, `error()` on an old kernel); Lua `%post` editing `/etc/ld.so.conf` and running `ldconfig` by `posix.fork`/`posix.exec`/`posix.wait` (`glibc_post_funcs`); `%ghost /etc/ld.so.cache`; `/usr/sbin/ldconfig` is a `sh` stand-in that logs and writes the cache | `glibc.spec` |
+//! | `glibc-common` | `%transfiletriggerin -P 2000000 -p <lua> -- /lib /usr/lib /lib64 /usr/lib64` and `%transfiletriggerpostun` of the same shape, both calling `ldconfig` (in Fedora they are `%transfiletriggerin common`, i.e. of this subpackage) | `glibc.spec` |
+//! | `zlib` | `%post -p /sbin/ldconfig`, `%postun -p /sbin/ldconfig` (no body: rpm passes no arguments); v2 changes the library's name | old `zlib.spec` (today `%ldconfig_scriptlets`) |
+//! | `systemd` | `%filetriggerin`/`%filetriggerun -P 1000700 -- /usr/lib/systemd/system` (≥ 10000: around `%post`/`%preun`), `%filetriggerin -P 9000 -- /usr/lib/tmpfiles.d` (< 10000: after `%post`; creates the `d` lines' directories like `systemd-tmpfiles --create`), `%transfiletriggerin -P 900900` and `%transfiletriggerpostun -P 1000100` and `-P 10000 -- /usr/lib/systemd/system /etc/systemd/system`, `%transfiletriggerin -P 100700 -- /usr/lib/sysusers.d`, `%triggerun -- systemd < 256`; shell `%post`; Lua `%posttrans` using `rpm.expand` at run time; stand-ins for `systemctl`, `systemd-update-helper`, `kernel-install` | `systemd.spec`, systemd's `src/rpm/triggers.systemd.in` |
+//! | `httpd` | `%pre` adding user and group `apache` (48) to `/etc/passwd`/`/etc/group` when absent (the pre-sysusers `getent \|\| useradd` shape, with `grep`/`echo`: the root has no shadow-utils), files owned by `apache`, `%systemd_post`/`%systemd_preun`/`%systemd_postun_with_restart`-shaped scriptlets, `%posttrans` try-restart, a unit file, a tmpfiles.d file, a MIME package file; 1.3.42 in v1, 2.4.58 in v2 | `httpd.spec`, `macros.systemd` |
+//! | `mod_legacy` | `%triggerin`/`%triggerun`/`%triggerpostun -- httpd < 2.0` (a version condition) and `%triggerin -- systemd` | the `%triggerun -- httpd < 2.2.21-5` shape of older `httpd.spec`s |
+//! | `mandoc` | Lua `%filetriggerin`/`%filetriggerun -- /usr/share/man` collecting `rpm.next_file()` into a *global* table, Lua `%transfiletriggerin`/`%transfiletriggerpostun` reading it (rpm's Lua state persists between scriptlets) | openSUSE `mandoc.spec` / `mandoc.lua` |
+//! | `shared-mime-info` | `%post` `touch --no-create`; `%transfiletriggerin`/`%transfiletriggerpostun -- /usr/share/mime` running `update-mime-database` (a stand-in writing `mime.cache`) | `shared-mime-info.spec` |
+//! | `procps` → `procps-ng` | v2 renames: `Obsoletes: procps < 3.2.9`, `Provides: procps = 3.2.9-1`; shell `%post`/`%preun`/`%postun` | `procps-ng.spec` |
+//! | `kernel-core` | `Provides: installonlypkg(kernel)`, 6.1.0 in v1 and 6.2.0 in v2 (installed beside); `%posttrans` `kernel-install add`, `%preun` `kernel-install remove`, `%ghost /boot/vmlinuz-<version>` | `kernel.spec` |
+//!
+//! [`build`] makes `v1/` (install) and `v2/` (the v1 packages and the v2
+//! ones, for `dnf upgrade`), each indexed with `createrepo_c`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, SystemTime};
+
+use sha2::{Digest, Sha256};
+
+use crate::repo::host_busybox;
+use crate::rpm::{once_per_process, rpmbuild};
+use crate::tree::mkdir;
+use crate::{hex, run_ok};
+
+/// The log every scriptlet appends one line to (absolute, in the root).
+pub const LOG: &str = "/var/log/scriptlets.log";
+
+/// What `dnf install` is given on an empty root (v1).
+pub const INSTALL: [&str; 14] = [
+    "setup",
+    "filesystem",
+    "coreutils-single",
+    "bash",
+    "glibc",
+    "glibc-common",
+    "zlib",
+    "systemd",
+    "httpd",
+    "mod_legacy",
+    "mandoc",
+    "shared-mime-info",
+    "procps",
+    "kernel-core",
+];
+
+/// What `dnf remove` is given after the upgrade (`mod_legacy` goes with
+/// `httpd`, which it requires; the old kernel by its full name).
+pub const REMOVE: [&str; 3] = ["httpd", "mandoc", "kernel-core-6.1.0-1.fc40"];
+
+/// The payload compressor (Fedora's).
+pub const PAYLOAD: &str = "w19.zstdio";
+
+/// Build time and file mtimes of v1 packages (2015-01-01 UTC).
+pub const EPOCH_V1: i64 = 1_420_070_400;
+/// The same for v2 packages, one day later.
+pub const EPOCH_V2: i64 = EPOCH_V1 + 86_400;
+
+/// The built repositories.
+#[derive(Clone, Debug)]
+pub struct FedoraRepo {
+    /// The v1 packages with `repodata/`.
+    pub v1: PathBuf,
+    /// The v1 and v2 packages with `repodata/`.
+    pub v2: PathBuf,
+    /// The v1 package files (in `v1`), in the order of [`INSTALL`].
+    pub v1_rpms: Vec<PathBuf>,
+    /// The v2-only package files (in `v2`): zlib, systemd, httpd,
+    /// procps-ng, kernel-core 6.2.0.
+    pub v2_rpms: Vec<PathBuf>,
+}
+
+impl FedoraRepo {
+    /// The package file whose name starts with `<name>-<version>-`, from
+    /// either set.
+    pub fn rpm(&self, name_version: &str) -> &Path {
+        let prefix = format!("{name_version}-");
+        self.v1_rpms
+            .iter()
+            .chain(&self.v2_rpms)
+            .find(|p| {
+                p.file_name()
+                    .and_then(|f| f.to_str())
+                    .is_some_and(|f| f.starts_with(&prefix))
+            })
+            .unwrap_or_else(|| panic!("no package {name_version}"))
+    }
+}
+
+/// One spec.
+struct Pkg {
+    name: &'static str,
+    version: &'static str,
+    v2: bool,
+    preamble: String,
+    install: String,
+    files: String,
+    scripts: String,
+}
+
+impl Pkg {
+    fn new(name: &'static str, version: &'static str, v2: bool) -> Pkg {
+        Pkg {
+            name,
+            version,
+            v2,
+            preamble: String::new(),
+            install: String::new(),
+            files: String::new(),
+            scripts: String::new(),
+        }
+    }
+
+    fn label(&self) -> String {
+        format!("{}-{}", self.name, self.version)
+    }
+
+    fn pre(mut self, s: &str) -> Pkg {
+        self.preamble.push_str(s);
+        self.preamble.push('\n');
+        self
+    }
+
+    fn install(mut self, s: &str) -> Pkg {
+        self.install.push_str(s);
+        self.install.push('\n');
+        self
+    }
+
+    fn files(mut self, s: &str) -> Pkg {
+        self.files.push_str(s);
+        self.files.push('\n');
+        self
+    }
+
+    /// A scriptlet section: `header` (`%post`, `%filetriggerin -P 9000 --
+    /// /x`, …) and its body, to which the log line is prepended.
+    fn sh(mut self, header: &str, kind: &str, body: &str) -> Pkg {
+        let log = sh_log(&self.label(), kind);
+        self.scripts.push_str(&format!("{header}\n{log}{body}\n\n"));
+        self
+    }
+
+    /// A shell file trigger: logs the paths it reads on stdin.
+    fn sh_files(mut self, header: &str, kind: &str, body: &str) -> Pkg {
+        let log = sh_log_files(&self.label(), kind);
+        self.scripts.push_str(&format!("{header}\n{log}{body}\n\n"));
+        self
+    }
+
+    /// A Lua scriptlet (`header` ends in `-p <lua>` and maybe `-- …`).
+    fn lua(mut self, header: &str, kind: &str, body: &str) -> Pkg {
+        let log = lua_log(&self.label(), kind, false);
+        self.scripts.push_str(&format!("{header}\n{log}{body}\n\n"));
+        self
+    }
+
+    /// A Lua scriptlet that logs after `body` (filesystem's `%pretrans`
+    /// makes `/var/log` first).
+    fn lua_then_log(mut self, header: &str, kind: &str, body: &str) -> Pkg {
+        let log = lua_log(&self.label(), kind, false);
+        self.scripts.push_str(&format!("{header}\n{body}\n{log}\n"));
+        self
+    }
+
+    /// A Lua file trigger: logs the paths `rpm.next_file()` gives, kept
+    /// in the local `files` (a table) for `body`.
+    fn lua_files(mut self, header: &str, kind: &str, body: &str) -> Pkg {
+        let log = lua_log(&self.label(), kind, true);
+        self.scripts.push_str(&format!("{header}\n{log}{body}\n\n"));
+        self
+    }
+
+    /// A raw section (a `-p /program` scriptlet without a body).
+    fn raw(mut self, s: &str) -> Pkg {
+        self.scripts.push_str(s);
+        self.scripts.push_str("\n\n");
+        self
+    }
+
+    fn file_name(&self) -> String {
+        format!("{}-{}-1.fc40.noarch.rpm", self.name, self.version)
+    }
+
+    fn spec(&self) -> String {
+        let date = if self.v2 {
+            "Fri Jan 02 2015"
+        } else {
+            "Thu Jan 01 2015"
+        };
+        [
+            &format!(
+                "Name: {}\nVersion: {}\nRelease: 1.fc40\n",
+                self.name, self.version
+            ),
+            &format!("Summary: Fedora-shaped test package {}\n", self.name),
+            "License: MIT\nBuildArch: noarch\n",
+            &self.preamble,
+            "%global debug_package %{nil}\n%global __os_install_post %{nil}\n",
+            "%global _build_id_links none\n",
+            "%global source_date_epoch_from_changelog 1\n",
+            "%global clamp_mtime_to_source_date_epoch 1\n",
+            "%global use_source_date_epoch_as_buildtime 1\n",
+            "%global _buildhost cowkit.invalid\n",
+            "%global _binaries_in_noarch_packages_terminate_build 0\n",
+            &format!(
+                "%description\nPackage {} of the cowkit Fedora-shaped repository.\n",
+                self.name
+            ),
+            "%install\nB=\"$RPM_BUILD_ROOT\"\nmkdir -p \"$B\"\n",
+            &self.install,
+            "\n%files\n",
+            &self.files,
+            "\n",
+            &self.scripts,
+            "%changelog\n",
+            &format!(
+                "* {date} cowkit <cowkit@example.invalid> - {}-1.fc40\n- test package\n",
+                self.version
+            ),
+        ]
+        .concat()
+    }
+}
+
+/// The shell line appending `<label> <kind> [$*]` to [`LOG`].
+fn sh_log(label: &str, kind: &str) -> String {
+    format!("echo \"{label} {kind} [$*]\" >> {LOG}\n")
+}
+
+/// The same with ` files:` and every line of stdin.
+fn sh_log_files(label: &str, kind: &str) -> String {
+    format!(
+        "files=\nwhile read -r f; do files=\"$files $f\"; done\n\
+         echo \"{label} {kind} [$*] files:$files\" >> {LOG}\n"
+    )
+}
+
+/// Lua appending `<label> <kind> [<arg…>]` (and ` files: …` from
+/// `rpm.next_file()`, kept in the local table `files`) to [`LOG`].
+fn lua_log(label: &str, kind: &str, with_files: bool) -> String {
+    let mut s = String::from(
+        "local ck_a = {}\n\
+         for i = 1, #(arg or {}) do ck_a[i] = tostring(arg[i]) end\n\
+         local ck_line = \"",
+    );
+    s.push_str(&format!(
+        "{label} {kind} [\" .. table.concat(ck_a, \" \") .. \"]\"\n"
+    ));
+    if with_files {
+        // rpm 4.18 gives `rpm.next_file` to the "in" and "un" file
+        // triggers only: calling it in a `%transfiletriggerpostun` fails.
+        s.push_str(
+            "local files = {}\n\
+             if rpm.next_file then\n\
+               local ck_f = rpm.next_file()\n\
+               while ck_f do files[#files + 1] = ck_f; ck_f = rpm.next_file() end\n\
+               ck_line = ck_line .. \" files:\"\n\
+             else\n\
+               ck_line = ck_line .. \" files: (no rpm.next_file)\"\n\
+             end\n\
+             for _, p in ipairs(files) do ck_line = ck_line .. \" \" .. p end\n",
+        );
+    }
+    s.push_str(&format!(
+        "local ck_l = assert(io.open(\"{LOG}\", \"a\"))\n\
+         ck_l:write(ck_line .. \"\\n\")\nck_l:close()\n"
+    ));
+    s
+}
+
+/// `%install` lines writing `text` (no single quotes) to `path`, making
+/// its directory; `mode` for `chmod`.
+fn put(path: &str, mode: &str, text: &str) -> String {
+    let dir = &path[..path.rfind('/').unwrap()];
+    format!(
+        "mkdir -p \"$B{dir}\"\nprintf '%%s\\n' '{text}' > \"$B{path}\"\nchmod {mode} \"$B{path}\""
+    )
+}
+
+/// `%install` lines writing a gzipped man page (`gzip -n`: no name or
+/// time in it).
+fn man(path: &str, text: &str) -> String {
+    let dir = &path[..path.rfind('/').unwrap()];
+    format!("mkdir -p \"$B{dir}\"\nprintf '%%s\\n' '{text}' | gzip -n -9 > \"$B{path}\"")
+}
+
+/// `fork`/`exec`/`wait` of `/sbin/ldconfig` from Lua, as glibc's
+/// `post_exec` does it where `rpm.spawn` is missing (rpm 4.18).
+const LUA_LDCONFIG: &str = "local pid = posix.fork()\n\
+     if pid == 0 then\n\
+       posix.exec(\"/sbin/ldconfig\")\n\
+       io.stdout:write(\"Error: call to ldconfig failed.\\n\")\n\
+       os.exit(1)\n\
+     elseif pid > 0 then\n\
+       posix.wait(pid)\n\
+     end";
+
+mod packages;
+
+/// Build the repositories under `work` (or reuse a finished build: the
+/// directory `fedora-repo-<hash>` is named after a hash of the specs, the
+/// busybox binary and the `createrepo_c` version, and made by an atomic
+/// rename). Needs `rpmbuild`, `createrepo_c`, `gzip` and a static
+/// busybox.
+pub fn build(work: &Path) -> FedoraRepo {
+    let busybox = host_busybox();
+    let pkgs = packages::all(&busybox);
+    let mut hash = Sha256::new();
+    hash.update(PAYLOAD);
+    for p in &pkgs {
+        hash.update(p.spec());
+    }
+    hash.update(std::fs::read(&busybox).unwrap());
+    let version = run_ok(
+        Command::new("createrepo_c").arg("--version"),
+        "createrepo_c (Debian package `createrepo-c`)",
+    );
+    hash.update(&version.stdout);
+    let tag = hex(&hash.finalize()[..6]);
+    let done = work.join(format!("fedora-repo-{tag}"));
+    let key = format!("fedora {}", done.display());
+    let done = once_per_process(key, || {
+        if !done.join("v2/repodata/repomd.xml").exists() {
+            let part = work.join(format!("fedora-repo-{tag}.tmp{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&part);
+            build_into(&part, &pkgs);
+            if std::fs::rename(&part, &done).is_err() {
+                assert!(
+                    done.join("v2/repodata/repomd.xml").exists(),
+                    "cannot rename {part:?}"
+                );
+                let _ = std::fs::remove_dir_all(&part);
+            }
+        }
+        done
+    });
+    let in_dir = |v2: bool| -> Vec<PathBuf> {
+        let dir = done.join(if v2 { "v2" } else { "v1" });
+        pkgs.iter()
+            .filter(|p| p.v2 == v2)
+            .map(|p| dir.join(p.file_name()))
+            .collect()
+    };
+    FedoraRepo {
+        v1: done.join("v1"),
+        v2: done.join("v2"),
+        v1_rpms: in_dir(false),
+        v2_rpms: in_dir(true),
+    }
+}
+
+/// Every spec, as text (for reading them, or building them elsewhere).
+pub fn specs() -> Vec<(String, String)> {
+    packages::all(&host_busybox())
+        .iter()
+        .map(|p| (p.file_name(), p.spec()))
+        .collect()
+}
+
+fn build_into(dir: &Path, pkgs: &[Pkg]) {
+    let built = mkdir(&dir.join("built"));
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(p) = pkgs.get(i) else { break };
+                rpmbuild(&p.spec(), PAYLOAD, &built.join(p.file_name()));
+            });
+        }
+    });
+    let (v1, v2) = (mkdir(&dir.join("v1")), mkdir(&dir.join("v2")));
+    for p in pkgs {
+        let path = built.join(p.file_name());
+        let secs = if p.v2 { EPOCH_V2 } else { EPOCH_V1 };
+        // createrepo_c records the file's mtime.
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(secs as u64))
+            .unwrap();
+        if !p.v2 {
+            std::fs::hard_link(&path, v1.join(p.file_name())).unwrap();
+        }
+        std::fs::hard_link(&path, v2.join(p.file_name())).unwrap();
+    }
+    for repo in ["v1", "v2"] {
+        run_ok(
+            Command::new("createrepo_c")
+                .args(["--quiet", "--no-database", "--workers", "1"])
+                .arg(format!("--revision={EPOCH_V1}"))
+                .arg("--set-timestamp-to-revision")
+                .arg(dir.join(repo)),
+            "createrepo_c (Debian package `createrepo-c`)",
+        );
+    }
+}

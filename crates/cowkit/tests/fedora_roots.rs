@@ -1,0 +1,716 @@
+//! Issue 26: roots built from a repository with the scriptlet shapes of
+//! real Fedora packages (`cowkit_testutil::fedora`: Lua `%pretrans`,
+//! `%pre`, `%post` and file triggers, glibc-common's ldconfig
+//! `%transfiletriggerin`, systemd's prioritised file triggers, name
+//! triggers with a version condition, `%post -p /sbin/ldconfig`,
+//! `rpm.expand`, an install-only kernel, a rename by `Obsoletes`), built by
+//! plain `dnf --installroot` on root A and by `cowkit dnf` on its twin B,
+//! on the rig's XFS, for install, upgrade and removal, then changed by
+//! `rpm -e`, `rpm -U` and `dnf remove` on both. After every step the two
+//! roots must agree on:
+//!
+//! - the scriptlet log, byte for byte (every scriptlet and trigger logs
+//!   its package, kind, arguments and file list, in the order run);
+//! - `rpm -qa` (NEVRA) and `rpm -Va`;
+//! - the trees: type, mode, content, link target, owner, capabilities and
+//!   every other extended attribute, hardlink groups, and the mtime of
+//!   every non-directory entry whose mtime rpm sets from the package (at
+//!   most the v2 build day); but for [`EXCLUDED`].
+//!
+//! [`plain_dnf_twice_gives_equal_roots`] runs plain dnf on both twins: it
+//! shows that the comparison itself is deterministic and that the
+//! exclusions hide nothing the packages or scriptlets make.
+//!
+//! Needs root (scriptlets run chrooted), `dnf`, `createrepo_c`,
+//! `rpmbuild`, `busybox-static`, and the rig's XFS.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::{as_root, cowkit, run, tmp, Run};
+use cowkit_testutil::fedora::{build, FedoraRepo, EPOCH_V2, INSTALL, LOG, REMOVE};
+use cowkit_testutil::repo::{dbpath, dnf, rpm_in, verify};
+use cowkit_testutil::tree::{diff, hardlink_groups, mkdir, snapshot, Tree};
+use cowkit_testutil::{run_ok, scratch, Fs};
+
+/// What is left out of the tree comparison, and why. `{db}` is the rpm
+/// database directory, `{cache}` dnf's cache path (both relative to the
+/// root).
+const EXCLUDED: [(&str, &str); 8] = [
+    (
+        "{db}",
+        "the rpm database (sqlite pages, WAL and shared memory differ with timing); \
+         compared through `rpm -qa` and `rpm -Va` instead",
+    ),
+    (
+        "var/lib/dnf",
+        "dnf's history database: transaction ids and times",
+    ),
+    ("var/log/dnf.log", "dnf's own log, with times"),
+    (
+        "var/log/dnf.rpm.log",
+        "dnf's log of rpm's messages, with times",
+    ),
+    ("var/log/dnf.librepo.log", "librepo's log, with times"),
+    ("var/log/hawkey.log", "libdnf's log, with times"),
+    (
+        "etc/dnf",
+        "dnf's module state (`etc/dnf/modules.d`), made by dnf, owned by no package",
+    ),
+    (
+        "{cache}",
+        "the empty copy of dnf's cache path that dnf makes inside the root \
+         (see `cowkit_testutil::repo::dnf`), with its parents",
+    ),
+];
+
+/// The twin roots of one test and their caches.
+struct Twin {
+    repo: FedoraRepo,
+    a: PathBuf,
+    b: PathBuf,
+    dnf_cache: PathBuf,
+    ck_cache: PathBuf,
+}
+
+impl Twin {
+    fn new(d: &Path) -> Twin {
+        Twin {
+            repo: build(tmp()),
+            a: mkdir(&d.join("a")),
+            b: mkdir(&d.join("b")),
+            dnf_cache: d.join("dnf-cache"),
+            ck_cache: d.join("cowkit-cache"),
+        }
+    }
+
+    fn repo_for(&self, step: &str) -> &Path {
+        if step == "install" {
+            &self.repo.v1
+        } else {
+            &self.repo.v2
+        }
+    }
+}
+
+/// Plain `dnf` (the options of `cowkit_testutil::repo::dnf`) on `root`.
+fn plain_dnf(repo: &Path, root: &Path, cache: &Path, cmd: &[&str]) -> Output {
+    let out = dnf(repo, root, cache).args(cmd).output().unwrap();
+    assert!(
+        out.status.success(),
+        "dnf {cmd:?}: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// `cowkit dnf --root ROOT --cache CK --dbpath DB -- <the same dnf
+/// arguments> CMD`.
+fn cowkit_dnf(t: &Twin, repo: &Path, cmd: &[&str]) -> Run {
+    let dnf_args = common::dnf_args(repo, &t.b, &t.dnf_cache);
+    run(cowkit()
+        .args(["dnf", "--json", "--root"])
+        .arg(&t.b)
+        .arg("--cache")
+        .arg(&t.ck_cache)
+        .arg("--dbpath")
+        .arg(dbpath())
+        .arg("--")
+        .args(dnf_args)
+        .args(cmd))
+}
+
+fn log(root: &Path) -> String {
+    std::fs::read_to_string(root.join(LOG.trim_start_matches('/'))).unwrap_or_default()
+}
+
+/// `rpm -qa` as sorted NEVRAs.
+fn nevras(root: &Path) -> Vec<String> {
+    let out = run_ok(rpm_in(root).args(["-qa", "--qf", "%{NEVRA}\\n"]), "rpm -qa");
+    let mut l: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    l.sort();
+    l
+}
+
+/// Whether `p` is `pre` or below it.
+fn at_or_below(p: &str, pre: &str) -> bool {
+    p == pre || p.starts_with(&format!("{pre}/"))
+}
+
+/// The tree of `root` without [`EXCLUDED`] (and the parents only they
+/// made: a directory above an excluded path that holds nothing else).
+fn comparable(root: &Path, cache: &Path) -> Tree {
+    let db = dbpath().trim_start_matches('/').to_string();
+    let cache_rel = cache.to_str().unwrap().trim_start_matches('/').to_string();
+    let excluded: Vec<String> = EXCLUDED
+        .iter()
+        .map(|(p, _)| p.replace("{db}", &db).replace("{cache}", &cache_rel))
+        .collect();
+    let tree = snapshot(root);
+    let kept: Tree = tree
+        .iter()
+        .filter(|(p, _)| !excluded.iter().any(|x| at_or_below(p, x)))
+        .map(|(p, e)| (p.clone(), e.clone()))
+        .collect();
+    // Drop a directory that is a parent of an excluded path and has no
+    // kept entry below it.
+    kept.iter()
+        .filter(|(p, e)| {
+            let parent_of_excluded =
+                e.kind == 'd' && excluded.iter().any(|x| x.starts_with(&format!("{p}/")));
+            let holds_kept = kept.keys().any(|k| k.starts_with(&format!("{p}/")));
+            !parent_of_excluded || holds_kept || owned_dirs(p)
+        })
+        .map(|(p, e)| (p.clone(), e.clone()))
+        .collect()
+}
+
+/// Directories the packages own that may hold only excluded entries
+/// (`var/log` holds the scriptlet log, `var/lib`, `etc`, `root` more).
+fn owned_dirs(p: &str) -> bool {
+    ["etc", "var", "var/lib", "var/log", "root", "tmp"].contains(&p)
+}
+
+/// Every extended attribute of every entry (`security.capability`
+/// included), not following symlinks.
+fn xattrs(root: &Path, tree: &Tree) -> BTreeMap<String, Vec<(String, Vec<u8>)>> {
+    let mut all = BTreeMap::new();
+    for p in tree.keys() {
+        let path = root.join(p);
+        let mut names = vec![0u8; 65536];
+        let n = rustix::fs::llistxattr(&path, &mut names[..])
+            .unwrap_or_else(|e| panic!("llistxattr {}: {e}", path.display()));
+        let mut attrs = Vec::new();
+        for name in names[..n].split(|b| *b == 0).filter(|s| !s.is_empty()) {
+            let name = std::ffi::CString::new(name).unwrap();
+            let mut value = vec![0u8; 65536];
+            let len = rustix::fs::lgetxattr(&path, name.as_c_str(), &mut value[..])
+                .unwrap_or_else(|e| panic!("lgetxattr {} {name:?}: {e}", path.display()));
+            value.truncate(len);
+            attrs.push((name.to_string_lossy().into_owned(), value));
+        }
+        if !attrs.is_empty() {
+            attrs.sort();
+            all.insert(p.clone(), attrs);
+        }
+    }
+    all
+}
+
+/// Roots `a` and `b` agree on the log, `rpm -qa`, `rpm -Va` and the trees
+/// (see the module documentation).
+fn assert_same_roots(a: &Path, b: &Path, cache: &Path, what: &str) {
+    let (la, lb) = (log(a), log(b));
+    assert!(
+        la == lb,
+        "{what}: the scriptlet logs differ\n--- dnf ---\n{la}--- cowkit ---\n{lb}"
+    );
+    assert_eq!(nevras(a), nevras(b), "{what}: rpm -qa");
+    assert_eq!(verify(a), verify(b), "{what}: rpm -Va");
+    let (ta, tb) = (comparable(a, cache), comparable(b, cache));
+    let d = diff(&ta, &tb, |e| {
+        (
+            e.shape(),
+            e.uid,
+            e.gid,
+            // rpm sets the package's mtime; what scriptlets write has the
+            // time of the run, and directories change with their entries.
+            (e.kind != 'd' && e.mtime <= EPOCH_V2 + 86_400).then_some(e.mtime),
+        )
+    });
+    assert!(d.is_empty(), "{what}: the trees differ:\n{d:#?}");
+    assert_eq!(
+        hardlink_groups(&ta),
+        hardlink_groups(&tb),
+        "{what}: hardlinks"
+    );
+    assert_eq!(
+        xattrs(a, &ta),
+        xattrs(b, &tb),
+        "{what}: extended attributes"
+    );
+}
+
+/// The dnf steps: install (v1), upgrade (v2), removal.
+fn steps() -> [(&'static str, Vec<&'static str>); 3] {
+    [
+        ("install", [&["install"][..], &INSTALL[..]].concat()),
+        ("upgrade", vec!["upgrade"]),
+        ("remove", [&["remove"][..], &REMOVE[..]].concat()),
+    ]
+}
+
+/// After the dnf steps: `rpm -e zlib`, `rpm -U` of mandoc (v1) and
+/// `dnf remove shared-mime-info`, run by the real rpm and dnf on both
+/// roots, which must still agree.
+fn afterwards_on_both(t: &Twin) {
+    let mandoc = t.repo.rpm("mandoc-1.14.6");
+    for root in [&t.a, &t.b] {
+        run_ok(rpm_in(root).args(["-e", "zlib"]), "rpm -e zlib");
+    }
+    assert_same_roots(&t.a, &t.b, &t.dnf_cache, "rpm -e zlib");
+    for root in [&t.a, &t.b] {
+        run_ok(rpm_in(root).arg("-U").arg(mandoc), "rpm -U mandoc");
+    }
+    assert_same_roots(&t.a, &t.b, &t.dnf_cache, "rpm -U mandoc");
+    for root in [&t.a, &t.b] {
+        plain_dnf(
+            &t.repo.v2,
+            root,
+            &t.dnf_cache,
+            &["remove", "shared-mime-info"],
+        );
+    }
+    assert_same_roots(&t.a, &t.b, &t.dnf_cache, "dnf remove shared-mime-info");
+}
+
+/// Issue 26: `cowkit dnf` builds, upgrades and shrinks the Fedora-shaped
+/// root exactly as plain dnf does, running every scriptlet and trigger as
+/// rpm 4.18 does; rpm and dnf work on its root afterwards.
+#[test]
+fn issue_26_cowkit_dnf_builds_fedora_shaped_roots_as_dnf_does() {
+    if !as_root(
+        "issue_26_cowkit_dnf_builds_fedora_shaped_roots_as_dnf_does",
+        "scriptlets run chrooted",
+    ) {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let t = Twin::new(dir.path());
+    for (step, cmd) in steps() {
+        let repo = t.repo_for(step);
+        plain_dnf(repo, &t.a, &t.dnf_cache, &cmd);
+        let r = cowkit_dnf(&t, repo, &cmd);
+        assert!(r.ok, "cowkit dnf {step} failed:\n{}", r.stderr);
+        assert_same_roots(&t.a, &t.b, &t.dnf_cache, &format!("dnf {step}"));
+    }
+    afterwards_on_both(&t);
+}
+
+/// `cowkit install` of the package files against `rpm -U` of the same
+/// files: the v1 set into an empty root, then the v2 packages that
+/// upgrade or rename (`rpm -U` would erase the old kernel, which
+/// `cowkit install` refuses, so the second kernel is left out here; the
+/// `cowkit dnf` test has it).
+#[test]
+fn issue_26_cowkit_install_runs_fedora_shaped_scriptlets_as_rpm_does() {
+    if !as_root(
+        "issue_26_cowkit_install_runs_fedora_shaped_scriptlets_as_rpm_does",
+        "scriptlets run chrooted",
+    ) {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let t = Twin::new(dir.path());
+    let upgrades: Vec<PathBuf> = t
+        .repo
+        .v2_rpms
+        .iter()
+        .filter(|p| !p.to_string_lossy().contains("kernel-core"))
+        .cloned()
+        .collect();
+    for (what, pkgs) in [("install", &t.repo.v1_rpms), ("upgrade", &upgrades)] {
+        run_ok(
+            rpm_in(&t.a).arg("-U").args(pkgs),
+            &format!("rpm -U ({what})"),
+        );
+        let r = run(cowkit()
+            .arg("install")
+            .arg("--root")
+            .arg(&t.b)
+            .arg("--dbpath")
+            .arg(dbpath())
+            .args(pkgs));
+        assert!(r.ok, "cowkit install ({what}) failed:\n{}", r.stderr);
+        assert_same_roots(&t.a, &t.b, &t.dnf_cache, &format!("rpm -U ({what})"));
+    }
+}
+
+/// The comparison itself: plain dnf on both twins gives equal roots after
+/// every step and afterwards, so a difference the cowkit tests report is
+/// cowkit's, and the exclusions hide nothing the packages make.
+#[test]
+fn plain_dnf_twice_gives_equal_roots() {
+    if !as_root(
+        "plain_dnf_twice_gives_equal_roots",
+        "scriptlets run chrooted",
+    ) {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let t = Twin::new(dir.path());
+    for (step, cmd) in steps() {
+        let repo = t.repo_for(step);
+        plain_dnf(repo, &t.a, &t.dnf_cache, &cmd);
+        plain_dnf(repo, &t.b, &t.dnf_cache, &cmd);
+        assert_same_roots(&t.a, &t.b, &t.dnf_cache, &format!("dnf {step}"));
+    }
+    assert!(
+        log(&t.a).contains("glibc-common-2.39 transfiletriggerin(2000000)"),
+        "the ldconfig file trigger ran:\n{}",
+        log(&t.a)
+    );
+    afterwards_on_both(&t);
+
+    // The comparison sees what the packages and scriptlets made ...
+    let tree = comparable(&t.a, &t.dnf_cache);
+    for p in [
+        "etc/passwd",
+        "etc/ld.so.cache",
+        "etc/machine-id",
+        "run/httpd",
+        "usr/lib64/libc.so.6",
+        "boot/loader/entries/6.2.0.conf",
+        "var/log/scriptlets.log",
+        "var/lib/systemd",
+    ] {
+        assert!(tree.contains_key(p), "{p} is not compared");
+    }
+    // ... and a difference in any of it fails it.
+    let shells = t.b.join("etc/shells");
+    let mode = std::fs::metadata(&shells).unwrap().permissions();
+    std::fs::set_permissions(&shells, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let caught = std::panic::catch_unwind(|| {
+        assert_same_roots(&t.a, &t.b, &t.dnf_cache, "a changed mode");
+    });
+    std::fs::set_permissions(&shells, mode).unwrap();
+    assert!(caught.is_err(), "a changed mode went unseen");
+}
+
+// ---------------------------------------------------------------------------
+// Scriptlets that fail: what rpm 4.18 does, and cowkit next to it.
+
+/// A package `name`-`version` owning `/usr/share/NAME/v`, with `preamble`
+/// and whole scriptlet sections `scripts`, built into `dir`.
+fn small(dir: &Path, name: &str, version: u32, preamble: &str, scripts: &str) -> PathBuf {
+    let spec = format!(
+        "Name: {name}\nVersion: {version}\nRelease: 1\nSummary: x\nLicense: MIT\n\
+         BuildArch: noarch\n{preamble}\n\
+         %global debug_package %{{nil}}\n%global __os_install_post %{{nil}}\n\
+         %description\nx\n%install\nmkdir -p \"$RPM_BUILD_ROOT/usr/share/{name}\"\n\
+         echo {version} > \"$RPM_BUILD_ROOT/usr/share/{name}/v\"\n\
+         %files\n/usr/share/{name}\n{scripts}\n"
+    );
+    let dst = dir.join(format!("{name}-{version}-1.noarch.rpm"));
+    cowkit_testutil::rpm::rpmbuild(&spec, "w9.gzdio", &dst);
+    dst
+}
+
+/// A shell scriptlet line appending `text` to [`LOG`].
+fn say(text: &str) -> String {
+    format!("echo \"{text}\" >> {LOG}")
+}
+
+/// The failing packages and the ones beside them.
+struct Bad {
+    target1: PathBuf,
+    target2: PathBuf,
+    lua: BTreeMap<&'static str, PathBuf>,
+    trig: PathBuf,
+    ftrig: PathBuf,
+    up1: Vec<PathBuf>,
+    up2: Vec<PathBuf>,
+}
+
+fn bad_packages(dir: &Path) -> Bad {
+    let d = mkdir(dir);
+    let target = |v| {
+        small(
+            &d,
+            "target",
+            v,
+            "",
+            &format!("%post\n{}", say(&format!("target-{v} post $1"))),
+        )
+    };
+    let mut lua = BTreeMap::new();
+    for phase in ["pretrans", "pre", "post", "posttrans"] {
+        let name = format!("lua{phase}");
+        let log = format!(
+            "io.open('{LOG}', 'a'):write('{name} {phase}\\n'):close()\nerror('boom in {phase}')"
+        );
+        lua.insert(
+            phase,
+            small(&d, &name, 1, "", &format!("%{phase} -p <lua>\n{log}")),
+        );
+    }
+    let trig = small(
+        &d,
+        "trigfail",
+        1,
+        "",
+        &format!(
+            "%triggerin -p <lua> -- target\nerror('boom in triggerin')\n\
+             %triggerun -- target\n{}\nexit 3",
+            say("trigfail triggerun $*")
+        ),
+    );
+    let ftrig = small(
+        &d,
+        "ftrigfail",
+        1,
+        "",
+        &format!(
+            "%filetriggerin -- /usr/share/target\n{}\nexit 4\n\
+             %transfiletriggerin -p <lua> -- /usr/share/target\nerror('boom in transfiletriggerin')",
+            say("ftrigfail filetriggerin")
+        ),
+    );
+    let up1 = vec![
+        small(
+            &d,
+            "upa",
+            1,
+            "",
+            &format!("%post\n{}", say("upa-1 post $1")),
+        ),
+        small(
+            &d,
+            "upb",
+            1,
+            "",
+            &format!("%postun\n{}", say("upb-1 postun $1")),
+        ),
+        small(&d, "upc", 1, "", ""),
+    ];
+    let up2 = vec![
+        small(
+            &d,
+            "upa",
+            2,
+            "",
+            &format!(
+                "%pre\n{}\n%post\n{}",
+                say("upa-2 pre $1"),
+                say("upa-2 post $1")
+            ),
+        ),
+        small(
+            &d,
+            "upb",
+            2,
+            "",
+            &format!("%pre\n{}\nexit 7", say("upb-2 pre $1")),
+        ),
+        small(
+            &d,
+            "upc",
+            2,
+            "Requires: upb",
+            "%pre -p <lua>\nerror('upc-2 pre fails')",
+        ),
+    ];
+    Bad {
+        target1: target(1),
+        target2: target(2),
+        lua,
+        trig,
+        ftrig,
+        up1,
+        up2,
+    }
+}
+
+/// A root with setup, filesystem, coreutils-single (busybox) and bash of
+/// the Fedora-shaped repository and `more`, installed by the real rpm; and
+/// its twin.
+fn bad_twins(d: &Path, name: &str, more: &[&Path]) -> (PathBuf, PathBuf) {
+    let repo = build(tmp());
+    let a = mkdir(&d.join(format!("{name}-rpm")));
+    let mut base: Vec<&Path> = [
+        "setup-2.14.5",
+        "filesystem-3.18",
+        "coreutils-single-9.4",
+        "bash-5.2.26",
+    ]
+    .iter()
+    .map(|n| repo.rpm(n))
+    .collect();
+    base.extend(more);
+    run_ok(
+        rpm_in(&a).args(["-i", "--nodeps"]).args(&base),
+        "rpm -i (base)",
+    );
+    let _ = std::fs::remove_file(a.join(LOG.trim_start_matches('/')));
+    let b = d.join(format!("{name}-cowkit"));
+    run_ok(
+        std::process::Command::new("cp").arg("-a").arg(&a).arg(&b),
+        "cp -a",
+    );
+    (a, b)
+}
+
+/// `rpm ARGS PKGS` on `a` and `cowkit install PKGS` on `b`: both succeed
+/// or both fail (rpm's exit status is its count of failed elements), and
+/// the roots agree afterwards.
+fn rpm_and_cowkit(a: &Path, b: &Path, rpm_args: &[&str], pkgs: &[&Path], what: &str) {
+    let out = rpm_in(a).args(rpm_args).args(pkgs).output().unwrap();
+    let r = run(cowkit()
+        .arg("install")
+        .arg("--root")
+        .arg(b)
+        .arg("--dbpath")
+        .arg(dbpath())
+        .args(pkgs));
+    assert_eq!(
+        r.ok,
+        out.status.success(),
+        "{what}: rpm {} with\n{}\ncowkit: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr),
+        r.stderr
+    );
+    assert_same_roots(a, b, Path::new("/nonexistent-cache"), what);
+}
+
+/// Issue 26, bad cases (rpm 4.18's outcomes, observed): a Lua error in
+/// `%pretrans` skips the package and in `%pre` fails it (nothing placed,
+/// not registered, rpm exits non-zero); in `%post` and `%posttrans` it
+/// only warns (installed, exit 0). A failing name trigger (Lua error in
+/// `%triggerin`, `exit 3` in `%triggerun`) and failing file triggers
+/// (`exit 4` in `%filetriggerin`, a Lua error in `%transfiletriggerin`)
+/// only warn. In an upgrade of three packages where the second's `%pre`
+/// exits 7 and the third's Lua `%pre` errors, the first is upgraded and
+/// the other two keep their old versions (their erasure is "skipped",
+/// the old `%postun` does not run). cowkit must end each case as rpm
+/// does: same success, same log, database and tree.
+#[test]
+fn issue_26_failing_scriptlets_end_as_rpm_ends_them() {
+    if !as_root(
+        "issue_26_failing_scriptlets_end_as_rpm_ends_them",
+        "scriptlets run chrooted",
+    ) {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let d = dir.path();
+    let p = bad_packages(&d.join("pkgs"));
+    for (phase, pkg) in &p.lua {
+        let (a, b) = bad_twins(d, &format!("lua-{phase}"), &[]);
+        rpm_and_cowkit(
+            &a,
+            &b,
+            &["-i"],
+            &[pkg, &p.target1],
+            &format!("a Lua error in %{phase}"),
+        );
+    }
+    let (a, b) = bad_twins(d, "trigger", &[&p.trig]);
+    rpm_and_cowkit(&a, &b, &["-i"], &[&p.target1], "a failing %triggerin");
+    rpm_and_cowkit(&a, &b, &["-U"], &[&p.target2], "a failing %triggerun");
+    let (a, b) = bad_twins(d, "filetrigger", &[&p.ftrig]);
+    rpm_and_cowkit(&a, &b, &["-i"], &[&p.target1], "failing file triggers");
+    let up1: Vec<&Path> = p.up1.iter().map(PathBuf::as_path).collect();
+    let up2: Vec<&Path> = p.up2.iter().map(PathBuf::as_path).collect();
+    let (a, b) = bad_twins(d, "upgrade", &up1);
+    rpm_and_cowkit(
+        &a,
+        &b,
+        &["-U"],
+        &up2,
+        "%pre failing in the middle of an upgrade",
+    );
+}
+
+/// The rpm side of [`issue_26_failing_scriptlets_end_as_rpm_ends_them`]
+/// pinned: what the cowkit test compares against is what the
+/// documentation there says.
+#[test]
+fn rpm_outcomes_of_failing_scriptlets() {
+    if !as_root(
+        "rpm_outcomes_of_failing_scriptlets",
+        "scriptlets run chrooted",
+    ) {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let d = dir.path();
+    let p = bad_packages(&d.join("pkgs"));
+    let rpm = |root: &Path, args: &[&str], pkgs: &[&Path]| {
+        let out = rpm_in(root).args(args).args(pkgs).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for (phase, fails) in [
+        ("pretrans", true),
+        ("pre", true),
+        ("post", false),
+        ("posttrans", false),
+    ] {
+        let (a, _) = bad_twins(d, &format!("lua-{phase}"), &[]);
+        let (code, err) = rpm(&a, &["-i"], &[&p.lua[phase], &p.target1]);
+        assert!(err.contains(&format!("boom in {phase}")), "%{phase}: {err}");
+        assert_eq!(code == Some(0), !fails, "%{phase}: {code:?} {err}");
+        let names = nevras(&a).join(" ");
+        assert_eq!(names.contains(&format!("lua{phase}")), !fails, "{names}");
+        assert!(names.contains("target-1-1"), "{names}");
+        assert_eq!(
+            a.join(format!("usr/share/lua{phase}/v")).exists(),
+            !fails,
+            "%{phase}: files placed"
+        );
+        assert!(
+            verify(&a).iter().all(|l| l.ends_with("/etc/shells")),
+            "{:?}",
+            verify(&a)
+        );
+    }
+    let (a, _) = bad_twins(d, "trigger", &[&p.trig]);
+    let (code, err) = rpm(&a, &["-i"], &[&p.target1]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("boom in triggerin"), "{err}");
+    let (code, err) = rpm(&a, &["-U"], &[&p.target2]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("warning: %triggerun(trigfail-1-1.noarch) scriptlet failed, exit status 3"),
+        "{err}"
+    );
+    let (a, _) = bad_twins(d, "filetrigger", &[&p.ftrig]);
+    let (code, err) = rpm(&a, &["-i"], &[&p.target1]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains(
+            "warning: %filetriggerin(ftrigfail-1-1.noarch) scriptlet failed, exit status 4"
+        ) && err.contains("boom in transfiletriggerin"),
+        "{err}"
+    );
+    let up1: Vec<&Path> = p.up1.iter().map(PathBuf::as_path).collect();
+    let up2: Vec<&Path> = p.up2.iter().map(PathBuf::as_path).collect();
+    let (a, _) = bad_twins(d, "upgrade", &up1);
+    let _ = std::fs::remove_file(a.join(LOG.trim_start_matches('/')));
+    let (code, err) = rpm(&a, &["-U"], &up2);
+    assert_eq!(code, Some(3), "{err}");
+    for line in [
+        "error: %prein(upb-2-1.noarch) scriptlet failed, exit status 7",
+        "error: upb-2-1.noarch: install failed",
+        "error: upc-2-1.noarch: install failed",
+        "error: upc-1-1.noarch: erase skipped",
+        "error: upb-1-1.noarch: erase skipped",
+    ] {
+        assert!(err.contains(line), "{line} not in {err}");
+    }
+    assert_eq!(log(&a), "upb-2 pre 2\nupa-2 pre 2\nupa-2 post 2\n");
+    assert_eq!(
+        nevras(&a)
+            .into_iter()
+            .filter(|n| n.starts_with("up"))
+            .collect::<Vec<_>>(),
+        ["upa-2-1.noarch", "upb-1-1.noarch", "upc-1-1.noarch"]
+    );
+    assert!(
+        verify(&a).iter().all(|l| l.ends_with("/etc/shells")),
+        "{:?}",
+        verify(&a)
+    );
+}
