@@ -35,14 +35,14 @@ pub(crate) fn install_only_provide(p: &Pkg) -> Option<&'static str> {
 /// (`rpm -U`). `instances` are the installed packages named like the
 /// transaction's. [`InstallOnly::Refuse`] refuses a transaction with an
 /// install-only package that has an installed version: `rpm -U` would
-/// erase that version. [`InstallOnly::Beside`] installs beside, which one
-/// rpm transaction can only do for all its packages (`rpm -i`), so it
-/// refuses a transaction that also upgrades other packages.
+/// erase that version. [`InstallOnly::Beside`] installs beside, as dnf
+/// asks rpm to (an install element, not an upgrade, among the others):
+/// the packages (indices) to install beside.
 pub(crate) fn install_beside(
     pkgs: &[Pkg],
     instances: &[Installed],
     mode: InstallOnly,
-) -> Result<bool> {
+) -> Result<Vec<usize>> {
     let installed = |name: &str| -> Vec<&str> {
         instances
             .iter()
@@ -51,42 +51,28 @@ pub(crate) fn install_beside(
             .collect()
     };
     let mut beside = Vec::new();
-    let mut upgrades = Vec::new();
-    for p in pkgs {
+    for (i, p) in pkgs.iter().enumerate() {
         let old = installed(&p.name);
         if old.is_empty() {
             continue;
         }
-        match install_only_provide(p) {
-            Some(what) => beside.push((p, what, old)),
-            None => upgrades.push(format!("{} (over {})", p.nevra, old.join(", "))),
+        if let Some(what) = install_only_provide(p) {
+            beside.push((i, p, what, old));
         }
     }
-    if beside.is_empty() {
-        return Ok(false);
+    if beside.is_empty() || mode == InstallOnly::Beside {
+        return Ok(beside.into_iter().map(|(i, ..)| i).collect());
     }
-    let problems: Vec<String> = match mode {
-        InstallOnly::Refuse => beside
-            .iter()
-            .map(|(p, what, old)| {
-                format!(
-                    "{} is install-only (it provides `{what}`): `rpm -U` would erase the installed {}, dnf installs it beside; cowkit install does neither",
-                    p.nevra,
-                    old.join(", ")
-                )
-            })
-            .collect(),
-        InstallOnly::Beside if upgrades.is_empty() => return Ok(true),
-        InstallOnly::Beside => vec![format!(
-            "{} would be installed beside the installed versions (install-only) and {} upgraded, which one rpm transaction cannot do (`rpm -i` or `rpm -U`); cowkit does them separately only when told to",
-            beside
-                .iter()
-                .map(|(p, _, _)| p.nevra.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-            upgrades.join(", ")
-        )],
-    };
+    let problems: Vec<String> = beside
+        .iter()
+        .map(|(_, p, what, old)| {
+            format!(
+                "{} is install-only (it provides `{what}`): `rpm -U` would erase the installed {}, dnf installs it beside; cowkit install does neither",
+                p.nevra,
+                old.join(", ")
+            )
+        })
+        .collect();
     Err(Error::InstallOnly { problems })
 }
 

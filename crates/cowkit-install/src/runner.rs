@@ -213,7 +213,7 @@ pub(crate) fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxS
         &placed,
         found,
         scratch,
-        indb.beside,
+        &indb.beside,
         &mut r.sum,
     )?;
     r.posttrans()?;

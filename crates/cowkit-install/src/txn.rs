@@ -419,9 +419,9 @@ pub(crate) struct InDb {
     pub(crate) erased: Vec<Erased>,
     /// The database before the transaction, as far as its triggers need.
     pub(crate) db: Db,
-    /// Install-only packages go beside their installed versions: the
-    /// transaction is rpm's `-i` ([`InstallOnly::Beside`]).
-    pub(crate) beside: bool,
+    /// Install-only packages that go beside their installed versions
+    /// ([`InstallOnly::Beside`]): registered with rpm's `-i`.
+    pub(crate) beside: Vec<usize>,
     /// Then the installed versions kept, by name.
     pub(crate) kept: HashMap<String, Vec<String>>,
 }
@@ -453,18 +453,27 @@ fn check_in_db(
     };
     let beside = refuse::install_beside(pkgs, &instances, opts.install_only)?;
     let mut kept: HashMap<String, Vec<String>> = HashMap::new();
-    if beside {
-        for i in &instances {
+    for i in &instances {
+        if beside.iter().any(|&b| pkgs[b].name == i.name) {
             kept.entry(i.name.clone())
                 .or_default()
                 .push(i.nevra.clone());
         }
     }
+    // With nothing else upgraded, the whole transaction is rpm's `-i`;
+    // otherwise rpm's `-U` checks and orders it (its erasures of the kept
+    // versions are dropped) and `-i` checks the install-only packages
+    // among themselves and the installed ones.
+    let upgrades = pkgs
+        .iter()
+        .enumerate()
+        .any(|(i, p)| !beside.contains(&i) && instances.iter().any(|x| x.name == p.name));
+    let all_i = !beside.is_empty() && !upgrades;
     let nevras: Vec<String> = pkgs.iter().map(|p| p.nevra.clone()).collect();
     let check = Check {
         nodeps: opts.nodeps,
         replacefiles: opts.replacefiles,
-        install: beside,
+        install: all_i,
     };
     // A new root, and packages with no scriptlet or trigger to run: their
     // files can be placed while rpm checks (new directories unseen until
@@ -499,6 +508,45 @@ fn check_in_db(
         Some(pending) => pending.wait()?,
         None => rpm.check(packages, &check)?,
     };
+    let mut plan = plan;
+    if !beside.is_empty() && !all_i {
+        let paths: Vec<PathBuf> = beside.iter().map(|&b| packages[b].clone()).collect();
+        rpm.check(
+            &paths,
+            &Check {
+                nodeps: true,
+                install: true,
+                ..check
+            },
+        )?;
+        // The order of the transaction dnf builds: install elements for
+        // these, upgrades for the others (the kept versions are not in
+        // it, and change rpm's order when they are).
+        // dnf adds its installs before its upgrades (`_goal2transaction`),
+        // and rpm's order depends on that.
+        let how: Vec<(PathBuf, bool)> = beside
+            .iter()
+            .map(|&i| (packages[i].clone(), true))
+            .chain(
+                (0..packages.len())
+                    .filter(|i| !beside.contains(i))
+                    .map(|i| (packages[i].clone(), false)),
+            )
+            .collect();
+        plan.elements = rpm.order_mixed(&how)?;
+        plan.order = plan
+            .elements
+            .iter()
+            .filter(|(added, _)| *added)
+            .map(|(_, n)| n.clone())
+            .collect();
+        plan.erase = plan
+            .elements
+            .iter()
+            .filter(|(added, _)| !*added)
+            .map(|(_, n)| n.clone())
+            .collect();
+    }
     let order = refuse::plan_order(&plan, &nevras)?;
     let erased = erasures(rpm, pkgs, &plan.erase, instances)?;
     let mut db = if fresh {
@@ -596,7 +644,7 @@ pub(crate) fn register(
     placed: &[usize],
     found: Option<DbPath>,
     scratch: Option<cowkit_rpmdb::Scratch>,
-    beside: bool,
+    beside: &[usize],
     sum: &mut TxSummary,
 ) -> Result<()> {
     if !opts.db || placed.is_empty() {
@@ -634,12 +682,24 @@ pub(crate) fn register(
     };
     drop(scratch);
     if !moved {
-        let how = Check {
-            nodeps: true,
-            replacefiles: opts.replacefiles,
-            install: beside,
-        };
-        Rpm::new(root.path(), &db).register_as(&paths, &how)?;
+        // Upgrades with `-U`, install-only packages beside their installed
+        // versions with `-i` (one call when there is only one kind).
+        let rpm = Rpm::new(root.path(), &db);
+        for install in [false, true] {
+            let group: Vec<PathBuf> = placed
+                .iter()
+                .filter(|i| beside.contains(i) == install)
+                .map(|&i| pkgs[i].path.clone())
+                .collect();
+            if !group.is_empty() {
+                let how = Check {
+                    nodeps: true,
+                    replacefiles: opts.replacefiles,
+                    install,
+                };
+                rpm.register_as(&group, &how)?;
+            }
+        }
     }
     sum.seconds.register = t.elapsed().as_secs_f64();
     sum.registered = paths.len() as u64;

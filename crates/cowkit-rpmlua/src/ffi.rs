@@ -217,7 +217,9 @@ unsafe extern "C" fn log_hook(rec: LogRec, _data: *mut c_void) -> c_int {
     let (pri, msg) = unsafe { ((api.rec_priority)(rec), (api.rec_message)(rec)) };
     if pri <= RPMLOG_ERR && !msg.is_null() {
         // SAFETY: a non-NULL message is a NUL-terminated string.
-        let text = unsafe { CStr::from_ptr(msg) }.to_string_lossy().into_owned();
+        let text = unsafe { CStr::from_ptr(msg) }
+            .to_string_lossy()
+            .into_owned();
         if let Ok(mut c) = CAPTURED.lock() {
             if let Some(v) = c.as_mut() {
                 v.push(text);
@@ -450,7 +452,10 @@ pub fn transaction_signals() -> Result<(), String> {
         let mut act: libc::sigaction = std::mem::zeroed();
         act.sa_sigaction = libc::SIG_IGN;
         if libc::sigaction(libc::SIGPIPE, &act, ptr::null_mut()) != 0 {
-            return Err(format!("sigaction(SIGPIPE): {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "sigaction(SIGPIPE): {}",
+                std::io::Error::last_os_error()
+            ));
         }
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut set);
