@@ -371,3 +371,40 @@ fn a_root_the_host_cannot_enter_is_refused_with_the_reason() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_missing_rpm_library_is_refused_naming_it() {
+    if !as_root("a_missing_rpm_library_is_refused_naming_it", "mount namespace") {
+        return;
+    }
+    let dir = tempfile::tempdir_in(tmp()).unwrap();
+    // The host runs where rpm's I/O library is /dev/null (a private mount
+    // namespace): the library cannot be loaded.
+    let lib = std::fs::canonicalize("/usr/lib/x86_64-linux-gnu/librpmio.so.9").unwrap();
+    let exe = dir.path().join("no-rpmio.sh");
+    std::fs::write(
+        &exe,
+        format!(
+            "#!/bin/sh\nexec unshare -m sh -c 'mount --bind /dev/null {} && exec \"$0\" \"$@\"' '{}' \"$@\"\n",
+            lib.display(),
+            env!("CARGO_BIN_EXE_cowkit")
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let root = new_root(&dir.path().join("root"));
+    let res = LuaHost::start(&HostConfig {
+        exe,
+        root: root.clone(),
+        stdout_to_stderr: true,
+        defines: vec![],
+    });
+    match res {
+        Err(e @ Error::Unavailable { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains("cannot load librpmio.so.9"), "{msg}");
+            assert!(msg.contains(&root.display().to_string()), "{msg}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
