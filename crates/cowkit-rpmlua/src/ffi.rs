@@ -124,7 +124,20 @@ fn symbol<T: Copy>(lib: &Library, file: &str, name: &str) -> Result<T, String> {
     // (it lives in the `LOADED` static).
     unsafe { lib.get::<T>(name.as_bytes()) }
         .map(|s| *s)
-        .map_err(|e| format!("{file} has no `{name}` (is it rpm 4.18's?): {e}"))
+        .map_err(|e| format!("{file} has no `{name}` (is it rpm 4.18's?): {}", chain(&e)))
+}
+
+/// `e` and its sources, joined by `: ` (libloading puts `dlerror()`'s
+/// text in the source).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
 }
 
 fn open(file: &str, extra: c_int) -> Result<Library, String> {
@@ -132,7 +145,7 @@ fn open(file: &str, extra: c_int) -> Result<Library, String> {
     // those of libraries they link), which only initialise their own
     // state; no other thread of this process is calling `dlopen` on them.
     unsafe { Library::open(Some(file), RTLD_NOW | RTLD_GLOBAL | extra) }
-        .map_err(|e| format!("cannot load {file}: {e}"))
+        .map_err(|e| format!("cannot load {file}: {}", chain(&e)))
 }
 
 /// Loads rpm's libraries once per process (`RTLD_NOW | RTLD_GLOBAL`, as the
@@ -217,7 +230,9 @@ unsafe extern "C" fn log_hook(rec: LogRec, _data: *mut c_void) -> c_int {
     let (pri, msg) = unsafe { ((api.rec_priority)(rec), (api.rec_message)(rec)) };
     if pri <= RPMLOG_ERR && !msg.is_null() {
         // SAFETY: a non-NULL message is a NUL-terminated string.
-        let text = unsafe { CStr::from_ptr(msg) }.to_string_lossy().into_owned();
+        let text = unsafe { CStr::from_ptr(msg) }
+            .to_string_lossy()
+            .into_owned();
         if let Ok(mut c) = CAPTURED.lock() {
             if let Some(v) = c.as_mut() {
                 v.push(text);
@@ -450,7 +465,10 @@ pub fn transaction_signals() -> Result<(), String> {
         let mut act: libc::sigaction = std::mem::zeroed();
         act.sa_sigaction = libc::SIG_IGN;
         if libc::sigaction(libc::SIGPIPE, &act, ptr::null_mut()) != 0 {
-            return Err(format!("sigaction(SIGPIPE): {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "sigaction(SIGPIPE): {}",
+                std::io::Error::last_os_error()
+            ));
         }
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut set);

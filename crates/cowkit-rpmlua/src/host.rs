@@ -59,7 +59,11 @@ impl LuaHost {
             root: cfg.root.clone(),
         };
         let mut init = Enc::new(proto::INIT);
-        let defines: Vec<String> = cfg.defines.iter().map(|(n, v)| format!("{n} {v}")).collect();
+        let defines: Vec<String> = cfg
+            .defines
+            .iter()
+            .map(|(n, v)| format!("{n} {v}"))
+            .collect();
         init.bytes(cfg.root.as_os_str().as_bytes()).list(&defines);
         let reply = host.exchange(&init.0, "starting")?;
         let mut d = Dec(&reply);
@@ -125,7 +129,9 @@ impl LuaHost {
         let Some(mut child) = self.child.take() else {
             return Ok(());
         };
-        let status = child.wait().map_err(|e| self.broken("ending", "cannot wait".into(), Some(e)))?;
+        let status = child
+            .wait()
+            .map_err(|e| self.broken("ending", "cannot wait".into(), Some(e)))?;
         if status.success() {
             Ok(())
         } else {
@@ -142,7 +148,8 @@ impl LuaHost {
         let Some(ctl) = self.ctl.as_mut() else {
             return Err(self.broken(what, "it was already found broken".into(), None));
         };
-        let res = proto::write_frame(ctl, req).and_then(|()| proto::read_frame(ctl, proto::MAX_REPLY));
+        let res =
+            proto::write_frame(ctl, req).and_then(|()| proto::read_frame(ctl, proto::MAX_REPLY));
         match res {
             Ok(Some(reply)) => Ok(reply),
             Ok(None) => Err(self.broken(what, "it closed its socket".into(), None)),
@@ -206,7 +213,11 @@ fn encode_run(s: &LuaScript<'_>) -> Result<Vec<u8>> {
     if s.args.iter().any(|a| has_nul(a.as_bytes())) {
         return Err(nul("an argument"));
     }
-    if s.prefixes.unwrap_or_default().iter().any(|a| has_nul(a.as_bytes())) {
+    if s.prefixes
+        .unwrap_or_default()
+        .iter()
+        .any(|a| has_nul(a.as_bytes()))
+    {
         return Err(nul("an install prefix"));
     }
     if s.next_files.unwrap_or_default().iter().any(|f| has_nul(f)) {

@@ -182,7 +182,9 @@ pub enum Error {
         what: String,
     },
     /// The request would be over the host's limit.
-    #[error("scriptlet `{scriptlet}`: its request is {len} bytes, over the Lua host's limit of {max}")]
+    #[error(
+        "scriptlet `{scriptlet}`: its request is {len} bytes, over the Lua host's limit of {max}"
+    )]
     TooLarge {
         /// The scriptlet's name.
         scriptlet: String,

@@ -143,7 +143,10 @@ impl<'a> Dec<'a> {
         match self.u8()? {
             0 => Ok(None),
             1 => self.list().map(Some),
-            _ => Err(io::Error::new(io::ErrorKind::InvalidData, "a bad option byte")),
+            _ => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "a bad option byte",
+            )),
         }
     }
     /// Checks that nothing is left.
@@ -194,7 +197,10 @@ mod tests {
         write_frame(&mut buf, &[7u8; 100]).unwrap();
         let e = read_frame(&mut &buf[..], 99).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidData);
-        assert_eq!(read_frame(&mut &buf[..], 100).unwrap().unwrap(), vec![7u8; 100]);
+        assert_eq!(
+            read_frame(&mut &buf[..], 100).unwrap().unwrap(),
+            vec![7u8; 100]
+        );
         assert!(read_frame(&mut &b""[..], 100).unwrap().is_none());
         assert!(read_frame(&mut &buf[..2], 100).is_err());
     }

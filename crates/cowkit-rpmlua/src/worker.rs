@@ -115,7 +115,10 @@ fn start(root: &Path, defines: &[CString]) -> Result<(), String> {
     }
     for d in defines {
         if !ffi::define_macro(d) {
-            return Err(format!("rpm refused the macro definition `{}`", d.to_string_lossy()));
+            return Err(format!(
+                "rpm refused the macro definition `{}`",
+                d.to_string_lossy()
+            ));
         }
     }
     ffi::hook_log();
@@ -126,7 +129,8 @@ fn start(root: &Path, defines: &[CString]) -> Result<(), String> {
     ffi::ug_init();
     rustix::process::chroot(root)
         .map_err(|e| format!("cannot chroot into `{}`: {e}", root.display()))?;
-    rustix::process::chdir("/").map_err(|e| format!("cannot chdir to / in `{}`: {e}", root.display()))?;
+    rustix::process::chdir("/")
+        .map_err(|e| format!("cannot chdir to / in `{}`: {e}", root.display()))?;
     Ok(())
 }
 
