@@ -55,6 +55,7 @@ log("expand", rpm.expand(m("@{_bindir}|@{_rpmconfigdir}|@{?cowkit_lua_test}|@{lu
 rpm.define("cowkit_lua_later 1")
 log("execute", tostring(rpm.execute("/bin/sh", "-c", "echo execute $0 >> /log", "zero")))
 log("execute-fails", tostring(select("#", rpm.execute("/bin/sh", "-c", "exit 3"))))
+rpm.execute("/bin/sh", "-c", "grep -E '^Sig(Blk|Ign)' /proc/self/status >> /log; umask >> /log")
 local pid = posix.fork()
 if pid == 0 then
   posix.exec("/bin/sh", "-c", "echo forked-exec $0 >> /log", "arg0")
@@ -144,16 +145,24 @@ fn query(pkg: &Path, format: &str) -> String {
 }
 
 /// A root with a static busybox as `/bin/sh` (for `rpm.execute` and
-/// `posix.exec`) and `/opt`.
+/// `posix.exec`), `/opt`, and `/proc` (a mount point).
 fn new_root(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(dir.join("bin")).unwrap();
+    std::fs::create_dir_all(dir.join("proc")).unwrap();
     std::fs::create_dir_all(dir.join("opt")).unwrap();
     std::fs::copy("/usr/bin/busybox", dir.join("bin/sh")).unwrap();
     dir.to_path_buf()
 }
 
-/// A program that runs `cowkit` with stdout and stderr appended to files.
-fn capturing_exe(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+/// `sh -c` text that mounts a `/proc` on `ROOT/proc` in a mount namespace
+/// of its own (gone with the process) and runs `PROGRAM ARGS...`; its
+/// arguments are `ROOT PROGRAM ARGS...`.
+const WITH_PROC: &str =
+    r#"root=$0; prog=$1; shift; mount -t proc proc "$root/proc" && exec "$prog" "$@""#;
+
+/// A program that runs `cowkit` with `/proc` in `root` and stdout and
+/// stderr appended to files.
+fn capturing_exe(dir: &Path, root: &Path) -> (PathBuf, PathBuf, PathBuf) {
     let (out, err, exe) = (
         dir.join("host.out"),
         dir.join("host.err"),
@@ -162,7 +171,8 @@ fn capturing_exe(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     std::fs::write(
         &exe,
         format!(
-            "#!/bin/sh\nexec '{}' \"$@\" >>'{}' 2>>'{}'\n",
+            "#!/bin/sh\nexec unshare -m sh -c '{WITH_PROC}' '{}' '{}' \"$@\" >>'{}' 2>>'{}'\n",
+            root.display(),
             env!("CARGO_BIN_EXE_cowkit"),
             out.display(),
             err.display()
@@ -259,8 +269,10 @@ fn lua_scriptlets_run_as_rpm_runs_them() {
 
     // rpm itself.
     let r1 = new_root(&d.join("r1"));
-    let rpm = Command::new("rpm")
-        .arg("--root")
+    let rpm = Command::new("unshare")
+        .args(["-m", "sh", "-c", WITH_PROC])
+        .arg(&r1)
+        .args(["rpm", "--root"])
         .arg(&r1)
         .args(["--define", "cowkit_lua_test 42", "-i", "--nodeps"])
         .arg(&a)
@@ -271,7 +283,7 @@ fn lua_scriptlets_run_as_rpm_runs_them() {
 
     // The host, on a twin root, in rpm's order.
     let r2 = new_root(&d.join("r2"));
-    let (exe, out, err) = capturing_exe(d);
+    let (exe, out, err) = capturing_exe(d, &r2);
     let mut host = LuaHost::start(&HostConfig {
         exe,
         root: r2.clone(),
@@ -378,6 +390,11 @@ fn lua_scriptlets_run_as_rpm_runs_them() {
         "expand /usr/bin|/usr/lib/rpm|42|42|\n", "defined earlier 1\n",
         "execute zero\nexecute 0.0\nexecute-fails 3\n",
         "forked-exec arg0\nwaited true\n",
+        // rpmtsRun's signal mask (rpmsqBlock: all but ILL, ABRT, BUS, FPE,
+        // SEGV, TSTP, and what cannot be blocked) and umask; the ignored
+        // set (SIGPIPE, and what the test inherited) is compared above.
+        "SigBlk:\tfffffffe7ff3fa17\nSigIgn:\t",
+        "\n0022\n",
         "child before os.exit\nchild returns without exec\n",
         "parent os.exit exit not permitted in this context\n",
         "exec without fork exec not permitted in this context\n",
