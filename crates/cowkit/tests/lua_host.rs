@@ -529,3 +529,46 @@ fn a_missing_rpm_library_is_refused_naming_it() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_scriptlet_that_kills_the_host_is_an_error_not_an_outcome() {
+    if !as_root(
+        "a_scriptlet_that_kills_the_host_is_an_error_not_an_outcome",
+        "chroot",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir_in(tmp()).unwrap();
+    let root = new_root(&dir.path().join("root"));
+    let mut host = LuaHost::start(&HostConfig {
+        exe: env!("CARGO_BIN_EXE_cowkit").into(),
+        root,
+        stdout_to_stderr: true,
+        defines: vec![],
+    })
+    .unwrap();
+    let args = argv(&["<lua>".to_string()], Some(1), None);
+    let script = |body| LuaScript {
+        name: "%post(killer-1-1.noarch)",
+        body,
+        args: &args,
+        arg1: true,
+        arg2: false,
+        prefixes: None,
+        next_files: None,
+    };
+    assert_eq!(host.run(&script("x = 1")).unwrap(), Outcome::Ok);
+    match host.run(&script(r#"rpm.execute("/bin/sh", "-c", "kill -9 $PPID")"#)) {
+        Err(e @ Error::Broken { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains("while %post(killer-1-1.noarch)"), "{msg}");
+            assert!(msg.contains("signal: 9"), "{msg}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // It stays broken, saying so, and dropping it is fine.
+    assert!(matches!(
+        host.run(&script("x = 2")),
+        Err(Error::Broken { .. })
+    ));
+}
