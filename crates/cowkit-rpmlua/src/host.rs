@@ -157,7 +157,7 @@ impl LuaHost {
             proto::write_frame(ctl, req).and_then(|()| proto::read_frame(ctl, proto::MAX_REPLY));
         match res {
             Ok(Some(reply)) => Ok(reply),
-            Ok(None) => Err(self.broken(what, "it closed its socket".into(), None)),
+            Ok(None) => Err(self.broken(what, "its socket closed".into(), None)),
             Err(e) => Err(self.broken(what, "its socket failed".into(), Some(e))),
         }
     }

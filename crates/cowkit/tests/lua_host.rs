@@ -235,8 +235,8 @@ impl Twin<'_> {
 }
 
 #[test]
-fn lua_scriptlets_run_as_rpm_runs_them() {
-    if !as_root("lua_scriptlets_run_as_rpm_runs_them", "chroot") {
+fn issue_26_lua_scriptlets_run_as_rpm_runs_them() {
+    if !as_root("issue_26_lua_scriptlets_run_as_rpm_runs_them", "chroot") {
         return;
     }
     cowkit_rpmlua::available().expect("rpm's Lua loads on this machine");
@@ -456,9 +456,9 @@ fn lua_scriptlets_run_as_rpm_runs_them() {
 }
 
 #[test]
-fn a_root_the_host_cannot_enter_is_refused_with_the_reason() {
+fn issue_26_a_root_the_host_cannot_enter_is_refused_with_the_reason() {
     if !as_root(
-        "a_root_the_host_cannot_enter_is_refused_with_the_reason",
+        "issue_26_a_root_the_host_cannot_enter_is_refused_with_the_reason",
         "chroot",
     ) {
         return;
@@ -488,9 +488,9 @@ fn a_root_the_host_cannot_enter_is_refused_with_the_reason() {
 }
 
 #[test]
-fn a_missing_rpm_library_is_refused_naming_it() {
+fn issue_26_a_missing_rpm_library_is_refused_naming_it() {
     if !as_root(
-        "a_missing_rpm_library_is_refused_naming_it",
+        "issue_26_a_missing_rpm_library_is_refused_naming_it",
         "mount namespace",
     ) {
         return;
@@ -531,9 +531,9 @@ fn a_missing_rpm_library_is_refused_naming_it() {
 }
 
 #[test]
-fn a_scriptlet_that_kills_the_host_is_an_error_not_an_outcome() {
+fn issue_26_a_scriptlet_that_kills_the_host_is_an_error_not_an_outcome() {
     if !as_root(
-        "a_scriptlet_that_kills_the_host_is_an_error_not_an_outcome",
+        "issue_26_a_scriptlet_that_kills_the_host_is_an_error_not_an_outcome",
         "chroot",
     ) {
         return;
