@@ -234,14 +234,9 @@ impl Twin<'_> {
     }
 }
 
-#[test]
-fn issue_26_lua_scriptlets_run_as_rpm_runs_them() {
-    if !as_root("issue_26_lua_scriptlets_run_as_rpm_runs_them", "chroot") {
-        return;
-    }
-    cowkit_rpmlua::available().expect("rpm's Lua loads on this machine");
-    let dir = tempfile::tempdir_in(tmp()).unwrap();
-    let d = dir.path();
+/// The two packages: `lua-a` (relocatable, every kind of Lua scriptlet,
+/// a trigger on `lua-b`) and `lua-b` (a failing `%post`).
+fn build_packages(d: &Path) -> (PathBuf, PathBuf) {
     let a = package(
         d,
         "lua-a",
@@ -264,29 +259,47 @@ fn issue_26_lua_scriptlets_run_as_rpm_runs_them() {
         "/srv/b",
         &format!("%post -p <lua>\n{POST_B}\n%posttrans -p <lua>\n{POSTTRANS_B}\n"),
     );
-    let escape = Path::new("/cowkit-lua-escape-check");
-    let _ = std::fs::remove_file(escape);
+    (a, b)
+}
 
-    // rpm itself.
-    let r1 = new_root(&d.join("r1"));
-    let rpm = Command::new("unshare")
+/// `rpm --root r1 --define "cowkit_lua_test 42" -i --nodeps a b`, with
+/// `/proc` in the root.
+fn rpm_install(r1: &Path, a: &Path, b: &Path) -> std::process::Output {
+    Command::new("unshare")
         .args(["-m", "sh", "-c", WITH_PROC])
-        .arg(&r1)
+        .arg(r1)
         .args(["rpm", "--root"])
-        .arg(&r1)
+        .arg(r1)
         .args(["--define", "cowkit_lua_test 42", "-i", "--nodeps"])
-        .arg(&a)
-        .arg(&b)
+        .arg(a)
+        .arg(b)
         .output()
-        .unwrap();
-    let rpm_err = String::from_utf8_lossy(&rpm.stderr).into_owned();
+        .unwrap()
+}
 
-    // The host, on a twin root, in rpm's order.
-    let r2 = new_root(&d.join("r2"));
-    let (exe, out, err) = capturing_exe(d, &r2);
+/// One step of the twin install.
+enum Step<'a> {
+    /// Place a package's files (`rpm2cpio | cpio`).
+    Files(&'a Path),
+    /// A scriptlet: package, its name in rpm, the query of its body, `$1`
+    /// and `$2`, whether the package's prefixes apply, the query of the
+    /// trigger prefixes whose files `rpm.next_file()` yields.
+    Run(&'a Path, &'a str, &'a str, Counts, bool, Option<&'a str>),
+}
+
+type Counts = (Option<u32>, Option<u32>);
+
+/// The same scriptlets through `LuaHost` on `r2`, in rpm's order (as
+/// rpm's log shows it): every %pretrans (no install prefixes yet); lua-b
+/// first (lua-a triggers on it); file triggers of priority >= 10000 before
+/// %post, then this package's triggers on installed ones; %posttrans in
+/// element order; then the new packages' own %transfiletriggerin. Returns
+/// the failures' reasons and the files with the host's stdout and stderr.
+fn host_install(d: &Path, r2: &Path, a: &Path, b: &Path) -> (Vec<String>, PathBuf, PathBuf) {
+    let (exe, out, err) = capturing_exe(d, r2);
     let mut host = LuaHost::start(&HostConfig {
         exe,
-        root: r2.clone(),
+        root: r2.to_path_buf(),
         stdout_to_stderr: false,
         defines: vec![("cowkit_lua_test".into(), "42".into())],
     })
@@ -295,93 +308,62 @@ fn issue_26_lua_scriptlets_run_as_rpm_runs_them() {
         host: &mut host,
         failures: Vec::new(),
     };
-    let pfx = ["/opt".to_string()];
-    let pfx = Some(&pfx[..]);
-    let (na, nb) = ("lua-a-1-1.noarch", "lua-b-1-1.noarch");
-    // rpm's order: every %pretrans (no install prefixes yet); lua-b first
-    // (lua-a triggers on it); file triggers of priority >= 10000 before
-    // %post, then this package's triggers on installed ones; %posttrans in
-    // element order; then the new packages' own %transfiletriggerin.
-    t.run(
-        &format!("%pretrans({na})"),
-        &query(&a, "%{PRETRANS}"),
-        (Some(1), None),
-        None,
-        None,
-    );
-    cpio_extract(&b, &r2);
-    t.run(
-        &format!("%post({nb})"),
-        &query(&b, "%{POSTIN}"),
-        (Some(1), None),
-        None,
-        None,
-    );
-    t.run(
-        &format!("%prein({na})"),
-        &query(&a, "%{PREIN}"),
-        (Some(1), None),
-        pfx,
-        None,
-    );
-    cpio_extract(&a, &r2);
-    let own = matching(&a, "[%{FILETRIGGERNAME}\n]");
-    let ft = query(&a, "[%{FILETRIGGERSCRIPTS}]");
-    t.run(
-        &format!("%filetriggerin({na})"),
-        &ft,
-        (Some(0), None),
-        pfx,
-        Some(&own),
-    );
-    t.run(
-        &format!("%post({na})"),
-        &query(&a, "%{POSTIN}"),
-        (Some(1), None),
-        pfx,
-        None,
-    );
-    let trig = query(&a, "[%{TRIGGERSCRIPTS}]");
-    t.run(
-        &format!("%triggerin({na})"),
-        &trig,
-        (Some(1), Some(1)),
-        pfx,
-        None,
-    );
-    t.run(
-        &format!("%posttrans({nb})"),
-        &query(&b, "%{POSTTRANS}"),
-        (Some(1), None),
-        None,
-        None,
-    );
-    t.run(
-        &format!("%posttrans({na})"),
-        &query(&a, "%{POSTTRANS}"),
-        (Some(1), None),
-        pfx,
-        None,
-    );
-    let all = matching(&a, "[%{TRANSFILETRIGGERNAME}\n]");
-    let tft = query(&a, "[%{TRANSFILETRIGGERSCRIPTS}]");
-    t.run(
-        &format!("%transfiletriggerin({na})"),
-        &tft,
-        (Some(0), None),
-        pfx,
-        Some(&all),
-    );
+    let one = (Some(1), None);
+    let file = (Some(0), None);
+    let steps = [
+        Step::Run(a, "pretrans", "%{PRETRANS}", one, false, None),
+        Step::Files(b),
+        Step::Run(b, "post", "%{POSTIN}", one, false, None),
+        Step::Run(a, "prein", "%{PREIN}", one, true, None),
+        Step::Files(a),
+        Step::Run(
+            a,
+            "filetriggerin",
+            "[%{FILETRIGGERSCRIPTS}]",
+            file,
+            true,
+            Some("[%{FILETRIGGERNAME}\n]"),
+        ),
+        Step::Run(a, "post", "%{POSTIN}", one, true, None),
+        Step::Run(
+            a,
+            "triggerin",
+            "[%{TRIGGERSCRIPTS}]",
+            (Some(1), Some(1)),
+            true,
+            None,
+        ),
+        Step::Run(b, "posttrans", "%{POSTTRANS}", one, false, None),
+        Step::Run(a, "posttrans", "%{POSTTRANS}", one, true, None),
+        Step::Run(
+            a,
+            "transfiletriggerin",
+            "[%{TRANSFILETRIGGERSCRIPTS}]",
+            file,
+            true,
+            Some("[%{TRANSFILETRIGGERNAME}\n]"),
+        ),
+    ];
+    for step in steps {
+        match step {
+            Step::Files(pkg) => cpio_extract(pkg, r2),
+            Step::Run(pkg, tag, body, counts, relocatable, files) => {
+                let name = format!("%{tag}({})", query(pkg, "%{NEVRA}"));
+                let pfx = query(pkg, "[%{PREFIXES}\n]");
+                let pfx: Vec<String> = pfx.lines().map(String::from).collect();
+                let files = files.map(|f| matching(pkg, f));
+                let pfx = relocatable.then_some(&pfx[..]);
+                t.run(&name, &query(pkg, body), counts, pfx, files.as_deref());
+            }
+        }
+    }
     let failures = std::mem::take(&mut t.failures);
     host.finish().unwrap();
+    (failures, out, err)
+}
 
-    let log1 = std::fs::read_to_string(r1.join("log")).unwrap();
-    let log2 = std::fs::read_to_string(r2.join("log")).unwrap();
-    assert_eq!(
-        log2, log1,
-        "the scripts' log differs from rpm's (left: cowkit, right: rpm)"
-    );
-    // What the log must show, so that the comparison above means something.
+/// What rpm's log must show, so that comparing with it means something.
+fn check_rpm_log(log: &str) {
     for want in [
         "pretrans-a args=<lua>:string,1:integer n=2 opt=table optn=nil cwd=/ umask=rwxr-xr-x prefix=nil next_file=nil count=1",
         "pre-a sees nil",
@@ -392,7 +374,7 @@ fn issue_26_lua_scriptlets_run_as_rpm_runs_them() {
         "forked-exec arg0\nwaited true\n",
         // rpmtsRun's signal mask (rpmsqBlock: all but ILL, ABRT, BUS, FPE,
         // SEGV, TSTP, and what cannot be blocked) and umask; the ignored
-        // set (SIGPIPE, and what the test inherited) is compared above.
+        // set (SIGPIPE, and what the test inherited) is compared with rpm's.
         "SigBlk:\tfffffffe7ff3fa17\nSigIgn:\t",
         "\n0022\n",
         "child before os.exit\nchild returns without exec\n",
@@ -405,24 +387,47 @@ fn issue_26_lua_scriptlets_run_as_rpm_runs_them() {
         "survived the failure, global count is 7 log is function",
         "T /opt/a\nT /opt/a/f1\nT /opt/a/sub\nT /opt/a/sub/f3\nT /opt/b\nT /opt/b/f2\nT /opt/b\nT /opt/b/f2\nT count 8 then /opt/a\n",
     ] {
-        assert!(log1.contains(want), "rpm's log lacks {want:?}:\n{log1}");
+        assert!(log.contains(want), "rpm's log lacks {want:?}:\n{log}");
     }
-    assert!(!log1.contains("child os.exit returned"), "{log1}");
+    assert!(!log.contains("child os.exit returned"), "{log}");
+}
+
+#[test]
+fn issue_26_lua_scriptlets_run_as_rpm_runs_them() {
+    if !as_root("issue_26_lua_scriptlets_run_as_rpm_runs_them", "chroot") {
+        return;
+    }
+    cowkit_rpmlua::available().expect("rpm's Lua loads on this machine");
+    let dir = tempfile::tempdir_in(tmp()).unwrap();
+    let d = dir.path();
+    let (a, b) = build_packages(d);
+    let escape = Path::new("/cowkit-lua-escape-check");
+    let _ = std::fs::remove_file(escape);
+    let r1 = new_root(&d.join("r1"));
+    let rpm = rpm_install(&r1, &a, &b);
+    let rpm_err = String::from_utf8_lossy(&rpm.stderr).into_owned();
+    let r2 = new_root(&d.join("r2"));
+    let (failures, out, err) = host_install(d, &r2, &a, &b);
+
+    let log1 = std::fs::read_to_string(r1.join("log")).unwrap();
+    let log2 = std::fs::read_to_string(r2.join("log")).unwrap();
+    assert_eq!(
+        log2, log1,
+        "the scripts' log differs from rpm's (left: cowkit, right: rpm)"
+    );
+    check_rpm_log(&log1);
     for f in [
         "x",
         "cowkit-lua-escape-check",
         "umask-after-post-a",
         "opt/a/f1",
     ] {
-        assert_eq!(
-            std::fs::metadata(r2.join(f))
+        let mode = |r: &Path| {
+            std::fs::metadata(r.join(f))
                 .map(|m| m.permissions().mode())
-                .ok(),
-            std::fs::metadata(r1.join(f))
-                .map(|m| m.permissions().mode())
-                .ok(),
-            "/{f}"
-        );
+                .ok()
+        };
+        assert_eq!(mode(&r2), mode(&r1), "/{f}");
         assert!(r2.join(f).exists(), "/{f}");
     }
     assert!(!escape.exists(), "a scriptlet escaped the root through ..");
@@ -436,12 +441,8 @@ fn issue_26_lua_scriptlets_run_as_rpm_runs_them() {
     );
     assert!(out.contains("print from post-a\t1\tnil\ttrue\n"), "{out}");
     assert_eq!(failures.len(), 1, "{failures:?}");
-    assert!(
-        failures[0].starts_with(
-            "lua script failed: [string \"%post(lua-b-1-1.noarch)\"]:3: boom from post-b"
-        ),
-        "{failures:?}"
-    );
+    let boom = "lua script failed: [string \"%post(lua-b-1-1.noarch)\"]:3: boom from post-b";
+    assert!(failures[0].starts_with(boom), "{failures:?}");
     let err = std::fs::read_to_string(err).unwrap();
     for line in [
         format!("error: {}\n", failures[0]),
