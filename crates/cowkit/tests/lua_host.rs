@@ -206,7 +206,6 @@ struct Twin<'a> {
 }
 
 impl Twin<'_> {
-    #[allow(clippy::too_many_arguments)]
     fn run(
         &mut self,
         name: &str,
