@@ -558,6 +558,13 @@ fn issue_26_a_scriptlet_that_kills_the_host_is_an_error_not_an_outcome() {
         next_files: None,
     };
     assert_eq!(host.run(&script("x = 1")).unwrap(), Outcome::Ok);
+    // A syntax error is a scriptlet failure, in rpm's words; the host goes on.
+    let why = "invalid syntax in lua script: [string \"%post(killer-1-1.noarch)\"]:1: ";
+    match host.run(&script("x = = 1")).unwrap() {
+        Outcome::Failed(reason) => assert!(reason.starts_with(why), "{reason}"),
+        Outcome::Ok => panic!("a syntax error ran"),
+    }
+    assert_eq!(host.run(&script("assert(x == 1)")).unwrap(), Outcome::Ok);
     match host.run(&script(r#"rpm.execute("/bin/sh", "-c", "kill -9 $PPID")"#)) {
         Err(e @ Error::Broken { .. }) => {
             let msg = e.to_string();
