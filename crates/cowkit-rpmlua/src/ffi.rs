@@ -368,7 +368,10 @@ pub fn run_lua_script(s: Script<'_>) -> (Rc, Vec<String>) {
         }
     }
     if has_next {
-        // SAFETY: the `rpm` table pushed above is still at the top.
+        // SAFETY: the calls runLuaScript makes here, on the stack it leaves:
+        // index -2 is the `rpm` table pushed above (values a script
+        // `return`s stay on the stack, in rpm as here: the same calls have
+        // the same effect, a Lua panic included).
         unsafe {
             (api.pushnil)(l);
             (api.setfield)(l, -2, c"next_file".as_ptr());
