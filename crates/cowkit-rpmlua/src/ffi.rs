@@ -124,7 +124,20 @@ fn symbol<T: Copy>(lib: &Library, file: &str, name: &str) -> Result<T, String> {
     // (it lives in the `LOADED` static).
     unsafe { lib.get::<T>(name.as_bytes()) }
         .map(|s| *s)
-        .map_err(|e| format!("{file} has no `{name}` (is it rpm 4.18's?): {e}"))
+        .map_err(|e| format!("{file} has no `{name}` (is it rpm 4.18's?): {}", chain(&e)))
+}
+
+/// `e` and its sources, joined by `: ` (libloading puts `dlerror()`'s
+/// text in the source).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
 }
 
 fn open(file: &str, extra: c_int) -> Result<Library, String> {
@@ -132,7 +145,7 @@ fn open(file: &str, extra: c_int) -> Result<Library, String> {
     // those of libraries they link), which only initialise their own
     // state; no other thread of this process is calling `dlopen` on them.
     unsafe { Library::open(Some(file), RTLD_NOW | RTLD_GLOBAL | extra) }
-        .map_err(|e| format!("cannot load {file}: {e}"))
+        .map_err(|e| format!("cannot load {file}: {}", chain(&e)))
 }
 
 /// Loads rpm's libraries once per process (`RTLD_NOW | RTLD_GLOBAL`, as the
@@ -355,7 +368,10 @@ pub fn run_lua_script(s: Script<'_>) -> (Rc, Vec<String>) {
         }
     }
     if has_next {
-        // SAFETY: the `rpm` table pushed above is still at the top.
+        // SAFETY: the calls runLuaScript makes here, on the stack it leaves:
+        // index -2 is the `rpm` table pushed above (values a script
+        // `return`s stay on the stack, in rpm as here: the same calls have
+        // the same effect, a Lua panic included).
         unsafe {
             (api.pushnil)(l);
             (api.setfield)(l, -2, c"next_file".as_ptr());

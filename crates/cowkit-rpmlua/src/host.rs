@@ -26,6 +26,11 @@ impl LuaHost {
     /// Starts `cfg.exe __lua-host`, which loads rpm's libraries, reads rpm's
     /// configuration (plus `cfg.defines`), and chroots into `cfg.root`.
     ///
+    /// The host dies with the thread that starts it (`PR_SET_PDEATHSIG`,
+    /// like cowkit's other workers): start it on a thread that outlives it.
+    /// It inherits this process's environment, as rpm's scriptlets inherit
+    /// rpm's.
+    ///
     /// # Errors
     ///
     /// [`Error::RelativeRoot`] (rpm refuses a relative `--root` too);
@@ -152,7 +157,7 @@ impl LuaHost {
             proto::write_frame(ctl, req).and_then(|()| proto::read_frame(ctl, proto::MAX_REPLY));
         match res {
             Ok(Some(reply)) => Ok(reply),
-            Ok(None) => Err(self.broken(what, "it closed its socket".into(), None)),
+            Ok(None) => Err(self.broken(what, "its socket closed".into(), None)),
             Err(e) => Err(self.broken(what, "its socket failed".into(), Some(e))),
         }
     }

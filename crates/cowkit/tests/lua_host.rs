@@ -55,6 +55,7 @@ log("expand", rpm.expand(m("@{_bindir}|@{_rpmconfigdir}|@{?cowkit_lua_test}|@{lu
 rpm.define("cowkit_lua_later 1")
 log("execute", tostring(rpm.execute("/bin/sh", "-c", "echo execute $0 >> /log", "zero")))
 log("execute-fails", tostring(select("#", rpm.execute("/bin/sh", "-c", "exit 3"))))
+rpm.execute("/bin/sh", "-c", "grep -E '^Sig(Blk|Ign)' /proc/self/status >> /log; umask >> /log")
 local pid = posix.fork()
 if pid == 0 then
   posix.exec("/bin/sh", "-c", "echo forked-exec $0 >> /log", "arg0")
@@ -144,16 +145,24 @@ fn query(pkg: &Path, format: &str) -> String {
 }
 
 /// A root with a static busybox as `/bin/sh` (for `rpm.execute` and
-/// `posix.exec`) and `/opt`.
+/// `posix.exec`), `/opt`, and `/proc` (a mount point).
 fn new_root(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(dir.join("bin")).unwrap();
+    std::fs::create_dir_all(dir.join("proc")).unwrap();
     std::fs::create_dir_all(dir.join("opt")).unwrap();
     std::fs::copy("/usr/bin/busybox", dir.join("bin/sh")).unwrap();
     dir.to_path_buf()
 }
 
-/// A program that runs `cowkit` with stdout and stderr appended to files.
-fn capturing_exe(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+/// `sh -c` text that mounts a `/proc` on `ROOT/proc` in a mount namespace
+/// of its own (gone with the process) and runs `PROGRAM ARGS...`; its
+/// arguments are `ROOT PROGRAM ARGS...`.
+const WITH_PROC: &str =
+    r#"root=$0; prog=$1; shift; mount -t proc proc "$root/proc" && exec "$prog" "$@""#;
+
+/// A program that runs `cowkit` with `/proc` in `root` and stdout and
+/// stderr appended to files.
+fn capturing_exe(dir: &Path, root: &Path) -> (PathBuf, PathBuf, PathBuf) {
     let (out, err, exe) = (
         dir.join("host.out"),
         dir.join("host.err"),
@@ -162,7 +171,8 @@ fn capturing_exe(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     std::fs::write(
         &exe,
         format!(
-            "#!/bin/sh\nexec '{}' \"$@\" >>'{}' 2>>'{}'\n",
+            "#!/bin/sh\nexec unshare -m sh -c '{WITH_PROC}' '{}' '{}' \"$@\" >>'{}' 2>>'{}'\n",
+            root.display(),
             env!("CARGO_BIN_EXE_cowkit"),
             out.display(),
             err.display()
@@ -196,7 +206,6 @@ struct Twin<'a> {
 }
 
 impl Twin<'_> {
-    #[allow(clippy::too_many_arguments)]
     fn run(
         &mut self,
         name: &str,
@@ -224,14 +233,9 @@ impl Twin<'_> {
     }
 }
 
-#[test]
-fn lua_scriptlets_run_as_rpm_runs_them() {
-    if !as_root("lua_scriptlets_run_as_rpm_runs_them", "chroot") {
-        return;
-    }
-    cowkit_rpmlua::available().expect("rpm's Lua loads on this machine");
-    let dir = tempfile::tempdir_in(tmp()).unwrap();
-    let d = dir.path();
+/// The two packages: `lua-a` (relocatable, every kind of Lua scriptlet,
+/// a trigger on `lua-b`) and `lua-b` (a failing `%post`).
+fn build_packages(d: &Path) -> (PathBuf, PathBuf) {
     let a = package(
         d,
         "lua-a",
@@ -254,27 +258,47 @@ fn lua_scriptlets_run_as_rpm_runs_them() {
         "/srv/b",
         &format!("%post -p <lua>\n{POST_B}\n%posttrans -p <lua>\n{POSTTRANS_B}\n"),
     );
-    let escape = Path::new("/cowkit-lua-escape-check");
-    let _ = std::fs::remove_file(escape);
+    (a, b)
+}
 
-    // rpm itself.
-    let r1 = new_root(&d.join("r1"));
-    let rpm = Command::new("rpm")
-        .arg("--root")
-        .arg(&r1)
+/// `rpm --root r1 --define "cowkit_lua_test 42" -i --nodeps a b`, with
+/// `/proc` in the root.
+fn rpm_install(r1: &Path, a: &Path, b: &Path) -> std::process::Output {
+    Command::new("unshare")
+        .args(["-m", "sh", "-c", WITH_PROC])
+        .arg(r1)
+        .args(["rpm", "--root"])
+        .arg(r1)
         .args(["--define", "cowkit_lua_test 42", "-i", "--nodeps"])
-        .arg(&a)
-        .arg(&b)
+        .arg(a)
+        .arg(b)
         .output()
-        .unwrap();
-    let rpm_err = String::from_utf8_lossy(&rpm.stderr).into_owned();
+        .unwrap()
+}
 
-    // The host, on a twin root, in rpm's order.
-    let r2 = new_root(&d.join("r2"));
-    let (exe, out, err) = capturing_exe(d);
+/// One step of the twin install.
+enum Step<'a> {
+    /// Place a package's files (`rpm2cpio | cpio`).
+    Files(&'a Path),
+    /// A scriptlet: package, its name in rpm, the query of its body, `$1`
+    /// and `$2`, whether the package's prefixes apply, the query of the
+    /// trigger prefixes whose files `rpm.next_file()` yields.
+    Run(&'a Path, &'a str, &'a str, Counts, bool, Option<&'a str>),
+}
+
+type Counts = (Option<u32>, Option<u32>);
+
+/// The same scriptlets through `LuaHost` on `r2`, in rpm's order (as
+/// rpm's log shows it): every %pretrans (no install prefixes yet); lua-b
+/// first (lua-a triggers on it); file triggers of priority >= 10000 before
+/// %post, then this package's triggers on installed ones; %posttrans in
+/// element order; then the new packages' own %transfiletriggerin. Returns
+/// the failures' reasons and the files with the host's stdout and stderr.
+fn host_install(d: &Path, r2: &Path, a: &Path, b: &Path) -> (Vec<String>, PathBuf, PathBuf) {
+    let (exe, out, err) = capturing_exe(d, r2);
     let mut host = LuaHost::start(&HostConfig {
         exe,
-        root: r2.clone(),
+        root: r2.to_path_buf(),
         stdout_to_stderr: false,
         defines: vec![("cowkit_lua_test".into(), "42".into())],
     })
@@ -283,93 +307,62 @@ fn lua_scriptlets_run_as_rpm_runs_them() {
         host: &mut host,
         failures: Vec::new(),
     };
-    let pfx = vec!["/opt".to_string()];
-    let pfx = Some(&pfx[..]);
-    let (na, nb) = ("lua-a-1-1.noarch", "lua-b-1-1.noarch");
-    // rpm's order: every %pretrans (no install prefixes yet); lua-b first
-    // (lua-a triggers on it); file triggers of priority >= 10000 before
-    // %post, then this package's triggers on installed ones; %posttrans in
-    // element order; then the new packages' own %transfiletriggerin.
-    t.run(
-        &format!("%pretrans({na})"),
-        &query(&a, "%{PRETRANS}"),
-        (Some(1), None),
-        None,
-        None,
-    );
-    cpio_extract(&b, &r2);
-    t.run(
-        &format!("%post({nb})"),
-        &query(&b, "%{POSTIN}"),
-        (Some(1), None),
-        None,
-        None,
-    );
-    t.run(
-        &format!("%prein({na})"),
-        &query(&a, "%{PREIN}"),
-        (Some(1), None),
-        pfx,
-        None,
-    );
-    cpio_extract(&a, &r2);
-    let own = matching(&a, "[%{FILETRIGGERNAME}\n]");
-    let ft = query(&a, "[%{FILETRIGGERSCRIPTS}]");
-    t.run(
-        &format!("%filetriggerin({na})"),
-        &ft,
-        (Some(0), None),
-        pfx,
-        Some(&own),
-    );
-    t.run(
-        &format!("%post({na})"),
-        &query(&a, "%{POSTIN}"),
-        (Some(1), None),
-        pfx,
-        None,
-    );
-    let trig = query(&a, "[%{TRIGGERSCRIPTS}]");
-    t.run(
-        &format!("%triggerin({na})"),
-        &trig,
-        (Some(1), Some(1)),
-        pfx,
-        None,
-    );
-    t.run(
-        &format!("%posttrans({nb})"),
-        &query(&b, "%{POSTTRANS}"),
-        (Some(1), None),
-        None,
-        None,
-    );
-    t.run(
-        &format!("%posttrans({na})"),
-        &query(&a, "%{POSTTRANS}"),
-        (Some(1), None),
-        pfx,
-        None,
-    );
-    let all = matching(&a, "[%{TRANSFILETRIGGERNAME}\n]");
-    let tft = query(&a, "[%{TRANSFILETRIGGERSCRIPTS}]");
-    t.run(
-        &format!("%transfiletriggerin({na})"),
-        &tft,
-        (Some(0), None),
-        pfx,
-        Some(&all),
-    );
+    let one = (Some(1), None);
+    let file = (Some(0), None);
+    let steps = [
+        Step::Run(a, "pretrans", "%{PRETRANS}", one, false, None),
+        Step::Files(b),
+        Step::Run(b, "post", "%{POSTIN}", one, false, None),
+        Step::Run(a, "prein", "%{PREIN}", one, true, None),
+        Step::Files(a),
+        Step::Run(
+            a,
+            "filetriggerin",
+            "[%{FILETRIGGERSCRIPTS}]",
+            file,
+            true,
+            Some("[%{FILETRIGGERNAME}\n]"),
+        ),
+        Step::Run(a, "post", "%{POSTIN}", one, true, None),
+        Step::Run(
+            a,
+            "triggerin",
+            "[%{TRIGGERSCRIPTS}]",
+            (Some(1), Some(1)),
+            true,
+            None,
+        ),
+        Step::Run(b, "posttrans", "%{POSTTRANS}", one, false, None),
+        Step::Run(a, "posttrans", "%{POSTTRANS}", one, true, None),
+        Step::Run(
+            a,
+            "transfiletriggerin",
+            "[%{TRANSFILETRIGGERSCRIPTS}]",
+            file,
+            true,
+            Some("[%{TRANSFILETRIGGERNAME}\n]"),
+        ),
+    ];
+    for step in steps {
+        match step {
+            Step::Files(pkg) => cpio_extract(pkg, r2),
+            Step::Run(pkg, tag, body, counts, relocatable, files) => {
+                let name = format!("%{tag}({})", query(pkg, "%{NEVRA}"));
+                let pfx = query(pkg, "[%{PREFIXES}\n]");
+                let pfx: Vec<String> = pfx.lines().map(String::from).collect();
+                let files = files.map(|f| matching(pkg, f));
+                let pfx = relocatable.then_some(&pfx[..]);
+                t.run(&name, &query(pkg, body), counts, pfx, files.as_deref());
+            }
+        }
+    }
     let failures = std::mem::take(&mut t.failures);
     host.finish().unwrap();
+    (failures, out, err)
+}
 
-    let log1 = std::fs::read_to_string(r1.join("log")).unwrap();
-    let log2 = std::fs::read_to_string(r2.join("log")).unwrap();
-    assert_eq!(
-        log2, log1,
-        "the scripts' log differs from rpm's (left: cowkit, right: rpm)"
-    );
-    // What the log must show, so that the comparison above means something.
+/// What rpm's log must show, so that comparing with it means something.
+fn check_rpm_log(log: &str) {
     for want in [
         "pretrans-a args=<lua>:string,1:integer n=2 opt=table optn=nil cwd=/ umask=rwxr-xr-x prefix=nil next_file=nil count=1",
         "pre-a sees nil",
@@ -378,6 +371,11 @@ fn lua_scriptlets_run_as_rpm_runs_them() {
         "expand /usr/bin|/usr/lib/rpm|42|42|\n", "defined earlier 1\n",
         "execute zero\nexecute 0.0\nexecute-fails 3\n",
         "forked-exec arg0\nwaited true\n",
+        // rpmtsRun's signal mask (rpmsqBlock: all but ILL, ABRT, BUS, FPE,
+        // SEGV, TSTP, and what cannot be blocked) and umask; the ignored
+        // set (SIGPIPE, and what the test inherited) is compared with rpm's.
+        "SigBlk:\tfffffffe7ff3fa17\nSigIgn:\t",
+        "\n0022\n",
         "child before os.exit\nchild returns without exec\n",
         "parent os.exit exit not permitted in this context\n",
         "exec without fork exec not permitted in this context\n",
@@ -388,24 +386,47 @@ fn lua_scriptlets_run_as_rpm_runs_them() {
         "survived the failure, global count is 7 log is function",
         "T /opt/a\nT /opt/a/f1\nT /opt/a/sub\nT /opt/a/sub/f3\nT /opt/b\nT /opt/b/f2\nT /opt/b\nT /opt/b/f2\nT count 8 then /opt/a\n",
     ] {
-        assert!(log1.contains(want), "rpm's log lacks {want:?}:\n{log1}");
+        assert!(log.contains(want), "rpm's log lacks {want:?}:\n{log}");
     }
-    assert!(!log1.contains("child os.exit returned"), "{log1}");
+    assert!(!log.contains("child os.exit returned"), "{log}");
+}
+
+#[test]
+fn issue_26_lua_scriptlets_run_as_rpm_runs_them() {
+    if !as_root("issue_26_lua_scriptlets_run_as_rpm_runs_them", "chroot") {
+        return;
+    }
+    cowkit_rpmlua::available().expect("rpm's Lua loads on this machine");
+    let dir = tempfile::tempdir_in(tmp()).unwrap();
+    let d = dir.path();
+    let (a, b) = build_packages(d);
+    let escape = Path::new("/cowkit-lua-escape-check");
+    let _ = std::fs::remove_file(escape);
+    let r1 = new_root(&d.join("r1"));
+    let rpm = rpm_install(&r1, &a, &b);
+    let rpm_err = String::from_utf8_lossy(&rpm.stderr).into_owned();
+    let r2 = new_root(&d.join("r2"));
+    let (failures, out, err) = host_install(d, &r2, &a, &b);
+
+    let log1 = std::fs::read_to_string(r1.join("log")).unwrap();
+    let log2 = std::fs::read_to_string(r2.join("log")).unwrap();
+    assert_eq!(
+        log2, log1,
+        "the scripts' log differs from rpm's (left: cowkit, right: rpm)"
+    );
+    check_rpm_log(&log1);
     for f in [
         "x",
         "cowkit-lua-escape-check",
         "umask-after-post-a",
         "opt/a/f1",
     ] {
-        assert_eq!(
-            std::fs::metadata(r2.join(f))
+        let mode = |r: &Path| {
+            std::fs::metadata(r.join(f))
                 .map(|m| m.permissions().mode())
-                .ok(),
-            std::fs::metadata(r1.join(f))
-                .map(|m| m.permissions().mode())
-                .ok(),
-            "/{f}"
-        );
+                .ok()
+        };
+        assert_eq!(mode(&r2), mode(&r1), "/{f}");
         assert!(r2.join(f).exists(), "/{f}");
     }
     assert!(!escape.exists(), "a scriptlet escaped the root through ..");
@@ -419,12 +440,8 @@ fn lua_scriptlets_run_as_rpm_runs_them() {
     );
     assert!(out.contains("print from post-a\t1\tnil\ttrue\n"), "{out}");
     assert_eq!(failures.len(), 1, "{failures:?}");
-    assert!(
-        failures[0].starts_with(
-            "lua script failed: [string \"%post(lua-b-1-1.noarch)\"]:3: boom from post-b"
-        ),
-        "{failures:?}"
-    );
+    let boom = "lua script failed: [string \"%post(lua-b-1-1.noarch)\"]:3: boom from post-b";
+    assert!(failures[0].starts_with(boom), "{failures:?}");
     let err = std::fs::read_to_string(err).unwrap();
     for line in [
         format!("error: {}\n", failures[0]),
@@ -439,9 +456,9 @@ fn lua_scriptlets_run_as_rpm_runs_them() {
 }
 
 #[test]
-fn a_root_the_host_cannot_enter_is_refused_with_the_reason() {
+fn issue_26_a_root_the_host_cannot_enter_is_refused_with_the_reason() {
     if !as_root(
-        "a_root_the_host_cannot_enter_is_refused_with_the_reason",
+        "issue_26_a_root_the_host_cannot_enter_is_refused_with_the_reason",
         "chroot",
     ) {
         return;
@@ -468,4 +485,97 @@ fn a_root_the_host_cannot_enter_is_refused_with_the_reason() {
         Err(Error::RelativeRoot { .. }) => {}
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn issue_26_a_missing_rpm_library_is_refused_naming_it() {
+    if !as_root(
+        "issue_26_a_missing_rpm_library_is_refused_naming_it",
+        "mount namespace",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir_in(tmp()).unwrap();
+    // The host runs where rpm's I/O library is /dev/null (a private mount
+    // namespace): the library cannot be loaded.
+    let lib = std::fs::canonicalize("/usr/lib/x86_64-linux-gnu/librpmio.so.9").unwrap();
+    let exe = dir.path().join("no-rpmio.sh");
+    std::fs::write(
+        &exe,
+        format!(
+            "#!/bin/sh\nexec unshare -m sh -c 'mount --bind /dev/null {} && exec \"$0\" \"$@\"' '{}' \"$@\"\n",
+            lib.display(),
+            env!("CARGO_BIN_EXE_cowkit")
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let root = new_root(&dir.path().join("root"));
+    let res = LuaHost::start(&HostConfig {
+        exe,
+        root: root.clone(),
+        stdout_to_stderr: true,
+        defines: vec![],
+    });
+    match res {
+        Err(e @ Error::Unavailable { .. }) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains("cannot load librpmio.so.9: dlopen failed: "),
+                "{msg}"
+            );
+            assert!(msg.contains(&root.display().to_string()), "{msg}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn issue_26_a_scriptlet_that_kills_the_host_is_an_error_not_an_outcome() {
+    if !as_root(
+        "issue_26_a_scriptlet_that_kills_the_host_is_an_error_not_an_outcome",
+        "chroot",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir_in(tmp()).unwrap();
+    let root = new_root(&dir.path().join("root"));
+    let mut host = LuaHost::start(&HostConfig {
+        exe: env!("CARGO_BIN_EXE_cowkit").into(),
+        root,
+        stdout_to_stderr: true,
+        defines: vec![],
+    })
+    .unwrap();
+    let args = argv(&["<lua>".to_string()], Some(1), None);
+    let script = |body| LuaScript {
+        name: "%post(killer-1-1.noarch)",
+        body,
+        args: &args,
+        arg1: true,
+        arg2: false,
+        prefixes: None,
+        next_files: None,
+    };
+    assert_eq!(host.run(&script("x = 1")).unwrap(), Outcome::Ok);
+    // A syntax error is a scriptlet failure, in rpm's words; the host goes on.
+    let why = "invalid syntax in lua script: [string \"%post(killer-1-1.noarch)\"]:1: ";
+    match host.run(&script("x = = 1")).unwrap() {
+        Outcome::Failed(reason) => assert!(reason.starts_with(why), "{reason}"),
+        Outcome::Ok => panic!("a syntax error ran"),
+    }
+    assert_eq!(host.run(&script("assert(x == 1)")).unwrap(), Outcome::Ok);
+    match host.run(&script(r#"rpm.execute("/bin/sh", "-c", "kill -9 $PPID")"#)) {
+        Err(e @ Error::Broken { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains("while %post(killer-1-1.noarch)"), "{msg}");
+            assert!(msg.contains("signal: 9"), "{msg}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // It stays broken, saying so, and dropping it is fine.
+    assert!(matches!(
+        host.run(&script("x = 2")),
+        Err(Error::Broken { .. })
+    ));
 }
