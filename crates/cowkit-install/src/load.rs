@@ -31,6 +31,7 @@ fn full(inst: u32, i: &Installed) -> DbPkg {
             .map(|f| (f.path.as_bytes().to_vec(), installed_state(f.state)))
             .collect(),
         triggers: i.triggers.clone(),
+        prefixes: i.prefixes.clone(),
     }
 }
 
@@ -101,6 +102,7 @@ pub(crate) fn database(
                 nevra,
                 provides: Vec::new(),
                 triggers: Vec::new(),
+                prefixes: Vec::new(),
             },
         })
         .collect();

@@ -28,6 +28,8 @@ pub(crate) struct Pkg {
     pub(crate) triggers: Vec<TriggerDef>,
     /// The names it obsoletes.
     pub(crate) obsoletes: Vec<String>,
+    /// Its install prefixes (`PREFIXES`: cowkit does not relocate).
+    pub(crate) prefixes: Vec<String>,
     pub(crate) files: FileList,
     /// rpm's file flags, by header index.
     pub(crate) flags: Vec<u32>,
@@ -86,6 +88,10 @@ impl Pkg {
         let view = HeaderTags(h);
         let triggers = cowkit_rpmdb::triggers::triggers(&view);
         let provides = cowkit_rpmdb::triggers::provides(&view);
+        let prefixes = h
+            .get_entry_data_as_string_array(IndexTag::RPMTAG_PREFIXES)
+            .map(|v| v.into_iter().map(str::to_string).collect())
+            .unwrap_or_default();
         let obsoletes = h
             .get_entry_data_as_string_array(IndexTag::RPMTAG_OBSOLETENAME)
             .map(|v| v.into_iter().map(str::to_string).collect())
@@ -105,6 +111,7 @@ impl Pkg {
             scripts,
             triggers,
             obsoletes,
+            prefixes,
             files,
             flags,
             opened: Mutex::new(None),
@@ -141,6 +148,7 @@ impl Pkg {
                 .map(|f| (f.path.as_bytes().to_vec(), true))
                 .collect(),
             triggers: self.triggers.clone(),
+            prefixes: self.prefixes.clone(),
         }
     }
 }

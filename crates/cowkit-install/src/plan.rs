@@ -47,6 +47,8 @@ pub(crate) struct DbPkg {
     /// Files in header order.
     pub(crate) files: Vec<DbFile>,
     pub(crate) triggers: Vec<TriggerDef>,
+    /// Install prefixes (rpm's `INSTPREFIXES`).
+    pub(crate) prefixes: Vec<String>,
 }
 
 /// The database as rpm sees it during the transaction.
@@ -84,6 +86,10 @@ pub struct Run {
     /// Whether its failure fails the element (`%pre`, `%preun`,
     /// `%pretrans`); the others only warn.
     pub critical: bool,
+    /// The install prefixes rpm gives it (`RPM_INSTALL_PREFIX*`): the
+    /// owner's, for a relocatable package.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub prefixes: Vec<String>,
 }
 
 fn lossy<S: serde::Serializer>(v: &Option<Vec<Vec<u8>>>, s: S) -> Result<S::Ok, S::Error> {
@@ -191,7 +197,7 @@ impl Db {
                 .map(Step::Run),
         );
         if let Some(s) = script(Phase::Pre) {
-            out.push(Step::Run(plain(&te.nevra, s, arg)));
+            out.push(Step::Run(plain(&te.nevra, &te.prefixes, s, arg)));
         }
         out.push(Step::Place);
         let files: Vec<DbFile> = te.files.clone();
@@ -211,7 +217,7 @@ impl Db {
                 .map(Step::Run),
         );
         if let Some(s) = script(Phase::Post) {
-            out.push(Step::Run(plain(&te.nevra, s, arg)));
+            out.push(Step::Run(plain(&te.nevra, &te.prefixes, s, arg)));
         }
         out.extend(
             self.name_triggers(&te, sense::TRIGGERIN, 0)
@@ -262,7 +268,7 @@ impl Db {
         );
         out.extend(self.name_triggers(&te, un, -1).into_iter().map(Step::Run));
         if let Some(s) = script(Phase::PreUn) {
-            out.push(Step::Run(plain(&te.nevra, s, arg)));
+            out.push(Step::Run(plain(&te.nevra, &te.prefixes, s, arg)));
         }
         out.extend(
             self.immed_file_triggers(&te, TriggerKind::File, un, 2)
@@ -277,7 +283,7 @@ impl Db {
                 .map(Step::Run),
         );
         if let Some(s) = script(Phase::PostUn) {
-            out.push(Step::Run(plain(&te.nevra, s, arg)));
+            out.push(Step::Run(plain(&te.nevra, &te.prefixes, s, arg)));
         }
         out.extend(
             self.name_triggers(&te, sense::TRIGGERPOSTUN, -1)
@@ -637,11 +643,13 @@ fn trigger_run(
         arg2,
         files,
         critical: false,
+        prefixes: owner.prefixes.clone(),
     }
 }
 
-/// A package's own scriptlet (`%pre`, ...) with `$1`.
-pub(crate) fn plain(nevra: &str, s: &Scriptlet, arg1: i64) -> Run {
+/// A package's own scriptlet (`%pre`, ...) with `$1`, and the package's
+/// install prefixes (none in `%pretrans`: rpm has not set them yet).
+pub(crate) fn plain(nevra: &str, prefixes: &[String], s: &Scriptlet, arg1: i64) -> Run {
     Run {
         owner: nevra.to_string(),
         name: format!("%{}({nevra})", s.phase.rpm_name()),
@@ -650,5 +658,10 @@ pub(crate) fn plain(nevra: &str, s: &Scriptlet, arg1: i64) -> Run {
         arg2: None,
         files: None,
         critical: s.phase.critical(),
+        prefixes: if s.phase == crate::scripts::Phase::PreTrans {
+            Vec::new()
+        } else {
+            prefixes.to_vec()
+        },
     }
 }

@@ -71,7 +71,12 @@ pub(crate) fn simulate(pkgs: &[Pkg], indb: &InDb) -> Vec<PlanEntry> {
     };
     for &i in &indb.order {
         if let Some(s) = pkgs[i].script(Phase::PreTrans) {
-            let r = plain(&pkgs[i].nevra, s, db.count(&pkgs[i].name) + 1);
+            let r = plain(
+                &pkgs[i].nevra,
+                &pkgs[i].prefixes,
+                s,
+                db.count(&pkgs[i].name) + 1,
+            );
             out.push(entry(&pkgs[i].nevra, "run", Some(r)));
         }
     }
@@ -103,7 +108,12 @@ pub(crate) fn simulate(pkgs: &[Pkg], indb: &InDb) -> Vec<PlanEntry> {
     }
     for &(i, _) in &new {
         if let Some(s) = pkgs[i].script(Phase::PostTrans) {
-            let r = plain(&pkgs[i].nevra, s, posttrans_arg(&db, pkgs, indb, i));
+            let r = plain(
+                &pkgs[i].nevra,
+                &pkgs[i].prefixes,
+                s,
+                posttrans_arg(&db, pkgs, indb, i),
+            );
             out.push(entry(&pkgs[i].nevra, "run", Some(r)));
         }
     }
@@ -248,9 +258,13 @@ impl Runner<'_> {
                 None => None,
             },
         };
-        let r = run
-            .script
-            .run(self.root, &run.name, &args, run.files.as_deref(), &mut ctx);
+        let how = crate::scripts::Invocation {
+            name: &run.name,
+            args: &args,
+            files: run.files.as_deref(),
+            prefixes: &run.prefixes,
+        };
+        let r = run.script.run(self.root, &how, &mut ctx);
         self.sum.seconds.scriptlets += t.elapsed().as_secs_f64();
         match r? {
             None => Ok(true),
@@ -289,7 +303,7 @@ impl Runner<'_> {
         for &i in &self.indb.order {
             let p = &self.pkgs[i];
             if let Some(s) = p.script(Phase::PreTrans) {
-                let run = plain(&p.nevra, s, self.db.count(&p.name) + 1);
+                let run = plain(&p.nevra, &p.prefixes, s, self.db.count(&p.name) + 1);
                 if !self.script(&run)? {
                     self.critical(i, &run);
                 }
@@ -304,7 +318,7 @@ impl Runner<'_> {
             let p = &self.pkgs[i];
             if let Some(s) = p.script(Phase::PostTrans) {
                 let arg = posttrans_arg(&self.db, self.pkgs, self.indb, i);
-                self.script(&plain(&p.nevra, s, arg))?;
+                self.script(&plain(&p.nevra, &p.prefixes, s, arg))?;
             }
         }
         let insts: Vec<u32> = self.placed.iter().map(|&(_, inst)| inst).collect();

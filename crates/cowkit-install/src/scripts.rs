@@ -135,18 +135,25 @@ pub const SCRIPT_PATH: &str = "/sbin:/bin:/usr/sbin:/usr/bin:/usr/X11R6/bin";
 /// Runs `<lua>` scriptlets in rpm's own interpreter, one state per
 /// transaction (`cowkit_rpmlua::LuaHost` through the CLI).
 pub trait Lua {
-    /// Run `body` named `name` with the header's `prog` (`"<lua>"`, ...)
-    /// and rpm's `$1`, `$2` (when it passes them), and a file trigger's
-    /// `files` for `rpm.next_file()`. `Ok(None)` when it succeeded,
-    /// `Ok(Some(why))` when it failed.
-    fn run(
-        &mut self,
-        name: &str,
-        body: &str,
-        prog: &[String],
-        args: (Option<i64>, Option<i64>),
-        files: Option<&[Vec<u8>]>,
-    ) -> Result<Option<String>>;
+    /// Run `body` with the header's `prog` (`"<lua>"`, ...) as `how`
+    /// says (rpm's name, `$1`, `$2`, a file trigger's files for
+    /// `rpm.next_file()`, the install prefixes). `Ok(None)` when it
+    /// succeeded, `Ok(Some(why))` when it failed.
+    fn run(&mut self, body: &str, prog: &[String], how: &Invocation<'_>) -> Result<Option<String>>;
+}
+
+/// How a scriptlet is run: rpm's name for it, `$1`/`$2` (none, one or
+/// both), a file trigger's input, the package's install prefixes.
+#[derive(Clone, Copy, Debug)]
+pub struct Invocation<'a> {
+    /// rpm's name, e.g. `%post(bash-5.2-1.x86_64)`.
+    pub name: &'a str,
+    /// `$1`, then `$2`.
+    pub args: &'a [i64],
+    /// A file trigger's files.
+    pub files: Option<&'a [Vec<u8>]>,
+    /// `RPM_INSTALL_PREFIX*`.
+    pub prefixes: &'a [String],
 }
 
 /// What every scriptlet run of a transaction shares.
@@ -246,19 +253,22 @@ impl Scriptlet {
     pub fn run(
         &self,
         root: &Root,
-        name: &str,
-        args: &[i64],
-        files: Option<&[Vec<u8>]>,
+        how: &Invocation<'_>,
         ctx: &mut RunContext<'_>,
     ) -> Result<Option<String>> {
+        let Invocation {
+            name,
+            args,
+            files,
+            prefixes,
+        } = *how;
         if self.is_lua() {
             let Some(lua) = ctx.lua.as_deref_mut() else {
                 return Err(Error::NoLua {
                     name: name.to_string(),
                 });
             };
-            let pair = (args.first().copied(), args.get(1).copied());
-            return lua.run(name, &self.body, &self.prog, pair, files);
+            return lua.run(&self.body, &self.prog, how);
         }
         let mut argv: Vec<String> = self.prog.clone();
         // The body goes in a working directory of its own: removed after
@@ -288,7 +298,7 @@ impl Scriptlet {
             argv.extend(args.iter().map(i64::to_string));
             tmp = Some(work);
         }
-        let result = self.exec(root.path(), &argv, files, ctx.stdout_to_stderr);
+        let result = self.exec(root.path(), &argv, files, prefixes, ctx.stdout_to_stderr);
         drop(tmp);
         result
     }
@@ -298,6 +308,7 @@ impl Scriptlet {
         root: &Path,
         argv: &[String],
         files: Option<&[Vec<u8>]>,
+        prefixes: &[String],
         stdout_to_stderr: bool,
     ) -> Result<Option<String>> {
         // The host's sh sets rpm's umask, then becomes chroot(8), which
@@ -313,6 +324,14 @@ impl Scriptlet {
             // rpm gives every scriptlet a pipe: a file trigger's files,
             // one per line, else nothing.
             .stdin(Stdio::piped());
+        // A relocatable package's prefixes, as rpm's `doScriptExec` sets
+        // them.
+        for (i, p) in prefixes.iter().enumerate() {
+            c.env(format!("RPM_INSTALL_PREFIX{i}"), p);
+            if i == 0 {
+                c.env("RPM_INSTALL_PREFIX", p);
+            }
+        }
         if stdout_to_stderr {
             let err = std::io::stderr();
             let fd = std::os::fd::AsFd::as_fd(&err)

@@ -522,16 +522,12 @@ fn check_in_db(
         // The order of the transaction dnf builds: install elements for
         // these, upgrades for the others (the kept versions are not in
         // it, and change rpm's order when they are).
-        // dnf adds its installs before its upgrades (`_goal2transaction`),
-        // and rpm's order depends on that.
-        let how: Vec<(PathBuf, bool)> = beside
+        // The packages come in the order dnf adds them (`cowkit dnf`
+        // sorts them so), and rpm's order depends on it.
+        let how: Vec<(PathBuf, bool)> = packages
             .iter()
-            .map(|&i| (packages[i].clone(), true))
-            .chain(
-                (0..packages.len())
-                    .filter(|i| !beside.contains(i))
-                    .map(|i| (packages[i].clone(), false)),
-            )
+            .enumerate()
+            .map(|(i, p)| (p.clone(), beside.contains(&i)))
             .collect();
         plan.elements = rpm.order_mixed(&how)?;
         plan.order = plan

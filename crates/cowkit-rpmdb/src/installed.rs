@@ -56,6 +56,8 @@ pub struct Installed {
     pub triggers: Vec<crate::triggers::TriggerDef>,
     /// What it provides.
     pub provides: Vec<crate::triggers::Dep>,
+    /// Its install prefixes (`INSTPREFIXES`: a relocatable package's).
+    pub prefixes: Vec<String>,
 }
 
 struct View<'a>(&'a Tags);
@@ -247,6 +249,10 @@ fn package(tags: &Tags) -> std::result::Result<Installed, String> {
         digest_algo: ints(tags, "Filedigestalgo").first().copied().unwrap_or(1) as u32,
         triggers: crate::triggers::triggers(&View(tags)),
         provides: crate::triggers::provides(&View(tags)),
+        prefixes: strings(tags, "Instprefixes")
+            .into_iter()
+            .map(str::to_string)
+            .collect(),
         name,
         nevra,
         evr: (epoch, version, release),

@@ -115,7 +115,8 @@ fn home_with_dbpath(dbpath: &str) -> Result<tempfile::TempDir, CliError> {
 }
 
 fn dnf_command(args: &Args, home: &Path) -> Command {
-    let mut c = Command::new(std::env::var_os("COWKIT_DNF").unwrap_or_else(|| "dnf".into()));
+    let dnf = PathBuf::from(std::env::var_os("COWKIT_DNF").unwrap_or_else(|| "dnf".into()));
+    let mut c = crate::dnf_order::command(&dnf, &home.join("order"));
     c.env("HOME", home)
         .arg(format!("--installroot={}", args.root.display()))
         .args(&args.dnf);
@@ -221,7 +222,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "rpm"))
         .collect();
-    rpms.sort();
+    crate::dnf_order::sort(&mut rpms, &home.path().join("order"));
     extra.downloaded = rpms.len();
     if rpms.is_empty() {
         if !quiet && !args.json {

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use cowkit_install::scripts::Lua;
+use cowkit_install::scripts::{Invocation, Lua};
 use cowkit_install::txn::LuaStarter;
 use cowkit_rpmlua::{HostConfig, LuaHost, LuaScript, Outcome};
 
@@ -35,22 +35,20 @@ struct Host(LuaHost);
 impl Lua for Host {
     fn run(
         &mut self,
-        name: &str,
         body: &str,
         prog: &[String],
-        args: (Option<i64>, Option<i64>),
-        files: Option<&[Vec<u8>]>,
+        how: &Invocation<'_>,
     ) -> cowkit_install::Result<Option<String>> {
         let mut argv = prog.to_vec();
-        argv.extend(args.0.iter().chain(args.1.iter()).map(i64::to_string));
+        argv.extend(how.args.iter().map(i64::to_string));
         let s = LuaScript {
-            name,
+            name: how.name,
             body,
             args: &argv,
-            arg1: args.0.is_some(),
-            arg2: args.1.is_some(),
-            prefixes: None,
-            next_files: files,
+            arg1: !how.args.is_empty(),
+            arg2: how.args.len() > 1,
+            prefixes: (!how.prefixes.is_empty()).then_some(how.prefixes),
+            next_files: how.files,
         };
         match self.0.run(&s) {
             Ok(Outcome::Ok) => Ok(None),

@@ -7,6 +7,7 @@
 mod cp;
 mod demo;
 mod dnf;
+mod dnf_order;
 mod install;
 mod lua;
 mod nosync;
