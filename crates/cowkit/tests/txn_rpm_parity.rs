@@ -327,6 +327,11 @@ fn issue_26_new_packages_triggers_run_as_rpm_runs_them() {
     let rpm_root = base(&d.join("rpm"), &[]);
     let ck = twin(&rpm_root, &d.join("cowkit"));
     rpm_ok(&rpm_root, &["-i"], &v1);
+    // The plan `--test --json` gives: nothing run, and one run per line
+    // rpm's scriptlets log, the first with its arguments.
+    let t = install(&ck, &["--test", "--json"], &v1);
+    assert!(t.ok, "{}", t.stderr);
+    assert_eq!(log(&ck), "", "--test ran something");
     let r = install(&ck, &[], &v1);
     assert!(r.ok, "{}", r.stderr);
     let want = log(&rpm_root);
@@ -335,6 +340,14 @@ fn issue_26_new_packages_triggers_run_as_rpm_runs_them() {
         "{want}"
     );
     assert_eq!(log(&ck), want);
+    let plan = t.json()["plan"].as_array().unwrap().clone();
+    let runs: Vec<&serde_json::Value> = plan.iter().filter(|e| e["action"] == "run").collect();
+    assert_eq!(runs.len(), want.lines().count(), "{plan:#?}");
+    assert_eq!(runs[0]["run"]["name"], "%triggerprein(t-mod-1-1.noarch)");
+    assert_eq!(
+        (&runs[0]["run"]["arg1"], &runs[0]["run"]["arg2"]),
+        (&1.into(), &0.into())
+    );
     assert_same_roots(&rpm_root, &ck);
 }
 
