@@ -475,91 +475,14 @@ fn check_in_db(
         replacefiles: opts.replacefiles,
         install: all_i,
     };
-    // A new root, and packages with no scriptlet or trigger to run: their
-    // files can be placed while rpm checks (new directories unseen until
-    // it passes), since nothing in between depends on rpm's order.
-    let overlap = early.is_some()
-        && !opts.no_overlap
-        && (opts.noscripts
-            || pkgs
-                .iter()
-                .all(|p| p.scripts.is_empty() && !p.has_triggers()));
-    let mut gate = None;
-    let plan = match early {
-        Some(pending) if overlap => {
-            let slot: OrderSlot = Default::default();
-            let answer = std::sync::Arc::clone(&slot);
-            let names = nevras.clone();
-            gate = Some(Overlap {
-                gate: crate::Gate::new(move || {
-                    let order = refuse::plan_order(&pending.wait()?, &names)?;
-                    *answer.lock().unwrap_or_else(|e| e.into_inner()) = Some(order);
-                    Ok(())
-                }),
-                slot,
-            });
-            // A new root: nothing to erase, and the order comes later.
-            cowkit_rpmdb::Plan {
-                order: nevras.clone(),
-                erase: Vec::new(),
-                elements: nevras.iter().map(|n| (true, n.clone())).collect(),
-            }
-        }
-        Some(pending) => pending.wait()?,
-        None => rpm.check(packages, &check)?,
-    };
+    let (plan, gate) = rpm_plan(rpm, packages, pkgs, opts, early, check)?;
     let mut plan = plan;
     if !beside.is_empty() && !all_i {
-        let paths: Vec<PathBuf> = beside.iter().map(|&b| packages[b].clone()).collect();
-        rpm.check(
-            &paths,
-            &Check {
-                nodeps: true,
-                install: true,
-                ..check
-            },
-        )?;
-        // The order of the transaction dnf builds: install elements for
-        // these, upgrades for the others (the kept versions are not in
-        // it, and change rpm's order when they are).
-        // The packages come in the order dnf adds them (`cowkit dnf`
-        // sorts them so), and rpm's order depends on it.
-        let how: Vec<(PathBuf, bool)> = packages
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (p.clone(), beside.contains(&i)))
-            .collect();
-        plan.elements = rpm.order_mixed(&how)?;
-        plan.order = plan
-            .elements
-            .iter()
-            .filter(|(added, _)| *added)
-            .map(|(_, n)| n.clone())
-            .collect();
-        plan.erase = plan
-            .elements
-            .iter()
-            .filter(|(added, _)| !*added)
-            .map(|(_, n)| n.clone())
-            .collect();
+        plan = mixed_plan(rpm, packages, &beside, check)?;
     }
     let order = refuse::plan_order(&plan, &nevras)?;
     let erased = erasures(rpm, pkgs, &plan.erase, instances)?;
-    let mut db = if fresh {
-        Db::default()
-    } else {
-        crate::load::database(rpm, pkgs, &erased)?
-    };
-    let mut erased_at: Vec<Erased> = Vec::new();
-    for (nevra, installed, by) in erased {
-        let inst = db.instance_of(&nevra).unwrap_or(0);
-        db.erasing(inst);
-        erased_at.push(Erased {
-            installed,
-            inst,
-            by,
-        });
-    }
+    let (db, erased_at) = database(rpm, pkgs, erased, fresh)?;
     let elements = refuse::elements(&plan, &nevras, &erased_at)?;
     Ok(Checked {
         db: InDb {
@@ -572,6 +495,119 @@ fn check_in_db(
         },
         gate,
     })
+}
+
+/// rpm's check and plan of the transaction (`early`: a new root's check
+/// already started). A new root whose packages run nothing has its files
+/// placed while rpm checks (new directories unseen until it passes): the
+/// plan's order then comes later, through the returned [`Overlap`].
+fn rpm_plan(
+    rpm: &Rpm,
+    packages: &[PathBuf],
+    pkgs: &[Pkg],
+    opts: &TxOptions,
+    early: Option<cowkit_rpmdb::PendingCheck>,
+    check: Check,
+) -> Result<(cowkit_rpmdb::Plan, Option<Overlap>)> {
+    let nevras: Vec<String> = pkgs.iter().map(|p| p.nevra.clone()).collect();
+    let overlap = early.is_some()
+        && !opts.no_overlap
+        && (opts.noscripts
+            || pkgs
+                .iter()
+                .all(|p| p.scripts.is_empty() && !p.has_triggers()));
+    Ok(match early {
+        Some(pending) if overlap => {
+            let slot: OrderSlot = Default::default();
+            let answer = std::sync::Arc::clone(&slot);
+            let names = nevras.clone();
+            let gate = Overlap {
+                gate: crate::Gate::new(move || {
+                    let order = refuse::plan_order(&pending.wait()?, &names)?;
+                    *answer.lock().unwrap_or_else(|e| e.into_inner()) = Some(order);
+                    Ok(())
+                }),
+                slot,
+            };
+            // A new root: nothing to erase, and the order comes later.
+            let plan = cowkit_rpmdb::Plan {
+                order: nevras.clone(),
+                erase: Vec::new(),
+                elements: nevras.iter().map(|n| (true, n.clone())).collect(),
+            };
+            (plan, Some(gate))
+        }
+        Some(pending) => (pending.wait()?, None),
+        None => (rpm.check(packages, &check)?, None),
+    })
+}
+
+/// The plan of a transaction that installs the packages `beside` next to
+/// their installed versions and upgrades the others, as dnf builds it:
+/// `rpm -i` checks the install-only packages against the installed ones
+/// (`-U`, already run, checked the rest), and rpm's Python bindings order
+/// install elements for these and upgrades for the others (the kept
+/// versions are not in it, and would change rpm's order). The packages
+/// come in the order dnf adds them (`cowkit dnf` sorts them so).
+fn mixed_plan(
+    rpm: &Rpm,
+    packages: &[PathBuf],
+    beside: &[usize],
+    check: Check,
+) -> Result<cowkit_rpmdb::Plan> {
+    let paths: Vec<PathBuf> = beside.iter().map(|&b| packages[b].clone()).collect();
+    rpm.check(
+        &paths,
+        &Check {
+            nodeps: true,
+            install: true,
+            ..check
+        },
+    )?;
+    let how: Vec<(PathBuf, bool)> = packages
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.clone(), beside.contains(&i)))
+        .collect();
+    let elements = rpm.order_mixed(&how)?;
+    let pick = |added: bool| -> Vec<String> {
+        elements
+            .iter()
+            .filter(|(a, _)| *a == added)
+            .map(|(_, n)| n.clone())
+            .collect()
+    };
+    Ok(cowkit_rpmdb::Plan {
+        order: pick(true),
+        erase: pick(false),
+        elements,
+    })
+}
+
+/// The database the triggers see (empty for a new root) and the erased
+/// packages with their instances, marked erased in it.
+fn database(
+    rpm: &Rpm,
+    pkgs: &[Pkg],
+    erased: Vec<(String, Installed, usize)>,
+    fresh: bool,
+) -> Result<(Db, Vec<Erased>)> {
+    let mut db = if fresh {
+        Db::default()
+    } else {
+        crate::load::database(rpm, pkgs, &erased)?
+    };
+    let mut out = Vec::new();
+    for (nevra, installed, by) in erased {
+        let inst = db.instance_of(&nevra).unwrap_or(0);
+        db.erasing(inst);
+        out.push(Erased {
+            installed,
+            inst,
+            by,
+        });
+    }
+    Ok((db, out))
 }
 
 /// The installed packages rpm's plan erases (`erase`, NEVRAs), each with
