@@ -35,12 +35,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, SystemTime};
 
-use sha2::{Digest, Sha256};
-
 use crate::repo::host_busybox;
-use crate::rpm::{once_per_process, rpmbuild};
+use crate::rpm::rpmbuild;
+use crate::run_ok;
 use crate::tree::mkdir;
-use crate::{hex, run_ok};
 
 /// The log every scriptlet appends one line to (absolute, in the root).
 pub const LOG: &str = "/var/log/scriptlets.log";
@@ -325,34 +323,10 @@ mod packages;
 pub fn build(work: &Path) -> FedoraRepo {
     let busybox = host_busybox();
     let pkgs = packages::all(&busybox);
-    let mut hash = Sha256::new();
-    hash.update(PAYLOAD);
-    for p in &pkgs {
-        hash.update(p.spec());
-    }
-    hash.update(std::fs::read(&busybox).unwrap());
-    let version = run_ok(
-        Command::new("createrepo_c").arg("--version"),
-        "createrepo_c (Debian package `createrepo-c`)",
-    );
-    hash.update(&version.stdout);
-    let tag = hex(&hash.finalize()[..6]);
-    let done = work.join(format!("fedora-repo-{tag}"));
-    let key = format!("fedora {}", done.display());
-    let done = once_per_process(key, || {
-        if !done.join("v2/repodata/repomd.xml").exists() {
-            let part = work.join(format!("fedora-repo-{tag}.tmp{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&part);
-            build_into(&part, &pkgs);
-            if std::fs::rename(&part, &done).is_err() {
-                assert!(
-                    done.join("v2/repodata/repomd.xml").exists(),
-                    "cannot rename {part:?}"
-                );
-                let _ = std::fs::remove_dir_all(&part);
-            }
-        }
-        done
+    let mut specs: Vec<String> = pkgs.iter().map(|p| p.spec()).collect();
+    specs.push(PAYLOAD.to_string());
+    let done = crate::repo::cached_build(work, "fedora-repo", &specs, &busybox, "v2", |part| {
+        build_into(part, &pkgs)
     });
     let in_dir = |v2: bool| -> Vec<PathBuf> {
         let dir = done.join(if v2 { "v2" } else { "v1" });

@@ -546,6 +546,49 @@ fn packages(busybox: &Path) -> (Vec<Pkg>, Vec<Pkg>) {
 // ---------------------------------------------------------------------------
 // Building.
 
+/// A repository built once under `work` and reused: the directory
+/// `PREFIX-<hash>` is named after a hash of the `specs` (and whatever
+/// else decides the packages), the busybox
+/// binary and the `createrepo_c` version, made by `build` into a
+/// temporary directory and renamed into place (another run that finished
+/// first wins; its `DONE/repodata/repomd.xml` marks it complete).
+pub(crate) fn cached_build(
+    work: &Path,
+    prefix: &str,
+    specs: &[String],
+    busybox: &Path,
+    done_dir: &str,
+    build: impl FnOnce(&Path),
+) -> PathBuf {
+    let mut hash = Sha256::new();
+    for s in specs {
+        hash.update(s);
+    }
+    hash.update(std::fs::read(busybox).unwrap());
+    let version = run_ok(
+        Command::new("createrepo_c").arg("--version"),
+        "createrepo_c (Debian package `createrepo-c`)",
+    );
+    hash.update(&version.stdout);
+    let tag = hex(&hash.finalize()[..6]);
+    let done = work.join(format!("{prefix}-{tag}"));
+    let marker = format!("{done_dir}/repodata/repomd.xml");
+    let key = format!("{prefix} {}", done.display());
+    once_per_process(key, || {
+        if !done.join(&marker).exists() {
+            let part = work.join(format!("{prefix}-{tag}.tmp{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&part);
+            build(&part);
+            if std::fs::rename(&part, &done).is_err() {
+                // Another run finished first: use its copy.
+                assert!(done.join(&marker).exists(), "cannot rename {part:?}");
+                let _ = std::fs::remove_dir_all(&part);
+            }
+        }
+        done
+    })
+}
+
 /// Build the repositories under `work` (usually `CARGO_TARGET_TMPDIR`), or
 /// reuse a finished build: the directory `work/ck-repo-<hash>` is named
 /// after a hash of the specs, the busybox binary and the `createrepo_c`
@@ -557,35 +600,10 @@ fn packages(busybox: &Path) -> (Vec<Pkg>, Vec<Pkg>) {
 pub fn build_repo(work: &Path) -> TestRepo {
     let busybox = host_busybox();
     let (v1, v2) = packages(&busybox);
-    let mut hash = Sha256::new();
-    hash.update(PAYLOAD);
-    for p in v1.iter().chain(&v2) {
-        hash.update(p.spec());
-    }
-    hash.update(std::fs::read(&busybox).unwrap());
-    let version = run_ok(
-        Command::new("createrepo_c").arg("--version"),
-        "createrepo_c (Debian package `createrepo-c`)",
-    );
-    hash.update(&version.stdout);
-    let tag = hex(&hash.finalize()[..6]);
-    let done = work.join(format!("ck-repo-{tag}"));
-    let key = format!("repo {}", done.display());
-    let done = once_per_process(key, || {
-        if !done.join("all/repodata/repomd.xml").exists() {
-            let part = work.join(format!("ck-repo-{tag}.tmp{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&part);
-            build_into(&part, &v1, &v2);
-            if std::fs::rename(&part, &done).is_err() {
-                // Another run finished first: use its copy.
-                assert!(
-                    done.join("all/repodata/repomd.xml").exists(),
-                    "cannot rename {part:?}"
-                );
-                let _ = std::fs::remove_dir_all(&part);
-            }
-        }
-        done
+    let mut specs: Vec<String> = v1.iter().chain(&v2).map(|p| p.spec()).collect();
+    specs.push(PAYLOAD.to_string());
+    let done = cached_build(work, "ck-repo", &specs, &busybox, "all", |part| {
+        build_into(part, &v1, &v2)
     });
     TestRepo {
         dir: done.join("v1"),
