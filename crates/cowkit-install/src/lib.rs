@@ -32,6 +32,7 @@ use serde::Serialize;
 
 mod config;
 mod extents;
+pub mod nosync;
 pub mod owners;
 mod refuse;
 pub mod scripts;
@@ -108,6 +109,10 @@ pub enum Error {
         /// The path given.
         path: PathBuf,
     },
+    /// Running scriptlets without sync calls: setting it up, or the final
+    /// `syncfs` of the root's filesystems (a writeback error).
+    #[error("scriptlets without sync calls")]
+    Nosync(#[source] cowkit_nosync::Error),
     /// One package given twice.
     #[error("`{first}` and `{second}` are the same package, {nevra}")]
     Duplicate {

@@ -179,9 +179,17 @@ impl Scriptlet {
     /// Run it chrooted into `root` with `$1 = arg1` (a body only: a
     /// program-only scriptlet gets no argument, as from rpm). Its output goes to
     /// ours (stdout to stderr when `stdout_to_stderr`, so that a JSON
-    /// summary on stdout stays clean). `Ok(None)` when it succeeded,
-    /// `Ok(Some(status))` when it ran and failed.
-    pub fn run(&self, root: &Root, arg1: u32, stdout_to_stderr: bool) -> Result<Option<String>> {
+    /// summary on stdout stays clean). With `nosync`, its sync calls (and
+    /// its children's) are answered without running (the transaction's
+    /// session syncs the root once at its end). `Ok(None)` when it
+    /// succeeded, `Ok(Some(status))` when it ran and failed.
+    pub fn run(
+        &self,
+        root: &Root,
+        arg1: u32,
+        stdout_to_stderr: bool,
+        nosync: Option<&cowkit_nosync::scoped::Session>,
+    ) -> Result<Option<String>> {
         let mut argv: Vec<String> = self.prog.clone();
         // The body goes in a working directory of its own: removed after
         // the run, on SIGINT/SIGTERM, or by the next transaction's
@@ -210,12 +218,18 @@ impl Scriptlet {
             argv.push(arg1.to_string());
             tmp = Some(work);
         }
-        let result = self.exec(root.path(), &argv, stdout_to_stderr);
+        let result = self.exec(root.path(), &argv, stdout_to_stderr, nosync);
         drop(tmp);
         result
     }
 
-    fn exec(&self, root: &Path, argv: &[String], stdout_to_stderr: bool) -> Result<Option<String>> {
+    fn exec(
+        &self,
+        root: &Path,
+        argv: &[String],
+        stdout_to_stderr: bool,
+        nosync: Option<&cowkit_nosync::scoped::Session>,
+    ) -> Result<Option<String>> {
         // The host's sh sets rpm's umask, then becomes chroot(8), which
         // becomes the interpreter inside the root.
         let mut c = Command::new("/bin/sh");
@@ -233,6 +247,9 @@ impl Scriptlet {
                 .try_clone_to_owned()
                 .map_err(|e| IoError::new("duplicate", PathBuf::from("stderr"), e))?;
             c.stdout(Stdio::from(fd));
+        }
+        if let Some(session) = nosync {
+            session.apply(&mut c);
         }
         let status = c
             .status()

@@ -74,6 +74,10 @@ pub struct TxOptions {
     /// What to do with an install-only package (a kernel) whose older
     /// version is installed.
     pub install_only: InstallOnly,
+    /// Let scriptlets' sync calls reach the kernel. Otherwise, in a root
+    /// that is not `/`, they are answered without running and the root's
+    /// filesystems get one `syncfs` at the end ([`crate::nosync`]).
+    pub keep_syncs: bool,
 }
 
 /// What a transaction does with a new version of an install-only package
@@ -134,6 +138,9 @@ pub struct Timings {
     pub scriptlets: f64,
     /// Registering in the database.
     pub register: f64,
+    /// The final `syncfs` of the root's filesystems, after scriptlets ran
+    /// without sync calls ([`crate::nosync`]).
+    pub final_sync: f64,
 }
 
 /// What a transaction did.
@@ -170,6 +177,8 @@ pub struct TxSummary {
     pub failed: Vec<PackageFailure>,
     /// Only checked and planned (`--test`).
     pub test: bool,
+    /// Scriptlets ran without sync calls ([`crate::nosync`]).
+    pub nosync: Option<crate::nosync::NosyncSummary>,
 }
 
 /// A package of the transaction, from its verified header.
@@ -376,7 +385,18 @@ impl Prepared<'_> {
 
     /// Run it: scriptlets, files, registration (see the module docs).
     pub fn run(self, progress: &dyn Progress) -> Result<TxSummary> {
-        run(self, progress)
+        let scripts = !self.opts.noscripts
+            && !self.opts.test
+            && (self.pkgs.iter().any(|p| !p.scripts.is_empty())
+                || self
+                    .db
+                    .old
+                    .values()
+                    .any(|o| o.preun.is_some() || o.postun.is_some()));
+        let path = self.root.path();
+        let session = crate::nosync::start(path, self.opts.keep_syncs, scripts)?;
+        let result = run(self, progress, session.as_ref());
+        crate::nosync::finish(session, result)
     }
 }
 
@@ -621,7 +641,11 @@ struct Overlap {
     slot: OrderSlot,
 }
 
-fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
+fn run(
+    prepared: Prepared<'_>,
+    progress: &dyn Progress,
+    nosync: Option<&cowkit_nosync::scoped::Session>,
+) -> Result<TxSummary> {
     let Prepared {
         root,
         opts,
@@ -659,7 +683,7 @@ fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
         }
         sum.scriptlets += 1;
         let t = std::time::Instant::now();
-        let r = s.run(root, arg, opts.script_stdout_to_stderr);
+        let r = s.run(root, arg, opts.script_stdout_to_stderr, nosync);
         sum.seconds.scriptlets += t.elapsed().as_secs_f64();
         match r? {
             None => Ok(true),
