@@ -68,13 +68,14 @@ pub mod fanotify {
 }
 
 /// Seccomp for `cowkit nosync`: installing a filter without `no_new_privs`,
-/// or with a user-notification listener, and answering its notifications
+/// or with a user-notification listener (also in a child between `fork`
+/// and `exec`: `seccomp_on_exec`), and answering its notifications
 /// (system calls rustix does not wrap).
 pub mod seccomp {
     pub use crate::sys::{
         seccomp_filter_with_listener, seccomp_notif_id_valid, seccomp_notif_recv,
-        seccomp_notif_send, seccomp_set_mode_filter, syncfs_answers_a_bad_descriptor,
-        take_inherited_fd, BpfInsn, SeccompNotif,
+        seccomp_notif_send, seccomp_on_exec, seccomp_set_mode_filter,
+        syncfs_answers_a_bad_descriptor, take_inherited_fd, BpfInsn, ExecFilter, SeccompNotif,
     };
 }
 

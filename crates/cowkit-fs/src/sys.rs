@@ -8,7 +8,8 @@
 //! Also the `seccomp(SECCOMP_SET_MODE_FILTER)` call that installs a filter
 //! without `no_new_privs` (for `cowkit nosync` as root), which rustix does
 //! not have, and a `syncfs` on a descriptor number that cannot be open (to
-//! tell whether sync calls are answered by a filter).
+//! tell whether sync calls are answered by a filter), and the same
+//! installed by a child between `fork` and `exec` (`pre_exec`).
 //! Also open-file-description byte-range locks (`F_OFD_SETLK`,
 //! `F_OFD_SETLKW`): `rustix::fs::fcntl_lock` takes process-associated
 //! locks (`F_SETLK`), which two threads of one process share and any
@@ -531,4 +532,94 @@ pub fn xfs_geometry<Fd: AsFd>(fd: Fd) -> io::Result<(u32, u32, u32, u32)> {
         )?
     };
     Ok((g.blocksize, g.agblocks, g.agcount, g.inodesize))
+}
+
+/// Seccomp programs a child installs on itself between `fork` and `exec`
+/// ([`seccomp_on_exec`]), prepared once by the parent.
+#[derive(Debug)]
+pub struct ExecFilter {
+    /// Installed first, with `SECCOMP_FILTER_FLAG_NEW_LISTENER`: its
+    /// `SECCOMP_RET_USER_NOTIF` answers go to the listener, which the
+    /// child sends over `sock` (one `b'L'` datagram carrying it).
+    pub notify: Vec<BpfInsn>,
+    /// Installed instead of `notify` when the kernel refuses a second
+    /// listener in the chain (`EBUSY`: an outer supervisor has one); the
+    /// child then sends `b'P'` without a descriptor.
+    pub plain: Vec<BpfInsn>,
+    /// Installed after either of them.
+    pub last: Vec<BpfInsn>,
+    /// A datagram socket to the parent (close-on-exec: the program the
+    /// child executes does not inherit it).
+    pub sock: std::os::fd::OwnedFd,
+}
+
+/// Arrange for the child of `cmd` to install `filter`'s programs on
+/// itself just before `exec` (see [`ExecFilter`]), so that the program
+/// and everything it starts inherit them. As root the programs are
+/// installed without `no_new_privs` (setuid programs keep working); a
+/// caller the kernel refuses that (`EACCES`) sets `no_new_privs` first.
+/// Any failure fails the spawn with that error: the program never runs
+/// with a filter whose listener nobody holds.
+pub fn seccomp_on_exec(cmd: &mut std::process::Command, filter: std::sync::Arc<ExecFilter>) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the child between fork and exec, where
+    // only async-signal-safe work is allowed. It reads the programs and
+    // the socket the parent prepared (kept alive by the `Arc` the closure
+    // owns, never dropped in the child) and makes system calls only:
+    // seccomp, prctl, sendmsg (ancillary buffer on the stack), close. It
+    // allocates nothing, takes no lock and touches no shared state;
+    // `io::Error` values built from an errno do not allocate.
+    unsafe {
+        cmd.pre_exec(move || install_in_child(&filter));
+    }
+}
+
+/// The child's side of [`seccomp_on_exec`].
+fn install_in_child(f: &ExecFilter) -> std::io::Result<()> {
+    let with_listener = || -> std::io::Result<libc::c_long> {
+        let rc = seccomp_filter(&f.notify, libc::SECCOMP_FILTER_FLAG_NEW_LISTENER)?;
+        match rc {
+            r if r < 0 => Err(std::io::Error::last_os_error()),
+            r => Ok(r),
+        }
+    };
+    let mut r = with_listener();
+    if matches!(&r, Err(e) if e.raw_os_error() == Some(libc::EACCES)) {
+        rustix::thread::set_no_new_privs(true)?;
+        r = with_listener();
+    }
+    let one = |prog: &[BpfInsn]| -> std::io::Result<()> {
+        match seccomp_filter(prog, 0)? {
+            0 => Ok(()),
+            _ => Err(std::io::Error::last_os_error()),
+        }
+    };
+    match r {
+        Ok(raw) => {
+            // SAFETY: `raw` is the listener the kernel just created for
+            // this process; nothing else owns it.
+            let l = unsafe {
+                <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw as i32)
+            };
+            one(&f.last)?;
+            let fds = [l.as_fd()];
+            let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+            let mut anc = rustix::net::SendAncillaryBuffer::new(&mut space);
+            anc.push(rustix::net::SendAncillaryMessage::ScmRights(&fds));
+            rustix::net::sendmsg(
+                &f.sock,
+                &[std::io::IoSlice::new(b"L")],
+                &mut anc,
+                rustix::net::SendFlags::empty(),
+            )?;
+            Ok(())
+        }
+        Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+            one(&f.plain)?;
+            one(&f.last)?;
+            rustix::net::send(&f.sock, b"P", rustix::net::SendFlags::empty())?;
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
 }

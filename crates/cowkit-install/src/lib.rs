@@ -33,6 +33,7 @@ use serde::Serialize;
 mod config;
 mod extents;
 mod load;
+pub mod nosync;
 pub mod owners;
 mod pkg;
 pub mod plan;
@@ -112,6 +113,10 @@ pub enum Error {
         /// The path given.
         path: PathBuf,
     },
+    /// Running scriptlets without sync calls: setting it up, or the final
+    /// `syncfs` of the root's filesystems (a writeback error).
+    #[error("scriptlets without sync calls")]
+    Nosync(#[source] cowkit_nosync::Error),
     /// One package given twice.
     #[error("`{first}` and `{second}` are the same package, {nevra}")]
     Duplicate {

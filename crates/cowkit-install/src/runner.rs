@@ -144,12 +144,18 @@ struct Runner<'a> {
     progress: &'a dyn Progress,
     stager: Option<&'a Stager>,
     check_rpm: Option<Rpm>,
+    /// The session answering scriptlets' sync calls, if any.
+    nosync: Option<&'a cowkit_nosync::scoped::Session>,
     failed: HashSet<usize>,
     /// Placed packages and their instances.
     placed: Vec<(usize, u32)>,
 }
 
-pub(crate) fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxSummary> {
+pub(crate) fn run(
+    prepared: Prepared<'_>,
+    progress: &dyn Progress,
+    nosync: Option<&cowkit_nosync::scoped::Session>,
+) -> Result<TxSummary> {
     let Prepared {
         root,
         opts,
@@ -175,6 +181,7 @@ pub(crate) fn run(prepared: Prepared<'_>, progress: &dyn Progress) -> Result<TxS
         progress,
         stager: stager.as_ref(),
         check_rpm: found.as_ref().map(|db| Rpm::new(root.path(), db)),
+        nosync,
         failed: HashSet::new(),
         placed: Vec::new(),
     };
@@ -242,9 +249,18 @@ impl Runner<'_> {
         }
         if run.script.is_lua() && self.lua.is_none() {
             if let Some(start) = &self.opts.lua {
+                // Started inside the nosync session: the host and what its
+                // scriptlets run get their sync calls answered too.
+                let nosync = self.nosync;
+                let wrap = move |c: &mut std::process::Command| {
+                    if let Some(s) = nosync {
+                        s.apply(c);
+                    }
+                };
                 self.lua = Some((start.0)(
                     self.root.path(),
                     self.opts.script_stdout_to_stderr,
+                    &wrap,
                 )?);
             }
         }
@@ -252,6 +268,7 @@ impl Runner<'_> {
         let t = std::time::Instant::now();
         let args: Vec<i64> = run.arg1.into_iter().chain(run.arg2).collect();
         let mut ctx = RunContext {
+            nosync: self.nosync,
             stdout_to_stderr: self.opts.script_stdout_to_stderr,
             lua: match self.lua.as_mut() {
                 Some(b) => Some(&mut **b),

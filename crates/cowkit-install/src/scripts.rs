@@ -162,6 +162,8 @@ pub struct RunContext<'a> {
     pub stdout_to_stderr: bool,
     /// rpm's Lua, when it can be loaded.
     pub lua: Option<&'a mut dyn Lua>,
+    /// The transaction's session that answers sync calls, if any.
+    pub nosync: Option<&'a cowkit_nosync::scoped::Session>,
 }
 
 /// One scriptlet of one package.
@@ -247,7 +249,9 @@ impl Scriptlet {
     /// `args` (`$1`, `$2`: a body only; a program-only scriptlet gets
     /// none) and a file trigger's `files` on stdin. Its output goes to
     /// ours (stdout to stderr when `stdout_to_stderr`, so that a JSON
-    /// summary on stdout stays clean). A `<lua>` scriptlet goes to `lua`
+    /// summary on stdout stays clean); with the transaction's nosync
+    /// session its sync calls (and its children's) are answered without
+    /// running. A `<lua>` scriptlet goes to `lua`
     /// (rpm's own interpreter), named `name`. `Ok(None)` when it
     /// succeeded, `Ok(Some(why))` when it ran and failed.
     pub fn run(
@@ -298,7 +302,7 @@ impl Scriptlet {
             argv.extend(args.iter().map(i64::to_string));
             tmp = Some(work);
         }
-        let result = self.exec(root.path(), &argv, files, prefixes, ctx.stdout_to_stderr);
+        let result = self.exec(root.path(), &argv, files, prefixes, ctx);
         drop(tmp);
         result
     }
@@ -309,7 +313,7 @@ impl Scriptlet {
         argv: &[String],
         files: Option<&[Vec<u8>]>,
         prefixes: &[String],
-        stdout_to_stderr: bool,
+        ctx: &RunContext<'_>,
     ) -> Result<Option<String>> {
         // The host's sh sets rpm's umask, then becomes chroot(8), which
         // becomes the interpreter inside the root.
@@ -332,12 +336,15 @@ impl Scriptlet {
                 c.env("RPM_INSTALL_PREFIX", p);
             }
         }
-        if stdout_to_stderr {
+        if ctx.stdout_to_stderr {
             let err = std::io::stderr();
             let fd = std::os::fd::AsFd::as_fd(&err)
                 .try_clone_to_owned()
                 .map_err(|e| IoError::new("duplicate", PathBuf::from("stderr"), e))?;
             c.stdout(Stdio::from(fd));
+        }
+        if let Some(session) = ctx.nosync {
+            session.apply(&mut c);
         }
         let mut child = c
             .spawn()

@@ -69,6 +69,10 @@ pub struct TxOptions {
     /// What to do with an install-only package (a kernel) whose older
     /// version is installed.
     pub install_only: InstallOnly,
+    /// Let scriptlets' sync calls reach the kernel. Otherwise, in a root
+    /// that is not `/`, they are answered without running and the root's
+    /// filesystems get one `syncfs` at the end ([`crate::nosync`]).
+    pub keep_syncs: bool,
     /// Starts rpm's Lua for `<lua>` scriptlets (the CLI's
     /// `cowkit_rpmlua::LuaHost`); without it they are refused up front.
     pub lua: Option<LuaStarter>,
@@ -80,8 +84,11 @@ pub struct TxOptions {
 pub struct LuaStarter(pub std::sync::Arc<StartLua>);
 
 /// The function behind a [`LuaStarter`]: root, scriptlets' stdout to
-/// stderr.
-pub type StartLua = dyn Fn(&Path, bool) -> Result<Box<dyn crate::scripts::Lua>> + Send + Sync;
+/// stderr, and what to do to the host's command before it is spawned
+/// (the transaction's nosync session).
+pub type StartLua = dyn Fn(&Path, bool, &dyn Fn(&mut std::process::Command)) -> Result<Box<dyn crate::scripts::Lua>>
+    + Send
+    + Sync;
 
 impl std::fmt::Debug for LuaStarter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -147,6 +154,9 @@ pub struct Timings {
     pub scriptlets: f64,
     /// Registering in the database.
     pub register: f64,
+    /// The final `syncfs` of the root's filesystems, after scriptlets ran
+    /// without sync calls ([`crate::nosync`]).
+    pub final_sync: f64,
 }
 
 /// What a transaction did.
@@ -190,6 +200,8 @@ pub struct TxSummary {
     pub failed: Vec<PackageFailure>,
     /// Only checked and planned (`--test`).
     pub test: bool,
+    /// Scriptlets ran without sync calls ([`crate::nosync`]).
+    pub nosync: Option<crate::nosync::NosyncSummary>,
 }
 
 /// Install or upgrade `packages` in `root` as one transaction.
@@ -288,7 +300,17 @@ impl Prepared<'_> {
 
     /// Run it: scriptlets, files, registration (see the module docs).
     pub fn run(self, progress: &dyn Progress) -> Result<TxSummary> {
-        crate::runner::run(self, progress)
+        // Scriptlets of a root being built run without sync calls, one
+        // session for the whole transaction (also the Lua host's).
+        let scripts = !self.opts.noscripts
+            && !self.opts.test
+            && crate::runner::simulate(&self.pkgs, &self.db)
+                .iter()
+                .any(|e| e.run.is_some());
+        let path = self.root.path();
+        let session = crate::nosync::start(path, self.opts.keep_syncs, scripts)?;
+        let result = crate::runner::run(self, progress, session.as_ref());
+        crate::nosync::finish(session, result)
     }
 }
 

@@ -45,6 +45,17 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// The final `syncfs` of a filesystem reported a writeback error.
+    #[error("final syncfs of `{}` ({fs_type}) failed", mount_point.display())]
+    FinalSync {
+        /// Its mount point.
+        mount_point: PathBuf,
+        /// Its type.
+        fs_type: String,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
     /// A process-management call failed.
     #[error("cannot {what}")]
     Process {

@@ -125,6 +125,21 @@ fn to_raw(p: &BpfProgram) -> Vec<cowkit_fs::seccomp::BpfInsn> {
         .collect()
 }
 
+/// The programs as raw instructions: the first one with its answer to
+/// the sync calls turned into `SECCOMP_RET_USER_NOTIF`, the same answering
+/// 0 itself, and the second one (negative descriptors get `EBADF`).
+pub fn raw_programs() -> Result<[Vec<cowkit_fs::seccomp::BpfInsn>; 3]> {
+    let progs = programs()?;
+    let plain = to_raw(&progs[0]);
+    let mut notify = plain.clone();
+    for i in notify.iter_mut() {
+        if i.code == BPF_RET_K && i.k == SECCOMP_RET_ERRNO_ZERO {
+            i.k = SECCOMP_RET_USER_NOTIF;
+        }
+    }
+    Ok([notify, plain, to_raw(&progs[1])])
+}
+
 /// Install both programs with the first one's answer to the sync calls
 /// turned into `SECCOMP_RET_USER_NOTIF`: the returned listener is given to
 /// the supervisor, which answers each call (EBADF for a descriptor that is
@@ -133,14 +148,7 @@ fn to_raw(p: &BpfProgram) -> Vec<cowkit_fs::seccomp::BpfInsn> {
 /// listener cannot be had (one is installed already, in a nested run; a
 /// kernel before 5.0), the plain filter of [`install`] and `None`.
 pub fn install_with_listener() -> Result<(Installed, Option<std::os::fd::OwnedFd>)> {
-    let progs = programs()?;
-    let mut first = to_raw(&progs[0]);
-    for i in first.iter_mut() {
-        if i.code == BPF_RET_K && i.k == SECCOMP_RET_ERRNO_ZERO {
-            i.k = SECCOMP_RET_USER_NOTIF;
-        }
-    }
-    let second = to_raw(&progs[1]);
+    let [first, _, second] = raw_programs()?;
     let eacces = Some(rustix::io::Errno::ACCESS.raw_os_error());
     let (installed, listener) = match cowkit_fs::seccomp::seccomp_filter_with_listener(&first) {
         Ok(l) => (Installed::Privileged, l),

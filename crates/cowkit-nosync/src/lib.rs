@@ -18,6 +18,8 @@
 //! filesystems that may have been written ([`mounts`], those mounted
 //! during the run included) and reports a writeback error. [`preload`] manages `/etc/ld.so.preload` in a root and
 //! [`kickstart`] prints an installer snippet that recreates the shim.
+//! [`scoped`] is the same seccomp layer for the many commands of one
+//! transaction (a package manager's scriptlets), set up once.
 //! `docs/nosync.md` has the design and the limits.
 //!
 //! ```no_run
@@ -43,6 +45,7 @@ pub mod mounts;
 pub mod notify;
 pub mod preload;
 pub mod run;
+pub mod scoped;
 pub mod shim;
 pub mod stats;
 pub mod tree;

@@ -92,7 +92,7 @@ fn receive(sock: &OwnedFd) -> Option<OwnedFd> {
 }
 
 /// The answer to one call: 0, or an errno.
-fn answer(n: &cowkit_fs::seccomp::SeccompNotif) -> i32 {
+pub(crate) fn answer(n: &cowkit_fs::seccomp::SeccompNotif) -> i32 {
     if !FD_CALLS.contains(&(n.nr as u32)) {
         return 0;
     }

@@ -533,7 +533,7 @@ fn read_stats(p: &Path) -> Result<(Option<Stats>, bool)> {
     Ok((Some(Stats::parse(&text)), truncated))
 }
 
-fn final_sync(mode: FinalSync, full: bool, targets: &[Target]) -> Vec<SyncReport> {
+pub(crate) fn final_sync(mode: FinalSync, full: bool, targets: &[Target]) -> Vec<SyncReport> {
     let mut out = Vec::new();
     if mode == FinalSync::None {
         return out;

@@ -38,6 +38,13 @@ impl LuaHost {
     /// host cannot load rpm's Lua or enter the root (the reason says which);
     /// [`Error::Broken`] when it answers nothing sensible.
     pub fn start(cfg: &HostConfig) -> Result<LuaHost> {
+        Self::start_with(cfg, &|_| {})
+    }
+
+    /// [`LuaHost::start`], with `prepare` applied to the host's command
+    /// before it is spawned (e.g. a session that answers the sync calls of
+    /// the host and of everything its scriptlets run).
+    pub fn start_with(cfg: &HostConfig, prepare: &dyn Fn(&mut Command)) -> Result<LuaHost> {
         if !cfg.root.is_absolute() {
             return Err(Error::RelativeRoot {
                 root: cfg.root.clone(),
@@ -50,6 +57,7 @@ impl LuaHost {
         if cfg.stdout_to_stderr {
             cmd.stdout(io::stderr());
         }
+        prepare(&mut cmd);
         let child = cmd.spawn().map_err(|source| Error::Spawn {
             exe: cfg.exe.clone(),
             source,

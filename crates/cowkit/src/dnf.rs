@@ -70,6 +70,13 @@ pub struct Args {
     /// Run no scriptlets (like `rpm --noscripts`).
     #[arg(long)]
     noscripts: bool,
+    /// Let scriptlets' sync calls (`fsync`, `sync`, `syncfs`, ...) reach
+    /// the kernel. By default, in a root other than `/`, they are answered
+    /// without running (the root is being built: a crash loses it anyway)
+    /// and the root's filesystems get one `syncfs` at the end; `/` always
+    /// keeps its syncs.
+    #[arg(long)]
+    keep_syncs: bool,
     /// Print a JSON summary (dnf's and the scriptlets' output go to stderr).
     #[arg(long)]
     json: bool,
@@ -255,6 +262,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         // versions (rpm -i), where `rpm -U` would erase them.
         install_only: cowkit_install::InstallOnly::Beside,
         lua: crate::lua::starter(),
+        keep_syncs: args.keep_syncs,
         ..TxOptions::default()
     };
     let t = Instant::now();

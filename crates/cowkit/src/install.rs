@@ -76,6 +76,13 @@ pub struct Args {
     /// Run no scriptlets (like `rpm --noscripts`).
     #[arg(long)]
     noscripts: bool,
+    /// Let scriptlets' sync calls (`fsync`, `sync`, `syncfs`, ...) reach
+    /// the kernel. By default, in a root other than `/`, they are answered
+    /// without running (the root is being built: a crash loses it anyway)
+    /// and the root's filesystems get one `syncfs` at the end; `/` always
+    /// keeps its syncs.
+    #[arg(long)]
+    keep_syncs: bool,
     /// Only check the transaction and print the plan (like `rpm --test`).
     #[arg(long)]
     test: bool,
@@ -211,7 +218,11 @@ pub(crate) struct Show<'a> {
 /// Print a transaction's outcome (JSON with `extra` fields, or text) and
 /// turn it into the exit status.
 pub(crate) fn finish(show: &Show<'_>, total: &TxSummary, extra: impl Serialize) -> ExitCode {
-    let ok = total.failed.is_empty();
+    let sync_error = total
+        .nosync
+        .as_ref()
+        .and_then(|n| n.final_sync_error.as_ref());
+    let ok = total.failed.is_empty() && sync_error.is_none();
     if show.json {
         print_json(&Report {
             root: show.root,
@@ -234,6 +245,13 @@ pub(crate) fn finish(show: &Show<'_>, total: &TxSummary, extra: impl Serialize) 
         }
         if !show.quiet {
             print_text(show, total);
+        }
+        if let Some(chain) = sync_error {
+            report_error(&CliError::from_chain(
+                "the final sync of the root failed: what the transaction wrote may not be on disk"
+                    .to_string(),
+                chain,
+            ));
         }
     }
     if ok {
@@ -296,6 +314,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         no_overlap: args.check_first,
         install_only: cowkit_install::InstallOnly::Refuse,
         lua: crate::lua::starter(),
+        keep_syncs: args.keep_syncs,
     };
     let bar = ProgressBar::new(0);
     if quiet || args.json || args.test {
@@ -501,6 +520,9 @@ fn print_text(args: &Show<'_>, total: &TxSummary) {
             }
         );
     }
+    if let Some(n) = &total.nosync {
+        print_nosync(n);
+    }
     for (new, kept) in &total.installed_beside {
         eprintln!(
             "{new} installed beside {} (install-only: nothing erased)",
@@ -508,4 +530,39 @@ fn print_text(args: &Show<'_>, total: &TxSummary) {
         );
     }
     print_fallbacks(&s.tally);
+}
+
+/// What the scriptlets' session did (`--keep-syncs` turns it off).
+fn print_nosync(n: &cowkit_install::nosync::NosyncSummary) {
+    let calls: Vec<String> = n
+        .answered
+        .iter()
+        .filter(|(_, c)| **c > 0)
+        .map(|(k, c)| format!("{k} {c}"))
+        .collect();
+    let calls = match calls.is_empty() {
+        true => "none".to_string(),
+        false => calls.join(", "),
+    };
+    eprintln!(
+        "scriptlets' sync calls answered without running (--keep-syncs lets them through): {calls}"
+    );
+    if n.uncounted > 0 {
+        eprintln!(
+            "  {} scriptlet(s) ran under another supervisor's filter: their calls were not counted",
+            n.uncounted
+        );
+    }
+    if n.final_sync_suppressed {
+        eprintln!("  final sync NOT run: cowkit itself runs under a filter that answers sync calls (the outer one syncs at its end)");
+    }
+    if let Some(why) = &n.full_sync_reason {
+        eprintln!("  sync(2) run for every filesystem: {why}");
+    }
+    for (at, ty, secs) in &n.final_sync {
+        eprintln!("  final sync of `{}` ({ty}): {secs:.3} s", at.display());
+    }
+    if n.still_running > 0 {
+        eprintln!("  warning: {} scriptlet process(es) still running: their sync calls now fail with ENOSYS", n.still_running);
+    }
 }

@@ -17,16 +17,19 @@ pub fn starter() -> Option<LuaStarter> {
     }
     cowkit_rpmlua::available().ok()?;
     let exe = std::env::current_exe().ok()?;
-    Some(LuaStarter(Arc::new(move |root: &Path, to_stderr: bool| {
-        let host = LuaHost::start(&HostConfig {
-            exe: exe.clone(),
-            root: root.to_path_buf(),
-            stdout_to_stderr: to_stderr,
-            defines: Vec::new(),
-        })
-        .map_err(|e| cowkit_install::Error::Lua(Box::new(e)))?;
-        Ok(Box::new(Host(host)) as Box<dyn Lua>)
-    })))
+    Some(LuaStarter(Arc::new(
+        move |root: &Path, to_stderr: bool, prepare: &dyn Fn(&mut std::process::Command)| {
+            let cfg = HostConfig {
+                exe: exe.clone(),
+                root: root.to_path_buf(),
+                stdout_to_stderr: to_stderr,
+                defines: Vec::new(),
+            };
+            let host = LuaHost::start_with(&cfg, prepare)
+                .map_err(|e| cowkit_install::Error::Lua(Box::new(e)))?;
+            Ok(Box::new(Host(host)) as Box<dyn Lua>)
+        },
+    )))
 }
 
 /// A [`LuaHost`] as the transaction's [`Lua`].
