@@ -137,6 +137,32 @@ fn run(args: Vec<OsString>, quiet: bool) -> Result<ExitCode, CliError> {
     crate::dnf::run_request(request)
 }
 
+/// cowkit's own options are not dnf's: in dnf's command line they are
+/// refused, saying where they go.
+fn own_options(args: &[OsString]) -> Result<(), CliError> {
+    let own = [
+        ("--cache", ENV_CACHE),
+        ("--dbpath", ENV_DBPATH),
+        ("--jobs", ENV_JOBS),
+        ("-j", ENV_JOBS),
+        ("--json", ENV_JSON),
+        ("--noscripts", ENV_NOSCRIPTS),
+    ];
+    for a in args.iter().take_while(|a| *a != "--") {
+        let a = a.to_string_lossy();
+        let name = a.split_once('=').map_or(&*a, |(n, _)| n);
+        if let Some((opt, var)) = own.iter().find(|(o, _)| *o == name) {
+            return Err(CliError::msg(format!(
+                "`{opt}` is cowkit's option, not dnf's: with dnf's command line cowkit reads it from {var}"
+            ))
+            .hint(format!(
+                "set {var}, or use `cowkit dnf --root R {opt} ... -- DNF-ARGS`"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// A variable's value, `None` when unset or empty.
 fn env_text(name: &str) -> Result<Option<String>, CliError> {
     match std::env::var_os(name) {

@@ -306,6 +306,14 @@ fn issue_26_options_cowkit_cannot_honour_are_refused_by_name() {
         assert!(!root.exists(), "{opt:?}: the root was made");
         assert!(calls(&fake).is_empty(), "{opt:?}: dnf ran");
     }
+    // cowkit's own options, in dnf's command line.
+    let r = cowkit_dnf(&["--cache=/c", "install", "a"]);
+    assert!(!r.ok);
+    assert!(
+        r.stderr.contains("reads it from COWKIT_CACHE"),
+        "{}",
+        r.stderr
+    );
     // A prefix of --installroot (dnf's argparse would take it).
     let r = run(cowkit()
         .args(["dnf", "--installr=/x", "install", "a"])
