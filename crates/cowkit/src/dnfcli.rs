@@ -12,9 +12,12 @@
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
-/// dnf's general options (dnf 4.14 `cli/option_parser.py`): long names,
-/// short letter, whether a value follows.
-const OPTIONS: &[(&[&str], Option<char>, bool)] = &[
+/// One of dnf's options: long names, short letter, whether a value
+/// follows.
+type Opt = (&'static [&'static str], Option<char>, bool);
+
+/// dnf's general options (dnf 4.14 `cli/option_parser.py`).
+const OPTIONS: &[Opt] = &[
     (&["--config"], Some('c'), true),
     (&["--quiet"], Some('q'), false),
     (&["--verbose"], Some('v'), false),
@@ -327,9 +330,7 @@ impl Line {
 
 /// The option `name` (`--installroot`) stands for; an error for a prefix
 /// of one; `None` for an option dnf's general options do not have.
-fn long_spec(
-    name: &str,
-) -> Result<Option<&'static (&'static [&'static str], Option<char>, bool)>, LineError> {
+fn long_spec(name: &str) -> Result<Option<&'static Opt>, LineError> {
     if let Some(o) = OPTIONS.iter().find(|o| o.0.contains(&name)) {
         return Ok(Some(o));
     }

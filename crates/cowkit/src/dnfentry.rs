@@ -105,8 +105,18 @@ fn run(args: Vec<OsString>, quiet: bool) -> Result<ExitCode, CliError> {
         ))
         .hint(format!("set {ENV_DNF} to the real dnf")));
     }
-    let line =
-        Line::parse(&args).map_err(|e| CliError::new("cannot read dnf's command line", e))?;
+    // `--ins…`: `--installroot` or a prefix of it (the only dnf option
+    // that begins so); without one, dnf's command line is not read at all.
+    let rooted = args
+        .iter()
+        .take_while(|a| *a != "--")
+        .any(|a| a.to_string_lossy().starts_with("--ins"));
+    let line = if rooted {
+        own_options(&args)?;
+        Line::parse(&args).map_err(|e| CliError::new("cannot read dnf's command line", e))?
+    } else {
+        Line::default()
+    };
     let Some(root) = line.root.clone() else {
         // The host's own dnf: unchanged.
         let dnf = real_dnf()?;
