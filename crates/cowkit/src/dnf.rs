@@ -270,54 +270,11 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
     rpms.sort();
     extra.downloaded = rpms.len();
     if rpms.is_empty() {
-        if !quiet && !args.json {
-            eprintln!("nothing to install: dnf downloaded no packages");
-        }
-        if args.json {
-            crate::output::print_json(&serde_json::json!({
-                "root": args.root, "ok": true, "downloaded": 0
-            }));
-        }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(nothing_to_install(args));
     }
 
-    // 2. The cache: hits by header digest, misses transcoded in parallel.
-    let jobs = crate::output::jobs(args.jobs);
-    // 3. One transaction. rpm checks and orders the downloaded packages
-    // (the same headers as their extents files) while the misses are
-    // transcoded.
-    let opts = TxOptions {
-        install: Options {
-            clone_tail: cowkit_install::clone_tail_pays_off(&root),
-            ..Options::default()
-        },
-        jobs,
-        db: true,
-        dbpath: args.dbpath.clone(),
-        noscripts: args.noscripts,
-        script_stdout_to_stderr: args.json,
-        // dnf installs install-only packages (kernels) beside the old
-        // versions (rpm -i), where `rpm -U` would erase them.
-        install_only: cowkit_install::InstallOnly::Beside,
-        ..TxOptions::default()
-    };
-    let t = Instant::now();
-    let (prepared, cached) = std::thread::scope(|s| {
-        let check = s.spawn(|| prepare(&root, &rpms, &opts));
-        let cached = lookup_and_transcode(&cache, &rpms, jobs, &mut extra, args.json || quiet);
-        (check.join().expect("the check does not panic"), cached)
-    });
-    extra.transcode_seconds = t.elapsed().as_secs_f64();
-    let cached = cached?;
-    let mut prepared = match prepared {
-        Ok(p) => p,
-        Err(e) => return refused(&args.root, args.json, e),
-    };
-    let by_rpm: std::collections::HashMap<&Path, &PathBuf> =
-        rpms.iter().map(PathBuf::as_path).zip(&cached).collect();
-    prepared.use_files(|p| by_rpm[p].clone());
-    let total = match prepared.run(&cowkit_install::NoProgress) {
-        Ok(t) => t,
+    let total = match install(args, &root, &cache, &rpms, &mut extra)? {
+        Ok(total) => total,
         Err(e) => return refused(&args.root, args.json, e),
     };
     drop(download);
@@ -342,6 +299,67 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
         &total,
         extra,
     ))
+}
+
+/// dnf downloaded nothing: said so (or `{"downloaded": 0}`), success.
+fn nothing_to_install(req: &Request) -> ExitCode {
+    if !req.quiet && !req.json {
+        eprintln!("nothing to install: dnf downloaded no packages");
+    }
+    if req.json {
+        crate::output::print_json(&serde_json::json!({
+            "root": req.root, "ok": true, "downloaded": 0
+        }));
+    }
+    ExitCode::SUCCESS
+}
+
+/// The downloaded packages `rpms` installed from the cache as one
+/// transaction; the outer error is cowkit's (the cache), the inner one the
+/// transaction's (refused, as [`refused`] reports it).
+fn install(
+    args: &Request,
+    root: &Root,
+    cache: &Cache,
+    rpms: &[PathBuf],
+    extra: &mut Extra,
+) -> Result<Result<cowkit_install::TxSummary, cowkit_install::Error>, CliError> {
+    // 2. The cache: hits by header digest, misses transcoded in parallel.
+    let jobs = crate::output::jobs(args.jobs);
+    // 3. One transaction. rpm checks and orders the downloaded packages
+    // (the same headers as their extents files) while the misses are
+    // transcoded.
+    let opts = TxOptions {
+        install: Options {
+            clone_tail: cowkit_install::clone_tail_pays_off(root),
+            ..Options::default()
+        },
+        jobs,
+        db: true,
+        dbpath: args.dbpath.clone(),
+        noscripts: args.noscripts,
+        script_stdout_to_stderr: args.json,
+        // dnf installs install-only packages (kernels) beside the old
+        // versions (rpm -i), where `rpm -U` would erase them.
+        install_only: cowkit_install::InstallOnly::Beside,
+        ..TxOptions::default()
+    };
+    let t = Instant::now();
+    let (prepared, cached) = std::thread::scope(|s| {
+        let check = s.spawn(|| prepare(root, rpms, &opts));
+        let cached = lookup_and_transcode(cache, rpms, jobs, extra, args.json || args.quiet);
+        (check.join().expect("the check does not panic"), cached)
+    });
+    extra.transcode_seconds = t.elapsed().as_secs_f64();
+    let cached = cached?;
+    let mut prepared = match prepared {
+        Ok(p) => p,
+        Err(e) => return Ok(Err(e)),
+    };
+    let by_rpm: std::collections::HashMap<&Path, &PathBuf> =
+        rpms.iter().map(PathBuf::as_path).zip(&cached).collect();
+    prepared.use_files(|p| by_rpm[p].clone());
+    Ok(prepared.run(&cowkit_install::NoProgress))
 }
 
 /// dnf runs the command itself (one that installs nothing, or only shows

@@ -43,7 +43,7 @@ pub const ENV_INSIDE: &str = "COWKIT_DNF_ENTRY";
 /// The cache's default directory.
 pub const DEFAULT_CACHE: &str = "/var/cache/cowkit";
 
-/// Whether argv[0] names `dnf` (the cowkit binary reached through a link
+/// Whether `argv[0]` names `dnf` (the cowkit binary reached through a link
 /// named `dnf`).
 pub fn invoked_as_dnf(argv: &[OsString]) -> bool {
     argv.first()
