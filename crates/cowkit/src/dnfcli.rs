@@ -363,23 +363,17 @@ const MAX_CONF: u64 = 1 << 20;
 
 /// `keepcache` in the `[main]` section of dnf's configuration file for
 /// `root`: `--config`'s file, else the root's `/etc/dnf/dnf.conf`, else
-/// the host's (dnf looks in the installroot first). `None` where no file
-/// says. Read within bounds; a file that cannot be read says nothing (dnf
-/// itself then fails on it).
+/// the host's (dnf looks in the installroot first, following links as it
+/// does). `None` where no file says. The file is opened non-blocking
+/// (a fifo cannot hold cowkit up), must be a regular file, and is read
+/// within [`MAX_CONF`]; one that cannot be read says nothing (dnf itself
+/// then fails on it).
 pub fn keepcache_in_config(config: Option<&Path>, root: &Path) -> Option<bool> {
-    use std::io::Read;
-    let in_root = root.join("etc/dnf/dnf.conf");
-    let path = match config {
-        Some(c) => c.to_path_buf(),
-        None if in_root.is_file() => in_root,
-        None => PathBuf::from("/etc/dnf/dnf.conf"),
+    let text = match config {
+        Some(c) => read_conf(c)?,
+        None => read_conf(&root.join("etc/dnf/dnf.conf"))
+            .or_else(|| read_conf(Path::new("/etc/dnf/dnf.conf")))?,
     };
-    let mut text = String::new();
-    std::fs::File::open(&path)
-        .ok()?
-        .take(MAX_CONF)
-        .read_to_string(&mut text)
-        .ok()?;
     let mut main = false;
     let mut found = None;
     for l in text.lines() {
@@ -395,6 +389,28 @@ pub fn keepcache_in_config(config: Option<&Path>, root: &Path) -> Option<bool> {
         }
     }
     found
+}
+
+/// A regular file's first [`MAX_CONF`] bytes, as text.
+fn read_conf(path: &Path) -> Option<String> {
+    use rustix::fs::{Mode, OFlags};
+    use std::io::Read;
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    )
+    .ok()?;
+    let st = rustix::fs::fstat(&fd).ok()?;
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
+        return None;
+    }
+    let mut text = String::new();
+    std::fs::File::from(fd)
+        .take(MAX_CONF)
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text)
 }
 
 #[cfg(test)]
@@ -496,5 +512,25 @@ mod tests {
         assert_eq!(l.keepcache, Some(true));
         let l = parse(&["--installroot=/r", "remove", "a"]).unwrap();
         assert!(!l.installs());
+    }
+
+    #[test]
+    fn issue_26_keepcache_is_read_from_main_and_a_fifo_holds_nothing_up() {
+        let d = tempfile::tempdir().unwrap();
+        let conf = d.path().join("dnf.conf");
+        std::fs::write(&conf, "[main]\nkeepcache = True\n[x]\nkeepcache=0\n").unwrap();
+        assert_eq!(keepcache_in_config(Some(&conf), d.path()), Some(true));
+        std::fs::write(&conf, "[other]\nkeepcache=1\n").unwrap();
+        assert_eq!(keepcache_in_config(Some(&conf), d.path()), None);
+        let fifo = d.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        assert_eq!(keepcache_in_config(Some(&fifo), d.path()), None);
     }
 }
