@@ -26,6 +26,8 @@ have gpg-agent || need+=(gpg-agent)
 # the host's static busybox as the root's /bin/sh.
 have dnf || need+=(dnf)
 have createrepo_c || need+=(createrepo-c)
+# cowkit dnf_entry: a real image builder (mkosi 14) calling cowkit's `dnf`.
+have mkosi || need+=(mkosi)
 dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || need+=(busybox-static)
 # -sys crates (liblzma, zstd) probe with pkg-config.
 have pkg-config || need+=(pkg-config)

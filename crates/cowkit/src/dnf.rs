@@ -30,35 +30,24 @@ use cowkit_extents::cache::{Cache, CacheError, Lookup, Unsafe};
 use cowkit_extents::confined;
 use cowkit_fs::root::Root;
 use cowkit_install::{prepare, Options, TxOptions};
+
+use crate::dnfcli::Line;
 use serde::Serialize;
 
 use crate::install::{finish, refused, Show};
 use crate::output::CliError;
 
-/// dnf commands whose packages cowkit installs; the others run dnf.
-const FORWARD: [&str; 10] = [
-    "install",
-    "in",
-    "upgrade",
-    "up",
-    "update",
-    "reinstall",
-    "downgrade",
-    "distro-sync",
-    "upgrade-minimal",
-    "localinstall",
-];
-
 /// Arguments of `cowkit dnf`.
 #[derive(clap::Args)]
+#[command(after_long_help = DNF_FORM_HELP)]
 pub struct Args {
     /// The root to build (dnf's `--installroot`; created if missing; an
     /// absolute path).
-    #[arg(long)]
-    root: PathBuf,
+    #[arg(long, required_unless_present = "shim_dir")]
+    root: Option<PathBuf>,
     /// The cache of transcoded packages, shared by builds. Put it on the
     /// filesystem of the roots: installs from it then clone.
-    #[arg(long, default_value = "/var/cache/cowkit")]
+    #[arg(long, default_value = crate::dnfentry::DEFAULT_CACHE)]
     cache: PathBuf,
     /// The rpm database inside the root (default: an existing one, else
     /// `%_dbpath` from the root's rpm macros, else /var/lib/rpm).
@@ -80,14 +69,56 @@ pub struct Args {
     /// Print a JSON summary (dnf's and the scriptlets' output go to stderr).
     #[arg(long)]
     json: bool,
+    /// Make DIR/dnf a link to cowkit (DIR created if missing; it and its
+    /// parents must be writable by you alone) and print DIR: put it first
+    /// on PATH and image builders' `dnf --installroot` runs cowkit.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["root", "dnf"])]
+    shim_dir: Option<PathBuf>,
     /// dnf's options and command, e.g. `--releasever 40 install bash`.
     #[arg(
-        required = true,
+        required_unless_present = "shim_dir",
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "DNF-ARGS"
     )]
     dnf: Vec<OsString>,
+}
+
+/// The rest of `cowkit dnf --help`: the dnf form.
+const DNF_FORM_HELP: &str = "\
+dnf's own command line (for image builders):
+  cowkit dnf --installroot R [DNF-OPTIONS] install|upgrade|... PKG...
+  dnf --installroot R ...        (cowkit reached through a link named `dnf`)
+  PATH=\"$(cowkit dnf --shim-dir /run/cowkit-dnf):$PATH\" mkosi ...
+In this form every option is dnf's and goes to dnf unchanged; cowkit's own
+come from the environment: COWKIT_CACHE (--cache), COWKIT_JOBS (--jobs),
+COWKIT_JSON=1 (--json), COWKIT_NOSCRIPTS=1 (--noscripts), COWKIT_DBPATH
+(--dbpath). Without --installroot, and for commands that install nothing
+(remove, list, ...), the real dnf runs (COWKIT_DNF, or the first `dnf` on
+PATH that is not cowkit). Refused when cowkit installs, as it cannot honour
+them exactly: --nodocs, --setopt=tsflags=..., --comment, --downloaddir
+without --downloadonly; --downloadonly, --assumeno and --help go to dnf.";
+
+/// One `cowkit dnf` run, from either form.
+pub struct Request {
+    /// The root (`--root` or `--installroot`).
+    pub root: PathBuf,
+    /// The cache of transcoded packages.
+    pub cache: PathBuf,
+    /// The rpm database inside the root.
+    pub dbpath: Option<String>,
+    /// Parallel jobs.
+    pub jobs: Option<usize>,
+    /// Run no scriptlets.
+    pub noscripts: bool,
+    /// Let scriptlets' sync calls through.
+    pub keep_syncs: bool,
+    /// A JSON summary on stdout.
+    pub json: bool,
+    /// Only errors.
+    pub quiet: bool,
+    /// dnf's command line, read.
+    pub line: Line,
 }
 
 /// The fields `cowkit dnf --json` adds to the install summary.
@@ -121,50 +152,84 @@ fn home_with_dbpath(dbpath: &str) -> Result<tempfile::TempDir, CliError> {
     Ok(home)
 }
 
-fn dnf_command(args: &Args, home: &Path) -> Command {
-    let dnf = PathBuf::from(std::env::var_os("COWKIT_DNF").unwrap_or_else(|| "dnf".into()));
+/// The real dnf on `req`'s root with `req`'s arguments, `HOME` set to
+/// `home`.
+fn dnf_command(req: &Request, home: &Path) -> Result<Command, CliError> {
+    let dnf = crate::dnfentry::real_dnf()?;
     let mut c = crate::dnf_order::command(&dnf, &home.join("order"));
     c.env("HOME", home)
-        .arg(format!("--installroot={}", args.root.display()))
-        .args(&args.dnf);
-    c
+        .env(crate::dnfentry::ENV_INSIDE, &dnf)
+        .arg(format!("--installroot={}", req.root.display()))
+        .args(&req.line.rest);
+    Ok(c)
 }
 
+/// `cowkit dnf --root R [OPTIONS] [--] DNF-ARGS` (or `--shim-dir`).
 pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
+    if let Some(dir) = &args.shim_dir {
+        crate::dnfentry::make_shim(dir)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let root = args.root.expect("clap requires --root");
+    let line =
+        Line::parse(&args.dnf).map_err(|e| CliError::new("cannot read dnf's arguments", e))?;
+    if let Some(r) = &line.root {
+        return Err(CliError::msg(format!(
+            "the root is given twice: `--root {}` and dnf's `--installroot {}`",
+            root.display(),
+            r.display()
+        ))
+        .hint("give one: `cowkit dnf --root R -- ARGS`, or dnf's own `cowkit dnf --installroot R ARGS`"));
+    }
+    run_request(Request {
+        root,
+        cache: args.cache,
+        dbpath: args.dbpath,
+        jobs: args.jobs,
+        noscripts: args.noscripts,
+        keep_syncs: args.keep_syncs,
+        json: args.json,
+        quiet: quiet || line.quiet,
+        line,
+    })
+}
+
+/// What cowkit cannot honour in `line`, as one error.
+fn refusals(line: &Line) -> Result<(), CliError> {
+    if !line.installs() || line.refused.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = line
+        .refused
+        .iter()
+        .map(|r| format!("`{}`: {}", r.option, r.why))
+        .collect();
+    Err(CliError::msg(format!(
+        "cowkit cannot honour dnf's {}:\n  {}",
+        if list.len() == 1 { "option" } else { "options" },
+        list.join("\n  ")
+    ))
+    .hint("drop them, or run plain dnf for this root"))
+}
+
+/// Run one request: dnf resolves and downloads, cowkit installs (or dnf
+/// runs the command itself on the root's database).
+pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
+    let quiet = req.quiet;
+    refusals(&req.line)?;
+    let args = &req;
     crate::install::absolute_root(&args.root)?;
     cowkit_fs::dir::raise_fd_limit();
     std::fs::create_dir_all(&args.root)
         .map_err(|e| CliError::new(format!("cannot create `{}`", args.root.display()), e))?;
     let root = Root::open(&args.root)
         .map_err(|e| CliError::new(format!("cannot open `{}`", args.root.display()), e))?;
-    let forward = args
-        .dnf
-        .iter()
-        .any(|a| a.to_str().is_some_and(|a| FORWARD.contains(&a)));
+    let forward = args.line.installs();
     let found = cowkit_rpmdb::find(&root, args.dbpath.as_deref())
         .map_err(|e| CliError::new("cannot find the root's rpm database", e))?;
 
     if !forward {
-        // dnf on its own, on the database cowkit uses.
-        let db = match found {
-            Some(db) => db,
-            None => cowkit_rpmdb::locate(&root, args.dbpath.as_deref()).map_err(|e| {
-                let macros = matches!(e, cowkit_rpmdb::Error::Macros { .. });
-                let e = CliError::new("cannot set up the root's rpm database", e);
-                if macros {
-                    e.hint("`--dbpath DIR` says where the root's database is")
-                } else {
-                    e
-                }
-            })?,
-        };
-        let home = home_with_dbpath(&db.path)?;
-        let status = dnf_command(&args, home.path())
-            .status()
-            .map_err(|e| CliError::new("cannot run dnf", e).hint(DNF_HINT))?;
-        return Ok(ExitCode::from(
-            status.code().unwrap_or(1).clamp(0, 255) as u8
-        ));
+        return dnf_itself(args, &root, found);
     }
 
     // The cache first: one others can change is refused before anything
@@ -198,26 +263,9 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
             .map_err(|e| CliError::new("cannot make a download directory in the cache", e))?;
     let home = home_with_dbpath(&db_for_dnf)?;
     let t = Instant::now();
-    let mut dnf = dnf_command(&args, home.path());
-    // dnf would erase the oldest install-only packages (kernels) beyond
-    // its `installonly_limit` in the same transaction, which cowkit does
-    // not do: with 0 (no limit), dnf's plan erases none either. Given
-    // after the user's arguments, so that it wins.
-    dnf.args(["-y", "--downloadonly", "--setopt=installonly_limit=0"])
-        .arg(format!("--downloaddir={}", download.path().display()));
-    if args.json || quiet {
-        // Keep stdout for the summary.
-        dnf.stdout(Stdio::from(
-            std::io::stderr()
-                .lock()
-                .as_fd_owned()
-                .map_err(|e| CliError::new("cannot duplicate stderr", e))?,
-        ));
-    }
-    let status = dnf
-        .status()
-        .map_err(|e| CliError::new("cannot run dnf", e).hint(DNF_HINT))?;
+    let status = resolve_and_download(args, home.path(), download.path());
     drop(scratch);
+    let status = status?;
     if !status.success() {
         return Err(CliError::msg(format!(
             "dnf could not resolve or download the packages ({status})"
@@ -232,56 +280,11 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
     crate::dnf_order::sort(&mut rpms, &home.path().join("order"));
     extra.downloaded = rpms.len();
     if rpms.is_empty() {
-        if !quiet && !args.json {
-            eprintln!("nothing to install: dnf downloaded no packages");
-        }
-        if args.json {
-            crate::output::print_json(&serde_json::json!({
-                "root": args.root, "ok": true, "downloaded": 0
-            }));
-        }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(nothing_to_install(args));
     }
 
-    // 2. The cache: hits by header digest, misses transcoded in parallel.
-    let jobs = crate::output::jobs(args.jobs);
-    // 3. One transaction. rpm checks and orders the downloaded packages
-    // (the same headers as their extents files) while the misses are
-    // transcoded.
-    let opts = TxOptions {
-        install: Options {
-            clone_tail: cowkit_install::clone_tail_pays_off(&root),
-            ..Options::default()
-        },
-        jobs,
-        db: true,
-        dbpath: args.dbpath.clone(),
-        noscripts: args.noscripts,
-        script_stdout_to_stderr: args.json,
-        // dnf installs install-only packages (kernels) beside the old
-        // versions (rpm -i), where `rpm -U` would erase them.
-        install_only: cowkit_install::InstallOnly::Beside,
-        lua: crate::lua::starter(),
-        keep_syncs: args.keep_syncs,
-        ..TxOptions::default()
-    };
-    let t = Instant::now();
-    let (prepared, cached) = std::thread::scope(|s| {
-        let check = s.spawn(|| prepare(&root, &rpms, &opts));
-        let cached = lookup_and_transcode(&cache, &rpms, jobs, &mut extra, args.json || quiet);
-        (check.join().expect("the check does not panic"), cached)
-    });
-    extra.transcode_seconds = t.elapsed().as_secs_f64();
-    let cached = cached?;
-    let mut prepared = match prepared {
-        Ok(p) => p,
-        Err(e) => return refused(&args.root, args.json, e),
-    };
-    let by_rpm: std::collections::HashMap<&Path, &PathBuf> =
-        rpms.iter().map(PathBuf::as_path).zip(&cached).collect();
-    prepared.use_files(|p| by_rpm[p].clone());
-    let total = match prepared.run(&cowkit_install::NoProgress) {
-        Ok(t) => t,
+    let total = match install(args, &root, &cache, &rpms, &mut extra)? {
+        Ok(total) => total,
         Err(e) => return refused(&args.root, args.json, e),
     };
     drop(download);
@@ -306,6 +309,151 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         &total,
         extra,
     ))
+}
+
+/// dnf downloaded nothing: said so (or `{"downloaded": 0}`), success.
+fn nothing_to_install(req: &Request) -> ExitCode {
+    if !req.quiet && !req.json {
+        eprintln!("nothing to install: dnf downloaded no packages");
+    }
+    if req.json {
+        crate::output::print_json(&serde_json::json!({
+            "root": req.root, "ok": true, "downloaded": 0
+        }));
+    }
+    ExitCode::SUCCESS
+}
+
+/// The downloaded packages `rpms` installed from the cache as one
+/// transaction; the outer error is cowkit's (the cache), the inner one the
+/// transaction's (refused, as [`refused`] reports it).
+fn install(
+    args: &Request,
+    root: &Root,
+    cache: &Cache,
+    rpms: &[PathBuf],
+    extra: &mut Extra,
+) -> Result<Result<cowkit_install::TxSummary, cowkit_install::Error>, CliError> {
+    // 2. The cache: hits by header digest, misses transcoded in parallel.
+    let jobs = crate::output::jobs(args.jobs);
+    // 3. One transaction. rpm checks and orders the downloaded packages
+    // (the same headers as their extents files) while the misses are
+    // transcoded.
+    let opts = TxOptions {
+        install: Options {
+            clone_tail: cowkit_install::clone_tail_pays_off(root),
+            ..Options::default()
+        },
+        jobs,
+        db: true,
+        dbpath: args.dbpath.clone(),
+        noscripts: args.noscripts,
+        script_stdout_to_stderr: args.json,
+        // dnf installs install-only packages (kernels) beside the old
+        // versions (rpm -i), where `rpm -U` would erase them.
+        install_only: cowkit_install::InstallOnly::Beside,
+        lua: crate::lua::starter(),
+        keep_syncs: args.keep_syncs,
+        ..TxOptions::default()
+    };
+    let t = Instant::now();
+    let (prepared, cached) = std::thread::scope(|s| {
+        let check = s.spawn(|| prepare(root, rpms, &opts));
+        let cached = lookup_and_transcode(cache, rpms, jobs, extra, args.json || args.quiet);
+        (check.join().expect("the check does not panic"), cached)
+    });
+    extra.transcode_seconds = t.elapsed().as_secs_f64();
+    let cached = cached?;
+    let mut prepared = match prepared {
+        Ok(p) => p,
+        Err(e) => return Ok(Err(e)),
+    };
+    let by_rpm: std::collections::HashMap<&Path, &PathBuf> =
+        rpms.iter().map(PathBuf::as_path).zip(&cached).collect();
+    prepared.use_files(|p| by_rpm[p].clone());
+    Ok(prepared.run(&cowkit_install::NoProgress))
+}
+
+/// dnf runs the command itself (one that installs nothing, or only shows
+/// or downloads), on the database cowkit uses for the root.
+fn dnf_itself(
+    req: &Request,
+    root: &Root,
+    found: Option<cowkit_rpmdb::DbPath>,
+) -> Result<ExitCode, CliError> {
+    let db = match found {
+        Some(db) => db,
+        None => cowkit_rpmdb::locate(root, req.dbpath.as_deref()).map_err(|e| {
+            let macros = matches!(e, cowkit_rpmdb::Error::Macros { .. });
+            let e = CliError::new("cannot set up the root's rpm database", e);
+            if macros {
+                e.hint("`--dbpath DIR` says where the root's database is")
+            } else {
+                e
+            }
+        })?,
+    };
+    let home = home_with_dbpath(&db.path)?;
+    let status = dnf_command(req, home.path())?
+        .status()
+        .map_err(|e| CliError::new("cannot run dnf", e).hint(DNF_HINT))?;
+    Ok(ExitCode::from(
+        status.code().unwrap_or(1).clamp(0, 255) as u8
+    ))
+}
+
+/// Whether dnf keeps downloaded packages in its cache (`keepcache`: the
+/// command line, else dnf's configuration file, else no).
+fn keepcache(req: &Request) -> bool {
+    req.line
+        .keepcache
+        .or_else(|| crate::dnfcli::keepcache_in_config(req.line.config.as_deref(), &req.root))
+        .unwrap_or(false)
+}
+
+/// dnf resolves and downloads into `dir`. With `keepcache`, dnf first
+/// downloads once more without `--downloaddir`, so that its own cache
+/// keeps the packages as a plain `dnf install` leaves them (remote
+/// repositories' packages are then fetched twice; local ones never are).
+fn resolve_and_download(
+    req: &Request,
+    home: &Path,
+    dir: &Path,
+) -> Result<std::process::ExitStatus, CliError> {
+    let to_stderr = |c: &mut Command| -> Result<(), CliError> {
+        if req.json || req.quiet {
+            // Keep stdout for the summary.
+            c.stdout(Stdio::from(
+                std::io::stderr()
+                    .lock()
+                    .as_fd_owned()
+                    .map_err(|e| CliError::new("cannot duplicate stderr", e))?,
+            ));
+        }
+        Ok(())
+    };
+    // dnf would erase the oldest install-only packages (kernels) beyond
+    // its `installonly_limit` in the same transaction, which cowkit does
+    // not do: with 0 (no limit), dnf's plan erases none either. Given
+    // after the user's arguments, so that it wins.
+    let ours = ["-y", "--downloadonly", "--setopt=installonly_limit=0"];
+    if keepcache(req) {
+        let mut dnf = dnf_command(req, home)?;
+        dnf.args(ours);
+        to_stderr(&mut dnf)?;
+        let status = dnf
+            .status()
+            .map_err(|e| CliError::new("cannot run dnf", e).hint(DNF_HINT))?;
+        if !status.success() {
+            return Ok(status);
+        }
+    }
+    let mut dnf = dnf_command(req, home)?;
+    dnf.args(ours)
+        .arg(format!("--downloaddir={}", dir.display()));
+    to_stderr(&mut dnf)?;
+    dnf.status()
+        .map_err(|e| CliError::new("cannot run dnf", e).hint(DNF_HINT))
 }
 
 /// Look every package up in the cache by its header digest and transcode

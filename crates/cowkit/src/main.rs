@@ -8,6 +8,8 @@ mod cp;
 mod demo;
 mod dnf;
 mod dnf_order;
+mod dnfcli;
+mod dnfentry;
 mod install;
 mod lua;
 mod nosync;
@@ -56,8 +58,10 @@ enum Command {
     Install(install::Args),
     /// dnf resolves and downloads for a root (`--installroot`); cowkit
     /// transcodes into a shared cache and installs: `cowkit dnf --root R
-    /// -- --releasever 40 install bash`. Other dnf commands (remove, list)
-    /// run dnf on the same database.
+    /// -- --releasever 40 install bash`, or dnf's own command line
+    /// `cowkit dnf --installroot R --releasever 40 install bash` (also as
+    /// `dnf`, through a link: see `--shim-dir`). Other dnf commands
+    /// (remove, list) run dnf on the same database.
     Dnf(dnf::Args),
     /// The content store: files named by SHA-256, imported by cloning
     /// (`cowkit store import TREE`, `cowkit store fsck`).
@@ -92,6 +96,26 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // dnf's own command line: as `dnf` (a link to cowkit), or `cowkit dnf
+    // --installroot R ...`.
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let dnf = if dnfentry::invoked_as_dnf(&argv) {
+        Some((false, argv[1..].to_vec()))
+    } else {
+        dnfentry::dnf_form(&argv)
+    };
+    if let Some((quiet, args)) = dnf {
+        init_logging(
+            if quiet {
+                log::LevelFilter::Error
+            } else {
+                log::LevelFilter::Warn
+            },
+            false,
+        );
+        remove_temporaries_on_signals();
+        return dnfentry::main(args, quiet);
+    }
     let cli = Cli::parse();
     let cli = match cli.command {
         Command::TranscodeWorker(args) => return transcode::worker(args),
@@ -106,17 +130,7 @@ fn main() -> ExitCode {
         (false, 2) => log::LevelFilter::Debug,
         _ => log::LevelFilter::Trace,
     };
-    let mut logger = env_logger::Builder::new();
-    logger.filter_level(level);
-    if matches!(cli.command, Command::S3(_)) && !cli.quiet {
-        // The gateway's access log (one JSON line per request) is on by default.
-        logger.filter_module("cowkit_s3", level.max(log::LevelFilter::Info));
-    }
-    logger
-        .parse_env("RUST_LOG")
-        .format_target(false)
-        .format_timestamp(None)
-        .init();
+    init_logging(level, matches!(cli.command, Command::S3(_)) && !cli.quiet);
     if matches!(
         cli.command,
         Command::Transcode(_)
@@ -150,6 +164,21 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The logger at `level` (`RUST_LOG` also read); with `access_log`, the S3
+/// gateway's access log (one JSON line per request) at least at info.
+fn init_logging(level: log::LevelFilter, access_log: bool) {
+    let mut logger = env_logger::Builder::new();
+    logger.filter_level(level);
+    if access_log {
+        logger.filter_module("cowkit_s3", level.max(log::LevelFilter::Info));
+    }
+    logger
+        .parse_env("RUST_LOG")
+        .format_target(false)
+        .format_timestamp(None)
+        .init();
 }
 
 /// On SIGINT, SIGTERM or SIGHUP: remove the named temporary files this

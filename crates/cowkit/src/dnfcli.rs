@@ -1,0 +1,536 @@
+//! dnf's own command line, read the way dnf 4 reads it, for `cowkit dnf`:
+//! which root (`--installroot`), which command, and which options cowkit
+//! cannot honour when it runs the transaction itself.
+//!
+//! Everything but `--installroot` is passed to dnf unchanged, in order.
+//! The table of dnf's general options ([`OPTIONS`]) says which take a
+//! value, so that the command is found as dnf finds it (`-d 2 install x`:
+//! the command is `install`). A long option written as a prefix of one of
+//! them (Python's argparse accepts `--installr`) is refused: cowkit reads
+//! only full names.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+/// One of dnf's options: long names, short letter, whether a value
+/// follows.
+type Opt = (&'static [&'static str], Option<char>, bool);
+
+/// dnf's general options (dnf 4.14 `cli/option_parser.py`).
+const OPTIONS: &[Opt] = &[
+    (&["--config"], Some('c'), true),
+    (&["--quiet"], Some('q'), false),
+    (&["--verbose"], Some('v'), false),
+    (&["--version"], None, false),
+    (&["--installroot"], None, true),
+    (&["--nodocs"], None, false),
+    (&["--noplugins"], None, false),
+    (&["--enableplugin"], None, true),
+    (&["--disableplugin"], None, true),
+    (&["--releasever"], None, true),
+    (&["--setopt"], None, true),
+    (&["--skip-broken"], None, false),
+    (&["--help", "--help-cmd"], Some('h'), false),
+    (&["--allowerasing"], None, false),
+    (&["--best"], Some('b'), false),
+    (&["--nobest"], None, false),
+    (&["--cacheonly"], Some('C'), false),
+    (&["--randomwait"], Some('R'), true),
+    (&["--debuglevel"], Some('d'), true),
+    (&["--debugsolver"], None, false),
+    (&["--showduplicates"], None, false),
+    (&["--errorlevel"], Some('e'), true),
+    (&["--obsoletes"], None, false),
+    (&["--rpmverbosity"], None, true),
+    (&["--assumeyes"], Some('y'), false),
+    (&["--assumeno"], None, false),
+    (&["--enablerepo"], None, true),
+    (&["--disablerepo"], None, true),
+    (&["--repo", "--repoid"], None, true),
+    (&["--enable"], None, false),
+    (&["--disable"], None, false),
+    (&["--exclude", "--excludepkgs"], Some('x'), true),
+    (&["--disableexcludes", "--disableexcludepkgs"], None, true),
+    (&["--repofrompath"], None, true),
+    (&["--noautoremove"], None, false),
+    (&["--nogpgcheck"], None, false),
+    (&["--color"], None, true),
+    (&["--refresh"], None, false),
+    (&[], Some('4'), false),
+    (&[], Some('6'), false),
+    (&["--destdir", "--downloaddir"], None, true),
+    (&["--downloadonly"], None, false),
+    (&["--comment"], None, true),
+    (&["--bugfix"], None, false),
+    (&["--enhancement"], None, false),
+    (&["--newpackage"], None, false),
+    (&["--security"], None, false),
+    (&["--advisory", "--advisories"], None, true),
+    (&["--bz", "--bzs"], None, true),
+    (&["--cve", "--cves"], None, true),
+    (&["--sec-severity", "--secseverity"], None, true),
+    (&["--forcearch"], None, true),
+];
+
+/// dnf commands (and their aliases) whose packages cowkit installs; the
+/// others run dnf itself.
+pub const INSTALLING: &[&str] = &[
+    "install",
+    "in",
+    "localinstall",
+    "upgrade",
+    "up",
+    "update",
+    "upgrade-to",
+    "update-to",
+    "localupdate",
+    "reinstall",
+    "rei",
+    "downgrade",
+    "dg",
+    "distro-sync",
+    "dsync",
+    "distrosync",
+    "distribution-synchronization",
+    "upgrade-minimal",
+    "update-minimal",
+    "up-min",
+];
+
+/// An option of dnf's that cowkit cannot honour exactly when it runs the
+/// transaction: refused, never ignored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The option as given (`--nodocs`, `--setopt=tsflags=test`).
+    pub option: String,
+    /// Why cowkit cannot honour it.
+    pub why: &'static str,
+}
+
+/// A dnf command line, read.
+#[derive(Debug, Default)]
+pub struct Line {
+    /// `--installroot`'s value, if given.
+    pub root: Option<PathBuf>,
+    /// The arguments but `--installroot` and its value, in order,
+    /// unchanged.
+    pub rest: Vec<OsString>,
+    /// The command (the first argument that is no option or value).
+    pub command: Option<String>,
+    /// `-q`/`--quiet`.
+    pub quiet: bool,
+    /// `--setopt=keepcache=…`, the last one.
+    pub keepcache: Option<bool>,
+    /// `--config`'s value, the last one.
+    pub config: Option<PathBuf>,
+    /// An option after which dnf only shows or downloads, never installs
+    /// (`--downloadonly`, `--assumeno`, `--help`, `--version`): dnf runs
+    /// such a command line itself.
+    pub dnf_only: Option<String>,
+    /// What cowkit cannot honour if it installs.
+    pub refused: Vec<Refusal>,
+}
+
+/// A command line dnf itself would take, but cowkit cannot read.
+#[derive(Debug)]
+pub enum LineError {
+    /// `--installroot` twice.
+    TwoRoots(PathBuf, PathBuf),
+    /// A prefix of a long option.
+    Abbreviated { given: String, full: &'static str },
+    /// An option whose value is missing.
+    NoValue(String),
+}
+
+impl std::fmt::Display for LineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LineError::TwoRoots(a, b) => write!(
+                f,
+                "`--installroot` is given twice (`{}`, then `{}`)",
+                a.display(),
+                b.display()
+            ),
+            LineError::Abbreviated { given, full } => write!(
+                f,
+                "`{given}` is short for `{full}`: cowkit reads dnf's options by their full names"
+            ),
+            LineError::NoValue(o) => write!(f, "`{o}` needs a value"),
+        }
+    }
+}
+
+impl std::error::Error for LineError {}
+
+const TSFLAGS: &str = "cowkit runs the transaction itself and implements none of rpm's \
+                       transaction flags (tsflags: test, noscripts, nodocs, justdb, notriggers, …)";
+const NODOCS: &str = "cowkit installs every file of a package: rpm's --excludedocs \
+                      (dnf's --nodocs, tsflags=nodocs) is not implemented";
+const DESTDIR: &str = "without --downloadonly dnf refuses it, and cowkit downloads into a \
+                       directory of its own";
+const COMMENT: &str = "cowkit writes no dnf history transaction for what it installs, so the \
+                       comment would be lost";
+
+impl Line {
+    /// Read `args` (dnf's arguments, without the program name).
+    pub fn parse(args: &[OsString]) -> Result<Line, LineError> {
+        let mut line = Line::default();
+        let mut destdir = None;
+        let mut i = 0;
+        let mut positional_only = false;
+        while i < args.len() {
+            let arg = &args[i];
+            i += 1;
+            let text = arg.to_string_lossy();
+            if positional_only || !text.starts_with('-') || text == "-" {
+                line.positional(arg);
+                continue;
+            }
+            if text == "--" {
+                positional_only = true;
+                line.rest.push(arg.clone());
+                continue;
+            }
+            let (spec, name, inline) = if let Some(long) = text.strip_prefix("--") {
+                let (name, inline) = match long.split_once('=') {
+                    Some((n, v)) => (format!("--{n}"), Some(OsString::from(v))),
+                    None => (text.to_string(), None),
+                };
+                (long_spec(&name)?, name, inline)
+            } else {
+                let c = text[1..].chars().next().expect("not empty");
+                let spec = OPTIONS.iter().find(|o| o.1 == Some(c));
+                let rest = &text[1 + c.len_utf8()..];
+                match spec {
+                    // `-c/x`, `-d2`: the value is the rest of the word.
+                    Some(s) if s.2 => (
+                        Some(s),
+                        format!("-{c}"),
+                        (!rest.is_empty()).then(|| OsString::from(rest)),
+                    ),
+                    // `-yq`: flags only (a value option inside a cluster
+                    // is left to dnf).
+                    _ => {
+                        line.flags(&text[1..]);
+                        line.rest.push(arg.clone());
+                        continue;
+                    }
+                }
+            };
+            let Some(spec) = spec else {
+                // An option of one command (or one dnf does not know):
+                // dnf says which.
+                line.rest.push(arg.clone());
+                continue;
+            };
+            let mut tokens = vec![arg.clone()];
+            let value = if spec.2 {
+                match inline {
+                    Some(v) => Some(v),
+                    None => {
+                        let v = args
+                            .get(i)
+                            .ok_or_else(|| LineError::NoValue(name.clone()))?;
+                        i += 1;
+                        tokens.push(v.clone());
+                        Some(v.clone())
+                    }
+                }
+            } else {
+                None
+            };
+            let first = spec.0.first().copied().unwrap_or("");
+            if first == "--installroot" {
+                let v = PathBuf::from(value.expect("takes a value"));
+                if let Some(old) = line.root.take() {
+                    return Err(LineError::TwoRoots(old, v));
+                }
+                line.root = Some(v);
+                continue;
+            }
+            line.rest.extend(tokens);
+            line.option(first, spec.1, &name, value.as_deref(), &mut destdir);
+        }
+        if let Some(d) = destdir {
+            if line.dnf_only.is_none() {
+                line.refuse(d, DESTDIR);
+            }
+        }
+        Ok(line)
+    }
+
+    /// Whether the command is one whose packages cowkit installs.
+    pub fn installs(&self) -> bool {
+        self.dnf_only.is_none()
+            && self
+                .command
+                .as_deref()
+                .is_some_and(|c| INSTALLING.contains(&c))
+    }
+
+    fn positional(&mut self, arg: &OsStr) {
+        if self.command.is_none() {
+            self.command = Some(arg.to_string_lossy().into_owned());
+        }
+        self.rest.push(arg.to_os_string());
+    }
+
+    fn refuse(&mut self, option: String, why: &'static str) {
+        self.refused.push(Refusal { option, why });
+    }
+
+    /// A cluster of short flags (`yq`).
+    fn flags(&mut self, letters: &str) {
+        for c in letters.chars() {
+            match c {
+                'q' => self.quiet = true,
+                'h' => self.dnf_only = Some("-h".into()),
+                _ => {}
+            }
+        }
+    }
+
+    fn option(
+        &mut self,
+        first: &str,
+        short: Option<char>,
+        name: &str,
+        value: Option<&OsStr>,
+        destdir: &mut Option<String>,
+    ) {
+        let shown = || match value {
+            Some(v) => format!("{name}={}", v.to_string_lossy()),
+            None => name.to_string(),
+        };
+        match (first, short) {
+            ("--quiet", _) => self.quiet = true,
+            ("--help", _) | ("--version", _) | ("--downloadonly", _) | ("--assumeno", _) => {
+                self.dnf_only = Some(name.to_string())
+            }
+            ("--nodocs", _) => self.refuse(shown(), NODOCS),
+            ("--destdir", _) => *destdir = Some(shown()),
+            ("--comment", _) => self.refuse(shown(), COMMENT),
+            ("--config", _) => self.config = value.map(PathBuf::from),
+            ("--setopt", _) => {
+                let v = value.expect("takes a value").to_string_lossy();
+                let (key, val) = v.split_once('=').unwrap_or((&v, ""));
+                match key.trim() {
+                    "tsflags" if !val.trim().is_empty() => self.refuse(shown(), TSFLAGS),
+                    "keepcache" => match parse_bool(val) {
+                        Some(b) => self.keepcache = Some(b),
+                        None => self.refuse(shown(), "not a boolean dnf knows"),
+                    },
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The option `name` (`--installroot`) stands for; an error for a prefix
+/// of one; `None` for an option dnf's general options do not have.
+fn long_spec(name: &str) -> Result<Option<&'static Opt>, LineError> {
+    if let Some(o) = OPTIONS.iter().find(|o| o.0.contains(&name)) {
+        return Ok(Some(o));
+    }
+    if name.len() > 3 {
+        if let Some(full) = OPTIONS
+            .iter()
+            .flat_map(|o| o.0.iter())
+            .find(|full| full.starts_with(name))
+        {
+            return Err(LineError::Abbreviated {
+                given: name.to_string(),
+                full,
+            });
+        }
+    }
+    Ok(None)
+}
+
+/// dnf's booleans: 1/yes/true/on and 0/no/false/off.
+pub fn parse_bool(v: &str) -> Option<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "yes" | "true" | "on" => Some(true),
+        "0" | "no" | "false" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// The largest dnf configuration file read for `keepcache`.
+const MAX_CONF: u64 = 1 << 20;
+
+/// `keepcache` in the `[main]` section of dnf's configuration file for
+/// `root`: `--config`'s file, else the root's `/etc/dnf/dnf.conf`, else
+/// the host's (dnf looks in the installroot first, following links as it
+/// does). `None` where no file says. The file is opened non-blocking
+/// (a fifo cannot hold cowkit up), must be a regular file, and is read
+/// within [`MAX_CONF`]; one that cannot be read says nothing (dnf itself
+/// then fails on it).
+pub fn keepcache_in_config(config: Option<&Path>, root: &Path) -> Option<bool> {
+    let text = match config {
+        Some(c) => read_conf(c)?,
+        None => read_conf(&root.join("etc/dnf/dnf.conf"))
+            .or_else(|| read_conf(Path::new("/etc/dnf/dnf.conf")))?,
+    };
+    let mut main = false;
+    let mut found = None;
+    for l in text.lines() {
+        let l = l.trim();
+        if l.starts_with('[') {
+            main = l == "[main]";
+        } else if main {
+            if let Some((k, v)) = l.split_once('=') {
+                if k.trim() == "keepcache" {
+                    found = parse_bool(v);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// A regular file's first [`MAX_CONF`] bytes, as text.
+fn read_conf(path: &Path) -> Option<String> {
+    use rustix::fs::{Mode, OFlags};
+    use std::io::Read;
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    )
+    .ok()?;
+    let st = rustix::fs::fstat(&fd).ok()?;
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
+        return None;
+    }
+    let mut text = String::new();
+    std::fs::File::from(fd)
+        .take(MAX_CONF)
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Line, LineError> {
+        let v: Vec<OsString> = args.iter().map(OsString::from).collect();
+        Line::parse(&v)
+    }
+
+    #[test]
+    fn issue_26_the_root_is_taken_out_and_the_rest_kept_in_order() {
+        let l = parse(&[
+            "-y",
+            "--installroot",
+            "/r",
+            "-c",
+            "/c.conf",
+            "--setopt=a=b",
+            "-d",
+            "2",
+            "install",
+            "bash",
+            "-x",
+            "foo",
+        ])
+        .unwrap();
+        assert_eq!(l.root.as_deref(), Some(Path::new("/r")));
+        assert_eq!(l.command.as_deref(), Some("install"));
+        assert!(l.installs());
+        let rest: Vec<_> = l.rest.iter().map(|a| a.to_str().unwrap()).collect();
+        assert_eq!(
+            rest,
+            [
+                "-y",
+                "-c",
+                "/c.conf",
+                "--setopt=a=b",
+                "-d",
+                "2",
+                "install",
+                "bash",
+                "-x",
+                "foo"
+            ]
+        );
+        assert_eq!(l.config.as_deref(), Some(Path::new("/c.conf")));
+        let l = parse(&["--installroot=/r", "-d2", "-yq", "upgrade"]).unwrap();
+        assert_eq!(l.root.as_deref(), Some(Path::new("/r")));
+        assert_eq!(l.command.as_deref(), Some("upgrade"));
+        assert!(l.quiet);
+    }
+
+    #[test]
+    fn issue_26_what_cowkit_cannot_honour_is_named() {
+        let l = parse(&[
+            "--installroot=/r",
+            "--nodocs",
+            "--setopt",
+            "tsflags=test",
+            "--comment=x",
+            "--downloaddir=/d",
+            "install",
+            "a",
+        ])
+        .unwrap();
+        let named: Vec<_> = l.refused.iter().map(|r| r.option.as_str()).collect();
+        assert_eq!(
+            named,
+            [
+                "--nodocs",
+                "--setopt=tsflags=test",
+                "--comment=x",
+                "--downloaddir=/d"
+            ]
+        );
+        for only in ["--downloadonly", "--assumeno", "--help", "-h", "--version"] {
+            let l = parse(&["--installroot=/r", only, "install", "a"]).unwrap();
+            assert!(!l.installs(), "{only}");
+        }
+        let l = parse(&[
+            "--installroot=/r",
+            "--downloadonly",
+            "--downloaddir=/d",
+            "install",
+        ])
+        .unwrap();
+        assert!(l.refused.is_empty());
+        assert!(matches!(
+            parse(&["--installr=/r", "install"]),
+            Err(LineError::Abbreviated { .. })
+        ));
+        assert!(matches!(
+            parse(&["--installroot=/r", "--installroot=/s"]),
+            Err(LineError::TwoRoots(..))
+        ));
+        let l = parse(&["--setopt=keepcache=True", "--installroot=/r", "install"]).unwrap();
+        assert_eq!(l.keepcache, Some(true));
+        let l = parse(&["--installroot=/r", "remove", "a"]).unwrap();
+        assert!(!l.installs());
+    }
+
+    #[test]
+    fn issue_26_keepcache_is_read_from_main_and_a_fifo_holds_nothing_up() {
+        let d = tempfile::tempdir().unwrap();
+        let conf = d.path().join("dnf.conf");
+        std::fs::write(&conf, "[main]\nkeepcache = True\n[x]\nkeepcache=0\n").unwrap();
+        assert_eq!(keepcache_in_config(Some(&conf), d.path()), Some(true));
+        std::fs::write(&conf, "[other]\nkeepcache=1\n").unwrap();
+        assert_eq!(keepcache_in_config(Some(&conf), d.path()), None);
+        let fifo = d.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        assert_eq!(keepcache_in_config(Some(&fifo), d.path()), None);
+    }
+}

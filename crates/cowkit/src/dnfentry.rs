@@ -1,0 +1,333 @@
+//! `cowkit` as `dnf`: the entry point image builders find on `PATH`.
+//!
+//! - Invoked as `dnf` (a symlink named `dnf` to the cowkit binary, e.g.
+//!   the one `cowkit dnf --shim-dir DIR` makes), or as `cowkit dnf` with
+//!   dnf's own command line (`--installroot R`, no `--root`), cowkit reads
+//!   the command line as dnf does ([`crate::dnfcli`]).
+//! - With `--installroot R`, `cowkit dnf` builds R: it installs the
+//!   packages of `install`, `upgrade`, ... itself, and runs the real dnf
+//!   on R's database for every other command.
+//! - Without `--installroot` (the host's own dnf use), the real dnf is
+//!   executed with the arguments unchanged.
+//!
+//! cowkit's own options cannot be dnf options: in this form they come from
+//! the environment ([`ENV_CACHE`], [`ENV_JOBS`], [`ENV_JSON`],
+//! [`ENV_NOSCRIPTS`], [`ENV_DBPATH`]). The real dnf is `COWKIT_DNF`, or
+//! the first `dnf` on `PATH` that is not this binary.
+
+use std::ffi::OsString;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use crate::dnfcli::Line;
+use crate::output::CliError;
+
+/// The cache of transcoded packages (`--cache`).
+pub const ENV_CACHE: &str = "COWKIT_CACHE";
+/// Parallel jobs (`--jobs`).
+pub const ENV_JOBS: &str = "COWKIT_JOBS";
+/// `1`: a JSON summary on stdout (`--json`).
+pub const ENV_JSON: &str = "COWKIT_JSON";
+/// `1`: run no scriptlets (`--noscripts`).
+pub const ENV_NOSCRIPTS: &str = "COWKIT_NOSCRIPTS";
+/// `--keep-syncs` in dnf's form (`1`).
+pub const ENV_KEEP_SYNCS: &str = "COWKIT_KEEP_SYNCS";
+/// The rpm database inside the root (`--dbpath`).
+pub const ENV_DBPATH: &str = "COWKIT_DBPATH";
+/// The real dnf (a path, or a name looked up on `PATH`).
+pub const ENV_DNF: &str = "COWKIT_DNF";
+/// Set on the real dnf cowkit runs: a `dnf` entry started with it set was
+/// started by that dnf, and refuses (instead of running in a loop).
+pub const ENV_INSIDE: &str = "COWKIT_DNF_ENTRY";
+
+/// The cache's default directory.
+pub const DEFAULT_CACHE: &str = "/var/cache/cowkit";
+
+/// Whether `argv[0]` names `dnf` (the cowkit binary reached through a link
+/// named `dnf`).
+pub fn invoked_as_dnf(argv: &[OsString]) -> bool {
+    argv.first()
+        .and_then(|a| Path::new(a).file_name())
+        .is_some_and(|n| n == "dnf")
+}
+
+/// `cowkit [-q|-v…] dnf ARGS` where ARGS is dnf's own command line (no
+/// `--root`, `--shim-dir` or `--help` of cowkit's before a `--`): whether
+/// `-q` was given, and ARGS. `None` for any other command line (clap reads
+/// it).
+pub fn dnf_form(argv: &[OsString]) -> Option<(bool, Vec<OsString>)> {
+    let mut quiet = false;
+    let mut i = 1;
+    loop {
+        let a = argv.get(i)?.to_str()?;
+        match a {
+            "-q" | "--quiet" => quiet = true,
+            "dnf" => break,
+            _ if a.starts_with("--verbose") || (a.starts_with("-v") && !a.starts_with("--")) => {}
+            _ => return None,
+        }
+        i += 1;
+    }
+    let rest = &argv[i + 1..];
+    let cowkits = rest
+        .iter()
+        .take_while(|a| *a != "--")
+        .filter_map(|a| a.to_str())
+        .any(|a| {
+            a == "--root"
+                || a.starts_with("--root=")
+                || a == "--shim-dir"
+                || a.starts_with("--shim-dir=")
+        });
+    let help = matches!(
+        rest.first().and_then(|a| a.to_str()),
+        None | Some("-h" | "--help")
+    );
+    (!cowkits && !help).then(|| (quiet, rest.to_vec()))
+}
+
+/// Run dnf's command line `args` as cowkit's `dnf`.
+pub fn main(args: Vec<OsString>, quiet: bool) -> ExitCode {
+    match run(args, quiet) {
+        Ok(code) => code,
+        Err(e) => {
+            crate::output::report_error(&e);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Vec<OsString>, quiet: bool) -> Result<ExitCode, CliError> {
+    if let Some(by) = std::env::var_os(ENV_INSIDE) {
+        return Err(CliError::msg(format!(
+            "cowkit's `dnf` was started by the dnf it runs (`{}`): that would never end",
+            Path::new(&by).display()
+        ))
+        .hint(format!("set {ENV_DNF} to the real dnf")));
+    }
+    // `--ins…`: `--installroot` or a prefix of it (the only dnf option
+    // that begins so); without one, dnf's command line is not read at all.
+    let rooted = args
+        .iter()
+        .take_while(|a| *a != "--")
+        .any(|a| a.to_string_lossy().starts_with("--ins"));
+    let line = if rooted {
+        own_options(&args)?;
+        Line::parse(&args).map_err(|e| CliError::new("cannot read dnf's command line", e))?
+    } else {
+        Line::default()
+    };
+    let Some(root) = line.root.clone() else {
+        // The host's own dnf: unchanged.
+        let dnf = real_dnf()?;
+        let err = Command::new(&dnf).args(&args).env(ENV_INSIDE, &dnf).exec();
+        return Err(CliError::new(
+            format!("cannot run `{}`", dnf.display()),
+            err,
+        ));
+    };
+    let request = crate::dnf::Request {
+        root,
+        cache: std::env::var_os(ENV_CACHE)
+            .filter(|c| !c.is_empty())
+            .map_or_else(|| PathBuf::from(DEFAULT_CACHE), PathBuf::from),
+        dbpath: env_text(ENV_DBPATH)?,
+        jobs: env_text(ENV_JOBS)?
+            .map(|j| {
+                j.parse::<usize>().map_err(|e| {
+                    CliError::new(format!("{ENV_JOBS}=`{j}` is not a number of jobs"), e)
+                })
+            })
+            .transpose()?,
+        noscripts: env_flag(ENV_NOSCRIPTS)?,
+        keep_syncs: env_flag(ENV_KEEP_SYNCS)?,
+        json: env_flag(ENV_JSON)?,
+        quiet: quiet || line.quiet,
+        line,
+    };
+    crate::dnf::run_request(request)
+}
+
+/// cowkit's own options are not dnf's: in dnf's command line they are
+/// refused, saying where they go.
+fn own_options(args: &[OsString]) -> Result<(), CliError> {
+    let own = [
+        ("--cache", ENV_CACHE),
+        ("--dbpath", ENV_DBPATH),
+        ("--jobs", ENV_JOBS),
+        ("-j", ENV_JOBS),
+        ("--json", ENV_JSON),
+        ("--noscripts", ENV_NOSCRIPTS),
+        ("--keep-syncs", ENV_KEEP_SYNCS),
+    ];
+    for a in args.iter().take_while(|a| *a != "--") {
+        let a = a.to_string_lossy();
+        let name = a.split_once('=').map_or(&*a, |(n, _)| n);
+        if let Some((opt, var)) = own.iter().find(|(o, _)| *o == name) {
+            return Err(CliError::msg(format!(
+                "`{opt}` is cowkit's option, not dnf's: with dnf's command line cowkit reads it from {var}"
+            ))
+            .hint(format!(
+                "set {var}, or use `cowkit dnf --root R {opt} ... -- DNF-ARGS`"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A variable's value, `None` when unset or empty.
+fn env_text(name: &str) -> Result<Option<String>, CliError> {
+    match std::env::var_os(name) {
+        None => Ok(None),
+        Some(v) if v.is_empty() => Ok(None),
+        Some(v) => v
+            .into_string()
+            .map(Some)
+            .map_err(|v| CliError::msg(format!("{name}=`{}` is not UTF-8", v.to_string_lossy()))),
+    }
+}
+
+/// `1` or `0` (unset and empty: `0`); anything else is refused.
+fn env_flag(name: &str) -> Result<bool, CliError> {
+    match env_text(name)?.as_deref() {
+        None | Some("0") => Ok(false),
+        Some("1") => Ok(true),
+        Some(v) => Err(CliError::msg(format!("{name}=`{v}`: give 1 or 0"))),
+    }
+}
+
+/// This binary, its links resolved.
+fn this_binary() -> Option<PathBuf> {
+    std::env::current_exe().ok()?.canonicalize().ok()
+}
+
+/// The real dnf: `COWKIT_DNF` (a path, or a name looked up on `PATH`), or
+/// the first `dnf` on `PATH` that is not this binary.
+pub fn real_dnf() -> Result<PathBuf, CliError> {
+    let me = this_binary();
+    let wanted = std::env::var_os(ENV_DNF)
+        .filter(|d| !d.is_empty())
+        .unwrap_or_else(|| "dnf".into());
+    let is_me = |p: &Path| me.is_some() && p.canonicalize().ok() == me;
+    if Path::new(&wanted).components().count() > 1 {
+        let p = PathBuf::from(&wanted);
+        if is_me(&p) {
+            return Err(
+                CliError::msg(format!("{ENV_DNF}=`{}` is cowkit itself", p.display()))
+                    .hint(format!("set {ENV_DNF} to the real dnf, e.g. /usr/bin/dnf")),
+            );
+        }
+        return Ok(p);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    for dir in std::env::split_paths(&path) {
+        let c = dir.join(&wanted);
+        let executable =
+            std::fs::metadata(&c).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+        if executable && !is_me(&c) {
+            return Ok(c);
+        }
+    }
+    Err(CliError::msg(format!(
+        "no `{}` on PATH but cowkit's own entry",
+        Path::new(&wanted).display()
+    ))
+    .hint("install dnf (Debian: `apt-get install dnf`), or set COWKIT_DNF to it"))
+}
+
+/// `cowkit dnf --shim-dir DIR`: make `DIR/dnf` a link to this binary
+/// (DIR is created if missing) and print DIR, to be put first on `PATH`.
+/// DIR (and every directory above it) must be one others cannot change,
+/// or someone could put their own `dnf` there.
+pub fn make_shim(dir: &Path) -> Result<(), CliError> {
+    if !dir.is_absolute() {
+        return Err(CliError::msg(format!(
+            "--shim-dir `{}` is not an absolute path (it goes on PATH)",
+            dir.display()
+        )));
+    }
+    let me = this_binary().ok_or_else(|| CliError::msg("cannot find cowkit's own binary"))?;
+    match std::fs::create_dir(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => {
+            return Err(CliError::new(
+                format!("cannot create `{}`", dir.display()),
+                e,
+            ))
+        }
+    }
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::open(
+        dir,
+        OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| {
+        CliError::new(
+            format!("cannot open `{}`", dir.display()),
+            std::io::Error::from(e),
+        )
+        .hint("give a directory, not a symlink")
+    })?;
+    let st = rustix::fs::fstat(&fd).map_err(|e| {
+        CliError::new(
+            format!("cannot stat `{}`", dir.display()),
+            std::io::Error::from(e),
+        )
+    })?;
+    let me_uid = rustix::process::geteuid().as_raw();
+    if st.st_uid != me_uid || st.st_mode & 0o022 != 0 {
+        return Err(others_can_change(dir, st.st_uid, st.st_mode));
+    }
+    for up in dir.ancestors().skip(1) {
+        let m = std::fs::metadata(up)
+            .map_err(|e| CliError::new(format!("cannot stat `{}`", up.display()), e))?;
+        let (uid, mode) = (
+            std::os::unix::fs::MetadataExt::uid(&m),
+            m.permissions().mode(),
+        );
+        let sticky = mode & 0o1000 != 0;
+        if (uid != 0 && uid != me_uid) || (mode & 0o022 != 0 && !sticky) {
+            return Err(others_can_change(up, uid, mode));
+        }
+    }
+    match rustix::fs::readlinkat(&fd, "dnf", Vec::new()) {
+        Ok(t) if Path::new(t.to_str().unwrap_or("")) == me => {}
+        Ok(t) => {
+            return Err(CliError::msg(format!(
+                "`{}/dnf` already links to `{}`, not to cowkit (`{}`)",
+                dir.display(),
+                t.to_string_lossy(),
+                me.display()
+            ))
+            .hint("remove it, or use another directory"))
+        }
+        Err(rustix::io::Errno::NOENT) => rustix::fs::symlinkat(&me, &fd, "dnf").map_err(|e| {
+            CliError::new(
+                format!("cannot make `{}/dnf`", dir.display()),
+                std::io::Error::from(e),
+            )
+        })?,
+        Err(e) => {
+            return Err(CliError::new(
+                format!("`{}/dnf` exists and is not a link to cowkit", dir.display()),
+                std::io::Error::from(e),
+            )
+            .hint("remove it, or use another directory"))
+        }
+    }
+    println!("{}", dir.display());
+    Ok(())
+}
+
+fn others_can_change(path: &Path, uid: u32, mode: u32) -> CliError {
+    CliError::msg(format!(
+        "`{}` can be changed by others (owner uid {uid}, mode {:o}): they could put their own `dnf` on PATH",
+        path.display(),
+        mode & 0o7777
+    ))
+    .hint("use a directory of your own that only you can write, e.g. /run/cowkit-dnf")
+}
