@@ -5,7 +5,7 @@
 //! name, and a real image builder (Debian's mkosi 14) building the same
 //! root with cowkit's `dnf` first on `PATH` as with plain dnf.
 //!
-//! The mkosi test uses the test repository and `ck-suite` by default;
+//! The mkosi test uses the Fedora-shaped repository (`cowkit_testutil::fedora`) by default;
 //! `COWKIT_MKOSI_REPO` (a directory with `repodata/`) and
 //! `COWKIT_MKOSI_PACKAGES` (space-separated) put another repository in.
 
@@ -454,7 +454,12 @@ fn issue_26_mkosi_builds_the_same_root_through_cowkit() {
             std::env::var("COWKIT_MKOSI_PACKAGES")
                 .expect("COWKIT_MKOSI_PACKAGES with COWKIT_MKOSI_REPO"),
         ),
-        None => (build_repo(tmp()).dir, "ck-suite".to_string()),
+        // The repository with the scriptlet shapes of Fedora's own
+        // packages (Lua, triggers, a kernel): what image builders build.
+        None => (
+            cowkit_testutil::fedora::build(tmp()).v1,
+            cowkit_testutil::fedora::INSTALL.join(" "),
+        ),
     };
     // mkosi's configuration: a repository file (no GPG key: the test
     // packages are unsigned), only that repository, no base packages,
