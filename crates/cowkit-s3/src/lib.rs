@@ -47,6 +47,8 @@ pub mod list;
 pub mod multipart;
 pub mod names;
 pub mod precheck;
+pub mod request;
+pub mod respond;
 pub mod sendfile;
 pub mod server;
 pub mod store;

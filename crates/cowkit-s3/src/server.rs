@@ -91,7 +91,7 @@ fn standard_error(mut res: s3s::HttpResponse) -> s3s::HttpResponse {
                 | C::InvalidRange
         )
     });
-    let Some(msg) = code.as_ref().and_then(crate::gateway::standard_message) else {
+    let Some(msg) = code.as_ref().and_then(crate::error::standard_message) else {
         return res;
     };
     let msg = crate::precheck::xml_escape(msg);
@@ -108,9 +108,9 @@ fn standard_error(mut res: s3s::HttpResponse) -> s3s::HttpResponse {
 }
 
 /// Extra elements the gateway gave an error (see
-/// [`crate::gateway::ERROR_ELEMENT`]) moved into its XML document.
+/// [`crate::respond::ERROR_ELEMENT`]) moved into its XML document.
 fn error_elements(mut res: s3s::HttpResponse) -> s3s::HttpResponse {
-    let name = crate::gateway::ERROR_ELEMENT;
+    let name = crate::respond::ERROR_ELEMENT;
     if !res.headers().contains_key(name) {
         return res;
     }
@@ -140,10 +140,10 @@ fn error_elements(mut res: s3s::HttpResponse) -> s3s::HttpResponse {
     res
 }
 
-/// Elements the gateway asked for (see [`crate::gateway::XML_ELEMENT`])
+/// Elements the gateway asked for (see [`crate::respond::XML_ELEMENT`])
 /// put into a successful response's XML document.
 fn xml_elements(mut res: s3s::HttpResponse) -> s3s::HttpResponse {
-    let name = crate::gateway::XML_ELEMENT;
+    let name = crate::respond::XML_ELEMENT;
     if !res.headers().contains_key(name) {
         return res;
     }
@@ -187,9 +187,9 @@ fn insert_at(text: &str, want: &str) -> Option<(usize, String)> {
     ))
 }
 
-/// The status the gateway asked for (see [`crate::gateway::STATUS`]).
+/// The status the gateway asked for (see [`crate::respond::STATUS`]).
 fn forced_status(mut res: s3s::HttpResponse) -> s3s::HttpResponse {
-    let Some(v) = res.headers_mut().remove(crate::gateway::STATUS) else {
+    let Some(v) = res.headers_mut().remove(crate::respond::STATUS) else {
         return res;
     };
     if res.status().is_success() {
@@ -454,7 +454,7 @@ impl s3s::route::S3Route for Detour {
                 .map_err(body_error)?;
             let (doc, tags) =
                 crate::tagging::take_create_bucket_tags(&String::from_utf8_lossy(&doc))
-                    .map_err(crate::gateway::to_s3_error)?;
+                    .map_err(crate::error::to_s3_error)?;
             if let Some(t) = tags {
                 extensions.insert(crate::gateway::CreateBucketTags(t));
             }
