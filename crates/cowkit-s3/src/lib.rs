@@ -46,6 +46,7 @@ pub mod limits;
 pub mod list;
 pub mod multipart;
 pub mod names;
+pub mod pages;
 pub mod precheck;
 pub mod request;
 pub mod respond;

@@ -2,20 +2,41 @@
 
 use super::*;
 
+/// One page of `bucket`'s objects after `after`: `max-keys` checked, an
+/// empty delimiter taken as none.
+async fn page(
+    g: &S3Gateway,
+    bucket: &str,
+    prefix: &Option<String>,
+    delimiter: &Option<String>,
+    after: Option<String>,
+    max_keys: Option<i32>,
+) -> S3Result<Listing> {
+    check_max("max-keys", max_keys)?;
+    let q = list::Query {
+        prefix: prefix.clone().unwrap_or_default(),
+        delimiter: delimiter.clone().filter(|d| !d.is_empty()),
+        after,
+        max_keys: max_keys.unwrap_or(1000),
+    };
+    let bucket = bucket.to_string();
+    g.run(move |s| list::list(s, &bucket, &q)).await
+}
+
 pub(super) async fn list_objects(
     g: &S3Gateway,
     req: S3Request<ListObjectsInput>,
 ) -> S3Result<S3Response<ListObjectsOutput>> {
     let i = req.input;
-    check_max("max-keys", i.max_keys)?;
-    let q = list::Query {
-        prefix: i.prefix.clone().unwrap_or_default(),
-        delimiter: i.delimiter.clone().filter(|d| !d.is_empty()),
-        after: i.marker.clone().filter(|m| !m.is_empty()),
-        max_keys: i.max_keys.unwrap_or(1000),
-    };
-    let bucket = i.bucket.clone();
-    let l: Listing = g.run(move |s| list::list(s, &bucket, &q)).await?;
+    let l = page(
+        g,
+        &i.bucket,
+        &i.prefix,
+        &i.delimiter,
+        i.marker.clone().filter(|m| !m.is_empty()),
+        i.max_keys,
+    )
+    .await?;
     let enc = list::Encoder::new(i.encoding_type.as_ref().map(|e| e.as_str()));
     let next_marker = l.truncated.then(|| l.last.clone()).flatten();
     Ok(S3Response::new(ListObjectsOutput {
@@ -40,15 +61,15 @@ pub(super) async fn list_object_versions(
     // No versioning: every object has one version, `null`.
     let owner = owner_of(&req);
     let i = req.input;
-    check_max("max-keys", i.max_keys)?;
-    let q = list::Query {
-        prefix: i.prefix.clone().unwrap_or_default(),
-        delimiter: i.delimiter.clone().filter(|d| !d.is_empty()),
-        after: i.key_marker.clone().filter(|m| !m.is_empty()),
-        max_keys: i.max_keys.unwrap_or(1000),
-    };
-    let bucket = i.bucket.clone();
-    let l: Listing = g.run(move |s| list::list(s, &bucket, &q)).await?;
+    let l = page(
+        g,
+        &i.bucket,
+        &i.prefix,
+        &i.delimiter,
+        i.key_marker.clone().filter(|m| !m.is_empty()),
+        i.max_keys,
+    )
+    .await?;
     let enc = list::Encoder::new(i.encoding_type.as_ref().map(|e| e.as_str()));
     let next = l.truncated.then(|| l.last.clone()).flatten();
     Ok(S3Response::new(ListObjectVersionsOutput {
@@ -73,6 +94,8 @@ pub(super) async fn list_objects_v2(
     req: S3Request<ListObjectsV2Input>,
 ) -> S3Result<S3Response<ListObjectsV2Output>> {
     let i = req.input;
+    // A negative max-keys is refused before a bad token (`page` checks
+    // it again).
     check_max("max-keys", i.max_keys)?;
     let token = match &i.continuation_token {
         Some(t) => Some(
@@ -83,14 +106,7 @@ pub(super) async fn list_objects_v2(
     };
     // Both given: listing starts after the later of the two.
     let after = token.max(i.start_after.clone().filter(|s| !s.is_empty()));
-    let q = list::Query {
-        prefix: i.prefix.clone().unwrap_or_default(),
-        delimiter: i.delimiter.clone().filter(|d| !d.is_empty()),
-        after,
-        max_keys: i.max_keys.unwrap_or(1000),
-    };
-    let bucket = i.bucket.clone();
-    let l: Listing = g.run(move |s| list::list(s, &bucket, &q)).await?;
+    let l = page(g, &i.bucket, &i.prefix, &i.delimiter, after, i.max_keys).await?;
     let enc = list::Encoder::new(i.encoding_type.as_ref().map(|e| e.as_str()));
     let contents = l.objects(&enc);
     let prefixes = l.prefixes(&enc);

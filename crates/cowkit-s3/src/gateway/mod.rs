@@ -18,7 +18,7 @@ use s3s::{s3_error, S3Error, S3ErrorCode, S3Request, S3Response, S3Result, S3};
 
 use crate::checksum::{
     verify_checksum, want_checksum, want_checksum_of, Algorithm, Checksum, Hasher, Type,
-    WantChecksum, UNSUPPORTED_ALGORITHM,
+    WantChecksum,
 };
 use crate::conditions::{Conditions, Current, WriteOutcome};
 use crate::error::{
@@ -27,12 +27,15 @@ use crate::error::{
 };
 use crate::fsutil::NewFile;
 use crate::list::{self, Listing};
-use crate::multipart::{bare_etag, Completed, Prepared};
+use crate::multipart::{Completed, Prepared};
+use crate::pages::{parts_page, uploads_page, PartsPage, UploadsPage, UploadsQuery};
 use crate::request::{
-    check_max, check_part_number, check_version_id, copy_source, header_tags, metadata_of,
-    parse_copy_range, stored_headers,
+    check_max, check_part_number, check_version_id, checksum_algorithm, checksum_type,
+    complete_parts, copy_source, epoch_seconds, header_tags, metadata_of, mp_object_size,
+    object_attributes, parse_copy_range, replaced_tags, replaces_metadata, stored_headers,
+    upload_checksum, PartList,
 };
-use crate::respond::{add_xml_checksum, add_xml_element, with_error_elements, STATUS};
+use crate::respond::{add_xml_checksum, add_xml_element, STATUS};
 use crate::store::Store;
 use receive::{check_trailer, drain};
 

@@ -346,32 +346,7 @@ pub(super) async fn get_object_attributes(
     let i = req.input;
     let b = i.bucket.clone();
     g.run(move |s| s.head_bucket(&b)).await?;
-    // One header, comma-separated, or several.
-    let attrs: Vec<String> = i
-        .object_attributes
-        .iter()
-        .flat_map(|a| a.as_str().split(','))
-        .map(|a| a.trim().to_string())
-        .filter(|a| !a.is_empty())
-        .collect();
-    if attrs.is_empty() {
-        return Err(invalid_request(
-            "The x-amz-object-attributes header specifying the attributes to be retrieved is either missing or empty",
-        ));
-    }
-    let known = [
-        "ETag",
-        "Checksum",
-        "ObjectParts",
-        "StorageClass",
-        "ObjectSize",
-    ];
-    if attrs.iter().any(|a| !known.contains(&a.as_str())) {
-        return Err(S3Error::with_message(
-            S3ErrorCode::InvalidArgument,
-            "Invalid attribute name specified.",
-        ));
-    }
+    let attrs = object_attributes(&i.object_attributes)?;
     let want = |n: &str| attrs.iter().any(|a| a == n);
     let (b, k) = (i.bucket.clone(), i.key.clone());
     let (_, info) = g.run(move |s| s.open_object(&b, &k)).await?;
@@ -418,38 +393,9 @@ pub(super) async fn copy_object(
     let cond = conditions_of(&req);
     let i = req.input;
     let (sb, sk) = copy_source(&i.copy_source)?;
-    let replace = match i.metadata_directive.as_ref().map(|d| d.as_str()) {
-        None | Some(MetadataDirective::COPY) => false,
-        Some(MetadataDirective::REPLACE) => true,
-        Some(_) => {
-            return Err(S3Error::with_message(
-                S3ErrorCode::InvalidArgument,
-                "Unknown metadata directive.",
-            ))
-        }
-    };
-    let new_tags = match i.tagging_directive.as_ref().map(|d| d.as_str()) {
-        None | Some(TaggingDirective::COPY) => None,
-        Some(TaggingDirective::REPLACE) => Some(header_tags(i.tagging.as_deref())?),
-        Some(d) => {
-            let mut e =
-                S3Error::with_message(S3ErrorCode::InvalidArgument, "Unknown tagging directive.");
-            with_error_elements(
-                &mut e,
-                &[
-                    ("ArgumentName", "x-amz-tagging-directive"),
-                    ("ArgumentValue", d),
-                ],
-            );
-            return Err(e);
-        }
-    };
-    let algo = match &i.checksum_algorithm {
-        Some(a) => Some(
-            Algorithm::parse(a.as_str()).ok_or_else(|| invalid_request(UNSUPPORTED_ALGORITHM))?,
-        ),
-        None => None,
-    };
+    let replace = replaces_metadata(i.metadata_directive.as_ref())?;
+    let new_tags = replaced_tags(i.tagging_directive.as_ref(), i.tagging.as_deref())?;
+    let algo = checksum_algorithm(i.checksum_algorithm.as_ref())?;
     if sb == i.bucket && sk == i.key && !replace && algo.is_none() {
         return Err(invalid_request("This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes."));
     }

@@ -9,36 +9,7 @@ pub(super) async fn create_multipart_upload(
 ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
     let headers = stored_headers(&req.headers);
     let i = req.input;
-    let algo = match &i.checksum_algorithm {
-        Some(a) => Some(
-            Algorithm::parse(a.as_str()).ok_or_else(|| invalid_request(UNSUPPORTED_ALGORITHM))?,
-        ),
-        None => None,
-    };
-    let kind =
-        match &i.checksum_type {
-            Some(t) => Some(Type::parse(t.as_str()).ok_or_else(|| {
-                invalid_request("Value for x-amz-checksum-type header is invalid.")
-            })?),
-            None => None,
-        };
-    let checksum = match (algo, kind) {
-        (None, Some(_)) => {
-            return Err(invalid_request(
-                "The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header.",
-            ))
-        }
-        (None, None) => None,
-        (Some(a), None) => Some((a, a.default_type())),
-        (Some(a), Some(t)) if !a.supports(t) => {
-            return Err(invalid_request(format!(
-                "The {} checksum type cannot be used with the {} checksum algorithm.",
-                t.name(),
-                a.name().to_ascii_lowercase()
-            )))
-        }
-        (Some(a), Some(t)) => Some((a, t)),
-    };
+    let checksum = upload_checksum(i.checksum_algorithm.as_ref(), i.checksum_type.as_ref())?;
     let new = crate::multipart::NewUpload {
         content_type: i.content_type,
         metadata: metadata_of(i.metadata),
@@ -227,12 +198,12 @@ pub(super) async fn list_parts(
     let (parts, upload) = g
         .run(move |s| Ok((s.list_parts(&id, &b, &k)?, s.upload_record(&id, &b, &k)?)))
         .await?;
-    let marker = i.part_number_marker.unwrap_or(0);
-    let max = i.max_parts.unwrap_or(1000).clamp(0, 1000) as usize;
-    let rest: Vec<_> = parts.into_iter().filter(|p| p.number > marker).collect();
-    let truncated = rest.len() > max;
-    let page: Vec<_> = rest.into_iter().take(max).collect();
-    let next = page.last().map(|p| p.number);
+    let PartsPage {
+        parts: page,
+        truncated,
+        next,
+        max,
+    } = parts_page(parts, i.part_number_marker, i.max_parts);
     // No checksum asked for at the start: S3 says `null`.
     let none = || "null".to_string();
     let extra: Vec<Option<Checksum>> = page
@@ -246,7 +217,7 @@ pub(super) async fn list_parts(
         max_parts: Some(max as i32),
         part_number_marker: i.part_number_marker,
         is_truncated: Some(truncated),
-        next_part_number_marker: if truncated { next } else { None },
+        next_part_number_marker: next,
         storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
         checksum_algorithm: Some(ChecksumAlgorithm::from(
             upload
@@ -300,79 +271,23 @@ pub(super) async fn list_multipart_uploads(
             s.list_uploads(&b)
         })
         .await?;
-    let prefix = i.prefix.clone().unwrap_or_default();
-    let key_marker = i.key_marker.clone().unwrap_or_default();
-    // An upload id marker counts only with a key marker; it must name an
-    // upload, and the listing goes on after it.
-    let id_marker = match (&i.upload_id_marker, key_marker.is_empty()) {
-        (Some(m), false) if !m.is_empty() => Some(m.clone()),
-        _ => None,
+    let q = UploadsQuery {
+        prefix: i.prefix.clone().unwrap_or_default(),
+        delimiter: i.delimiter.clone().filter(|d| !d.is_empty()),
+        key_marker: i.key_marker.clone().unwrap_or_default(),
+        upload_id_marker: i.upload_id_marker.clone(),
+        max_uploads: i.max_uploads,
     };
-    let delimiter = i.delimiter.clone().filter(|d| !d.is_empty());
-    let max = i.max_uploads.unwrap_or(1000).clamp(0, 1000) as usize;
     let enc = list::Encoder::new(i.encoding_type.as_ref().map(|e| e.as_str()));
-    let ups: Vec<_> = ups.into_iter().filter(|u| !u.completed).collect();
-    // When the key marker is a key with uploads, the id must be one of
-    // them.
-    let marker_is_key = ups.iter().any(|u| u.key == key_marker);
-    let skip = match &id_marker {
-        Some(m) => match ups
-            .iter()
-            .position(|u| u.id == *m && (!marker_is_key || u.key == key_marker))
-        {
-            Some(at) => at + 1,
-            None => {
-                return Err(S3Error::with_message(
-                    S3ErrorCode::InvalidArgument,
-                    "Invalid uploadId marker",
-                ))
-            }
-        },
-        None => 0,
-    };
-    let rest = ups
-        .into_iter()
-        .skip(skip)
-        .filter(|u| u.key.starts_with(&prefix))
-        .filter(|u| id_marker.is_some() || key_marker.is_empty() || u.key > key_marker)
-        .filter(|u| {
-            // After a common prefix as key marker, skip its keys.
-            !(id_marker.is_none()
-                && delimiter.is_some()
-                && key_marker.ends_with(delimiter.as_deref().unwrap_or_default())
-                && u.key.starts_with(&key_marker))
-        });
-    // Entries: an upload, or a common prefix (with its first upload id).
-    let mut uploads = Vec::new();
-    let mut prefixes: Vec<String> = Vec::new();
-    let mut last: Option<(String, String)> = None;
-    let mut truncated = false;
-    for u in rest {
-        let cp = delimiter.as_deref().and_then(|d| {
-            let tail = &u.key[prefix.len()..];
-            tail.find(d)
-                .map(|at| format!("{prefix}{}", &tail[..at + d.len()]))
-        });
-        if let Some(cp) = &cp {
-            if prefixes.last() == Some(cp) {
-                continue;
-            }
-        }
-        if uploads.len() + prefixes.len() == max {
-            truncated = true;
-            break;
-        }
-        match cp {
-            Some(cp) => {
-                last = Some((cp.clone(), u.id.clone()));
-                prefixes.push(cp);
-            }
-            None => {
-                last = Some((u.key.clone(), u.id.clone()));
-                uploads.push(u);
-            }
-        }
-    }
+    let page = uploads_page(ups, &q)?;
+    let next = page.next().cloned();
+    let UploadsPage {
+        uploads,
+        prefixes,
+        truncated,
+        max,
+        ..
+    } = page;
     Ok(S3Response::new(ListMultipartUploadsOutput {
         bucket: Some(i.bucket),
         prefix: i.prefix.map(|p| enc.enc(&p)),
@@ -381,8 +296,8 @@ pub(super) async fn list_multipart_uploads(
         upload_id_marker: i.upload_id_marker,
         max_uploads: Some(max as i32),
         is_truncated: Some(truncated),
-        next_key_marker: last.as_ref().filter(|_| truncated).map(|l| enc.enc(&l.0)),
-        next_upload_id_marker: last.filter(|_| truncated).map(|l| l.1),
+        next_key_marker: next.as_ref().map(|l| enc.enc(&l.0)),
+        next_upload_id_marker: next.map(|l| l.1),
         encoding_type: i.encoding_type,
         common_prefixes: Some(
             prefixes
@@ -426,15 +341,7 @@ pub(super) async fn abort_multipart_upload(
     if let Some(t) = &i.if_match_initiated_time {
         let (id, b, k) = (i.upload_id.clone(), i.bucket.clone(), i.key.clone());
         let rec = g.run(move |s| s.upload_record(&id, &b, &k)).await?;
-        let mut buf = Vec::new();
-        let want: u64 = match t.format(TimestampFormat::EpochSeconds, &mut buf) {
-            Ok(()) => String::from_utf8_lossy(&buf)
-                .split('.')
-                .next()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0),
-            Err(_) => 0,
-        };
+        let want = epoch_seconds(t);
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
@@ -469,74 +376,14 @@ pub(super) async fn complete_multipart_upload(
         .get::<PartChecksums>()
         .map(|p| p.0.clone())
         .unwrap_or_default();
-    let i = req.input;
-    let kind =
-        match &i.checksum_type {
-            Some(t) => Some(Type::parse(t.as_str()).ok_or_else(|| {
-                invalid_request("Value for x-amz-checksum-type header is invalid.")
-            })?),
-            None => None,
-        };
-    let size = match req.headers.get("x-amz-mp-object-size") {
-        Some(v) => {
-            let v = v.to_str().unwrap_or("");
-            Some(v.trim().parse::<i64>().map_err(|_| {
-                invalid_request(format!(
-                    "Value for x-amz-mp-object-size header is invalid: '{v}'"
-                ))
-            })?)
-        }
-        None => None,
-    };
+    let (i, headers) = (req.input, req.headers);
+    let kind = checksum_type(i.checksum_type.as_ref())?;
+    let size = mp_object_size(&headers)?;
     let parts = i.multipart_upload.and_then(|m| m.parts).unwrap_or_default();
-    let mut part_sums = Vec::with_capacity(parts.len());
-    let mut requested: Vec<(i32, String)> = Vec::with_capacity(parts.len());
-    for (n, p) in parts.into_iter().enumerate() {
-        let mut given: Vec<(Algorithm, &String)> = [
-            (Algorithm::Crc32, p.checksum_crc32.as_ref()),
-            (Algorithm::Crc32c, p.checksum_crc32c.as_ref()),
-            (Algorithm::Crc64Nvme, p.checksum_crc64nvme.as_ref()),
-            (Algorithm::Sha1, p.checksum_sha1.as_ref()),
-            (Algorithm::Sha256, p.checksum_sha256.as_ref()),
-        ]
-        .into_iter()
-        .filter_map(|(a, v)| Some((a, v?)))
-        .collect();
-        given.extend(
-            taken
-                .iter()
-                .filter(|t| t.part == n + 1)
-                .map(|t| (t.algorithm, &t.value)),
-        );
-        let bad_part = |v: &str| {
-            let mut e = S3Error::with_message(
-                S3ErrorCode::InvalidArgument,
-                "Invalid Base64 or multiple checksums present in request",
-            );
-            e.set_status_code(hyper::StatusCode::BAD_REQUEST);
-            log::debug!("complete: part checksum `{v}`");
-            e
-        };
-        match given.as_slice() {
-            [] => part_sums.push(None),
-            [(a, v)] => {
-                if crate::checksum::decode(*a, v).is_none() {
-                    return Err(bad_part(v));
-                }
-                part_sums.push(Some((*a, v.to_string())));
-            }
-            _ => return Err(bad_part("")),
-        }
-        if p.e_tag.is_none() || p.part_number.is_none() {
-            return Err(to_s3_error(Error::MalformedXml));
-        }
-        requested.push((
-            p.part_number.unwrap_or(0),
-            p.e_tag
-                .map(|e| bare_etag(e.value()).to_string())
-                .unwrap_or_default(),
-        ));
-    }
+    let PartList {
+        requested,
+        checksums: part_sums,
+    } = complete_parts(parts, &taken)?;
     let checks = crate::multipart::CompleteChecks {
         parts: part_sums,
         object: want.value.clone(),
