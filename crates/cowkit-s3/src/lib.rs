@@ -42,6 +42,7 @@ mod fsutil;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gateway;
+pub mod handler;
 pub mod limits;
 pub mod list;
 pub mod multipart;

@@ -125,8 +125,7 @@ pub(super) async fn put_bucket_tagging(
     let b = i.bucket;
     g.run(move |s| s.set_bucket_tags(&b, tags)).await?;
     let mut res = S3Response::new(PutBucketTaggingOutput::default());
-    res.headers
-        .insert(STATUS, http::HeaderValue::from_static("204"));
+    set_status(&mut res, http::StatusCode::NO_CONTENT);
     Ok(res)
 }
 

@@ -35,7 +35,7 @@ use crate::request::{
     object_attributes, parse_copy_range, replaced_tags, replaces_metadata, stored_headers,
     upload_checksum, PartList,
 };
-use crate::respond::{add_xml_checksum, add_xml_element, STATUS};
+use crate::respond::{add_xml_checksum, add_xml_element, set_status};
 use crate::store::Store;
 use receive::{check_trailer, drain};
 
