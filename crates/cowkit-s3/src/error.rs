@@ -239,29 +239,7 @@ pub fn to_s3_error(e: Error) -> S3Error {
         Error::EntityTooSmall { .. } => (C::EntityTooSmall, None),
         Error::InvalidArgument(_) => (C::InvalidArgument, None),
         Error::InvalidRange { .. } => (C::InvalidRange, None),
-        Error::BadDigest { expected, actual } => {
-            // S3 names both digests: the one computed in base64, the one
-            // given in hex.
-            use base64::Engine as _;
-            let calculated = hex::decode(actual)
-                .map(|b| base64::engine::general_purpose::STANDARD.encode(b))
-                .unwrap_or_else(|_| actual.clone());
-            let given = crate::checksum::base64_lite::decode(expected)
-                .map(hex::encode)
-                .unwrap_or_else(|| expected.clone());
-            let mut err = S3Error::with_message(
-                C::BadDigest,
-                "The Content-MD5 you specified did not match what we received.",
-            );
-            with_error_elements(
-                &mut err,
-                &[
-                    ("CalculatedDigest", &calculated),
-                    ("ExpectedDigest", &given),
-                ],
-            );
-            return err;
-        }
+        Error::BadDigest { expected, actual } => return bad_digest(expected, actual),
         Error::InvalidRequest(m) => return S3Error::with_message(C::InvalidRequest, m.clone()),
         Error::ChecksumMismatch { .. } | Error::PartChecksum { .. } => {
             return S3Error::with_message(C::BadDigest, e.to_string())
@@ -291,6 +269,30 @@ pub fn to_s3_error(e: Error) -> S3Error {
     if let Some(s) = status {
         err.set_status_code(s);
     }
+    err
+}
+
+/// S3's `BadDigest` for a `Content-MD5` that did not match: it names both
+/// digests, the one computed in base64, the one given in hex.
+fn bad_digest(expected: &str, actual: &str) -> S3Error {
+    use base64::Engine as _;
+    let calculated = hex::decode(actual)
+        .map(|b| base64::engine::general_purpose::STANDARD.encode(b))
+        .unwrap_or_else(|_| actual.to_string());
+    let given = crate::checksum::base64_lite::decode(expected)
+        .map(hex::encode)
+        .unwrap_or_else(|| expected.to_string());
+    let mut err = S3Error::with_message(
+        S3ErrorCode::BadDigest,
+        "The Content-MD5 you specified did not match what we received.",
+    );
+    with_error_elements(
+        &mut err,
+        &[
+            ("CalculatedDigest", &calculated),
+            ("ExpectedDigest", &given),
+        ],
+    );
     err
 }
 

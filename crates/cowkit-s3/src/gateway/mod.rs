@@ -37,7 +37,7 @@ use crate::request::{
 };
 use crate::respond::{add_xml_checksum, add_xml_element, set_status};
 use crate::store::Store;
-use receive::{check_trailer, drain};
+use receive::{check_received, drain};
 
 /// Set the `checksum_*` fields and `checksum_type` of an output.
 macro_rules! put_checksum {

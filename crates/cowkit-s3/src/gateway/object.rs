@@ -150,18 +150,8 @@ pub(super) async fn put_object(
         .receive(body, file, i.content_md5.as_deref(), Some(algo), false)
         .await
         .map_err(|e| chunk_refusal(&req.extensions, e))?;
+    check_received(&req, &want, &got, i.content_length)?;
     let (file, md5, size) = (got.file, got.md5, got.size);
-    if let Some(len) = i.content_length {
-        if len as u64 != size {
-            log::debug!("body: {size} bytes of {len}");
-            return Err(s3_error!(
-                IncompleteBody,
-                "You did not provide the number of bytes specified by the Content-Length HTTP header"
-            ));
-        }
-    }
-    check_trailer(&want, &req)?;
-    verify_checksum(&want, &got.checksum, trailing_of(&req))?;
     let checksum = got.checksum.map(|(algorithm, value)| Checksum {
         algorithm,
         value,

@@ -33,6 +33,29 @@ pub(crate) fn check_trailer<T>(want: &WantChecksum, req: &S3Request<T>) -> S3Res
     Ok(())
 }
 
+/// What S3 checks of a body once it is in: its length against
+/// `Content-Length`, the trailer, the checksum against the header or the
+/// trailer.
+pub(crate) fn check_received<T>(
+    req: &S3Request<T>,
+    want: &WantChecksum,
+    got: &Received,
+    content_length: Option<i64>,
+) -> S3Result<()> {
+    if let Some(len) = content_length {
+        let size = got.size;
+        if len as u64 != size {
+            log::debug!("body: {size} bytes of {len}");
+            return Err(s3_error!(
+                IncompleteBody,
+                "You did not provide the number of bytes specified by the Content-Length HTTP header"
+            ));
+        }
+    }
+    check_trailer(want, req)?;
+    verify_checksum(want, &got.checksum, trailing_of(req))
+}
+
 /// Read and drop (up to 8 MiB of) a body the request is refused before
 /// reading: an unread body makes hyper close the connection, and clients
 /// that reuse it fail their next request.

@@ -85,18 +85,8 @@ pub(super) async fn upload_part(
         )
         .await
         .map_err(|e| chunk_refusal(&req.extensions, e))?;
-    let (file, md5, size) = (got.file, got.md5, got.size);
-    if let Some(len) = i.content_length {
-        if len as u64 != size {
-            log::debug!("body: {size} bytes of {len}");
-            return Err(s3_error!(
-                IncompleteBody,
-                "You did not provide the number of bytes specified by the Content-Length HTTP header"
-            ));
-        }
-    }
-    check_trailer(&want, &req)?;
-    verify_checksum(&want, &got.checksum, trailing_of(&req))?;
+    check_received(&req, &want, &got, i.content_length)?;
+    let (file, md5) = (got.file, got.md5);
     // A composite upload needs each part's checksum from the client
     // (refused after the body is read, so the connection stays usable).
     if let (Some((u, Type::Composite)), None) = (upload.checksum, want.algorithm()) {
@@ -410,28 +400,13 @@ pub(super) async fn complete_multipart_upload(
     let prepared = g
         .run(move |s| s.complete_prepare_with(&id, &b, &k, requested, &checks))
         .await?;
-    let output = move |r: &crate::multipart::CompletedRecord| {
-        let mut out = CompleteMultipartUploadOutput {
-            bucket: Some(r.bucket.clone()),
-            key: Some(r.key.clone()),
-            e_tag: Some(etag(&r.etag)),
-            location: Some(format!(
-                "http://{host}/{}/{}",
-                r.bucket,
-                list::Encoder::new(Some("url")).enc(&r.key)
-            )),
-            ..Default::default()
-        };
-        put_checksum!(out, r.checksum.as_ref());
-        out
-    };
     let plan = match prepared {
         Prepared::Done(r) => {
             access(serde_json::json!({
                 "op": "CompleteMultipartUpload", "bucket": r.bucket, "key": r.key,
                 "upload_id": i.upload_id, "retry": true, "etag": r.etag,
             }));
-            let mut res = with_checksum_header(output(&r), r.checksum.as_ref());
+            let mut res = with_checksum_header(complete_output(&host, &r), r.checksum.as_ref());
             add_xml_checksum(
                 &mut res,
                 "CompleteMultipartUploadResult",
@@ -442,33 +417,63 @@ pub(super) async fn complete_multipart_upload(
         }
         Prepared::Assemble(plan) => plan,
     };
+    assemble(g, plan, (i.upload_id, i.bucket, i.key), host).await
+}
+
+/// CompleteMultipartUpload's answer for the completed upload `r`.
+fn complete_output(
+    host: &str,
+    r: &crate::multipart::CompletedRecord,
+) -> CompleteMultipartUploadOutput {
+    let mut out = CompleteMultipartUploadOutput {
+        bucket: Some(r.bucket.clone()),
+        key: Some(r.key.clone()),
+        e_tag: Some(etag(&r.etag)),
+        location: Some(format!(
+            "http://{host}/{}/{}",
+            r.bucket,
+            list::Encoder::new(Some("url")).enc(&r.key)
+        )),
+        ..Default::default()
+    };
+    put_checksum!(out, r.checksum.as_ref());
+    out
+}
+
+/// Assemble the object of a validated complete (`upload`: its id, bucket
+/// and key) on the blocking pool and answer with it.
+async fn assemble(
+    g: &S3Gateway,
+    plan: crate::multipart::Plan,
+    upload: (String, String, String),
+    host: String,
+) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
+    let (upload_id, bucket, key) = upload;
     // The plan (and its lock) goes with the work: a client that hangs
     // up does not release the lock while the assembly still runs.
     let store = g.store.clone();
     let mut work = tokio::task::spawn_blocking(move || store.complete_assemble(plan));
-    let upload_id = i.upload_id.clone();
-    let output_later = output.clone();
-    let (bucket, key) = (i.bucket.clone(), i.key.clone());
+    let (id, b, k) = (upload_id.clone(), bucket.clone(), key.clone());
     let finish = move |res: crate::Result<Completed>| -> S3Result<CompleteMultipartUploadOutput> {
         // A failure is logged with its S3 code: after the keepalive
         // started, the access log's status (200) cannot say it.
         let c = res.map_err(|e| {
             let err = to_s3_error(e);
             access(serde_json::json!({
-                "op": "CompleteMultipartUpload", "bucket": bucket, "key": key,
-                "upload_id": upload_id, "error": err.code().as_str(),
+                "op": "CompleteMultipartUpload", "bucket": b, "key": k,
+                "upload_id": id, "error": err.code().as_str(),
                 "status": err.status_code().map(|s| s.as_u16()),
             }));
             err
         })?;
         access(serde_json::json!({
             "op": "CompleteMultipartUpload", "bucket": c.record.bucket, "key": c.record.key,
-            "upload_id": upload_id, "parts": c.record.parts.len(), "size": c.record.size,
+            "upload_id": id, "parts": c.record.parts.len(), "size": c.record.size,
             "etag": c.record.etag, "bytes_cloned": c.bytes.cloned,
             "bytes_copied": c.bytes.copied, "bytes_written": c.bytes.written,
             "unaligned_parts": c.unaligned_parts, "ms": c.elapsed.as_secs_f64() * 1e3,
         }));
-        Ok(output_later(&c.record))
+        Ok(complete_output(&host, &c.record))
     };
     // A complete that clones is done in milliseconds: answer it plainly
     // (an error keeps its HTTP status). One that copies may take long:
@@ -477,7 +482,7 @@ pub(super) async fn complete_multipart_upload(
     if let Ok(res) = tokio::time::timeout(g.store.options().keepalive_after, &mut work).await {
         let out = finish(res.map_err(internal)?)?;
         // The record's checksum, for algorithms s3s has no field for.
-        let extra = g.completed_checksum(&i.upload_id, &i.bucket, &i.key).await;
+        let extra = g.completed_checksum(&upload_id, &bucket, &key).await;
         let mut res = with_checksum_header(out, extra.as_ref());
         add_xml_checksum(&mut res, "CompleteMultipartUploadResult", 1, extra.as_ref());
         return Ok(res);
