@@ -1,20 +1,20 @@
 //! The request path, from the HTTP request to the HTTP answer
 //! ([`Handler::handle`]; `docs/s3.md`, "A request through the code"):
 //!
-//! 1. [`Handler::prepare`]: the head read once: the prechecks
+//! 1. `Handler::prepare`: the head read once: the prechecks
 //!    ([`crate::precheck`]) refuse what S3 refuses before looking further;
-//!    what s3s 0.14 cannot parse is noted in one [`Rewrite`] (headers to
+//!    what s3s 0.14 cannot parse is noted in one `Rewrite` (headers to
 //!    take off once the signature is verified, a document to take apart),
 //!    the conditions handed over as a [`Conditions`] extension, an
 //!    aws-chunked body watched ([`crate::chunked`]).
 //! 2. s3s verifies the signature (SigV4, presigned or streaming) and
-//!    [`Access`] checks who may; then either s3s parses the request and
+//!    `Access` checks who may; then either s3s parses the request and
 //!    calls the gateway's operation ([`crate::gateway`]: the `impl S3` is
-//!    the route table), or, for a request with a [`Rewrite`], the
-//!    [`Detour`] applies it and hands the request to a second s3s service
+//!    the route table), or, for a request with a `Rewrite`, the
+//!    `Detour` applies it and hands the request to a second s3s service
 //!    over the same gateway, one without authentication (the first one has
 //!    done it), which parses it and calls the operation.
-//! 3. [`crate::respond::shape`]: every answer shaped in one place, and one
+//! 3. `crate::respond::shape`: every answer shaped in one place, and one
 //!    access-log line.
 
 use std::net::SocketAddr;
@@ -75,8 +75,8 @@ impl s3s::access::S3Access for Access {
     }
 }
 
-/// What the [`Detour`] does to a request once s3s has verified its
-/// signature (a request extension [`Handler::prepare`] adds): what s3s
+/// What the `Detour` does to a request once s3s has verified its
+/// signature (a request extension `Handler::prepare` adds): what s3s
 /// 0.14 would refuse or drop, and the signature covers.
 #[derive(Debug, Clone, Default)]
 struct Rewrite {
@@ -100,11 +100,11 @@ enum Document {
     CreateBucket,
 }
 
-/// The longest document the [`Detour`] reads whole (a CompleteMultipartUpload
+/// The longest document the `Detour` reads whole (a CompleteMultipartUpload
 /// of 10,000 parts with every element comes to about 3 MiB).
 const MAX_DOCUMENT: usize = 16 << 20;
 
-/// The s3s route of requests with a [`Rewrite`]: headers S3 accepts and
+/// The s3s route of requests with a `Rewrite`: headers S3 accepts and
 /// s3s 0.14 would refuse to parse (unquoted entity tags in `If-Match` and
 /// its relatives, a malformed `Range` S3 ignores), a trailer added for s3s,
 /// documents with what s3s cannot parse. The signature covers them, so
@@ -342,7 +342,7 @@ fn takes_conditions(method: &http::Method, uri: &http::Uri) -> bool {
 }
 
 /// Everything that answers one request: the prechecks, s3s with the
-/// gateway, and the fixes applied to s3s's answers. [`Server`] feeds it
+/// gateway, and the fixes applied to s3s's answers. [`crate::server::Server`] feeds it
 /// requests from its connections; tests and fuzz targets call
 /// [`Handler::handle`] directly.
 #[derive(Clone)]
@@ -407,7 +407,7 @@ impl Handler {
     }
 
     /// Read a request's head once: refuse it (the prechecks), or note
-    /// what the [`Detour`] must do after the signature is verified, hand
+    /// what the `Detour` must do after the signature is verified, hand
     /// its conditions over, watch its aws-chunked body.
     fn prepare(&self, mut req: s3s::HttpRequest) -> (s3s::HttpRequest, Option<Refusal>) {
         join_repeated_metadata(req.headers_mut());

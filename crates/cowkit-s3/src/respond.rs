@@ -1,6 +1,6 @@
 //! One place that shapes what goes back to the client: what the gateway
 //! asks of a response that s3s 0.14 cannot write itself, and the fixes the
-//! server makes to every answer before it leaves ([`shape`]).
+//! server makes to every answer before it leaves (`shape`).
 //!
 //! The gateway asks through the response: a successful one carries a
 //! [`Shape`] extension (extra XML elements, a status); an error carries
@@ -14,7 +14,7 @@ use crate::precheck::Refusal;
 
 /// A response header carrying an extra element of an error document
 /// (`Name=value`; s3s 0.14 writes only Code, Message, Resource and
-/// RequestId): [`shape`] moves them into the XML.
+/// RequestId): `shape` moves them into the XML.
 pub const ERROR_ELEMENT: &str = "x-cowkit-error-element";
 
 /// Give `err` extra `<Error>` elements (see [`ERROR_ELEMENT`]).
@@ -29,7 +29,7 @@ pub(crate) fn with_error_elements(err: &mut S3Error, elements: &[(&str, &str)]) 
 }
 
 /// What a successful response needs beyond what s3s 0.14 writes (a
-/// response extension the gateway adds, [`shape`] applies): s3s's DTOs
+/// response extension the gateway adds, `shape` applies): s3s's DTOs
 /// have no field for the checksums of SHA-512, MD5 and the XXHASH family
 /// and always quote an ETag, and s3s answers PutBucketTagging with 200
 /// where S3 answers 204.

@@ -108,7 +108,7 @@ fn conditions_of<T>(req: &S3Request<T>) -> Option<Conditions> {
 }
 
 /// A request's streaming trailer (handed over as an extension by the
-/// server's detour, see `server.rs`).
+/// detour, see [`crate::handler`]).
 fn trailing_of<T>(req: &S3Request<T>) -> Option<&s3s::TrailingHeaders> {
     req.trailing_headers
         .as_ref()
