@@ -115,13 +115,7 @@ pub(super) async fn put_bucket_tagging(
     req: S3Request<PutBucketTaggingInput>,
 ) -> S3Result<S3Response<PutBucketTaggingOutput>> {
     let i = req.input;
-    let tags = crate::tagging::check_bucket_set(
-        i.tagging
-            .tag_set
-            .iter()
-            .map(|t| (t.key.as_deref(), t.value.as_deref())),
-    )
-    .map_err(tag_error)?;
+    let tags = crate::tagging::check_bucket_set(tag_pairs(&i.tagging)).map_err(tag_error)?;
     let b = i.bucket;
     g.run(move |s| s.set_bucket_tags(&b, tags)).await?;
     let mut res = S3Response::new(PutBucketTaggingOutput::default());

@@ -131,6 +131,13 @@ pub struct PartChecksums(pub Vec<crate::checksum::PartChecksum>);
 #[derive(Debug, Clone)]
 pub struct CreateBucketTags(pub crate::tagging::TagPairs);
 
+/// A tag set as s3s read it: (key, value) pairs, either missing.
+fn tag_pairs(t: &Tagging) -> impl Iterator<Item = (Option<&str>, Option<&str>)> {
+    t.tag_set
+        .iter()
+        .map(|t| (t.key.as_deref(), t.value.as_deref()))
+}
+
 /// Tags as s3s writes them.
 fn tag_set_out(tags: Vec<crate::tagging::Tag>) -> TagSet {
     tags.into_iter()

@@ -183,6 +183,84 @@ pub(super) async fn put_object(
     Ok(with_checksum_header(out, checksum.as_ref()))
 }
 
+/// What a GET or HEAD reads: the object, opened with its conditions
+/// checked, and the bytes `[start, end)` it serves when not all of them
+/// (a `Range`, or the part `?partNumber=` names).
+struct Read {
+    file: std::fs::File,
+    info: crate::store::ObjectInfo,
+    range: Option<(u64, u64)>,
+    /// The part `?partNumber=` names: its range and the object's part count.
+    part: Option<(u64, u64, usize)>,
+}
+
+/// Open `bucket/key` for a GET or HEAD and find the bytes it serves.
+async fn read(
+    g: &S3Gateway,
+    cond: Option<&Conditions>,
+    bucket: &str,
+    key: &str,
+    version_id: &Option<String>,
+    part_number: Option<i32>,
+    range: Option<Range>,
+) -> S3Result<Read> {
+    check_version_id(version_id.as_deref())?;
+    check_part_number(part_number, range.is_some())?;
+    let (b, k) = (bucket.to_string(), key.to_string());
+    let (file, info) = g.run(move |s| s.open_object(&b, &k)).await?;
+    check_read_conditions(cond, &info)?;
+    let size = info.meta.size;
+    let range = effective_range(range, size);
+    let part = part_of(part_number, range.is_some(), &info)?;
+    let range = match (&range, part) {
+        (Some(r), _) => {
+            let rr = r.check(size).map_err(|_| {
+                to_s3_error(Error::InvalidRange {
+                    range: r.to_header_string(),
+                    size,
+                })
+            })?;
+            Some((rr.start, rr.end))
+        }
+        (None, Some((a, b, _))) => Some((a, b)),
+        (None, None) => None,
+    };
+    Ok(Read {
+        file,
+        info,
+        range,
+        part,
+    })
+}
+
+/// A GET's or HEAD's response: the checksum header s3s has no field for,
+/// 206 when `partial`, the object's stored headers.
+fn read_response<T>(
+    out: T,
+    checksum: Option<&Checksum>,
+    partial: bool,
+    info: &crate::store::ObjectInfo,
+    uri: &http::Uri,
+) -> S3Response<T> {
+    let mut res = with_checksum_header(out, checksum);
+    if partial {
+        res.status = Some(http::StatusCode::PARTIAL_CONTENT);
+    }
+    add_object_headers(&mut res, info, uri);
+    res
+}
+
+/// `Content-Range` of the bytes `[start, end)` of an object of `size`.
+fn content_range((start, end): (u64, u64), size: u64) -> String {
+    format!("bytes {start}-{}/{size}", end.saturating_sub(1))
+}
+
+/// The part count a `?partNumber=` read reports (a multipart object's).
+fn parts_count(part: Option<(u64, u64, usize)>, info: &crate::store::ObjectInfo) -> Option<i32> {
+    part.filter(|_| !info.meta.parts.is_empty())
+        .map(|p| p.2 as i32)
+}
+
 pub(super) async fn get_object(
     g: &S3Gateway,
     req: S3Request<GetObjectInput>,
@@ -191,36 +269,24 @@ pub(super) async fn get_object(
     let cond = conditions_of(&req);
     let splicer = req.extensions.get::<crate::sendfile::Splicer>().cloned();
     let i = req.input;
-    check_version_id(i.version_id.as_deref())?;
-    check_part_number(i.part_number, i.range.is_some())?;
-    let (b, k) = (i.bucket, i.key);
-    let name = std::path::PathBuf::from(format!("{b}/{k}"));
-    let (file, info) = g.run(move |s| s.open_object(&b, &k)).await?;
-    check_read_conditions(cond.as_ref(), &info)?;
-    let size = info.meta.size;
-    let range = effective_range(i.range, size);
-    let part = part_of(i.part_number, range.is_some(), &info)?;
-    let (start, end, content_range) = match &range {
-        None if part.is_some() => {
-            let (a, b, _) = part.unwrap_or_default();
-            (
-                a,
-                b,
-                Some(format!("bytes {a}-{}/{size}", b.saturating_sub(1))),
-            )
-        }
-        None => (0, size, None),
-        Some(r) => {
-            let rr = r.check(size).map_err(|_| {
-                to_s3_error(Error::InvalidRange {
-                    range: r.to_header_string(),
-                    size,
-                })
-            })?;
-            let cr = format!("bytes {}-{}/{size}", rr.start, rr.end.saturating_sub(1));
-            (rr.start, rr.end, Some(cr))
-        }
-    };
+    let name = std::path::PathBuf::from(format!("{}/{}", i.bucket, i.key));
+    let Read {
+        file,
+        info,
+        range,
+        part,
+    } = read(
+        g,
+        cond.as_ref(),
+        &i.bucket,
+        &i.key,
+        &i.version_id,
+        i.part_number,
+        i.range,
+    )
+    .await?;
+    let (start, end) = range.unwrap_or((0, info.meta.size));
+    let content_range = range.map(|r| content_range(r, info.meta.size));
     let body = match splicer {
         // A small body is read here and sent with the head, in one
         // write: cheaper than a sendfile of its own, and the client
@@ -249,16 +315,9 @@ pub(super) async fn get_object(
         metadata: metadata_out(&info.meta.metadata),
         ..Default::default()
     };
-    out.parts_count = part
-        .filter(|_| !info.meta.parts.is_empty())
-        .map(|p| p.2 as i32);
+    out.parts_count = parts_count(part, &info);
     put_checksum!(out, checksum);
-    let mut res = with_checksum_header(out, checksum);
-    if part.is_some() {
-        res.status = Some(http::StatusCode::PARTIAL_CONTENT);
-    }
-    add_object_headers(&mut res, &info, &uri);
-    Ok(res)
+    Ok(read_response(out, checksum, part.is_some(), &info, &uri))
 }
 
 pub(super) async fn head_object(
@@ -268,35 +327,25 @@ pub(super) async fn head_object(
     let uri = req.uri.clone();
     let cond = conditions_of(&req);
     let i = req.input;
-    check_version_id(i.version_id.as_deref())?;
-    check_part_number(i.part_number, i.range.is_some())?;
-    let (b, k) = (i.bucket, i.key);
-    let (_, info) = g.run(move |s| s.open_object(&b, &k)).await?;
-    check_read_conditions(cond.as_ref(), &info)?;
+    let Read {
+        info, range, part, ..
+    } = read(
+        g,
+        cond.as_ref(),
+        &i.bucket,
+        &i.key,
+        &i.version_id,
+        i.part_number,
+        i.range,
+    )
+    .await?;
     let size = info.meta.size;
-    let range = effective_range(i.range, size);
-    let part = part_of(i.part_number, range.is_some(), &info)?;
-    let range = match (&range, part) {
-        (Some(r), _) => {
-            let rr = r.check(size).map_err(|_| {
-                to_s3_error(Error::InvalidRange {
-                    range: r.to_header_string(),
-                    size,
-                })
-            })?;
-            Some((rr.start, rr.end))
-        }
-        (None, Some((a, b, _))) => Some((a, b)),
-        (None, None) => None,
-    };
     let checksum = checksum_wanted(i.checksum_mode.as_ref(), range.is_none(), &info);
     let mut out = HeadObjectOutput {
         content_length: Some(range.map_or(size, |(a, b)| b - a) as i64),
         storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
-        content_range: range.map(|(a, b)| format!("bytes {a}-{}/{size}", b.saturating_sub(1))),
-        parts_count: part
-            .filter(|_| !info.meta.parts.is_empty())
-            .map(|p| p.2 as i32),
+        content_range: range.map(|r| content_range(r, size)),
+        parts_count: parts_count(part, &info),
         accept_ranges: Some("bytes".into()),
         e_tag: Some(etag(&info.meta.etag)),
         last_modified: Some(Timestamp::from(info.mtime)),
@@ -304,12 +353,7 @@ pub(super) async fn head_object(
         ..Default::default()
     };
     put_checksum!(out, checksum);
-    let mut res = with_checksum_header(out, checksum);
-    if range.is_some() {
-        res.status = Some(http::StatusCode::PARTIAL_CONTENT);
-    }
-    add_object_headers(&mut res, &info, &uri);
-    Ok(res)
+    Ok(read_response(out, checksum, range.is_some(), &info, &uri))
 }
 
 pub(super) async fn delete_object(
@@ -440,13 +484,7 @@ pub(super) async fn put_object_tagging(
     req: S3Request<PutObjectTaggingInput>,
 ) -> S3Result<S3Response<PutObjectTaggingOutput>> {
     let i = req.input;
-    let tags = crate::tagging::check_set(
-        i.tagging
-            .tag_set
-            .iter()
-            .map(|t| (t.key.as_deref(), t.value.as_deref())),
-    )
-    .map_err(tag_error)?;
+    let tags = crate::tagging::check_set(tag_pairs(&i.tagging)).map_err(tag_error)?;
     let (b, k) = (i.bucket, i.key);
     g.run(move |s| s.set_tags(&b, &k, tags)).await?;
     Ok(S3Response::new(PutObjectTaggingOutput::default()))
