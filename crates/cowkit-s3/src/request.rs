@@ -331,6 +331,10 @@ mod tests {
         )
     }
 
+    fn refused(e: S3Error, want_code: &str, want_message: &str) {
+        assert_eq!(code(e), (want_code.into(), Some(want_message.into())));
+    }
+
     fn part(n: Option<i32>, etag: Option<&str>) -> CompletedPart {
         CompletedPart {
             part_number: n,
@@ -378,12 +382,10 @@ mod tests {
         for p in [bad, two] {
             let e = complete_parts(vec![p], &[]).unwrap_err();
             assert_eq!(e.status_code(), Some(http::StatusCode::BAD_REQUEST));
-            assert_eq!(
-                code(e),
-                (
-                    "InvalidArgument".into(),
-                    Some("Invalid Base64 or multiple checksums present in request".into())
-                )
+            refused(
+                e,
+                "InvalidArgument",
+                "Invalid Base64 or multiple checksums present in request",
             );
         }
     }
@@ -449,13 +451,7 @@ mod tests {
             ("b".to_string(), "k/x".to_string())
         );
         let e = copy_source(&src(Some("v1"))).unwrap_err();
-        assert_eq!(
-            code(e),
-            (
-                "InvalidArgument".into(),
-                Some("Invalid version id specified".into())
-            )
-        );
+        refused(e, "InvalidArgument", "Invalid version id specified");
     }
 
     #[test]

@@ -194,17 +194,46 @@ struct Read {
     part: Option<(u64, u64, usize)>,
 }
 
+/// The object a GET or HEAD names.
+struct Target<'a> {
+    bucket: &'a str,
+    key: &'a str,
+    version_id: Option<&'a str>,
+    part_number: Option<i32>,
+}
+
+/// The [`Target`] of a GetObject or HeadObject input (s3s's two types
+/// have the same fields).
+macro_rules! target_of {
+    ($($input:ty),*) => {$(
+        impl<'a> From<&'a $input> for Target<'a> {
+            fn from(i: &'a $input) -> Self {
+                Target {
+                    bucket: &i.bucket,
+                    key: &i.key,
+                    version_id: i.version_id.as_deref(),
+                    part_number: i.part_number,
+                }
+            }
+        }
+    )*};
+}
+target_of!(GetObjectInput, HeadObjectInput);
+
 /// Open `bucket/key` for a GET or HEAD and find the bytes it serves.
 async fn read(
     g: &S3Gateway,
     cond: Option<&Conditions>,
-    bucket: &str,
-    key: &str,
-    version_id: &Option<String>,
-    part_number: Option<i32>,
+    t: Target<'_>,
     range: Option<Range>,
 ) -> S3Result<Read> {
-    check_version_id(version_id.as_deref())?;
+    let Target {
+        bucket,
+        key,
+        version_id,
+        part_number,
+    } = t;
+    check_version_id(version_id)?;
     check_part_number(part_number, range.is_some())?;
     let (b, k) = (bucket.to_string(), key.to_string());
     let (file, info) = g.run(move |s| s.open_object(&b, &k)).await?;
@@ -231,6 +260,22 @@ async fn read(
         range,
         part,
     })
+}
+
+/// `$out { fields }` with the fields a GET and a HEAD answer alike for
+/// the object `info`.
+macro_rules! read_output {
+    ($out:ident, $info:expr, { $($field:ident: $value:expr),* $(,)? }) => {
+        $out {
+            $($field: $value,)*
+            storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
+            accept_ranges: Some("bytes".into()),
+            e_tag: Some(etag(&$info.meta.etag)),
+            last_modified: Some(Timestamp::from($info.mtime)),
+            metadata: metadata_out(&$info.meta.metadata),
+            ..Default::default()
+        }
+    };
 }
 
 /// A GET's or HEAD's response: the checksum header s3s has no field for,
@@ -275,16 +320,7 @@ pub(super) async fn get_object(
         info,
         range,
         part,
-    } = read(
-        g,
-        cond.as_ref(),
-        &i.bucket,
-        &i.key,
-        &i.version_id,
-        i.part_number,
-        i.range,
-    )
-    .await?;
+    } = read(g, cond.as_ref(), Target::from(&i), i.range).await?;
     let (start, end) = range.unwrap_or((0, info.meta.size));
     let content_range = range.map(|r| content_range(r, info.meta.size));
     let body = match splicer {
@@ -304,17 +340,11 @@ pub(super) async fn get_object(
         _ => StreamingBlob::wrap(crate::body::file_range(file, name, start, end)),
     };
     let checksum = checksum_wanted(i.checksum_mode.as_ref(), content_range.is_none(), &info);
-    let mut out = GetObjectOutput {
+    let mut out = read_output!(GetObjectOutput, info, {
         body: Some(body),
         content_length: Some((end - start) as i64),
-        storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
-        content_range,
-        accept_ranges: Some("bytes".into()),
-        e_tag: Some(etag(&info.meta.etag)),
-        last_modified: Some(Timestamp::from(info.mtime)),
-        metadata: metadata_out(&info.meta.metadata),
-        ..Default::default()
-    };
+        content_range: content_range,
+    });
     out.parts_count = parts_count(part, &info);
     put_checksum!(out, checksum);
     Ok(read_response(out, checksum, part.is_some(), &info, &uri))
@@ -329,29 +359,14 @@ pub(super) async fn head_object(
     let i = req.input;
     let Read {
         info, range, part, ..
-    } = read(
-        g,
-        cond.as_ref(),
-        &i.bucket,
-        &i.key,
-        &i.version_id,
-        i.part_number,
-        i.range,
-    )
-    .await?;
+    } = read(g, cond.as_ref(), Target::from(&i), i.range).await?;
     let size = info.meta.size;
     let checksum = checksum_wanted(i.checksum_mode.as_ref(), range.is_none(), &info);
-    let mut out = HeadObjectOutput {
+    let mut out = read_output!(HeadObjectOutput, info, {
         content_length: Some(range.map_or(size, |(a, b)| b - a) as i64),
-        storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
         content_range: range.map(|r| content_range(r, size)),
         parts_count: parts_count(part, &info),
-        accept_ranges: Some("bytes".into()),
-        e_tag: Some(etag(&info.meta.etag)),
-        last_modified: Some(Timestamp::from(info.mtime)),
-        metadata: metadata_out(&info.meta.metadata),
-        ..Default::default()
-    };
+    });
     put_checksum!(out, checksum);
     Ok(read_response(out, checksum, range.is_some(), &info, &uri))
 }
