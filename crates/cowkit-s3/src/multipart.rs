@@ -323,6 +323,19 @@ fn object_checks(
 }
 
 impl Store {
+    /// The lock of upload `id` in `bucket`, once the bucket is found (its
+    /// absence is named first, as S3 does) and `id` has an upload id's
+    /// shape.
+    fn lock_known_upload(&self, id: &str, bucket: &str) -> Result<crate::fleet::Held> {
+        self.bucket_dir(bucket)?;
+        if !names::is_upload_id(id) {
+            return Err(Error::NoSuchUpload {
+                upload_id: id.to_string(),
+            });
+        }
+        self.lock_upload(id)
+    }
+
     fn upload_path(&self, id: &str) -> PathBuf {
         self.sys_path().join("uploads").join(id)
     }
@@ -513,14 +526,8 @@ impl Store {
         crc64nvme: Option<String>,
     ) -> Result<PartRecord> {
         Self::check_part_number(number)?;
-        self.bucket_dir(bucket)?;
-        if !names::is_upload_id(id) {
-            return Err(Error::NoSuchUpload {
-                upload_id: id.to_string(),
-            });
-        }
         // Record and rename are one change; a complete or an abort waits.
-        let _held = self.lock_upload(id)?;
+        let _held = self.lock_known_upload(id, bucket)?;
         let (dir, _, p) = self.open_upload(id, bucket, key)?;
         let st = rustix::fs::fstat(file.file()).map_err(|e| io("stat", file.path(), e))?;
         if self.opts.fsync {
@@ -664,13 +671,7 @@ impl Store {
     /// it in progress (anywhere), and is then `NoSuchUpload`.
     pub fn abort_upload(&self, id: &str, bucket: &str, key: &str) -> Result<()> {
         // A missing bucket is named before a malformed id, as S3 does.
-        self.bucket_dir(bucket)?;
-        if !names::is_upload_id(id) {
-            return Err(Error::NoSuchUpload {
-                upload_id: id.to_string(),
-            });
-        }
-        let _held = self.lock_upload(id)?;
+        let _held = self.lock_known_upload(id, bucket)?;
         self.open_upload(id, bucket, key)?;
         self.discard_upload(id)
     }
@@ -740,13 +741,7 @@ impl Store {
         requested: Vec<(i32, String)>,
         checks: &CompleteChecks,
     ) -> Result<Prepared> {
-        self.bucket_dir(bucket)?;
-        if !names::is_upload_id(id) {
-            return Err(Error::NoSuchUpload {
-                upload_id: id.to_string(),
-            });
-        }
-        let lock = self.lock_upload(id)?;
+        let lock = self.lock_known_upload(id, bucket)?;
         let (dir, upload, p) = self.upload(id, bucket, key)?;
         let requested: Vec<(i32, String)> = requested
             .into_iter()
