@@ -4,7 +4,7 @@
 //! refuses a request whose value is not quoted; S3 takes `abc`, `"abc"`,
 //! `W/"abc"` and `*` alike, and ignores a date it cannot read. So the
 //! server takes these headers off the request before s3s parses it (see
-//! `server.rs`: after the signature is verified when they are signed), and
+//! `handler.rs`: after the signature is verified when they are signed), and
 //! hands their values over as a [`Conditions`] request extension, which the
 //! gateway evaluates here.
 

@@ -42,11 +42,15 @@ mod fsutil;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gateway;
+pub mod handler;
 pub mod limits;
 pub mod list;
 pub mod multipart;
 pub mod names;
+pub mod pages;
 pub mod precheck;
+pub mod request;
+pub mod respond;
 pub mod sendfile;
 pub mod server;
 pub mod store;

@@ -234,7 +234,108 @@ pub fn bare_etag(s: &str) -> &str {
     s.trim().trim_start_matches("W/").trim_matches('"')
 }
 
+/// A complete's part list, before any part is looked at: not empty, part
+/// numbers from 1, at most [`MAX_PARTS`], ascending; the checksum type the
+/// upload was made with (`upload`), if the complete names one.
+fn check_requested(
+    requested: &[(i32, String)],
+    upload: Option<(Algorithm, Type)>,
+    kind: Option<Type>,
+) -> Result<()> {
+    if requested.is_empty() {
+        return Err(Error::MalformedXml);
+    }
+    if requested.iter().any(|r| r.0 < 1) {
+        return Err(Error::InvalidArgument("PartNumber must be >= 1".into()));
+    }
+    if let (Some((_, have)), Some(want)) = (upload, kind) {
+        if have != want {
+            return Err(Error::InvalidRequest(format!(
+                "The upload was created using the {} checksum mode. The complete request must use the same checksum mode.",
+                have.name()
+            )));
+        }
+    }
+    if requested.len() > MAX_PARTS as usize {
+        return Err(Error::InvalidArgument(format!(
+            "a complete lists {} parts; at most {MAX_PARTS} are allowed",
+            requested.len()
+        )));
+    }
+    for w in requested.windows(2) {
+        if w[1].0 <= w[0].0 {
+            return Err(Error::InvalidPartOrder {
+                part: w[1].0,
+                after: w[0].0,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The object's size against `x-amz-mp-object-size`, and its checksum
+/// (from the parts', `upload`'s algorithm, or CRC64NVME) against the one
+/// the complete gives.
+fn object_checks(
+    upload: Option<(Algorithm, Type)>,
+    parts: &[PartRecord],
+    checks: &CompleteChecks,
+) -> Result<Option<Checksum>> {
+    let size: u64 = parts.iter().map(|r| r.size).sum();
+    if let Some(want) = checks.size {
+        if want < 0 {
+            return Err(Error::InvalidRequest(format!(
+                "Value for x-amz-mp-object-size header is less than zero: '{want}'"
+            )));
+        }
+        if want as u64 != size {
+            return Err(Error::InvalidRequest(format!(
+                // S3's (and the suite's) order: computed, then given.
+                "The provided 'x-amz-mp-object-size' header value {size} does not match what was computed: {want}"
+            )));
+        }
+    }
+    let checksum = match upload {
+        Some((algo, kind)) => Some(object_checksum(algo, kind, parts).ok_or_else(|| {
+            Error::InvalidRequest(format!(
+                "The upload was created using a {} checksum, but a part has none; upload it again.",
+                algo.name().to_ascii_lowercase()
+            ))
+        })?),
+        // No algorithm asked for: CRC64NVME of the whole object, as S3
+        // gives every object, when every part has one.
+        None => object_checksum(Algorithm::Crc64Nvme, Type::FullObject, parts),
+    };
+    // An upload made without a checksum algorithm ignores the
+    // complete's object checksum, as S3 does.
+    let given = checks.object.as_ref().filter(|_| upload.is_some());
+    if let (Some(c), Some((a, v))) = (&checksum, given) {
+        if *a == c.algorithm && *v != c.value {
+            let bare = c.value.split('-').next().unwrap_or("");
+            if v.as_str() != bare {
+                return Err(Error::ChecksumMismatch {
+                    algorithm: a.name(),
+                });
+            }
+        }
+    }
+    Ok(checksum)
+}
+
 impl Store {
+    /// The lock of upload `id` in `bucket`, once the bucket is found (its
+    /// absence is named first, as S3 does) and `id` has an upload id's
+    /// shape.
+    fn lock_known_upload(&self, id: &str, bucket: &str) -> Result<crate::fleet::Held> {
+        self.bucket_dir(bucket)?;
+        if !names::is_upload_id(id) {
+            return Err(Error::NoSuchUpload {
+                upload_id: id.to_string(),
+            });
+        }
+        self.lock_upload(id)
+    }
+
     fn upload_path(&self, id: &str) -> PathBuf {
         self.sys_path().join("uploads").join(id)
     }
@@ -425,14 +526,8 @@ impl Store {
         crc64nvme: Option<String>,
     ) -> Result<PartRecord> {
         Self::check_part_number(number)?;
-        self.bucket_dir(bucket)?;
-        if !names::is_upload_id(id) {
-            return Err(Error::NoSuchUpload {
-                upload_id: id.to_string(),
-            });
-        }
         // Record and rename are one change; a complete or an abort waits.
-        let _held = self.lock_upload(id)?;
+        let _held = self.lock_known_upload(id, bucket)?;
         let (dir, _, p) = self.open_upload(id, bucket, key)?;
         let st = rustix::fs::fstat(file.file()).map_err(|e| io("stat", file.path(), e))?;
         if self.opts.fsync {
@@ -576,13 +671,7 @@ impl Store {
     /// it in progress (anywhere), and is then `NoSuchUpload`.
     pub fn abort_upload(&self, id: &str, bucket: &str, key: &str) -> Result<()> {
         // A missing bucket is named before a malformed id, as S3 does.
-        self.bucket_dir(bucket)?;
-        if !names::is_upload_id(id) {
-            return Err(Error::NoSuchUpload {
-                upload_id: id.to_string(),
-            });
-        }
-        let _held = self.lock_upload(id)?;
+        let _held = self.lock_known_upload(id, bucket)?;
         self.open_upload(id, bucket, key)?;
         self.discard_upload(id)
     }
@@ -652,13 +741,7 @@ impl Store {
         requested: Vec<(i32, String)>,
         checks: &CompleteChecks,
     ) -> Result<Prepared> {
-        self.bucket_dir(bucket)?;
-        if !names::is_upload_id(id) {
-            return Err(Error::NoSuchUpload {
-                upload_id: id.to_string(),
-            });
-        }
-        let lock = self.lock_upload(id)?;
+        let lock = self.lock_known_upload(id, bucket)?;
         let (dir, upload, p) = self.upload(id, bucket, key)?;
         let requested: Vec<(i32, String)> = requested
             .into_iter()
@@ -676,34 +759,7 @@ impl Store {
                 upload_id: id.to_string(),
             });
         }
-        if requested.is_empty() {
-            return Err(Error::MalformedXml);
-        }
-        if requested.iter().any(|r| r.0 < 1) {
-            return Err(Error::InvalidArgument("PartNumber must be >= 1".into()));
-        }
-        if let (Some((_, have)), Some(want)) = (upload.checksum, checks.kind) {
-            if have != want {
-                return Err(Error::InvalidRequest(format!(
-                    "The upload was created using the {} checksum mode. The complete request must use the same checksum mode.",
-                    have.name()
-                )));
-            }
-        }
-        if requested.len() > MAX_PARTS as usize {
-            return Err(Error::InvalidArgument(format!(
-                "a complete lists {} parts; at most {MAX_PARTS} are allowed",
-                requested.len()
-            )));
-        }
-        for w in requested.windows(2) {
-            if w[1].0 <= w[0].0 {
-                return Err(Error::InvalidPartOrder {
-                    part: w[1].0,
-                    after: w[0].0,
-                });
-            }
-        }
+        check_requested(&requested, upload.checksum, checks.kind)?;
         let have: BTreeMap<i32, PartRecord> = self
             .part_records(&dir, &p)?
             .into_iter()
@@ -755,44 +811,7 @@ impl Store {
             }
             parts.push(rec.clone());
         }
-        let size: u64 = parts.iter().map(|r| r.size).sum();
-        if let Some(want) = checks.size {
-            if want < 0 {
-                return Err(Error::InvalidRequest(format!(
-                    "Value for x-amz-mp-object-size header is less than zero: '{want}'"
-                )));
-            }
-            if want as u64 != size {
-                return Err(Error::InvalidRequest(format!(
-                    // S3's (and the suite's) order: computed, then given.
-                    "The provided 'x-amz-mp-object-size' header value {size} does not match what was computed: {want}"
-                )));
-            }
-        }
-        let checksum = match upload.checksum {
-            Some((algo, kind)) => Some(object_checksum(algo, kind, &parts).ok_or_else(|| {
-                Error::InvalidRequest(format!(
-                    "The upload was created using a {} checksum, but a part has none; upload it again.",
-                    algo.name().to_ascii_lowercase()
-                ))
-            })?),
-            // No algorithm asked for: CRC64NVME of the whole object, as S3
-            // gives every object, when every part has one.
-            None => object_checksum(Algorithm::Crc64Nvme, Type::FullObject, &parts),
-        };
-        // An upload made without a checksum algorithm ignores the
-        // complete's object checksum, as S3 does.
-        let given = checks.object.as_ref().filter(|_| upload.checksum.is_some());
-        if let (Some(c), Some((a, v))) = (&checksum, given) {
-            if *a == c.algorithm && *v != c.value {
-                let bare = c.value.split('-').next().unwrap_or("");
-                if v.as_str() != bare {
-                    return Err(Error::ChecksumMismatch {
-                        algorithm: a.name(),
-                    });
-                }
-            }
-        }
+        let checksum = object_checks(upload.checksum, &parts, checks)?;
         let etag = multipart_etag(parts.iter().map(|r| r.md5.as_str()));
         crate::fault::point("complete-prepared");
         Ok(Prepared::Assemble(Plan {

@@ -1,0 +1,149 @@
+//! Bucket operations: create, head, delete, list, location, tagging.
+
+use super::*;
+
+/// S3's ARN of a bucket (`x-amz-bucket-arn` on CreateBucket and
+/// HeadBucket).
+fn with_bucket_arn<T>(mut res: S3Response<T>, bucket: &str) -> S3Response<T> {
+    if let Ok(v) = http::HeaderValue::from_str(&format!("arn:aws:s3:::{bucket}")) {
+        res.headers.insert("x-amz-bucket-arn", v);
+    }
+    res
+}
+
+pub(super) async fn list_buckets(
+    g: &S3Gateway,
+    req: S3Request<ListBucketsInput>,
+) -> S3Result<S3Response<ListBucketsOutput>> {
+    let owner = owner_of(&req);
+    let buckets = g.run(|s| s.list_buckets()).await?;
+    let buckets = buckets
+        .into_iter()
+        .map(|b| Bucket {
+            name: Some(b.name),
+            creation_date: Some(Timestamp::from(b.created)),
+            ..Default::default()
+        })
+        .collect();
+    Ok(S3Response::new(ListBucketsOutput {
+        buckets: Some(buckets),
+        owner: Some(owner),
+        ..Default::default()
+    }))
+}
+
+pub(super) async fn create_bucket(
+    g: &S3Gateway,
+    req: S3Request<CreateBucketInput>,
+) -> S3Result<S3Response<CreateBucketOutput>> {
+    // A location constraint must name this server's region, and
+    // us-east-1 is never named (as on S3).
+    if let Some(lc) = req
+        .input
+        .create_bucket_configuration
+        .as_ref()
+        .and_then(|c| c.location_constraint.as_ref())
+    {
+        if lc.as_str() != g.region || lc.as_str() == "us-east-1" {
+            let mut e = S3Error::with_message(
+                S3ErrorCode::InvalidLocationConstraint,
+                "The specified location-constraint is not valid",
+            );
+            e.set_status_code(hyper::StatusCode::BAD_REQUEST);
+            return Err(e);
+        }
+    }
+    let tags = match req.extensions.get::<CreateBucketTags>() {
+        Some(CreateBucketTags(pairs)) => crate::tagging::check_bucket_set(
+            pairs.iter().map(|(k, v)| (k.as_deref(), v.as_deref())),
+        )
+        .map_err(tag_error)?,
+        None => Vec::new(),
+    };
+    let b = req.input.bucket;
+    let loc = format!("/{b}");
+    let name = b.clone();
+    g.run(move |s| s.create_bucket_with_tags(&b, tags)).await?;
+    Ok(with_bucket_arn(
+        S3Response::new(CreateBucketOutput {
+            location: Some(loc),
+        }),
+        &name,
+    ))
+}
+
+pub(super) async fn head_bucket(
+    g: &S3Gateway,
+    req: S3Request<HeadBucketInput>,
+) -> S3Result<S3Response<HeadBucketOutput>> {
+    let b = req.input.bucket;
+    let name = b.clone();
+    g.run(move |s| s.head_bucket(&b)).await?;
+    Ok(with_bucket_arn(
+        S3Response::new(HeadBucketOutput {
+            bucket_region: Some(g.region.clone()),
+            ..Default::default()
+        }),
+        &name,
+    ))
+}
+
+pub(super) async fn get_bucket_location(
+    g: &S3Gateway,
+    req: S3Request<GetBucketLocationInput>,
+) -> S3Result<S3Response<GetBucketLocationOutput>> {
+    let b = req.input.bucket;
+    g.run(move |s| s.head_bucket(&b)).await?;
+    // S3 reports us-east-1 as no constraint.
+    let loc = (g.region != "us-east-1").then(|| BucketLocationConstraint::from(g.region.clone()));
+    Ok(S3Response::new(GetBucketLocationOutput {
+        location_constraint: loc,
+    }))
+}
+
+pub(super) async fn delete_bucket(
+    g: &S3Gateway,
+    req: S3Request<DeleteBucketInput>,
+) -> S3Result<S3Response<DeleteBucketOutput>> {
+    let b = req.input.bucket;
+    g.run(move |s| s.delete_bucket(&b)).await?;
+    Ok(S3Response::new(DeleteBucketOutput::default()))
+}
+
+pub(super) async fn put_bucket_tagging(
+    g: &S3Gateway,
+    req: S3Request<PutBucketTaggingInput>,
+) -> S3Result<S3Response<PutBucketTaggingOutput>> {
+    let i = req.input;
+    let tags = crate::tagging::check_bucket_set(tag_pairs(&i.tagging)).map_err(tag_error)?;
+    let b = i.bucket;
+    g.run(move |s| s.set_bucket_tags(&b, tags)).await?;
+    let mut res = S3Response::new(PutBucketTaggingOutput::default());
+    set_status(&mut res, http::StatusCode::NO_CONTENT);
+    Ok(res)
+}
+
+pub(super) async fn get_bucket_tagging(
+    g: &S3Gateway,
+    req: S3Request<GetBucketTaggingInput>,
+) -> S3Result<S3Response<GetBucketTaggingOutput>> {
+    let b = req.input.bucket;
+    match g.run(move |s| s.bucket_tags(&b)).await? {
+        Some(tags) => Ok(S3Response::new(GetBucketTaggingOutput {
+            tag_set: tag_set_out(tags),
+        })),
+        None => Err(S3Error::with_message(
+            S3ErrorCode::NoSuchTagSet,
+            "The TagSet does not exist.",
+        )),
+    }
+}
+
+pub(super) async fn delete_bucket_tagging(
+    g: &S3Gateway,
+    req: S3Request<DeleteBucketTaggingInput>,
+) -> S3Result<S3Response<DeleteBucketTaggingOutput>> {
+    let b = req.input.bucket;
+    g.run(move |s| s.set_bucket_tags(&b, Vec::new())).await?;
+    Ok(S3Response::new(DeleteBucketTaggingOutput::default()))
+}

@@ -1,0 +1,579 @@
+//! Object operations: put, get, head, delete (one or many), attributes,
+//! copy, tagging.
+
+use super::*;
+
+/// GetObject bodies up to this size are read whole and sent with the
+/// response head.
+const SMALL_BODY: u64 = 16 << 10;
+
+/// Add an object's stored headers and its content type (S3's default
+/// `binary/octet-stream` when it has none) to a GET or HEAD response, then
+/// the `response-*` overrides of the query.
+fn add_object_headers<T>(
+    res: &mut S3Response<T>,
+    info: &crate::store::ObjectInfo,
+    uri: &http::Uri,
+) {
+    let mut set = |k: &str, v: &str| {
+        if let (Ok(k), Ok(v)) = (
+            http::HeaderName::from_bytes(k.as_bytes()),
+            http::HeaderValue::from_str(v),
+        ) {
+            res.headers.insert(k, v);
+        }
+    };
+    for (k, v) in &info.meta.headers {
+        set(k, v);
+    }
+    if !info.meta.tags.is_empty() {
+        set("x-amz-tagging-count", &info.meta.tags.len().to_string());
+    }
+    set(
+        "content-type",
+        info.meta
+            .content_type
+            .as_deref()
+            .unwrap_or("binary/octet-stream"),
+    );
+    for (k, v) in uri
+        .query()
+        .map(crate::precheck::query_pairs)
+        .unwrap_or_default()
+    {
+        if let Some(h) = k.strip_prefix("response-") {
+            if matches!(
+                h,
+                "cache-control"
+                    | "content-disposition"
+                    | "content-encoding"
+                    | "content-language"
+                    | "content-type"
+                    | "expires"
+            ) {
+                set(h, &v);
+            }
+        }
+    }
+}
+
+/// The byte range and part count of `?partNumber=` on GET and HEAD.
+fn part_of(
+    n: Option<i32>,
+    has_range: bool,
+    info: &crate::store::ObjectInfo,
+) -> S3Result<Option<(u64, u64, usize)>> {
+    let Some(n) = n else {
+        return Ok(None);
+    };
+    check_part_number(Some(n), has_range)?;
+    if info.meta.size == 0 && n == 1 {
+        // The whole (empty) object, without a Content-Range.
+        return Ok(None);
+    }
+    match info.meta.part_range(n) {
+        Some(r) => Ok(Some(r)),
+        None => {
+            let mut e = S3Error::with_message(
+                S3ErrorCode::Custom("InvalidPartNumber".into()),
+                "The requested partnumber is not satisfiable.",
+            );
+            e.set_status_code(http::StatusCode::RANGE_NOT_SATISFIABLE);
+            Err(e)
+        }
+    }
+}
+
+/// The range a read serves: S3 sends an empty object whole for a suffix
+/// range (`bytes=-N`, N > 0) rather than refusing it.
+fn effective_range(r: Option<Range>, size: u64) -> Option<Range> {
+    match r {
+        Some(Range::Suffix { length }) if size == 0 && length > 0 => None,
+        r => r,
+    }
+}
+
+/// GetObject's and HeadObject's `If-*` headers.
+fn check_read_conditions(
+    cond: Option<&Conditions>,
+    info: &crate::store::ObjectInfo,
+) -> S3Result<()> {
+    match cond {
+        Some(c) => read_outcome(c.read(current(info))),
+        None => Ok(()),
+    }
+}
+
+/// The stored checksum, when the request asked for it
+/// (`x-amz-checksum-mode: ENABLED`) and reads the whole object.
+fn checksum_wanted<'a>(
+    mode: Option<&ChecksumMode>,
+    whole: bool,
+    info: &'a crate::store::ObjectInfo,
+) -> Option<&'a Checksum> {
+    let enabled = mode.is_some_and(|m| m.as_str().eq_ignore_ascii_case(ChecksumMode::ENABLED));
+    info.meta.checksum.as_ref().filter(|_| enabled && whole)
+}
+
+pub(super) async fn put_object(
+    g: &S3Gateway,
+    mut req: S3Request<PutObjectInput>,
+) -> S3Result<S3Response<PutObjectOutput>> {
+    let mut i = std::mem::take(&mut req.input);
+    let body = i.body.take();
+    let (bucket, key) = (i.bucket, i.key);
+    let checked = async {
+        let (b, k) = (bucket.clone(), key.clone());
+        g.run(move |s| {
+            crate::names::check_key(&k)?;
+            s.head_bucket(&b)
+        })
+        .await?;
+        let want = want_checksum(&req.headers)?;
+        let tags = header_tags(i.tagging.as_deref())?;
+        g.check_write_conditions(&bucket, &key, conditions_of(&req).as_ref())
+            .await?;
+        Ok((want, tags))
+    }
+    .await;
+    let (want, tags) = match checked {
+        Ok(w) => w,
+        Err(e) => {
+            drain(body).await;
+            return Err(e);
+        }
+    };
+    // Every object gets a checksum: S3's default is CRC64NVME.
+    let algo = want.algorithm().unwrap_or(Algorithm::Crc64Nvme);
+    let file = g.run(|s| s.new_file()).await?;
+    let got = g
+        .receive(body, file, i.content_md5.as_deref(), Some(algo), false)
+        .await
+        .map_err(|e| chunk_refusal(&req.extensions, e))?;
+    check_received(&req, &want, &got, i.content_length)?;
+    let (file, md5, size) = (got.file, got.md5, got.size);
+    let checksum = got.checksum.map(|(algorithm, value)| Checksum {
+        algorithm,
+        value,
+        kind: Type::FullObject,
+    });
+    let meta = crate::store::ObjectMeta {
+        etag: md5.clone(),
+        content_type: i.content_type.or_else(|| {
+            // A directory object is a directory here: given no type, it
+            // gets the one file-system tools on S3 (s3fs, rclone) give
+            // directories, not S3's binary/octet-stream.
+            crate::names::is_dir_key(&key).then(|| DIRECTORY_CONTENT_TYPE.to_string())
+        }),
+        metadata: metadata_of(i.metadata),
+        checksum: checksum.clone(),
+        headers: stored_headers(&req.headers),
+        tags,
+        ..Default::default()
+    };
+    let (b, k) = (bucket.clone(), key.clone());
+    g.run(move |s| s.commit_object(&b, &k, file, meta)).await?;
+    access(serde_json::json!({"op": "PutObject", "bucket": bucket, "key": key, "size": size}));
+    let mut out = PutObjectOutput {
+        e_tag: Some(etag(&md5)),
+        size: Some(size as i64),
+        ..Default::default()
+    };
+    put_checksum!(out, checksum.as_ref());
+    Ok(with_checksum_header(out, checksum.as_ref()))
+}
+
+/// What a GET or HEAD reads: the object, opened with its conditions
+/// checked, and the bytes `[start, end)` it serves when not all of them
+/// (a `Range`, or the part `?partNumber=` names).
+struct Read {
+    file: std::fs::File,
+    info: crate::store::ObjectInfo,
+    range: Option<(u64, u64)>,
+    /// The part `?partNumber=` names: its range and the object's part count.
+    part: Option<(u64, u64, usize)>,
+}
+
+/// The object a GET or HEAD names.
+struct Target<'a> {
+    bucket: &'a str,
+    key: &'a str,
+    version_id: Option<&'a str>,
+    part_number: Option<i32>,
+}
+
+/// The [`Target`] of a GetObject or HeadObject input (s3s's two types
+/// have the same fields).
+macro_rules! target_of {
+    ($($input:ty),*) => {$(
+        impl<'a> From<&'a $input> for Target<'a> {
+            fn from(i: &'a $input) -> Self {
+                Target {
+                    bucket: &i.bucket,
+                    key: &i.key,
+                    version_id: i.version_id.as_deref(),
+                    part_number: i.part_number,
+                }
+            }
+        }
+    )*};
+}
+target_of!(GetObjectInput, HeadObjectInput);
+
+/// Open `bucket/key` for a GET or HEAD and find the bytes it serves.
+async fn read(
+    g: &S3Gateway,
+    cond: Option<&Conditions>,
+    t: Target<'_>,
+    range: Option<Range>,
+) -> S3Result<Read> {
+    let Target {
+        bucket,
+        key,
+        version_id,
+        part_number,
+    } = t;
+    check_version_id(version_id)?;
+    check_part_number(part_number, range.is_some())?;
+    let (b, k) = (bucket.to_string(), key.to_string());
+    let (file, info) = g.run(move |s| s.open_object(&b, &k)).await?;
+    check_read_conditions(cond, &info)?;
+    let size = info.meta.size;
+    let range = effective_range(range, size);
+    let part = part_of(part_number, range.is_some(), &info)?;
+    let range = match (&range, part) {
+        (Some(r), _) => {
+            let rr = r.check(size).map_err(|_| {
+                to_s3_error(Error::InvalidRange {
+                    range: r.to_header_string(),
+                    size,
+                })
+            })?;
+            Some((rr.start, rr.end))
+        }
+        (None, Some((a, b, _))) => Some((a, b)),
+        (None, None) => None,
+    };
+    Ok(Read {
+        file,
+        info,
+        range,
+        part,
+    })
+}
+
+/// `$out { fields }` with the fields a GET and a HEAD answer alike for
+/// the object `info`.
+macro_rules! read_output {
+    ($out:ident, $info:expr, { $($field:ident: $value:expr),* $(,)? }) => {
+        $out {
+            $($field: $value,)*
+            storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
+            accept_ranges: Some("bytes".into()),
+            e_tag: Some(etag(&$info.meta.etag)),
+            last_modified: Some(Timestamp::from($info.mtime)),
+            metadata: metadata_out(&$info.meta.metadata),
+            ..Default::default()
+        }
+    };
+}
+
+/// A GET's or HEAD's response: the checksum header s3s has no field for,
+/// 206 when `partial`, the object's stored headers.
+fn read_response<T>(
+    out: T,
+    checksum: Option<&Checksum>,
+    partial: bool,
+    info: &crate::store::ObjectInfo,
+    uri: &http::Uri,
+) -> S3Response<T> {
+    let mut res = with_checksum_header(out, checksum);
+    if partial {
+        res.status = Some(http::StatusCode::PARTIAL_CONTENT);
+    }
+    add_object_headers(&mut res, info, uri);
+    res
+}
+
+/// `Content-Range` of the bytes `[start, end)` of an object of `size`.
+fn content_range((start, end): (u64, u64), size: u64) -> String {
+    format!("bytes {start}-{}/{size}", end.saturating_sub(1))
+}
+
+/// The part count a `?partNumber=` read reports (a multipart object's).
+fn parts_count(part: Option<(u64, u64, usize)>, info: &crate::store::ObjectInfo) -> Option<i32> {
+    part.filter(|_| !info.meta.parts.is_empty())
+        .map(|p| p.2 as i32)
+}
+
+pub(super) async fn get_object(
+    g: &S3Gateway,
+    req: S3Request<GetObjectInput>,
+) -> S3Result<S3Response<GetObjectOutput>> {
+    let uri = req.uri.clone();
+    let cond = conditions_of(&req);
+    let splicer = req.extensions.get::<crate::sendfile::Splicer>().cloned();
+    let i = req.input;
+    let name = std::path::PathBuf::from(format!("{}/{}", i.bucket, i.key));
+    let Read {
+        file,
+        info,
+        range,
+        part,
+    } = read(g, cond.as_ref(), Target::from(&i), i.range).await?;
+    let (start, end) = range.unwrap_or((0, info.meta.size));
+    let content_range = range.map(|r| content_range(r, info.meta.size));
+    let body = match splicer {
+        // A small body is read here and sent with the head, in one
+        // write: cheaper than a sendfile of its own, and the client
+        // has the whole response at once.
+        _ if end - start <= SMALL_BODY => {
+            let data = tokio::task::spawn_blocking(move || {
+                crate::body::read_range(&file, &name, start, end)
+            })
+            .await
+            .map_err(internal)?
+            .map_err(to_s3_error)?;
+            StreamingBlob::from(s3s::Body::from(data))
+        }
+        Some(sp) => StreamingBlob::wrap(crate::sendfile::file_range(sp, file, name, start, end)),
+        _ => StreamingBlob::wrap(crate::body::file_range(file, name, start, end)),
+    };
+    let checksum = checksum_wanted(i.checksum_mode.as_ref(), content_range.is_none(), &info);
+    let mut out = read_output!(GetObjectOutput, info, {
+        body: Some(body),
+        content_length: Some((end - start) as i64),
+        content_range: content_range,
+    });
+    out.parts_count = parts_count(part, &info);
+    put_checksum!(out, checksum);
+    Ok(read_response(out, checksum, part.is_some(), &info, &uri))
+}
+
+pub(super) async fn head_object(
+    g: &S3Gateway,
+    req: S3Request<HeadObjectInput>,
+) -> S3Result<S3Response<HeadObjectOutput>> {
+    let uri = req.uri.clone();
+    let cond = conditions_of(&req);
+    let i = req.input;
+    let Read {
+        info, range, part, ..
+    } = read(g, cond.as_ref(), Target::from(&i), i.range).await?;
+    let size = info.meta.size;
+    let checksum = checksum_wanted(i.checksum_mode.as_ref(), range.is_none(), &info);
+    let mut out = read_output!(HeadObjectOutput, info, {
+        content_length: Some(range.map_or(size, |(a, b)| b - a) as i64),
+        content_range: range.map(|r| content_range(r, size)),
+        parts_count: parts_count(part, &info),
+    });
+    put_checksum!(out, checksum);
+    Ok(read_response(out, checksum, range.is_some(), &info, &uri))
+}
+
+pub(super) async fn delete_object(
+    g: &S3Gateway,
+    req: S3Request<DeleteObjectInput>,
+) -> S3Result<S3Response<DeleteObjectOutput>> {
+    let cond = conditions_of(&req).filter(Conditions::has_delete);
+    let i = req.input;
+    let (b, k) = (i.bucket, i.key);
+    if let Some(cond) = cond {
+        // Checked, then deleted: a writer racing in between wins.
+        let (b2, k2) = (b.clone(), k.clone());
+        let cur = g.run(move |s| s.stat_object(&b2, &k2)).await?;
+        write_outcome(cond.delete(cur.as_ref().map(current)), &b, &k)?;
+    }
+    g.run(move |s| s.delete_object(&b, &k)).await?;
+    Ok(S3Response::new(DeleteObjectOutput::default()))
+}
+
+pub(super) async fn get_object_attributes(
+    g: &S3Gateway,
+    req: S3Request<GetObjectAttributesInput>,
+) -> S3Result<S3Response<GetObjectAttributesOutput>> {
+    let i = req.input;
+    let b = i.bucket.clone();
+    g.run(move |s| s.head_bucket(&b)).await?;
+    let attrs = object_attributes(&i.object_attributes)?;
+    let want = |n: &str| attrs.iter().any(|a| a == n);
+    let (b, k) = (i.bucket.clone(), i.key.clone());
+    let (_, info) = g.run(move |s| s.open_object(&b, &k)).await?;
+    let mut out = GetObjectAttributesOutput {
+        last_modified: Some(Timestamp::from(info.mtime)),
+        ..Default::default()
+    };
+    // S3 gives this ETag without quotes (s3s would quote it).
+    let bare_etag = want("ETag").then(|| info.meta.etag.clone());
+    if want("ObjectSize") {
+        out.object_size = Some(info.meta.size as i64);
+    }
+    if want("StorageClass") {
+        out.storage_class = Some(StorageClass::from_static(StorageClass::STANDARD));
+    }
+    let mut extra = None;
+    if want("Checksum") {
+        if let Some(c) = info.meta.checksum.as_ref() {
+            let mut sum = s3s::dto::Checksum::default();
+            put_checksum!(sum, Some(c));
+            out.checksum = Some(sum);
+            extra = Some(c.clone());
+        }
+    }
+    if want("ObjectParts") && !info.meta.parts.is_empty() {
+        out.object_parts = Some(GetObjectAttributesParts {
+            total_parts_count: Some(info.meta.parts.len() as i32),
+            ..Default::default()
+        });
+    }
+    let mut res = S3Response::new(out);
+    if let Some(e) = bare_etag {
+        add_xml_element(&mut res, "GetObjectAttributesResponse", 1, "ETag", &e);
+    }
+    add_xml_checksum(&mut res, "Checksum", 1, extra.as_ref());
+    Ok(res)
+}
+
+pub(super) async fn copy_object(
+    g: &S3Gateway,
+    req: S3Request<CopyObjectInput>,
+) -> S3Result<S3Response<CopyObjectOutput>> {
+    let headers = stored_headers(&req.headers);
+    let cond = conditions_of(&req);
+    let i = req.input;
+    let (sb, sk) = copy_source(&i.copy_source)?;
+    let replace = replaces_metadata(i.metadata_directive.as_ref())?;
+    let new_tags = replaced_tags(i.tagging_directive.as_ref(), i.tagging.as_deref())?;
+    let algo = checksum_algorithm(i.checksum_algorithm.as_ref())?;
+    if sb == i.bucket && sk == i.key && !replace && algo.is_none() {
+        return Err(invalid_request("This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes."));
+    }
+    if let Some(c) = &cond {
+        g.check_copy_source(c, &sb, &sk).await?;
+        g.check_write_conditions(&i.bucket, &i.key, Some(c)).await?;
+    }
+    let (ct, md) = (i.content_type.clone(), metadata_of(i.metadata.clone()));
+    let (b, k) = (i.bucket.clone(), i.key.clone());
+    let (meta, copied) = g
+        .run(move |s| {
+            let src_path = s.dir().join(&sb).join(&sk);
+            s.copy_object_with(&sb, &sk, &b, &k, |meta, src| {
+                if replace {
+                    meta.content_type = ct;
+                    meta.metadata = md;
+                    meta.headers = headers;
+                } else {
+                    // S3 does not copy a website redirect.
+                    meta.headers.remove("x-amz-website-redirect-location");
+                }
+                if let Some(a) = algo {
+                    meta.checksum = Some(crate::store::file_checksum(src, &src_path, a)?);
+                }
+                if let Some(t) = new_tags {
+                    meta.tags = t;
+                }
+                Ok(())
+            })
+        })
+        .await?;
+    access(serde_json::json!({
+        "op": "CopyObject", "bucket": i.bucket, "key": i.key, "size": meta.size,
+        "method": copied.method.name(), "bytes": copied.bytes,
+    }));
+    let mut result = CopyObjectResult {
+        e_tag: Some(etag(&meta.etag)),
+        last_modified: Some(Timestamp::from(std::time::SystemTime::now())),
+        ..Default::default()
+    };
+    put_checksum!(result, meta.checksum.as_ref());
+    let mut res = S3Response::new(CopyObjectOutput {
+        copy_object_result: Some(result),
+        ..Default::default()
+    });
+    add_xml_checksum(&mut res, "CopyObjectResult", 1, meta.checksum.as_ref());
+    Ok(res)
+}
+
+pub(super) async fn put_object_tagging(
+    g: &S3Gateway,
+    req: S3Request<PutObjectTaggingInput>,
+) -> S3Result<S3Response<PutObjectTaggingOutput>> {
+    let i = req.input;
+    let tags = crate::tagging::check_set(tag_pairs(&i.tagging)).map_err(tag_error)?;
+    let (b, k) = (i.bucket, i.key);
+    g.run(move |s| s.set_tags(&b, &k, tags)).await?;
+    Ok(S3Response::new(PutObjectTaggingOutput::default()))
+}
+
+pub(super) async fn get_object_tagging(
+    g: &S3Gateway,
+    req: S3Request<GetObjectTaggingInput>,
+) -> S3Result<S3Response<GetObjectTaggingOutput>> {
+    let i = req.input;
+    let (b, k) = (i.bucket, i.key);
+    let (_, info) = g.run(move |s| s.open_object(&b, &k)).await?;
+    Ok(S3Response::new(GetObjectTaggingOutput {
+        tag_set: tag_set_out(info.meta.tags),
+        ..Default::default()
+    }))
+}
+
+pub(super) async fn delete_object_tagging(
+    g: &S3Gateway,
+    req: S3Request<DeleteObjectTaggingInput>,
+) -> S3Result<S3Response<DeleteObjectTaggingOutput>> {
+    let i = req.input;
+    let (b, k) = (i.bucket, i.key);
+    g.run(move |s| s.set_tags(&b, &k, Vec::new())).await?;
+    Ok(S3Response::new(DeleteObjectTaggingOutput::default()))
+}
+
+pub(super) async fn delete_objects(
+    g: &S3Gateway,
+    req: S3Request<DeleteObjectsInput>,
+) -> S3Result<S3Response<DeleteObjectsOutput>> {
+    let i = req.input;
+    let bucket = i.bucket;
+    let quiet = i.delete.quiet.unwrap_or(false);
+    if i.delete.objects.len() > 1000 {
+        return Err(to_s3_error(Error::MalformedXml));
+    }
+    let keys: Vec<String> = i.delete.objects.into_iter().map(|o| o.key).collect();
+    let results = g
+        .run(move |s| {
+            s.head_bucket(&bucket)?;
+            Ok(keys
+                .into_iter()
+                .map(|k| {
+                    let r = s.delete_object(&bucket, &k);
+                    (k, r)
+                })
+                .collect::<Vec<_>>())
+        })
+        .await?;
+    let mut deleted = Vec::new();
+    let mut errors = Vec::new();
+    for (k, r) in results {
+        match r {
+            Ok(()) if !quiet => deleted.push(DeletedObject {
+                key: Some(k),
+                ..Default::default()
+            }),
+            Ok(()) => {}
+            Err(e) => {
+                let se = to_s3_error(e);
+                errors.push(s3s::dto::Error {
+                    code: Some(se.code().as_str().to_string()),
+                    key: Some(k),
+                    message: se.message().map(str::to_string),
+                    version_id: None,
+                });
+            }
+        }
+    }
+    Ok(S3Response::new(DeleteObjectsOutput {
+        deleted: Some(deleted),
+        errors: (!errors.is_empty()).then_some(errors),
+        ..Default::default()
+    }))
+}
