@@ -13,12 +13,12 @@
 #   BENCH_IMG_DIR=/var/tmp   where the sparse XFS image file goes
 #   IMG_SIZE=16G
 #   RESULTS_DIR=bench/results   where YYYY-MM-DD-image-build[-SET].{md,json} go
-#   SETS="corpus fedora"   the package sets, one after the other (below)
+#   SETS="corpus fedora-bare fedora"   the package sets, one after the other
 #   FEDORA_PAYLOAD="4 4"   extra files per Fedora-like package and MiB each
 #                       ("0 0": the packages as the tests build them)
-#   FEDORA_COMPRESSOR=w3.zstdio   their payload compressor (Fedora's is
-#                       w19.zstdio; level 3 keeps building the payload fast,
-#                       and zstd decompresses at about the same speed)
+#   FEDORA_COMPRESSOR   their payload compressor: w3.zstdio with payload
+#                       (level 3 keeps building it fast; zstd decompresses
+#                       at about the same speed), else Fedora's w19.zstdio
 #
 # Set `corpus` (results YYYY-MM-DD-image-build):
 # The repository (on the XFS mount, createrepo_c) holds the corpus packages
@@ -31,9 +31,9 @@
 # libreoffice-core scriptlets call. One transaction installs all of them:
 # `install ck-suite libreoffice-core libboost1.74-dev`.
 #
-# Set `fedora` (results YYYY-MM-DD-image-build-fedora, or -fedora-bare
-# without payload): the 14 v1 packages of crates/cowkit-testutil/src/fedora.rs
-# (the scriptlet shapes of Fedora's own packages: Lua %pretrans/%pre/%post,
+# Sets `fedora` (results YYYY-MM-DD-image-build-fedora) and `fedora-bare`
+# (-fedora-bare: the same without payload, Fedora's w19.zstdio): the 14 v1
+# packages of crates/cowkit-testutil/src/fedora.rs (the scriptlet shapes of Fedora's own packages: Lua %pretrans/%pre/%post,
 # glibc-common's ldconfig %transfiletriggerin, systemd's file triggers,
 # name triggers, an install-only kernel, ...), rebuilt by the example
 # build-fedora-repo with FEDORA_PAYLOAD deterministic files added to each
@@ -73,9 +73,9 @@ PY=/usr/bin/python3
 need_root
 need mkfs.xfs:xfsprogs dnf:dnf createrepo_c:createrepo-c rpmbuild:rpm busybox:busybox-static
 find_cowkit "bench/image-build.sh" dnf install transcode cp
-SETS=${SETS:-corpus fedora}
+SETS=${SETS:-corpus fedora-bare fedora}
 FEDORA_PAYLOAD=${FEDORA_PAYLOAD:-4 4}
-FEDORA_COMPRESSOR=${FEDORA_COMPRESSOR:-w3.zstdio}
+FEDORA_COMPRESSOR=${FEDORA_COMPRESSOR:-}
 for set in $SETS; do
   case $set in
   corpus)
@@ -83,8 +83,8 @@ for set in $SETS; do
       [ -f "$(corpus_rpm "$p" zstd)" ] || die "$(corpus_rpm "$p" zstd) is missing: run bench/corpus.sh first"
     done
     ;;
-  fedora) need gzip:gzip ;;
-  *) die "unknown set '$set' in SETS (corpus, fedora)" ;;
+  fedora | fedora-bare) need gzip:gzip ;;
+  *) die "unknown set '$set' in SETS (corpus, fedora-bare, fedora)" ;;
   esac
 done
 # The examples are built with the profile of the cowkit being timed.
@@ -141,24 +141,28 @@ run_corpus() {
     --names ck-suite libreoffice-core libboost1.74-dev
 }
 
+run_fedora_bare() { run_fedora 0 0; }
+
+# run_fedora [FILES MIB] — the Fedora-like set, FEDORA_PAYLOAD by default.
 run_fedora() {
   local files mib label=fedora about
-  read -r files mib <<<"$FEDORA_PAYLOAD"
+  read -r files mib <<<"${*:-$FEDORA_PAYLOAD}"
   [ "$files" -ge 0 ] && [ "$mib" -ge 0 ] 2>/dev/null || die "FEDORA_PAYLOAD='$FEDORA_PAYLOAD': want two numbers"
   [ "$files" -eq 0 ] || [ "$mib" -eq 0 ] && files=0 mib=0 label=fedora-bare
-  log "building the Fedora-like packages ($files x $mib MiB of payload each, $FEDORA_COMPRESSOR)"
+  local comp=${FEDORA_COMPRESSOR:-$([ "$files" -eq 0 ] && echo w19.zstdio || echo w3.zstdio)}
+  log "building the Fedora-like packages ($files x $mib MiB of payload each, $comp)"
   (cd "$REPO_ROOT" && cargo build -q "${PROFILE[@]}" --locked -p cowkit-testutil --example build-fedora-repo)
-  "$EXAMPLES/build-fedora-repo" "$mnt/fedora" "$files" "$mib" "$FEDORA_COMPRESSOR" >/dev/null
-  rm -rf "$mnt/fedora/payload"
-  createrepo_c -q "$mnt/fedora/repo"
+  "$EXAMPLES/build-fedora-repo" "$mnt/$label" "$files" "$mib" "$comp" >/dev/null
+  rm -rf "$mnt/$label/payload"
+  createrepo_c -q "$mnt/$label/repo"
   if [ "$files" -eq 0 ]; then
-    about="The 14 v1 packages of the Fedora-shaped test repository (\`crates/cowkit-testutil/src/fedora.rs\`) as the tests build them, but compressed with $FEDORA_COMPRESSOR."
+    about="The 14 v1 packages of the Fedora-shaped test repository (\`crates/cowkit-testutil/src/fedora.rs\`) as the tests build them (payload compressor $comp)."
   else
-    about="The 14 v1 packages of the Fedora-shaped test repository (\`crates/cowkit-testutil/src/fedora.rs\`), rebuilt for the benchmark with $files generated files of $mib MiB each added to every package (under \`/usr/share/bench-payload/NAME\`; hex digits of a fixed xorshift stream, zstd halves them), payload compressed with $FEDORA_COMPRESSOR; the test fixture has no such files."
+    about="The 14 v1 packages of the Fedora-shaped test repository (\`crates/cowkit-testutil/src/fedora.rs\`), rebuilt for the benchmark with $files generated files of $mib MiB each added to every package (under \`/usr/share/bench-payload/NAME\`; hex digits of a fixed xorshift stream, zstd halves them), payload compressed with $comp; the test fixture has no such files."
   fi
   # shellcheck disable=SC2046 # the names are words
   "$PY" "$BENCH_DIR/image_build.py" \
-    --cowkit "$COWKIT" --mount "$mnt" --repo "$mnt/fedora/repo" --rounds "$ROUNDS" \
+    --cowkit "$COWKIT" --mount "$mnt" --repo "$mnt/$label/repo" --rounds "$ROUNDS" \
     --results "$RESULTS_DIR" --img-size "$IMG_SIZE" --label "$label" \
     --dbpath "$(rpm -E %_dbpath)" --log /var/log/scriptlets.log --about "$about" \
     --names setup filesystem coreutils-single bash glibc glibc-common zlib systemd httpd \
@@ -166,5 +170,5 @@ run_fedora() {
 }
 
 for set in $SETS; do
-  "run_$set"
+  "run_${set//-/_}"
 done

@@ -169,6 +169,9 @@ def main():
 
     dnf_cache = os.path.join(a.mount, "dnf-cache")
     ck_cache = os.path.join(a.mount, "cowkit-cache")
+    for d in (dnf_cache, ck_cache):  # left by another package set
+        if os.path.exists(d):
+            shutil.rmtree(d)
     load0 = open("/proc/loadavg").read().split()[:3]
 
     # Warm-ups (untimed): dnf's metadata cache, and a check of both roots.

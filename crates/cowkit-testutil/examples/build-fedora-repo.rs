@@ -90,7 +90,9 @@ fn main() {
         for _ in 0..2 {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some((file, spec)) = jobs.get(i) else { break };
+                let Some((file, spec)) = jobs.get(i) else {
+                    break;
+                };
                 cowkit_testutil::rpm::rpmbuild(spec, &args[3], &repo.join(file));
             });
         }
