@@ -14,7 +14,7 @@
 #   IMG_SIZE=16G
 #   RESULTS_DIR=bench/results   where YYYY-MM-DD-image-build[-SET].{md,json} go
 #   SETS="corpus fedora-bare fedora"   the package sets, one after the other
-#   FEDORA_PAYLOAD="4 4"   extra files per Fedora-like package and MiB each
+#   FEDORA_PAYLOAD="4 8"   extra files per Fedora-like package and MiB each
 #                       ("0 0": the packages as the tests build them)
 #   FEDORA_COMPRESSOR   their payload compressor: w3.zstdio with payload
 #                       (level 3 keeps building it fast; zstd decompresses
@@ -74,7 +74,7 @@ need_root
 need mkfs.xfs:xfsprogs dnf:dnf createrepo_c:createrepo-c rpmbuild:rpm busybox:busybox-static
 find_cowkit "bench/image-build.sh" dnf install transcode cp
 SETS=${SETS:-corpus fedora-bare fedora}
-FEDORA_PAYLOAD=${FEDORA_PAYLOAD:-4 4}
+FEDORA_PAYLOAD=${FEDORA_PAYLOAD:-4 8}
 FEDORA_COMPRESSOR=${FEDORA_COMPRESSOR:-}
 for set in $SETS; do
   case $set in
