@@ -69,7 +69,10 @@ def run_dnf(a, root, cache, resolve_only=False):
 
 
 def run_cowkit(a, root, dnf_cache, ck_cache):
-    cmd = [a.cowkit, "dnf", "--json", "--root", root, "--cache", ck_cache, "--"]
+    cmd = [a.cowkit, "dnf", "--json", "--root", root, "--cache", ck_cache]
+    if a.dbpath:
+        cmd += ["--dbpath", a.dbpath]
+    cmd += ["--"]
     cmd += dnf_args(a, dnf_cache) + ["install"] + a.names
     t, p = timed(cmd, env=ENV, stdout=subprocess.PIPE)
     j = json.loads(p.stdout)
@@ -81,6 +84,7 @@ def run_cowkit(a, root, dnf_cache, ck_cache):
         "resolve": j["resolve_seconds"],
         "transcode": j["transcode_seconds"],
         "check": s["check"],
+        "check_wait": s.get("check_wait", 0.0),
         "place": s["place"],
         "scriptlets": s["scriptlets"],
         "register": s["register"],
@@ -91,14 +95,67 @@ def run_cowkit(a, root, dnf_cache, ck_cache):
     }
 
 
-def rpm_qa(root, dbpath):
-    out = subprocess.run(["rpm", "--root", root, "--dbpath", dbpath, "-qa"], capture_output=True, check=True)
+def rpm_qa(root, dbpath, qf=None):
+    cmd = ["rpm", "--root", root, "--dbpath", dbpath, "-qa"] + (["--qf", qf] if qf else [])
+    out = subprocess.run(cmd, capture_output=True, check=True)
     return sorted(out.stdout.decode().split())
 
 
 def rpm_va(root, dbpath):
     out = subprocess.run(["rpm", "--root", root, "--dbpath", dbpath, "-Va", "--nodeps"], capture_output=True)
     return sorted(out.stdout.decode().splitlines())
+
+
+def host_dbpath():
+    out = subprocess.run(["rpm", "-E", "%_dbpath"], capture_output=True, check=True, env=ENV)
+    return out.stdout.decode().strip()
+
+
+def installed_rpms(a, root, dbpath):
+    """The repository's package files of the packages installed in root."""
+    want = set(rpm_qa(root, dbpath, "%{NEVRA}\\n"))
+    files = {}
+    for f in sorted(os.listdir(a.repo)):
+        if f.endswith(".rpm"):
+            path = os.path.join(a.repo, f)
+            out = subprocess.run(["rpm", "-qp", "--qf", "%{NEVRA}", path], capture_output=True, check=True, env=ENV)
+            files[out.stdout.decode()] = path
+    missing = want - set(files)
+    if missing:
+        sys.exit("installed packages not found in the repository: %s" % sorted(missing))
+    return [files[n] for n in sorted(want)]
+
+
+def run_floor(a, root, rpms):
+    """What cannot be avoided, measured beside a finished cowkit root: rpm's
+    check + registration of the same packages (`rpm -i --justdb` into an
+    empty root) and `cowkit cp -a` of the finished root on the same mount."""
+    jroot = root + "-justdb"
+    os.makedirs(jroot)
+    syncfs(a.mount)
+    cmd = ["rpm", "--root", jroot, "--dbpath", a.dbpath or host_dbpath(), "-i", "--justdb",
+           "--noscripts", "--notriggers"]
+    justdb, _ = timed(cmd + rpms, env=ENV)
+    shutil.rmtree(jroot)
+    # The same without reading the payloads for their digests: a warm
+    # cowkit cache does not read them either.
+    os.makedirs(jroot)
+    syncfs(a.mount)
+    nodigest, _ = timed(cmd + ["--nodigest", "--nosignature"] + rpms, env=ENV)
+    shutil.rmtree(jroot)
+    dst = root + "-cp"
+    syncfs(a.mount)
+    cp, _ = timed([a.cowkit, "cp", "-a", root, dst], env=ENV)
+    shutil.rmtree(dst)
+    return {"justdb": justdb, "justdb_nodigest": nodigest, "cp_a": cp}
+
+
+def read_log(root, log):
+    try:
+        with open(os.path.join(root, log.lstrip("/")), "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return b""
 
 
 def main():
@@ -110,10 +167,17 @@ def main():
     ap.add_argument("--results", required=True)
     ap.add_argument("--img-size", default="?")
     ap.add_argument("--names", nargs="+", required=True)
+    ap.add_argument("--label", default="", help="results name: YYYY-MM-DD-image-build[-LABEL]")
+    ap.add_argument("--dbpath", default=None, help="cowkit dnf --dbpath (default: cowkit's)")
+    ap.add_argument("--log", default=None, help="scriptlet log in the root, compared byte for byte")
+    ap.add_argument("--about", default="", help="a sentence on the package set for the report")
     a = ap.parse_args()
 
     dnf_cache = os.path.join(a.mount, "dnf-cache")
     ck_cache = os.path.join(a.mount, "cowkit-cache")
+    for d in (dnf_cache, ck_cache):  # left by another package set
+        if os.path.exists(d):
+            shutil.rmtree(d)
     load0 = open("/proc/loadavg").read().split()[:3]
 
     # Warm-ups (untimed): dnf's metadata cache, and a check of both roots.
@@ -121,13 +185,22 @@ def main():
     run_dnf(a, warm_dnf, dnf_cache)
     warm_ck = fresh_root(a, "warmup-cowkit")
     run_cowkit(a, warm_ck, dnf_cache, ck_cache)
-    qa_dnf = rpm_qa(warm_dnf, "/root/.rpmdb")
-    qa_ck = rpm_qa(warm_ck, "/var/lib/rpm")
+    dnf_db, ck_db = host_dbpath(), a.dbpath or "/var/lib/rpm"
+    qa_dnf = rpm_qa(warm_dnf, dnf_db)
+    qa_ck = rpm_qa(warm_ck, ck_db)
     if qa_dnf != qa_ck:
         sys.exit("dnf and cowkit installed different packages:\n%s\n%s" % (qa_dnf, qa_ck))
-    va_dnf, va_ck = rpm_va(warm_dnf, "/root/.rpmdb"), rpm_va(warm_ck, "/var/lib/rpm")
+    va_dnf, va_ck = rpm_va(warm_dnf, dnf_db), rpm_va(warm_ck, ck_db)
     if va_dnf != va_ck:
         sys.exit("rpm -Va differs:\ndnf: %s\ncowkit: %s" % (va_dnf, va_ck))
+    if a.log:
+        log_dnf, log_ck = read_log(warm_dnf, a.log), read_log(warm_ck, a.log)
+        if not log_dnf or log_dnf != log_ck:
+            sys.exit("scriptlet logs %s differ or are empty:\ndnf:\n%s\ncowkit:\n%s"
+                     % (a.log, log_dnf.decode(), log_ck.decode()))
+    rpms = installed_rpms(a, warm_ck, ck_db)
+    shutil.rmtree(warm_dnf)
+    shutil.rmtree(warm_ck)
 
     methods = ["dnf", "dnf-resolve", "cowkit-cold", "cowkit-warm"]
     runs = {m: [] for m in methods}
@@ -151,6 +224,8 @@ def main():
             syncfs(a.mount)
             res["sync"] = time.monotonic() - t0
             res["durable"] = res["total"] + res["sync"]
+            if m == "cowkit-warm":
+                res.update(run_floor(a, root, rpms))
             runs[m].append(res)
             shutil.rmtree(root)
             print("round %d %-12s %.3f s" % (r + 1, m, res["total"]), file=sys.stderr)
@@ -160,21 +235,32 @@ def main():
     dnf_total, dnf_resolve = med("dnf", "total"), med("dnf-resolve", "total")
     dnf_txn = dnf_total - dnf_resolve
     dnf_durable = med("dnf", "durable")
+    justdb, cp_a = med("cowkit-warm", "justdb"), med("cowkit-warm", "cp_a")
+    nodigest = med("cowkit-warm", "justdb_nodigest")
     rows = []
     for m in ("cowkit-cold", "cowkit-warm"):
         total, resolve = med(m, "total"), med(m, "resolve")
+        split = {k: med(m, k) for k in ("transcode", "check", "check_wait", "place", "scriptlets", "register")}
+        txn = total - resolve
+        floor_rpm = nodigest + split["scriptlets"] + cp_a
+        floor_own = split["check"] + split["check_wait"] + split["register"] + split["scriptlets"] + cp_a
         rows.append({
             "method": m,
             "total": total,
             "resolve": resolve,
-            "transaction": total - resolve,
-            "split": {k: med(m, k) for k in ("transcode", "check", "place", "scriptlets", "register")},
+            "transaction": txn,
+            "split": split,
             "cloned_bytes": runs[m][0]["cloned"],
             "durable": med(m, "durable"),
+            "floor_rpm_justdb": floor_rpm,
+            "floor_own_check_register": floor_own,
+            "goal_ratio_rpm_justdb": txn / floor_rpm,
+            "goal_ratio_own_check_register": txn / floor_own,
         })
     out = {
         "date": datetime.date.today().isoformat(),
         "machine": {
+            "cpu": next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?"),
             "kernel": os.uname().release,
             "cpus": os.cpu_count(),
             "loadavg_start": load0,
@@ -182,24 +268,30 @@ def main():
             "filesystem": "loop XFS (reflink=1), %s sparse image" % a.img_size,
             "rpm": subprocess.run(["rpm", "--version"], capture_output=True).stdout.decode().strip(),
             "dnf": subprocess.run(["dnf", "--version"], capture_output=True).stdout.decode().split("\n")[0],
+            "cowkit": a.cowkit,
             "cowkit_commit": subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "rev-parse", "--short", "HEAD"], capture_output=True).stdout.decode().strip(),
         },
         "names": a.names,
+        "about": a.about,
         "packages": runs["cowkit-warm"][0]["packages"],
         "rounds": a.rounds,
         "dnf": {"total": dnf_total, "resolve": dnf_resolve, "transaction": dnf_txn, "durable": dnf_durable},
+        "floor": {"rpm_justdb": justdb, "rpm_justdb_nodigest": nodigest, "cowkit_cp_a": cp_a},
         "cowkit": rows,
         "runs": runs,
     }
+    mc = out["machine"]
     lines = [
-        "# Image build benchmark, %s" % out["date"],
+        "# Image build benchmark%s, %s" % (" (%s)" % a.label if a.label else "", out["date"]),
         "",
         "`bench/image-build.sh`: one `install %s` transaction of %d packages from a local repository "
-        "(file://, createrepo_c) into a fresh root on %s; %d rounds, rotating order, medians. "
-        "Machine: %d CPUs, kernel %s, %s, %s; load average %s at start, %s at end; cowkit %s."
-        % (" ".join(a.names), out["packages"], out["machine"]["filesystem"], a.rounds, out["machine"]["cpus"],
-           out["machine"]["kernel"], out["machine"]["rpm"], "dnf " + out["machine"]["dnf"],
-           " ".join(load0), " ".join(load1), out["machine"]["cowkit_commit"]),
+        "(file://, createrepo_c) into a fresh root on %s; %d rounds, rotating order, medians. %s"
+        % (" ".join(a.names), out["packages"], mc["filesystem"], a.rounds, a.about),
+        "",
+        "Machine: %s, %d CPUs, kernel %s; %s, dnf %s; load average %s at start, %s at end; "
+        "cowkit %s (`%s`)."
+        % (mc["cpu"], mc["cpus"], mc["kernel"], mc["rpm"], mc["dnf"], " ".join(load0), " ".join(load1),
+           mc["cowkit_commit"], mc["cowkit"]),
         "",
         "| method | total (s) | resolve (s) | transaction (s) | transaction vs dnf | total vs dnf | total + syncfs (s) | durable vs dnf |",
         "|---|---|---|---|---|---|---|---|",
@@ -212,30 +304,51 @@ def main():
             r["durable"], dnf_durable / r["durable"]))
     lines += [
         "",
-        "Time split of cowkit's transaction (medians, s):",
+        "Time split of cowkit's transaction (medians, s; `--json`: `resolve_seconds`, `transcode_seconds`, `seconds.*`):",
         "",
-        "| method | cache + transcode, beside the check | check + order (rpm) | place | scriptlets | register |",
-        "|---|---|---|---|---|---|",
+        "| method | resolve | cache + transcode, beside the check | check + order (rpm) | check wait | place | scriptlets | register |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         s = r["split"]
-        lines.append("| %s | %.3f | %.3f | %.3f | %.3f | %.3f |" % (
-            r["method"], s["transcode"], s["check"], s["place"], s["scriptlets"], s["register"]))
+        lines.append("| %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |" % (
+            r["method"], r["resolve"], s["transcode"], s["check"], s["check_wait"], s["place"], s["scriptlets"], s["register"]))
     lines += [
         "",
-        "Ratios are dnf's time divided by cowkit's (above 1: cowkit is faster). dnf's resolve is "
+        "Goal (issue 26): cowkit's transaction part against the sum of what cannot be avoided "
+        "(medians, s). `rpm -i --justdb --noscripts --notriggers --nodigest --nosignature` (rpm's own "
+        "check + registration of the same %d package files into an empty root, without reading the "
+        "payloads for their digests, which a warm cowkit cache does not read either) = %.3f "
+        "(with the digests: %.3f); `cowkit cp -a` of the finished "
+        "cowkit root to a fresh directory on the same mount = %.3f; all timed right after each warm "
+        "run, the mount synced before each."
+        % (len(rpms), nodigest, justdb, cp_a),
+        "",
+        "| method | transaction | floor A: justdb + scriptlets + cp -a | ratio A | floor B: cowkit's check + check wait + register + scriptlets + cp -a | ratio B | dnf transaction / cowkit transaction |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append("| %s | %.3f | %.3f | %.2f× | %.3f | %.2f× | %.2f× |" % (
+            r["method"], r["transaction"], r["floor_rpm_justdb"], r["goal_ratio_rpm_justdb"],
+            r["floor_own_check_register"], r["goal_ratio_own_check_register"], dnf_txn / r["transaction"]))
+    lines += [
+        "",
+        "Ratios in the first table are dnf's time divided by cowkit's (above 1: cowkit is faster); "
+        "the goal ratios are cowkit's transaction divided by the floor (the goal is at most 1.2×). "
+        "dnf's resolve is "
         "`dnf --assumeno` of the same command (it resolves and stops); its transaction part is its total "
         "minus that. cowkit's resolve is the `dnf --downloadonly` it runs (resolve, and copying the "
         "packages out of the file:// repository); its transaction part is everything after. In the cold "
         "run rpm's check runs while the misses are transcoded (in the warm run, while the cache is "
-        "looked up): the first column is the wall time of that phase, which contains the check. For a new "
+        "looked up): the transcode column is the wall time of that phase, which contains the check. For a new "
         "root rpm checks and registers in one call (the check column), and `register` is the move of that "
         "database into place. "
         "`total + syncfs`: the command, then syncfs of the mount (the data made durable); cowkit's cold "
         "run must write its cache before it can clone from it. Before the rounds (untimed) one root of "
-        "each was checked: equal `rpm -qa` and equal `rpm -Va`.",
+        "each was checked: equal `rpm -qa` and equal `rpm -Va`%s."
+        % (", and byte-equal scriptlet logs (`%s`)" % a.log if a.log else ""),
     ]
-    stem = os.path.join(a.results, "%s-image-build" % out["date"])
+    stem = os.path.join(a.results, "%s-image-build%s" % (out["date"], "-" + a.label if a.label else ""))
     with open(stem + ".json", "w") as f:
         json.dump(out, f, indent=1)
     with open(stem + ".md", "w") as f:
