@@ -5,9 +5,9 @@
 //! moment*: a package is added to it right after its files, before its
 //! `%post`, and removed at the end of its erasure. cowkit registers the
 //! whole transaction at the end, so it follows the database's state here
-//! instead ([`Db`]: what is installed, with instance numbers, provides,
+//! instead (`Db`: what is installed, with instance numbers, provides,
 //! files and triggers), element by element, and turns each element into
-//! [`Step`]s: the scriptlet runs (with their arguments and file lists)
+//! steps: the scriptlet runs (with their arguments and file lists)
 //! around the placement or removal of the files.
 //!
 //! Per installed element (`rpmPackageInstall`): name triggers on it
