@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, SystemTime};
 
-use crate::repo::host_busybox;
+use crate::repo::{host_busybox, Build, Sections};
 use crate::rpm::rpmbuild;
 use crate::run_ok;
 use crate::tree::mkdir;
@@ -109,10 +109,13 @@ struct Pkg {
     name: &'static str,
     version: &'static str,
     v2: bool,
-    preamble: String,
-    install: String,
-    files: String,
-    scripts: String,
+    sections: Sections,
+}
+
+impl Build for Pkg {
+    fn sections(&mut self) -> &mut Sections {
+        &mut self.sections
+    }
 }
 
 impl Pkg {
@@ -121,10 +124,7 @@ impl Pkg {
             name,
             version,
             v2,
-            preamble: String::new(),
-            install: String::new(),
-            files: String::new(),
-            scripts: String::new(),
+            sections: Sections::default(),
         }
     }
 
@@ -132,43 +132,31 @@ impl Pkg {
         format!("{}-{}", self.name, self.version)
     }
 
-    fn pre(mut self, s: &str) -> Pkg {
-        self.preamble.push_str(s);
-        self.preamble.push('\n');
-        self
-    }
-
-    fn install(mut self, s: &str) -> Pkg {
-        self.install.push_str(s);
-        self.install.push('\n');
-        self
-    }
-
-    fn files(mut self, s: &str) -> Pkg {
-        self.files.push_str(s);
-        self.files.push('\n');
-        self
-    }
-
     /// A scriptlet section: `header` (`%post`, `%filetriggerin -P 9000 --
     /// /x`, …) and its body, to which the log line is prepended.
     fn sh(mut self, header: &str, kind: &str, body: &str) -> Pkg {
         let log = sh_log(&self.label(), kind);
-        self.scripts.push_str(&format!("{header}\n{log}{body}\n\n"));
+        self.sections
+            .scripts
+            .push_str(&format!("{header}\n{log}{body}\n\n"));
         self
     }
 
     /// A shell file trigger: logs the paths it reads on stdin.
     fn sh_files(mut self, header: &str, kind: &str, body: &str) -> Pkg {
         let log = sh_log_files(&self.label(), kind);
-        self.scripts.push_str(&format!("{header}\n{log}{body}\n\n"));
+        self.sections
+            .scripts
+            .push_str(&format!("{header}\n{log}{body}\n\n"));
         self
     }
 
     /// A Lua scriptlet (`header` ends in `-p <lua>` and maybe `-- …`).
     fn lua(mut self, header: &str, kind: &str, body: &str) -> Pkg {
         let log = lua_log(&self.label(), kind, false);
-        self.scripts.push_str(&format!("{header}\n{log}{body}\n\n"));
+        self.sections
+            .scripts
+            .push_str(&format!("{header}\n{log}{body}\n\n"));
         self
     }
 
@@ -176,7 +164,9 @@ impl Pkg {
     /// makes `/var/log` first).
     fn lua_then_log(mut self, header: &str, kind: &str, body: &str) -> Pkg {
         let log = lua_log(&self.label(), kind, false);
-        self.scripts.push_str(&format!("{header}\n{body}\n{log}\n"));
+        self.sections
+            .scripts
+            .push_str(&format!("{header}\n{body}\n{log}\n"));
         self
     }
 
@@ -184,14 +174,16 @@ impl Pkg {
     /// in the local `files` (a table) for `body`.
     fn lua_files(mut self, header: &str, kind: &str, body: &str) -> Pkg {
         let log = lua_log(&self.label(), kind, true);
-        self.scripts.push_str(&format!("{header}\n{log}{body}\n\n"));
+        self.sections
+            .scripts
+            .push_str(&format!("{header}\n{log}{body}\n\n"));
         self
     }
 
     /// A raw section (a `-p /program` scriptlet without a body).
     fn raw(mut self, s: &str) -> Pkg {
-        self.scripts.push_str(s);
-        self.scripts.push_str("\n\n");
+        self.sections.scripts.push_str(s);
+        self.sections.scripts.push_str("\n\n");
         self
     }
 
@@ -205,38 +197,12 @@ impl Pkg {
         } else {
             "Thu Jan 01 2015"
         };
-        [
-            &format!(
-                "Name: {}\nVersion: {}\nRelease: 1.fc40\n",
-                self.name, self.version
-            ),
-            &format!("Summary: Fedora-shaped test package {}\n", self.name),
-            "License: MIT\nBuildArch: noarch\n",
-            &self.preamble,
-            "%global debug_package %{nil}\n%global __os_install_post %{nil}\n",
-            "%global _build_id_links none\n",
-            "%global source_date_epoch_from_changelog 1\n",
-            "%global clamp_mtime_to_source_date_epoch 1\n",
-            "%global use_source_date_epoch_as_buildtime 1\n",
-            "%global _buildhost cowkit.invalid\n",
-            "%global _binaries_in_noarch_packages_terminate_build 0\n",
-            &format!(
-                "%description\nPackage {} of the cowkit Fedora-shaped repository.\n",
-                self.name
-            ),
-            "%install\nB=\"$RPM_BUILD_ROOT\"\nmkdir -p \"$B\"\n",
-            &self.install,
-            "\n%files\n",
-            &self.files,
-            "\n",
-            &self.scripts,
-            "%changelog\n",
-            &format!(
-                "* {date} cowkit <cowkit@example.invalid> - {}-1.fc40\n- test package\n",
-                self.version
-            ),
-        ]
-        .concat()
+        crate::repo::spec_text(
+            (self.name, self.version, "1.fc40"),
+            "cowkit Fedora-shaped repository",
+            date,
+            &self.sections,
+        )
     }
 }
 

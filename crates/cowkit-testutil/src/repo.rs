@@ -159,16 +159,95 @@ fn find_pkg<'a>(list: &'a [PathBuf], name: &str) -> &'a Path {
 // ---------------------------------------------------------------------------
 // Specs.
 
-/// One package: `preamble` goes before `%description` (`Requires:` and
-/// the like), `install` is the `%install` shell (with `$RPM_BUILD_ROOT`
-/// as `B`), `files` the `%files` list, `scripts` whole scriptlet sections.
+/// What a test package's spec holds besides its header: `preamble` goes
+/// before `%description` (`Requires:` and the like), `install` is the
+/// `%install` shell (with `$RPM_BUILD_ROOT` as `B`), `files` the `%files`
+/// list, `scripts` whole scriptlet sections.
+#[derive(Default)]
+pub(crate) struct Sections {
+    pub(crate) preamble: String,
+    pub(crate) install: String,
+    pub(crate) files: String,
+    pub(crate) scripts: String,
+}
+
+/// The builder of a test package's [`Sections`], one line at a time.
+pub(crate) trait Build: Sized {
+    /// Its sections.
+    fn sections(&mut self) -> &mut Sections;
+
+    /// A preamble line.
+    fn pre(mut self, s: &str) -> Self {
+        line(&mut self.sections().preamble, s);
+        self
+    }
+
+    /// An `%install` line.
+    fn install(mut self, s: &str) -> Self {
+        line(&mut self.sections().install, s);
+        self
+    }
+
+    /// A `%files` line.
+    fn files(mut self, s: &str) -> Self {
+        line(&mut self.sections().files, s);
+        self
+    }
+}
+
+fn line(to: &mut String, s: &str) {
+    to.push_str(s);
+    to.push('\n');
+}
+
+/// A test package's spec: its header (`release`, a summary and
+/// description naming `repository`), the globals that make builds
+/// reproducible, its sections, and a changelog entry dated `date` (it
+/// sets `SOURCE_DATE_EPOCH`: mtimes and build time).
+pub(crate) fn spec_text(
+    (name, version, release): (&str, &str, &str),
+    repository: &str,
+    date: &str,
+    s: &Sections,
+) -> String {
+    [
+        &format!("Name: {name}\nVersion: {version}\nRelease: {release}\n"),
+        &format!("Summary: {repository} package {name}\n"),
+        "License: MIT\nBuildArch: noarch\n",
+        &s.preamble,
+        "%global debug_package %{nil}\n%global __os_install_post %{nil}\n",
+        "%global _build_id_links none\n",
+        "%global source_date_epoch_from_changelog 1\n",
+        "%global clamp_mtime_to_source_date_epoch 1\n",
+        "%global use_source_date_epoch_as_buildtime 1\n",
+        "%global _buildhost cowkit.invalid\n",
+        "%global _binaries_in_noarch_packages_terminate_build 0\n",
+        &format!("%description\nPackage {name} of the {repository}.\n"),
+        "%install\nB=\"$RPM_BUILD_ROOT\"\nmkdir -p \"$B\"\n",
+        &s.install,
+        "\n%files\n",
+        &s.files,
+        "\n",
+        &s.scripts,
+        "\n%changelog\n",
+        &format!(
+            "* {date} cowkit <cowkit@example.invalid> - {version}-{release}\n- test package\n"
+        ),
+    ]
+    .concat()
+}
+
+/// One package of the test repository.
 struct Pkg {
     name: &'static str,
     version: u32,
-    preamble: String,
-    install: String,
-    files: String,
-    scripts: String,
+    sections: Sections,
+}
+
+impl Build for Pkg {
+    fn sections(&mut self) -> &mut Sections {
+        &mut self.sections
+    }
 }
 
 impl Pkg {
@@ -176,34 +255,12 @@ impl Pkg {
         Pkg {
             name,
             version,
-            preamble: String::new(),
-            install: String::new(),
-            files: String::new(),
-            scripts: String::new(),
+            sections: Sections::default(),
         }
     }
 
-    fn pre(mut self, s: &str) -> Pkg {
-        self.preamble.push_str(s);
-        self.preamble.push('\n');
-        self
-    }
-
-    fn install(mut self, s: &str) -> Pkg {
-        self.install.push_str(s);
-        self.install.push('\n');
-        self
-    }
-
-    fn files(mut self, s: &str) -> Pkg {
-        self.files.push_str(s);
-        self.files.push('\n');
-        self
-    }
-
     fn script(mut self, s: &str) -> Pkg {
-        self.scripts.push_str(s);
-        self.scripts.push('\n');
+        line(&mut self.sections.scripts, s);
         self
     }
 
@@ -237,36 +294,18 @@ impl Pkg {
     }
 
     fn spec(&self) -> String {
-        let (name, v) = (self.name, self.version);
-        // The changelog date sets SOURCE_DATE_EPOCH: mtimes and build time.
-        let date = if v == 1 {
+        let date = if self.version == 1 {
             "Thu Jan 01 2015"
         } else {
             "Fri Jan 02 2015"
         };
-        [
-            &format!("Name: {name}\nVersion: {v}\nRelease: 1\n"),
-            &format!("Summary: cowkit test repository package {name}\n"),
-            "License: MIT\nBuildArch: noarch\n",
-            &self.preamble,
-            "%global debug_package %{nil}\n%global __os_install_post %{nil}\n",
-            "%global _build_id_links none\n",
-            "%global source_date_epoch_from_changelog 1\n",
-            "%global clamp_mtime_to_source_date_epoch 1\n",
-            "%global use_source_date_epoch_as_buildtime 1\n",
-            "%global _buildhost cowkit.invalid\n",
-            "%global _binaries_in_noarch_packages_terminate_build 0\n",
-            &format!("%description\nPackage {name} of the cowkit test repository.\n"),
-            "%install\nB=\"$RPM_BUILD_ROOT\"\nmkdir -p \"$B\"\n",
-            &self.install,
-            "\n%files\n",
-            &self.files,
-            "\n",
-            &self.scripts,
-            "\n%changelog\n",
-            &format!("* {date} cowkit <cowkit@example.invalid> - {v}-1\n- test package\n"),
-        ]
-        .concat()
+        let v = self.version.to_string();
+        spec_text(
+            (self.name, &v, "1"),
+            "cowkit test repository",
+            date,
+            &self.sections,
+        )
     }
 }
 

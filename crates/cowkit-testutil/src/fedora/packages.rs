@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use super::{man, put, Pkg, LOG, LUA_LDCONFIG};
+use crate::repo::Build;
 
 /// The busybox applets `coreutils-single` links in `/usr/bin` (`sh` is
 /// `bash`'s).
