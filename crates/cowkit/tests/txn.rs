@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{as_root, cowkit, run, tmp, Run};
+use common::{as_root, cowkit, cowkit_dnf, run, tmp, Run};
 use cowkit_testutil::repo::{
     build_repo, dbpath, dnf, installed, owner_mode, rpm_in, verify, TestRepo, EPOCH_V2, LOG, MAIN,
     UID,
@@ -528,22 +528,6 @@ fn a_full_disk_fails_one_package_and_the_database_agrees() {
         verify(&root),
         ["S.5....T.  c /etc/group", "S.5....T.  c /etc/passwd"]
     );
-}
-
-/// `cowkit dnf ARGS` with the arguments `dnf(repo, root, cache)` gives
-/// plain dnf (but the root, which cowkit passes itself).
-fn cowkit_dnf(repo: &Path, root: &Path, dnf_cache: &Path, ck_cache: &Path, cmd: &[&str]) -> Run {
-    let dnf_args = common::dnf_args(repo, root, dnf_cache);
-    run(cowkit()
-        .args(["dnf", "--json", "--root"])
-        .arg(root)
-        .arg("--cache")
-        .arg(ck_cache)
-        .arg("--dbpath")
-        .arg(dbpath())
-        .arg("--")
-        .args(dnf_args)
-        .args(cmd))
 }
 
 /// dnf resolves and downloads, cowkit transcodes into its cache and

@@ -12,7 +12,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{as_root, cowkit, run, tmp, Run};
+use common::{as_root, cowkit, cowkit_dnf, run, tmp, Run};
 use cowkit_testutil::repo::{build_repo, dbpath, dnf, installed, rpm_in};
 use cowkit_testutil::rpm::rpmbuild;
 use cowkit_testutil::tree::{diff, mkdir, snapshot, Tree};
@@ -568,21 +568,6 @@ fn issue_26_install_only_packages_are_never_upgraded_away() {
         kernels(&ck_dnf),
         "t-kern-1-1.noarch\nt-kern-2-1.noarch\nt-kern-3-1.noarch\nt-kern-4-1.noarch\n"
     );
-}
-
-/// `cowkit dnf --json ARGS` with the test `dnf`'s options for `repo`.
-fn cowkit_dnf(repo: &Path, root: &Path, dnf_cache: &Path, ck_cache: &Path, cmd: &[&str]) -> Run {
-    let dnf_args = common::dnf_args(repo, root, dnf_cache);
-    run(cowkit()
-        .args(["dnf", "--json", "--root"])
-        .arg(root)
-        .arg("--cache")
-        .arg(ck_cache)
-        .arg("--dbpath")
-        .arg(dbpath())
-        .arg("--")
-        .args(dnf_args)
-        .args(cmd))
 }
 
 /// Issue 26, item 5: an installed package whose `%postun` is `<lua>`,

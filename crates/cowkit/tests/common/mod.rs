@@ -72,3 +72,25 @@ pub fn dnf_args(
         .map(|a| a.to_os_string())
         .collect()
 }
+
+/// `cowkit dnf --json --root ROOT --cache CK_CACHE --dbpath` (the test
+/// database path) `-- ARGS` with the arguments plain dnf gets for `repo`
+/// ([`dnf_args`]) and `cmd`.
+pub fn cowkit_dnf(
+    repo: &std::path::Path,
+    root: &std::path::Path,
+    dnf_cache: &std::path::Path,
+    ck_cache: &std::path::Path,
+    cmd: &[&str],
+) -> Run {
+    run(cowkit()
+        .args(["dnf", "--json", "--root"])
+        .arg(root)
+        .arg("--cache")
+        .arg(ck_cache)
+        .arg("--dbpath")
+        .arg(cowkit_testutil::repo::dbpath())
+        .arg("--")
+        .args(dnf_args(repo, root, dnf_cache))
+        .args(cmd))
+}
