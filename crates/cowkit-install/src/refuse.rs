@@ -7,8 +7,9 @@ use std::collections::HashSet;
 
 use cowkit_rpmdb::Installed;
 
+use crate::plan::PlanEntry;
 use crate::runner::{Elem, Erased};
-use crate::txn::{InDb, InstallOnly, Pkg};
+use crate::txn::{InstallOnly, Pkg};
 use crate::{Error, Result};
 
 /// dnf's default `installonlypkgs` (dnf 4.14, `dnf/const.py`): a package
@@ -79,12 +80,13 @@ pub(crate) fn install_beside(
 /// Everything that cowkit cannot run as rpm would, in one error: every
 /// scriptlet and trigger the transaction's plan runs when nothing fails
 /// (new packages', erased packages', installed packages' triggers) is
-/// looked at before anything is touched. `lua`: rpm's Lua can be started.
-pub(crate) fn unsupported(pkgs: &[Pkg], indb: &InDb, lua: bool) -> Result<()> {
+/// looked at before anything is touched (`plan`:
+/// [`crate::runner::simulate`]'s). `lua`: rpm's Lua can be started.
+pub(crate) fn unsupported(plan: &[PlanEntry], lua: bool) -> Result<()> {
     let mut problems = Vec::new();
     let mut seen = HashSet::new();
-    for e in crate::runner::simulate(pkgs, indb) {
-        let Some(run) = e.run else { continue };
+    for e in plan {
+        let Some(run) = &e.run else { continue };
         if let Err(why) = run.script.runnable(lua) {
             let line = format!("{}: {why}", run.name);
             if seen.insert(line.clone()) {

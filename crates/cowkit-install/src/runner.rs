@@ -166,6 +166,7 @@ pub(crate) fn run(
         sum,
         stager,
         gate,
+        plan,
     } = prepared;
     let mut opts = opts;
     opts.install.gate = gate.as_ref().map(|o| o.gate.clone());
@@ -186,9 +187,7 @@ pub(crate) fn run(
         placed: Vec::new(),
     };
     if opts.test {
-        if !opts.noscripts {
-            r.sum.plan = simulate(&pkgs, &indb);
-        }
+        r.sum.plan = plan;
         for e in &indb.erased {
             r.note_erased(e);
         }

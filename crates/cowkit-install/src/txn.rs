@@ -228,6 +228,9 @@ pub struct Prepared<'r> {
     pub(crate) scratch: Option<cowkit_rpmdb::Scratch<'r>>,
     pub(crate) sum: TxSummary,
     pub(crate) stager: Option<Stager>,
+    /// What the transaction runs when nothing fails (empty without
+    /// scriptlets).
+    pub(crate) plan: Vec<crate::plan::PlanEntry>,
 }
 
 /// Turns a package into the file to install from, just before it is
@@ -302,11 +305,7 @@ impl Prepared<'_> {
     pub fn run(self, progress: &dyn Progress) -> Result<TxSummary> {
         // Scriptlets of a root being built run without sync calls, one
         // session for the whole transaction (also the Lua host's).
-        let scripts = !self.opts.noscripts
-            && !self.opts.test
-            && crate::runner::simulate(&self.pkgs, &self.db)
-                .iter()
-                .any(|e| e.run.is_some());
+        let scripts = !self.opts.test && self.plan.iter().any(|e| e.run.is_some());
         let path = self.root.path();
         let session = crate::nosync::start(path, self.opts.keep_syncs, scripts)?;
         let result = crate::runner::run(self, progress, session.as_ref());
@@ -407,9 +406,15 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
             ..InDb::default()
         }
     };
-    if !opts.noscripts {
-        refuse::unsupported(&pkgs, &checked, opts.lua.is_some())?;
-    }
+    // The plan as it runs when nothing fails: every run is looked at
+    // before anything is touched, `--test` shows it, and whether any runs
+    // decides the nosync session.
+    let plan = if opts.noscripts {
+        Vec::new()
+    } else {
+        crate::runner::simulate(&pkgs, &checked)
+    };
+    refuse::unsupported(&plan, opts.lua.is_some())?;
     sum.db = found.clone();
     sum.order = checked
         .order
@@ -427,6 +432,7 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
         sum,
         stager: None,
         gate,
+        plan,
     })
 }
 
