@@ -627,7 +627,14 @@ fn database(
     };
     let mut out = Vec::new();
     for (nevra, installed, by) in erased {
-        let inst = db.instance_of(&nevra).unwrap_or(0);
+        // An erasure the database does not list would run none of its
+        // scriptlets and triggers: refused, never skipped.
+        let inst = db.instance_of(&nevra).ok_or_else(|| {
+            Error::Db(cowkit_rpmdb::Error::Answer {
+                what: "-qa (instances)",
+                why: format!("rpm plans to erase `{nevra}`, which it does not list as installed"),
+            })
+        })?;
         db.erasing(inst);
         out.push(Erased {
             installed,

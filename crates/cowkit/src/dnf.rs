@@ -277,7 +277,12 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "rpm"))
         .collect();
-    crate::dnf_order::sort(&mut rpms, &home.path().join("order"));
+    if !crate::dnf_order::sort(&mut rpms, &home.path().join("order")) && !rpms.is_empty() {
+        // Not a skip, but not dnf's order either: said, not hidden.
+        eprintln!(
+            "warning: dnf did not say in which order it adds the packages (it is not dnf's own Python entry point): rpm orders them from their file names, and scriptlets may run in another order than under dnf"
+        );
+    }
     extra.downloaded = rpms.len();
     if rpms.is_empty() {
         return Ok(nothing_to_install(args));

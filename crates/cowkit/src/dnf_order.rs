@@ -83,11 +83,11 @@ fn python_of(dnf: &Path) -> Option<PathBuf> {
 /// Sort the downloaded `rpms` into dnf's order as `order` gives it (files
 /// named `NAME-VERSION-RELEASE.ARCH.rpm`, dnf's NEVRA without a zero
 /// epoch); what it does not name stays after, by file name. Without an
-/// order file, by file name.
-pub fn sort(rpms: &mut [PathBuf], order: &Path) {
+/// order file, by file name: `false` then (the caller says so).
+pub fn sort(rpms: &mut [PathBuf], order: &Path) -> bool {
     rpms.sort();
     let Ok(text) = std::fs::read_to_string(order) else {
-        return;
+        return false;
     };
     let pos: Vec<String> = text
         .lines()
@@ -103,6 +103,7 @@ pub fn sort(rpms: &mut [PathBuf], order: &Path) {
             .unwrap_or_default();
         pos.iter().position(|n| n == stem).unwrap_or(usize::MAX)
     });
+    true
 }
 
 /// `name-E:V-R.A` as its file is named: `name-V-R.A`.
@@ -154,7 +155,7 @@ mod tests {
         .iter()
         .map(|n| dir.path().join(n))
         .collect();
-        sort(&mut v, &order);
+        assert!(sort(&mut v, &order));
         let names: Vec<_> = v
             .iter()
             .map(|p| p.file_name().unwrap().to_owned())
