@@ -315,9 +315,11 @@ fn issue_25_a_fan_out_directory_of_another_user_is_refused_and_no_mode_changes()
         return;
     }
     let repo = build_repo(tmp());
-    // Not on the rig's mounts: the attacker must reach the fan-out
-    // directory, and the rig's directory is root's alone.
-    let dir = tempfile::tempdir_in(tmp()).unwrap();
+    // Not on the rig's mounts nor under the checkout: the attacker must
+    // reach the fan-out directory, and the rig's directory (or a checkout
+    // in a 0700 temporary directory) is root's alone. The system's
+    // temporary directory is reachable by everyone.
+    let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     chmod(d, 0o755);
     let secret = d.join("secret");
