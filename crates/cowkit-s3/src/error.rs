@@ -158,6 +158,9 @@ pub enum Error {
     /// A tag set breaks S3's rules.
     #[error(transparent)]
     InvalidTag(#[from] crate::tagging::TagError),
+    /// Versioning or object lock refused the request.
+    #[error(transparent)]
+    Version(#[from] crate::versions::VersionError),
     /// The body did not match its Content-MD5.
     #[error("the body's MD5 is {actual}, the request said {expected}")]
     BadDigest {
@@ -245,6 +248,7 @@ pub fn to_s3_error(e: Error) -> S3Error {
             return S3Error::with_message(C::BadDigest, e.to_string())
         }
         Error::MalformedXml => (C::MalformedXML, None),
+        Error::Version(v) => return v.to_s3(),
         Error::InvalidTag(t) => return tag_error(*t),
         Error::DirectoryObjectContainsData => {
             let mut err = S3Error::with_message(

@@ -10,6 +10,8 @@
 //!   block-aligned offset, `copy_file_range` elsewhere (the cowkit-fs
 //!   chain), and is idempotent under retries and races.
 //! - [`tagging`]: S3's rules for object tags, kept in the object's record.
+//! - [`versions`]: bucket versioning (older versions kept by a second name
+//!   of the same inode) and object lock (retention, legal hold).
 //! - [`gateway`]: the [`s3s::S3`] implementation; [`server`]: hyper, the
 //!   access log, graceful shutdown.
 //!
@@ -55,6 +57,7 @@ pub mod sendfile;
 pub mod server;
 pub mod store;
 pub mod tagging;
+pub mod versions;
 
 pub use error::{Error, Result};
 pub use fsutil::NewFile;

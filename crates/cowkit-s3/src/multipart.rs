@@ -579,9 +579,13 @@ impl Store {
         number: i32,
         src_bucket: &str,
         src_key: &str,
+        src_version: Option<&str>,
         range: Option<(u64, u64)>,
     ) -> Result<(PartRecord, cowkit_fs::Copied)> {
-        let (src, info) = self.open_object(src_bucket, src_key)?;
+        let (src, info) = match src_version {
+            Some(v) => crate::versions::open_version(self, src_bucket, src_key, v)?,
+            None => self.open_object(src_bucket, src_key)?,
+        };
         let size = info.meta.size;
         let (start, end) = match range {
             None => (0, size),

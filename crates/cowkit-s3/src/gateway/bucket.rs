@@ -60,10 +60,24 @@ pub(super) async fn create_bucket(
         .map_err(tag_error)?,
         None => Vec::new(),
     };
+    let lock = req.input.object_lock_enabled_for_bucket == Some(true);
     let b = req.input.bucket;
     let loc = format!("/{b}");
     let name = b.clone();
-    g.run(move |s| s.create_bucket_with_tags(&b, tags)).await?;
+    g.run(move |s| {
+        s.create_bucket_with_tags(&b, tags)?;
+        if lock {
+            // As on S3, object lock turns versioning on (unless the server
+            // keeps lock buckets unversioned, as VersityGW without
+            // versioning does).
+            crate::versions::set_lock(s, &b, &crate::versions::LockConfig::enabled())?;
+            if !s.options().object_lock_without_versioning {
+                crate::versions::set_status(s, &b, crate::versions::Status::Enabled)?;
+            }
+        }
+        Ok(())
+    })
+    .await?;
     Ok(with_bucket_arn(
         S3Response::new(CreateBucketOutput {
             location: Some(loc),
@@ -106,7 +120,16 @@ pub(super) async fn delete_bucket(
     req: S3Request<DeleteBucketInput>,
 ) -> S3Result<S3Response<DeleteBucketOutput>> {
     let b = req.input.bucket;
-    g.run(move |s| s.delete_bucket(&b)).await?;
+    g.run(move |s| {
+        // Older versions and delete markers keep a bucket, as on S3.
+        if crate::versions::has_versions(s, &b)? {
+            return Err(Error::BucketNotEmpty { bucket: b });
+        }
+        s.delete_bucket(&b)?;
+        crate::versions::forget_bucket(s, &b);
+        Ok(())
+    })
+    .await?;
     Ok(S3Response::new(DeleteBucketOutput::default()))
 }
 

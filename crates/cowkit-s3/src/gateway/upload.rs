@@ -136,6 +136,7 @@ pub(super) async fn upload_part_copy(
         ));
     }
     let (sb, sk) = copy_source(&i.copy_source)?;
+    let sv = copy_source_version(&i.copy_source);
     if let Some(c) = &cond {
         g.check_copy_source(c, &sb, &sk).await?;
     }
@@ -152,7 +153,7 @@ pub(super) async fn upload_part_copy(
     let (rec, copied, rec_shown) = g
         .run(move |s| {
             let shown = s.upload_record(&id, &b, &k)?.checksum.is_some();
-            let (rec, copied) = s.copy_part(&id, &b, &k, n, &sb, &sk, range)?;
+            let (rec, copied) = s.copy_part(&id, &b, &k, n, &sb, &sk, sv.as_deref(), range)?;
             Ok((rec, copied, shown))
         })
         .await?;
