@@ -83,6 +83,13 @@ struct ServeArgs {
     /// at start.
     #[arg(long, default_value_t = 600, hide_short_help = true)]
     sweep_every: u64,
+    /// Keep buckets made with object lock unversioned, as VersityGW serves
+    /// them when it runs without versioning: a locked object cannot be
+    /// overwritten or deleted, and PutObjectLockConfiguration works on any
+    /// bucket. By default, as on S3, object lock turns versioning on (an
+    /// overwrite or delete makes a new version; locked versions stay).
+    #[arg(long, hide_short_help = true)]
+    object_lock_without_versioning: bool,
     /// Send GET bodies through the gateway's memory (pread(2) and write)
     /// instead of by sendfile(2), the default on HTTP/1 connections (see
     /// docs/s3.md).
@@ -236,6 +243,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode, CliError> {
             keep_parts: a.keep_parts,
             keepalive_after: Duration::from_millis(a.keepalive_after_ms),
             sweep_every: Duration::from_secs(a.sweep_every),
+            object_lock_without_versioning: a.object_lock_without_versioning,
             ..Options::default()
         },
     };
