@@ -76,8 +76,8 @@ pub struct UploadRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retention: Option<crate::versions::Retention>,
     /// Object lock legal hold for the object.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub legal_hold: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub legal_hold: Option<bool>,
 }
 
 /// What a new upload's object will carry besides its bytes.
@@ -96,7 +96,7 @@ pub struct NewUpload {
     /// Object lock retention.
     pub retention: Option<crate::versions::Retention>,
     /// Object lock legal hold.
-    pub legal_hold: bool,
+    pub legal_hold: Option<bool>,
 }
 
 /// What is kept about one part.

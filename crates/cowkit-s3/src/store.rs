@@ -122,9 +122,9 @@ pub struct ObjectMeta {
     /// Object lock retention of this version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retention: Option<crate::versions::Retention>,
-    /// Object lock legal hold of this version.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub legal_hold: bool,
+    /// Object lock legal hold of this version (`None`: never set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub legal_hold: Option<bool>,
     /// Set by a write whose caller asked to bypass governance retention
     /// and may ([`crate::versions::may_bypass_governance`]); never stored.
     #[serde(skip)]
@@ -939,7 +939,7 @@ impl Store {
             version_id: None,
             seq: String::new(),
             retention: None,
-            legal_hold: false,
+            legal_hold: None,
             ..info.meta
         };
         edit(&mut meta, &src)?;

@@ -309,7 +309,7 @@ macro_rules! read_output {
             object_lock_legal_hold_status: $info
                 .meta
                 .legal_hold
-                .then(|| ObjectLockLegalHoldStatus::from("ON".to_string())),
+                .map(|on| ObjectLockLegalHoldStatus::from(if on { "ON" } else { "OFF" }.to_string())),
             ..Default::default()
         }
     };

@@ -152,6 +152,7 @@ pub(super) async fn upload_part_copy(
     }
     let (sb, sk) = copy_source(&i.copy_source)?;
     let sv = copy_source_version(&i.copy_source);
+    let shown_source = sv.clone();
     if let Some(c) = &cond {
         g.check_copy_source(c, &sb, &sk).await?;
     }
@@ -187,6 +188,7 @@ pub(super) async fn upload_part_copy(
     }
     let mut res = S3Response::new(UploadPartCopyOutput {
         copy_part_result: Some(result),
+        copy_source_version_id: shown_source,
         ..Default::default()
     });
     add_xml_checksum(&mut res, "CopyPartResult", 1, shown);

@@ -61,7 +61,7 @@ fn rfc3339(secs: i64) -> String {
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct LockHeaders {
     retention: Option<Retention>,
-    legal_hold: bool,
+    legal_hold: Option<bool>,
     any: bool,
 }
 
@@ -77,7 +77,7 @@ impl LockHeaders {
         };
         LockHeaders {
             retention,
-            legal_hold: hold.is_some_and(|h| h.as_str() == "ON"),
+            legal_hold: hold.map(|h| h.as_str() == "ON"),
             any: mode.is_some() || until.is_some() || hold.is_some(),
         }
     }
@@ -291,9 +291,9 @@ pub(super) async fn get_object_retention(
     let (b, k) = (i.bucket, i.key);
     let m = g
         .run(move |s| {
-            s.head_bucket(&b)?;
+            let m = versions::read(s, &b, &k, v.as_deref())?;
             lock_enabled(s, &b)?;
-            versions::read(s, &b, &k, v.as_deref())
+            Ok(m)
         })
         .await?;
     let Some(r) = m.retention else {
@@ -329,7 +329,7 @@ pub(super) async fn put_object_legal_hold(
     g.run(move |s| {
         lock_enabled(s, &b)?;
         versions::update(s, &b, &k, v.as_deref(), |m| {
-            m.legal_hold = on;
+            m.legal_hold = Some(on);
             Ok(())
         })
     })
@@ -346,12 +346,15 @@ pub(super) async fn get_object_legal_hold(
     let (b, k) = (i.bucket, i.key);
     let m = g
         .run(move |s| {
-            s.head_bucket(&b)?;
+            let m = versions::read(s, &b, &k, v.as_deref())?;
             lock_enabled(s, &b)?;
-            versions::read(s, &b, &k, v.as_deref())
+            Ok(m)
         })
         .await?;
-    let status = if m.legal_hold { "ON" } else { "OFF" };
+    let Some(on) = m.legal_hold else {
+        return Err(VersionError::NoObjectLock.to_s3());
+    };
+    let status = if on { "ON" } else { "OFF" };
     Ok(S3Response::new(GetObjectLegalHoldOutput {
         legal_hold: Some(ObjectLockLegalHold {
             status: Some(ObjectLockLegalHoldStatus::from(status.to_string())),

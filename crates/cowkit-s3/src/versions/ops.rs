@@ -17,7 +17,7 @@ fn current(s: &Store, bucket: &str, key: &str) -> Result<Option<ObjectMeta>> {
 
 /// Refuse when retention or a legal hold protects `m`.
 fn check_unlocked(m: &ObjectMeta, bypass: bool) -> Result<()> {
-    if lock::may_remove(m.retention.as_ref(), m.legal_hold, bypass, now_secs()) {
+    if lock::may_remove(m.retention.as_ref(), m.legal_hold == Some(true), bypass, now_secs()) {
         Ok(())
     } else {
         Err(VersionError::ObjectLocked { key: m.key.clone() }.into())
