@@ -911,8 +911,7 @@ impl Store {
             size: meta.size,
             parts: plan.requested.clone(),
             checksum: plan.checksum.clone(),
-            version_id: (meta.version_id.is_some() || !meta.seq.is_empty())
-                .then(|| crate::versions::version_of(&meta).to_string()),
+            version_id: meta.version_id.clone(),
         };
         self.write_json(
             plan.dir.as_fd(),

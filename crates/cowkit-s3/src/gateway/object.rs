@@ -1,7 +1,7 @@
 //! Object operations: put, get, head, delete (one or many), attributes,
 //! copy, tagging.
 
-use super::versioning::{bypass_of, shown_version, version_param, LockHeaders};
+use super::versioning::{bypass_of, shown_version, version_param, written_version, LockHeaders};
 use super::*;
 
 /// GetObject bodies up to this size are read whole and sent with the
@@ -189,7 +189,7 @@ pub(super) async fn put_object(
     let mut out = PutObjectOutput {
         e_tag: Some(etag(&md5)),
         size: Some(size as i64),
-        version_id: shown_version(&committed),
+        version_id: written_version(&committed),
         ..Default::default()
     };
     put_checksum!(out, checksum.as_ref());
@@ -205,6 +205,13 @@ struct Read {
     range: Option<(u64, u64)>,
     /// The part `?partNumber=` names: its range and the object's part count.
     part: Option<(u64, u64, usize)>,
+    /// The bucket is (or was) versioned: a version without an id is `null`.
+    versioned: bool,
+}
+
+/// The version id a GET or HEAD of `r` answers with.
+fn read_version(r: &Read) -> Option<String> {
+    shown_version(&r.info.meta).or_else(|| r.versioned.then(|| "null".to_string()))
 }
 
 /// The object a GET or HEAD names.
@@ -254,12 +261,16 @@ async fn read(
         key.to_string(),
         version_id.map(str::to_string),
     );
-    let (file, info) = g
-        .run(move |s| match v {
-            Some(v) => crate::versions::open_version(s, &b, &k, &v),
-            None => s
-                .open_object(&b, &k)
-                .map_err(|e| crate::versions::missing_key(s, &b, &k, e)),
+    let (file, info, versioned) = g
+        .run(move |s| {
+            let (f, i) = match v {
+                Some(v) => crate::versions::open_version(s, &b, &k, &v)?,
+                None => s
+                    .open_object(&b, &k)
+                    .map_err(|e| crate::versions::missing_key(s, &b, &k, e))?,
+            };
+            let versioned = crate::versions::bucket_state(s, &b)?.status != crate::versions::Status::Off;
+            Ok((f, i, versioned))
         })
         .await?;
     check_read_conditions(cond, &info)?;
@@ -284,6 +295,7 @@ async fn read(
         info,
         range,
         part,
+        versioned,
     })
 }
 
@@ -352,12 +364,15 @@ pub(super) async fn get_object(
     let splicer = req.extensions.get::<crate::sendfile::Splicer>().cloned();
     let i = req.input;
     let name = std::path::PathBuf::from(format!("{}/{}", i.bucket, i.key));
+    let r = read(g, cond.as_ref(), Target::from(&i), i.range).await?;
+    let version_id = read_version(&r);
     let Read {
         file,
         info,
         range,
         part,
-    } = read(g, cond.as_ref(), Target::from(&i), i.range).await?;
+        ..
+    } = r;
     let (start, end) = range.unwrap_or((0, info.meta.size));
     let content_range = range.map(|r| content_range(r, info.meta.size));
     let body = match splicer {
@@ -383,6 +398,7 @@ pub(super) async fn get_object(
         content_range: content_range,
     });
     out.parts_count = parts_count(part, &info);
+    out.version_id = version_id;
     put_checksum!(out, checksum);
     Ok(read_response(out, checksum, part.is_some(), &info, &uri))
 }
@@ -394,9 +410,11 @@ pub(super) async fn head_object(
     let uri = req.uri.clone();
     let cond = conditions_of(&req);
     let i = req.input;
+    let r = read(g, cond.as_ref(), Target::from(&i), i.range).await?;
+    let version_id = read_version(&r);
     let Read {
         info, range, part, ..
-    } = read(g, cond.as_ref(), Target::from(&i), i.range).await?;
+    } = r;
     let size = info.meta.size;
     let checksum = checksum_wanted(i.checksum_mode.as_ref(), range.is_none(), &info);
     let mut out = read_output!(HeadObjectOutput, info, {
@@ -404,6 +422,7 @@ pub(super) async fn head_object(
         content_range: range.map(|r| content_range(r, size)),
         parts_count: parts_count(part, &info),
     });
+    out.version_id = version_id;
     put_checksum!(out, checksum);
     Ok(read_response(out, checksum, range.is_some(), &info, &uri))
 }
@@ -442,9 +461,17 @@ pub(super) async fn get_object_attributes(
     g.run(move |s| s.head_bucket(&b)).await?;
     let attrs = object_attributes(&i.object_attributes)?;
     let want = |n: &str| attrs.iter().any(|a| a == n);
+    let v = version_param(i.version_id.as_deref()).map(str::to_string);
+    check_version_id(v.as_deref())?;
     let (b, k) = (i.bucket.clone(), i.key.clone());
-    let (_, info) = g.run(move |s| s.open_object(&b, &k)).await?;
+    let (_, info) = g
+        .run(move |s| match &v {
+            Some(v) => crate::versions::open_version(s, &b, &k, v),
+            None => s.open_object(&b, &k),
+        })
+        .await?;
     let mut out = GetObjectAttributesOutput {
+        version_id: shown_version(&info.meta),
         last_modified: Some(Timestamp::from(info.mtime)),
         ..Default::default()
     };
@@ -546,7 +573,7 @@ pub(super) async fn copy_object(
     put_checksum!(result, meta.checksum.as_ref());
     let mut res = S3Response::new(CopyObjectOutput {
         copy_object_result: Some(result),
-        version_id: shown_version(&meta),
+        version_id: written_version(&meta),
         copy_source_version_id: shown_source,
         ..Default::default()
     });
@@ -560,9 +587,10 @@ pub(super) async fn put_object_tagging(
 ) -> S3Result<S3Response<PutObjectTaggingOutput>> {
     let i = req.input;
     let tags = crate::tagging::check_set(tag_pairs(&i.tagging)).map_err(tag_error)?;
+    let v = version_param(i.version_id.as_deref()).map(str::to_string);
     let (b, k) = (i.bucket, i.key);
-    g.run(move |s| s.set_tags(&b, &k, tags)).await?;
-    Ok(S3Response::new(PutObjectTaggingOutput::default()))
+    let version_id = set_version_tags(g, b, k, v, tags).await?;
+    Ok(S3Response::new(PutObjectTaggingOutput { version_id }))
 }
 
 pub(super) async fn get_object_tagging(
@@ -570,11 +598,17 @@ pub(super) async fn get_object_tagging(
     req: S3Request<GetObjectTaggingInput>,
 ) -> S3Result<S3Response<GetObjectTaggingOutput>> {
     let i = req.input;
+    let v = version_param(i.version_id.as_deref()).map(str::to_string);
     let (b, k) = (i.bucket, i.key);
-    let (_, info) = g.run(move |s| s.open_object(&b, &k)).await?;
+    let m = g
+        .run(move |s| match &v {
+            Some(v) => crate::versions::read(s, &b, &k, Some(v)),
+            None => s.open_object(&b, &k).map(|(_, i)| i.meta),
+        })
+        .await?;
     Ok(S3Response::new(GetObjectTaggingOutput {
-        tag_set: tag_set_out(info.meta.tags),
-        ..Default::default()
+        version_id: shown_version(&m),
+        tag_set: tag_set_out(m.tags),
     }))
 }
 
@@ -583,9 +617,32 @@ pub(super) async fn delete_object_tagging(
     req: S3Request<DeleteObjectTaggingInput>,
 ) -> S3Result<S3Response<DeleteObjectTaggingOutput>> {
     let i = req.input;
+    let v = version_param(i.version_id.as_deref()).map(str::to_string);
     let (b, k) = (i.bucket, i.key);
-    g.run(move |s| s.set_tags(&b, &k, Vec::new())).await?;
-    Ok(S3Response::new(DeleteObjectTaggingOutput::default()))
+    let version_id = set_version_tags(g, b, k, v, Vec::new()).await?;
+    Ok(S3Response::new(DeleteObjectTaggingOutput { version_id }))
+}
+
+/// Replace the tags of version `v` of `k` (the current one without `v`);
+/// the version id to answer with.
+async fn set_version_tags(
+    g: &S3Gateway,
+    b: String,
+    k: String,
+    v: Option<String>,
+    tags: Vec<crate::tagging::Tag>,
+) -> S3Result<Option<String>> {
+    g.run(move |s| match v {
+        Some(v) => {
+            crate::versions::update(s, &b, &k, Some(&v), |m| {
+                m.tags = tags;
+                Ok(())
+            })?;
+            Ok(Some(v))
+        }
+        None => s.set_tags(&b, &k, tags).map(|()| None),
+    })
+    .await
 }
 
 pub(super) async fn delete_objects(
@@ -623,7 +680,7 @@ pub(super) async fn delete_objects(
         match r {
             Ok(d) if !quiet => deleted.push(DeletedObject {
                 key: Some(k),
-                delete_marker: d.delete_marker.then_some(true),
+                delete_marker: (d.delete_marker || v.is_some()).then_some(d.delete_marker),
                 delete_marker_version_id: d
                     .version_id
                     .clone()

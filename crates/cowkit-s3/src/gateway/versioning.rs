@@ -18,10 +18,16 @@ pub(super) fn bypass_of<T>(req: &S3Request<T>) -> bool {
     asked && lock::may_bypass_governance(req.credentials.as_ref().map(|c| c.access_key.as_str()))
 }
 
-/// The version id a response shows for `m`: its own, or `null` when the
-/// bucket is (or was) versioned; none for a bucket never versioned.
+/// The version id a GET or HEAD shows for `m`: its own, or `null` when
+/// the bucket is (or was) versioned; none for a bucket never versioned.
 pub(super) fn shown_version(m: &ObjectMeta) -> Option<String> {
     (m.version_id.is_some() || !m.seq.is_empty()).then(|| versions::version_of(m).to_string())
+}
+
+/// The version id a write answers with: the new version's, none for a
+/// `null` version (as VersityGW answers; S3 leaves it out too).
+pub(super) fn written_version(m: &ObjectMeta) -> Option<String> {
+    m.version_id.clone()
 }
 
 /// A version id of a request: an empty one (`versionId=`) is none, as
@@ -368,7 +374,14 @@ pub(super) async fn list_object_versions(
 ) -> S3Result<S3Response<ListObjectVersionsOutput>> {
     let owner = owner_of(&req);
     let i = req.input;
-    check_max("max-keys", i.max_keys)?;
+    if let Some(n) = i.max_keys.filter(|n| *n < 0) {
+        let mut e = S3Error::with_message(S3ErrorCode::InvalidArgument, "max-keys cannot be negative");
+        crate::respond::with_error_elements(
+            &mut e,
+            &[("ArgumentName", "maxKeys"), ("ArgumentValue", &n.to_string())],
+        );
+        return Err(e);
+    }
     let q = listing::Query {
         prefix: i.prefix.clone().unwrap_or_default(),
         delimiter: i.delimiter.clone().filter(|d| !d.is_empty()),

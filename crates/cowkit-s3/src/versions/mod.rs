@@ -125,6 +125,13 @@ pub enum VersionError {
     /// Object lock on a bucket whose versioning is not enabled.
     #[error("Versioning must be 'Enabled' on the bucket to apply a Object Lock configuration")]
     LockNeedsVersioning,
+    /// DeleteBucket of a bucket that holds only older versions or delete
+    /// markers.
+    #[error("The bucket you tried to delete is not empty. You must delete all versions in the bucket.")]
+    BucketHasVersions {
+        /// The bucket.
+        bucket: String,
+    },
     /// Suspending versioning of a bucket with object lock.
     #[error("An Object Lock configuration is present on this bucket, so the versioning state cannot be changed.")]
     LockKeepsVersioning,
@@ -178,6 +185,7 @@ impl VersionError {
                 H::BAD_REQUEST,
             ),
             VersionError::LockNeedsVersioning => (S3ErrorCode::InvalidBucketState, H::CONFLICT),
+            VersionError::BucketHasVersions { .. } => (S3ErrorCode::BucketNotEmpty, H::CONFLICT),
             VersionError::LockKeepsVersioning => {
                 (S3ErrorCode::InvalidBucketState, H::BAD_REQUEST)
             }
