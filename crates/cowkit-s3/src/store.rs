@@ -576,7 +576,14 @@ impl Store {
             }
         };
         let mut pfd = make_parent()?;
-        if let Err(e) = crate::versions::before_commit(self, bucket, key, pfd.as_fd(), name.to_str().unwrap_or_default(), &mut meta) {
+        if let Err(e) = crate::versions::before_commit(
+            self,
+            bucket,
+            key,
+            pfd.as_fd(),
+            name.to_str().unwrap_or_default(),
+            &mut meta,
+        ) {
             unlink_tmp();
             return Err(e);
         }

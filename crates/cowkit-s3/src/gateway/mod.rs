@@ -31,9 +31,9 @@ use crate::multipart::{Completed, Prepared};
 use crate::pages::{parts_page, uploads_page, PartsPage, UploadsPage, UploadsQuery};
 use crate::request::{
     check_max, check_part_number, check_version_id, checksum_algorithm, checksum_type,
-    complete_parts, copy_source, copy_source_version, epoch_seconds, header_tags, metadata_of, mp_object_size,
-    object_attributes, parse_copy_range, replaced_tags, replaces_metadata, stored_headers,
-    upload_checksum, PartList,
+    complete_parts, copy_source, copy_source_version, epoch_seconds, header_tags, metadata_of,
+    mp_object_size, object_attributes, parse_copy_range, replaced_tags, replaces_metadata,
+    stored_headers, upload_checksum, PartList,
 };
 use crate::respond::{add_xml_checksum, add_xml_element, set_status};
 use crate::store::Store;

@@ -269,7 +269,8 @@ async fn read(
                     .open_object(&b, &k)
                     .map_err(|e| crate::versions::missing_key(s, &b, &k, e))?,
             };
-            let versioned = crate::versions::bucket_state(s, &b)?.status != crate::versions::Status::Off;
+            let versioned =
+                crate::versions::bucket_state(s, &b)?.status != crate::versions::Status::Off;
             Ok((f, i, versioned))
         })
         .await?;
@@ -660,7 +661,12 @@ pub(super) async fn delete_objects(
         .delete
         .objects
         .into_iter()
-        .map(|o| (o.key, version_param(o.version_id.as_deref()).map(str::to_string)))
+        .map(|o| {
+            (
+                o.key,
+                version_param(o.version_id.as_deref()).map(str::to_string),
+            )
+        })
         .collect();
     let results = g
         .run(move |s| {

@@ -77,7 +77,10 @@ impl LockHeaders {
         until: Option<&Timestamp>,
         hold: Option<&ObjectLockLegalHoldStatus>,
     ) -> LockHeaders {
-        let retention = match (mode.and_then(|m| lock::Mode::parse(m.as_str())), until.and_then(secs_of)) {
+        let retention = match (
+            mode.and_then(|m| lock::Mode::parse(m.as_str())),
+            until.and_then(secs_of),
+        ) {
             (Some(mode), Some(until)) => Some(Retention { mode, until }),
             _ => None,
         };
@@ -90,7 +93,13 @@ impl LockHeaders {
 
     /// Refuse them on a bucket without object lock; else give them to
     /// `meta`, with the caller's governance bypass (blocking).
-    pub(super) fn apply(self, s: &Store, bucket: &str, meta: &mut ObjectMeta, bypass: bool) -> crate::Result<()> {
+    pub(super) fn apply(
+        self,
+        s: &Store,
+        bucket: &str,
+        meta: &mut ObjectMeta,
+        bypass: bool,
+    ) -> crate::Result<()> {
         meta.bypass_governance = bypass;
         if !self.any {
             return Ok(());
@@ -111,7 +120,12 @@ pub(super) async fn put_bucket_versioning(
     req: S3Request<PutBucketVersioningInput>,
 ) -> S3Result<S3Response<PutBucketVersioningOutput>> {
     let i = req.input;
-    let status = match i.versioning_configuration.status.as_ref().map(|s| s.as_str()) {
+    let status = match i
+        .versioning_configuration
+        .status
+        .as_ref()
+        .map(|s| s.as_str())
+    {
         Some("Enabled") => Status::Enabled,
         Some("Suspended") => Status::Suspended,
         _ => return Err(to_s3_error(Error::MalformedXml)),
@@ -170,7 +184,10 @@ fn lock_rule(c: &ObjectLockConfiguration) -> S3Result<Option<lock::DefaultRetent
             let mut e = S3Error::with_message(S3ErrorCode::InvalidArgument, msg);
             crate::respond::with_error_elements(
                 &mut e,
-                &[("ArgumentName", name), ("ArgumentValue", &value.to_string())],
+                &[
+                    ("ArgumentName", name),
+                    ("ArgumentValue", &value.to_string()),
+                ],
             );
             Err(e)
         }
@@ -196,8 +213,17 @@ pub(super) async fn put_object_lock_configuration(
         return Err(VersionError::LockNeedsVersioning.to_s3());
     }
     let b = i.bucket;
-    g.run(move |s| versions::set_lock(s, &b, &LockConfig { enabled: true, rule }))
-        .await?;
+    g.run(move |s| {
+        versions::set_lock(
+            s,
+            &b,
+            &LockConfig {
+                enabled: true,
+                rule,
+            },
+        )
+    })
+    .await?;
     Ok(S3Response::new(PutObjectLockConfigurationOutput::default()))
 }
 
@@ -277,7 +303,12 @@ pub(super) async fn put_object_retention(
     g.run(move |s| {
         lock_enabled(s, &b)?;
         versions::update(s, &b, &k, v.as_deref(), |m| {
-            if !lock::may_replace(m.retention.as_ref(), Some(&new), bypass, versions::now_secs()) {
+            if !lock::may_replace(
+                m.retention.as_ref(),
+                Some(&new),
+                bypass,
+                versions::now_secs(),
+            ) {
                 return Err(VersionError::ObjectLocked { key: m.key.clone() }.into());
             }
             m.retention = Some(new);
@@ -375,10 +406,14 @@ pub(super) async fn list_object_versions(
     let owner = owner_of(&req);
     let i = req.input;
     if let Some(n) = i.max_keys.filter(|n| *n < 0) {
-        let mut e = S3Error::with_message(S3ErrorCode::InvalidArgument, "max-keys cannot be negative");
+        let mut e =
+            S3Error::with_message(S3ErrorCode::InvalidArgument, "max-keys cannot be negative");
         crate::respond::with_error_elements(
             &mut e,
-            &[("ArgumentName", "maxKeys"), ("ArgumentValue", &n.to_string())],
+            &[
+                ("ArgumentName", "maxKeys"),
+                ("ArgumentValue", &n.to_string()),
+            ],
         );
         return Err(e);
     }

@@ -52,7 +52,7 @@ pub fn new_id() -> String {
     let ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
-        .as_millis() as u128
+        .as_millis()
         & ((1 << 48) - 1);
     let rand = u128::from_str_radix(&crate::fsutil::rand_hex(10), 16).unwrap_or(0);
     let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());

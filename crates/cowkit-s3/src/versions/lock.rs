@@ -179,7 +179,12 @@ pub fn may_remove(retention: Option<&Retention>, legal_hold: bool, bypass: bool,
 /// an expired or missing one may be replaced by anything; a compliance one
 /// only by compliance until the same date or later; a governance one by a
 /// governance one as long or longer, or by anything with `bypass`.
-pub fn may_replace(old: Option<&Retention>, new: Option<&Retention>, bypass: bool, now: i64) -> bool {
+pub fn may_replace(
+    old: Option<&Retention>,
+    new: Option<&Retention>,
+    bypass: bool,
+    now: i64,
+) -> bool {
     let Some(old) = old.filter(|o| o.until > now) else {
         return true;
     };
@@ -227,10 +232,18 @@ mod tests {
             (Some("GOVERNANCE"), Some(1), Some(1)),
             (Some("GOVERNANCE"), None, None),
         ] {
-            assert_eq!(check_rule(m, d, y), Err(RuleError::Malformed), "{m:?} {d:?} {y:?}");
+            assert_eq!(
+                check_rule(m, d, y),
+                Err(RuleError::Malformed),
+                "{m:?} {d:?} {y:?}"
+            );
         }
         let period = |d, y| match check_rule(Some("COMPLIANCE"), d, y) {
-            Err(RuleError::Period { name, value, too_large }) => Some((name, value, too_large)),
+            Err(RuleError::Period {
+                name,
+                value,
+                too_large,
+            }) => Some((name, value, too_large)),
             _ => None,
         };
         assert_eq!(period(Some(-3), None), Some(("Days", -3, false)));

@@ -127,7 +127,9 @@ pub enum VersionError {
     LockNeedsVersioning,
     /// DeleteBucket of a bucket that holds only older versions or delete
     /// markers.
-    #[error("The bucket you tried to delete is not empty. You must delete all versions in the bucket.")]
+    #[error(
+        "The bucket you tried to delete is not empty. You must delete all versions in the bucket."
+    )]
     BucketHasVersions {
         /// The bucket.
         bucket: String,
@@ -165,7 +167,10 @@ impl VersionError {
                 let mut e = S3Error::with_message(code, msg);
                 e.set_status_code(status);
                 let mut h = http::HeaderMap::new();
-                h.insert("x-amz-delete-marker", http::HeaderValue::from_static("true"));
+                h.insert(
+                    "x-amz-delete-marker",
+                    http::HeaderValue::from_static("true"),
+                );
                 if let Ok(v) = http::HeaderValue::from_str(version) {
                     h.insert("x-amz-version-id", v);
                 }
@@ -173,9 +178,7 @@ impl VersionError {
                 return e;
             }
             VersionError::ObjectLocked { .. } => (S3ErrorCode::AccessDenied, H::FORBIDDEN),
-            VersionError::MissingLockConfiguration => {
-                (S3ErrorCode::InvalidRequest, H::BAD_REQUEST)
-            }
+            VersionError::MissingLockConfiguration => (S3ErrorCode::InvalidRequest, H::BAD_REQUEST),
             VersionError::LockConfigurationNotFound => (
                 S3ErrorCode::Custom("ObjectLockConfigurationNotFoundError".into()),
                 H::NOT_FOUND,
@@ -186,9 +189,7 @@ impl VersionError {
             ),
             VersionError::LockNeedsVersioning => (S3ErrorCode::InvalidBucketState, H::CONFLICT),
             VersionError::BucketHasVersions { .. } => (S3ErrorCode::BucketNotEmpty, H::CONFLICT),
-            VersionError::LockKeepsVersioning => {
-                (S3ErrorCode::InvalidBucketState, H::BAD_REQUEST)
-            }
+            VersionError::LockKeepsVersioning => (S3ErrorCode::InvalidBucketState, H::BAD_REQUEST),
         };
         let mut e = S3Error::with_message(code, self.to_string());
         e.set_status_code(status);

@@ -17,7 +17,12 @@ fn current(s: &Store, bucket: &str, key: &str) -> Result<Option<ObjectMeta>> {
 
 /// Refuse when retention or a legal hold protects `m`.
 fn check_unlocked(m: &ObjectMeta, bypass: bool) -> Result<()> {
-    if lock::may_remove(m.retention.as_ref(), m.legal_hold == Some(true), bypass, now_secs()) {
+    if lock::may_remove(
+        m.retention.as_ref(),
+        m.legal_hold == Some(true),
+        bypass,
+        now_secs(),
+    ) {
         Ok(())
     } else {
         Err(VersionError::ObjectLocked { key: m.key.clone() }.into())
@@ -139,7 +144,13 @@ pub struct Deleted {
 
 /// DeleteObject (with or without a version id) in any bucket; `bypass`:
 /// the caller asked to bypass governance retention and may.
-pub fn delete(s: &Store, bucket: &str, key: &str, version: Option<&str>, bypass: bool) -> Result<Deleted> {
+pub fn delete(
+    s: &Store,
+    bucket: &str,
+    key: &str,
+    version: Option<&str>,
+    bypass: bool,
+) -> Result<Deleted> {
     let st = bucket_state(s, bucket)?;
     if let Some(v) = version {
         check_id(v)?;
@@ -314,7 +325,9 @@ pub fn missing_key(s: &Store, bucket: &str, key: &str, e: Error) -> Error {
         let Some(d) = key_dir(s, bucket, key, false)? else {
             return Ok(None);
         };
-        Ok(older_in(&d, key)?.into_iter().max_by(|a, b| a.seq.cmp(&b.seq)))
+        Ok(older_in(&d, key)?
+            .into_iter()
+            .max_by(|a, b| a.seq.cmp(&b.seq)))
     })();
     match newest {
         Ok(Some(m)) if m.delete_marker => VersionError::DeleteMarker {
@@ -397,7 +410,9 @@ pub fn list(s: &Store, bucket: &str, q: &listing::Query) -> Result<Page<Listed>>
     };
     for key in s.keys(bucket, &q.prefix)? {
         if let Some(info) = s.stat_object(bucket, &key)? {
-            keys.entry(key).or_default().push(entry(info.meta, info.mtime));
+            keys.entry(key)
+                .or_default()
+                .push(entry(info.meta, info.mtime));
         }
     }
     if let Some((b, bp)) = bucket_versions(s, bucket, false)? {
