@@ -107,13 +107,10 @@ pub struct ObjectMeta {
     /// The object's tags, in the order given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<crate::tagging::Tag>,
-    /// The version id (`None`: the `null` version, or a bucket that is
-    /// not versioned; see [`crate::versions`]).
+    /// The version id (`None`: the `null` version; see [`crate::versions`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version_id: Option<String>,
-    /// The version's place among the key's versions (a version id made
-    /// when it was written; empty: written before the bucket was
-    /// versioned, the oldest).
+    /// The version's order among the key's (a version id; empty: oldest).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub seq: String,
     /// An older version's record that is a delete marker (no data).
@@ -125,8 +122,7 @@ pub struct ObjectMeta {
     /// Object lock legal hold of this version (`None`: never set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub legal_hold: Option<bool>,
-    /// Set by a write whose caller asked to bypass governance retention
-    /// and may ([`crate::versions::may_bypass_governance`]); never stored.
+    /// A write's caller bypasses governance retention; never stored.
     #[serde(skip)]
     pub bypass_governance: bool,
     /// The record this one replaced, kept until the new file is renamed
@@ -941,14 +937,7 @@ impl Store {
             cowkit_fs::Handle::new(&src, &src_path),
             cowkit_fs::Handle::new(dst.file(), &dst.path()),
         )?;
-        // A copy is a new object: its version and object lock are its own.
-        let mut meta = ObjectMeta {
-            version_id: None,
-            seq: String::new(),
-            retention: None,
-            legal_hold: None,
-            ..info.meta
-        };
+        let mut meta = crate::versions::as_new(info.meta);
         edit(&mut meta, &src)?;
         let meta = self.commit_object(bucket, key, dst, meta)?;
         Ok((meta, copied))

@@ -221,6 +221,19 @@ pub fn version_of(m: &ObjectMeta) -> &str {
     m.version_id.as_deref().unwrap_or(id::NULL)
 }
 
+/// `m` as the record of a new object made from it (a copy): its version
+/// and object lock are its own.
+pub fn as_new(m: ObjectMeta) -> ObjectMeta {
+    ObjectMeta {
+        version_id: None,
+        seq: String::new(),
+        delete_marker: false,
+        retention: None,
+        legal_hold: None,
+        ..m
+    }
+}
+
 // ---- bucket state -------------------------------------------------------
 
 /// A bucket's versioning status and object lock.
