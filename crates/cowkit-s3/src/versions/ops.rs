@@ -155,7 +155,10 @@ pub fn delete(
     if let Some(v) = version {
         check_id(v)?;
     }
-    if st.status == Status::Off && st.lock.is_none() && version.is_none_or(|v| v == id::NULL) {
+    // A directory object has no versions (a directory cannot have a
+    // second name): it goes as in an unversioned bucket.
+    let plain = st.status == Status::Off && st.lock.is_none();
+    if crate::names::is_dir_key(key) || (plain && version.is_none_or(|v| v == id::NULL)) {
         s.delete_object(bucket, key)?;
         return Ok(Deleted {
             version_id: version.map(str::to_string),

@@ -109,6 +109,11 @@ def test_issue_27_delete_markers(srv, s3):
     assert r["DeleteMarker"] is True and r["VersionId"] == marker
     assert open(os.path.join(srv.root, "vbk", "d", "k"), "rb").read() == b"one"
     assert body(s3, "vbk", "d/k") == b"one"
+    # A directory object has no versions: it goes as in an unversioned
+    # bucket (a directory cannot have a second name).
+    s3.put_object(Bucket="vbk", Key="dir/")
+    s3.delete_object(Bucket="vbk", Key="dir/")
+    assert not os.path.exists(os.path.join(srv.root, "vbk", "dir"))
     # Deleting the current version by id brings no marker.
     r = s3.delete_object(Bucket="vbk", Key="d/k", VersionId=v1)
     assert "DeleteMarker" not in r
