@@ -167,6 +167,7 @@ pub(crate) fn run(
         stager,
         gate,
         plan,
+        inputs: _,
     } = prepared;
     let mut opts = opts;
     opts.install.gate = gate.as_ref().map(|o| o.gate.clone());

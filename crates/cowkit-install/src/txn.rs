@@ -231,6 +231,9 @@ pub struct Prepared<'r> {
     /// What the transaction runs when nothing fails (empty without
     /// scriptlets).
     pub(crate) plan: Vec<crate::plan::PlanEntry>,
+    /// What holds the package files given to [`prepare`] (see
+    /// [`Prepared::release_before_final_sync`]).
+    pub(crate) inputs: Option<Box<dyn Send>>,
 }
 
 /// Turns a package into the file to install from, just before it is
@@ -296,19 +299,33 @@ impl Prepared<'_> {
         }
     }
 
+    /// Drop `inputs` (e.g. the directory of the package files given to
+    /// [`prepare`], once [`Prepared::use_files`] named others) as soon as
+    /// the transaction no longer reads them: after rpm's check and the
+    /// registration, before the final `syncfs` of the root's filesystems,
+    /// which would otherwise write back their dirty pages first.
+    pub fn release_before_final_sync(&mut self, inputs: Box<dyn Send>) {
+        self.inputs = Some(inputs);
+    }
+
     /// Stage each package through `stager` just before it is placed.
     pub fn stage_with(&mut self, stager: Stager) {
         self.stager = Some(stager);
     }
 
     /// Run it: scriptlets, files, registration (see the module docs).
-    pub fn run(self, progress: &dyn Progress) -> Result<TxSummary> {
+    pub fn run(mut self, progress: &dyn Progress) -> Result<TxSummary> {
         // Scriptlets of a root being built run without sync calls, one
         // session for the whole transaction (also the Lua host's).
         let scripts = !self.opts.test && self.plan.iter().any(|e| e.run.is_some());
         let path = self.root.path();
+        // From here to the registration signals wait, as with rpm's
+        // transaction lock (see [`crate::interrupt`]).
+        let _critical = crate::interrupt::Critical::enter();
         let session = crate::nosync::start(path, self.opts.keep_syncs, scripts)?;
+        let inputs = self.inputs.take();
         let result = crate::runner::run(self, progress, session.as_ref());
+        drop(inputs);
         crate::nosync::finish(session, result)
     }
 }
@@ -433,6 +450,7 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
         stager: None,
         gate,
         plan,
+        inputs: None,
     })
 }
 
