@@ -50,6 +50,10 @@ pub struct Install {
     pub root: PathBuf,
     /// Wall time of the command.
     pub seconds: f64,
+    /// The part of it that is dnf resolving (and, for cowkit, handing over
+    /// the package files): for cowkit from its `--json`, for dnf the time
+    /// of `dnf --assumeno install` on another empty root, run just before.
+    pub resolve_seconds: f64,
     /// Disk space the command took on the filesystem (`statvfs`, after a
     /// `syncfs`), the cache's included.
     pub disk_used_bytes: u64,
@@ -196,10 +200,15 @@ fn install(p: &Paths, method: &'static str, root: &Path) -> Result<Install, CliE
             .arg(root)
             .arg("--cache")
             .arg(&p.ck_cache)
-            .args(["--dbpath", DBPATH, "--"])
+            .args(["--json", "--dbpath", DBPATH, "--"])
             .args(dnf_args(p))
             .args(["install", TOP]);
         c
+    };
+    let dnf_resolve = if method == "dnf" {
+        Some(resolve(p, &root.with_extension("resolve"))?)
+    } else {
+        None
     };
     syncfs(root)?;
     let before = used(root)?;
@@ -207,6 +216,13 @@ fn install(p: &Paths, method: &'static str, root: &Path) -> Result<Install, CliE
     let out = cmd.output().map_err(|e| spawn_error("dnf", e))?;
     let seconds = t.elapsed().as_secs_f64();
     check(&out, &format!("{method} install {TOP}"))?;
+    let resolve_seconds = match dnf_resolve {
+        Some(s) => s,
+        None => serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .ok()
+            .and_then(|v| v["resolve_seconds"].as_f64())
+            .ok_or_else(|| CliError::msg("`cowkit dnf --json` printed no resolve_seconds"))?,
+    };
     syncfs(root)?;
     let disk_used_bytes = used(root)?.saturating_sub(before);
     let (shared_bytes, file_bytes) = shared(root, &list(root, &excluded(p))?)?;
@@ -214,10 +230,31 @@ fn install(p: &Paths, method: &'static str, root: &Path) -> Result<Install, CliE
         method,
         root: root.to_path_buf(),
         seconds,
+        resolve_seconds,
         disk_used_bytes,
         file_bytes,
         shared_bytes,
     })
+}
+
+/// Seconds of `dnf --assumeno install` [`TOP`] on the new empty root
+/// `root` (removed afterwards): dnf's resolve without its transaction.
+fn resolve(p: &Paths, root: &Path) -> Result<f64, CliError> {
+    mkdir(root)?;
+    let t = Instant::now();
+    let out = dnf(p, Some(root))
+        .args(["--assumeno", "install", TOP])
+        .output()
+        .map_err(|e| spawn_error("dnf", e))?;
+    let seconds = t.elapsed().as_secs_f64();
+    // dnf exits 1 after "Operation aborted"; anything else said on stderr
+    // is a failure.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !stderr.lines().all(|l| l.trim().is_empty() || l.contains("Operation aborted")) {
+        check(&out, &format!("dnf --assumeno install {TOP}"))?;
+    }
+    let _ = std::fs::remove_dir_all(root);
+    Ok(seconds)
 }
 
 /// [`EXCLUDED`] for this run.
