@@ -87,7 +87,13 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if !args.json {
         print!("{}", crate::probe::describe(&probe, false));
         println!();
-        print_copies(dir, &probe.src.fs_type, args.size_mib << 20, [&cowkit, &plain_copy], speedup);
+        print_copies(
+            dir,
+            &probe.src.fs_type,
+            args.size_mib << 20,
+            [&cowkit, &plain_copy],
+            speedup,
+        );
     }
     let packages = if args.no_packages {
         None

@@ -90,7 +90,10 @@ fn issue_28_demo_installs_equal_roots_that_share_blocks() {
     }
     let warm = installs[2]["disk_used_bytes"].as_u64().unwrap();
     let plain = dnf["disk_used_bytes"].as_u64().unwrap();
-    assert!(warm < plain / 2, "warm cowkit dnf used {warm} B, dnf {plain} B");
+    assert!(
+        warm < plain / 2,
+        "warm cowkit dnf used {warm} B, dnf {plain} B"
+    );
 
     // ... checked here without the demo's code.
     let nevras = rpm(&roots[0], &["-qa", "--qf", "%{NEVRA}\\n"]);

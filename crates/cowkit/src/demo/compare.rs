@@ -264,7 +264,9 @@ mod tests {
         let conf = b.join("etc/demo/a.conf");
         let mode = std::fs::metadata(&conf).unwrap().permissions();
         std::fs::set_permissions(&conf, std::fs::Permissions::from_mode(0o600)).unwrap();
-        assert!(diffs(&a, &b).iter().any(|l| l.starts_with("etc/demo/a.conf:")));
+        assert!(diffs(&a, &b)
+            .iter()
+            .any(|l| l.starts_with("etc/demo/a.conf:")));
         std::fs::set_permissions(&conf, mode).unwrap();
         assert_eq!(diffs(&a, &b), Vec::<String>::new());
 
@@ -280,6 +282,8 @@ mod tests {
         std::os::unix::fs::symlink("demo/b.conf", b.join("etc/link")).unwrap();
         assert!(diffs(&a, &b).iter().any(|l| l.starts_with("etc/link:")));
         std::fs::remove_file(b.join("etc/link")).unwrap();
-        assert!(diffs(&a, &b).iter().any(|l| l.starts_with("etc/link: only in")));
+        assert!(diffs(&a, &b)
+            .iter()
+            .any(|l| l.starts_with("etc/link: only in")));
     }
 }

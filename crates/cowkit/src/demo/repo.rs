@@ -105,8 +105,9 @@ pub fn spawn_error(tool: &str, e: std::io::Error) -> CliError {
         .iter()
         .find(|(t, _)| *t == tool)
         .map_or("", |(_, p)| p);
-    CliError::new(format!("cannot run `{tool}`"), e)
-        .hint(format!("install it (Debian package `{package}`), or run `cowkit demo --no-packages`"))
+    CliError::new(format!("cannot run `{tool}`"), e).hint(format!(
+        "install it (Debian package `{package}`), or run `cowkit demo --no-packages`"
+    ))
 }
 
 /// An error unless `out` is a success; the error shows its stderr.

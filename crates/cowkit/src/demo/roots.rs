@@ -34,7 +34,10 @@ pub const EXCLUDED: [(&str, &str); 6] = [
     ("var/lib/dnf", "dnf's history: transaction ids and times"),
     ("var/log", "dnf's logs, with times"),
     ("var/cache", "dnf's cache"),
-    ("etc/dnf", "dnf's module state, made by dnf, owned by no package"),
+    (
+        "etc/dnf",
+        "dnf's module state, made by dnf, owned by no package",
+    ),
     (
         "{cache}",
         "the empty copy of its cache directory's path that dnf makes in a root",
@@ -134,11 +137,7 @@ pub fn run(dir: &Path, keep: bool) -> Result<Packages, CliError> {
         .map_err(|e| spawn_error("dnf", e))?;
     check(&out, "dnf makecache")?;
     let mut installs = Vec::new();
-    for method in [
-        "dnf",
-        "cowkit dnf (cold cache)",
-        "cowkit dnf (warm cache)",
-    ] {
+    for method in ["dnf", "cowkit dnf (cold cache)", "cowkit dnf (warm cache)"] {
         let slug = method.replace(['(', ')'], "").replace(' ', "-");
         installs.push(install(&p, method, &work.dir.join("roots").join(slug))?);
     }
@@ -250,7 +249,10 @@ fn resolve(p: &Paths, root: &Path) -> Result<f64, CliError> {
     // dnf exits 1 after "Operation aborted"; anything else said on stderr
     // is a failure.
     let stderr = String::from_utf8_lossy(&out.stderr);
-    if !stderr.lines().all(|l| l.trim().is_empty() || l.contains("Operation aborted")) {
+    if !stderr
+        .lines()
+        .all(|l| l.trim().is_empty() || l.contains("Operation aborted"))
+    {
         check(&out, &format!("dnf --assumeno install {TOP}"))?;
     }
     let _ = std::fs::remove_dir_all(root);
@@ -321,7 +323,12 @@ fn rpm(p: &Paths, root: &Path, args: &[&str]) -> Result<Vec<String>, CliError> {
 
 /// `syncfs` of the filesystem of `dir`.
 fn syncfs(dir: &Path) -> Result<(), CliError> {
-    let err = |e| CliError::new(format!("cannot sync the filesystem of `{}`", dir.display()), e);
+    let err = |e| {
+        CliError::new(
+            format!("cannot sync the filesystem of `{}`", dir.display()),
+            e,
+        )
+    };
     let f = std::fs::File::open(dir).map_err(err)?;
     rustix::fs::syncfs(&f).map_err(|e| err(e.into()))
 }
@@ -329,7 +336,10 @@ fn syncfs(dir: &Path) -> Result<(), CliError> {
 /// Bytes in use on the filesystem of `dir`.
 fn used(dir: &Path) -> Result<u64, CliError> {
     let s = rustix::fs::statvfs(dir).map_err(|e| {
-        CliError::new(format!("cannot statvfs `{}`", dir.display()), std::io::Error::from(e))
+        CliError::new(
+            format!("cannot statvfs `{}`", dir.display()),
+            std::io::Error::from(e),
+        )
     })?;
     Ok((s.f_blocks - s.f_bfree) * s.f_frsize)
 }
