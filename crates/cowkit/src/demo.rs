@@ -239,7 +239,12 @@ fn print_packages(p: &roots::Packages) {
 
 fn write_source(path: &Path, bytes: u64) -> Result<(), CliError> {
     let err = |e: std::io::Error| CliError::new(format!("cannot write `{}`", path.display()), e);
-    let f = File::create(path).map_err(err)?;
+    // A new file (`O_EXCL`): never one planted at this name, nor a symlink.
+    let f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(err)?;
     let mut block = vec![0u8; 1 << 20];
     let mut x = 0x2545_F491_4F6C_DD1Du64;
     let mut off = 0;
@@ -263,8 +268,7 @@ fn timed_copy(chain: Chain, src: &Path, dst: &Path) -> Result<Run, CliError> {
     let d = OpenOptions::new()
         .read(true)
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .open(dst)
         .map_err(|e| CliError::new(ctx(), e))?;
     let t = Instant::now();
@@ -303,5 +307,29 @@ fn same_content(a: &Path, b: &Path) -> std::io::Result<bool> {
         if ba[..n] != bb[..n] {
             return Ok(false);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 28 (found while reworking the demo): root runs the demo in a
+    /// directory the user names, at predictable names; a symlink planted
+    /// at one of them must not send the demo's writes elsewhere.
+    #[test]
+    fn issue_28_demo_files_are_never_written_through_a_symlink() {
+        let d = tempfile::tempdir().unwrap();
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, "keep\n").unwrap();
+        let planted = d.path().join("planted");
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        assert!(write_source(&planted, 4096).is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep\n");
+
+        let src = d.path().join("source");
+        write_source(&src, 4096).unwrap();
+        assert!(timed_copy(Chain::AUTO, &src, &planted).is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep\n");
     }
 }
