@@ -1,9 +1,10 @@
 //! The parallel tree remove: see [`remove()`].
 //!
-//! The shared [`walk`](crate::walk): a directory is opened relative to its
-//! parent, listed (what is not a directory is unlinked on the spot), and
-//! removed once its last subdirectory is gone; past the descriptor budget
-//! a subtree is removed depth first ([`walk::descend`]).
+//! On the crate's shared walk (module `walk`): a directory is opened
+//! relative to its parent, listed (what is not a directory is unlinked on
+//! the spot), and removed once its last subdirectory is gone; past the
+//! descriptor budget a subtree is removed depth first, one directory open
+//! at a time.
 
 use std::ffi::{CStr, CString, OsStr};
 use std::ops::ControlFlow;

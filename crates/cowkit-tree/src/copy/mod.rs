@@ -2,7 +2,7 @@
 //!
 //! - `dir`: destination directories (created with their final
 //!   permissions, listed, given their metadata once their children are
-//!   done), walked with the shared [`crate::walk`];
+//!   done), walked with the crate's shared walk (module `walk`);
 //! - `entry`: what is not a directory (regular files through the
 //!   `Copier`, symlinks, special files), and metadata;
 //! - `links`: hardlink groups, shared between the sources of one command.
