@@ -232,9 +232,10 @@ def test_issue_27_list_buckets_pages_with_region(srv):
     out = c.list_buckets(Prefix="my-", MaxBuckets=2, ContinuationToken=out["ContinuationToken"])
     assert [b["Name"] for b in out["Buckets"]] == ["my-c"]
     assert "ContinuationToken" not in out
-    for bad in (0, -3, 10001):
+    raw = srv.client(parameter_validation=False)
+    for bad in (0, -3, 10001, 2000000):
         with pytest.raises(ClientError) as e:
-            c.list_buckets(MaxBuckets=bad)
+            raw.list_buckets(MaxBuckets=bad)
         assert code(e) == "InvalidArgument"
         assert e.value.response["Error"]["Message"] == \
             "Argument max-buckets must be an integer between 1 and 10000."
