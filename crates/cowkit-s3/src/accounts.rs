@@ -180,9 +180,9 @@ impl From<cowkit_fs::IoError> for AccountsError {
 
 type Result<T, E = AccountsError> = std::result::Result<T, E>;
 
-/// Why `access` cannot be an access key (1 to 128 of `A-Z a-z 0-9 - _ . ~
-/// + = @`: it appears in query strings and credential scopes), if it
-/// cannot.
+/// Why `access` cannot be an access key (1 to 128 letters, digits and
+/// `- _ . ~ + = @`: it appears in query strings and credential scopes),
+/// if it cannot.
 pub fn check_access(access: &str) -> Result<(), String> {
     if access.is_empty() || access.len() > MAX_ACCESS {
         return Err(format!(
@@ -229,7 +229,10 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Vec<Account>> {
         check_access(&a.access).map_err(&corrupt)?;
         check_secret(&a.secret).map_err(|w| corrupt(format!("account `{}`: {w}", a.access)))?;
         if !seen.insert(a.access.as_str()) {
-            return Err(corrupt(format!("access key `{}` is listed twice", a.access)));
+            return Err(corrupt(format!(
+                "access key `{}` is listed twice",
+                a.access
+            )));
         }
     }
     Ok(file.accounts)
@@ -382,8 +385,8 @@ impl Accounts {
     /// The store in the directory `path` (made if missing), walked from `/`
     /// so that no directory on the way can be swapped by someone else.
     pub fn open_dir(path: &Path, root: Option<(String, String)>, fsync: bool) -> Result<Accounts> {
-        let (fd, untrusted) = cowkit_fs::trust::open_dir_walked(path, Some(me()), true)
-            .map_err(|e| match e {
+        let (fd, untrusted) =
+            cowkit_fs::trust::open_dir_walked(path, Some(me()), true).map_err(|e| match e {
                 cowkit_fs::trust::WalkError::Io(e) => e.into(),
                 cowkit_fs::trust::WalkError::Untrusted { path, why } => {
                     AccountsError::Untrusted { path, why }

@@ -20,11 +20,7 @@ fn hdrs(pairs: &[(&str, &str)]) -> http::HeaderMap {
 }
 
 fn t(method: &str, uri: &str, h: &[(&str, &str)]) -> Target {
-    target(
-        &method.parse().unwrap(),
-        &uri.parse().unwrap(),
-        &hdrs(h),
-    )
+    target(&method.parse().unwrap(), &uri.parse().unwrap(), &hdrs(h))
 }
 
 #[test]
@@ -87,7 +83,11 @@ fn issue_27_targets_of_requests() {
     assert_eq!(t("GET", "/b/k", &[]), bucket("b", None));
     assert_eq!(t("DELETE", "/b", &[]), bucket("b", None));
     assert_eq!(
-        t("PUT", "/b/k", &[("x-amz-copy-source", "/src/a/b?versionId=1")]),
+        t(
+            "PUT",
+            "/b/k",
+            &[("x-amz-copy-source", "/src/a/b?versionId=1")]
+        ),
         bucket("b", Some("src"))
     );
     assert_eq!(
@@ -188,7 +188,10 @@ fn issue_27_store_round_trip() {
         Some(p("alice", Role::UserPlus))
     );
     a.delete("bob").unwrap();
-    assert!(matches!(a.delete("bob"), Err(AccountsError::NotFound { .. })));
+    assert!(matches!(
+        a.delete("bob"),
+        Err(AccountsError::NotFound { .. })
+    ));
     assert!(matches!(
         a.update("bob", Update::default()),
         Err(AccountsError::NotFound { .. })
@@ -224,6 +227,7 @@ fn issue_27_store_size_is_bounded() {
     let a = Accounts::open_dir(&dir, key_pair(), false).unwrap();
     let f = std::fs::OpenOptions::new()
         .create(true)
+        .truncate(true)
         .write(true)
         .mode(0o600)
         .open(a.path())

@@ -108,14 +108,23 @@ pub fn flat_xml(doc: &str) -> Option<(String, Vec<(String, String)>)> {
     let rest = s.strip_prefix('<')?;
     let end = rest.find('>')?;
     let head = &rest[..end];
-    let root = head.split_whitespace().next()?.trim_end_matches('/').to_string();
+    let root = head
+        .split_whitespace()
+        .next()?
+        .trim_end_matches('/')
+        .to_string();
     if root.is_empty() || root.starts_with(['!', '?', '/']) {
         return None;
     }
     if head.ends_with('/') {
-        return rest[end + 1..].trim().is_empty().then(|| (root, Vec::new()));
+        return rest[end + 1..]
+            .trim()
+            .is_empty()
+            .then(|| (root, Vec::new()));
     }
-    let mut body = rest[end + 1..].trim_end().strip_suffix(&format!("</{root}>"))?;
+    let mut body = rest[end + 1..]
+        .trim_end()
+        .strip_suffix(&format!("</{root}>"))?;
     let mut out = Vec::new();
     loop {
         body = body.trim_start();
@@ -194,12 +203,7 @@ fn id(v: &str) -> Option<i64> {
 /// The account a `create-user` body describes.
 pub fn parse_account(doc: &str) -> S3Result<Account> {
     let (_, fields) = flat_xml(doc).ok_or_else(malformed_xml)?;
-    let get = |n: &str| {
-        fields
-            .iter()
-            .find(|(k, _)| k == n)
-            .map(|(_, v)| v.as_str())
-    };
+    let get = |n: &str| fields.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
     let role = Role::parse(get("Role").unwrap_or("")).ok_or_else(invalid_role)?;
     let num = |n: &str| id(get(n).unwrap_or("")).ok_or_else(malformed_xml);
     Ok(Account {
@@ -338,13 +342,15 @@ impl Admin {
     ) -> S3Result<S3Response<s3s::Body>> {
         use http::StatusCode as S;
         let access = || {
-            query(uri, "access").filter(|a| !a.is_empty()).ok_or_else(|| {
-                admin_error(
-                    "XAdminInvalidArgument",
-                    "User access key ID is missing.",
-                    S::NOT_FOUND,
-                )
-            })
+            query(uri, "access")
+                .filter(|a| !a.is_empty())
+                .ok_or_else(|| {
+                    admin_error(
+                        "XAdminInvalidArgument",
+                        "User access key ID is missing.",
+                        S::NOT_FOUND,
+                    )
+                })
         };
         let acc = &self.accounts;
         match path {
@@ -380,7 +386,10 @@ impl Admin {
 
     /// The root account's name for buckets without an owner.
     fn root_owner(&self) -> String {
-        self.accounts.root_access().unwrap_or("anonymous").to_string()
+        self.accounts
+            .root_access()
+            .unwrap_or("anonymous")
+            .to_string()
     }
 
     fn change_owner(&self, uri: &http::Uri) -> S3Result<S3Response<s3s::Body>> {
@@ -429,7 +438,12 @@ impl Admin {
                 http::StatusCode::BAD_REQUEST,
             ));
         }
-        if self.accounts.find(&owner).map_err(accounts_error)?.is_none() {
+        if self
+            .accounts
+            .find(&owner)
+            .map_err(accounts_error)?
+            .is_none()
+        {
             return Err(user_not_found());
         }
         let (rest, tags) =
@@ -490,7 +504,13 @@ mod tests {
             parse_account(&bad_role).unwrap_err().code().as_str(),
             "XAdminInvalidArgument"
         );
-        for bad in ["", "<Account>", "<Account><Access>a</Account>", "<A><B><C>x</C></B></A>", "junk"] {
+        for bad in [
+            "",
+            "<Account>",
+            "<Account><Access>a</Account>",
+            "<A><B><C>x</C></B></A>",
+            "junk",
+        ] {
             assert_eq!(
                 parse_account(bad).unwrap_err().code(),
                 &S3ErrorCode::MalformedXML,

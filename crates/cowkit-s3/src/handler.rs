@@ -106,7 +106,9 @@ impl Access {
             ("x-amz-source-expected-bucket-owner", source),
         ] {
             let Some(v) = headers.get(h) else { continue };
-            let owner = b.and_then(owner_of).unwrap_or_else(|| who.access_key.clone());
+            let owner = b
+                .and_then(owner_of)
+                .unwrap_or_else(|| who.access_key.clone());
             if v.as_bytes() != owner.as_bytes() {
                 return Err(access_denied());
             }
@@ -124,7 +126,14 @@ impl s3s::access::S3Access for Access {
     async fn check(&self, cx: &mut s3s::access::S3AccessContext<'_>) -> s3s::S3Result<()> {
         let (method, uri, headers) = (cx.method().clone(), cx.uri().clone(), cx.headers().clone());
         let creds = cx.credentials().cloned();
-        Access::check(self, creds.as_ref(), &method, &uri, &headers, cx.extensions_mut())
+        Access::check(
+            self,
+            creds.as_ref(),
+            &method,
+            &uri,
+            &headers,
+            cx.extensions_mut(),
+        )
     }
 }
 
@@ -441,7 +450,10 @@ impl Handler {
     pub fn new(cfg: &Config) -> Result<Handler> {
         let store = Store::open(&cfg.root, cfg.store.clone())?;
         let accounts = open_accounts(cfg, &store)?;
-        let root_owner = cfg.credentials.as_ref().map_or("anonymous", |c| c.0.as_str());
+        let root_owner = cfg
+            .credentials
+            .as_ref()
+            .map_or("anonymous", |c| c.0.as_str());
         let gateway = S3Gateway::new(store)
             .with_region(&cfg.region)
             .with_root_owner(root_owner);

@@ -186,7 +186,10 @@ pub fn max_buckets(v: Option<i32>) -> S3Result<usize> {
             );
             crate::respond::with_error_elements(
                 &mut e,
-                &[("ArgumentName", "max-buckets"), ("ArgumentValue", &n.to_string())],
+                &[
+                    ("ArgumentName", "max-buckets"),
+                    ("ArgumentValue", &n.to_string()),
+                ],
             );
             Err(e)
         }
@@ -208,10 +211,7 @@ pub fn buckets_page<T>(
         .filter(|b| name(b).starts_with(prefix) && token.is_none_or(|t| name(b) > t));
     let page: Vec<T> = rest.by_ref().take(max).collect();
     let more = rest.next().is_some();
-    let next = page
-        .last()
-        .filter(|_| more)
-        .map(|b| name(b).to_string());
+    let next = page.last().filter(|_| more).map(|b| name(b).to_string());
     BucketsPage {
         buckets: page,
         next,
@@ -222,7 +222,12 @@ pub fn buckets_page<T>(
 mod bucket_tests {
     use super::*;
 
-    fn page(all: &[&str], prefix: &str, token: Option<&str>, max: usize) -> (Vec<String>, Option<String>) {
+    fn page(
+        all: &[&str],
+        prefix: &str,
+        token: Option<&str>,
+        max: usize,
+    ) -> (Vec<String>, Option<String>) {
         let all: Vec<String> = all.iter().map(|s| s.to_string()).collect();
         let p = buckets_page(all, |s| s.as_str(), prefix, token, max);
         (p.buckets, p.next)
@@ -231,8 +236,14 @@ mod bucket_tests {
     #[test]
     fn issue_27_list_buckets_pages_by_name() {
         let all = ["a", "b", "c", "d", "e"];
-        assert_eq!(page(&all, "", None, 3), (vec!["a".into(), "b".into(), "c".into()], Some("c".into())));
-        assert_eq!(page(&all, "", Some("c"), 3), (vec!["d".into(), "e".into()], None));
+        assert_eq!(
+            page(&all, "", None, 3),
+            (vec!["a".into(), "b".into(), "c".into()], Some("c".into()))
+        );
+        assert_eq!(
+            page(&all, "", Some("c"), 3),
+            (vec!["d".into(), "e".into()], None)
+        );
         // Exactly the page size: no token.
         assert_eq!(page(&all, "", None, 5).1, None);
         // A token that names no bucket still pages by order.
@@ -245,8 +256,14 @@ mod bucket_tests {
         let all = ["my-a", "my-b", "other", "my-c", "zz"];
         let mut all = all.to_vec();
         all.sort();
-        assert_eq!(page(&all, "my-", None, 2), (vec!["my-a".into(), "my-b".into()], Some("my-b".into())));
-        assert_eq!(page(&all, "my-", Some("my-b"), 2), (vec!["my-c".into()], None));
+        assert_eq!(
+            page(&all, "my-", None, 2),
+            (vec!["my-a".into(), "my-b".into()], Some("my-b".into()))
+        );
+        assert_eq!(
+            page(&all, "my-", Some("my-b"), 2),
+            (vec!["my-c".into()], None)
+        );
         assert_eq!(page(&all, "nothing", None, 2), (vec![], None));
     }
 

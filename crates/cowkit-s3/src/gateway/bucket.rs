@@ -87,15 +87,17 @@ pub(super) async fn create_bucket(
     let name = b.clone();
     let owner = (who != g.root_owner).then_some(who.clone());
     let root = g.root_owner.clone();
-    g.run(move |s| match s.create_bucket_owned(&b, tags, owner.as_deref()) {
-        // S3: another account's bucket is BucketAlreadyExists.
-        Err(crate::Error::BucketExists { .. })
-            if s.bucket_owner(&b).ok().flatten().unwrap_or(root) != who =>
-        {
-            Err(crate::Error::BucketTaken { bucket: b })
-        }
-        r => r,
-    })
+    g.run(
+        move |s| match s.create_bucket_owned(&b, tags, owner.as_deref()) {
+            // S3: another account's bucket is BucketAlreadyExists.
+            Err(crate::Error::BucketExists { .. })
+                if s.bucket_owner(&b).ok().flatten().unwrap_or(root) != who =>
+            {
+                Err(crate::Error::BucketTaken { bucket: b })
+            }
+            r => r,
+        },
+    )
     .await?;
     Ok(with_bucket_arn(
         S3Response::new(CreateBucketOutput {
