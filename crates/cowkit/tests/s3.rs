@@ -5,7 +5,8 @@
 //! requests and the other round-2 conformance fixes). `test_issue16.py` there holds the
 //! checks of issue 16 (checksums, refusals, auth edge cases, partNumber,
 //! directory objects, listings), `test_tagging.py` object and bucket
-//! tagging, `test_round3.py` the other round-3 fixes, `test_round4.py` round 4's;
+//! tagging, `test_round3.py` the other round-3 fixes, `test_round4.py` round 4's,
+//! `test_accounts.py` issue 27's accounts, admin API and ListBuckets pages;
 //! the full conformance suite is
 //! `scripts/s3-conformance.sh` (not run here: it needs Go and minutes).
 //!
