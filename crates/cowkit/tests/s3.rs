@@ -10,7 +10,8 @@
 //! the aws-chunked framing, `test_keys_and_values.py` keys that are not
 //! paths and the values the VersityGW suite checks, `test_get_body.py` the
 //! GetObject body paths, `test_slow_connections.py` slow, idle and too
-//! many connections (`docs/testing.md` says more of each);
+//! many connections, `test_accounts.py` accounts, the admin API and
+//! ListBuckets pages (`docs/testing.md` says more of each);
 //! the full conformance suite is
 //! `scripts/s3-conformance.sh` (not run here: it needs Go and minutes).
 //!
