@@ -12,6 +12,8 @@
 //! - [`tagging`]: S3's rules for object tags, kept in the object's record.
 //! - [`versions`]: bucket versioning (older versions kept by a second name
 //!   of the same inode) and object lock (retention, legal hold).
+//! - [`accounts`]: accounts with roles besides the server's key pair;
+//!   [`admin`]: VersityGW's admin API over them.
 //! - [`gateway`]: the [`s3s::S3`] implementation; [`server`]: hyper, the
 //!   access log, graceful shutdown.
 //!
@@ -33,6 +35,8 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod accounts;
+pub mod admin;
 pub mod body;
 pub mod checksum;
 pub mod chunked;

@@ -195,12 +195,13 @@ pub fn may_replace(
     }
 }
 
-/// Who may bypass governance retention. Today the gateway has one key
-/// pair, its root: every signed request is the root's, so the answer is
-/// yes for every caller (an anonymous one included, on a server started
-/// with `--anonymous`, which has no other callers). Accounts with roles
-/// will narrow this to the callers whose role allows
-/// `s3:BypassGovernanceRetention`.
+/// Who may bypass governance retention: the bucket's owner and admins, as
+/// VersityGW has it. A request reaches this only from an admin or from the
+/// account that owns the bucket (`crate::accounts::allowed` refuses every
+/// other account before the operation runs; an anonymous caller exists
+/// only on a server started with `--anonymous`, which has no other), so
+/// the answer is yes. A bucket policy granting `s3:BypassGovernanceRetention`
+/// to others is not modelled.
 pub fn may_bypass_governance(_access_key: Option<&str>) -> bool {
     true
 }
