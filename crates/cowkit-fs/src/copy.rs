@@ -35,7 +35,7 @@ use serde::Serialize;
 
 use crate::align::{align_down, align_up, block_size};
 use crate::error::{io, Error, Result};
-use crate::sys;
+use crate::sys::clone::ficlonerange;
 
 /// A way of moving file data, in the order the chain tries them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -692,7 +692,7 @@ impl Copier {
         if clone_end > mid_start {
             let at = job.dst_off + (mid_start - job.src_off);
             if let Err(e) =
-                sys::ficlonerange(job.src, mid_start, clone_end - mid_start, job.dst, at)
+                ficlonerange(job.src, mid_start, clone_end - mid_start, job.dst, at)
             {
                 return Err(self.classify(Method::Clone, job, e));
             }

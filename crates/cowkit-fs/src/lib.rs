@@ -20,6 +20,8 @@
 //! - [`send`]: `sendfile` from a file into a socket.
 //! - [`trust`]: who else can change a file, and a directory opened one
 //!   component at a time, each one passed checked.
+//! - [`verity`]: fs-verity, enabled on a file and its digest read.
+//! - [`lock`]: byte-range locks owned by an open file description.
 //! - [`workdir`]: working directories held under a `flock`, removed on
 //!   drop, on a signal, or by the next sweep after a kill.
 //!
@@ -53,43 +55,7 @@ mod sys;
 pub mod trust;
 pub mod workdir;
 
-/// fs-verity: enable it on a file, read a file's digest.
-pub mod verity {
-    pub use crate::sys::{
-        enable_verity as enable, measure_verity as measure, FS_VERITY_HASH_ALG_SHA256,
-    };
-}
-
-/// fanotify: a notification group reporting file ids, filesystem marks.
-pub mod fanotify {
-    pub use crate::sys::{
-        fanotify_init_fid as init_fid, fanotify_mark_filesystem as mark_filesystem,
-    };
-}
-
-/// Seccomp for `cowkit nosync`: installing a filter without `no_new_privs`,
-/// or with a user-notification listener (also in a child between `fork`
-/// and `exec`: `seccomp_on_exec`), and answering its notifications
-/// (system calls rustix does not wrap).
-pub mod seccomp {
-    pub use crate::sys::{
-        seccomp_filter_with_listener, seccomp_notif_id_valid, seccomp_notif_recv,
-        seccomp_notif_send, seccomp_on_exec, seccomp_set_mode_filter,
-        syncfs_answers_a_bad_descriptor, take_inherited_fd, BpfInsn, ExecFilter, SeccompNotif,
-    };
-}
-
-/// Byte-range locks owned by an open file description (OFD locks): they
-/// exclude threads of one process as well as other processes and hosts.
-pub mod lock {
-    pub use crate::sys::ofd_lock_write as write;
-}
-
-/// Reaping a child with its resource usage (`wait4`), for tests that bound
-/// the memory of what they run.
-pub mod process {
-    pub use crate::sys::{wait4_nohang, Reaped};
-}
+pub use sys::{lock, verity};
 
 pub use copy::{Bytes, Chain, Copied, Copier, Fallback, Handle, Method, Reason, Tally};
 pub use error::{Error, IoError, Result};

@@ -507,7 +507,7 @@ fn mounted_during_run(before: &[mounts::Mount], left: &[Left]) -> AfterRun {
 /// the nosync seccomp filter (which cannot see the descriptor table) or
 /// any other filter that answers sync calls with 0.
 pub fn sync_calls_suppressed() -> bool {
-    cowkit_fs::seccomp::syncfs_answers_a_bad_descriptor()
+    cowkit_sys::seccomp::syncfs_answers_a_bad_descriptor()
 }
 
 /// The counters of the stats file, at most [`STATS_LIMIT`] bytes of it,
@@ -607,7 +607,7 @@ pub fn exec(
         let sock = std::env::var(crate::notify::ENV)
             .ok()
             .and_then(|v| v.parse().ok())
-            .and_then(|n| cowkit_fs::seccomp::take_inherited_fd(n).ok());
+            .and_then(|n| cowkit_sys::fd::take_inherited(n).ok());
         let r = match sock {
             Some(sock) => crate::filter::install_with_listener().and_then(|(i, listener)| {
                 // Without its listener the filter's calls would fail with
