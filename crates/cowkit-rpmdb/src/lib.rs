@@ -387,7 +387,7 @@ fn existing(root: &Root) -> Result<Option<String>> {
         };
         let dir = root.open_dir(&rel)?;
         for f in DB_FILES {
-            if cowkit_fs::root::stat_at(&dir, f).ok().flatten().is_some() {
+            if cowkit_fs::dir::stat_at(&dir, f).ok().flatten().is_some() {
                 return Ok(Some(real));
             }
         }
