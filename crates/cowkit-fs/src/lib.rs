@@ -59,25 +59,3 @@ pub use sys::{lock, verity};
 
 pub use copy::{Bytes, Chain, Copied, Copier, Fallback, Handle, Method, Reason, Tally};
 pub use error::{Error, IoError, Result};
-
-/// The bytes of the hex string `s` (either case), or `None` if it is not
-/// hex.
-pub fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
-/// Lower-case hex of `b` (digests in names, messages and records).
-pub fn hex(b: &[u8]) -> String {
-    use std::fmt::Write;
-    b.iter()
-        .fold(String::with_capacity(b.len() * 2), |mut s, x| {
-            let _ = write!(s, "{x:02x}");
-            s
-        })
-}

@@ -542,4 +542,3 @@ fn check_expected(pkg: &cowkit_archive::rpm::Package, path: &Path, opts: &Option
     }
 }
 
-pub(crate) use cowkit_fs::hex;

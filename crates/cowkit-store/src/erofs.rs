@@ -338,7 +338,7 @@ pub fn write(entries: &[Entry], opts: &Options) -> Result<Vec<u8>> {
                 let digest = e.digest.as_deref().ok_or_else(|| {
                     Error::Image(format!("`{}` was not imported", e.path.display()))
                 })?;
-                let raw = cowkit_fs::unhex(digest)
+                let raw = hex::decode(digest).ok()
                     .filter(|r| r.len() == 32)
                     .ok_or_else(|| Error::Image(format!("bad digest `{digest}`")))?;
                 xattrs.push((
@@ -624,7 +624,7 @@ mod tests {
         let f = &all[Path::new("d/file-123")];
         assert_eq!((f.size, f.uid, f.gid, f.mtime), (123_000, 1, 2, (7, 8)));
         let mut fp = b"sha256:".to_vec();
-        fp.extend(cowkit_fs::unhex(&format!("{:064x}", 123_000)).unwrap());
+        fp.extend(hex::decode(format!("{:064x}", 123_000)).unwrap());
         assert_eq!(f.xattrs[FINGERPRINT_XATTR.as_bytes()], fp);
         assert_eq!(all[Path::new("d")].nlink, 2);
         assert_eq!(all[Path::new("d/hl")].nid, all[Path::new("d/file-001")].nid);

@@ -143,7 +143,7 @@ pub fn read_package(store: &Store, x: &ExtentsFile, ids: Ids<'_>) -> Result<(Vec
                     }
                     Some(Content::Extent(ext)) if ext.length == f.size => {
                         let sha = (files.algo == DigestAlgo::Sha256)
-                            .then(|| f.digest.as_deref().map(cowkit_fs::hex))
+                            .then(|| f.digest.as_deref().map(hex::encode))
                             .flatten();
                         let sha_given = sha.is_some();
                         let (digest, new, method) = store.import_range(

@@ -165,9 +165,7 @@ pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
 }
 
 /// Lower-case hex of `b`.
-pub fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
+pub use hex::encode as hex;
 
 /// Lower-case hex SHA-256 of `b`.
 pub fn sha256_hex(b: &[u8]) -> String {
