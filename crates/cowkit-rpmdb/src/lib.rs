@@ -349,6 +349,7 @@ impl Drop for Scratch<'_> {
 }
 
 /// Entry points for the fuzz targets (`fuzz/`), not an API.
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing {
     /// `data` as a root's rpm macro file: its plain definitions read and

@@ -40,6 +40,7 @@ pub mod fault;
 pub mod fleet;
 mod fsutil;
 #[doc(hidden)]
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod gateway;
 pub mod handler;

@@ -38,6 +38,7 @@ use sha2::{Digest, Sha256};
 
 pub mod digests;
 pub mod erofs;
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod image;
 pub mod mount;
