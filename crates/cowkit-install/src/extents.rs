@@ -13,7 +13,7 @@ use cowkit_extents::open::{Content, ExtentsFile};
 use cowkit_fs::root::Root;
 use cowkit_fs::{Copier, Handle, IoError};
 
-use crate::tree::Target;
+use crate::target::Target;
 use crate::{finish, Error, Options, Owners, Progress, Result, Summary};
 
 pub(crate) fn install(

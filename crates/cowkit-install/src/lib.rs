@@ -41,7 +41,7 @@ mod refuse;
 mod runner;
 pub mod scripts;
 mod stream;
-mod tree;
+mod target;
 pub mod txn;
 mod verify;
 
@@ -489,9 +489,9 @@ pub(crate) fn check_not_truncated_extents(file: &File, path: &Path) -> Result<()
 /// nodes, the new directories renamed into place, directory metadata
 /// (deepest first), and `--verify`.
 fn finish(
-    target: &mut tree::Target<'_>,
+    target: &mut target::Target<'_>,
     files: &cowkit_archive::files::FileList,
-    places: &[Option<tree::Place>],
+    places: &[Option<target::Place>],
     opts: &Options,
     s: &mut Summary,
     verified_inline: bool,
