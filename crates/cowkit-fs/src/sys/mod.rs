@@ -4,11 +4,11 @@
 //! calls. Opcodes come from `linux-raw-sys`, never written by hand, except
 //! XFS's, which it does not have (built with `rustix::ioctl::opcode`).
 //!
-//! - [`clone`]: `FICLONERANGE`;
-//! - [`fiemap`]: `FS_IOC_FIEMAP`;
-//! - [`verity`]: `FS_IOC_ENABLE_VERITY`, `FS_IOC_MEASURE_VERITY`;
-//! - [`lock`]: `F_OFD_SETLK`, `F_OFD_SETLKW`;
-//! - [`xfs`]: `XFS_IOC_FSGEOMETRY_V1`.
+//! - [`clone`]: the `FICLONERANGE` ioctl;
+//! - [`fiemap`]: the `FS_IOC_FIEMAP` ioctl;
+//! - [`verity`]: the `FS_IOC_ENABLE_VERITY` and `FS_IOC_MEASURE_VERITY` ioctls;
+//! - [`lock`]: the `F_OFD_SETLK` and `F_OFD_SETLKW` commands of `fcntl`;
+//! - [`xfs`]: the `XFS_IOC_FSGEOMETRY_V1` ioctl.
 
 pub mod clone;
 pub mod fiemap;
