@@ -443,7 +443,7 @@ impl Package {
             .get_entry_data_as_string(IndexSignatureTag::RPMSIGTAG_SHA256)
             .map_err(|_| Error::HeaderDigestMissing)?
             .to_ascii_lowercase();
-        let actual = hex::encode(&Sha256::digest(&prefix[header_start..]));
+        let actual = hex::encode(Sha256::digest(&prefix[header_start..]));
         if expected != actual {
             return Err(Error::HeaderDigestMismatch { expected, actual });
         }
@@ -615,7 +615,7 @@ impl Package {
                 }
             }
         }
-        let actual = hex::encode(&digest.hasher.finalize());
+        let actual = hex::encode(digest.hasher.finalize());
         match &self.payload_digest {
             Some(expected) if *expected != actual => Err(Error::PayloadDigestMismatch {
                 expected: expected.clone(),

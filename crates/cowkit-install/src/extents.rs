@@ -126,7 +126,7 @@ fn in_parallel(
         summary.add(one()?);
     } else {
         let results: Vec<Result<Summary>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..threads).map(|_| scope.spawn(&one)).collect();
+            let handles: Vec<_> = (0..threads).map(|_| scope.spawn(one)).collect();
             handles
                 .into_iter()
                 .map(|h| h.join().expect("install worker panicked"))

@@ -228,7 +228,7 @@ fn hash(mut f: &File, path: &Path) -> Result<(String, u64)> {
         h.update(&buf[..k]);
         n += k as u64;
     }
-    Ok((hex::encode(&h.finalize()), n))
+    Ok((hex::encode(h.finalize()), n))
 }
 
 /// SHA-256 of `len` bytes of `f` at `off` (lower-case hex).
@@ -244,7 +244,7 @@ fn hash_range(f: &File, path: &Path, off: u64, len: u64) -> Result<String> {
         h.update(&buf[..k]);
         done += k as u64;
     }
-    Ok(hex::encode(&h.finalize()))
+    Ok(hex::encode(h.finalize()))
 }
 
 impl Store {
@@ -413,7 +413,7 @@ impl Store {
             None
         };
         let (digest, hashed) = match cached {
-            Some(d) => (hex::encode(&d), false),
+            Some(d) => (hex::encode(d), false),
             None => {
                 let (digest, n) = hash(src, path)?;
                 if n != before.st_size as u64 || digests::Key::of(&stat("stat")?) != key {

@@ -164,8 +164,10 @@ pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
     out
 }
 
-/// Lower-case hex of `b`.
-pub use hex::encode as hex;
+/// Lower-case hex of `b` (`hex::encode`, for bytes of any kind).
+pub fn hex(b: &[u8]) -> String {
+    hex::encode(b)
+}
 
 /// Lower-case hex SHA-256 of `b`.
 pub fn sha256_hex(b: &[u8]) -> String {
