@@ -587,4 +587,3 @@ fn write_out(
     }
     Ok((out.finish()?, holes))
 }
-

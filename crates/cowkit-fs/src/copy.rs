@@ -691,9 +691,7 @@ impl Copier {
         let mut bytes = Bytes::default();
         if clone_end > mid_start {
             let at = job.dst_off + (mid_start - job.src_off);
-            if let Err(e) =
-                ficlonerange(job.src, mid_start, clone_end - mid_start, job.dst, at)
-            {
+            if let Err(e) = ficlonerange(job.src, mid_start, clone_end - mid_start, job.dst, at) {
                 return Err(self.classify(Method::Clone, job, e));
             }
             self.confirmed = true;

@@ -541,4 +541,3 @@ fn check_expected(pkg: &cowkit_archive::rpm::Package, path: &Path, opts: &Option
         _ => Ok(()),
     }
 }
-

@@ -200,17 +200,13 @@ pub fn install() -> Result<Installed> {
                 .collect()
         })
         .collect();
-    let first = raw
-        .first()
-        .map(|p| cowkit_sys::seccomp::set_mode_filter(p));
+    let first = raw.first().map(|p| cowkit_sys::seccomp::set_mode_filter(p));
     match first {
         Some(Ok(())) => {
             for p in raw.iter().skip(1) {
-                cowkit_sys::seccomp::set_mode_filter(p).map_err(|source| {
-                    Error::Install {
-                        how: "without no_new_privs",
-                        source,
-                    }
+                cowkit_sys::seccomp::set_mode_filter(p).map_err(|source| Error::Install {
+                    how: "without no_new_privs",
+                    source,
                 })?;
             }
             Ok(Installed::Privileged)

@@ -338,7 +338,8 @@ pub fn write(entries: &[Entry], opts: &Options) -> Result<Vec<u8>> {
                 let digest = e.digest.as_deref().ok_or_else(|| {
                     Error::Image(format!("`{}` was not imported", e.path.display()))
                 })?;
-                let raw = hex::decode(digest).ok()
+                let raw = hex::decode(digest)
+                    .ok()
                     .filter(|r| r.len() == 32)
                     .ok_or_else(|| Error::Image(format!("bad digest `{digest}`")))?;
                 xattrs.push((

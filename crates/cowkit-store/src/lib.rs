@@ -167,7 +167,6 @@ pub struct Summary {
     pub digests_from_header: u64,
 }
 
-
 impl Summary {
     /// Add `other`'s counts to these.
     pub fn add(&mut self, other: &Summary) {

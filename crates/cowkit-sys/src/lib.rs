@@ -25,5 +25,7 @@ pub mod seccomp;
 
 /// The `errno` of the call that just failed.
 fn last_errno() -> rustix::io::Errno {
-    rustix::io::Errno::from_raw_os_error(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+    rustix::io::Errno::from_raw_os_error(
+        std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+    )
 }
