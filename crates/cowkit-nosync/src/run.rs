@@ -262,14 +262,8 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
         Some(before) => add_mounted(before, &left_running, &mut targets, &mut skipped),
         None => (Vec::new(), None),
     };
-    let sync_start = Instant::now();
-    let sync_suppressed = opts.final_sync != FinalSync::None && sync_calls_suppressed();
-    let syncs = if sync_suppressed {
-        Vec::new()
-    } else {
-        final_sync(opts.final_sync, full_sync.is_some(), &targets)
-    };
-    let sync_time = sync_start.elapsed();
+    let (syncs, sync_suppressed, sync_time) =
+        final_sync_timed(opts.final_sync, full_sync.is_some(), &targets);
 
     let (stats, stats_truncated) = match &p.stats_dir {
         Some(dir) => read_stats(&dir.path().join("stats"))?,
@@ -531,6 +525,24 @@ fn read_stats(p: &Path) -> Result<(Option<Stats>, bool)> {
     buf.truncate(STATS_LIMIT as usize);
     let text = String::from_utf8_lossy(&buf);
     Ok((Some(Stats::parse(&text)), truncated))
+}
+
+/// [`final_sync`], timed; none when this process's own sync calls are
+/// answered without running (inside another `cowkit nosync`, whose run
+/// makes the data durable), which the second value says.
+fn final_sync_timed(
+    mode: FinalSync,
+    full: bool,
+    targets: &[Target],
+) -> (Vec<SyncReport>, bool, Duration) {
+    let start = Instant::now();
+    let suppressed = mode != FinalSync::None && sync_calls_suppressed();
+    let syncs = if suppressed {
+        Vec::new()
+    } else {
+        final_sync(mode, full, targets)
+    };
+    (syncs, suppressed, start.elapsed())
 }
 
 pub(crate) fn final_sync(mode: FinalSync, full: bool, targets: &[Target]) -> Vec<SyncReport> {
