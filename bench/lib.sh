@@ -201,3 +201,23 @@ loop_mount() {
 
 # img_backing — what holds BENCH_IMG_DIR: "FSTYPE SOURCE" (for the reports).
 img_backing() { findmnt -n -o FSTYPE,SOURCE --target "${BENCH_IMG_DIR:-/var/tmp}" | tr -s ' '; }
+
+# rig_run FN — run the function FN (the benchmark) in the background in its
+# own process group, as RIG_CHILD, so that a signal to this script can stop
+# whatever command it is running right now; wait for it (its status).
+rig_run() {
+  set -m
+  "$1" &
+  RIG_CHILD=$!
+  set +m
+  wait "$RIG_CHILD"
+}
+
+# results_base NAME — RESULTS_DIR/YYYY-MM-DD-NAME, with the time of day added
+# when a report of that name exists already (the caller adds .md and .json).
+results_base() {
+  local base
+  base="$RESULTS_DIR/$(date +%F)-$1"
+  [ ! -e "$base.md" ] || base="$base-$(date +%H%M%S)"
+  printf '%s\n' "$base"
+}

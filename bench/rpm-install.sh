@@ -316,17 +316,10 @@ body() {
   done
   METHODS_LIST="${methods[*]}" ROUNDS="$ROUNDS" DROP_CACHES="$DROP_CACHES" machine_json >"$RIG/machine.json"
   local base
-  base="$RESULTS_DIR/$(date +%F)-rpm-install"
-  [ ! -e "$base.md" ] || base="$base-$(date +%H%M%S)"
+  base=$(results_base rpm-install)
   "$PY" "$MEASURE" report --record "$RECORD" --machine "$RIG/machine.json" \
     --md "$base.md" --json "$base.json"
   log "results: $base.md, $base.json"
 }
 
-# Run the benchmark in its own process group, so that a signal to this
-# script can stop whatever command it is running right now.
-set -m
-body &
-RIG_CHILD=$!
-set +m
-wait "$RIG_CHILD"
+rig_run body

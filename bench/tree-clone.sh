@@ -507,17 +507,10 @@ body() {
     run_fs "$fs"
   done
   machine_json >"$RIG/machine.json"
-  base="$RESULTS_DIR/$(date +%F)-tree-clone"
-  [ ! -e "$base.md" ] || base="$base-$(date +%H%M%S)"
+  base=$(results_base tree-clone)
   "$PY" "$TREE_PY" report --record "$RECORD" --machine "$RIG/machine.json" \
     --md "$base.md" --json "$base.json"
   log "results: $base.md, $base.json"
 }
 
-# Run the benchmark in its own process group, so that a signal to this
-# script can stop whatever command it is running right now.
-set -m
-body &
-RIG_CHILD=$!
-set +m
-wait "$RIG_CHILD"
+rig_run body
