@@ -10,6 +10,8 @@
 //!   block-aligned offset, `copy_file_range` elsewhere (the cowkit-fs
 //!   chain), and is idempotent under retries and races.
 //! - [`tagging`]: S3's rules for object tags, kept in the object's record.
+//! - [`accounts`]: accounts with roles besides the server's key pair;
+//!   [`admin`]: VersityGW's admin API over them.
 //! - [`gateway`]: the [`s3s::S3`] implementation; [`server`]: hyper, the
 //!   access log, graceful shutdown.
 //!
@@ -31,6 +33,8 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod accounts;
+pub mod admin;
 pub mod body;
 pub mod checksum;
 pub mod chunked;

@@ -164,6 +164,20 @@ pub struct BucketInfo {
     pub name: String,
     /// Creation time.
     pub created: SystemTime,
+    /// The account that owns it (`bucket.json`'s `owner`); `None` for a
+    /// bucket made before buckets had owners or by another tool: the
+    /// server's own key pair owns those.
+    pub owner: Option<String>,
+}
+
+/// The part of `bucket.json` the store reads back.
+#[derive(Debug, Default, Deserialize)]
+struct BucketRecord {
+    #[serde(default)]
+    owner: Option<String>,
+    /// Seconds since the epoch.
+    #[serde(default)]
+    created: Option<u64>,
 }
 
 /// The storage backend on one root directory.
@@ -310,13 +324,24 @@ impl Store {
             if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
                 continue;
             }
-            let created = rustix::fs::statat(
-                &self.meta,
-                format!("{name}/bucket.json").as_str(),
-                AtFlags::empty(),
-            )
-            .map_or(mtime(&st), |m| mtime(&m));
-            out.push(BucketInfo { name, created });
+            let rec = self.bucket_record(&name).unwrap_or_default();
+            // The record's time (kept when the owner changes), else its
+            // file's, else the directory's.
+            let created = match rec.created {
+                Some(s) => SystemTime::UNIX_EPOCH + Duration::from_secs(s),
+                None => rustix::fs::statat(
+                    &self.meta,
+                    format!("{name}/bucket.json").as_str(),
+                    AtFlags::empty(),
+                )
+                .map_or(mtime(&st), |m| mtime(&m)),
+            };
+            let owner = rec.owner;
+            out.push(BucketInfo {
+                name,
+                created,
+                owner,
+            });
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
@@ -332,6 +357,17 @@ impl Store {
         &self,
         bucket: &str,
         tags: Vec<crate::tagging::Tag>,
+    ) -> Result<()> {
+        self.create_bucket_owned(bucket, tags, None)
+    }
+
+    /// Create the bucket with tags (checked by the caller), owned by the
+    /// account `owner` (`None`: the server's own key pair).
+    pub fn create_bucket_owned(
+        &self,
+        bucket: &str,
+        tags: Vec<crate::tagging::Tag>,
+        owner: Option<&str>,
     ) -> Result<()> {
         names::check_bucket(bucket)?;
         let path = self.dir.join(bucket);
@@ -357,7 +393,7 @@ impl Store {
             m.as_fd(),
             "bucket.json",
             &self.meta_path(bucket).join("bucket.json"),
-            &serde_json::json!({ "name": bucket, "created": created }),
+            &serde_json::json!({ "name": bucket, "created": created, "owner": owner }),
         )?;
         // Tags a PutBucketTagging racing with the delete of an earlier
         // bucket of this name may have left are not this bucket's.
@@ -371,6 +407,39 @@ impl Store {
     /// Whether the bucket exists.
     pub fn head_bucket(&self, bucket: &str) -> Result<()> {
         self.bucket_dir(bucket).map(drop)
+    }
+
+    /// `bucket.json` as far as the store reads it (empty when absent).
+    fn bucket_record(&self, bucket: &str) -> Result<BucketRecord> {
+        Ok(fsutil::read_json(
+            self.meta.as_fd(),
+            &format!("{bucket}/bucket.json"),
+            &self.meta_path(bucket).join("bucket.json"),
+        )?
+        .unwrap_or_default())
+    }
+
+    /// The account owning the bucket ([`Error::NoSuchBucket`] when there
+    /// is no such bucket; `None`: the server's own key pair).
+    pub fn bucket_owner(&self, bucket: &str) -> Result<Option<String>> {
+        self.bucket_dir(bucket)?;
+        Ok(self.bucket_record(bucket)?.owner)
+    }
+
+    /// Give the bucket to the account `owner` (`bucket.json` replaced by
+    /// rename, its other fields kept; under the bucket's fleet lock, so two
+    /// gateways changing it do not lose each other's fields).
+    pub fn set_bucket_owner(&self, bucket: &str, owner: &str) -> Result<()> {
+        self.bucket_dir(bucket)?;
+        let _held = self.lock_object(bucket, "")?;
+        let path = self.meta_path(bucket).join("bucket.json");
+        let mut rec: serde_json::Map<String, serde_json::Value> =
+            fsutil::read_json(self.meta.as_fd(), &format!("{bucket}/bucket.json"), &path)?
+                .unwrap_or_default();
+        rec.insert("name".into(), bucket.into());
+        rec.insert("owner".into(), owner.into());
+        let m = self.bucket_meta_dir(bucket)?;
+        self.write_json(m.as_fd(), "bucket.json", &path, &rec)
     }
 
     /// Delete the bucket, which must hold no object and no upload.

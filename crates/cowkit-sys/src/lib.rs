@@ -9,7 +9,9 @@
 //!   `exec`: [`seccomp::on_exec`]), and answering its notifications;
 //! - [`fanotify`]: a notification group reporting file ids, filesystem
 //!   marks;
-//! - [`fd`]: a descriptor inherited from the parent for one purpose.
+//! - [`fd`]: a descriptor inherited from the parent for one purpose;
+//! - [`process`]: the signal mask a child starts its program with, and
+//!   whether a signal is ignored.
 //!
 //! ```no_run
 //! // Watch for writes anywhere on the filesystem holding `/var`.
@@ -21,6 +23,7 @@
 
 pub mod fanotify;
 pub mod fd;
+pub mod process;
 pub mod seccomp;
 
 /// The `errno` of the call that just failed.

@@ -56,6 +56,12 @@ struct ServeArgs {
     /// write everything).
     #[arg(long)]
     anonymous: bool,
+    /// Keep the accounts (users besides the key pair above, with roles
+    /// admin, user, userplus; managed with `versitygw admin`) in
+    /// DIR/accounts.json instead of ROOT/.cowkit-s3/accounts.json. DIR and
+    /// the file must not be writable by anyone but this user and root.
+    #[arg(long, value_name = "DIR")]
+    accounts_dir: Option<PathBuf>,
     /// The region clients sign requests for; requests signed for another
     /// region are refused.
     #[arg(long, default_value = "us-east-1")]
@@ -221,12 +227,19 @@ fn serve(a: ServeArgs) -> Result<ExitCode, CliError> {
             ),
         );
     }
+    if a.accounts_dir.is_some() && creds.is_none() {
+        return Err(CliError::msg(
+            "--accounts-dir needs credentials: accounts are managed by the admin key pair",
+        )
+        .hint("give --access-key/--secret-key (or the file or environment) as well"));
+    }
     let limits = limits(&a)?;
     let cfg = Config {
         root: a.root.clone(),
         listen: a.listen,
         credentials: creds,
         anonymous: a.anonymous,
+        accounts_dir: a.accounts_dir.clone(),
         region: a.region.clone(),
         sendfile: a.sendfile || !a.no_sendfile,
         limits: limits.clone(),
@@ -245,8 +258,15 @@ fn serve(a: ServeArgs) -> Result<ExitCode, CliError> {
         .map_err(|e| CliError::new("cannot start the async runtime", e))?;
     rt.block_on(async move {
         let server = Server::bind(cfg).await.map_err(|e| {
-            CliError::new(format!("cannot serve `{}`", a.root.display()), e)
-                .hint("--root must be an existing directory you can write to")
+            let hint = match &e {
+                cowkit_s3::Error::Accounts(_) => {
+                    "the account store and its directory must belong to this user or root \
+                     and not be writable by group or others (chown, chmod go-w), \
+                     or choose another with --accounts-dir"
+                }
+                _ => "--root must be an existing directory you can write to",
+            };
+            CliError::new(format!("cannot serve `{}`", a.root.display()), e).hint(hint)
         })?;
         let addr = server.local_addr();
         if a.json {

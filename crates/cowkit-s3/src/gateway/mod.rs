@@ -80,6 +80,9 @@ pub struct S3Gateway {
     store: Arc<Store>,
     /// The region buckets are in (`us-east-1` unless set).
     region: String,
+    /// The owner of buckets that have none recorded: the server's access
+    /// key (`anonymous` without one).
+    root_owner: String,
 }
 
 /// The owner S3 reports: the access key the request was signed with.
@@ -197,7 +200,14 @@ impl S3Gateway {
         S3Gateway {
             store: Arc::new(store),
             region: "us-east-1".into(),
+            root_owner: "anonymous".into(),
         }
+    }
+
+    /// The owner of buckets without one recorded (the server's access key).
+    pub fn with_root_owner(mut self, owner: &str) -> Self {
+        self.root_owner = owner.to_string();
+        self
     }
 
     /// The region buckets report (`GetBucketLocation`, `HeadBucket`).

@@ -90,6 +90,8 @@ pub struct Prechecks {
     pub region: String,
     /// The access key, when credentials are configured.
     pub access_key: Option<String>,
+    /// The other accounts, when there are credentials.
+    pub accounts: Option<std::sync::Arc<crate::accounts::Accounts>>,
 }
 
 fn bad_request(code: &'static str, m: impl Into<String>) -> Refusal {

@@ -15,6 +15,7 @@ fn pc() -> Prechecks {
     Prechecks {
         region: "us-east-1".into(),
         access_key: Some("AK".into()),
+        accounts: None,
     }
 }
 

@@ -1,5 +1,6 @@
-"""Issue 16: answers S3 gives and the gateway now gives too (checksums, refusals,
-auth edge cases, partNumber, listings). On XFS only: none of this depends on the
+"""Answers S3 gives and the gateway gives too (the checks of issue 16):
+checksums, refusals, auth edge cases, partNumber, listings, directory
+objects. On XFS only: none of this depends on the
 filesystem."""
 import base64
 import hashlib
