@@ -205,7 +205,7 @@ fn options(args: &Args, umask: u32) -> CopyOptions {
 /// Each copy's summary (without `quiet`, otherwise only copies stopped
 /// early), on stderr.
 fn say_copies(copies: &[Copy], quiet: bool) {
-    for c in &copies {
+    for c in copies {
         let Some(s) = &c.summary else { continue };
         if let Some(why) = &s.aborted {
             eprintln!(
