@@ -350,7 +350,7 @@ impl Scriptlet {
         }
         // rpm's signal mask: SIGINT and SIGQUIT blocked (a terminal's
         // Ctrl-C leaves the scriptlet running, see [`crate::interrupt`]).
-        cowkit_fs::process::block_signals_on_exec(&mut c, &crate::interrupt::SCRIPTLET_BLOCKED);
+        cowkit_sys::process::block_signals_on_exec(&mut c, &crate::interrupt::SCRIPTLET_BLOCKED);
         let mut child = c
             .spawn()
             .map_err(|e| Error::from(IoError::new("run chroot(8) for", root.to_path_buf(), e)))?;

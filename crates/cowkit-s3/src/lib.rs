@@ -46,6 +46,7 @@ pub mod fault;
 pub mod fleet;
 mod fsutil;
 #[doc(hidden)]
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod gateway;
 pub mod handler;

@@ -207,7 +207,7 @@ fn remove_temporaries_on_signals() {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let caught = [SIGINT, SIGTERM, SIGHUP]
         .into_iter()
-        .filter(|&s| !cowkit_fs::process::signal_ignored(s));
+        .filter(|&s| !cowkit_sys::process::signal_ignored(s));
     let Ok(mut signals) = signal_hook::iterator::Signals::new(caught) else {
         return;
     };
