@@ -434,7 +434,7 @@ fn streamed(
     if plan.packages.is_empty() {
         return Ok(nothing_to_install(args));
     }
-    let bar = DownloadBar::new(args.json || args.quiet);
+    let bar = DownloadBar::new(args.json || args.quiet, args.quiet);
     let t = Instant::now();
     let fetched = crate::dnf_stream::fetch_all(cache, plan, &bar);
     bar.bar.finish_and_clear();
@@ -466,13 +466,16 @@ fn streamed(
 struct DownloadBar {
     bar: indicatif::ProgressBar,
     bytes: std::sync::atomic::AtomicU64,
+    /// No bar drawn (`--json`, `--quiet`): notes go to stderr.
+    hidden: bool,
+    /// Only errors (`--quiet`).
     quiet: bool,
 }
 
 impl DownloadBar {
-    fn new(quiet: bool) -> Self {
+    fn new(hidden: bool, quiet: bool) -> Self {
         let bar = indicatif::ProgressBar::new(0);
-        if quiet {
+        if hidden {
             bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
         }
         bar.set_style(
@@ -485,6 +488,7 @@ impl DownloadBar {
         DownloadBar {
             bar,
             bytes: std::sync::atomic::AtomicU64::new(0),
+            hidden,
             quiet,
         }
     }
@@ -499,7 +503,12 @@ impl crate::dnf_stream::Reporter for DownloadBar {
         self.bar.inc_length(bytes);
     }
     fn on_note(&self, line: &str) {
-        if !self.quiet {
+        if self.quiet {
+            return;
+        }
+        if self.hidden {
+            eprintln!("warning: {line}");
+        } else {
             self.bar.println(format!("warning: {line}"));
         }
     }

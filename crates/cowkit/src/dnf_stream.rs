@@ -21,8 +21,9 @@
 //! 3. When the body ends, its length and checksum must be the ones of
 //!    `primary.xml`; only then is the entry named and the checksum
 //!    recorded. A body that is longer, shorter, different, or stalls,
-//!    leaves nothing behind and the next mirror is tried (dnf's
-//!    `retries` failed attempts in all).
+//!    leaves nothing behind and the next mirror is tried; a package all
+//!    of whose mirrors failed is tried again while the run has had no more
+//!    than dnf's `retries` such failed downloads.
 
 use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
@@ -185,8 +186,7 @@ impl Run<'_> {
 }
 
 /// One package into the cache: from its checksum record, else from its
-/// mirrors in turn until one serves the right bytes or `retries` failed
-/// attempts were made in all.
+/// mirrors in turn until one serves the right bytes.
 fn one(run: &Run<'_>, pkg: &PlannedPackage) -> Result<Done, CliError> {
     if let Some(p) = cached(run, pkg)? {
         return Ok(Done::Cached(p));
@@ -195,29 +195,33 @@ fn one(run: &Run<'_>, pkg: &PlannedPackage) -> Result<Done, CliError> {
         Some(p) => vec![Source::Local(p.clone())],
         None => pkg.urls.iter().cloned().map(Source::Url).collect(),
     };
+    // dnf's way: each mirror in turn; when all failed, that is one failed
+    // download, and the package is tried again while the run has had no
+    // more than `retries` of them.
     let mut seen = Vec::new();
-    for attempt in 0.. {
-        let source = &sources[attempt % sources.len()];
-        match fetch(run, pkg, source) {
-            Ok(done) => return Ok(done),
-            Err(Failure::Fatal(e)) => return Err(e),
-            Err(Failure::Mirror(why)) => {
-                let failures = run.failures.fetch_add(1, Ordering::Relaxed) + 1;
-                run.note(format!("[MIRROR] {}: {why}", pkg.nevra), true);
-                seen.push(why);
-                let out_of_retries = run.plan.retries != 0 && failures > run.plan.retries;
-                if pkg.local.is_some() || out_of_retries || run.stop.load(Ordering::Relaxed) {
-                    break;
+    loop {
+        for source in &sources {
+            match fetch(run, pkg, source) {
+                Ok(done) => return Ok(done),
+                Err(Failure::Fatal(e)) => return Err(e),
+                Err(Failure::Mirror(why)) => {
+                    run.note(format!("[MIRROR] {}: {why}", pkg.nevra), true);
+                    seen.push(why);
                 }
             }
         }
+        let failures = run.failures.fetch_add(1, Ordering::Relaxed) + 1;
+        let out_of_retries = run.plan.retries != 0 && failures > run.plan.retries;
+        if pkg.local.is_some() || out_of_retries || run.stop.load(Ordering::Relaxed) {
+            break;
+        }
     }
     Err(CliError::msg(format!(
-        "no mirror served the package as the repository describes it ({} failed attempt(s); dnf's retries={})",
+        "no mirror served the package as the repository describes it ({} failed attempt(s); dnf's retries={}); the last: {}",
         seen.len(),
-        run.plan.retries
-    ))
-    .hint(seen.last().cloned().unwrap_or_default()))
+        run.plan.retries,
+        seen.last().map_or("none", String::as_str)
+    )))
 }
 
 /// The entry the cache's checksum record names, if it checks.
