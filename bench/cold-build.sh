@@ -59,7 +59,10 @@ mnt="$work/mnt"
 netns="cowkit-cold-$$"
 server=
 cleanup() {
-  [ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
+  if [ -n "$server" ]; then
+    kill "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+  fi
   ip netns del "$netns" 2>/dev/null || true
   umount "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
   rm -rf --one-file-system "$work"
