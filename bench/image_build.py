@@ -88,6 +88,7 @@ def run_cowkit(a, root, dnf_cache, ck_cache):
         "place": s["place"],
         "scriptlets": s["scriptlets"],
         "register": s["register"],
+        "final_sync": s.get("final_sync", 0.0),
         "cache_hits": j["cache_hits"],
         "cache_misses": j["cache_misses"],
         "cloned": j["bytes"]["cloned"],

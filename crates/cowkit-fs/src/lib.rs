@@ -86,9 +86,10 @@ pub mod lock {
 }
 
 /// Reaping a child with its resource usage (`wait4`), for tests that bound
-/// the memory of what they run.
+/// the memory of what they run; a child's starting signal mask; whether a
+/// signal is ignored.
 pub mod process {
-    pub use crate::sys::{wait4_nohang, Reaped};
+    pub use crate::sys::{block_signals_on_exec, signal_ignored, wait4_nohang, Reaped};
 }
 
 pub use copy::{Bytes, Chain, Copied, Copier, Fallback, Handle, Method, Reason, Tally};

@@ -32,6 +32,7 @@ use serde::Serialize;
 
 mod config;
 mod extents;
+pub mod interrupt;
 mod load;
 pub mod nosync;
 pub mod owners;

@@ -21,8 +21,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
-use s3s::auth::SimpleAuth;
 use s3s::service::S3ServiceBuilder;
+
+use crate::accounts::{Accounts, KeyAuth, Principal, Role, Target};
 
 use crate::conditions::Conditions;
 use crate::error::Result;
@@ -33,37 +34,89 @@ use crate::server::Config;
 use crate::store::Store;
 
 /// Who may do what, once s3s has checked the signature: a signed request
-/// (or any request when `open`: `--anonymous` or no credentials), whose
+/// (or any request when `open`: `--anonymous` or no credentials) from an
+/// account whose role lets it ([`crate::accounts::allowed`]: its own
+/// buckets, creating buckets for `userplus`, everything for admins), whose
 /// `x-amz-expected-bucket-owner` and `x-amz-source-expected-bucket-owner`
-/// name the owner of every bucket here (the access key; `anonymous`
-/// without one, as the gateway reports owners).
+/// name the bucket's owner. The caller goes on to the gateway as a
+/// [`Principal`] request extension.
+#[derive(Debug, Clone)]
 struct Access {
     open: bool,
+    /// The accounts (`None` without credentials: no one signs).
+    accounts: Option<Arc<Accounts>>,
+    /// For the owners of buckets.
+    store: Arc<Store>,
+}
+
+/// "Access Denied." with the full stop, as the conformance suite compares
+/// it (the code and the 403 are S3's either way).
+fn access_denied() -> s3s::S3Error {
+    s3s::s3_error!(AccessDenied, "Access Denied.")
 }
 
 impl Access {
+    /// Who signed the request (an unsigned one on an open server: the
+    /// `anonymous` admin, as before there were accounts).
+    fn principal(&self, creds: Option<&s3s::auth::Credentials>) -> s3s::S3Result<Principal> {
+        let (Some(c), Some(a)) = (creds, &self.accounts) else {
+            return Ok(Principal {
+                access_key: "anonymous".into(),
+                role: Role::Admin,
+            });
+        };
+        match a.principal(&c.access_key) {
+            Ok(Some(p)) => Ok(p),
+            // Removed between the signature check and now.
+            Ok(None) => Err(access_denied()),
+            Err(e) => Err(crate::admin::accounts_error(e)),
+        }
+    }
+
     fn check(
         &self,
         creds: Option<&s3s::auth::Credentials>,
+        method: &http::Method,
+        uri: &http::Uri,
         headers: &http::HeaderMap,
+        extensions: &mut http::Extensions,
     ) -> s3s::S3Result<()> {
         if !self.open && creds.is_none() {
             return Err(s3s::s3_error!(AccessDenied, "Signature is required"));
         }
-        let owner = creds.map_or("anonymous", |c| c.access_key.as_str());
-        for h in [
-            "x-amz-expected-bucket-owner",
-            "x-amz-source-expected-bucket-owner",
+        let who = self.principal(creds)?;
+        let root = self
+            .accounts
+            .as_ref()
+            .and_then(|a| a.root_access())
+            .unwrap_or("anonymous");
+        // A bucket's owner; `None`: no such bucket.
+        let owner_of = |b: &str| match self.store.bucket_owner(b) {
+            Ok(o) => Some(o.unwrap_or_else(|| root.to_string())),
+            Err(_) => None,
+        };
+        let target = crate::accounts::target(method, uri, headers);
+        let (bucket, source) = match &target {
+            Target::Bucket { bucket, source } => (Some(bucket.as_str()), source.as_deref()),
+            Target::CreateBucket(b) => (Some(b.as_str()), None),
+            _ => (None, None),
+        };
+        for (h, b) in [
+            ("x-amz-expected-bucket-owner", bucket),
+            ("x-amz-source-expected-bucket-owner", source),
         ] {
-            if headers
-                .get(h)
-                .is_some_and(|v| v.as_bytes() != owner.as_bytes())
-            {
-                // With the full stop, as the conformance suite compares it
-                // (the code and the 403 are S3's either way).
-                return Err(s3s::s3_error!(AccessDenied, "Access Denied."));
+            let Some(v) = headers.get(h) else { continue };
+            let owner = b
+                .and_then(owner_of)
+                .unwrap_or_else(|| who.access_key.clone());
+            if v.as_bytes() != owner.as_bytes() {
+                return Err(access_denied());
             }
         }
+        if !crate::accounts::allowed(&who, &target, owner_of) {
+            return Err(access_denied());
+        }
+        extensions.insert(who);
         Ok(())
     }
 }
@@ -71,7 +124,16 @@ impl Access {
 #[async_trait::async_trait]
 impl s3s::access::S3Access for Access {
     async fn check(&self, cx: &mut s3s::access::S3AccessContext<'_>) -> s3s::S3Result<()> {
-        Access::check(self, cx.credentials(), cx.headers())
+        let (method, uri, headers) = (cx.method().clone(), cx.uri().clone(), cx.headers().clone());
+        let creds = cx.credentials().cloned();
+        Access::check(
+            self,
+            creds.as_ref(),
+            &method,
+            &uri,
+            &headers,
+            cx.extensions_mut(),
+        )
     }
 }
 
@@ -114,8 +176,10 @@ const MAX_DOCUMENT: usize = 16 << 20;
 /// The gateway reads the conditions from the [`Conditions`] extension.
 struct Detour {
     inner: s3s::service::S3Service,
-    /// Whether requests without credentials are served.
-    open: bool,
+    /// Who may do what.
+    access: Access,
+    /// The admin API (a `PATCH`), when there are accounts.
+    admin: Option<crate::admin::Admin>,
 }
 
 /// Query parameters of presigned URLs (already verified when the detour
@@ -164,22 +228,42 @@ fn without_presign(uri: &http::Uri) -> http::Uri {
 impl s3s::route::S3Route for Detour {
     fn is_match(
         &self,
-        _method: &http::Method,
+        method: &http::Method,
         _uri: &http::Uri,
         _headers: &http::HeaderMap,
         extensions: &mut http::Extensions,
     ) -> bool {
-        extensions.get::<Rewrite>().is_some()
+        crate::admin::is_admin_request(method) || extensions.get::<Rewrite>().is_some()
     }
 
     async fn check_access(&self, req: &mut s3s::S3Request<s3s::Body>) -> s3s::S3Result<()> {
-        Access { open: self.open }.check(req.credentials.as_ref(), &req.headers)
+        if crate::admin::is_admin_request(&req.method) {
+            let admin = self.admin.as_ref().ok_or_else(|| {
+                crate::admin::admin_error(
+                    "XAdminAccessDenied",
+                    "Only admin users have access to this resource.",
+                    http::StatusCode::FORBIDDEN,
+                )
+            })?;
+            return admin.check_access(req.credentials.as_ref()).map(drop);
+        }
+        let (method, uri, headers) = (req.method.clone(), req.uri.clone(), req.headers.clone());
+        self.access.check(
+            req.credentials.as_ref(),
+            &method,
+            &uri,
+            &headers,
+            &mut req.extensions,
+        )
     }
 
     async fn call(
         &self,
         req: s3s::S3Request<s3s::Body>,
     ) -> s3s::S3Result<s3s::S3Response<s3s::Body>> {
+        if let (true, Some(admin)) = (crate::admin::is_admin_request(&req.method), &self.admin) {
+            return admin.call(req).await;
+        }
         let s3s::S3Request {
             input: mut body,
             method,
@@ -293,7 +377,7 @@ fn decoded_body_headers(headers: &mut http::HeaderMap) {
 
 /// The S3 error for a request body that could not be read whole (s3s
 /// 0.14 does not export its error type: its text names the mismatch).
-fn body_error(e: s3s::StdError) -> s3s::S3Error {
+pub(crate) fn body_error(e: s3s::StdError) -> s3s::S3Error {
     log::debug!("request body: {e}");
     if e.to_string().contains("Sha256Mismatch") {
         let mut err = s3s::S3Error::with_message(
@@ -365,19 +449,34 @@ impl Handler {
     /// (`cfg.listen` is not used).
     pub fn new(cfg: &Config) -> Result<Handler> {
         let store = Store::open(&cfg.root, cfg.store.clone())?;
-        let gateway = S3Gateway::new(store).with_region(&cfg.region);
+        let accounts = open_accounts(cfg, &store)?;
+        let root_owner = cfg
+            .credentials
+            .as_ref()
+            .map_or("anonymous", |c| c.0.as_str());
+        let gateway = S3Gateway::new(store)
+            .with_region(&cfg.region)
+            .with_root_owner(root_owner);
         let store = gateway.store().clone();
         let inner = S3ServiceBuilder::new(gateway.clone()).build();
         let mut b = S3ServiceBuilder::new(gateway);
-        if let Some((ak, sk)) = &cfg.credentials {
-            b.set_auth(SimpleAuth::from_single(ak.clone(), sk.clone()));
+        if let Some(a) = &accounts {
+            b.set_auth(KeyAuth(a.clone()));
         }
-        b.set_access(Access {
+        let access = Access {
             open: cfg.anonymous || cfg.credentials.is_none(),
-        });
+            accounts: accounts.clone(),
+            store: store.clone(),
+        };
+        b.set_access(access.clone());
         b.set_route(Detour {
             inner,
-            open: cfg.anonymous || cfg.credentials.is_none(),
+            access,
+            admin: accounts.clone().map(|a| crate::admin::Admin {
+                accounts: a,
+                store: store.clone(),
+                region: cfg.region.clone(),
+            }),
         });
         Ok(Handler {
             service: b.build(),
@@ -385,6 +484,7 @@ impl Handler {
             prechecks: Arc::new(Prechecks {
                 region: cfg.region.clone(),
                 access_key: cfg.credentials.as_ref().map(|c| c.0.clone()),
+                accounts,
             }),
         })
     }
@@ -506,6 +606,26 @@ impl Handler {
         }
         res
     }
+}
+
+/// The account store of a server with credentials: in `--accounts-dir`,
+/// else in the root's `.cowkit-s3/`.
+fn open_accounts(cfg: &Config, store: &Store) -> Result<Option<Arc<Accounts>>> {
+    let Some(root) = &cfg.credentials else {
+        return Ok(None);
+    };
+    let fsync = cfg.store.fsync;
+    let a = match &cfg.accounts_dir {
+        Some(d) => Accounts::open_dir(d, Some(root.clone()), fsync)?,
+        None => {
+            let sys = store
+                .sys
+                .try_clone()
+                .map_err(|e| crate::error::io("open", store.sys_path(), e))?;
+            Accounts::open_at(sys, &store.sys_path(), Some(root.clone()), fsync)?
+        }
+    };
+    Ok(Some(Arc::new(a)))
 }
 
 /// Read (up to 8 MiB of) the body of a refused request: an unread body

@@ -10,6 +10,10 @@
 //!   block-aligned offset, `copy_file_range` elsewhere (the cowkit-fs
 //!   chain), and is idempotent under retries and races.
 //! - [`tagging`]: S3's rules for object tags, kept in the object's record.
+//! - [`versions`]: bucket versioning (older versions kept by a second name
+//!   of the same inode) and object lock (retention, legal hold).
+//! - [`accounts`]: accounts with roles besides the server's key pair;
+//!   [`admin`]: VersityGW's admin API over them.
 //! - [`gateway`]: the [`s3s::S3`] implementation; [`server`]: hyper, the
 //!   access log, graceful shutdown.
 //!
@@ -31,6 +35,8 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod accounts;
+pub mod admin;
 pub mod body;
 pub mod checksum;
 pub mod chunked;
@@ -55,6 +61,7 @@ pub mod sendfile;
 pub mod server;
 pub mod store;
 pub mod tagging;
+pub mod versions;
 
 pub use error::{Error, Result};
 pub use fsutil::NewFile;

@@ -72,6 +72,10 @@ impl Default for Limits {
     }
 }
 
+/// The largest body of an admin API request ([`crate::admin`]): its
+/// documents are a few hundred bytes.
+pub const MAX_ADMIN_BODY: usize = 64 << 10;
+
 /// Open files kept for the gateway's own use whatever its connections
 /// hold: standard streams, the listening socket, the runtime's epoll and
 /// wake-up descriptors, the store's directories, sweeps.

@@ -58,6 +58,11 @@ pub struct Options {
     /// interrupted completes left (see [`Store::sweep`]); it also sweeps at
     /// start.
     pub sweep_every: Duration,
+    /// Buckets made with object lock are not versioned (as VersityGW
+    /// serves them without `--versioning-dir`): a locked object cannot be
+    /// overwritten, and object lock may be configured on any bucket. By
+    /// default, as on S3, object lock turns versioning on.
+    pub object_lock_without_versioning: bool,
 }
 
 impl Default for Options {
@@ -69,6 +74,7 @@ impl Default for Options {
             completed_ttl: Duration::from_secs(24 * 3600),
             keepalive_after: Duration::from_millis(500),
             sweep_every: Duration::from_secs(600),
+            object_lock_without_versioning: false,
         }
     }
 }
@@ -101,6 +107,24 @@ pub struct ObjectMeta {
     /// The object's tags, in the order given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<crate::tagging::Tag>,
+    /// The version id (`None`: the `null` version; see [`crate::versions`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_id: Option<String>,
+    /// The version's order among the key's (a version id; empty: oldest).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub seq: String,
+    /// An older version's record that is a delete marker (no data).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub delete_marker: bool,
+    /// Object lock retention of this version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention: Option<crate::versions::Retention>,
+    /// Object lock legal hold of this version (`None`: never set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub legal_hold: Option<bool>,
+    /// A write's caller bypasses governance retention; never stored.
+    #[serde(skip)]
+    pub bypass_governance: bool,
     /// The record this one replaced, kept until the new file is renamed
     /// into place: a reader (or a restart after a crash) that still finds
     /// the old file gets the old record. Never set on a record handed out.
@@ -164,6 +188,20 @@ pub struct BucketInfo {
     pub name: String,
     /// Creation time.
     pub created: SystemTime,
+    /// The account that owns it (`bucket.json`'s `owner`); `None` for a
+    /// bucket made before buckets had owners or by another tool: the
+    /// server's own key pair owns those.
+    pub owner: Option<String>,
+}
+
+/// The part of `bucket.json` the store reads back.
+#[derive(Debug, Default, Deserialize)]
+struct BucketRecord {
+    #[serde(default)]
+    owner: Option<String>,
+    /// Seconds since the epoch.
+    #[serde(default)]
+    created: Option<u64>,
 }
 
 /// The storage backend on one root directory.
@@ -310,13 +348,24 @@ impl Store {
             if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
                 continue;
             }
-            let created = rustix::fs::statat(
-                &self.meta,
-                format!("{name}/bucket.json").as_str(),
-                AtFlags::empty(),
-            )
-            .map_or(mtime(&st), |m| mtime(&m));
-            out.push(BucketInfo { name, created });
+            let rec = self.bucket_record(&name).unwrap_or_default();
+            // The record's time (kept when the owner changes), else its
+            // file's, else the directory's.
+            let created = match rec.created {
+                Some(s) => SystemTime::UNIX_EPOCH + Duration::from_secs(s),
+                None => rustix::fs::statat(
+                    &self.meta,
+                    format!("{name}/bucket.json").as_str(),
+                    AtFlags::empty(),
+                )
+                .map_or(mtime(&st), |m| mtime(&m)),
+            };
+            let owner = rec.owner;
+            out.push(BucketInfo {
+                name,
+                created,
+                owner,
+            });
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
@@ -332,6 +381,17 @@ impl Store {
         &self,
         bucket: &str,
         tags: Vec<crate::tagging::Tag>,
+    ) -> Result<()> {
+        self.create_bucket_owned(bucket, tags, None)
+    }
+
+    /// Create the bucket with tags (checked by the caller), owned by the
+    /// account `owner` (`None`: the server's own key pair).
+    pub fn create_bucket_owned(
+        &self,
+        bucket: &str,
+        tags: Vec<crate::tagging::Tag>,
+        owner: Option<&str>,
     ) -> Result<()> {
         names::check_bucket(bucket)?;
         let path = self.dir.join(bucket);
@@ -357,7 +417,7 @@ impl Store {
             m.as_fd(),
             "bucket.json",
             &self.meta_path(bucket).join("bucket.json"),
-            &serde_json::json!({ "name": bucket, "created": created }),
+            &serde_json::json!({ "name": bucket, "created": created, "owner": owner }),
         )?;
         // Tags a PutBucketTagging racing with the delete of an earlier
         // bucket of this name may have left are not this bucket's.
@@ -371,6 +431,39 @@ impl Store {
     /// Whether the bucket exists.
     pub fn head_bucket(&self, bucket: &str) -> Result<()> {
         self.bucket_dir(bucket).map(drop)
+    }
+
+    /// `bucket.json` as far as the store reads it (empty when absent).
+    fn bucket_record(&self, bucket: &str) -> Result<BucketRecord> {
+        Ok(fsutil::read_json(
+            self.meta.as_fd(),
+            &format!("{bucket}/bucket.json"),
+            &self.meta_path(bucket).join("bucket.json"),
+        )?
+        .unwrap_or_default())
+    }
+
+    /// The account owning the bucket ([`Error::NoSuchBucket`] when there
+    /// is no such bucket; `None`: the server's own key pair).
+    pub fn bucket_owner(&self, bucket: &str) -> Result<Option<String>> {
+        self.bucket_dir(bucket)?;
+        Ok(self.bucket_record(bucket)?.owner)
+    }
+
+    /// Give the bucket to the account `owner` (`bucket.json` replaced by
+    /// rename, its other fields kept; under the bucket's fleet lock, so two
+    /// gateways changing it do not lose each other's fields).
+    pub fn set_bucket_owner(&self, bucket: &str, owner: &str) -> Result<()> {
+        self.bucket_dir(bucket)?;
+        let _held = self.lock_object(bucket, "")?;
+        let path = self.meta_path(bucket).join("bucket.json");
+        let mut rec: serde_json::Map<String, serde_json::Value> =
+            fsutil::read_json(self.meta.as_fd(), &format!("{bucket}/bucket.json"), &path)?
+                .unwrap_or_default();
+        rec.insert("name".into(), bucket.into());
+        rec.insert("owner".into(), owner.into());
+        let m = self.bucket_meta_dir(bucket)?;
+        self.write_json(m.as_fd(), "bucket.json", &path, &rec)
     }
 
     /// Delete the bucket, which must hold no object and no upload.
@@ -455,7 +548,7 @@ impl Store {
         (h[..2].to_string(), format!("{h}.json"))
     }
 
-    fn read_record(&self, bucket: &str, key: &str) -> Result<Option<ObjectMeta>> {
+    pub(crate) fn read_record(&self, bucket: &str, key: &str) -> Result<Option<ObjectMeta>> {
         let (sub, name) = Self::record_name(key);
         let p = self.meta_path(bucket).join(&sub).join(&name);
         let rel = format!("{bucket}/{sub}/{name}");
@@ -468,7 +561,7 @@ impl Store {
         Ok(m.filter(|m| m.key == key))
     }
 
-    fn write_record(&self, bucket: &str, meta: &ObjectMeta) -> Result<()> {
+    pub(crate) fn write_record(&self, bucket: &str, meta: &ObjectMeta) -> Result<()> {
         let (sub, name) = Self::record_name(&meta.key);
         let bm = self.bucket_meta_dir(bucket)?;
         let sp = self.meta_path(bucket).join(&sub);
@@ -480,7 +573,7 @@ impl Store {
         Ok(())
     }
 
-    fn remove_record(&self, bucket: &str, key: &str) {
+    pub(crate) fn remove_record(&self, bucket: &str, key: &str) {
         let (sub, name) = Self::record_name(key);
         let _ = rustix::fs::unlinkat(
             &self.meta,
@@ -491,7 +584,7 @@ impl Store {
 
     // ---- objects ------------------------------------------------------------
 
-    fn rel(bucket: &str, key: &str) -> Result<RelPath> {
+    pub(crate) fn rel(bucket: &str, key: &str) -> Result<RelPath> {
         names::check_key(key)?;
         let path = key.strip_suffix('/').unwrap_or(key);
         RelPath::new(format!("{bucket}/{path}")).map_err(|e| Error::InvalidKey {
@@ -548,6 +641,17 @@ impl Store {
             }
         };
         let mut pfd = make_parent()?;
+        if let Err(e) = crate::versions::before_commit(
+            self,
+            bucket,
+            key,
+            pfd.as_fd(),
+            name.to_str().unwrap_or_default(),
+            &mut meta,
+        ) {
+            unlink_tmp();
+            return Err(e);
+        }
         // Until the rename, readers that find the old file get the old
         // record from `prev` (and so does a restart after a crash here).
         meta.prev = match self.read_record(bucket, key) {
@@ -693,8 +797,7 @@ impl Store {
                         checksum: None,
                         headers: BTreeMap::new(),
                         parts: Vec::new(),
-                        tags: Vec::new(),
-                        prev: None,
+                        ..Default::default()
                     };
                     return Ok((
                         File::from(fd),
@@ -728,9 +831,16 @@ impl Store {
     /// Delete the object; a missing object is not an error (S3 semantics).
     /// Directories left empty are removed up to the bucket.
     pub fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
+        Self::rel(bucket, key)?;
+        self.bucket_dir(bucket)?;
+        let _held = self.lock_object(bucket, key)?;
+        self.delete_object_locked(bucket, key)
+    }
+
+    /// [`Store::delete_object`], the caller holding the key's lock.
+    pub(crate) fn delete_object_locked(&self, bucket: &str, key: &str) -> Result<()> {
         let rel = Self::rel(bucket, key)?;
         let _bucket = self.bucket_dir(bucket)?;
-        let _held = self.lock_object(bucket, key)?;
         let (parent, name) = rel.split().expect("a key is not the root");
         let pfd = match self.root.open_dir(&parent) {
             Ok(fd) => fd,
@@ -874,7 +984,21 @@ impl Store {
         key: &str,
         edit: impl FnOnce(&mut ObjectMeta, &File) -> Result<()>,
     ) -> Result<(ObjectMeta, cowkit_fs::Copied)> {
-        let (src, info) = self.open_object(src_bucket, src_key)?;
+        let source = self.open_object(src_bucket, src_key)?;
+        self.copy_from(source, src_bucket, src_key, bucket, key, edit)
+    }
+
+    /// Copy the opened object `source` (`src_key` of `src_bucket`, or one
+    /// of its versions) to `key` in `bucket`, as [`Store::copy_object_with`].
+    pub fn copy_from(
+        &self,
+        (src, info): (File, ObjectInfo),
+        src_bucket: &str,
+        src_key: &str,
+        bucket: &str,
+        key: &str,
+        edit: impl FnOnce(&mut ObjectMeta, &File) -> Result<()>,
+    ) -> Result<(ObjectMeta, cowkit_fs::Copied)> {
         let dst = self.new_file()?;
         let src_path = self.dir.join(src_bucket).join(src_key);
         let mut copier = cowkit_fs::Copier::new(cowkit_fs::Chain::AUTO);
@@ -882,7 +1006,7 @@ impl Store {
             cowkit_fs::Handle::new(&src, &src_path),
             cowkit_fs::Handle::new(dst.file(), &dst.path()),
         )?;
-        let mut meta = info.meta;
+        let mut meta = crate::versions::as_new(info.meta);
         edit(&mut meta, &src)?;
         let meta = self.commit_object(bucket, key, dst, meta)?;
         Ok((meta, copied))
