@@ -111,7 +111,11 @@ run_one() {
   mkdir -p "$dir/root"
   ln -s "$VGW" "$dir/versitygw"
   if [ "$GATEWAY" = cowkit ]; then
+    # The suite's full-flow run models VersityGW started without
+    # versioning, whose object-lock buckets are not versioned: the same
+    # here (S3, and cowkit by default, version them).
     "$COWKIT_BIN" s3 serve --root "$dir/root" --listen 127.0.0.1:0 --json \
+      --object-lock-without-versioning \
       --access-key "$AK" --secret-key "$SK" >"$dir/serve.out" 2>"$LOGS/$t.server.log" &
     pid=$!
     for _ in $(seq 200); do
