@@ -255,7 +255,6 @@ fn refusals(line: &Line) -> Result<(), CliError> {
 /// Run one request: dnf resolves and downloads, cowkit installs (or dnf
 /// runs the command itself on the root's database).
 pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
-    let quiet = req.quiet;
     refusals(&req.line)?;
     let args = &req;
     crate::install::absolute_root(&args.root)?;
@@ -335,34 +334,12 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
             "dnf is not dnf's own Python entry point: cowkit cannot get its download plan".into(),
         ],
     };
-    let mut rpms: Vec<PathBuf> = std::fs::read_dir(download.path())
-        .map_err(|e| CliError::new("cannot list the downloaded packages", e))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "rpm"))
-        .collect();
-    if !crate::dnf_order::sort(&mut rpms, &home.path().join("order")) && !rpms.is_empty() {
-        // Not a skip, but not dnf's order either: said, not hidden.
-        eprintln!(
-            "warning: dnf did not say in which order it adds the packages (it is not dnf's own Python entry point): rpm orders them from their file names, and scriptlets may run in another order than under dnf"
-        );
-    }
+    let rpms = downloaded_rpms(download.path(), &home.path().join("order"))?;
     extra.downloaded = rpms.len();
     if rpms.is_empty() {
         return Ok(nothing_to_install(args));
     }
-    if args.downloader == Downloader::Cowkit {
-        return Err(CliError::msg(format!(
-            "cowkit cannot fetch these packages itself: {}",
-            reasons.join("; ")
-        ))
-        .hint("`--downloader auto` (COWKIT_DOWNLOADER=auto) lets dnf download them"));
-    }
-    if !quiet {
-        eprintln!(
-            "note: dnf downloads the packages and cowkit transcodes them afterwards, because {}",
-            reasons.join("; ")
-        );
-    }
+    say_dnf_downloaded(args, &reasons)?;
     extra.downloaded_by = "dnf";
     extra.fallback_reasons = reasons;
 
@@ -371,6 +348,42 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
         Err(e) => return refused(&args.root, args.json, e),
     };
     Ok(done(args, &total, extra))
+}
+
+/// The packages dnf downloaded into `dir`, in dnf's order (from the
+/// wrapper's `order` file; file-name order, with a warning, without it).
+fn downloaded_rpms(dir: &Path, order: &Path) -> Result<Vec<PathBuf>, CliError> {
+    let mut rpms: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| CliError::new("cannot list the downloaded packages", e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "rpm"))
+        .collect();
+    if !crate::dnf_order::sort(&mut rpms, order) && !rpms.is_empty() {
+        // Not a skip, but not dnf's order either: said, not hidden.
+        eprintln!(
+            "warning: dnf did not say in which order it adds the packages (it is not dnf's own Python entry point): rpm orders them from their file names, and scriptlets may run in another order than under dnf"
+        );
+    }
+    Ok(rpms)
+}
+
+/// dnf downloaded the packages for `reasons`: refused with
+/// `--downloader cowkit`, else said (unless quiet).
+fn say_dnf_downloaded(args: &Request, reasons: &[String]) -> Result<(), CliError> {
+    if args.downloader == Downloader::Cowkit {
+        return Err(CliError::msg(format!(
+            "cowkit cannot fetch these packages itself: {}",
+            reasons.join("; ")
+        ))
+        .hint("`--downloader auto` (COWKIT_DOWNLOADER=auto) lets dnf download them"));
+    }
+    if !args.quiet {
+        eprintln!(
+            "note: dnf downloads the packages and cowkit transcodes them afterwards, because {}",
+            reasons.join("; ")
+        );
+    }
+    Ok(())
 }
 
 /// Why dnf downloads (before dnf runs): `--downloader dnf`, or dnf keeps
