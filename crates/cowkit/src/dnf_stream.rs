@@ -27,7 +27,7 @@
 
 use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -180,6 +180,16 @@ impl Run<'_> {
         }
     }
 
+    /// A damaged cache entry, said once however often it is met (its
+    /// checksum record and then its header digest lead to the same one).
+    fn note_damaged(&self, p: &Path, why: &dyn std::fmt::Display, then: &str) {
+        let head = format!("the cache entry `{}` is damaged", p.display());
+        if lock(&self.out).damaged.iter().any(|l| l.starts_with(&head)) {
+            return;
+        }
+        self.note(format!("{head} ({why}); {then}"), false);
+    }
+
     fn repo(&self, pkg: &PlannedPackage) -> &Repo {
         &self.plan.repos[&pkg.repo]
     }
@@ -247,13 +257,7 @@ fn cached(run: &Run<'_>, pkg: &PlannedPackage) -> Result<Option<PathBuf>, CliErr
         Lookup::Hit(p) => Ok(Some(p)),
         Lookup::Miss(_) => Ok(None),
         Lookup::Damaged(p, why) => {
-            run.note(
-                format!(
-                    "the cache entry `{}` is damaged ({why}); fetching again",
-                    p.display()
-                ),
-                false,
-            );
+            run.note_damaged(&p, &why, "fetching again");
             Ok(None)
         }
     }
@@ -307,13 +311,7 @@ fn fetch(run: &Run<'_>, pkg: &PlannedPackage, source: &Source) -> Result<Done, F
         }
         other => {
             if let Lookup::Damaged(p, why) = &other {
-                run.note(
-                    format!(
-                        "the cache entry `{}` is damaged ({why}); transcoding again",
-                        p.display()
-                    ),
-                    false,
-                );
+                run.note_damaged(p, why, "transcoding again");
             }
             let p = stream(run, pkg, repo, source, &header, body)?;
             (Done::Transcoded(p), repo.gpgcheck)
