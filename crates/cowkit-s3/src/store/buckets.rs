@@ -128,6 +128,59 @@ impl Store {
         Ok(self.bucket_record(bucket)?.owner)
     }
 
+    /// A small record of the bucket's (`meta/<bucket>/<name>`: its ACL,
+    /// policy, CORS or website configuration), read whole if it is at most
+    /// `max` bytes (a longer one is [`Error::Corrupt`]); `None` when absent.
+    pub(crate) fn bucket_record<T: serde::de::DeserializeOwned>(
+        &self,
+        bucket: &str,
+        name: &str,
+        max: u64,
+    ) -> Result<Option<T>> {
+        use std::io::Read;
+        let path = self.meta_path(bucket).join(name);
+        let Some(f) = fsutil::open_opt(self.meta.as_fd(), &format!("{bucket}/{name}"), &path)?
+        else {
+            return Ok(None);
+        };
+        let mut buf = Vec::new();
+        f.take(max + 1)
+            .read_to_end(&mut buf)
+            .map_err(|e| io("read", &path, e))?;
+        if buf.len() as u64 > max {
+            return Err(Error::Corrupt {
+                path,
+                why: format!("longer than {max} bytes"),
+            });
+        }
+        serde_json::from_slice(&buf)
+            .map(Some)
+            .map_err(|e| Error::Corrupt {
+                path,
+                why: e.to_string(),
+            })
+    }
+
+    /// Replace the bucket's record `name` by rename (`None`: remove it);
+    /// the bucket must exist.
+    pub(crate) fn set_bucket_record<T: Serialize>(
+        &self,
+        bucket: &str,
+        name: &str,
+        value: Option<&T>,
+    ) -> Result<()> {
+        self.bucket_dir(bucket)?;
+        let m = self.bucket_meta_dir(bucket)?;
+        let path = self.meta_path(bucket).join(name);
+        if let Some(v) = value {
+            return self.write_json(m.as_fd(), name, &path, v);
+        }
+        match rustix::fs::unlinkat(&m, name, AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) => Ok(()),
+            Err(e) => Err(io("remove", path, e)),
+        }
+    }
+
     /// Give the bucket to the account `owner` (`bucket.json` replaced by
     /// rename, its other fields kept; under the bucket's fleet lock, so two
     /// gateways changing it do not lose each other's fields).
