@@ -575,6 +575,42 @@ impl Handler {
         (req, refused)
     }
 
+    /// The request, or its refusal (its body drained): by the prechecks,
+    /// or a PutBucketCors/PutBucketWebsite document too large or not
+    /// matching its `Content-MD5` (read whole here, [`crate::config_doc`]).
+    async fn take_document(
+        &self,
+        req: s3s::HttpRequest,
+        refused: Option<Refusal>,
+    ) -> std::result::Result<s3s::HttpRequest, Refusal> {
+        if let Some(r) = refused {
+            drain(req.into_body()).await;
+            return Err(r);
+        }
+        let Some(max) = crate::config_doc::limit_of(req.method(), req.uri(), req.headers())
+        else {
+            return Ok(req);
+        };
+        match crate::config_doc::read(req, max).await {
+            Ok(req) => Ok(req),
+            Err((r, rest)) => {
+                drain(rest).await;
+                Err(r)
+            }
+        }
+    }
+
+    /// Answer a CORS preflight (unauthenticated, as on S3: it carries no
+    /// signature and reveals only whether the bucket's rules allow it).
+    async fn preflight(&self, req: s3s::HttpRequest) -> s3s::HttpResponse {
+        let answer = crate::cors::serve::preflight(&self.store, &req).await;
+        drain(req.into_body()).await;
+        match answer {
+            Ok(a) => crate::cors::serve::allowed_response(&a),
+            Err(r) => refusal_response(&r),
+        }
+    }
+
     /// Answer one request (`peer` is for the access log).
     pub async fn handle(
         &self,
@@ -586,14 +622,16 @@ impl Handler {
         let path = req.uri().path().to_string();
         let query = req.uri().query().map(str::to_string);
         let t0 = Instant::now();
-        let res = match refused {
-            Some(r) => {
-                drain(req.into_body()).await;
-                Ok(refusal_response(&r))
-            }
-            None => self.service.call(req).await,
+        let cors = crate::cors::serve::actual_of(&req);
+        let res = match self.take_document(req, refused).await {
+            Err(r) => Ok(refusal_response(&r)),
+            Ok(req) if req.method() == http::Method::OPTIONS => Ok(self.preflight(req).await),
+            Ok(req) => self.service.call(req).await,
         };
-        let res = res.map(|r| shape(r, &method));
+        let mut res = res.map(|r| shape(r, &method));
+        if let (Some(asked), Ok(r)) = (cors, &mut res) {
+            crate::cors::serve::add_to_actual(&self.store, asked, r).await;
+        }
         if let Ok(r) = &res {
             log::info!(target: ACCESS_LOG, "{}", serde_json::json!({
                 "remote": peer.to_string(),

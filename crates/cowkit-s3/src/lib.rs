@@ -41,6 +41,8 @@ pub mod body;
 pub mod checksum;
 pub mod chunked;
 pub mod conditions;
+pub mod config_doc;
+pub mod cors;
 pub mod error;
 pub mod fault;
 pub mod fleet;
@@ -63,6 +65,7 @@ pub mod server;
 pub mod store;
 pub mod tagging;
 pub mod versions;
+pub mod website;
 
 pub use error::{Error, Result};
 pub use fsutil::NewFile;

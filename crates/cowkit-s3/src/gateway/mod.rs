@@ -2,7 +2,7 @@
 //! filesystem call runs on tokio's blocking pool.
 //!
 //! The `impl S3` at the end is the route table: one line an operation, to
-//! its function in `bucket`, `object`, `listing`, `upload` or `versioning` (bodies come
+//! its function in `bucket`, `config`, `object`, `listing`, `upload` or `versioning` (bodies come
 //! in through `receive`). Reading a request's input is
 //! [`crate::request`]'s, its checksum headers [`crate::checksum`]'s;
 //! errors are made by [`crate::error`], and what s3s cannot write into a
@@ -66,6 +66,7 @@ macro_rules! put_checksum_value {
 }
 
 mod bucket;
+pub(crate) mod config;
 mod listing;
 mod object;
 mod receive;
@@ -487,5 +488,47 @@ impl S3 for S3Gateway {
         req: S3Request<CompleteMultipartUploadInput>,
     ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
         upload::complete_multipart_upload(self, req).await
+    }
+
+    async fn put_bucket_cors(
+        &self,
+        req: S3Request<PutBucketCorsInput>,
+    ) -> S3Result<S3Response<PutBucketCorsOutput>> {
+        config::put_bucket_cors(self, req).await
+    }
+
+    async fn get_bucket_cors(
+        &self,
+        req: S3Request<GetBucketCorsInput>,
+    ) -> S3Result<S3Response<GetBucketCorsOutput>> {
+        config::get_bucket_cors(self, req).await
+    }
+
+    async fn delete_bucket_cors(
+        &self,
+        req: S3Request<DeleteBucketCorsInput>,
+    ) -> S3Result<S3Response<DeleteBucketCorsOutput>> {
+        config::delete_bucket_cors(self, req).await
+    }
+
+    async fn put_bucket_website(
+        &self,
+        req: S3Request<PutBucketWebsiteInput>,
+    ) -> S3Result<S3Response<PutBucketWebsiteOutput>> {
+        config::put_bucket_website(self, req).await
+    }
+
+    async fn get_bucket_website(
+        &self,
+        req: S3Request<GetBucketWebsiteInput>,
+    ) -> S3Result<S3Response<GetBucketWebsiteOutput>> {
+        config::get_bucket_website(self, req).await
+    }
+
+    async fn delete_bucket_website(
+        &self,
+        req: S3Request<DeleteBucketWebsiteInput>,
+    ) -> S3Result<S3Response<DeleteBucketWebsiteOutput>> {
+        config::delete_bucket_website(self, req).await
     }
 }
