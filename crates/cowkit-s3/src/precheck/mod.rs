@@ -608,8 +608,15 @@ fn check_headers(method: &Method, headers: &HeaderMap) -> Result<(), Refusal> {
     }
     if let Some(v) = headers.get("content-md5") {
         let v = v.to_str().unwrap_or("");
+        use base64::engine::{general_purpose, GeneralPurpose};
         use base64::Engine as _;
-        let ok = base64::engine::general_purpose::STANDARD
+        // Non-zero bits past the 128 (`...+s==`) are taken, as S3 takes
+        // them; the digest then decides (BadDigest).
+        const LENIENT: GeneralPurpose = GeneralPurpose::new(
+            &base64::alphabet::STANDARD,
+            general_purpose::PAD.with_decode_allow_trailing_bits(true),
+        );
+        let ok = LENIENT
             .decode(v.trim())
             .is_ok_and(|d| d.len() == 16);
         if !ok {
