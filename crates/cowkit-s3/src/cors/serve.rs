@@ -43,7 +43,7 @@ fn store_refusal(e: Error) -> Refusal {
         Error::NoSuchBucket { .. } | Error::InvalidBucketName { .. } => Refusal::new(
             StatusCode::NOT_FOUND,
             "NoSuchBucket",
-            "The specified bucket does not exist",
+            "The specified bucket does not exist.",
         ),
         e => internal(&e),
     }
