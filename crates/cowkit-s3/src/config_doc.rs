@@ -86,7 +86,10 @@ pub async fn read(
         }
     }
     check_md5(parts.headers.get("content-md5"), &buf).map_err(|r| (r, s3s::Body::empty()))?;
-    Ok(http::Request::from_parts(parts, s3s::Body::from(bytes::Bytes::from(buf))))
+    Ok(http::Request::from_parts(
+        parts,
+        s3s::Body::from(bytes::Bytes::from(buf)),
+    ))
 }
 
 #[cfg(test)]
@@ -107,7 +110,9 @@ mod tests {
         // MD5 of "" is 1B2M2Y8AsgTpgAmY7PhCfg==.
         check_md5(Some(&v("1B2M2Y8AsgTpgAmY7PhCfg==")), b"").unwrap();
         assert_eq!(
-            check_md5(Some(&v("uU0nuZNNPgilLlLX2n2r+s==")), b"").unwrap_err().code,
+            check_md5(Some(&v("uU0nuZNNPgilLlLX2n2r+s==")), b"")
+                .unwrap_err()
+                .code,
             "BadDigest"
         );
         assert_eq!(

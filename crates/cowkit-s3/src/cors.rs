@@ -47,7 +47,11 @@ pub fn check_rules(rules: &[CORSRule]) -> Result<(), Refusal> {
         if r.allowed_origins.is_empty() || r.allowed_methods.is_empty() {
             return Err(malformed());
         }
-        if let Some(o) = r.allowed_origins.iter().find(|o| o.matches('*').count() > 1) {
+        if let Some(o) = r
+            .allowed_origins
+            .iter()
+            .find(|o| o.matches('*').count() > 1)
+        {
             return Err(Refusal::new(
                 StatusCode::BAD_REQUEST,
                 "InvalidRequest",
@@ -201,7 +205,7 @@ fn rule_allows(r: &CORSRule, p: &Preflight) -> Option<bool> {
         .allowed_origins
         .iter()
         .find(|o| wildcard_match(o, &p.origin))?;
-    if !r.allowed_methods.iter().any(|m| *m == p.method) {
+    if !r.allowed_methods.contains(&p.method) {
         return None;
     }
     let allowed = r.allowed_headers.as_deref().unwrap_or_default();
@@ -223,7 +227,11 @@ pub fn allow(rules: &[CORSRule], p: &Preflight) -> Option<Allowed> {
             expose.push("ETag".into());
         }
         Some(Allowed {
-            origin: if wildcard { "*".into() } else { p.origin.clone() },
+            origin: if wildcard {
+                "*".into()
+            } else {
+                p.origin.clone()
+            },
             credentials: !wildcard,
             methods: r.allowed_methods.join(", "),
             headers: p

@@ -587,8 +587,7 @@ impl Handler {
             drain(req.into_body()).await;
             return Err(r);
         }
-        let Some(max) = crate::config_doc::limit_of(req.method(), req.uri(), req.headers())
-        else {
+        let Some(max) = crate::config_doc::limit_of(req.method(), req.uri(), req.headers()) else {
             return Ok(req);
         };
         match crate::config_doc::read(req, max).await {

@@ -164,7 +164,10 @@ mod tests {
     fn issue_27_website_checked_as_s3_checks_it() {
         check(&index("index.html")).unwrap();
         assert_eq!(check(&index("")).unwrap_err().code, "InvalidArgument");
-        assert_eq!(check(&index("/i.html")).unwrap_err().code, "InvalidArgument");
+        assert_eq!(
+            check(&index("/i.html")).unwrap_err().code,
+            "InvalidArgument"
+        );
         let all = Some(RedirectAllRequestsTo {
             host_name: "example.com".into(),
             protocol: Some("ftp".to_string().into()),
@@ -173,7 +176,10 @@ mod tests {
             redirect_all_requests_to: all.clone(),
             ..Default::default()
         };
-        assert!(check(&w).unwrap_err().message.starts_with("Invalid protocol"));
+        assert!(check(&w)
+            .unwrap_err()
+            .message
+            .starts_with("Invalid protocol"));
         let w = WebsiteConfiguration {
             redirect_all_requests_to: all,
             ..index("index.html")
@@ -190,7 +196,9 @@ mod tests {
             "MalformedXML"
         );
         assert_eq!(
-            check(&with_rule(None, Redirect::default())).unwrap_err().code,
+            check(&with_rule(None, Redirect::default()))
+                .unwrap_err()
+                .code,
             "MalformedXML"
         );
         check(&with_rule(None, host.clone())).unwrap();
@@ -198,7 +206,10 @@ mod tests {
             http_redirect_code: Some(c.into()),
             ..host.clone()
         };
-        assert_eq!(check(&with_rule(None, code("3xx"))).unwrap_err().code, "MalformedXML");
+        assert_eq!(
+            check(&with_rule(None, code("3xx"))).unwrap_err().code,
+            "MalformedXML"
+        );
         assert!(check(&with_rule(None, code("306"))).is_err());
         check(&with_rule(None, code("308"))).unwrap();
         let on = |c: &str| {

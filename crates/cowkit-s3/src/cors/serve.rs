@@ -52,7 +52,10 @@ fn store_refusal(e: Error) -> Refusal {
 /// Answer a preflight: the bucket must exist, the request name an origin
 /// and one of the five methods and well-formed headers, and a rule of the
 /// bucket's allow it.
-pub async fn preflight(store: &Arc<Store>, req: &s3s::HttpRequest) -> Result<crate::cors::Allowed, Refusal> {
+pub async fn preflight(
+    store: &Arc<Store>,
+    req: &s3s::HttpRequest,
+) -> Result<crate::cors::Allowed, Refusal> {
     let Some(bucket) = bucket_of(req.uri()) else {
         return Err(forbidden());
     };
@@ -101,7 +104,11 @@ pub fn actual_of(req: &s3s::HttpRequest) -> Option<(String, Preflight)> {
 
 /// Add the CORS headers to the answer of an actual request a rule of its
 /// bucket allows (nothing otherwise: the browser then refuses it).
-pub async fn add_to_actual(store: &Arc<Store>, asked: (String, Preflight), res: &mut s3s::HttpResponse) {
+pub async fn add_to_actual(
+    store: &Arc<Store>,
+    asked: (String, Preflight),
+    res: &mut s3s::HttpResponse,
+) {
     let (bucket, p) = asked;
     let Ok(Some(rules)) = rules_of(store, bucket).await else {
         return;

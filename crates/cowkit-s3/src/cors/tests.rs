@@ -40,9 +40,16 @@ fn issue_27_rules_checked_as_s3_checks_them() {
         "Found unsupported HTTP method in CORS config. Unsupported method is get"
     );
     let e = check_rules(&[rule(&["*"], &["GET"], &["X-Amz-Date", "Bad/Header"])]).unwrap_err();
-    assert_eq!(e.message, "AllowedHeader \"Bad/Header\" contains invalid character.");
-    check_rules(&[rule(&["*"], &["GET", "PUT", "POST", "DELETE", "HEAD"], &["x-amz-*"])])
-        .unwrap();
+    assert_eq!(
+        e.message,
+        "AllowedHeader \"Bad/Header\" contains invalid character."
+    );
+    check_rules(&[rule(
+        &["*"],
+        &["GET", "PUT", "POST", "DELETE", "HEAD"],
+        &["x-amz-*"],
+    )])
+    .unwrap();
 }
 
 #[test]
@@ -65,7 +72,10 @@ fn issue_27_preflight_headers_read_as_s3_reads_them() {
     let e = Preflight::from_headers(&h(&[
         ("origin", "o"),
         ("access-control-request-method", "GET"),
-        ("access-control-request-headers", "Content-Encoding, Bad/Header"),
+        (
+            "access-control-request-headers",
+            "Content-Encoding, Bad/Header",
+        ),
     ]))
     .unwrap_err();
     assert_eq!(
@@ -103,13 +113,20 @@ fn issue_27_first_matching_rule_answers() {
     assert_eq!(a.expose, "Content-Type, ETag");
     assert_eq!(a.max_age, Some(100));
     let a = allow(&rules, &ask("hello.com", "HEAD", "")).unwrap();
-    assert_eq!((a.origin.as_str(), a.credentials, a.expose.as_str()), ("*", false, "ETag"));
+    assert_eq!(
+        (a.origin.as_str(), a.credentials, a.expose.as_str()),
+        ("*", false, "ETag")
+    );
     let a = allow(&rules, &ask("http://www.x.com", "GET", "X-Amz-Meta-A")).unwrap();
     assert_eq!(a.headers, "x-amz-meta-a");
     // Refused: origin, method, one header of several, a wildcard that is not met.
     assert!(allow(&rules, &ask("http://other.net", "GET", "")).is_none());
     assert!(allow(&rules, &ask("http://example.com", "PUT", "")).is_none());
-    assert!(allow(&rules, &ask("http://example.com", "GET", "X-Amz-Date,Extra")).is_none());
+    assert!(allow(
+        &rules,
+        &ask("http://example.com", "GET", "X-Amz-Date,Extra")
+    )
+    .is_none());
     assert!(allow(&rules, &ask("http://www.x.com", "GET", "X-Amz")).is_none());
 }
 

@@ -116,10 +116,8 @@ pub(super) async fn delete_bucket_website(
     req: S3Request<DeleteBucketWebsiteInput>,
 ) -> S3Result<S3Response<DeleteBucketWebsiteOutput>> {
     let b = req.input.bucket;
-    g.run(move |s| {
-        s.set_bucket_record::<WebsiteConfiguration>(&b, crate::website::RECORD, None)
-    })
-    .await?;
+    g.run(move |s| s.set_bucket_record::<WebsiteConfiguration>(&b, crate::website::RECORD, None))
+        .await?;
     let mut res = S3Response::new(DeleteBucketWebsiteOutput::default());
     set_status(&mut res, http::StatusCode::NO_CONTENT);
     Ok(res)

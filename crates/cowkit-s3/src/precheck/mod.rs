@@ -40,7 +40,11 @@ pub struct Refusal {
 }
 
 impl Refusal {
-    pub(crate) fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Refusal {
+    pub(crate) fn new(
+        status: StatusCode,
+        code: &'static str,
+        message: impl Into<String>,
+    ) -> Refusal {
         Refusal {
             status,
             code,
@@ -616,9 +620,7 @@ fn check_headers(method: &Method, headers: &HeaderMap) -> Result<(), Refusal> {
             &base64::alphabet::STANDARD,
             general_purpose::PAD.with_decode_allow_trailing_bits(true),
         );
-        let ok = LENIENT
-            .decode(v.trim())
-            .is_ok_and(|d| d.len() == 16);
+        let ok = LENIENT.decode(v.trim()).is_ok_and(|d| d.len() == 16);
         if !ok {
             return Err(bad_request(
                 "InvalidDigest",
