@@ -36,20 +36,31 @@ use crate::store::Store;
 /// (or any request when `open`: `--anonymous` or no credentials), whose
 /// `x-amz-expected-bucket-owner` and `x-amz-source-expected-bucket-owner`
 /// name the owner of every bucket here (the access key; `anonymous`
-/// without one, as the gateway reports owners).
+/// without one, as the gateway reports owners); then the operation is
+/// authorised ([`crate::authz`]: ACLs, bucket policies, public buckets).
+#[derive(Clone)]
 struct Access {
     open: bool,
+    /// The admin's access key (the gateway's key pair).
+    admin: Option<String>,
+    authz: Arc<crate::authz::Authz>,
+}
+
+/// The principal of a request the `Detour` has authenticated, for the
+/// second s3s service to authorise (a request extension).
+#[derive(Debug, Clone)]
+struct Authenticated {
+    who: crate::authz::Principal,
+    signed: bool,
 }
 
 impl Access {
-    fn check(
+    /// The requester, after the checks that do not depend on the operation.
+    fn principal(
         &self,
         creds: Option<&s3s::auth::Credentials>,
         headers: &http::HeaderMap,
-    ) -> s3s::S3Result<()> {
-        if !self.open && creds.is_none() {
-            return Err(s3s::s3_error!(AccessDenied, "Signature is required"));
-        }
+    ) -> s3s::S3Result<crate::authz::Principal> {
         let owner = creds.map_or("anonymous", |c| c.access_key.as_str());
         for h in [
             "x-amz-expected-bucket-owner",
@@ -64,6 +75,49 @@ impl Access {
                 return Err(s3s::s3_error!(AccessDenied, "Access Denied."));
             }
         }
+        Ok(crate::authz::Principal {
+            access_key: owner.to_string(),
+            admin: self.open || creds.is_some_and(|c| Some(&c.access_key) == self.admin.as_ref()),
+        })
+    }
+
+    /// Authorise the operation for `who` (see [`crate::authz`]) and hand
+    /// the gateway its [`crate::authz::Caller`].
+    async fn authorize(
+        &self,
+        who: crate::authz::Principal,
+        signed: bool,
+        cx: &mut s3s::access::S3AccessContext<'_>,
+    ) -> s3s::S3Result<()> {
+        if !who.admin {
+            let (bucket, key) = match cx.s3_path() {
+                s3s::path::S3Path::Root => (String::new(), String::new()),
+                s3s::path::S3Path::Bucket { bucket } => (bucket.to_string(), String::new()),
+                s3s::path::S3Path::Object { bucket, key } => (bucket.to_string(), key.to_string()),
+            };
+            let op = cx.s3_op().name().to_string();
+            let headers = cx.headers().clone();
+            let query = cx.uri().query().map(str::to_string);
+            let peer = cx.extensions_mut().get::<crate::authz::Peer>().map(|p| p.0);
+            let (authz, who2) = (self.authz.clone(), who.clone());
+            tokio::task::spawn_blocking(move || {
+                let ask = crate::authz::Ask {
+                    op: &op,
+                    bucket: &bucket,
+                    key: &key,
+                    headers: &headers,
+                    query: query.as_deref(),
+                    peer,
+                };
+                authz.check(&who2, signed, &ask)
+            })
+            .await
+            .map_err(crate::error::internal)??;
+        }
+        cx.extensions_mut().insert(crate::authz::Caller {
+            principal: who,
+            accounts: self.authz.accounts.clone(),
+        });
         Ok(())
     }
 }
@@ -71,7 +125,37 @@ impl Access {
 #[async_trait::async_trait]
 impl s3s::access::S3Access for Access {
     async fn check(&self, cx: &mut s3s::access::S3AccessContext<'_>) -> s3s::S3Result<()> {
-        Access::check(self, cx.credentials(), cx.headers())
+        let signed = cx.credentials().is_some();
+        let who = self.principal(cx.credentials(), cx.headers())?;
+        self.authorize(who, signed, cx).await
+    }
+}
+
+/// The access check of the second s3s service (behind the `Detour`): the
+/// principal the `Detour` authenticated, authorised for the operation the
+/// second service has parsed.
+struct DetourAccess(Access);
+
+#[async_trait::async_trait]
+impl s3s::access::S3Access for DetourAccess {
+    async fn check(&self, cx: &mut s3s::access::S3AccessContext<'_>) -> s3s::S3Result<()> {
+        let Some(Authenticated { who, signed }) = cx.extensions_mut().remove::<Authenticated>()
+        else {
+            return Err(s3s::s3_error!(AccessDenied, "Access Denied."));
+        };
+        self.0.authorize(who, signed, cx).await
+    }
+}
+
+/// The second s3s service's "authentication": it never sees a signature
+/// (the `Detour` took it off), but s3s runs access checks only for a
+/// service that has one.
+struct NoKeys;
+
+#[async_trait::async_trait]
+impl s3s::auth::S3Auth for NoKeys {
+    async fn get_secret_key(&self, _access_key: &str) -> s3s::S3Result<s3s::auth::SecretKey> {
+        Err(s3s::s3_error!(AccessDenied, "Access Denied."))
     }
 }
 
@@ -114,8 +198,9 @@ const MAX_DOCUMENT: usize = 16 << 20;
 /// The gateway reads the conditions from the [`Conditions`] extension.
 struct Detour {
     inner: s3s::service::S3Service,
-    /// Whether requests without credentials are served.
-    open: bool,
+    /// Who may do what (the principal is authenticated here, authorised
+    /// by the inner service once it knows the operation).
+    access: Access,
 }
 
 /// Query parameters of presigned URLs (already verified when the detour
@@ -173,7 +258,14 @@ impl s3s::route::S3Route for Detour {
     }
 
     async fn check_access(&self, req: &mut s3s::S3Request<s3s::Body>) -> s3s::S3Result<()> {
-        Access { open: self.open }.check(req.credentials.as_ref(), &req.headers)
+        let who = self
+            .access
+            .principal(req.credentials.as_ref(), &req.headers)?;
+        req.extensions.insert(Authenticated {
+            who,
+            signed: req.credentials.is_some(),
+        });
+        Ok(())
     }
 
     async fn call(
@@ -367,17 +459,27 @@ impl Handler {
         let store = Store::open(&cfg.root, cfg.store.clone())?;
         let gateway = S3Gateway::new(store).with_region(&cfg.region);
         let store = gateway.store().clone();
-        let inner = S3ServiceBuilder::new(gateway.clone()).build();
+        let admin = cfg.credentials.as_ref().map(|c| c.0.clone());
+        let access = Access {
+            open: cfg.anonymous || cfg.credentials.is_none(),
+            admin: admin.clone(),
+            authz: Arc::new(crate::authz::Authz {
+                store: store.clone(),
+                default_owner: admin.clone().unwrap_or_else(|| "anonymous".into()),
+                accounts: Arc::new(crate::authz::OneKey(admin)),
+            }),
+        };
+        let mut inner = S3ServiceBuilder::new(gateway.clone());
         let mut b = S3ServiceBuilder::new(gateway);
         if let Some((ak, sk)) = &cfg.credentials {
             b.set_auth(SimpleAuth::from_single(ak.clone(), sk.clone()));
+            inner.set_auth(NoKeys);
+            inner.set_access(DetourAccess(access.clone()));
         }
-        b.set_access(Access {
-            open: cfg.anonymous || cfg.credentials.is_none(),
-        });
+        b.set_access(access.clone());
         b.set_route(Detour {
-            inner,
-            open: cfg.anonymous || cfg.credentials.is_none(),
+            inner: inner.build(),
+            access,
         });
         Ok(Handler {
             service: b.build(),
@@ -486,6 +588,8 @@ impl Handler {
         let path = req.uri().path().to_string();
         let query = req.uri().query().map(str::to_string);
         let t0 = Instant::now();
+        let mut req = req;
+        req.extensions_mut().insert(crate::authz::Peer(peer));
         let res = match refused {
             Some(r) => {
                 drain(req.into_body()).await;

@@ -10,6 +10,8 @@
 //!   block-aligned offset, `copy_file_range` elsewhere (the cowkit-fs
 //!   chain), and is idempotent under retries and races.
 //! - [`tagging`]: S3's rules for object tags, kept in the object's record.
+//! - [`authz`]: who may do what, decided once per request from the
+//!   bucket's [`acl`] (owner, grants, object ownership) and [`policy`].
 //! - [`gateway`]: the [`s3s::S3`] implementation; [`server`]: hyper, the
 //!   access log, graceful shutdown.
 //!
@@ -31,6 +33,8 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod acl;
+pub mod authz;
 pub mod body;
 pub mod checksum;
 pub mod chunked;
@@ -48,6 +52,7 @@ pub mod list;
 pub mod multipart;
 pub mod names;
 pub mod pages;
+pub mod policy;
 pub mod precheck;
 pub mod request;
 pub mod respond;

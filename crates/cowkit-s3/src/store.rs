@@ -5,6 +5,9 @@
 //! DIR/<bucket>/<key>                         the object's bytes
 //! DIR/.cowkit-s3/meta/<bucket>/bucket.json   creation time
 //! DIR/.cowkit-s3/meta/<bucket>/tags.json     the bucket's tags, when it has any
+//! DIR/.cowkit-s3/meta/<bucket>/acl.json      owner and grants (see `acl`)
+//! DIR/.cowkit-s3/meta/<bucket>/ownership.json object ownership (see `acl`)
+//! DIR/.cowkit-s3/meta/<bucket>/policy.json   the bucket policy (see `policy`)
 //! DIR/.cowkit-s3/meta/<bucket>/<h2>/<h>.json the object's record: key, inode, size,
 //!                                            ETag, content type, user metadata,
 //!                                            tags
@@ -446,6 +449,59 @@ impl Store {
             }
         }
         let _ = rustix::fs::unlinkat(&self.meta, bucket, AtFlags::REMOVEDIR);
+    }
+
+    /// A small record of the bucket's (`meta/<bucket>/<name>`: its ACL,
+    /// policy, ownership), read whole if it is at most `max` bytes (a
+    /// longer one is [`Error::Corrupt`]); `None` when absent.
+    pub(crate) fn bucket_record<T: serde::de::DeserializeOwned>(
+        &self,
+        bucket: &str,
+        name: &str,
+        max: u64,
+    ) -> Result<Option<T>> {
+        use std::io::Read;
+        let path = self.meta_path(bucket).join(name);
+        let Some(f) = fsutil::open_opt(self.meta.as_fd(), &format!("{bucket}/{name}"), &path)?
+        else {
+            return Ok(None);
+        };
+        let mut buf = Vec::new();
+        f.take(max + 1)
+            .read_to_end(&mut buf)
+            .map_err(|e| io("read", &path, e))?;
+        if buf.len() as u64 > max {
+            return Err(Error::Corrupt {
+                path,
+                why: format!("longer than {max} bytes"),
+            });
+        }
+        serde_json::from_slice(&buf)
+            .map(Some)
+            .map_err(|e| Error::Corrupt {
+                path,
+                why: e.to_string(),
+            })
+    }
+
+    /// Replace the bucket's record `name` by rename (`None`: remove it);
+    /// the bucket must exist.
+    pub(crate) fn set_bucket_record<T: Serialize>(
+        &self,
+        bucket: &str,
+        name: &str,
+        value: Option<&T>,
+    ) -> Result<()> {
+        self.bucket_dir(bucket)?;
+        let m = self.bucket_meta_dir(bucket)?;
+        let path = self.meta_path(bucket).join(name);
+        if let Some(v) = value {
+            return self.write_json(m.as_fd(), name, &path, v);
+        }
+        match rustix::fs::unlinkat(&m, name, AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) => Ok(()),
+            Err(e) => Err(io("remove", path, e)),
+        }
     }
 
     // ---- object records -----------------------------------------------------

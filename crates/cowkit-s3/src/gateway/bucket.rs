@@ -1,4 +1,5 @@
-//! Bucket operations: create, head, delete, list, location, tagging.
+//! Bucket operations: create (with its owner, ACL and ownership), head,
+//! delete, list, location, tagging.
 
 use super::*;
 
@@ -60,10 +61,15 @@ pub(super) async fn create_bucket(
         .map_err(tag_error)?,
         None => Vec::new(),
     };
+    let (acl, ownership) = super::access::new_bucket(&req.input, &crate::authz::Caller::of(&req))?;
     let b = req.input.bucket;
     let loc = format!("/{b}");
     let name = b.clone();
-    g.run(move |s| s.create_bucket_with_tags(&b, tags)).await?;
+    g.run(move |s| {
+        s.create_bucket_with_tags(&b, tags)?;
+        crate::authz::init_bucket(s, &b, &acl, ownership)
+    })
+    .await?;
     Ok(with_bucket_arn(
         S3Response::new(CreateBucketOutput {
             location: Some(loc),

@@ -138,7 +138,11 @@ impl Prechecks {
         // SigV2 presigned URLs (`AWSAccessKeyId`, `Expires`, `Signature`:
         // what boto3 makes by default) are verified by s3s, expiry included.
         check_streaming(method, uri, &query, headers)?;
-        check_headers(method, headers)
+        check_access_body(method, &query, headers)?;
+        // ACL headers ask for ACLs on a bucket's PUT (CreateBucket,
+        // PutBucketAcl); on objects they are refused.
+        let bucket_put = *method == Method::PUT && !uri.path().trim_matches('/').contains('/');
+        check_headers(method, headers, bucket_put)
     }
 }
 
@@ -278,6 +282,36 @@ fn check_route(
     Ok(())
 }
 
+/// A PutBucketPolicy or PutBucketAcl body longer than the gateway takes
+/// (`limits.rs`), refused before it is read.
+fn check_access_body(
+    method: &Method,
+    query: &[(String, String)],
+    headers: &HeaderMap,
+) -> Result<(), Refusal> {
+    if *method != Method::PUT {
+        return Ok(());
+    }
+    let len = headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let has = |k: &str| query.iter().any(|(n, _)| n == k);
+    match len {
+        Some(n) if has("policy") && n > crate::limits::MAX_POLICY_BODY as u64 => Err(bad_request(
+            "MalformedPolicy",
+            crate::policy::PolicyError::TooLarge.to_string(),
+        )),
+        Some(n) if has("acl") && n > crate::limits::MAX_ACL_BODY as u64 => Err(bad_request(
+            "MalformedACLError",
+            format!(
+                "An access control policy document may be at most {} bytes",
+                crate::limits::MAX_ACL_BODY
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn invalid_argument(m: &str, name: &str, value: &str) -> Refusal {
     bad_request("InvalidArgument", m)
         .with("ArgumentName", name)
@@ -288,7 +322,7 @@ fn invalid_argument(m: &str, name: &str, value: &str) -> Refusal {
 /// than ignored. Object lock values are checked first as S3 checks them;
 /// valid ones get S3's answer for a bucket without object lock (no bucket
 /// here has it).
-fn check_unsupported(method: &Method, headers: &HeaderMap) -> Result<(), Refusal> {
+fn check_unsupported(method: &Method, headers: &HeaderMap, bucket_put: bool) -> Result<(), Refusal> {
     let h = |k: &str| headers.get(k).map(|v| v.to_str().unwrap_or(""));
     if h("x-amz-bucket-object-lock-enabled").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
         return Err(not_implemented());
@@ -319,7 +353,7 @@ fn check_unsupported(method: &Method, headers: &HeaderMap) -> Result<(), Refusal
             "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting",
         ));
     }
-    if acl {
+    if acl && !bucket_put {
         return Err(not_implemented());
     }
     if !matches!(*method, Method::PUT | Method::POST) {
@@ -591,7 +625,7 @@ fn check_streaming(
     Ok(())
 }
 
-fn check_headers(method: &Method, headers: &HeaderMap) -> Result<(), Refusal> {
+fn check_headers(method: &Method, headers: &HeaderMap, bucket_put: bool) -> Result<(), Refusal> {
     for (k, _) in headers {
         let k = k.as_str();
         if k.starts_with("x-amz-server-side-encryption")
@@ -600,7 +634,7 @@ fn check_headers(method: &Method, headers: &HeaderMap) -> Result<(), Refusal> {
             return Err(not_implemented());
         }
     }
-    check_unsupported(method, headers)?;
+    check_unsupported(method, headers, bucket_put)?;
     if let Some(v) = headers.get("x-amz-website-redirect-location") {
         let v = v.to_str().unwrap_or("");
         if !(v.starts_with('/') || v.starts_with("http://") || v.starts_with("https://")) {
