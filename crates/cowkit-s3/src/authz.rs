@@ -418,7 +418,7 @@ impl Authz {
                 Decision::NoMatch => {}
             }
         }
-        let acl_public = op.public_by_acl
+        let acl_public = op.public_by_acl()
             && b.ownership != Some(Ownership::BucketOwnerEnforced)
             && b.acl.is_public(op.permission);
         if acl_public && !b.broken_policy {

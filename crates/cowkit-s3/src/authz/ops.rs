@@ -18,8 +18,6 @@ pub struct Op {
     pub permission: Permission,
     /// Whether the resource is `bucket/key` (else `bucket`).
     pub object: bool,
-    /// Whether a public ACL grant may serve it to anonymous requests.
-    pub public_by_acl: bool,
     /// Whether it is a bucket policy operation (a public policy answers
     /// these `MethodNotAllowed`, as VersityGW does).
     pub policy_op: bool,
@@ -36,17 +34,24 @@ const fn op(name: &'static str, action: &'static str, permission: Permission, ob
         action,
         permission,
         object,
-        public_by_acl: false,
         policy_op: false,
         copies: false,
         every_key: false,
     }
 }
 
-const fn public(mut o: Op) -> Op {
-    o.public_by_acl = true;
-    o
-}
+/// The actions a public ACL grant serves to anonymous requests
+/// (VersityGW's list): reads and writes of objects and listings.
+const PUBLIC_BY_ACL: &[&str] = &[
+    "s3:ListBucket",
+    "s3:PutObject",
+    "s3:ListBucketMultipartUploads",
+    "s3:DeleteObject",
+    "s3:ListBucketVersions",
+    "s3:GetObject",
+    "s3:GetObjectAttributes",
+    "s3:GetObjectAcl",
+];
 
 use Permission::{Read, ReadAcp, Write, WriteAcp};
 
@@ -55,13 +60,13 @@ use Permission::{Read, ReadAcp, Write, WriteAcp};
 const OPS: &[Op] = &[
     op("ListBuckets", "s3:ListAllMyBuckets", Read, false),
     op("CreateBucket", "s3:CreateBucket", Write, false),
-    public(op("HeadBucket", "s3:ListBucket", Read, false)),
+    op("HeadBucket", "s3:ListBucket", Read, false),
     op("GetBucketLocation", "s3:GetBucketLocation", Read, false),
     op("DeleteBucket", "s3:DeleteBucket", Write, false),
-    public(op("ListObjects", "s3:ListBucket", Read, false)),
-    public(op("ListObjectsV2", "s3:ListBucket", Read, false)),
-    public(op("ListObjectVersions", "s3:ListBucketVersions", Read, false)),
-    public(op("ListMultipartUploads", "s3:ListBucketMultipartUploads", Read, false)),
+    op("ListObjects", "s3:ListBucket", Read, false),
+    op("ListObjectsV2", "s3:ListBucket", Read, false),
+    op("ListObjectVersions", "s3:ListBucketVersions", Read, false),
+    op("ListMultipartUploads", "s3:ListBucketMultipartUploads", Read, false),
     op("GetBucketTagging", "s3:GetBucketTagging", Read, false),
     op("PutBucketTagging", "s3:PutBucketTagging", Write, false),
     op("DeleteBucketTagging", "s3:PutBucketTagging", Write, false),
@@ -85,17 +90,17 @@ const OPS: &[Op] = &[
     op("PutBucketWebsite", "s3:PutBucketWebsite", Write, false),
     op("DeleteBucketWebsite", "s3:DeleteBucketWebsite", Write, false),
     Op { every_key: true, ..op("DeleteObjects", "s3:DeleteObject", Write, false) },
-    public(op("GetObject", "s3:GetObject", Read, true)),
+    op("GetObject", "s3:GetObject", Read, true),
     op("GetObjectVersion", "s3:GetObjectVersion", Read, true),
-    public(op("HeadObject", "s3:GetObject", Read, true)),
-    public(op("GetObjectAttributes", "s3:GetObjectAttributes", Read, true)),
-    public(op("PutObject", "s3:PutObject", Write, true)),
+    op("HeadObject", "s3:GetObject", Read, true),
+    op("GetObjectAttributes", "s3:GetObjectAttributes", Read, true),
+    op("PutObject", "s3:PutObject", Write, true),
     Op { copies: true, ..op("CopyObject", "s3:PutObject", Write, true) },
-    public(op("DeleteObject", "s3:DeleteObject", Write, true)),
+    op("DeleteObject", "s3:DeleteObject", Write, true),
     op("GetObjectTagging", "s3:GetObjectTagging", Read, true),
     op("PutObjectTagging", "s3:PutObjectTagging", Write, true),
     op("DeleteObjectTagging", "s3:DeleteObjectTagging", Write, true),
-    public(op("GetObjectAcl", "s3:GetObjectAcl", ReadAcp, true)),
+    op("GetObjectAcl", "s3:GetObjectAcl", ReadAcp, true),
     op("PutObjectAcl", "s3:PutObjectAcl", Write, true),
     op("GetObjectRetention", "s3:GetObjectRetention", Read, true),
     op("PutObjectRetention", "s3:PutObjectRetention", Write, true),
@@ -131,6 +136,11 @@ fn versioned(action: &'static str) -> &'static str {
 }
 
 impl Op {
+    /// Whether a public ACL grant may serve it to anonymous requests.
+    pub fn public_by_acl(&self) -> bool {
+        PUBLIC_BY_ACL.contains(&self.action)
+    }
+
     /// The policy actions a request of this operation needs: its action
     /// (the version's, with `versionId`), and for writes of objects the
     /// tagging and object lock actions its headers ask for.

@@ -140,8 +140,10 @@ impl Prechecks {
         check_streaming(method, uri, &query, headers)?;
         check_access_body(method, &query, headers)?;
         // ACL headers ask for ACLs on a bucket's PUT (CreateBucket,
-        // PutBucketAcl); on objects they are refused.
-        let bucket_put = *method == Method::PUT && !uri.path().trim_matches('/').contains('/');
+        // PutBucketAcl; PutObjectAcl is authorised, then `NotImplemented`);
+        // on objects they are refused.
+        let bucket_put = *method == Method::PUT
+            && (!uri.path().trim_matches('/').contains('/') || get("acl").is_some());
         check_headers(method, headers, bucket_put)
     }
 }
