@@ -137,6 +137,12 @@ impl Prechecks {
         }
         // SigV2 presigned URLs (`AWSAccessKeyId`, `Expires`, `Signature`:
         // what boto3 makes by default) are verified by s3s, expiry included.
+        let unsigned = !headers.contains_key(http::header::AUTHORIZATION)
+            && get("X-Amz-Signature").is_none()
+            && get("Signature").is_none();
+        if unsigned {
+            check_unsigned_payload(headers)?;
+        }
         check_streaming(method, uri, &query, headers)?;
         check_access_body(method, &query, headers)?;
         // ACL headers ask for ACLs on a bucket's PUT (CreateBucket,
@@ -282,6 +288,23 @@ fn check_route(
         ));
     }
     Ok(())
+}
+
+/// An unsigned request (one a public bucket may take) cannot carry a
+/// signed stream: there is no signature to chain its chunks to.
+fn check_unsigned_payload(headers: &HeaderMap) -> Result<(), Refusal> {
+    let sha = headers
+        .get("x-amz-content-sha256")
+        .map(|v| v.to_str().unwrap_or(""));
+    match sha {
+        Some(v) if v.starts_with("STREAMING-") && v != "STREAMING-UNSIGNED-PAYLOAD-TRAILER" => {
+            Err(bad_request(
+                "InvalidRequest",
+                "Anonymous requests don't support this x-amz-content-sha256 value. Please use UNSIGNED-PAYLOAD or STREAMING-UNSIGNED-PAYLOAD-TRAILER.",
+            ))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// A PutBucketPolicy or PutBucketAcl body longer than the gateway takes
