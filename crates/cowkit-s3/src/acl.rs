@@ -201,7 +201,9 @@ impl GrantHeaders {
 
     /// Whether any header is given (and not empty).
     pub fn any(&self) -> bool {
-        self.each().iter().any(|(_, v)| v.is_some_and(|v| !v.is_empty()))
+        self.each()
+            .iter()
+            .any(|(_, v)| v.is_some_and(|v| !v.is_empty()))
     }
 }
 
@@ -322,7 +324,9 @@ impl Acl {
                 ("Group", None, Some(u)) => {
                     group(u).ok_or_else(|| AclError::UnsupportedGrantee(u.to_string()))?
                 }
-                ("Group", Some(other), _) => return Err(AclError::UnsupportedGrantee(other.into())),
+                ("Group", Some(other), _) => {
+                    return Err(AclError::UnsupportedGrantee(other.into()))
+                }
                 _ => return Err(AclError::Malformed),
             };
             acl.grants.push(Grant {
@@ -387,9 +391,11 @@ impl Acl {
                 let (kind, id, uri) = match &g.grantee {
                     Grantee::User(k) => ("CanonicalUser", k.as_str(), None),
                     Grantee::AllUsers => ("Group", ALL_USERS_ID, Some(ALL_USERS_URI)),
-                    Grantee::AuthenticatedUsers => {
-                        ("Group", AUTHENTICATED_USERS_ID, Some(AUTHENTICATED_USERS_URI))
-                    }
+                    Grantee::AuthenticatedUsers => (
+                        "Group",
+                        AUTHENTICATED_USERS_ID,
+                        Some(AUTHENTICATED_USERS_URI),
+                    ),
                 };
                 s3s::dto::Grant {
                     grantee: Some(s3s::dto::Grantee {

@@ -353,7 +353,11 @@ impl Authz {
             return Ok(()); // The operation answers NoSuchBucket.
         };
         let me = Requester::Key(&who.access_key);
-        let ask = Ask { bucket, key, ..ask.clone() };
+        let ask = Ask {
+            bucket,
+            key,
+            ..ask.clone()
+        };
         if b.broken_policy {
             return Err(access_denied());
         }
@@ -372,7 +376,9 @@ impl Authz {
                     continue;
                 }
                 match p.decide(me, action, &resource, &cx) {
-                    Decision::Deny => return Err(explicit_deny(&who.access_key, action, &resource)),
+                    Decision::Deny => {
+                        return Err(explicit_deny(&who.access_key, action, &resource))
+                    }
                     Decision::NoMatch => return Err(access_denied()),
                     Decision::Allow => {}
                 }

@@ -336,7 +336,10 @@ impl<'de> serde::Deserialize<'de> for Ordered {
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("a JSON object")
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Ordered, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<Ordered, A::Error> {
                 let mut out = Vec::new();
                 while let Some((k, v)) = m.next_entry::<String, Value>()? {
                     out.push((k, v));
@@ -367,7 +370,11 @@ fn strings(v: &Value, empty: PolicyError) -> Result<Vec<String>, PolicyError> {
         Value::Array(a) if a.is_empty() => Err(empty),
         Value::Array(a) => a
             .iter()
-            .map(|x| x.as_str().map(str::to_string).ok_or(PolicyError::InvalidJson))
+            .map(|x| {
+                x.as_str()
+                    .map(str::to_string)
+                    .ok_or(PolicyError::InvalidJson)
+            })
             .collect(),
         _ => Err(PolicyError::InvalidJson),
     }
@@ -396,8 +403,7 @@ fn principals(v: &Value) -> Result<Principals, PolicyError> {
 
 /// Whether `a` names an S3 action (a pattern must match one).
 fn valid_action(a: &str) -> bool {
-    a.starts_with("s3:")
-        && (a == "s3:*" || ACTIONS.iter().any(|known| wildcard_match(a, known)))
+    a.starts_with("s3:") && (a == "s3:*" || ACTIONS.iter().any(|known| wildcard_match(a, known)))
 }
 
 /// Whether the action pattern `a` (not `s3:*`) covers an object action.
@@ -479,7 +485,11 @@ impl Policy {
     /// Read and check a PutBucketPolicy document for `bucket`; `known`
     /// says whether an access key names an account of this gateway (a
     /// principal must).
-    pub fn parse(doc: &str, bucket: &str, known: &dyn Fn(&str) -> bool) -> Result<Policy, PolicyError> {
+    pub fn parse(
+        doc: &str,
+        bucket: &str,
+        known: &dyn Fn(&str) -> bool,
+    ) -> Result<Policy, PolicyError> {
         if doc.len() > MAX_POLICY_BYTES {
             return Err(PolicyError::TooLarge);
         }
@@ -512,7 +522,13 @@ impl Policy {
     /// Evaluate for `who` doing `action` (`s3:GetObject`) on `resource`
     /// (`bucket` or `bucket/key`): a matching Deny wins, then a matching
     /// Allow. Anonymous requests match only `"*"` statements.
-    pub fn decide(&self, who: Requester<'_>, action: &str, resource: &str, cx: &Context) -> Decision {
+    pub fn decide(
+        &self,
+        who: Requester<'_>,
+        action: &str,
+        resource: &str,
+        cx: &Context,
+    ) -> Decision {
         let mut allowed = false;
         for st in &self.statements {
             let principal = match (&st.principals, who) {
@@ -552,14 +568,20 @@ impl Policy {
 
 /// Check one statement, in VersityGW's order: effect, principals,
 /// resources, condition, then whether each action has a resource of its kind.
-fn checked(st: RawStatement, bucket: &str, known: &dyn Fn(&str) -> bool) -> Result<Statement, PolicyError> {
+fn checked(
+    st: RawStatement,
+    bucket: &str,
+    known: &dyn Fn(&str) -> bool,
+) -> Result<Statement, PolicyError> {
     let effect = match st.effect.as_deref() {
         Some("Allow") => Effect::Allow,
         Some("Deny") => Effect::Deny,
         Some(other) => return Err(PolicyError::InvalidEffect(other.to_string())),
         None => return Err(PolicyError::MissingField("Effect")),
     };
-    let principals = st.principals.ok_or(PolicyError::MissingField("Principal"))?;
+    let principals = st
+        .principals
+        .ok_or(PolicyError::MissingField("Principal"))?;
     if let Principals::Keys(keys) = &principals {
         if keys.iter().any(|k| !known(k)) {
             return Err(PolicyError::InvalidPrincipal);

@@ -66,36 +66,96 @@ const OPS: &[Op] = &[
     op("ListObjects", "s3:ListBucket", Read, false),
     op("ListObjectsV2", "s3:ListBucket", Read, false),
     op("ListObjectVersions", "s3:ListBucketVersions", Read, false),
-    op("ListMultipartUploads", "s3:ListBucketMultipartUploads", Read, false),
+    op(
+        "ListMultipartUploads",
+        "s3:ListBucketMultipartUploads",
+        Read,
+        false,
+    ),
     op("GetBucketTagging", "s3:GetBucketTagging", Read, false),
     op("PutBucketTagging", "s3:PutBucketTagging", Write, false),
     op("DeleteBucketTagging", "s3:PutBucketTagging", Write, false),
     op("GetBucketAcl", "s3:GetBucketAcl", ReadAcp, false),
     op("PutBucketAcl", "s3:PutBucketAcl", WriteAcp, false),
-    Op { policy_op: true, ..op("GetBucketPolicy", "s3:GetBucketPolicy", Read, false) },
-    Op { policy_op: true, ..op("PutBucketPolicy", "s3:PutBucketPolicy", Write, false) },
-    Op { policy_op: true, ..op("DeleteBucketPolicy", "s3:DeleteBucketPolicy", Write, false) },
-    op("GetBucketPolicyStatus", "s3:GetBucketPolicyStatus", Read, false),
-    op("GetBucketOwnershipControls", "s3:GetBucketOwnershipControls", Read, false),
-    op("PutBucketOwnershipControls", "s3:PutBucketOwnershipControls", Write, false),
-    op("DeleteBucketOwnershipControls", "s3:PutBucketOwnershipControls", Write, false),
+    Op {
+        policy_op: true,
+        ..op("GetBucketPolicy", "s3:GetBucketPolicy", Read, false)
+    },
+    Op {
+        policy_op: true,
+        ..op("PutBucketPolicy", "s3:PutBucketPolicy", Write, false)
+    },
+    Op {
+        policy_op: true,
+        ..op("DeleteBucketPolicy", "s3:DeleteBucketPolicy", Write, false)
+    },
+    op(
+        "GetBucketPolicyStatus",
+        "s3:GetBucketPolicyStatus",
+        Read,
+        false,
+    ),
+    op(
+        "GetBucketOwnershipControls",
+        "s3:GetBucketOwnershipControls",
+        Read,
+        false,
+    ),
+    op(
+        "PutBucketOwnershipControls",
+        "s3:PutBucketOwnershipControls",
+        Write,
+        false,
+    ),
+    op(
+        "DeleteBucketOwnershipControls",
+        "s3:PutBucketOwnershipControls",
+        Write,
+        false,
+    ),
     op("GetBucketVersioning", "s3:GetBucketVersioning", Read, false),
-    op("PutBucketVersioning", "s3:PutBucketVersioning", Write, false),
-    op("GetObjectLockConfiguration", "s3:GetBucketObjectLockConfiguration", Read, false),
-    op("PutObjectLockConfiguration", "s3:PutBucketObjectLockConfiguration", Write, false),
+    op(
+        "PutBucketVersioning",
+        "s3:PutBucketVersioning",
+        Write,
+        false,
+    ),
+    op(
+        "GetObjectLockConfiguration",
+        "s3:GetBucketObjectLockConfiguration",
+        Read,
+        false,
+    ),
+    op(
+        "PutObjectLockConfiguration",
+        "s3:PutBucketObjectLockConfiguration",
+        Write,
+        false,
+    ),
     op("GetBucketCors", "s3:GetBucketCORS", Read, false),
     op("PutBucketCors", "s3:PutBucketCORS", Write, false),
     op("DeleteBucketCors", "s3:PutBucketCORS", Write, false),
     op("GetBucketWebsite", "s3:GetBucketWebsite", Read, false),
     op("PutBucketWebsite", "s3:PutBucketWebsite", Write, false),
-    op("DeleteBucketWebsite", "s3:DeleteBucketWebsite", Write, false),
-    Op { every_key: true, ..op("DeleteObjects", "s3:DeleteObject", Write, false) },
+    op(
+        "DeleteBucketWebsite",
+        "s3:DeleteBucketWebsite",
+        Write,
+        false,
+    ),
+    Op {
+        every_key: true,
+        ..op("DeleteObjects", "s3:DeleteObject", Write, false)
+    },
     op("GetObject", "s3:GetObject", Read, true),
     op("GetObjectVersion", "s3:GetObjectVersion", Read, true),
     op("HeadObject", "s3:GetObject", Read, true),
     op("GetObjectAttributes", "s3:GetObjectAttributes", Read, true),
     op("PutObject", "s3:PutObject", Write, true),
-    Op { copies: true, ..op("CopyObject", "s3:PutObject", Write, true) },
+    Op {
+        copies: true,
+        ..op("CopyObject", "s3:PutObject", Write, true)
+    },
     op("DeleteObject", "s3:DeleteObject", Write, true),
     op("GetObjectTagging", "s3:GetObjectTagging", Read, true),
     op("PutObjectTagging", "s3:PutObjectTagging", Write, true),
@@ -110,9 +170,17 @@ const OPS: &[Op] = &[
     op("SelectObjectContent", "s3:GetObject", Read, true),
     op("CreateMultipartUpload", "s3:PutObject", Write, true),
     op("UploadPart", "s3:PutObject", Write, true),
-    Op { copies: true, ..op("UploadPartCopy", "s3:PutObject", Write, true) },
+    Op {
+        copies: true,
+        ..op("UploadPartCopy", "s3:PutObject", Write, true)
+    },
     op("CompleteMultipartUpload", "s3:PutObject", Write, true),
-    op("AbortMultipartUpload", "s3:AbortMultipartUpload", Write, true),
+    op(
+        "AbortMultipartUpload",
+        "s3:AbortMultipartUpload",
+        Write,
+        true,
+    ),
     op("ListParts", "s3:ListMultipartUploadParts", Read, true),
 ];
 
@@ -150,7 +218,10 @@ impl Op {
         } else {
             self.action
         }];
-        if matches!(self.name, "PutObject" | "CopyObject" | "CreateMultipartUpload") {
+        if matches!(
+            self.name,
+            "PutObject" | "CopyObject" | "CreateMultipartUpload"
+        ) {
             if ask.header("x-amz-tagging").is_some() {
                 out.push("s3:PutObjectTagging");
             }

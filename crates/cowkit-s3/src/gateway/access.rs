@@ -256,5 +256,7 @@ pub(super) async fn delete_bucket_ownership_controls(
         s.set_bucket_record::<StoredOwnership>(&b, crate::authz::OWNERSHIP_RECORD, None)
     })
     .await?;
-    Ok(S3Response::new(DeleteBucketOwnershipControlsOutput::default()))
+    Ok(S3Response::new(
+        DeleteBucketOwnershipControlsOutput::default(),
+    ))
 }

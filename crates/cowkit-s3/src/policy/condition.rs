@@ -118,9 +118,16 @@ fn operator(name: &str) -> Option<Operator> {
 /// The keys a bucket policy may test, and the actions each applies to.
 fn key_applies(key: &str, action: &str) -> Option<bool> {
     Some(match key.to_ascii_lowercase().as_str() {
-        "aws:sourceip" | "aws:currenttime" | "aws:epochtime" | "aws:securetransport"
-        | "aws:useragent" | "aws:referer" | "aws:principalarn" | "aws:username"
-        | "aws:userid" | "aws:multifactorauthage" => true,
+        "aws:sourceip"
+        | "aws:currenttime"
+        | "aws:epochtime"
+        | "aws:securetransport"
+        | "aws:useragent"
+        | "aws:referer"
+        | "aws:principalarn"
+        | "aws:username"
+        | "aws:userid"
+        | "aws:multifactorauthage" => true,
         "s3:prefix" | "s3:delimiter" | "s3:max-keys" => {
             matches!(action, "s3:ListBucket" | "s3:ListBucketVersions")
         }
@@ -203,7 +210,8 @@ impl Condition {
             if concrete.iter().any(|a| key_applies(&key, a) != Some(true)) {
                 return Err(PolicyError::ConditionActionMismatch);
             }
-            if key.eq_ignore_ascii_case("aws:SourceIp") && values.iter().any(|v| cidr(v).is_none()) {
+            if key.eq_ignore_ascii_case("aws:SourceIp") && values.iter().any(|v| cidr(v).is_none())
+            {
                 return Err(PolicyError::InvalidIp);
             }
             out.push(Test { op, key, values });
@@ -260,7 +268,8 @@ fn evaluate(op: &Operator, expected: &[String], actual: Option<&[String]>) -> bo
     if matches!(op.compare, Compare::Null) {
         let present = actual.is_some();
         return expected.iter().any(|e| {
-            (e.eq_ignore_ascii_case("true") && !present) || (e.eq_ignore_ascii_case("false") && present)
+            (e.eq_ignore_ascii_case("true") && !present)
+                || (e.eq_ignore_ascii_case("false") && present)
         });
     }
     let Some(actual) = actual else {
@@ -346,7 +355,7 @@ fn in_net((net, bits): (IpAddr, u8), ip: IpAddr) -> bool {
 /// seconds since the epoch, as nanoseconds since the epoch.
 pub fn date_nanos(s: &str) -> Option<i128> {
     if let Ok(secs) = s.parse::<f64>() {
-        return secs.is_finite().then(|| (secs * 1e9) as i128);
+        return secs.is_finite().then_some((secs * 1e9) as i128);
     }
     let (date, time) = s.split_once(['T', 't'])?;
     let mut d = date.splitn(3, '-').map(|x| x.parse::<i64>().ok());

@@ -347,7 +347,11 @@ fn invalid_argument(m: &str, name: &str, value: &str) -> Refusal {
 /// than ignored. Object lock values are checked first as S3 checks them;
 /// valid ones get S3's answer for a bucket without object lock (no bucket
 /// here has it).
-fn check_unsupported(method: &Method, headers: &HeaderMap, bucket_put: bool) -> Result<(), Refusal> {
+fn check_unsupported(
+    method: &Method,
+    headers: &HeaderMap,
+    bucket_put: bool,
+) -> Result<(), Refusal> {
     let h = |k: &str| headers.get(k).map(|v| v.to_str().unwrap_or(""));
     if h("x-amz-bucket-object-lock-enabled").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
         return Err(not_implemented());

@@ -386,12 +386,22 @@ fn streaming_bodies() {
     assert_eq!(e.code, "MalformedTrailerError");
     assert!(put(
         "/b/k",
-        &[auth, date, signed, len, ("x-amz-trailer", "x-amz-checksum-crc32")]
+        &[
+            auth,
+            date,
+            signed,
+            len,
+            ("x-amz-trailer", "x-amz-checksum-crc32")
+        ]
     )
     .is_ok());
     // Issue 27: an unsigned request (which a public bucket may take)
     // cannot carry a signed stream.
-    let e = put("/b/k", &[signed, len, ("x-amz-trailer", "x-amz-checksum-crc32")]).unwrap_err();
+    let e = put(
+        "/b/k",
+        &[signed, len, ("x-amz-trailer", "x-amz-checksum-crc32")],
+    )
+    .unwrap_err();
     assert_eq!((e.status.as_u16(), e.code), (400, "InvalidRequest"));
     assert!(e.message.starts_with("Anonymous requests don't support"));
 }
@@ -417,7 +427,10 @@ fn issue_27_acl_headers_on_bucket_puts_and_access_bodies() {
     assert!(put("/b?acl", &[grant]).is_ok());
     assert!(put("/b/k?acl", &[acl]).is_ok());
     for h in [acl, grant] {
-        assert_eq!(put("/b/k", &[h]).unwrap_err().status, StatusCode::NOT_IMPLEMENTED);
+        assert_eq!(
+            put("/b/k", &[h]).unwrap_err().status,
+            StatusCode::NOT_IMPLEMENTED
+        );
     }
     // Bodies over the caps are refused by their length, before reading.
     let big = (crate::limits::MAX_POLICY_BODY + 1).to_string();
