@@ -162,6 +162,13 @@ pub fn init_bucket(
     store.set_bucket_record::<StoredPolicy>(bucket, POLICY_RECORD, None)
 }
 
+/// Give the bucket to `owner` (the admin API's change of owner, as
+/// VersityGW does it): a private ACL of the new owner, and no policy.
+pub fn set_bucket_owner(store: &Store, bucket: &str, owner: &str) -> crate::Result<()> {
+    store.set_bucket_record(bucket, ACL_RECORD, Some(&Acl::private(owner)))?;
+    store.set_bucket_record::<StoredPolicy>(bucket, POLICY_RECORD, None)
+}
+
 /// An S3 error with its status.
 pub fn s3_error(code: &str, status: u16, msg: impl Into<String>) -> S3Error {
     let c = S3ErrorCode::from_bytes(code.as_bytes())

@@ -90,3 +90,258 @@ fn issue_27_copy_sources_read() {
     );
     assert_eq!(copy_source("nokey"), None);
 }
+
+/// A store in a directory of its own under the system's temporary
+/// directory (removed when dropped).
+struct TempStore(std::path::PathBuf, Option<Arc<Store>>);
+
+impl TempStore {
+    fn new(name: &str) -> TempStore {
+        let dir = std::env::temp_dir().join(format!("cowkit-authz-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        let store = Store::open(&dir, Default::default()).unwrap();
+        TempStore(dir, Some(Arc::new(store)))
+    }
+}
+
+impl Drop for TempStore {
+    fn drop(&mut self) {
+        self.1.take();
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[derive(Debug)]
+struct Known;
+
+impl Accounts for Known {
+    fn exists(&self, k: &str) -> bool {
+        matches!(k, "admin" | "alice" | "bob")
+    }
+}
+
+fn user(k: &str) -> Principal {
+    Principal {
+        access_key: k.into(),
+        admin: false,
+    }
+}
+
+/// `who` doing `op` on `b`/`k` (with `headers`): the error code and
+/// message, or `None` when allowed.
+fn try_op(
+    z: &Authz,
+    who: Option<&Principal>,
+    op: &str,
+    b: &str,
+    k: &str,
+    headers: &http::HeaderMap,
+) -> Option<(String, String)> {
+    let anon = Principal {
+        access_key: "anonymous".into(),
+        admin: false,
+    };
+    let ask = Ask {
+        op,
+        bucket: b,
+        key: k,
+        headers,
+        query: None,
+        peer: Some("127.0.0.1:1".parse().unwrap()),
+    };
+    z.check(who.unwrap_or(&anon), who.is_some(), &ask)
+        .err()
+        .map(|e| {
+            (
+                e.code().as_str().to_string(),
+                e.message().unwrap_or("").to_string(),
+            )
+        })
+}
+
+#[test]
+fn issue_27_decisions_for_other_principals() {
+    let t = TempStore::new("decide");
+    let store = t.1.clone().unwrap();
+    let z = Authz {
+        store: store.clone(),
+        default_owner: "admin".into(),
+        accounts: Arc::new(Known),
+    };
+    let none = http::HeaderMap::new();
+    let (alice, bob) = (user("alice"), user("bob"));
+    let denied = Some(("AccessDenied".to_string(), "Access Denied.".to_string()));
+    store.create_bucket("shared").unwrap();
+    // No ACL record: the admin's bucket, private.
+    assert_eq!(
+        try_op(&z, Some(&alice), "GetObject", "shared", "k", &none),
+        denied
+    );
+    assert_eq!(
+        try_op(
+            &z,
+            Some(&Principal {
+                access_key: "admin".into(),
+                admin: true
+            }),
+            "DeleteBucket",
+            "shared",
+            "",
+            &none
+        ),
+        None
+    );
+    // A grant of READ: reads, not writes, not the ACL.
+    let acl = Acl::from_headers(
+        "admin",
+        &crate::acl::GrantHeaders {
+            read: Some("alice".into()),
+            ..Default::default()
+        },
+        &|k| Known.exists(k),
+    )
+    .unwrap();
+    init_bucket(
+        &store,
+        "shared",
+        &acl,
+        Some(Ownership::BucketOwnerPreferred),
+    )
+    .unwrap();
+    assert_eq!(
+        try_op(&z, Some(&alice), "GetObject", "shared", "k", &none),
+        None
+    );
+    assert_eq!(
+        try_op(&z, Some(&alice), "ListObjectsV2", "shared", "", &none),
+        None
+    );
+    assert_eq!(
+        try_op(&z, Some(&alice), "PutObject", "shared", "k", &none),
+        denied
+    );
+    assert_eq!(
+        try_op(&z, Some(&alice), "GetBucketAcl", "shared", "", &none),
+        denied
+    );
+    assert_eq!(
+        try_op(&z, Some(&bob), "GetObject", "shared", "k", &none),
+        denied
+    );
+    // Under BucketOwnerEnforced the grant no longer counts.
+    // (A missing bucket takes no record.)
+    assert!(store
+        .set_bucket_record(
+            "nosuch",
+            OWNERSHIP_RECORD,
+            Some(&StoredOwnership {
+                ownership: Ownership::ObjectWriter
+            })
+        )
+        .is_err());
+    store
+        .set_bucket_record(
+            "shared",
+            OWNERSHIP_RECORD,
+            Some(&StoredOwnership {
+                ownership: Ownership::BucketOwnerEnforced,
+            }),
+        )
+        .unwrap();
+    assert_eq!(
+        try_op(&z, Some(&alice), "GetObject", "shared", "k", &none),
+        denied
+    );
+    // A policy decides alone: bob may put under public/, never under secret/.
+    let doc = r#"{"Statement":[{"Effect":"Allow","Principal":{"AWS":"bob"},"Action":"s3:PutObject","Resource":"arn:aws:s3:::shared/*"},
+        {"Effect":"Deny","Principal":"bob","Action":"s3:PutObject","Resource":"arn:aws:s3:::shared/secret/*"}]}"#;
+    store
+        .set_bucket_record(
+            "shared",
+            POLICY_RECORD,
+            Some(&StoredPolicy { policy: doc.into() }),
+        )
+        .unwrap();
+    assert_eq!(
+        try_op(&z, Some(&bob), "PutObject", "shared", "public/k", &none),
+        None
+    );
+    let (code, msg) = try_op(&z, Some(&bob), "PutObject", "shared", "secret/k", &none).unwrap();
+    assert_eq!(code, "AccessDenied");
+    assert_eq!(msg, "User: bob is not authorized to perform: s3:PutObject on resource: \"arn:aws:s3:::shared/secret/k\" with an explicit deny in a resource-based policy");
+    assert_eq!(
+        try_op(&z, Some(&bob), "GetObject", "shared", "public/k", &none),
+        denied
+    );
+    // Tagging on a put needs its own action.
+    let mut tagged = http::HeaderMap::new();
+    tagged.insert("x-amz-tagging", "a=b".parse().unwrap());
+    assert_eq!(
+        try_op(&z, Some(&bob), "PutObject", "shared", "public/k", &tagged),
+        denied
+    );
+    // DeleteObjects: any Deny for the principal and action refuses it whole.
+    assert_eq!(
+        try_op(&z, Some(&bob), "DeleteObjects", "shared", "", &none)
+            .unwrap()
+            .0,
+        "AccessDenied"
+    );
+    // A copy reads its source: alice owns `mine` but may not read `shared`.
+    store.create_bucket("mine").unwrap();
+    init_bucket(
+        &store,
+        "mine",
+        &Acl::private("alice"),
+        Some(Ownership::BucketOwnerEnforced),
+    )
+    .unwrap();
+    assert_eq!(
+        try_op(&z, Some(&alice), "PutObject", "mine", "k", &none),
+        None
+    );
+    let mut copy = http::HeaderMap::new();
+    copy.insert("x-amz-copy-source", "shared/public/k".parse().unwrap());
+    assert_eq!(
+        try_op(&z, Some(&alice), "CopyObject", "mine", "k", &copy),
+        denied
+    );
+    copy.insert("x-amz-copy-source", "mine/other".parse().unwrap());
+    assert_eq!(
+        try_op(&z, Some(&alice), "CopyObject", "mine", "k", &copy),
+        None
+    );
+    // A missing bucket is the operation's to answer (NoSuchBucket).
+    assert_eq!(
+        try_op(&z, Some(&alice), "GetObject", "nosuch", "k", &none),
+        None
+    );
+    // Anonymous: a public-read ACL serves reads only; some operations never.
+    store.create_bucket("open").unwrap();
+    init_bucket(
+        &store,
+        "open",
+        &Acl::canned("admin", "public-read").unwrap(),
+        Some(Ownership::ObjectWriter),
+    )
+    .unwrap();
+    assert_eq!(try_op(&z, None, "GetObject", "open", "k", &none), None);
+    assert_eq!(try_op(&z, None, "HeadBucket", "open", "", &none), None);
+    assert_eq!(try_op(&z, None, "PutObject", "open", "k", &none), denied);
+    assert_eq!(try_op(&z, None, "ListParts", "open", "k", &none), denied);
+    assert_eq!(
+        try_op(&z, None, "CreateMultipartUpload", "open", "k", &none)
+            .unwrap()
+            .1,
+        "Anonymous users cannot initiate multipart uploads. Please authenticate."
+    );
+    assert_eq!(try_op(&z, None, "GetObject", "nosuch", "k", &none), denied);
+    // The admin API's change of owner: a private ACL, no policy.
+    set_bucket_owner(&store, "shared", "alice").unwrap();
+    assert_eq!(
+        bucket_acl(&store, "shared", "admin").unwrap(),
+        Acl::private("alice")
+    );
+    assert_eq!(bucket_policy(&store, "shared").unwrap(), None);
+}
