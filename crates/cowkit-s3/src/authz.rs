@@ -427,7 +427,7 @@ impl Authz {
                         "The specified method is not allowed against this resource.",
                     ))
                 }
-                Decision::Allow => return Ok(()),
+                Decision::Allow => return public_overrides(op, ask),
                 Decision::NoMatch => {}
             }
         }
@@ -435,11 +435,28 @@ impl Authz {
             && b.ownership != Some(Ownership::BucketOwnerEnforced)
             && b.acl.is_public(op.permission);
         if acl_public && !b.broken_policy {
-            Ok(())
+            public_overrides(op, ask)
         } else {
             Err(access_denied())
         }
     }
+}
+
+/// A public GetObject or HeadObject cannot ask for other response
+/// headers (`response-*`), as S3 answers.
+fn public_overrides(op: &Op, ask: &Ask<'_>) -> Result<(), S3Error> {
+    let overrides = matches!(op.name, "GetObject" | "HeadObject")
+        && crate::precheck::query_pairs(ask.query.unwrap_or(""))
+            .iter()
+            .any(|(k, _)| k.starts_with("response-"));
+    if overrides {
+        return Err(s3_error(
+            "InvalidRequest",
+            400,
+            "Request specific response headers cannot be used for anonymous GET requests.",
+        ));
+    }
+    Ok(())
 }
 
 /// `x-amz-copy-source` as (bucket, (key, names a version)), as s3s reads it.

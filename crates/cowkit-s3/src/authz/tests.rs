@@ -329,6 +329,22 @@ fn issue_27_decisions_for_other_principals() {
     assert_eq!(try_op(&z, None, "GetObject", "open", "k", &none), None);
     assert_eq!(try_op(&z, None, "HeadBucket", "open", "", &none), None);
     assert_eq!(try_op(&z, None, "PutObject", "open", "k", &none), denied);
+    let anon = Principal {
+        access_key: "anonymous".into(),
+        admin: false,
+    };
+    let over = Ask {
+        op: "GetObject",
+        bucket: "open",
+        key: "k",
+        headers: &none,
+        query: Some("response-content-type=x"),
+        peer: None,
+    };
+    assert_eq!(
+        z.check(&anon, false, &over).unwrap_err().code().as_str(),
+        "InvalidRequest"
+    );
     assert_eq!(try_op(&z, None, "ListParts", "open", "k", &none), denied);
     assert_eq!(
         try_op(&z, None, "CreateMultipartUpload", "open", "k", &none)
