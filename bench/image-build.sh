@@ -94,17 +94,11 @@ case $COWKIT in
 "$REPO_ROOT"/target/debug/*) EXAMPLES="$REPO_ROOT/target/debug/examples" PROFILE=() ;;
 esac
 
-work=$(mktemp -d "$BENCH_IMG_DIR/cowkit-image-build.XXXXXX")
+make_rig cowkit-image-build
+work=$RIG
 mnt="$work/mnt"
-cleanup() {
-  umount "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
-  rm -rf --one-file-system "$work"
-}
-trap cleanup EXIT
-truncate -s "$IMG_SIZE" "$work/xfs.img"
-mkfs.xfs -q -f -m reflink=1 "$work/xfs.img"
-mkdir -p "$mnt"
-mount -o loop "$work/xfs.img" "$mnt"
+mkfs_img xfs "$work/xfs.img" "$IMG_SIZE"
+loop_mount "$work/xfs.img" "$mnt"
 mkdir -p "$RESULTS_DIR"
 
 run_corpus() {

@@ -4,7 +4,6 @@ cowkit dnf (cold and warm cache), rounds in rotating order, medians, the
 time split, one Markdown and one JSON result."""
 
 import argparse
-import ctypes
 import datetime
 import json
 import os
@@ -14,16 +13,7 @@ import subprocess
 import sys
 import time
 
-LIBC = ctypes.CDLL(None, use_errno=True)
-
-
-def syncfs(path):
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        LIBC.syncfs(fd)
-    finally:
-        os.close(fd)
-
+from benchlib import loadavg, syncfs, timed, write_results
 
 def dnf_args(a, cache):
     conf = os.path.join(cache, "dnf.conf")
@@ -36,15 +26,6 @@ def dnf_args(a, cache):
         "--setopt=install_weak_deps=False", "--repofrompath=bench,file://" + a.repo,
         "--repo", "bench",
     ]
-
-
-def timed(cmd, env=None, ok=(0,), stdout=subprocess.DEVNULL):
-    t0 = time.monotonic()
-    p = subprocess.run(cmd, env=env, stdout=stdout, stderr=subprocess.PIPE)
-    t = time.monotonic() - t0
-    if p.returncode not in ok:
-        sys.exit("command failed (%d): %s\n%s" % (p.returncode, " ".join(cmd), p.stderr.decode()))
-    return t, p
 
 
 def fresh_root(a, name):
@@ -88,6 +69,7 @@ def run_cowkit(a, root, dnf_cache, ck_cache):
         "place": s["place"],
         "scriptlets": s["scriptlets"],
         "register": s["register"],
+        "final_sync": s.get("final_sync", 0.0),
         "cache_hits": j["cache_hits"],
         "cache_misses": j["cache_misses"],
         "cloned": j["bytes"]["cloned"],
@@ -178,7 +160,7 @@ def main():
     for d in (dnf_cache, ck_cache):  # left by another package set
         if os.path.exists(d):
             shutil.rmtree(d)
-    load0 = open("/proc/loadavg").read().split()[:3]
+    load0 = loadavg()
 
     # Warm-ups (untimed): dnf's metadata cache, and a check of both roots.
     warm_dnf = fresh_root(a, "warmup-dnf")
@@ -229,7 +211,7 @@ def main():
             runs[m].append(res)
             shutil.rmtree(root)
             print("round %d %-12s %.3f s" % (r + 1, m, res["total"]), file=sys.stderr)
-    load1 = open("/proc/loadavg").read().split()[:3]
+    load1 = loadavg()
 
     med = lambda m, k: statistics.median(x[k] for x in runs[m])
     dnf_total, dnf_resolve = med("dnf", "total"), med("dnf-resolve", "total")
@@ -349,10 +331,7 @@ def main():
         % (", and byte-equal scriptlet logs (`%s`)" % a.log if a.log else ""),
     ]
     stem = os.path.join(a.results, "%s-image-build%s" % (out["date"], "-" + a.label if a.label else ""))
-    with open(stem + ".json", "w") as f:
-        json.dump(out, f, indent=1)
-    with open(stem + ".md", "w") as f:
-        f.write("\n".join(lines) + "\n")
+    write_results(stem, out, "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

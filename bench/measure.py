@@ -17,7 +17,6 @@
 """
 
 import argparse
-import ctypes
 import json
 import os
 import statistics
@@ -25,18 +24,7 @@ import subprocess
 import sys
 import time
 
-LIBC = ctypes.CDLL(None, use_errno=True)
-
-
-def syncfs(path):
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        if LIBC.syncfs(fd) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, "syncfs: " + os.strerror(err), path)
-    finally:
-        os.close(fd)
-
+from benchlib import fmt_s, fmt_size, syncfs
 
 def cmd_run(args):
     cmd = args.cmd
@@ -72,18 +60,6 @@ def cmd_run(args):
         % (rec.get("method", "?"), rec["t_cmd"], rec["t_durable"], rec["maxrss_kib"] / 1024),
         file=sys.stderr,
     )
-
-
-def fmt_s(x):
-    return "%.3f" % x
-
-
-def fmt_size(n):
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return ("%d %s" if unit == "B" else "%.1f %s") % (n, unit)
-        n /= 1024.0
-    return str(n)
 
 
 def cmd_report(args):

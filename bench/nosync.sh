@@ -54,28 +54,15 @@ if [ -z "${COWKIT_NOSYNC_BENCH_NS:-}" ]; then
   done
   clean_stale_images "$BENCH_IMG_DIR/cowkit-nosync"
   export COWKIT_NOSYNC_BENCH_NS=1 RESULTS_DIR
-  exec unshare --mount --propagation private -- "$0" "$@"
+  in_private_mounts "$@"
 fi
 
-RIG=$(mktemp -d "$BENCH_IMG_DIR/cowkit-nosync.XXXXXX")
-echo $$ >"$RIG/pid"
+make_rig cowkit-nosync
 MNT="$RIG/mnt"
-mkdir -p "$MNT"
 BUSY_MNT="$RIG/busy"
 BUSY_PID=
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM HUP
-  [ -n "$BUSY_PID" ] && kill "$BUSY_PID" 2>/dev/null
-  umount "$BUSY_MNT" 2>/dev/null || umount -l "$BUSY_MNT" 2>/dev/null || true
-  umount "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null || true
-  rm -rf --one-file-system "$RIG"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+# The busy load's writer, if it runs.
+rig_cleanup_extra() { [ -z "$BUSY_PID" ] || kill "$BUSY_PID" 2>/dev/null; }
 
 debs=()
 for p in $PACKAGES; do
@@ -125,25 +112,15 @@ PY
 
 fsdesc=()
 for fs in $FILESYSTEMS; do
-  truncate -s "$IMG_SIZE" "$RIG/$fs.img"
-  case $fs in
-  ext4) mkfs.ext4 -q -F "$RIG/$fs.img" ;;
-  xfs) mkfs.xfs -q -f "$RIG/$fs.img" ;;
-  *) die "unknown filesystem $fs" ;;
-  esac
-  mount -o loop "$RIG/$fs.img" "$MNT"
-  loopdev=$(findmnt -n -o SOURCE "$MNT")
-  loop_io=buffered
-  if [ "$LOOP_DIRECT_IO" = 1 ] && losetup --direct-io=on "$loopdev"; then loop_io=direct-io; fi
-  fsdesc+=("$fs on $loopdev ($loop_io), $IMG_SIZE sparse image on $(findmnt -n -o FSTYPE --target "$BENCH_IMG_DIR")")
+  mkfs_img "$fs" "$RIG/$fs.img" "$IMG_SIZE"
+  loop_mount "$RIG/$fs.img" "$MNT"
+  fsdesc+=("$fs on $LOOP_DEV ($LOOP_IO), $IMG_SIZE sparse image on $(findmnt -n -o FSTYPE --target "$BENCH_IMG_DIR")")
   for load in $LOADS; do
   if [ "$load" = busy ]; then
     # Another job: one process writing BUSY_MB MiB/s of new data to its
     # own filesystem, which the kernel writes back on its own.
-    mkdir -p "$BUSY_MNT"
-    truncate -s 2G "$RIG/busy.img"
-    mkfs.ext4 -q -F "$RIG/busy.img"
-    mount -o loop "$RIG/busy.img" "$BUSY_MNT"
+    mkfs_img ext4 "$RIG/busy.img" 2G
+    LOOP_DIRECT_IO=0 loop_mount "$RIG/busy.img" "$BUSY_MNT"
     python3 -c "
 import os, time
 chunk = os.urandom(1 << 20)

@@ -108,56 +108,14 @@ if [ -z "${COWKIT_BENCH_NS:-}" ]; then
   clean_stale_images "$BENCH_IMG_DIR/cowkit-bench"
   prepare_results_dir
   export RESULTS_DIR COWKIT_BENCH_NS=1
-  # A private mount namespace: even a SIGKILL leaves no mount behind (the
-  # loop device is auto-cleared when its mount goes away with the namespace).
-  exec unshare --mount --propagation private -- "$0" "$@"
+  in_private_mounts "$@"
 fi
 
 # ------------------------------------------------------ inside the namespace
-RIG=$(mktemp -d "$BENCH_IMG_DIR/cowkit-bench.XXXXXX")
-echo $$ >"$RIG/pid"
+make_rig cowkit-bench
 MNT="$RIG/xfs"
-mounted=
-child=
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM HUP
-  if [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then
-    kill -TERM -- "-$child" 2>/dev/null || true
-    wait "$child" 2>/dev/null || true
-  fi
-  if [ -n "$mounted" ]; then
-    umount "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null || true
-  fi
-  rm -rf --one-file-system "$RIG"
-  exit "$rc"
-}
-trap cleanup EXIT
-stop() { # signal exit-code: end the running benchmark (its process group), then clean up
-  if [ -n "$child" ]; then
-    kill "-$1" -- "-$child" 2>/dev/null || true
-    wait "$child" 2>/dev/null || true
-  fi
-  exit "$2"
-}
-trap 'stop INT 130' INT
-trap 'stop TERM 143' TERM
-trap 'stop HUP 129' HUP
-
-truncate -s "$IMG_SIZE" "$RIG/xfs.img"
-mkfs.xfs -q -f -m reflink=1 "$RIG/xfs.img"
-mkdir -p "$MNT"
-mount -o loop "$RIG/xfs.img" "$MNT"
-mounted=1
-loopdev=$(findmnt -n -o SOURCE "$MNT")
-loop_io=buffered
-if [ "$LOOP_DIRECT_IO" = 1 ]; then
-  if losetup --direct-io=on "$loopdev"; then
-    loop_io=direct-io
-  else
-    log "warning: losetup --direct-io=on $loopdev failed; the loop device stays buffered"
-  fi
-fi
+mkfs_img xfs "$RIG/xfs.img" "$IMG_SIZE"
+loop_mount "$RIG/xfs.img" "$MNT"
 # Debian's rpm warns on every install unless told that this is deliberate.
 rpm_debian=()
 if rpm --force-debian --version >/dev/null 2>&1; then rpm_debian=(--force-debian); fi
@@ -309,7 +267,7 @@ machine_json() {
   [ "$uses_cowkit" = 1 ] && cowkitv="$("$COWKIT" --version 2>/dev/null || echo '?') ($COWKIT)"
   commit=$(git -C "$REPO_ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')
   if ! git -C "$REPO_ROOT" diff --quiet HEAD -- 2>/dev/null; then commit="$commit (+ uncommitted changes)"; fi
-  fsline="XFS (mkfs.xfs -m reflink=1, $(xfs_info "$MNT" 2>/dev/null | sed -n 's/.*bsize=\([0-9]*\).*blocks=.*/block size \1/p' | head -n 1)) on $loopdev ($loop_io), backed by a sparse $IMG_SIZE file on $(findmnt -n -o FSTYPE --target "$BENCH_IMG_DIR") ($(findmnt -n -o SOURCE --target "$BENCH_IMG_DIR"))"
+  fsline="XFS (mkfs.xfs -m reflink=1, $(xfs_info "$MNT" 2>/dev/null | sed -n 's/.*bsize=\([0-9]*\).*blocks=.*/block size \1/p' | head -n 1)) on $LOOP_DEV ($LOOP_IO), backed by a sparse $IMG_SIZE file on $(findmnt -n -o FSTYPE --target "$BENCH_IMG_DIR") ($(findmnt -n -o SOURCE --target "$BENCH_IMG_DIR"))"
   CPU="$cpu" CORES="$cores" MEM="$mem" KERNEL="$kernel" RPMV="$rpmv" COWKITV="$cowkitv" \
     COMMIT="$commit" FSLINE="$fsline" LOAD="$load" "$PY" - <<'PYEOF'
 import json, os, datetime
@@ -329,7 +287,7 @@ PYEOF
 body() {
   local pkg comp round i n m
   LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
-  log "XFS on $loopdev ($loop_io) mounted at $MNT; rounds: $ROUNDS; methods: ${methods[*]}; cache: $([ "$DROP_CACHES" = 1 ] && echo cold || echo warm)"
+  log "XFS on $LOOP_DEV ($LOOP_IO) mounted at $MNT; rounds: $ROUNDS; methods: ${methods[*]}; cache: $([ "$DROP_CACHES" = 1 ] && echo cold || echo warm)"
   for pkg in "${PKGS[@]}"; do
     for comp in "${COMPS[@]}"; do
       log "preparing $pkg ($comp)"
@@ -358,17 +316,10 @@ body() {
   done
   METHODS_LIST="${methods[*]}" ROUNDS="$ROUNDS" DROP_CACHES="$DROP_CACHES" machine_json >"$RIG/machine.json"
   local base
-  base="$RESULTS_DIR/$(date +%F)-rpm-install"
-  [ ! -e "$base.md" ] || base="$base-$(date +%H%M%S)"
+  base=$(results_base rpm-install)
   "$PY" "$MEASURE" report --record "$RECORD" --machine "$RIG/machine.json" \
     --md "$base.md" --json "$base.json"
   log "results: $base.md, $base.json"
 }
 
-# Run the benchmark in its own process group, so that a signal to this
-# script can stop whatever command it is running right now.
-set -m
-body &
-child=$!
-set +m
-wait "$child"
+rig_run body

@@ -36,48 +36,24 @@ if [ -z "${COWKIT_BENCH_NS:-}" ]; then
   clean_stale_images "$BENCH_IMG_DIR/cowkit-s3bench"
   prepare_results_dir
   export RESULTS_DIR SIZES PARTS ROUNDS COWKIT_BENCH_NS=1
-  exec unshare --mount --propagation private -- "$0" "$@"
+  in_private_mounts "$@"
 fi
 
-RIG=$(mktemp -d "$BENCH_IMG_DIR/cowkit-s3bench.XXXXXX")
-echo $$ >"$RIG/pid"
-mounts=()
-child=
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM HUP
-  if [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then
-    kill -TERM "$child" 2>/dev/null || true
-    wait "$child" 2>/dev/null || true
-  fi
-  for m in "${mounts[@]}"; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
-  rm -rf --one-file-system "$RIG"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+make_rig cowkit-s3bench
 
 specs=()
 for fs in $FILESYSTEMS; do
-  truncate -s "$IMG_SIZE" "$RIG/$fs.img"
   case "$fs" in
-  xfs) mkfs.xfs -q -f -m reflink=1 "$RIG/$fs.img" ;;
-  ext4) mkfs.ext4 -q -F "$RIG/$fs.img" ;;
+  xfs | ext4) ;;
   *) die "unknown filesystem $fs" ;;
   esac
-  mkdir -p "$RIG/$fs"
-  mount -o loop "$RIG/$fs.img" "$RIG/$fs"
-  mounts+=("$RIG/$fs")
-  dev=$(findmnt -n -o SOURCE "$RIG/$fs")
-  io=buffered
-  if [ "$LOOP_DIRECT_IO" = 1 ] && losetup --direct-io=on "$dev"; then io=direct-io; fi
-  specs+=("$fs:$RIG/$fs:$dev:$io")
+  mkfs_img "$fs" "$RIG/$fs.img" "$IMG_SIZE"
+  loop_mount "$RIG/$fs.img" "$RIG/$fs"
+  specs+=("$fs:$RIG/$fs:$LOOP_DEV:$LOOP_IO")
 done
 
 log "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB RAM, kernel $(uname -r), loadavg $(cut -d' ' -f1-3 /proc/loadavg)"
 "$PY" "$BENCH_DIR/s3_measure.py" --cowkit "$COWKIT" --results "$RESULTS_DIR" \
-  --img-backing "$(findmnt -n -o FSTYPE,SOURCE --target "$BENCH_IMG_DIR" | tr -s ' ')" "${specs[@]}" &
-child=$!
-wait "$child"
+  --img-backing "$(img_backing)" "${specs[@]}" &
+RIG_CHILD=$!
+wait "$RIG_CHILD"

@@ -66,46 +66,20 @@ if [ -z "${COWKIT_BENCH_NS:-}" ]; then
   clean_stale_images "$BENCH_IMG_DIR/cowkit-s3get"
   prepare_results_dir
   export RESULTS_DIR RESULTS_NAME SIZES ROUNDS METHODS PY VERSITYGW PAUSE COMMIT VGW_LABEL COWKIT_BENCH_NS=1
-  self=$(abs_path "$0")
   cd /
-  exec unshare --mount --propagation private -- bash "$self" "$@"
+  in_private_mounts "$@"
 fi
 
-RIG=$(mktemp -d "$BENCH_IMG_DIR/cowkit-s3get.XXXXXX")
-echo $$ >"$RIG/pid"
-mounted=
-child=
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM HUP
-  if [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then
-    kill -TERM "$child" 2>/dev/null || true
-    wait "$child" 2>/dev/null || true
-  fi
-  # The driver resumes what it paused; this is for a driver killed outright.
-  [ -z "$PAUSE" ] || "$PAUSE" CONT >/dev/null 2>&1 || true
-  [ -z "$mounted" ] || umount "$RIG/mnt" 2>/dev/null || umount -l "$RIG/mnt" 2>/dev/null || true
-  rm -rf --one-file-system "$RIG"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
-
-truncate -s "$IMG_SIZE" "$RIG/xfs.img"
-mkfs.xfs -q -f -m reflink=1 "$RIG/xfs.img"
-mkdir -p "$RIG/mnt"
-mount -o loop "$RIG/xfs.img" "$RIG/mnt"
-mounted=1
-dev=$(findmnt -n -o SOURCE "$RIG/mnt")
-io=buffered
-if [ "$LOOP_DIRECT_IO" = 1 ] && losetup --direct-io=on "$dev"; then io=direct-io; fi
-setup="XFS (reflink=1) on a $io loop device, its image a sparse file on $(findmnt -n -o FSTYPE,SOURCE --target "$BENCH_IMG_DIR" | tr -s ' ')"
+make_rig cowkit-s3get
+# The driver resumes what it paused; this is for a driver killed outright.
+rig_cleanup_extra() { [ -z "$PAUSE" ] || "$PAUSE" CONT >/dev/null 2>&1 || true; }
+mkfs_img xfs "$RIG/xfs.img" "$IMG_SIZE"
+loop_mount "$RIG/xfs.img" "$RIG/mnt"
+setup="XFS (reflink=1) on a $LOOP_IO loop device, its image a sparse file on $(img_backing)"
 
 log "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB RAM, kernel $(uname -r), loadavg $(cut -d' ' -f1-3 /proc/loadavg)"
 "$PY" "$BENCH_DIR/s3_get.py" --cowkit "$COWKIT" --versitygw "$VERSITYGW" --mount "$RIG/mnt" \
   --results "$RESULTS_DIR" --setup "$setup" ${PAUSE:+--pause "$PAUSE"} \
   ${COWKIT_SERVE_ARGS:+"--cowkit-args=$COWKIT_SERVE_ARGS"} ${PREAD_TOO:+--pread-too} &
-child=$!
-wait "$child"
+RIG_CHILD=$!
+wait "$RIG_CHILD"

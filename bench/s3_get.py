@@ -21,6 +21,8 @@ import boto3
 from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 
+from benchlib import loadavg
+
 MiB = 1 << 20
 AK, SK = "bench", "bench-secret-key"
 BUCKET = "bench"
@@ -174,7 +176,7 @@ def main():
         for gw in gws:
             METHODS[m][0](gw, f"obj-{sizes[0]}", sizes[0])
 
-    load0 = open("/proc/loadavg").read().split()[:3]
+    load0 = loadavg()
     paused = False
     samples = []
     try:
@@ -182,7 +184,7 @@ def main():
             subprocess.run([a.pause, "STOP"], check=False, stdout=subprocess.DEVNULL)
             paused = True
             time.sleep(2)
-        load_paused = open("/proc/loadavg").read().split()[:3]
+        load_paused = loadavg()
         t_start = time.monotonic()
         for r in range(rounds):
             # Every gateway in every position over the rounds.
@@ -205,7 +207,7 @@ def main():
                                         "seconds": dt, "server_cpu_seconds": cpu})
             print(f"round {r + 1}/{rounds} done", flush=True)
         timed = time.monotonic() - t_start
-        load1 = open("/proc/loadavg").read().split()[:3]
+        load1 = loadavg()
     finally:
         if paused:
             subprocess.run([a.pause, "CONT"], check=False, stdout=subprocess.DEVNULL)

@@ -14,6 +14,8 @@ import time
 import boto3
 from botocore.config import Config
 
+from benchlib import drop_caches, loadavg
+
 MiB = 1 << 20
 AK, SK = "bench", "bench-secret"
 
@@ -79,12 +81,6 @@ def complete_run(srv, mnt, dev, size, part, synced, buf, n):
             "server_ms": c["ms"]}
 
 
-def drop_caches():
-    os.sync()
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("3\n")
-
-
 def throughput(srv, mnt, buf):
     n = 1024 * MiB
     src = "/dev/shm/cowkit-s3bench.src"
@@ -140,7 +136,7 @@ def main():
     rounds = [int(x) for x in os.environ["ROUNDS"].split()]
     buf = os.urandom(80 * MiB)
     started = time.time()
-    load0 = open("/proc/loadavg").read().split()[:3]
+    load0 = loadavg()
     results = []
     tput = {}
     for spec in a.specs:
@@ -164,7 +160,7 @@ def main():
                           f"(incl. sync {r0['written_incl_sync'] / MiB:.1f} MiB), cloned {r0['bytes_cloned'] / MiB:.0f} MiB, "
                           f"copied {r0['bytes_copied'] / MiB:.0f} MiB", flush=True)
         srv.stop()
-    load1 = open("/proc/loadavg").read().split()[:3]
+    load1 = loadavg()
     day = datetime.date.today().isoformat()
     machine = (f"{os.cpu_count()} cores, {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') // (1 << 30)} GiB RAM, "
                f"kernel {os.uname().release}; loadavg {' '.join(load0)} at start, {' '.join(load1)} at end "

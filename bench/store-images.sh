@@ -39,21 +39,15 @@ if [ -z "${COWKIT_STORE_NS:-}" ]; then
   find_cowkit "bench/store-images.sh" image store
   mkdir -p "$RESULTS_DIR"
   export COWKIT COWKIT_STORE_NS=1
-  exec unshare --mount --propagation private -- "$BASH" "$0" "$@"
+  in_private_mounts "$@"
 fi
 
-work=$(mktemp -d "$BENCH_IMG_DIR/cowkit-store-bench.XXXXXX")
-cleanup() {
-  findmnt -rn -o TARGET | awk -v p="$work/" 'index($0, p) == 1' | sort -r |
-    while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
-  rm -rf --one-file-system "$work"
-}
-trap cleanup EXIT
+make_rig cowkit-store-bench
+work=$RIG
 
 log "copying the cached tree image"
 cp --sparse=always "$TREE_CACHE/xfs.img" "$work/xfs.img"
-mkdir -p "$work/mnt"
-mount -o loop "$work/xfs.img" "$work/mnt"
+loop_mount "$work/xfs.img" "$work/mnt"
 tree=$(find "$work/mnt" -mindepth 1 -maxdepth 1 -type d -name 'src*' | head -1)
 [ -n "$tree" ] || tree=$(find "$work/mnt" -mindepth 1 -maxdepth 1 -type d | head -1)
 

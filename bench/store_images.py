@@ -11,27 +11,13 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
 import zipfile
+
+from benchlib import drop_caches, loadavg, mib, timed, write_results
 
 
 def sh(*cmd, **kw):
     return subprocess.run(cmd, check=True, **kw)
-
-
-def timed(cmd):
-    t0 = time.monotonic()
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    t = time.monotonic() - t0
-    if p.returncode != 0:
-        sys.exit("failed: %s\n%s" % (" ".join(cmd), p.stderr.decode()))
-    return t, p.stdout
-
-
-def drop_caches():
-    sh("sync")
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("3\n")
 
 
 def sectors_read(path):
@@ -93,7 +79,9 @@ def part_import(a):
         if os.path.exists(erofs):
             os.remove(erofs)
         sh("sync")
-        t, out = timed([a.cowkit, "image", "create", "one", "--json", "--from", a.tree, "--store", store])
+        t, p = timed([a.cowkit, "image", "create", "one", "--json", "--from", a.tree, "--store", store],
+                     stdout=subprocess.PIPE)
+        out = p.stdout
         rows["cowkit image create (new store)"].append(t)
         summary = json.loads(out)
         sh("sync")
@@ -186,20 +174,16 @@ def part_sharing(a):
     return out
 
 
-def mib(b):
-    return "%.1f MiB" % (b / 1048576)
-
-
 def main():
     ap = argparse.ArgumentParser()
     for k in ("cowkit", "mount", "tree", "wheels", "results"):
         ap.add_argument("--" + k, required=True)
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
-    load0 = open("/proc/loadavg").read().split()[:3]
+    load0 = loadavg()
     imp = part_import(a)
     share = part_sharing(a)
-    load1 = open("/proc/loadavg").read().split()[:3]
+    load1 = loadavg()
     date = datetime.date.today().isoformat()
     commit = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "rev-parse", "--short",
                              "HEAD"], capture_output=True, text=True).stdout.strip()
@@ -237,10 +221,8 @@ def main():
               "files. Release 2 read from disk: the sectors read while its files were read, right after "
               "release 1's; its new content: files whose digest release 1 does not have."]
     stem = os.path.join(a.results, "%s-store-images" % date)
-    with open(stem + ".json", "w") as f:
-        json.dump({"import": imp, "sharing": share, "loadavg": [load0, load1], "commit": commit}, f, indent=1)
-    with open(stem + ".md", "w") as f:
-        f.write("\n".join(lines) + "\n")
+    write_results(stem, {"import": imp, "sharing": share, "loadavg": [load0, load1], "commit": commit},
+                  "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -142,62 +142,17 @@ if [ -z "${COWKIT_TREE_NS:-}" ]; then
   clean_stale_images "$BENCH_IMG_DIR/cowkit-tree"
   prepare_results_dir
   export RESULTS_DIR TREE_CACHE COWKIT_TREE_NS=1
-  # A private mount namespace: even after a SIGKILL no mount is left behind
-  # (the loop devices are auto-cleared when their mounts go with it).
-  exec unshare --mount --propagation private -- "$BASH" "$0" "$@"
+  in_private_mounts "$@"
 fi
 
 # ------------------------------------------------------ inside the namespace
-RIG=$(mktemp -d "$BENCH_IMG_DIR/cowkit-tree.XXXXXX")
-echo $$ >"$RIG/pid"
-child=
-# umount_all — every mount below $RIG, deepest first. The mounts are made by
-# the background job, so they are found in the mount table rather than kept
-# in a variable.
-umount_all() {
-  local m
-  findmnt -rn -o TARGET | awk -v p="$RIG/" 'index($0, p) == 1' | sort -r |
-    while read -r m; do
-      umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
-    done
-}
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM HUP
-  if [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then
-    kill -TERM -- "-$child" 2>/dev/null || true
-    wait "$child" 2>/dev/null || true
-  fi
-  umount_all
-  rm -rf --one-file-system "$RIG"
-  exit "$rc"
-}
-trap cleanup EXIT
-stop() { # signal exit-code: end the running benchmark (its process group), then clean up
-  if [ -n "$child" ]; then
-    kill "-$1" -- "-$child" 2>/dev/null || true
-    wait "$child" 2>/dev/null || true
-  fi
-  exit "$2"
-}
-trap 'stop INT 130' INT
-trap 'stop TERM 143' TERM
-trap 'stop HUP 129' HUP
+make_rig cowkit-tree
 
 RECORD="$RIG/record.jsonl"
 : >"$RECORD"
 
 # fs_used MNT — bytes in use on the filesystem (statvfs).
 fs_used() { stat -f -c '%b %f %S' "$1" | awk '{ printf "%d\n", ($1 - $2) * $3 }'; }
-
-# mkfs_img FS IMG — a fresh filesystem of type FS in the sparse file IMG.
-mkfs_img() {
-  truncate -s "$TREE_IMG_SIZE" "$2"
-  case "$1" in
-  xfs) mkfs.xfs -q -f -m reflink=1 "$2" ;;
-  btrfs) mkfs.btrfs -q -f "$2" >/dev/null ;;
-  esac
-}
 
 # ------------------------------------------------------------ the source tree
 cache_ok() {
@@ -215,8 +170,8 @@ build_cache() {
   local bx="$RIG/build-xfs" bb="$RIG/build-btrfs" src dest t0 decorate topup
   t0=$SECONDS
   log "building the source tree (cached afterwards in $TREE_CACHE)"
-  mkfs_img xfs "$RIG/xfs.img.build"
-  mkfs_img btrfs "$RIG/btrfs.img.build"
+  mkfs_img xfs "$RIG/xfs.img.build" "$TREE_IMG_SIZE"
+  mkfs_img btrfs "$RIG/btrfs.img.build" "$TREE_IMG_SIZE"
   mkdir -p "$bx" "$bb"
   mount -o loop "$RIG/xfs.img.build" "$bx"
   mount -o loop "$RIG/btrfs.img.build" "$bb"
@@ -446,28 +401,19 @@ print(json.dumps({"kind": "strace-marginal", "fs": os.environ["FS"], "method": o
 
 # run_fs FS — mount a copy of the cached image and run every method ROUNDS times.
 run_fs() {
-  local fs=$1 img="$RIG/$1.img" loopdev loop_io=buffered round i n m t0
+  local fs=$1 img="$RIG/$1.img" round i n m t0
   t0=$SECONDS
   MNT="$RIG/$fs"
   SRC="$MNT/tree"
   log "$fs: copying the cached image"
   cp --sparse=always "$TREE_CACHE/$fs.img" "$img"
-  mkdir -p "$MNT"
-  mount -o loop "$img" "$MNT"
-  loopdev=$(findmnt -n -o SOURCE "$MNT")
-  if [ "$LOOP_DIRECT_IO" = 1 ]; then
-    if losetup --direct-io=on "$loopdev"; then
-      loop_io=direct-io
-    else
-      log "warning: losetup --direct-io=on $loopdev failed; the loop device stays buffered"
-    fi
-  fi
+  loop_mount "$img" "$MNT"
   local how
   case "$fs" in
   xfs) how="XFS (mkfs.xfs -m reflink=1, $(xfs_info "$MNT" | sed -n 's/.*bsize=\([0-9]*\).*blocks=.*/block size \1/p' | head -n 1))" ;;
   btrfs) how="Btrfs (mkfs.btrfs defaults)" ;;
   esac
-  FS="$fs" LINE="$how, mount options $(findmnt -n -o OPTIONS "$MNT"), on $loopdev ($loop_io), backed by a sparse $TREE_IMG_SIZE file on $(findmnt -n -o FSTYPE --target "$BENCH_IMG_DIR") ($(findmnt -n -o SOURCE --target "$BENCH_IMG_DIR"))" \
+  FS="$fs" LINE="$how, mount options $(findmnt -n -o OPTIONS "$MNT"), on $LOOP_DEV ($LOOP_IO), backed by a sparse $TREE_IMG_SIZE file on $(findmnt -n -o FSTYPE --target "$BENCH_IMG_DIR") ($(findmnt -n -o SOURCE --target "$BENCH_IMG_DIR"))" \
     "$PY" -c 'import json, os; print(json.dumps({"kind": "fs", "fs": os.environ["FS"], "line": os.environ["LINE"]}))' >>"$RECORD"
   "$PY" -c 'import json, sys
 s = json.load(open(sys.argv[1]))["stats"][sys.argv[2]]
@@ -561,17 +507,10 @@ body() {
     run_fs "$fs"
   done
   machine_json >"$RIG/machine.json"
-  base="$RESULTS_DIR/$(date +%F)-tree-clone"
-  [ ! -e "$base.md" ] || base="$base-$(date +%H%M%S)"
+  base=$(results_base tree-clone)
   "$PY" "$TREE_PY" report --record "$RECORD" --machine "$RIG/machine.json" \
     --md "$base.md" --json "$base.json"
   log "results: $base.md, $base.json"
 }
 
-# Run the benchmark in its own process group, so that a signal to this
-# script can stop whatever command it is running right now.
-set -m
-body &
-child=$!
-set +m
-wait "$child"
+rig_run body

@@ -41,6 +41,8 @@ import stat
 import statistics
 import sys
 
+from benchlib import fmt_mib, fmt_s
+
 # ----------------------------------------------------------------- tree walk
 
 
@@ -344,14 +346,6 @@ def cmd_strace(args):
 
 
 # -------------------------------------------------------------------- report
-
-
-def fmt_s(x):
-    return "%.3f" % x
-
-
-def fmt_mib(n):
-    return "%.1f" % (n / 1048576.0)
 
 
 def cmd_report(args):

@@ -5,7 +5,8 @@
 # fuzz/artifacts/<target>/. Needs the nightly toolchain and cargo-fuzz
 # (`cargo install cargo-fuzz --locked`). Afterwards, minimize what is worth
 # committing with `cargo +nightly fuzz cmin TARGET`, and add a regression
-# test for each crash.
+# test for each crash. The fuzz package (fuzz/Cargo.toml) builds the crates
+# with their `fuzzing` feature, which holds the targets' entry points.
 #
 #   bash scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 set -euo pipefail

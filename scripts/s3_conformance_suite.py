@@ -16,7 +16,9 @@ def group_bodies(src):
 
 def full_flow(funcs):
     """The tests TestFullFlow runs, in order, without the branches taken
-    only with --versioning-enabled or --azure-test-mode."""
+    only with --versioning-enabled or --azure-test-mode: those it starts
+    with `ts.Run` and those with `ts.Sync` (run alone, after the parallel
+    ones, in the suite's own parallel mode; here every test runs alone)."""
     seen, out, walked = set(), [], set()
 
     def walk(name):
@@ -32,7 +34,7 @@ def full_flow(funcs):
             if re.match(r'if ts\.conf\.(versioningEnabled|azureTests)\b', s):
                 skip = 1
                 continue
-            m = re.match(r'ts\.Run\((\w+)\)', s)
+            m = re.match(r'ts\.(?:Run|Sync)\((\w+)\)', s)
             if m and m.group(1) not in seen:
                 seen.add(m.group(1))
                 out.append(m.group(1))

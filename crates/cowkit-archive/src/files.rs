@@ -209,16 +209,6 @@ impl FileInfo {
     }
 }
 
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
 /// The header's file list, with lookups by path and hardlink set.
 #[derive(Clone, Debug)]
 pub struct FileList {
@@ -414,11 +404,12 @@ impl Package {
             let flag = flags.get(i).copied().unwrap_or(0);
             let digest = match digests.get(i).map(String::as_str) {
                 None | Some("") => None,
-                Some(hex) => {
-                    let d = unhex(hex)
+                Some(text) => {
+                    let d = hex::decode(text)
+                        .ok()
                         .filter(|d| d.len() == algo.digest_len())
                         .ok_or_else(|| {
-                            bad(format!("`{path}` has a malformed {algo} digest `{hex}`"))
+                            bad(format!("`{path}` has a malformed {algo} digest `{text}`"))
                         })?;
                     Some(d)
                 }

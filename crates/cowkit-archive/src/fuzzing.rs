@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 
 use crate::cpio;
 use crate::payload::read_payload;
-use crate::rpm::{hex, Package, LEAD_LEN};
+use crate::rpm::{Package, LEAD_LEN};
 
 /// The tag of the header digest in the signature header.
 const SIGTAG_SHA256: usize = 273;
@@ -55,7 +55,7 @@ pub fn resign(data: &mut [u8]) -> bool {
     let Some((start, end, Some(at))) = layout(data) else {
         return false;
     };
-    let digest = hex(&Sha256::digest(&data[start..end]));
+    let digest = hex::encode(Sha256::digest(&data[start..end]));
     match data.get_mut(at..at + 64) {
         Some(slot) if at + 64 <= start => {
             slot.copy_from_slice(digest.as_bytes());

@@ -11,6 +11,7 @@
 
 pub mod cpio;
 pub mod files;
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod name;
 pub mod payload;

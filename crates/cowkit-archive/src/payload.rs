@@ -19,7 +19,7 @@ use std::io::{self, Read};
 
 use crate::cpio;
 use crate::files::{DigestAlgo, FileInfo, FileList, Hasher, Kind};
-use crate::rpm::{hex, printable, Compressor, Error, Package, PayloadDigest, MAX_LINK_TARGET};
+use crate::rpm::{printable, Compressor, Error, Package, PayloadDigest, MAX_LINK_TARGET};
 
 /// An error from [`read_payload`]: the archive's or the visitor's.
 #[derive(Debug, thiserror::Error)]
@@ -95,8 +95,8 @@ impl Entry<'_> {
             return Err(Error::FileDigestMismatch {
                 path: self.file.path.clone(),
                 algo: self.algo,
-                expected: hex(expected),
-                actual: hex(&actual),
+                expected: hex::encode(expected),
+                actual: hex::encode(&actual),
             });
         }
         Ok(())
@@ -165,8 +165,8 @@ impl PendingDigest {
             return Err(Error::FileDigestMismatch {
                 path: self.path,
                 algo: self.algo,
-                expected: hex(&self.expected),
-                actual: hex(&actual),
+                expected: hex::encode(&self.expected),
+                actual: hex::encode(&actual),
             });
         }
         Ok(())

@@ -540,7 +540,7 @@ fn read_issuer(signature: &[u8], out: &mut Issuer) -> Option<()> {
     }
     match *body.first()? {
         // version, hashed length (5), type, creation time, key ID
-        2 | 3 => out.key_id = Some(hex(body.get(7..15)?)),
+        2 | 3 => out.key_id = Some(hex::encode(body.get(7..15)?)),
         version @ (4 | 6) => {
             // version, type, public-key algorithm, hash algorithm, then the
             // hashed and unhashed subpacket areas, each after its length
@@ -574,11 +574,11 @@ fn read_subpackets(mut area: &[u8], out: &mut Issuer) -> Option<()> {
         let (&kind, data) = sub.split_first()?;
         match kind & 0x7f {
             16 if data.len() == 8 => {
-                out.key_id.get_or_insert_with(|| hex(data));
+                out.key_id.get_or_insert_with(|| hex::encode(data));
             }
             33 => {
                 if let Some((_, fpr)) = data.split_first() {
-                    out.fingerprint.get_or_insert_with(|| hex(fpr));
+                    out.fingerprint.get_or_insert_with(|| hex::encode(fpr));
                 }
             }
             _ => {}
@@ -618,10 +618,6 @@ fn packet(bytes: &[u8]) -> Option<(u8, &[u8])> {
 /// A big-endian unsigned integer of up to 4 bytes.
 fn be(bytes: &[u8]) -> usize {
     bytes.iter().fold(0, |n, &b| (n << 8) | b as usize)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -702,12 +698,12 @@ mod tests {
         hashed.extend_from_slice(&[5, 2, 0, 0, 0, 0]); // creation time
         let unhashed = [9, 16, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4];
         let got = issuer(&v4_signature(&hashed, &unhashed));
-        assert_eq!(got.fingerprint.as_deref(), Some(hex(&fpr).as_str()));
+        assert_eq!(got.fingerprint.as_deref(), Some(hex::encode(&fpr).as_str()));
         assert_eq!(got.key_id.as_deref(), Some("deadbeef01020304"));
 
         // Fingerprint only: the key ID is its last 8 bytes.
         let got = issuer(&v4_signature(&hashed, &[]));
-        assert_eq!(got.key_id.as_deref(), Some(&hex(&fpr)[24..]));
+        assert_eq!(got.key_id.as_deref(), Some(&hex::encode(&fpr)[24..]));
     }
 
     #[test]

@@ -412,10 +412,6 @@ fn magic_fits(c: Compressor, head: &[u8]) -> bool {
 /// Bytes needed to recognise each compressor's start.
 const MAGIC_LEN: usize = 6;
 
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 impl Package {
     /// Read and verify the lead, signature header and main header from `r`,
     /// leaving `r` at the first payload byte.
@@ -447,7 +443,7 @@ impl Package {
             .get_entry_data_as_string(IndexSignatureTag::RPMSIGTAG_SHA256)
             .map_err(|_| Error::HeaderDigestMissing)?
             .to_ascii_lowercase();
-        let actual = hex(&Sha256::digest(&prefix[header_start..]));
+        let actual = hex::encode(Sha256::digest(&prefix[header_start..]));
         if expected != actual {
             return Err(Error::HeaderDigestMismatch { expected, actual });
         }
@@ -619,7 +615,7 @@ impl Package {
                 }
             }
         }
-        let actual = hex(&digest.hasher.finalize());
+        let actual = hex::encode(digest.hasher.finalize());
         match &self.payload_digest {
             Some(expected) if *expected != actual => Err(Error::PayloadDigestMismatch {
                 expected: expected.clone(),

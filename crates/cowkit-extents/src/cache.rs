@@ -20,6 +20,15 @@
 //! directories someone else could rename it in (writable by others and not
 //! sticky). Every later step works on the descriptors checked then, and
 //! entries are opened without following symlinks.
+//!
+//! Beside the entries, `DIR/by-checksum/<type>/<first two hex digits>/<hex>`
+//! records which header digest the `.rpm` with that whole-file checksum
+//! (the repository's `primary.xml` checksum) has ([`Cache::record_checksum`],
+//! [`Cache::checksum_record`]): written only after a download whose bytes
+//! matched that checksum, it lets `cowkit dnf` find a package in the cache
+//! before downloading anything. Records are checked like entries (regular
+//! files that only the user or root can change, read within bounds); one
+//! that fails is ignored.
 
 use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -365,4 +374,169 @@ fn check_parents(fd: BorrowedFd<'_>, path: &Path, me: u32) -> Result<(), CacheEr
         cur = parent;
     }
     Ok(())
+}
+
+/// What the cache knows about the `.rpm` with a given whole-file checksum
+/// ([`Cache::record_checksum`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChecksumRecord {
+    /// Its header digest: the entry that holds it.
+    pub header_digest: String,
+    /// The key files its header signature verified with, when it was
+    /// checked (sorted); `None`: not checked.
+    pub signed_with: Option<Vec<PathBuf>>,
+}
+
+/// The longest checksum record read.
+const MAX_RECORD_BYTES: u64 = 64 << 10;
+
+impl Cache {
+    /// The directory of checksum records for (`kind`, `hex`), created and
+    /// checked, with the record's name and path.
+    fn checksum_dir(
+        &self,
+        kind: &str,
+        hex: &str,
+    ) -> Result<(OwnedFd, String, PathBuf), CacheError> {
+        let ok = |s: &str, hex: bool| {
+            s.len() >= 3
+                && s.len() <= 128
+                && s.bytes().all(|b| {
+                    if hex {
+                        b.is_ascii_digit() || (b'a'..=b'f').contains(&b)
+                    } else {
+                        b.is_ascii_alphanumeric()
+                    }
+                })
+        };
+        if !ok(kind, false) || !ok(hex, true) {
+            return Err(CacheError::BadDigest(format!("{kind}:{hex}")));
+        }
+        let mut path = self.dir.join("by-checksum");
+        let mut fd = dir::mkdir_open(&self.fd, "by-checksum", DIR_MODE, &path)?;
+        check_dir(fd.as_fd(), &path, self.me)?;
+        for name in [kind, &hex[..2]] {
+            path = path.join(name);
+            fd = dir::mkdir_open(&fd, name, DIR_MODE, &path)?;
+            check_dir(fd.as_fd(), &path, self.me)?;
+        }
+        let entry = path.join(hex);
+        Ok((fd, hex.to_string(), entry))
+    }
+
+    /// The record for the `.rpm` whose `kind` checksum is `hex`, if there
+    /// is a sound one (a regular file only the user or root can change,
+    /// holding a digest; anything else is ignored, as if missing).
+    pub fn checksum_record(
+        &self,
+        kind: &str,
+        hex: &str,
+    ) -> Result<Option<ChecksumRecord>, CacheError> {
+        use std::io::Read;
+        let (fd, name, path) = self.checksum_dir(kind, hex)?;
+        let opened = dir::open_regular(|f| {
+            rustix::fs::openat(&fd, name.as_str(), f | OFlags::NOFOLLOW, Mode::empty())
+        });
+        let (file, st) = match opened {
+            Ok(x) => x,
+            // Missing, a symlink, not a regular file: no record.
+            Err(_) => return Ok(None),
+        };
+        if unsafe_mode(&st, self.me).is_some() {
+            return Ok(None);
+        }
+        let mut text = String::new();
+        File::from(file)
+            .take(MAX_RECORD_BYTES)
+            .read_to_string(&mut text)
+            .map_err(|e| IoError::new("read", &path, e))?;
+        Ok(parse_record(&text))
+    }
+
+    /// Record that the `.rpm` whose `kind` checksum is `hex` has the
+    /// header digest (and signature check) of `record`: written unnamed,
+    /// given [`ENTRY_MODE`], then named (replacing an older record).
+    pub fn record_checksum(
+        &self,
+        kind: &str,
+        hex: &str,
+        record: &ChecksumRecord,
+    ) -> Result<(), CacheError> {
+        use std::io::Write;
+        let (fd, name, path) = self.checksum_dir(kind, hex)?;
+        let text = record_text(record)
+            .ok_or_else(|| CacheError::BadDigest(record.header_digest.clone()))?;
+        let dir_path = path.parent().unwrap_or(&self.dir).to_path_buf();
+        let new = NewFile::anonymous(fd.as_fd(), &dir_path, ENTRY_MODE)?;
+        new.file()
+            .write_all(text.as_bytes())
+            .map_err(|e| IoError::new("write", &path, e))?;
+        rustix::fs::fchmod(new.file(), Mode::from_raw_mode(ENTRY_MODE))
+            .map_err(|e| IoError::new("chmod", &path, e))?;
+        new.commit(fd.as_fd(), &name, &path)?;
+        Ok(())
+    }
+}
+
+/// `digest\n` then `signed\n` and one `key PATH\n` per key file when the
+/// signature was checked; `None` for a digest that is not hex or a key
+/// path that is not UTF-8 or holds a newline.
+fn record_text(r: &ChecksumRecord) -> Option<String> {
+    if r.header_digest.len() != 64 || !r.header_digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let mut text = format!("{}\n", r.header_digest);
+    if let Some(keys) = &r.signed_with {
+        text.push_str("signed\n");
+        for k in keys {
+            let k = k.to_str().filter(|k| !k.contains('\n'))?;
+            text.push_str(&format!("key {k}\n"));
+        }
+    }
+    Some(text)
+}
+
+/// The record `text` holds ([`record_text`]'s format), or `None`.
+fn parse_record(text: &str) -> Option<ChecksumRecord> {
+    let mut lines = text.lines();
+    let digest = lines.next()?;
+    if digest.len() != 64
+        || !digest
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
+        return None;
+    }
+    let signed_with = match lines.next() {
+        None => None,
+        Some("signed") => Some(
+            lines
+                .map(|l| l.strip_prefix("key ").map(PathBuf::from))
+                .collect::<Option<Vec<_>>>()?,
+        ),
+        Some(_) => return None,
+    };
+    Some(ChecksumRecord {
+        header_digest: digest.to_string(),
+        signed_with,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checksum_records_read_back() {
+        let d = "ab".repeat(32);
+        for signed_with in [None, Some(vec![PathBuf::from("/etc/pki/rpm-gpg/K")])] {
+            let r = ChecksumRecord {
+                header_digest: d.clone(),
+                signed_with,
+            };
+            assert_eq!(parse_record(&record_text(&r).unwrap()), Some(r));
+        }
+        assert_eq!(parse_record("zz\n"), None);
+        assert_eq!(parse_record(&format!("{d}\nother\n")), None);
+    }
 }

@@ -176,6 +176,23 @@ pub fn transcode(
             source,
         })?,
     };
+    transcode_from(worker, input, output, allow_unconfined)
+}
+
+/// [`transcode`] from `input`, an open file or the read end of a pipe,
+/// handed to the worker: this process keeps no descriptor of it, so that
+/// the writer of a pipe gets `EPIPE` as soon as the worker stops reading
+/// (it failed, or it is done) instead of blocking.
+///
+/// # Errors
+///
+/// As [`transcode`].
+pub fn transcode_from(
+    worker: Command,
+    input: File,
+    output: Output<'_>,
+    allow_unconfined: bool,
+) -> Result<Outcome, Error> {
     let run = |out: File| -> Result<Outcome, Error> {
         let w = Worker::start(worker, input, out, allow_unconfined)?;
         let confined = w.confined();

@@ -34,6 +34,7 @@
 pub mod cache;
 pub mod confined;
 pub mod format;
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod open;
 pub mod transcode;

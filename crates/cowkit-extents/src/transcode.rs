@@ -517,7 +517,7 @@ impl<R: Read> Begun<R> {
         send(Msg::Bytes(footer_bytes))?;
         s.extents = extents.len() as u64;
         s.input_bytes = footer.input_size;
-        s.input_sha256 = hex(&footer.input_sha256);
+        s.input_sha256 = hex::encode(footer.input_sha256);
         s.payload_sha256 = payload.payload_digest;
         s.archive_bytes = payload.archive_bytes;
         Ok(s)
@@ -587,5 +587,3 @@ fn write_out(
     }
     Ok((out.finish()?, holes))
 }
-
-pub use cowkit_fs::hex;

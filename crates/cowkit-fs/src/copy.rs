@@ -35,7 +35,7 @@ use serde::Serialize;
 
 use crate::align::{align_down, align_up, block_size};
 use crate::error::{io, Error, Result};
-use crate::sys;
+use crate::sys::clone::ficlonerange;
 
 /// A way of moving file data, in the order the chain tries them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -691,9 +691,7 @@ impl Copier {
         let mut bytes = Bytes::default();
         if clone_end > mid_start {
             let at = job.dst_off + (mid_start - job.src_off);
-            if let Err(e) =
-                sys::ficlonerange(job.src, mid_start, clone_end - mid_start, job.dst, at)
-            {
+            if let Err(e) = ficlonerange(job.src, mid_start, clone_end - mid_start, job.dst, at) {
                 return Err(self.classify(Method::Clone, job, e));
             }
             self.confirmed = true;

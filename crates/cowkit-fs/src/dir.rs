@@ -745,7 +745,7 @@ pub fn write_file_at(
 /// every unlink and inode free of that AG locks. `None` on other
 /// filesystems (or when the geometry makes no sense).
 pub fn inode_group_shift(dir: impl AsFd) -> Option<u32> {
-    let (blocksize, agblocks, agcount, inodesize) = crate::sys::xfs_geometry(dir).ok()?;
+    let (blocksize, agblocks, agcount, inodesize) = crate::sys::xfs::geometry(dir).ok()?;
     if agblocks < 2 || agcount == 0 || inodesize == 0 || blocksize < inodesize {
         return None;
     }

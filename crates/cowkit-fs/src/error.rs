@@ -1,10 +1,19 @@
 //! Typed errors that carry the paths involved, and the helpers every cowkit
 //! crate uses to read them.
 //!
-//! [`IoError`] is the one shape of "a system call on one file failed":
-//! other crates wrap it (`Io(#[from] cowkit_fs::IoError)`) rather than
-//! declaring their own `Io { op, path, source }`. [`chain`] and
-//! [`errno_of`] walk any error's causes.
+//! [`IoError`] is the one shape of "a system call on one file failed"; no
+//! crate declares its own `Io { op, path, source }`. How the other crates
+//! hold it:
+//! - those that also call cowkit-fs functions returning [`Error`]
+//!   (`cowkit-install`, `cowkit-nosync`, `cowkit-rpmdb`, `cowkit-s3`,
+//!   `cowkit-store`) have one variant `Fs(#[from] cowkit_fs::Error)` and
+//!   `impl From<cowkit_fs::IoError>` putting an `IoError` there
+//!   (`Error::Fs(e.into())`, as [`Error::Io`]), so `?` takes both;
+//! - those that meet only single system-call failures (`cowkit-tree`,
+//!   `cowkit_extents::cache`) have `Io(#[from] cowkit_fs::IoError)`
+//!   (`cowkit_extents::confined` names it `Output`, the file it writes).
+//!
+//! [`chain`] and [`errno_of`] walk any error's causes.
 
 use std::path::{Path, PathBuf};
 

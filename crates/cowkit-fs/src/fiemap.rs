@@ -9,7 +9,7 @@ use linux_raw_sys::ioctl::{
 };
 use serde::Serialize;
 
-use crate::sys;
+use crate::sys::fiemap as sys;
 
 /// One extent of a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -20,6 +20,8 @@
 //! - [`send`]: `sendfile` from a file into a socket.
 //! - [`trust`]: who else can change a file, and a directory opened one
 //!   component at a time, each one passed checked.
+//! - [`verity`]: fs-verity, enabled on a file and its digest read.
+//! - [`lock`]: byte-range locks owned by an open file description.
 //! - [`workdir`]: working directories held under a `flock`, removed on
 //!   drop, on a signal, or by the next sweep after a kill.
 //!
@@ -53,65 +55,7 @@ mod sys;
 pub mod trust;
 pub mod workdir;
 
-/// fs-verity: enable it on a file, read a file's digest.
-pub mod verity {
-    pub use crate::sys::{
-        enable_verity as enable, measure_verity as measure, FS_VERITY_HASH_ALG_SHA256,
-    };
-}
-
-/// fanotify: a notification group reporting file ids, filesystem marks.
-pub mod fanotify {
-    pub use crate::sys::{
-        fanotify_init_fid as init_fid, fanotify_mark_filesystem as mark_filesystem,
-    };
-}
-
-/// Seccomp for `cowkit nosync`: installing a filter without `no_new_privs`,
-/// or with a user-notification listener (also in a child between `fork`
-/// and `exec`: `seccomp_on_exec`), and answering its notifications
-/// (system calls rustix does not wrap).
-pub mod seccomp {
-    pub use crate::sys::{
-        seccomp_filter_with_listener, seccomp_notif_id_valid, seccomp_notif_recv,
-        seccomp_notif_send, seccomp_on_exec, seccomp_set_mode_filter,
-        syncfs_answers_a_bad_descriptor, take_inherited_fd, BpfInsn, ExecFilter, SeccompNotif,
-    };
-}
-
-/// Byte-range locks owned by an open file description (OFD locks): they
-/// exclude threads of one process as well as other processes and hosts.
-pub mod lock {
-    pub use crate::sys::ofd_lock_write as write;
-}
-
-/// Reaping a child with its resource usage (`wait4`), for tests that bound
-/// the memory of what they run.
-pub mod process {
-    pub use crate::sys::{wait4_nohang, Reaped};
-}
+pub use sys::{lock, verity};
 
 pub use copy::{Bytes, Chain, Copied, Copier, Fallback, Handle, Method, Reason, Tally};
 pub use error::{Error, IoError, Result};
-
-/// The bytes of the hex string `s` (either case), or `None` if it is not
-/// hex.
-pub fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
-/// Lower-case hex of `b` (digests in names, messages and records).
-pub fn hex(b: &[u8]) -> String {
-    use std::fmt::Write;
-    b.iter()
-        .fold(String::with_capacity(b.len() * 2), |mut s, x| {
-            let _ = write!(s, "{x:02x}");
-            s
-        })
-}

@@ -297,19 +297,6 @@ impl Root {
     }
 }
 
-/// What `name` is in `dir`, without following a symlink; `None` when absent.
-pub fn stat_at(
-    dir: impl AsFd,
-    name: impl AsRef<OsStr>,
-) -> rustix::io::Result<Option<rustix::fs::Stat>> {
-    let name = name.as_ref();
-    match rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(st) => Ok(Some(st)),
-        Err(Errno::NOENT) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -102,7 +102,7 @@ fn digest_on_disk(
         }
         h.update(&buf[..n]);
     }
-    Ok(Some(crate::hex(&h.finish())))
+    Ok(Some(hex::encode(h.finish())))
 }
 
 pub(crate) fn unlink(dir: impl AsFd, name: impl rustix::path::Arg, path: &Path) -> Result<()> {
@@ -158,7 +158,7 @@ pub(crate) fn decide_config(
         let Some((dir, name, path)) = parent_of(root, &f.path)? else {
             continue;
         };
-        let new = f.digest.as_deref().map(crate::hex).unwrap_or_default();
+        let new = f.digest.as_deref().map(hex::encode).unwrap_or_default();
         // The database's file lists are text: a name that is not UTF-8
         // is not found there, and counts as not owned before.
         let owned = f

@@ -7,13 +7,13 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use cowkit_archive::files::Kind;
+use cowkit_archive::files::{FileInfo, FileList, Kind};
 use cowkit_extents::format::Kind as ExtentKind;
 use cowkit_extents::open::{Content, ExtentsFile};
 use cowkit_fs::root::Root;
 use cowkit_fs::{Copier, Handle, IoError};
 
-use crate::tree::Target;
+use crate::target::{Place, Target};
 use crate::{finish, Error, Options, Owners, Progress, Result, Summary};
 
 pub(crate) fn install(
@@ -48,9 +48,42 @@ pub(crate) fn install_open(
     let files = x.files();
     let mut target = Target::new(root, owners, progress, opts.gate.as_ref());
     let places = target.prepare(files, &opts.rename)?;
+    let items = work_items(files);
+    // Threads take batches of files that are next to each other in the
+    // header (mostly one directory), so that they seldom wait for the
+    // same directory's lock.
+    let batches: Vec<&[&[u32]]> = items.chunks(BATCH).collect();
+    // Extents aligned below the destination's block size cannot be
+    // cloned: align to the larger, so that they are found misaligned and
+    // written (and reported) instead of failing the clone.
+    let dest_block = cowkit_fs::align::block_size(root.fd()).unwrap_or(4096);
+    let job = Job {
+        x,
+        files,
+        places: &places,
+        target: &target,
+        opts,
+        progress,
+        block: u64::from(x.footer().block_size).max(dest_block),
+    };
+    let threads = opts.threads.clamp(1, batches.len().max(1));
+    let mut summary = in_parallel(threads, batches.len(), |take| {
+        Worker::new(&job).run(&batches, take)
+    })?;
+    finish(&mut target, files, &places, opts, &mut summary, true)?;
+    Ok(summary)
+}
 
-    // One work item per regular file, or per hardlink set.
-    let items: Vec<&[u32]> = files
+/// Files per batch a thread takes.
+const BATCH: usize = 64;
+
+/// The most bytes of packed contents read at once for a batch.
+const PACKED_MAX: u64 = 4 << 20;
+
+/// One work item per regular file, or per hardlink set (its indexes, the
+/// first the one whose content is written).
+fn work_items(files: &FileList) -> Vec<&[u32]> {
+    files
         .files
         .iter()
         .filter(|f| f.kind == Kind::Regular && !f.ghost)
@@ -62,125 +95,26 @@ pub(crate) fn install_open(
                 Some(_) => None,
             }
         })
-        .collect();
+        .collect()
+}
 
-    // Threads take batches of files that are next to each other in the
-    // header (mostly one directory), so that they seldom wait for the
-    // same directory's lock.
-    let batches: Vec<&[&[u32]]> = items.chunks(64).collect();
+/// Run `work` on `threads` threads (on this one when 1), each taking the
+/// next of `n` batches until none is left or a thread has failed: the sum
+/// of their summaries, or the first error.
+fn in_parallel(
+    threads: usize,
+    n: usize,
+    work: impl Fn(&mut dyn FnMut() -> Option<usize>) -> Result<Summary> + Sync,
+) -> Result<Summary> {
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
-    let threads = opts.threads.clamp(1, items.len().div_ceil(64).max(1));
-    // Extents aligned below the destination's block size cannot be
-    // cloned: align to the larger, so that they are found misaligned and
-    // written (and reported) instead of failing the clone.
-    let dest_block = cowkit_fs::align::block_size(root.fd()).unwrap_or(4096);
-    let block = u64::from(x.footer().block_size).max(dest_block);
-    let work_items = |take: &mut dyn FnMut() -> Option<usize>| -> Result<Summary> {
-        let mut s = Summary::default();
-        let mut copier = Copier::new(opts.chain)
-            .with_block_size(block)
-            .with_tail_clone(opts.clone_tail);
-        let mut buf = Vec::new();
-        // The packed (written) contents of a batch's files sit next to
-        // each other in the extents file: one read for them all when they
-        // span at most 4 MiB, instead of one per file.
-        let mut packed: (u64, Vec<u8>) = (0, Vec::new());
-        while let Some(b) = take() {
-            let span = batches[b]
-                .iter()
-                .filter_map(|set| match x.content(set[0]) {
-                    Some(Content::Extent(e)) if e.kind != ExtentKind::Clone => {
-                        Some((e.offset, e.offset + e.length))
-                    }
-                    _ => None,
-                })
-                .fold(None, |acc: Option<(u64, u64)>, (a, z)| match acc {
-                    None => Some((a, z)),
-                    Some((a0, z0)) => Some((a0.min(a), z0.max(z))),
-                });
-            packed.1.clear();
-            if let Some((start, end)) = span.filter(|(a, z)| z - a <= 4 << 20) {
-                packed.0 = start;
-                packed.1.resize((end - start) as usize, 0);
-                x.file()
-                    .read_exact_at(&mut packed.1, start)
-                    .map_err(|source| {
-                        Error::from(IoError::new("read", x.path().to_path_buf(), source))
-                    })?;
-            }
-            for &set in batches[b] {
-                let first = &files.files[set[0] as usize];
-                let place = places[set[0] as usize].as_ref().expect("not a ghost");
-                target.regular(first, place, |dst, dst_path| {
-                    match x.content(first.index) {
-                        None | Some(Content::Empty) => {}
-                        Some(Content::Extent(e)) if e.kind == ExtentKind::Clone => {
-                            let done = copier.copy_range(
-                                Handle::new(x.file(), x.path()),
-                                e.offset,
-                                Handle::new(dst, dst_path),
-                                0,
-                                e.length,
-                            )?;
-                            s.tally.record(&done);
-                        }
-                        Some(Content::Extent(e)) => {
-                            let in_packed = e
-                                .offset
-                                .checked_sub(packed.0)
-                                .map(|at| (at as usize, (at + e.length) as usize))
-                                .and_then(|(a, z)| packed.1.get(a..z));
-                            let data = match in_packed {
-                                Some(d) => d,
-                                _ => {
-                                    buf.resize(e.length as usize, 0);
-                                    x.file().read_exact_at(&mut buf, e.offset).map_err(
-                                        |source| {
-                                            Error::from(IoError::new(
-                                                "read",
-                                                x.path().to_path_buf(),
-                                                source,
-                                            ))
-                                        },
-                                    )?;
-                                    &buf[..]
-                                }
-                            };
-                            (&*dst).write_all(data).map_err(|source| {
-                                Error::from(IoError::new("write", dst_path.to_path_buf(), source))
-                            })?;
-                            s.tally.record_written(e.length);
-                        }
-                    }
-                    if opts.verify {
-                        crate::verify::check_new(dst, dst_path, first, files.algo)?;
-                        // Its hardlinks share the content checked.
-                        s.verified += set.len() as u64;
-                    }
-                    Ok(())
-                })?;
-                progress.on_bytes(first.size);
-                s.files += 1;
-                progress.on_file();
-                for &m in &set[1..] {
-                    target.hardlink(place, places[m as usize].as_ref().expect("not a ghost"))?;
-                    s.files += 1;
-                    progress.on_file();
-                    s.hardlinks += 1;
-                }
-            }
-        }
-        Ok(s)
-    };
-
-    let work = || -> Result<Summary> {
-        let r = work_items(&mut || {
+    let one = || -> Result<Summary> {
+        let r = work(&mut || {
             if failed.load(Ordering::Relaxed) {
                 return None;
             }
             let i = next.fetch_add(1, Ordering::Relaxed);
-            (i < batches.len()).then_some(i)
+            (i < n).then_some(i)
         });
         if r.is_err() {
             failed.store(true, Ordering::Relaxed);
@@ -189,10 +123,10 @@ pub(crate) fn install_open(
     };
     let mut summary = Summary::default();
     if threads == 1 {
-        summary.add(work()?);
+        summary.add(one()?);
     } else {
         let results: Vec<Result<Summary>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..threads).map(|_| scope.spawn(work)).collect();
+            let handles: Vec<_> = (0..threads).map(|_| scope.spawn(one)).collect();
             handles
                 .into_iter()
                 .map(|h| h.join().expect("install worker panicked"))
@@ -202,8 +136,174 @@ pub(crate) fn install_open(
             summary.add(r?);
         }
     }
-    finish(&mut target, files, &places, opts, &mut summary, true)?;
     Ok(summary)
+}
+
+/// What every thread of one install shares.
+struct Job<'a, 't> {
+    x: &'a ExtentsFile,
+    files: &'a FileList,
+    places: &'a [Option<Place>],
+    target: &'a Target<'t>,
+    opts: &'a Options,
+    progress: &'a dyn Progress,
+    /// The block size clones are aligned to.
+    block: u64,
+}
+
+/// One thread's copier, buffers and summary.
+struct Worker<'j, 'a, 't> {
+    job: &'j Job<'a, 't>,
+    copier: Copier,
+    buf: Vec<u8>,
+    packed: Packed,
+    s: Summary,
+}
+
+impl<'j, 'a, 't> Worker<'j, 'a, 't> {
+    fn new(job: &'j Job<'a, 't>) -> Self {
+        Worker {
+            job,
+            copier: Copier::new(job.opts.chain)
+                .with_block_size(job.block)
+                .with_tail_clone(job.opts.clone_tail),
+            buf: Vec::new(),
+            packed: Packed::default(),
+            s: Summary::default(),
+        }
+    }
+
+    /// Install the batches `take` hands out until it says none is left.
+    fn run(
+        mut self,
+        batches: &[&[&[u32]]],
+        take: &mut dyn FnMut() -> Option<usize>,
+    ) -> Result<Summary> {
+        while let Some(b) = take() {
+            self.batch(batches[b])?;
+        }
+        Ok(self.s)
+    }
+
+    /// Each file of `batch` created with its content, then its hardlinks.
+    fn batch(&mut self, batch: &[&[u32]]) -> Result<()> {
+        let Job {
+            x,
+            files,
+            places,
+            target,
+            progress,
+            ..
+        } = *self.job;
+        self.packed.load(x, batch)?;
+        for &set in batch {
+            let first = &files.files[set[0] as usize];
+            let place = places[set[0] as usize].as_ref().expect("not a ghost");
+            target.regular(first, place, |dst, dst_path| {
+                self.fill(first, set, dst, dst_path)
+            })?;
+            progress.on_bytes(first.size);
+            self.s.files += 1;
+            progress.on_file();
+            for &m in &set[1..] {
+                target.hardlink(place, places[m as usize].as_ref().expect("not a ghost"))?;
+                self.s.files += 1;
+                progress.on_file();
+                self.s.hardlinks += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// The content of `first` (the first of the hardlink set `set`) into
+    /// `dst`: cloned, or written from the packed bytes; then checked with
+    /// `--verify`.
+    fn fill(&mut self, first: &FileInfo, set: &[u32], dst: &File, dst_path: &Path) -> Result<()> {
+        let x = self.job.x;
+        match x.content(first.index) {
+            None | Some(Content::Empty) => {}
+            Some(Content::Extent(e)) if e.kind == ExtentKind::Clone => {
+                let done = self.copier.copy_range(
+                    Handle::new(x.file(), x.path()),
+                    e.offset,
+                    Handle::new(dst, dst_path),
+                    0,
+                    e.length,
+                )?;
+                self.s.tally.record(&done);
+            }
+            Some(Content::Extent(e)) => {
+                let data = match self.packed.get(e.offset, e.length) {
+                    Some(d) => d,
+                    None => {
+                        self.buf.resize(e.length as usize, 0);
+                        read_at(x, &mut self.buf, e.offset)?;
+                        &self.buf[..]
+                    }
+                };
+                (&*dst).write_all(data).map_err(|source| {
+                    Error::from(IoError::new("write", dst_path.to_path_buf(), source))
+                })?;
+                self.s.tally.record_written(e.length);
+            }
+        }
+        if self.job.opts.verify {
+            crate::verify::check_new(dst, dst_path, first, self.job.files.algo)?;
+            // Its hardlinks share the content checked.
+            self.s.verified += set.len() as u64;
+        }
+        Ok(())
+    }
+}
+
+/// The packed (written) contents of a batch's files, which sit next to
+/// each other in the extents file: one read for them all when they span
+/// at most [`PACKED_MAX`] bytes, instead of one per file.
+#[derive(Default)]
+struct Packed {
+    start: u64,
+    bytes: Vec<u8>,
+}
+
+impl Packed {
+    /// Read the packed contents of `batch`'s files, if they are close
+    /// enough; otherwise hold none.
+    fn load(&mut self, x: &ExtentsFile, batch: &[&[u32]]) -> Result<()> {
+        let span = batch
+            .iter()
+            .filter_map(|set| match x.content(set[0]) {
+                Some(Content::Extent(e)) if e.kind != ExtentKind::Clone => {
+                    Some((e.offset, e.offset + e.length))
+                }
+                _ => None,
+            })
+            .fold(None, |acc: Option<(u64, u64)>, (a, z)| match acc {
+                None => Some((a, z)),
+                Some((a0, z0)) => Some((a0.min(a), z0.max(z))),
+            });
+        self.bytes.clear();
+        if let Some((start, end)) = span.filter(|(a, z)| z - a <= PACKED_MAX) {
+            self.start = start;
+            self.bytes.resize((end - start) as usize, 0);
+            read_at(x, &mut self.bytes, start)?;
+        }
+        Ok(())
+    }
+
+    /// The `len` bytes at `offset` of the extents file, if held.
+    fn get(&self, offset: u64, len: u64) -> Option<&[u8]> {
+        offset
+            .checked_sub(self.start)
+            .map(|at| (at as usize, (at + len) as usize))
+            .and_then(|(a, z)| self.bytes.get(a..z))
+    }
+}
+
+/// `buf.len()` bytes of the extents file at `at`.
+fn read_at(x: &ExtentsFile, buf: &mut [u8], at: u64) -> Result<()> {
+    x.file()
+        .read_exact_at(buf, at)
+        .map_err(|source| Error::from(IoError::new("read", x.path().to_path_buf(), source)))
 }
 
 /// Refuse an extents file that someone other than root or this user could

@@ -32,6 +32,7 @@ use serde::Serialize;
 
 mod config;
 mod extents;
+pub mod interrupt;
 mod load;
 pub mod nosync;
 pub mod owners;
@@ -41,7 +42,7 @@ mod refuse;
 mod runner;
 pub mod scripts;
 mod stream;
-mod tree;
+mod target;
 pub mod txn;
 mod verify;
 
@@ -489,9 +490,9 @@ pub(crate) fn check_not_truncated_extents(file: &File, path: &Path) -> Result<()
 /// nodes, the new directories renamed into place, directory metadata
 /// (deepest first), and `--verify`.
 fn finish(
-    target: &mut tree::Target<'_>,
+    target: &mut target::Target<'_>,
     files: &cowkit_archive::files::FileList,
-    places: &[Option<tree::Place>],
+    places: &[Option<target::Place>],
     opts: &Options,
     s: &mut Summary,
     verified_inline: bool,
@@ -541,5 +542,3 @@ fn check_expected(pkg: &cowkit_archive::rpm::Package, path: &Path, opts: &Option
         _ => Ok(()),
     }
 }
-
-pub(crate) use cowkit_fs::hex;

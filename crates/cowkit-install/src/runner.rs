@@ -167,6 +167,7 @@ pub(crate) fn run(
         stager,
         gate,
         plan,
+        inputs: _,
     } = prepared;
     let mut opts = opts;
     opts.install.gate = gate.as_ref().map(|o| o.gate.clone());
@@ -222,16 +223,16 @@ pub(crate) fn run(
     if let Some(s) = &mut scratch {
         s.keep_owned(|dir| placed.iter().any(|&i| pkgs[i].files.find(dir).is_some()));
     }
-    crate::txn::register(
+    let registration = crate::txn::Registration {
         root,
-        &opts,
-        &pkgs,
-        &placed,
+        opts: &opts,
+        pkgs: &pkgs,
+        placed: &placed,
         found,
         scratch,
-        &indb.beside,
-        &mut r.sum,
-    )?;
+        beside: &indb.beside,
+    };
+    crate::txn::register(registration, &mut r.sum)?;
     r.posttrans()?;
     if let Some(lua) = r.lua.take() {
         drop(lua);

@@ -266,6 +266,7 @@ impl Scriptlet {
             files,
             prefixes,
         } = *how;
+        let listed = crate::interrupt::Listed::new(name);
         if self.is_lua() {
             let Some(lua) = ctx.lua.as_deref_mut() else {
                 return Err(Error::NoLua {
@@ -302,7 +303,7 @@ impl Scriptlet {
             argv.extend(args.iter().map(i64::to_string));
             tmp = Some(work);
         }
-        let result = self.exec(root.path(), &argv, files, prefixes, ctx);
+        let result = self.exec(root.path(), &argv, files, prefixes, ctx, &listed);
         drop(tmp);
         result
     }
@@ -314,6 +315,7 @@ impl Scriptlet {
         files: Option<&[Vec<u8>]>,
         prefixes: &[String],
         ctx: &RunContext<'_>,
+        listed: &crate::interrupt::Listed,
     ) -> Result<Option<String>> {
         // The host's sh sets rpm's umask, then becomes chroot(8), which
         // becomes the interpreter inside the root.
@@ -346,9 +348,13 @@ impl Scriptlet {
         if let Some(session) = ctx.nosync {
             session.apply(&mut c);
         }
+        // rpm's signal mask: SIGINT and SIGQUIT blocked (a terminal's
+        // Ctrl-C leaves the scriptlet running, see [`crate::interrupt`]).
+        cowkit_sys::process::block_signals_on_exec(&mut c, &crate::interrupt::SCRIPTLET_BLOCKED);
         let mut child = c
             .spawn()
             .map_err(|e| Error::from(IoError::new("run chroot(8) for", root.to_path_buf(), e)))?;
+        listed.set_pid(child.id());
         if let Some(mut stdin) = child.stdin.take() {
             use std::io::Write;
             for f in files.unwrap_or_default() {

@@ -10,7 +10,7 @@ use cowkit_archive::rpm::Package;
 use cowkit_fs::root::Root;
 use cowkit_fs::IoError;
 
-use crate::tree::Target;
+use crate::target::Target;
 use crate::{finish, Error, Options, Owners, Progress, Result, Summary};
 
 const CHUNK: usize = 256 * 1024;

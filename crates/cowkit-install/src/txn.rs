@@ -231,6 +231,9 @@ pub struct Prepared<'r> {
     /// What the transaction runs when nothing fails (empty without
     /// scriptlets).
     pub(crate) plan: Vec<crate::plan::PlanEntry>,
+    /// What holds the package files given to [`prepare`] (see
+    /// [`Prepared::release_before_final_sync`]).
+    pub(crate) inputs: Option<Box<dyn Send>>,
 }
 
 /// Turns a package into the file to install from, just before it is
@@ -296,19 +299,33 @@ impl Prepared<'_> {
         }
     }
 
+    /// Drop `inputs` (e.g. the directory of the package files given to
+    /// [`prepare`], once [`Prepared::use_files`] named others) as soon as
+    /// the transaction no longer reads them: after rpm's check and the
+    /// registration, before the final `syncfs` of the root's filesystems,
+    /// which would otherwise write back their dirty pages first.
+    pub fn release_before_final_sync(&mut self, inputs: Box<dyn Send>) {
+        self.inputs = Some(inputs);
+    }
+
     /// Stage each package through `stager` just before it is placed.
     pub fn stage_with(&mut self, stager: Stager) {
         self.stager = Some(stager);
     }
 
     /// Run it: scriptlets, files, registration (see the module docs).
-    pub fn run(self, progress: &dyn Progress) -> Result<TxSummary> {
+    pub fn run(mut self, progress: &dyn Progress) -> Result<TxSummary> {
         // Scriptlets of a root being built run without sync calls, one
         // session for the whole transaction (also the Lua host's).
         let scripts = !self.opts.test && self.plan.iter().any(|e| e.run.is_some());
         let path = self.root.path();
+        // From here to the registration signals wait, as with rpm's
+        // transaction lock (see [`crate::interrupt`]).
+        let _critical = crate::interrupt::Critical::enter();
         let session = crate::nosync::start(path, self.opts.keep_syncs, scripts)?;
+        let inputs = self.inputs.take();
         let result = crate::runner::run(self, progress, session.as_ref());
+        drop(inputs);
         crate::nosync::finish(session, result)
     }
 }
@@ -338,19 +355,7 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
     } else {
         None
     };
-    // A new root's database is built aside: rpm checks the transaction
-    // and registers it in one call (nothing else reads that database),
-    // and it is moved into place once the files are (see `run`).
-    // What killed runs left in the root's /var/tmp: scratch databases
-    // (`Scratch::new` removes them too) and scriptlet bodies.
-    if !opts.test {
-        cowkit_rpmdb::sweep_scratch(root)?;
-        crate::scripts::sweep(root)?;
-    }
-    let scratch = match (&found, opts.db) {
-        (None, true) => Some(cowkit_rpmdb::Scratch::new(root)?),
-        _ => None,
-    };
+    let scratch = new_root_scratch(root, &found, opts)?;
     let pre_register = scratch.is_some() && !opts.test;
     let check = Check {
         nodeps: opts.nodeps,
@@ -368,20 +373,7 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
     };
     // Declared after `scratch`: dropped (waiting for rpm) before it.
     let gate: Option<Overlap>;
-    let pkgs = packages
-        .iter()
-        .map(|p| Pkg::read(p, packages.len() <= KEEP_OPEN))
-        .collect::<Result<Vec<_>>>()?;
-    let mut seen: HashMap<&str, &Path> = HashMap::new();
-    for p in &pkgs {
-        if let Some(first) = seen.insert(&p.nevra, &p.path) {
-            return Err(Error::Duplicate {
-                nevra: p.nevra.clone(),
-                first: first.to_path_buf(),
-                second: p.path.clone(),
-            });
-        }
-    }
+    let pkgs = read_packages(packages)?;
     let checked = if opts.db {
         let db = found
             .as_ref()
@@ -433,7 +425,47 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
         stager: None,
         gate,
         plan,
+        inputs: None,
     })
+}
+
+/// A new root's database is built aside: rpm checks the transaction and
+/// registers it in one call (nothing else reads that database), and it is
+/// moved into place once the files are (see `run`). First, what killed
+/// runs left in the root's /var/tmp goes: scratch databases
+/// (`Scratch::new` removes them too) and scriptlet bodies.
+fn new_root_scratch<'r>(
+    root: &'r Root,
+    found: &Option<DbPath>,
+    opts: &TxOptions,
+) -> Result<Option<cowkit_rpmdb::Scratch<'r>>> {
+    if !opts.test {
+        cowkit_rpmdb::sweep_scratch(root)?;
+        crate::scripts::sweep(root)?;
+    }
+    Ok(match (found, opts.db) {
+        (None, true) => Some(cowkit_rpmdb::Scratch::new(root)?),
+        _ => None,
+    })
+}
+
+/// The headers of `packages`; the same package twice is refused.
+fn read_packages(packages: &[PathBuf]) -> Result<Vec<Pkg>> {
+    let pkgs = packages
+        .iter()
+        .map(|p| Pkg::read(p, packages.len() <= KEEP_OPEN))
+        .collect::<Result<Vec<_>>>()?;
+    let mut seen: HashMap<&str, &Path> = HashMap::new();
+    for p in &pkgs {
+        if let Some(first) = seen.insert(&p.nevra, &p.path) {
+            return Err(Error::Duplicate {
+                nevra: p.nevra.clone(),
+                first: first.to_path_buf(),
+                second: p.path.clone(),
+            });
+        }
+    }
+    Ok(pkgs)
 }
 
 /// What the database says about a transaction's packages.
@@ -700,20 +732,34 @@ pub(crate) struct Overlap {
     pub(crate) slot: OrderSlot,
 }
 
-/// One registration of the `placed` packages (none when nothing was
-/// placed): a new root's database registered at the check is trimmed to
-/// them and moved into place; otherwise rpm registers them, header only.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn register(
-    root: &Root,
-    opts: &TxOptions,
-    pkgs: &[Pkg],
-    placed: &[usize],
-    found: Option<DbPath>,
-    scratch: Option<cowkit_rpmdb::Scratch>,
-    beside: &[usize],
-    sum: &mut TxSummary,
-) -> Result<()> {
+/// What a transaction's registration needs.
+pub(crate) struct Registration<'a, 'r> {
+    pub(crate) root: &'r Root,
+    pub(crate) opts: &'a TxOptions,
+    pub(crate) pkgs: &'a [Pkg],
+    /// The packages placed (none when nothing was placed).
+    pub(crate) placed: &'a [usize],
+    /// The database the root had before the transaction.
+    pub(crate) found: Option<DbPath>,
+    /// A new root's database, the transaction registered in it already.
+    pub(crate) scratch: Option<cowkit_rpmdb::Scratch<'r>>,
+    /// Install-only packages placed beside their installed versions.
+    pub(crate) beside: &'a [usize],
+}
+
+/// One registration of the placed packages: a new root's database
+/// registered at the check is trimmed to them and moved into place;
+/// otherwise rpm registers them, header only.
+pub(crate) fn register(reg: Registration<'_, '_>, sum: &mut TxSummary) -> Result<()> {
+    let Registration {
+        root,
+        opts,
+        pkgs,
+        placed,
+        found,
+        scratch,
+        beside,
+    } = reg;
     if !opts.db || placed.is_empty() {
         return Ok(());
     }

@@ -14,7 +14,7 @@ use std::path::Path;
 use cowkit_archive::files::{DigestAlgo, FileInfo, FileList, Kind};
 use cowkit_fs::IoError;
 
-use crate::tree::{Place, Target};
+use crate::target::{Place, Target};
 use crate::{Error, Result};
 
 /// Re-hash every installed regular file; returns how many were checked.

@@ -114,9 +114,9 @@ const SECCOMP_RET_ERRNO_ZERO: u32 = 0x0005_0000;
 /// `SECCOMP_RET_USER_NOTIF`: ask the listener.
 const SECCOMP_RET_USER_NOTIF: u32 = 0x7fc0_0000;
 
-fn to_raw(p: &BpfProgram) -> Vec<cowkit_fs::seccomp::BpfInsn> {
+fn to_raw(p: &BpfProgram) -> Vec<cowkit_sys::seccomp::BpfInsn> {
     p.iter()
-        .map(|i| cowkit_fs::seccomp::BpfInsn {
+        .map(|i| cowkit_sys::seccomp::BpfInsn {
             code: i.code,
             jt: i.jt,
             jf: i.jf,
@@ -128,7 +128,7 @@ fn to_raw(p: &BpfProgram) -> Vec<cowkit_fs::seccomp::BpfInsn> {
 /// The programs as raw instructions: the first one with its answer to
 /// the sync calls turned into `SECCOMP_RET_USER_NOTIF`, the same answering
 /// 0 itself, and the second one (negative descriptors get `EBADF`).
-pub fn raw_programs() -> Result<[Vec<cowkit_fs::seccomp::BpfInsn>; 3]> {
+pub fn raw_programs() -> Result<[Vec<cowkit_sys::seccomp::BpfInsn>; 3]> {
     let progs = programs()?;
     let plain = to_raw(&progs[0]);
     let mut notify = plain.clone();
@@ -150,21 +150,21 @@ pub fn raw_programs() -> Result<[Vec<cowkit_fs::seccomp::BpfInsn>; 3]> {
 pub fn install_with_listener() -> Result<(Installed, Option<std::os::fd::OwnedFd>)> {
     let [first, _, second] = raw_programs()?;
     let eacces = Some(rustix::io::Errno::ACCESS.raw_os_error());
-    let (installed, listener) = match cowkit_fs::seccomp::seccomp_filter_with_listener(&first) {
+    let (installed, listener) = match cowkit_sys::seccomp::filter_with_listener(&first) {
         Ok(l) => (Installed::Privileged, l),
         Err(e) if e.raw_os_error() == eacces => {
             rustix::thread::set_no_new_privs(true).map_err(|e| Error::Install {
                 how: "with no_new_privs",
                 source: e.into(),
             })?;
-            match cowkit_fs::seccomp::seccomp_filter_with_listener(&first) {
+            match cowkit_sys::seccomp::filter_with_listener(&first) {
                 Ok(l) => (Installed::NoNewPrivs, l),
                 Err(_) => return install().map(|i| (i, None)),
             }
         }
         Err(_) => return install().map(|i| (i, None)),
     };
-    cowkit_fs::seccomp::seccomp_set_mode_filter(&second).map_err(|source| Error::Install {
+    cowkit_sys::seccomp::set_mode_filter(&second).map_err(|source| Error::Install {
         how: "after the listener's",
         source,
     })?;
@@ -187,11 +187,11 @@ pub enum Installed {
 /// (root); otherwise with it.
 pub fn install() -> Result<Installed> {
     let progs = programs()?;
-    let raw: Vec<Vec<cowkit_fs::seccomp::BpfInsn>> = progs
+    let raw: Vec<Vec<cowkit_sys::seccomp::BpfInsn>> = progs
         .iter()
         .map(|p| {
             p.iter()
-                .map(|i| cowkit_fs::seccomp::BpfInsn {
+                .map(|i| cowkit_sys::seccomp::BpfInsn {
                     code: i.code,
                     jt: i.jt,
                     jf: i.jf,
@@ -200,17 +200,13 @@ pub fn install() -> Result<Installed> {
                 .collect()
         })
         .collect();
-    let first = raw
-        .first()
-        .map(|p| cowkit_fs::seccomp::seccomp_set_mode_filter(p));
+    let first = raw.first().map(|p| cowkit_sys::seccomp::set_mode_filter(p));
     match first {
         Some(Ok(())) => {
             for p in raw.iter().skip(1) {
-                cowkit_fs::seccomp::seccomp_set_mode_filter(p).map_err(|source| {
-                    Error::Install {
-                        how: "without no_new_privs",
-                        source,
-                    }
+                cowkit_sys::seccomp::set_mode_filter(p).map_err(|source| Error::Install {
+                    how: "without no_new_privs",
+                    source,
                 })?;
             }
             Ok(Installed::Privileged)

@@ -92,7 +92,7 @@ fn receive(sock: &OwnedFd) -> Option<OwnedFd> {
 }
 
 /// The answer to one call: 0, or an errno.
-pub(crate) fn answer(n: &cowkit_fs::seccomp::SeccompNotif) -> i32 {
+pub(crate) fn answer(n: &cowkit_sys::seccomp::Notif) -> i32 {
     if !FD_CALLS.contains(&(n.nr as u32)) {
         return 0;
     }
@@ -136,17 +136,17 @@ impl Answerer {
                     }
                     continue;
                 }
-                let n = match cowkit_fs::seccomp::seccomp_notif_recv(&listener) {
+                let n = match cowkit_sys::seccomp::notif_recv(&listener) {
                     Ok(n) => n,
                     // Interrupted, or the caller died meanwhile.
                     Err(_) => continue,
                 };
                 let errno = answer(&n);
                 // The thread may have died while /proc was read.
-                if !cowkit_fs::seccomp::seccomp_notif_id_valid(&listener, n.id) {
+                if !cowkit_sys::seccomp::notif_id_valid(&listener, n.id) {
                     continue;
                 }
-                if cowkit_fs::seccomp::seccomp_notif_send(&listener, n.id, 0, errno).is_ok() {
+                if cowkit_sys::seccomp::notif_send(&listener, n.id, 0, errno).is_ok() {
                     if let Some(i) = SYNC_CALLS.iter().position(|&(_, nr)| nr == n.nr as u32) {
                         c[i].fetch_add(1, Ordering::Relaxed);
                     }

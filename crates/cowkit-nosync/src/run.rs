@@ -262,14 +262,8 @@ pub fn run(opts: &RunOptions) -> Result<Outcome> {
         Some(before) => add_mounted(before, &left_running, &mut targets, &mut skipped),
         None => (Vec::new(), None),
     };
-    let sync_start = Instant::now();
-    let sync_suppressed = opts.final_sync != FinalSync::None && sync_calls_suppressed();
-    let syncs = if sync_suppressed {
-        Vec::new()
-    } else {
-        final_sync(opts.final_sync, full_sync.is_some(), &targets)
-    };
-    let sync_time = sync_start.elapsed();
+    let (syncs, sync_suppressed, sync_time) =
+        final_sync_timed(opts.final_sync, full_sync.is_some(), &targets);
 
     let (stats, stats_truncated) = match &p.stats_dir {
         Some(dir) => read_stats(&dir.path().join("stats"))?,
@@ -507,7 +501,7 @@ fn mounted_during_run(before: &[mounts::Mount], left: &[Left]) -> AfterRun {
 /// the nosync seccomp filter (which cannot see the descriptor table) or
 /// any other filter that answers sync calls with 0.
 pub fn sync_calls_suppressed() -> bool {
-    cowkit_fs::seccomp::syncfs_answers_a_bad_descriptor()
+    cowkit_sys::seccomp::syncfs_answers_a_bad_descriptor()
 }
 
 /// The counters of the stats file, at most [`STATS_LIMIT`] bytes of it,
@@ -531,6 +525,24 @@ fn read_stats(p: &Path) -> Result<(Option<Stats>, bool)> {
     buf.truncate(STATS_LIMIT as usize);
     let text = String::from_utf8_lossy(&buf);
     Ok((Some(Stats::parse(&text)), truncated))
+}
+
+/// [`final_sync`], timed; none when this process's own sync calls are
+/// answered without running (inside another `cowkit nosync`, whose run
+/// makes the data durable), which the second value says.
+fn final_sync_timed(
+    mode: FinalSync,
+    full: bool,
+    targets: &[Target],
+) -> (Vec<SyncReport>, bool, Duration) {
+    let start = Instant::now();
+    let suppressed = mode != FinalSync::None && sync_calls_suppressed();
+    let syncs = if suppressed {
+        Vec::new()
+    } else {
+        final_sync(mode, full, targets)
+    };
+    (syncs, suppressed, start.elapsed())
 }
 
 pub(crate) fn final_sync(mode: FinalSync, full: bool, targets: &[Target]) -> Vec<SyncReport> {
@@ -607,7 +619,7 @@ pub fn exec(
         let sock = std::env::var(crate::notify::ENV)
             .ok()
             .and_then(|v| v.parse().ok())
-            .and_then(|n| cowkit_fs::seccomp::take_inherited_fd(n).ok());
+            .and_then(|n| cowkit_sys::fd::take_inherited(n).ok());
         let r = match sock {
             Some(sock) => crate::filter::install_with_listener().and_then(|(i, listener)| {
                 // Without its listener the filter's calls would fail with

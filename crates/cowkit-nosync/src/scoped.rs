@@ -65,7 +65,7 @@ pub struct Session {
     root: PathBuf,
     /// `None` when this process's own sync calls are already answered by
     /// a filter (a nested run): the commands inherit it.
-    filter: Option<Arc<cowkit_fs::seccomp::ExecFilter>>,
+    filter: Option<Arc<cowkit_sys::seccomp::ExecFilter>>,
     answerer: Option<Answerer>,
     before: Vec<Mount>,
     targets: Vec<Target>,
@@ -130,7 +130,7 @@ impl Session {
             false => {
                 let [notify, plain, last] = crate::filter::raw_programs()?;
                 let (ours, theirs) = socketpair(SocketType::DGRAM)?;
-                let filter = cowkit_fs::seccomp::ExecFilter {
+                let filter = cowkit_sys::seccomp::ExecFilter {
                     notify,
                     plain,
                     last,
@@ -154,7 +154,7 @@ impl Session {
     /// before spawning; the session must outlive the processes.
     pub fn apply(&self, cmd: &mut Command) {
         if let Some(f) = &self.filter {
-            cowkit_fs::seccomp::seccomp_on_exec(cmd, Arc::clone(f));
+            cowkit_sys::seccomp::on_exec(cmd, Arc::clone(f));
         }
     }
 
@@ -378,14 +378,14 @@ fn receive(sock: &OwnedFd, listeners: &mut Vec<OwnedFd>, t: &mut Tally) {
 
 /// Answer one call waiting on `l`, as `cowkit nosync`'s supervisor does.
 fn answer_one(l: &OwnedFd, t: &mut Tally) {
-    let Ok(n) = cowkit_fs::seccomp::seccomp_notif_recv(l) else {
+    let Ok(n) = cowkit_sys::seccomp::notif_recv(l) else {
         return; // the caller died meanwhile
     };
     let errno = crate::notify::answer(&n);
-    if !cowkit_fs::seccomp::seccomp_notif_id_valid(l, n.id) {
+    if !cowkit_sys::seccomp::notif_id_valid(l, n.id) {
         return;
     }
-    if cowkit_fs::seccomp::seccomp_notif_send(l, n.id, 0, errno).is_ok() {
+    if cowkit_sys::seccomp::notif_send(l, n.id, 0, errno).is_ok() {
         if let Some(i) = SYNC_CALLS.iter().position(|&(_, nr)| nr == n.nr as u32) {
             t.answered[i] += 1;
         }

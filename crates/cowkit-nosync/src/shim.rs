@@ -26,10 +26,7 @@ pub const OLDEST_GLIBC: (u32, u32) = (2, 17);
 
 /// The hex SHA-256 of [`SHIM`].
 pub fn digest() -> String {
-    Sha256::digest(SHIM)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(Sha256::digest(SHIM))
 }
 
 /// The shim's file name: `libcowkit-nosync-<16 hex digits>.so`.

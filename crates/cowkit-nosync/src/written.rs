@@ -197,7 +197,7 @@ fn pump(
                             for i in hit {
                                 st.written[i] = true;
                                 // Known now: no more events from it.
-                                let _ = cowkit_fs::fanotify::mark_filesystem(
+                                let _ = cowkit_sys::fanotify::mark_filesystem(
                                     group.as_fd(),
                                     false,
                                     MASK,
@@ -220,13 +220,13 @@ impl Watch {
     /// without `CAP_SYS_ADMIN`, on kernels without `FAN_REPORT_FID`, or
     /// when a target's filesystem cannot be marked.
     pub fn start(targets: &[Target]) -> std::io::Result<Watch> {
-        let group = Arc::new(cowkit_fs::fanotify::init_fid()?);
+        let group = Arc::new(cowkit_sys::fanotify::init_fid()?);
         let mut paths = Vec::with_capacity(targets.len());
         let mut fsids = Vec::with_capacity(targets.len());
         for t in targets {
             let p = CString::new(t.mount.mount_point.as_os_str().as_bytes())
                 .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
-            cowkit_fs::fanotify::mark_filesystem(group.as_fd(), true, MASK, &p)?;
+            cowkit_sys::fanotify::mark_filesystem(group.as_fd(), true, MASK, &p)?;
             fsids.push(fsid_of(&t.file));
             paths.push(p);
         }

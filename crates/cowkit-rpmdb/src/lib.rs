@@ -349,6 +349,7 @@ impl Drop for Scratch<'_> {
 }
 
 /// Entry points for the fuzz targets (`fuzz/`), not an API.
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing {
     /// `data` as a root's rpm macro file: its plain definitions read and
@@ -387,7 +388,7 @@ fn existing(root: &Root) -> Result<Option<String>> {
         };
         let dir = root.open_dir(&rel)?;
         for f in DB_FILES {
-            if cowkit_fs::root::stat_at(&dir, f).ok().flatten().is_some() {
+            if cowkit_fs::dir::stat_at(&dir, f).ok().flatten().is_some() {
                 return Ok(Some(real));
             }
         }

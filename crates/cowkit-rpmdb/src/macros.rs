@@ -252,6 +252,7 @@ pub(crate) fn dbpath_of(root: &Root) -> Result<Option<(String, String)>, Error> 
 
 /// The fuzz target's work: `text` as a macro file, every definition in it
 /// expanded within the bounds.
+#[cfg(feature = "fuzzing")]
 pub(crate) fn fuzz(text: &str) {
     let mut defs = builtins();
     let mut from = None;

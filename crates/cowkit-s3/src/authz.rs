@@ -3,8 +3,8 @@
 //! calls [`Authz::check`] from its `S3Access`), as VersityGW's posix
 //! gateway authorises it:
 //!
-//! 1. An admin (today the gateway's one key pair; the accounts module
-//!    supplies others) may do everything.
+//! 1. An admin (the gateway's key pair, or an account with the admin
+//!    role, see [`crate::accounts`]) may do everything.
 //! 2. A signed request of another principal: if the bucket has a policy,
 //!    the policy alone decides (a matching `Deny` is refused with S3's
 //!    "explicit deny" message, no matching `Allow` is refused); without a
@@ -33,16 +33,7 @@ mod ops;
 
 pub use ops::{operation, Op};
 
-/// The requester, once authenticated.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Principal {
-    /// The access key the request was signed with (`anonymous` for an
-    /// unsigned request on an open server).
-    pub access_key: String,
-    /// Whether the principal may do everything (ACLs and policies do not
-    /// apply to it).
-    pub admin: bool,
-}
+pub use crate::accounts::Principal;
 
 /// The accounts a policy or a grant may name.
 pub trait Accounts: Send + Sync + std::fmt::Debug {
@@ -57,6 +48,14 @@ pub struct OneKey(pub Option<String>);
 impl Accounts for OneKey {
     fn exists(&self, access_key: &str) -> bool {
         self.0.as_deref() == Some(access_key)
+    }
+}
+
+/// The gateway's accounts: its own key pair and those the admin API made
+/// (an account file that does not read names none).
+impl Accounts for crate::accounts::Accounts {
+    fn exists(&self, access_key: &str) -> bool {
+        self.root_access() == Some(access_key) || matches!(self.find(access_key), Ok(Some(_)))
     }
 }
 
@@ -79,7 +78,7 @@ impl Caller {
             Caller {
                 principal: Principal {
                     access_key: key.clone().unwrap_or_else(|| "anonymous".into()),
-                    admin: true,
+                    role: crate::accounts::Role::Admin,
                 },
                 accounts: Arc::new(OneKey(key)),
             }
@@ -122,12 +121,18 @@ pub struct StoredOwnership {
 }
 
 /// The bucket's ACL; a bucket without one (made before ACLs, or by
-/// another tool) is `default_owner`'s, private. This is the one place the
-/// owner of a bucket is read.
+/// another tool) is private. Its owner is always the store's
+/// ([`Store::bucket_owner`]: the account that made it, or was given it;
+/// `default_owner`, the server's key pair, when none is recorded).
 pub fn bucket_acl(store: &Store, bucket: &str, default_owner: &str) -> crate::Result<Acl> {
-    Ok(store
+    let owner = store
+        .bucket_owner(bucket)?
+        .unwrap_or_else(|| default_owner.to_string());
+    let mut acl = store
         .bucket_record::<Acl>(bucket, ACL_RECORD, MAX_ACL_RECORD)?
-        .unwrap_or_else(|| Acl::private(default_owner)))
+        .unwrap_or_else(|| Acl::private(&owner));
+    acl.owner = owner;
+    Ok(acl)
 }
 
 /// The bucket's ownership setting (`None`: none set).
@@ -146,9 +151,8 @@ pub fn bucket_policy(store: &Store, bucket: &str) -> crate::Result<Option<String
         .map(|p| p.policy))
 }
 
-/// Record what a new bucket starts with: its owner (the creating
-/// principal; this is the one place an owner is recorded), ACL and
-/// ownership setting, and no policy (one a racing PutBucketPolicy left
+/// Record what a new bucket starts with: its ACL (the owner in it is
+/// the store's, recorded when the bucket was made) and ownership setting, and no policy (one a racing PutBucketPolicy left
 /// for an earlier bucket of the name is removed).
 pub fn init_bucket(
     store: &Store,
@@ -163,8 +167,10 @@ pub fn init_bucket(
 }
 
 /// Give the bucket to `owner` (the admin API's change of owner, as
-/// VersityGW does it): a private ACL of the new owner, and no policy.
+/// VersityGW does it): recorded as its owner, with a private ACL and no
+/// policy.
 pub fn set_bucket_owner(store: &Store, bucket: &str, owner: &str) -> crate::Result<()> {
+    store.set_bucket_owner(bucket, owner)?;
     store.set_bucket_record(bucket, ACL_RECORD, Some(&Acl::private(owner)))?;
     store.set_bucket_record::<StoredPolicy>(bucket, POLICY_RECORD, None)
 }
@@ -321,7 +327,7 @@ impl Authz {
 
     /// Authorise one request of `who` (blocking: reads bucket records).
     pub fn check(&self, who: &Principal, signed: bool, ask: &Ask<'_>) -> Result<(), S3Error> {
-        if who.admin {
+        if who.is_admin() {
             return Ok(());
         }
         let Some(op) = operation(ask.op) else {
@@ -392,11 +398,11 @@ impl Authz {
             }
             return Ok(());
         }
-        let allowed = if b.ownership == Some(Ownership::BucketOwnerEnforced) {
-            b.acl.owner == who.access_key
-        } else {
-            b.acl.allows(me, op.permission)
-        };
+        // The owner may always (as VersityGW decides it); others by grant,
+        // and under BucketOwnerEnforced not at all.
+        let allowed = b.acl.owner == who.access_key
+            || (b.ownership != Some(Ownership::BucketOwnerEnforced)
+                && b.acl.allows(me, op.permission));
         if allowed {
             Ok(())
         } else {

@@ -34,6 +34,12 @@ pub enum Error {
         /// The bucket.
         bucket: String,
     },
+    /// The bucket exists already and belongs to another account.
+    #[error("bucket `{bucket}` exists already and belongs to another account")]
+    BucketTaken {
+        /// The bucket.
+        bucket: String,
+    },
     /// The bucket still holds objects or uploads.
     #[error("bucket `{bucket}` is not empty")]
     BucketNotEmpty {
@@ -158,6 +164,12 @@ pub enum Error {
     /// A tag set breaks S3's rules.
     #[error(transparent)]
     InvalidTag(#[from] crate::tagging::TagError),
+    /// Versioning or object lock refused the request.
+    #[error(transparent)]
+    Version(#[from] crate::versions::VersionError),
+    /// The account store cannot be used.
+    #[error(transparent)]
+    Accounts(#[from] crate::accounts::AccountsError),
     /// The body did not match its Content-MD5.
     #[error("the body's MD5 is {actual}, the request said {expected}")]
     BadDigest {
@@ -206,12 +218,13 @@ pub fn to_s3_error(e: Error) -> S3Error {
             err.set_status_code(hyper::StatusCode::INSUFFICIENT_STORAGE);
             return err;
         }
-        Error::Fs(_) | Error::Corrupt { .. } => {
+        Error::Fs(_) | Error::Corrupt { .. } | Error::Accounts(_) => {
             log::error!("{}", crate::error_chain(&e));
             (C::InternalError, None)
         }
         Error::NoSuchBucket { .. } => (C::NoSuchBucket, None),
         Error::BucketExists { .. } => (C::BucketAlreadyOwnedByYou, None),
+        Error::BucketTaken { .. } => (C::BucketAlreadyExists, None),
         Error::BucketNotEmpty { .. } => (C::BucketNotEmpty, None),
         Error::InvalidBucketName { .. } => (C::InvalidBucketName, None),
         Error::InvalidKey { key, .. } if key.len() > crate::names::MAX_KEY_LEN => {
@@ -245,6 +258,7 @@ pub fn to_s3_error(e: Error) -> S3Error {
             return S3Error::with_message(C::BadDigest, e.to_string())
         }
         Error::MalformedXml => (C::MalformedXML, None),
+        Error::Version(v) => return v.to_s3(),
         Error::InvalidTag(t) => return tag_error(*t),
         Error::DirectoryObjectContainsData => {
             let mut err = S3Error::with_message(
@@ -306,6 +320,7 @@ pub fn standard_message(code: &S3ErrorCode) -> Option<&'static str> {
         C::NoSuchUpload => "The specified multipart upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.",
         C::BucketNotEmpty => "The bucket you tried to delete is not empty.",
         C::BucketAlreadyOwnedByYou => "Your previous request to create the named bucket succeeded and you already own it.",
+        C::BucketAlreadyExists => "The requested bucket name is not available. The bucket namespace is shared by all users of the system. Please select a different name and try again.",
         C::InvalidBucketName => "The specified bucket is not valid.",
         C::InvalidPart => "One or more of the specified parts could not be found.  The part may not have been uploaded, or the specified entity tag may not match the part's entity tag.",
         C::InvalidPartOrder => "The list of parts was not in ascending order. Parts must be ordered by part number.",

@@ -96,6 +96,7 @@ impl Rig {
             listen: PEER,
             credentials: None,
             anonymous: true,
+            accounts_dir: None,
             region: "us-east-1".into(),
             sendfile: false,
             limits: Default::default(),

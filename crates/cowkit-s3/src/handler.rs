@@ -21,8 +21,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
-use s3s::auth::SimpleAuth;
 use s3s::service::S3ServiceBuilder;
+
+use crate::accounts::{Accounts, KeyAuth};
+
+mod access;
+use access::{Access, DetourAccess, NoKeys};
 
 use crate::conditions::Conditions;
 use crate::error::Result;
@@ -31,133 +35,6 @@ use crate::precheck::{Prechecks, Refusal};
 use crate::respond::{refusal_response, shape};
 use crate::server::Config;
 use crate::store::Store;
-
-/// Who may do what, once s3s has checked the signature: a signed request
-/// (or any request when `open`: `--anonymous` or no credentials), whose
-/// `x-amz-expected-bucket-owner` and `x-amz-source-expected-bucket-owner`
-/// name the owner of every bucket here (the access key; `anonymous`
-/// without one, as the gateway reports owners); then the operation is
-/// authorised ([`crate::authz`]: ACLs, bucket policies, public buckets).
-#[derive(Clone)]
-struct Access {
-    open: bool,
-    /// The admin's access key (the gateway's key pair).
-    admin: Option<String>,
-    authz: Arc<crate::authz::Authz>,
-}
-
-/// The principal of a request the `Detour` has authenticated, for the
-/// second s3s service to authorise (a request extension).
-#[derive(Debug, Clone)]
-struct Authenticated {
-    who: crate::authz::Principal,
-    signed: bool,
-}
-
-impl Access {
-    /// The requester, after the checks that do not depend on the operation.
-    fn principal(
-        &self,
-        creds: Option<&s3s::auth::Credentials>,
-        headers: &http::HeaderMap,
-    ) -> s3s::S3Result<crate::authz::Principal> {
-        let owner = creds.map_or("anonymous", |c| c.access_key.as_str());
-        for h in [
-            "x-amz-expected-bucket-owner",
-            "x-amz-source-expected-bucket-owner",
-        ] {
-            if headers
-                .get(h)
-                .is_some_and(|v| v.as_bytes() != owner.as_bytes())
-            {
-                // With the full stop, as the conformance suite compares it
-                // (the code and the 403 are S3's either way).
-                return Err(s3s::s3_error!(AccessDenied, "Access Denied."));
-            }
-        }
-        Ok(crate::authz::Principal {
-            access_key: owner.to_string(),
-            admin: self.open || creds.is_some_and(|c| Some(&c.access_key) == self.admin.as_ref()),
-        })
-    }
-
-    /// Authorise the operation for `who` (see [`crate::authz`]) and hand
-    /// the gateway its [`crate::authz::Caller`].
-    async fn authorize(
-        &self,
-        who: crate::authz::Principal,
-        signed: bool,
-        cx: &mut s3s::access::S3AccessContext<'_>,
-    ) -> s3s::S3Result<()> {
-        if !who.admin {
-            let (bucket, key) = match cx.s3_path() {
-                s3s::path::S3Path::Root => (String::new(), String::new()),
-                s3s::path::S3Path::Bucket { bucket } => (bucket.to_string(), String::new()),
-                s3s::path::S3Path::Object { bucket, key } => (bucket.to_string(), key.to_string()),
-            };
-            let op = cx.s3_op().name().to_string();
-            let headers = cx.headers().clone();
-            let query = cx.uri().query().map(str::to_string);
-            let peer = cx.extensions_mut().get::<crate::authz::Peer>().map(|p| p.0);
-            let (authz, who2) = (self.authz.clone(), who.clone());
-            tokio::task::spawn_blocking(move || {
-                let ask = crate::authz::Ask {
-                    op: &op,
-                    bucket: &bucket,
-                    key: &key,
-                    headers: &headers,
-                    query: query.as_deref(),
-                    peer,
-                };
-                authz.check(&who2, signed, &ask)
-            })
-            .await
-            .map_err(crate::error::internal)??;
-        }
-        cx.extensions_mut().insert(crate::authz::Caller {
-            principal: who,
-            accounts: self.authz.accounts.clone(),
-        });
-        Ok(())
-    }
-}
-
-#[async_trait::async_trait]
-impl s3s::access::S3Access for Access {
-    async fn check(&self, cx: &mut s3s::access::S3AccessContext<'_>) -> s3s::S3Result<()> {
-        let signed = cx.credentials().is_some();
-        let who = self.principal(cx.credentials(), cx.headers())?;
-        self.authorize(who, signed, cx).await
-    }
-}
-
-/// The access check of the second s3s service (behind the `Detour`): the
-/// principal the `Detour` authenticated, authorised for the operation the
-/// second service has parsed.
-struct DetourAccess(Access);
-
-#[async_trait::async_trait]
-impl s3s::access::S3Access for DetourAccess {
-    async fn check(&self, cx: &mut s3s::access::S3AccessContext<'_>) -> s3s::S3Result<()> {
-        let Some(Authenticated { who, signed }) = cx.extensions_mut().remove::<Authenticated>()
-        else {
-            return Err(s3s::s3_error!(AccessDenied, "Access Denied."));
-        };
-        self.0.authorize(who, signed, cx).await
-    }
-}
-
-/// The second s3s service's "authentication": it never sees a signature
-/// (the `Detour` took it off), but s3s runs access checks only for a
-/// service that has one.
-struct NoKeys;
-
-#[async_trait::async_trait]
-impl s3s::auth::S3Auth for NoKeys {
-    async fn get_secret_key(&self, _access_key: &str) -> s3s::S3Result<s3s::auth::SecretKey> {
-        Err(s3s::s3_error!(AccessDenied, "Access Denied."))
-    }
-}
 
 /// What the `Detour` does to a request once s3s has verified its
 /// signature (a request extension `Handler::prepare` adds): what s3s
@@ -198,9 +75,10 @@ const MAX_DOCUMENT: usize = 16 << 20;
 /// The gateway reads the conditions from the [`Conditions`] extension.
 struct Detour {
     inner: s3s::service::S3Service,
-    /// Who may do what (the principal is authenticated here, authorised
-    /// by the inner service once it knows the operation).
+    /// Who may do what.
     access: Access,
+    /// The admin API (a `PATCH`), when there are accounts.
+    admin: Option<crate::admin::Admin>,
 }
 
 /// Query parameters of presigned URLs (already verified when the detour
@@ -249,22 +127,32 @@ fn without_presign(uri: &http::Uri) -> http::Uri {
 impl s3s::route::S3Route for Detour {
     fn is_match(
         &self,
-        _method: &http::Method,
+        method: &http::Method,
         _uri: &http::Uri,
         _headers: &http::HeaderMap,
         extensions: &mut http::Extensions,
     ) -> bool {
-        extensions.get::<Rewrite>().is_some()
+        crate::admin::is_admin_request(method) || extensions.get::<Rewrite>().is_some()
     }
 
     async fn check_access(&self, req: &mut s3s::S3Request<s3s::Body>) -> s3s::S3Result<()> {
-        let who = self
-            .access
-            .principal(req.credentials.as_ref(), &req.headers)?;
-        req.extensions.insert(Authenticated {
-            who,
-            signed: req.credentials.is_some(),
-        });
+        if crate::admin::is_admin_request(&req.method) {
+            let admin = self.admin.as_ref().ok_or_else(|| {
+                crate::admin::admin_error(
+                    "XAdminAccessDenied",
+                    "Only admin users have access to this resource.",
+                    http::StatusCode::FORBIDDEN,
+                )
+            })?;
+            return admin.check_access(req.credentials.as_ref()).map(drop);
+        }
+        let who = self.access.authenticate(
+            req.credentials.as_ref(),
+            &req.method,
+            &req.uri,
+            &req.headers,
+        )?;
+        req.extensions.insert(who);
         Ok(())
     }
 
@@ -272,6 +160,9 @@ impl s3s::route::S3Route for Detour {
         &self,
         req: s3s::S3Request<s3s::Body>,
     ) -> s3s::S3Result<s3s::S3Response<s3s::Body>> {
+        if let (true, Some(admin)) = (crate::admin::is_admin_request(&req.method), &self.admin) {
+            return admin.call(req).await;
+        }
         let s3s::S3Request {
             input: mut body,
             method,
@@ -385,7 +276,7 @@ fn decoded_body_headers(headers: &mut http::HeaderMap) {
 
 /// The S3 error for a request body that could not be read whole (s3s
 /// 0.14 does not export its error type: its text names the mismatch).
-fn body_error(e: s3s::StdError) -> s3s::S3Error {
+pub(crate) fn body_error(e: s3s::StdError) -> s3s::S3Error {
     log::debug!("request body: {e}");
     if e.to_string().contains("Sha256Mismatch") {
         let mut err = s3s::S3Error::with_message(
@@ -457,22 +348,33 @@ impl Handler {
     /// (`cfg.listen` is not used).
     pub fn new(cfg: &Config) -> Result<Handler> {
         let store = Store::open(&cfg.root, cfg.store.clone())?;
-        let gateway = S3Gateway::new(store).with_region(&cfg.region);
+        let accounts = open_accounts(cfg, &store)?;
+        let root_owner = cfg
+            .credentials
+            .as_ref()
+            .map_or("anonymous", |c| c.0.as_str());
+        let gateway = S3Gateway::new(store)
+            .with_region(&cfg.region)
+            .with_root_owner(root_owner);
         let store = gateway.store().clone();
-        let admin = cfg.credentials.as_ref().map(|c| c.0.clone());
+        let accounts_named: Arc<dyn crate::authz::Accounts> = match &accounts {
+            Some(a) => a.clone(),
+            None => Arc::new(crate::authz::OneKey(None)),
+        };
         let access = Access {
             open: cfg.anonymous || cfg.credentials.is_none(),
-            admin: admin.clone(),
+            accounts: accounts.clone(),
+            store: store.clone(),
             authz: Arc::new(crate::authz::Authz {
                 store: store.clone(),
-                default_owner: admin.clone().unwrap_or_else(|| "anonymous".into()),
-                accounts: Arc::new(crate::authz::OneKey(admin)),
+                default_owner: root_owner.to_string(),
+                accounts: accounts_named,
             }),
         };
         let mut inner = S3ServiceBuilder::new(gateway.clone());
         let mut b = S3ServiceBuilder::new(gateway);
-        if let Some((ak, sk)) = &cfg.credentials {
-            b.set_auth(SimpleAuth::from_single(ak.clone(), sk.clone()));
+        if let Some(a) = &accounts {
+            b.set_auth(KeyAuth(a.clone()));
             inner.set_auth(NoKeys);
             inner.set_access(DetourAccess(access.clone()));
         }
@@ -480,6 +382,11 @@ impl Handler {
         b.set_route(Detour {
             inner: inner.build(),
             access,
+            admin: accounts.clone().map(|a| crate::admin::Admin {
+                accounts: a,
+                store: store.clone(),
+                region: cfg.region.clone(),
+            }),
         });
         Ok(Handler {
             service: b.build(),
@@ -487,6 +394,7 @@ impl Handler {
             prechecks: Arc::new(Prechecks {
                 region: cfg.region.clone(),
                 access_key: cfg.credentials.as_ref().map(|c| c.0.clone()),
+                accounts,
             }),
         })
     }
@@ -610,6 +518,26 @@ impl Handler {
         }
         res
     }
+}
+
+/// The account store of a server with credentials: in `--accounts-dir`,
+/// else in the root's `.cowkit-s3/`.
+fn open_accounts(cfg: &Config, store: &Store) -> Result<Option<Arc<Accounts>>> {
+    let Some(root) = &cfg.credentials else {
+        return Ok(None);
+    };
+    let fsync = cfg.store.fsync;
+    let a = match &cfg.accounts_dir {
+        Some(d) => Accounts::open_dir(d, Some(root.clone()), fsync)?,
+        None => {
+            let sys = store
+                .sys
+                .try_clone()
+                .map_err(|e| crate::error::io("open", store.sys_path(), e))?;
+            Accounts::open_at(sys, &store.sys_path(), Some(root.clone()), fsync)?
+        }
+    };
+    Ok(Some(Arc::new(a)))
 }
 
 /// Read (up to 8 MiB of) the body of a refused request: an unread body

@@ -12,6 +12,10 @@
 //! - [`tagging`]: S3's rules for object tags, kept in the object's record.
 //! - [`authz`]: who may do what, decided once per request from the
 //!   bucket's [`acl`] (owner, grants, object ownership) and [`policy`].
+//! - [`versions`]: bucket versioning (older versions kept by a second name
+//!   of the same inode) and object lock (retention, legal hold).
+//! - [`accounts`]: accounts with roles besides the server's key pair;
+//!   [`admin`]: VersityGW's admin API over them.
 //! - [`gateway`]: the [`s3s::S3`] implementation; [`server`]: hyper, the
 //!   access log, graceful shutdown.
 //!
@@ -33,7 +37,9 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod accounts;
 pub mod acl;
+pub mod admin;
 pub mod authz;
 pub mod body;
 pub mod checksum;
@@ -44,6 +50,7 @@ pub mod fault;
 pub mod fleet;
 mod fsutil;
 #[doc(hidden)]
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod gateway;
 pub mod handler;
@@ -60,6 +67,7 @@ pub mod sendfile;
 pub mod server;
 pub mod store;
 pub mod tagging;
+pub mod versions;
 
 pub use error::{Error, Result};
 pub use fsutil::NewFile;

@@ -72,6 +72,12 @@ pub struct UploadRecord {
     /// Tags for the object (`x-amz-tagging`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<crate::tagging::Tag>,
+    /// Object lock retention for the object (`x-amz-object-lock-*`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention: Option<crate::versions::Retention>,
+    /// Object lock legal hold for the object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub legal_hold: Option<bool>,
 }
 
 /// What a new upload's object will carry besides its bytes.
@@ -87,6 +93,10 @@ pub struct NewUpload {
     pub headers: BTreeMap<String, String>,
     /// Tags.
     pub tags: Vec<crate::tagging::Tag>,
+    /// Object lock retention.
+    pub retention: Option<crate::versions::Retention>,
+    /// Object lock legal hold.
+    pub legal_hold: Option<bool>,
 }
 
 /// What is kept about one part.
@@ -127,6 +137,9 @@ pub struct CompletedRecord {
     /// The object's additional checksum.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checksum: Option<Checksum>,
+    /// The version the complete made, in a versioned bucket.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_id: Option<String>,
 }
 
 /// What a complete request says about checksums and size, checked against
@@ -386,6 +399,8 @@ impl Store {
             checksum: new.checksum,
             headers: new.headers,
             tags: new.tags,
+            retention: new.retention,
+            legal_hold: new.legal_hold,
         };
         self.write_json(dir.as_fd(), "upload.json", &p.join("upload.json"), &rec)?;
         if self.opts.fsync {
@@ -579,9 +594,13 @@ impl Store {
         number: i32,
         src_bucket: &str,
         src_key: &str,
+        src_version: Option<&str>,
         range: Option<(u64, u64)>,
     ) -> Result<(PartRecord, cowkit_fs::Copied)> {
-        let (src, info) = self.open_object(src_bucket, src_key)?;
+        let (src, info) = match src_version {
+            Some(v) => crate::versions::open_version(self, src_bucket, src_key, v)?,
+            None => self.open_object(src_bucket, src_key)?,
+        };
         let size = info.meta.size;
         let (start, end) = match range {
             None => (0, size),
@@ -878,6 +897,8 @@ impl Store {
             headers: plan.upload.headers.clone(),
             tags: plan.upload.tags.clone(),
             parts: plan.parts.iter().map(|p| p.size).collect(),
+            retention: plan.upload.retention,
+            legal_hold: plan.upload.legal_hold,
             ..ObjectMeta::default()
         };
         crate::fault::point("complete-assembled");
@@ -890,6 +911,7 @@ impl Store {
             size: meta.size,
             parts: plan.requested.clone(),
             checksum: plan.checksum.clone(),
+            version_id: meta.version_id.clone(),
         };
         self.write_json(
             plan.dir.as_fd(),

@@ -160,6 +160,129 @@ pub fn uploads_page(ups: Vec<UploadInfo>, q: &UploadsQuery) -> S3Result<UploadsP
     Ok(page)
 }
 
+/// The largest `max-buckets` (and the default), as on S3.
+pub const MAX_BUCKETS: i32 = 10_000;
+
+/// One page of a ListBuckets.
+#[derive(Debug, PartialEq, Eq)]
+pub struct BucketsPage<T> {
+    /// The buckets on this page, in name order.
+    pub buckets: Vec<T>,
+    /// The token of the next page (the last name on this one), only when
+    /// more buckets follow.
+    pub next: Option<String>,
+}
+
+/// `max-buckets` as given: 1 to [`MAX_BUCKETS`] ([`MAX_BUCKETS`] when not
+/// given); anything else is S3's `InvalidArgument`.
+pub fn max_buckets(v: Option<i32>) -> S3Result<usize> {
+    match v {
+        None => Ok(MAX_BUCKETS as usize),
+        Some(n) if (1..=MAX_BUCKETS).contains(&n) => Ok(n as usize),
+        Some(n) => {
+            let mut e = S3Error::with_message(
+                S3ErrorCode::InvalidArgument,
+                "Argument max-buckets must be an integer between 1 and 10000.",
+            );
+            crate::respond::with_error_elements(
+                &mut e,
+                &[
+                    ("ArgumentName", "max-buckets"),
+                    ("ArgumentValue", &n.to_string()),
+                ],
+            );
+            Err(e)
+        }
+    }
+}
+
+/// The buckets (sorted by name, those the caller may see) whose names
+/// start with `prefix` and sort after `token` (`continuation-token`: the
+/// last name of the previous page), at most `max`.
+pub fn buckets_page<T>(
+    buckets: Vec<T>,
+    name: impl Fn(&T) -> &str,
+    prefix: &str,
+    token: Option<&str>,
+    max: usize,
+) -> BucketsPage<T> {
+    let mut rest = buckets
+        .into_iter()
+        .filter(|b| name(b).starts_with(prefix) && token.is_none_or(|t| name(b) > t));
+    let page: Vec<T> = rest.by_ref().take(max).collect();
+    let more = rest.next().is_some();
+    let next = page.last().filter(|_| more).map(|b| name(b).to_string());
+    BucketsPage {
+        buckets: page,
+        next,
+    }
+}
+
+#[cfg(test)]
+mod bucket_tests {
+    use super::*;
+
+    fn page(
+        all: &[&str],
+        prefix: &str,
+        token: Option<&str>,
+        max: usize,
+    ) -> (Vec<String>, Option<String>) {
+        let all: Vec<String> = all.iter().map(|s| s.to_string()).collect();
+        let p = buckets_page(all, |s| s.as_str(), prefix, token, max);
+        (p.buckets, p.next)
+    }
+
+    #[test]
+    fn issue_27_list_buckets_pages_by_name() {
+        let all = ["a", "b", "c", "d", "e"];
+        assert_eq!(
+            page(&all, "", None, 3),
+            (vec!["a".into(), "b".into(), "c".into()], Some("c".into()))
+        );
+        assert_eq!(
+            page(&all, "", Some("c"), 3),
+            (vec!["d".into(), "e".into()], None)
+        );
+        // Exactly the page size: no token.
+        assert_eq!(page(&all, "", None, 5).1, None);
+        // A token that names no bucket still pages by order.
+        assert_eq!(page(&all, "", Some("bb"), 10).0, vec!["c", "d", "e"]);
+        assert_eq!(page(&all, "", Some("z"), 10), (vec![], None));
+    }
+
+    #[test]
+    fn issue_27_list_buckets_prefix_before_paging() {
+        let all = ["my-a", "my-b", "other", "my-c", "zz"];
+        let mut all = all.to_vec();
+        all.sort();
+        assert_eq!(
+            page(&all, "my-", None, 2),
+            (vec!["my-a".into(), "my-b".into()], Some("my-b".into()))
+        );
+        assert_eq!(
+            page(&all, "my-", Some("my-b"), 2),
+            (vec!["my-c".into()], None)
+        );
+        assert_eq!(page(&all, "nothing", None, 2), (vec![], None));
+    }
+
+    #[test]
+    fn issue_27_max_buckets_range() {
+        assert_eq!(max_buckets(None).unwrap(), 10_000);
+        assert_eq!(max_buckets(Some(1)).unwrap(), 1);
+        assert_eq!(max_buckets(Some(10_000)).unwrap(), 10_000);
+        for bad in [0, -3, 10_001, 2_000_000] {
+            let e = max_buckets(Some(bad)).unwrap_err();
+            assert_eq!(e.code(), &S3ErrorCode::InvalidArgument);
+            assert_eq!(
+                e.message(),
+                Some("Argument max-buckets must be an integer between 1 and 10000.")
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -72,11 +72,11 @@ pub(crate) fn metadata_of(m: Option<Metadata>) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// A version id other than `null`, the only version an object has here
-/// (no bucket is versioned), is refused as S3 refuses an invalid one.
+/// A version id that is not one (`null` or the form the gateway makes,
+/// see [`crate::versions::id`]) is refused as S3 refuses an invalid one.
 pub(crate) fn check_version_id(v: Option<&str>) -> S3Result<()> {
     match v {
-        Some(v) if v != "null" => {
+        Some(v) if !crate::versions::id::check(v) => {
             let mut e =
                 S3Error::with_message(S3ErrorCode::InvalidArgument, "Invalid version id specified");
             with_error_elements(
@@ -104,6 +104,15 @@ pub(crate) fn copy_source(cs: &CopySource) -> S3Result<(String, String)> {
             NotImplemented,
             "only bucket/key copy sources are supported"
         )),
+    }
+}
+
+/// The version a copy reads (`None`: the current one); checked by
+/// [`copy_source`].
+pub(crate) fn copy_source_version(cs: &CopySource) -> Option<String> {
+    match cs {
+        CopySource::Bucket { version_id, .. } => version_id.as_deref().map(str::to_string),
+        _ => None,
     }
 }
 

@@ -30,6 +30,9 @@ pub struct Config {
     pub credentials: Option<(String, String)>,
     /// Allow unsigned requests.
     pub anonymous: bool,
+    /// The directory of the account store ([`crate::accounts`]); `None`:
+    /// `DIR/.cowkit-s3/`.
+    pub accounts_dir: Option<PathBuf>,
     /// The region requests must be signed for (`us-east-1` by default).
     pub region: String,
     /// Storage options.

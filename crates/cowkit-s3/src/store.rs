@@ -5,9 +5,6 @@
 //! DIR/<bucket>/<key>                         the object's bytes
 //! DIR/.cowkit-s3/meta/<bucket>/bucket.json   creation time
 //! DIR/.cowkit-s3/meta/<bucket>/tags.json     the bucket's tags, when it has any
-//! DIR/.cowkit-s3/meta/<bucket>/acl.json      owner and grants (see `acl`)
-//! DIR/.cowkit-s3/meta/<bucket>/ownership.json object ownership (see `acl`)
-//! DIR/.cowkit-s3/meta/<bucket>/policy.json   the bucket policy (see `policy`)
 //! DIR/.cowkit-s3/meta/<bucket>/<h2>/<h>.json the object's record: key, inode, size,
 //!                                            ETag, content type, user metadata,
 //!                                            tags
@@ -33,6 +30,8 @@ use std::time::{Duration, SystemTime};
 use cowkit_fs::root::{RelPath, Root};
 use rustix::fs::{AtFlags, FileType};
 use rustix::io::Errno;
+
+mod buckets;
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
@@ -61,6 +60,11 @@ pub struct Options {
     /// interrupted completes left (see [`Store::sweep`]); it also sweeps at
     /// start.
     pub sweep_every: Duration,
+    /// Buckets made with object lock are not versioned (as VersityGW
+    /// serves them without `--versioning-dir`): a locked object cannot be
+    /// overwritten, and object lock may be configured on any bucket. By
+    /// default, as on S3, object lock turns versioning on.
+    pub object_lock_without_versioning: bool,
 }
 
 impl Default for Options {
@@ -72,6 +76,7 @@ impl Default for Options {
             completed_ttl: Duration::from_secs(24 * 3600),
             keepalive_after: Duration::from_millis(500),
             sweep_every: Duration::from_secs(600),
+            object_lock_without_versioning: false,
         }
     }
 }
@@ -104,6 +109,24 @@ pub struct ObjectMeta {
     /// The object's tags, in the order given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<crate::tagging::Tag>,
+    /// The version id (`None`: the `null` version; see [`crate::versions`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_id: Option<String>,
+    /// The version's order among the key's (a version id; empty: oldest).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub seq: String,
+    /// An older version's record that is a delete marker (no data).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub delete_marker: bool,
+    /// Object lock retention of this version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention: Option<crate::versions::Retention>,
+    /// Object lock legal hold of this version (`None`: never set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub legal_hold: Option<bool>,
+    /// A write's caller bypasses governance retention; never stored.
+    #[serde(skip)]
+    pub bypass_governance: bool,
     /// The record this one replaced, kept until the new file is renamed
     /// into place: a reader (or a restart after a crash) that still finds
     /// the old file gets the old record. Never set on a record handed out.
@@ -167,6 +190,20 @@ pub struct BucketInfo {
     pub name: String,
     /// Creation time.
     pub created: SystemTime,
+    /// The account that owns it (`bucket.json`'s `owner`); `None` for a
+    /// bucket made before buckets had owners or by another tool: the
+    /// server's own key pair owns those.
+    pub owner: Option<String>,
+}
+
+/// The part of `bucket.json` the store reads back.
+#[derive(Debug, Default, Deserialize)]
+struct BucketRecord {
+    #[serde(default)]
+    owner: Option<String>,
+    /// Seconds since the epoch.
+    #[serde(default)]
+    created: Option<u64>,
 }
 
 /// The storage backend on one root directory.
@@ -296,214 +333,6 @@ impl Store {
         fsutil::mkdir_open(self.meta.as_fd(), bucket, &self.meta_path(bucket))
     }
 
-    /// All buckets, by name.
-    pub fn list_buckets(&self) -> Result<Vec<BucketInfo>> {
-        let mut out = Vec::new();
-        for (name, ft) in fsutil::read_names(self.root.fd(), &self.dir)? {
-            if names::check_bucket(&name).is_err()
-                || !(ft == FileType::Directory || ft == FileType::Unknown)
-            {
-                continue;
-            }
-            let Ok(st) =
-                rustix::fs::statat(self.root.fd(), name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
-            else {
-                continue;
-            };
-            if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
-                continue;
-            }
-            let created = rustix::fs::statat(
-                &self.meta,
-                format!("{name}/bucket.json").as_str(),
-                AtFlags::empty(),
-            )
-            .map_or(mtime(&st), |m| mtime(&m));
-            out.push(BucketInfo { name, created });
-        }
-        out.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(out)
-    }
-
-    /// Create the bucket.
-    pub fn create_bucket(&self, bucket: &str) -> Result<()> {
-        self.create_bucket_with_tags(bucket, Vec::new())
-    }
-
-    /// Create the bucket with tags (checked by the caller).
-    pub fn create_bucket_with_tags(
-        &self,
-        bucket: &str,
-        tags: Vec<crate::tagging::Tag>,
-    ) -> Result<()> {
-        names::check_bucket(bucket)?;
-        let path = self.dir.join(bucket);
-        match rustix::fs::mkdirat(
-            self.root.fd(),
-            bucket,
-            rustix::fs::Mode::from_raw_mode(0o755),
-        ) {
-            Ok(()) => {}
-            Err(Errno::EXIST) => {
-                return Err(Error::BucketExists {
-                    bucket: bucket.to_string(),
-                })
-            }
-            Err(e) => return Err(io("create directory", path, e)),
-        }
-        let m = self.bucket_meta_dir(bucket)?;
-        let created = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs();
-        self.write_json(
-            m.as_fd(),
-            "bucket.json",
-            &self.meta_path(bucket).join("bucket.json"),
-            &serde_json::json!({ "name": bucket, "created": created }),
-        )?;
-        // Tags a PutBucketTagging racing with the delete of an earlier
-        // bucket of this name may have left are not this bucket's.
-        self.set_bucket_tags_in(m.as_fd(), bucket, tags)?;
-        if self.opts.fsync {
-            fsutil::sync_dir(self.root.fd(), &self.dir)?;
-        }
-        Ok(())
-    }
-
-    /// Whether the bucket exists.
-    pub fn head_bucket(&self, bucket: &str) -> Result<()> {
-        self.bucket_dir(bucket).map(drop)
-    }
-
-    /// Delete the bucket, which must hold no object and no upload.
-    pub fn delete_bucket(&self, bucket: &str) -> Result<()> {
-        let fd = self.bucket_dir(bucket)?;
-        let not_empty = || Error::BucketNotEmpty {
-            bucket: bucket.to_string(),
-        };
-        if !fsutil::read_names(fd.as_fd(), &self.dir.join(bucket))?.is_empty() {
-            return Err(not_empty());
-        }
-        match rustix::fs::unlinkat(self.root.fd(), bucket, AtFlags::REMOVEDIR) {
-            Ok(()) => {}
-            Err(Errno::NOTEMPTY | Errno::EXIST) => return Err(not_empty()),
-            Err(e) => return Err(io("remove directory", self.dir.join(bucket), e)),
-        }
-        // As S3 does, uploads still in progress go with the bucket (they
-        // are not objects); a complete racing with this finds its bucket
-        // gone and fails.
-        for u in self.list_uploads(bucket)? {
-            let _ = self.remove_upload(&u.id);
-        }
-        self.remove_meta_tree(bucket);
-        Ok(())
-    }
-
-    /// The bucket's tags (`None`: it has none, S3's `NoSuchTagSet`).
-    pub fn bucket_tags(&self, bucket: &str) -> Result<Option<Vec<crate::tagging::Tag>>> {
-        self.bucket_dir(bucket)?;
-        fsutil::read_json(
-            self.meta.as_fd(),
-            &format!("{bucket}/{BUCKET_TAGS}"),
-            &self.meta_path(bucket).join(BUCKET_TAGS),
-        )
-    }
-
-    /// Replace the bucket's tags (an empty set removes them); the record is
-    /// replaced by rename, so readers in every gateway see the old set or
-    /// the new one.
-    pub fn set_bucket_tags(&self, bucket: &str, tags: Vec<crate::tagging::Tag>) -> Result<()> {
-        self.bucket_dir(bucket)?;
-        let m = self.bucket_meta_dir(bucket)?;
-        self.set_bucket_tags_in(m.as_fd(), bucket, tags)
-    }
-
-    fn set_bucket_tags_in(
-        &self,
-        m: BorrowedFd<'_>,
-        bucket: &str,
-        tags: Vec<crate::tagging::Tag>,
-    ) -> Result<()> {
-        let path = self.meta_path(bucket).join(BUCKET_TAGS);
-        if !tags.is_empty() {
-            return self.write_json(m, BUCKET_TAGS, &path, &tags);
-        }
-        match rustix::fs::unlinkat(m, BUCKET_TAGS, AtFlags::empty()) {
-            Ok(()) | Err(Errno::NOENT) => Ok(()),
-            Err(e) => Err(io("remove", path, e)),
-        }
-    }
-
-    fn remove_meta_tree(&self, bucket: &str) {
-        let p = self.meta_path(bucket);
-        if let Ok(Some(fd)) = fsutil::open_dir_opt(self.meta.as_fd(), bucket, &p) {
-            if let Ok(names) = fsutil::read_names(fd.as_fd(), &p) {
-                for (n, ft) in names {
-                    if ft == FileType::Directory {
-                        let _ = fsutil::remove_flat_dir(fd.as_fd(), &n, &p.join(&n));
-                    } else {
-                        let _ = rustix::fs::unlinkat(&fd, n.as_str(), AtFlags::empty());
-                    }
-                }
-            }
-        }
-        let _ = rustix::fs::unlinkat(&self.meta, bucket, AtFlags::REMOVEDIR);
-    }
-
-    /// A small record of the bucket's (`meta/<bucket>/<name>`: its ACL,
-    /// policy, ownership), read whole if it is at most `max` bytes (a
-    /// longer one is [`Error::Corrupt`]); `None` when absent.
-    pub(crate) fn bucket_record<T: serde::de::DeserializeOwned>(
-        &self,
-        bucket: &str,
-        name: &str,
-        max: u64,
-    ) -> Result<Option<T>> {
-        use std::io::Read;
-        let path = self.meta_path(bucket).join(name);
-        let Some(f) = fsutil::open_opt(self.meta.as_fd(), &format!("{bucket}/{name}"), &path)?
-        else {
-            return Ok(None);
-        };
-        let mut buf = Vec::new();
-        f.take(max + 1)
-            .read_to_end(&mut buf)
-            .map_err(|e| io("read", &path, e))?;
-        if buf.len() as u64 > max {
-            return Err(Error::Corrupt {
-                path,
-                why: format!("longer than {max} bytes"),
-            });
-        }
-        serde_json::from_slice(&buf)
-            .map(Some)
-            .map_err(|e| Error::Corrupt {
-                path,
-                why: e.to_string(),
-            })
-    }
-
-    /// Replace the bucket's record `name` by rename (`None`: remove it);
-    /// the bucket must exist.
-    pub(crate) fn set_bucket_record<T: Serialize>(
-        &self,
-        bucket: &str,
-        name: &str,
-        value: Option<&T>,
-    ) -> Result<()> {
-        self.bucket_dir(bucket)?;
-        let m = self.bucket_meta_dir(bucket)?;
-        let path = self.meta_path(bucket).join(name);
-        if let Some(v) = value {
-            return self.write_json(m.as_fd(), name, &path, v);
-        }
-        match rustix::fs::unlinkat(&m, name, AtFlags::empty()) {
-            Ok(()) | Err(Errno::NOENT) => Ok(()),
-            Err(e) => Err(io("remove", path, e)),
-        }
-    }
-
     // ---- object records -----------------------------------------------------
 
     fn record_name(key: &str) -> (String, String) {
@@ -511,7 +340,7 @@ impl Store {
         (h[..2].to_string(), format!("{h}.json"))
     }
 
-    fn read_record(&self, bucket: &str, key: &str) -> Result<Option<ObjectMeta>> {
+    pub(crate) fn read_record(&self, bucket: &str, key: &str) -> Result<Option<ObjectMeta>> {
         let (sub, name) = Self::record_name(key);
         let p = self.meta_path(bucket).join(&sub).join(&name);
         let rel = format!("{bucket}/{sub}/{name}");
@@ -524,7 +353,7 @@ impl Store {
         Ok(m.filter(|m| m.key == key))
     }
 
-    fn write_record(&self, bucket: &str, meta: &ObjectMeta) -> Result<()> {
+    pub(crate) fn write_record(&self, bucket: &str, meta: &ObjectMeta) -> Result<()> {
         let (sub, name) = Self::record_name(&meta.key);
         let bm = self.bucket_meta_dir(bucket)?;
         let sp = self.meta_path(bucket).join(&sub);
@@ -536,7 +365,7 @@ impl Store {
         Ok(())
     }
 
-    fn remove_record(&self, bucket: &str, key: &str) {
+    pub(crate) fn remove_record(&self, bucket: &str, key: &str) {
         let (sub, name) = Self::record_name(key);
         let _ = rustix::fs::unlinkat(
             &self.meta,
@@ -547,7 +376,7 @@ impl Store {
 
     // ---- objects ------------------------------------------------------------
 
-    fn rel(bucket: &str, key: &str) -> Result<RelPath> {
+    pub(crate) fn rel(bucket: &str, key: &str) -> Result<RelPath> {
         names::check_key(key)?;
         let path = key.strip_suffix('/').unwrap_or(key);
         RelPath::new(format!("{bucket}/{path}")).map_err(|e| Error::InvalidKey {
@@ -604,6 +433,17 @@ impl Store {
             }
         };
         let mut pfd = make_parent()?;
+        if let Err(e) = crate::versions::before_commit(
+            self,
+            bucket,
+            key,
+            pfd.as_fd(),
+            name.to_str().unwrap_or_default(),
+            &mut meta,
+        ) {
+            unlink_tmp();
+            return Err(e);
+        }
         // Until the rename, readers that find the old file get the old
         // record from `prev` (and so does a restart after a crash here).
         meta.prev = match self.read_record(bucket, key) {
@@ -749,8 +589,7 @@ impl Store {
                         checksum: None,
                         headers: BTreeMap::new(),
                         parts: Vec::new(),
-                        tags: Vec::new(),
-                        prev: None,
+                        ..Default::default()
                     };
                     return Ok((
                         File::from(fd),
@@ -784,9 +623,16 @@ impl Store {
     /// Delete the object; a missing object is not an error (S3 semantics).
     /// Directories left empty are removed up to the bucket.
     pub fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
+        Self::rel(bucket, key)?;
+        self.bucket_dir(bucket)?;
+        let _held = self.lock_object(bucket, key)?;
+        self.delete_object_locked(bucket, key)
+    }
+
+    /// [`Store::delete_object`], the caller holding the key's lock.
+    pub(crate) fn delete_object_locked(&self, bucket: &str, key: &str) -> Result<()> {
         let rel = Self::rel(bucket, key)?;
         let _bucket = self.bucket_dir(bucket)?;
-        let _held = self.lock_object(bucket, key)?;
         let (parent, name) = rel.split().expect("a key is not the root");
         let pfd = match self.root.open_dir(&parent) {
             Ok(fd) => fd,
@@ -930,7 +776,21 @@ impl Store {
         key: &str,
         edit: impl FnOnce(&mut ObjectMeta, &File) -> Result<()>,
     ) -> Result<(ObjectMeta, cowkit_fs::Copied)> {
-        let (src, info) = self.open_object(src_bucket, src_key)?;
+        let source = self.open_object(src_bucket, src_key)?;
+        self.copy_from(source, src_bucket, src_key, bucket, key, edit)
+    }
+
+    /// Copy the opened object `source` (`src_key` of `src_bucket`, or one
+    /// of its versions) to `key` in `bucket`, as [`Store::copy_object_with`].
+    pub fn copy_from(
+        &self,
+        (src, info): (File, ObjectInfo),
+        src_bucket: &str,
+        src_key: &str,
+        bucket: &str,
+        key: &str,
+        edit: impl FnOnce(&mut ObjectMeta, &File) -> Result<()>,
+    ) -> Result<(ObjectMeta, cowkit_fs::Copied)> {
         let dst = self.new_file()?;
         let src_path = self.dir.join(src_bucket).join(src_key);
         let mut copier = cowkit_fs::Copier::new(cowkit_fs::Chain::AUTO);
@@ -938,7 +798,7 @@ impl Store {
             cowkit_fs::Handle::new(&src, &src_path),
             cowkit_fs::Handle::new(dst.file(), &dst.path()),
         )?;
-        let mut meta = info.meta;
+        let mut meta = crate::versions::as_new(info.meta);
         edit(&mut meta, &src)?;
         let meta = self.commit_object(bucket, key, dst, meta)?;
         Ok((meta, copied))

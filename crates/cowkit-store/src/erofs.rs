@@ -278,6 +278,88 @@ fn dir_bytes(blocks: &[Vec<(Vec<u8>, usize, u8)>], nid: impl Fn(usize) -> u64) -
 /// The EROFS bytes of `entries` (from [`crate::tree::read_tree`]; the
 /// first is the root directory).
 pub fn write(entries: &[Entry], opts: &Options) -> Result<Vec<u8>> {
+    let fingerprint = checked(entries, opts)?;
+
+    // Inodes: one per entry, a hardlink shares its first's.
+    let mut node_of = vec![usize::MAX; entries.len()];
+    let mut nodes: Vec<Node> = Vec::new();
+    let mut children: HashMap<&Path, Vec<usize>> = HashMap::new();
+    for (i, e) in entries.iter().enumerate() {
+        if i > 0 {
+            let parent = e.path.parent().unwrap_or(Path::new(""));
+            children.entry(parent).or_default().push(i);
+        }
+        if let Some(first) = e.link {
+            node_of[i] = node_of[first];
+            nodes[node_of[first]].nlink += 1;
+            continue;
+        }
+        let (size, data, xattrs) = inode(e, opts, fingerprint.is_some())?;
+        node_of[i] = nodes.len();
+        nodes.push(Node {
+            kind: e.kind,
+            entry: i,
+            nlink: if e.kind == Kind::Dir { 2 } else { 1 },
+            size,
+            xattrs,
+            data,
+            pos: 0,
+            inline: false,
+            blkaddr: 0,
+        });
+    }
+    directories(entries, &node_of, &children, &mut nodes)?;
+
+    // Layout: superblock, prefix table, inodes (root first), data blocks.
+    let mut prefix_table = Vec::new();
+    if let Some((base, infix)) = fingerprint {
+        prefix_table.extend_from_slice(&((1 + infix.len()) as u16).to_le_bytes());
+        prefix_table.push(base);
+        prefix_table.extend_from_slice(infix.as_bytes());
+        prefix_table.resize(prefix_table.len().next_multiple_of(4), 0);
+    }
+    let (prefix_start, blk) = lay_out(&mut nodes, prefix_table.len())?;
+    let nid = |node: usize| nodes[node].pos / 32;
+    if nid(0) > u64::from(u16::MAX) {
+        return Err(Error::Image("the root inode is out of reach".into()));
+    }
+
+    let mut img = vec![0u8; (blk * BLOCK) as usize];
+    for (ino, n) in nodes.iter().enumerate() {
+        let e = &entries[n.entry];
+        let mut b = inode_head(ino, n, e)?;
+        let data = match &n.data {
+            Data::None => Vec::new(),
+            Data::Bytes(v) => v.clone(),
+            Data::Dir(blocks) => dir_bytes(blocks, nid),
+            Data::Holes { n, .. } => NULL_ADDR32.to_le_bytes().repeat(*n as usize),
+        };
+        if n.inline {
+            b.extend_from_slice(&data);
+        } else if !data.is_empty() {
+            let at = u64::from(n.blkaddr) * BLOCK;
+            img[at as usize..at as usize + data.len()].copy_from_slice(&data);
+        }
+        img[n.pos as usize..n.pos as usize + b.len()].copy_from_slice(&b);
+    }
+    let pt = prefix_start as usize;
+    img[pt..pt + prefix_table.len()].copy_from_slice(&prefix_table);
+    let sb = superblock(
+        nid(0),
+        nodes.len(),
+        blk,
+        fingerprint.is_some(),
+        prefix_start,
+    );
+    img[SB_OFFSET..SB_OFFSET + SB_SIZE].copy_from_slice(&sb);
+    Ok(img)
+}
+
+/// Refuse what the reader would not take back (its bounds): the tree's
+/// first entry not a directory, too many entries, paths or targets too
+/// long, a fingerprint name out of bounds. The fingerprint xattr's name,
+/// split as a long prefix, when one is asked for.
+fn checked<'o>(entries: &[Entry], opts: &'o Options) -> Result<Option<(u8, &'o str)>> {
     if entries.first().map(|e| e.kind) != Some(Kind::Dir) {
         return Err(Error::Image(
             "an image's tree starts with a directory".into(),
@@ -307,81 +389,72 @@ pub fn write(entries: &[Entry], opts: &Options) -> Result<Vec<u8>> {
             ));
         }
     }
+    Ok(fingerprint)
+}
 
-    // Inodes: one per entry, a hardlink shares its first's.
-    let mut node_of = vec![usize::MAX; entries.len()];
-    let mut nodes: Vec<Node> = Vec::new();
-    let mut children: HashMap<&Path, Vec<usize>> = HashMap::new();
-    for (i, e) in entries.iter().enumerate() {
-        if i > 0 {
-            let parent = e.path.parent().unwrap_or(Path::new(""));
-            children.entry(parent).or_default().push(i);
+/// One entry's inode: its size, its data and its extended attributes
+/// (for a regular file's content, overlay's `metacopy` and `redirect` to
+/// its object, and the fingerprint when `fingerprint`).
+fn inode(e: &Entry, opts: &Options, fingerprint: bool) -> Result<(u64, Data, Vec<Xattr>)> {
+    let mut xattrs = Vec::with_capacity(e.xattrs.len() + 3);
+    for x in &e.xattrs {
+        let (idx, suffix) = encode_name(x.name.as_bytes(), &e.path)?;
+        if x.value.len() > usize::from(u16::MAX) {
+            return Err(Error::Unsupported {
+                path: e.path.clone(),
+                why: "an extended attribute value over 65535 bytes",
+            });
         }
-        if let Some(first) = e.link {
-            node_of[i] = node_of[first];
-            nodes[node_of[first]].nlink += 1;
-            continue;
-        }
-        let mut xattrs = Vec::with_capacity(e.xattrs.len() + 3);
-        for x in &e.xattrs {
-            let (idx, suffix) = encode_name(x.name.as_bytes(), &e.path)?;
-            if x.value.len() > usize::from(u16::MAX) {
-                return Err(Error::Unsupported {
-                    path: e.path.clone(),
-                    why: "an extended attribute value over 65535 bytes",
-                });
-            }
-            xattrs.push((idx, suffix, x.value.clone()));
-        }
-        let (size, data) = match e.kind {
-            Kind::File if e.size > 0 => {
-                let digest = e.digest.as_deref().ok_or_else(|| {
-                    Error::Image(format!("`{}` was not imported", e.path.display()))
-                })?;
-                let raw = cowkit_fs::unhex(digest)
-                    .filter(|r| r.len() == 32)
-                    .ok_or_else(|| Error::Image(format!("bad digest `{digest}`")))?;
-                xattrs.push((
-                    4,
-                    b"overlay.metacopy".to_vec(),
-                    metacopy_value(opts.verity.get(digest)),
-                ));
-                xattrs.push((
-                    4,
-                    b"overlay.redirect".to_vec(),
-                    format!("/{}", Store::object_rel(digest)).into_bytes(),
-                ));
-                if fingerprint.is_some() {
-                    let mut v = b"sha256:".to_vec();
-                    v.extend_from_slice(&raw);
-                    xattrs.push((LONG_PREFIX, Vec::new(), v));
-                }
-                // One hole chunk covers the file (up to 8 TiB a chunk).
-                let blocks = e.size.div_ceil(BLOCK);
-                let bits = (u64::BITS - (blocks - 1).leading_zeros()).min(31) as u16;
-                let n = blocks.div_ceil(1u64 << bits);
-                (e.size, Data::Holes { bits, n })
-            }
-            Kind::Symlink => {
-                let t = e.target.as_deref().unwrap_or_default().as_bytes().to_vec();
-                (t.len() as u64, Data::Bytes(t))
-            }
-            _ => (0, Data::None),
-        };
-        node_of[i] = nodes.len();
-        nodes.push(Node {
-            kind: e.kind,
-            entry: i,
-            nlink: if e.kind == Kind::Dir { 2 } else { 1 },
-            size,
-            xattrs,
-            data,
-            pos: 0,
-            inline: false,
-            blkaddr: 0,
-        });
+        xattrs.push((idx, suffix, x.value.clone()));
     }
-    // Directories: sorted dirents with `.` and `..`; nlink counts subdirs.
+    let (size, data) = match e.kind {
+        Kind::File if e.size > 0 => {
+            let digest = e
+                .digest
+                .as_deref()
+                .ok_or_else(|| Error::Image(format!("`{}` was not imported", e.path.display())))?;
+            let raw = hex::decode(digest)
+                .ok()
+                .filter(|r| r.len() == 32)
+                .ok_or_else(|| Error::Image(format!("bad digest `{digest}`")))?;
+            xattrs.push((
+                4,
+                b"overlay.metacopy".to_vec(),
+                metacopy_value(opts.verity.get(digest)),
+            ));
+            xattrs.push((
+                4,
+                b"overlay.redirect".to_vec(),
+                format!("/{}", Store::object_rel(digest)).into_bytes(),
+            ));
+            if fingerprint {
+                let mut v = b"sha256:".to_vec();
+                v.extend_from_slice(&raw);
+                xattrs.push((LONG_PREFIX, Vec::new(), v));
+            }
+            // One hole chunk covers the file (up to 8 TiB a chunk).
+            let blocks = e.size.div_ceil(BLOCK);
+            let bits = (u64::BITS - (blocks - 1).leading_zeros()).min(31) as u16;
+            let n = blocks.div_ceil(1u64 << bits);
+            (e.size, Data::Holes { bits, n })
+        }
+        Kind::Symlink => {
+            let t = e.target.as_deref().unwrap_or_default().as_bytes().to_vec();
+            (t.len() as u64, Data::Bytes(t))
+        }
+        _ => (0, Data::None),
+    };
+    Ok((size, data, xattrs))
+}
+
+/// Every directory's sorted dirents with `.` and `..`, and its nlink
+/// counting its subdirectories.
+fn directories(
+    entries: &[Entry],
+    node_of: &[usize],
+    children: &HashMap<&Path, Vec<usize>>,
+    nodes: &mut [Node],
+) -> Result<()> {
     let dir_at: HashMap<&Path, usize> = entries
         .iter()
         .enumerate()
@@ -437,17 +510,16 @@ pub fn write(entries: &[Entry], opts: &Options) -> Result<Vec<u8>> {
         nodes[me].size = dir_size(&blocks);
         nodes[me].data = Data::Dir(blocks);
     }
+    Ok(())
+}
 
-    // Layout: superblock, prefix table, inodes (root first), data blocks.
-    let mut prefix_table = Vec::new();
-    if let Some((base, infix)) = fingerprint {
-        prefix_table.extend_from_slice(&((1 + infix.len()) as u16).to_le_bytes());
-        prefix_table.push(base);
-        prefix_table.extend_from_slice(infix.as_bytes());
-        prefix_table.resize(prefix_table.len().next_multiple_of(4), 0);
-    }
+/// Lay the inodes out after the superblock and a prefix table of
+/// `prefix_len` bytes (root first, each in one block when it fits, data
+/// inline when it fits), then the data blocks: where the prefix table
+/// starts, and the image's size in blocks.
+fn lay_out(nodes: &mut [Node], prefix_len: usize) -> Result<(u64, u64)> {
     let prefix_start = (SB_OFFSET + SB_SIZE) as u64;
-    let mut pos = (prefix_start + prefix_table.len() as u64).next_multiple_of(32);
+    let mut pos = (prefix_start + prefix_len as u64).next_multiple_of(32);
     for n in nodes.iter_mut() {
         let head = (INODE_SIZE + xattr_body_len(&n.xattrs)) as u64;
         let tail = match &n.data {
@@ -475,70 +547,63 @@ pub fn write(entries: &[Entry], opts: &Options) -> Result<Vec<u8>> {
             blk += n.size.div_ceil(BLOCK);
         }
     }
-    let nid = |node: usize| nodes[node].pos / 32;
-    if nid(0) > u64::from(u16::MAX) {
-        return Err(Error::Image("the root inode is out of reach".into()));
-    }
+    Ok((prefix_start, blk))
+}
 
-    let mut img = vec![0u8; (blk * BLOCK) as usize];
-    for (ino, n) in nodes.iter().enumerate() {
-        let e = &entries[n.entry];
-        let layout = match (&n.data, n.inline) {
-            (Data::Holes { .. }, _) => CHUNK_BASED,
-            (_, true) => FLAT_INLINE,
-            _ => FLAT_PLAIN,
-        };
-        let icount = match xattr_body_len(&n.xattrs) {
-            0 => 0,
-            l => u16::try_from((l - 12) / 4 + 1).map_err(|_| Error::Unsupported {
-                path: e.path.clone(),
-                why: "extended attributes over 256 KiB",
-            })?,
-        };
-        let i_u: u32 = match (&n.data, e.kind) {
-            (Data::Holes { bits, .. }, _) => u32::from(*bits),
-            (_, Kind::Char | Kind::Block) => {
-                let (maj, min) = (rustix::fs::major(e.rdev), rustix::fs::minor(e.rdev));
-                (min & 0xff) | (maj << 8) | ((min & !0xff) << 12)
-            }
-            _ => n.blkaddr,
-        };
-        let mut b = Vec::with_capacity(INODE_SIZE + 64);
-        b.extend_from_slice(&(1 | (layout << 1)).to_le_bytes());
-        b.extend_from_slice(&icount.to_le_bytes());
-        b.extend_from_slice(&((mode_type(n.kind) | (e.perm & 0o7777)) as u16).to_le_bytes());
-        b.extend_from_slice(&0u16.to_le_bytes());
-        b.extend_from_slice(&n.size.to_le_bytes());
-        b.extend_from_slice(&i_u.to_le_bytes());
-        b.extend_from_slice(&(ino as u32 + 1).to_le_bytes());
-        b.extend_from_slice(&e.uid.to_le_bytes());
-        b.extend_from_slice(&e.gid.to_le_bytes());
-        b.extend_from_slice(&(e.mtime.tv_sec as u64).to_le_bytes());
-        b.extend_from_slice(&(e.mtime.tv_nsec as u32).to_le_bytes());
-        b.extend_from_slice(&n.nlink.to_le_bytes());
-        b.resize(INODE_SIZE, 0);
-        put_xattrs(&mut b, &n.xattrs);
-        let data = match &n.data {
-            Data::None => Vec::new(),
-            Data::Bytes(v) => v.clone(),
-            Data::Dir(blocks) => dir_bytes(blocks, nid),
-            Data::Holes { n, .. } => NULL_ADDR32.to_le_bytes().repeat(*n as usize),
-        };
-        if n.inline {
-            b.extend_from_slice(&data);
-        } else if !data.is_empty() {
-            let at = u64::from(n.blkaddr) * BLOCK;
-            img[at as usize..at as usize + data.len()].copy_from_slice(&data);
+/// The inode `ino` (its fixed part and its extended attributes) of the
+/// node `n` for the entry `e`.
+fn inode_head(ino: usize, n: &Node, e: &Entry) -> Result<Vec<u8>> {
+    let layout = match (&n.data, n.inline) {
+        (Data::Holes { .. }, _) => CHUNK_BASED,
+        (_, true) => FLAT_INLINE,
+        _ => FLAT_PLAIN,
+    };
+    let icount = match xattr_body_len(&n.xattrs) {
+        0 => 0,
+        l => u16::try_from((l - 12) / 4 + 1).map_err(|_| Error::Unsupported {
+            path: e.path.clone(),
+            why: "extended attributes over 256 KiB",
+        })?,
+    };
+    let i_u: u32 = match (&n.data, e.kind) {
+        (Data::Holes { bits, .. }, _) => u32::from(*bits),
+        (_, Kind::Char | Kind::Block) => {
+            let (maj, min) = (rustix::fs::major(e.rdev), rustix::fs::minor(e.rdev));
+            (min & 0xff) | (maj << 8) | ((min & !0xff) << 12)
         }
-        img[n.pos as usize..n.pos as usize + b.len()].copy_from_slice(&b);
-    }
-    let pt = prefix_start as usize;
-    img[pt..pt + prefix_table.len()].copy_from_slice(&prefix_table);
+        _ => n.blkaddr,
+    };
+    let mut b = Vec::with_capacity(INODE_SIZE + 64);
+    b.extend_from_slice(&(1 | (layout << 1)).to_le_bytes());
+    b.extend_from_slice(&icount.to_le_bytes());
+    b.extend_from_slice(&((mode_type(n.kind) | (e.perm & 0o7777)) as u16).to_le_bytes());
+    b.extend_from_slice(&0u16.to_le_bytes());
+    b.extend_from_slice(&n.size.to_le_bytes());
+    b.extend_from_slice(&i_u.to_le_bytes());
+    b.extend_from_slice(&(ino as u32 + 1).to_le_bytes());
+    b.extend_from_slice(&e.uid.to_le_bytes());
+    b.extend_from_slice(&e.gid.to_le_bytes());
+    b.extend_from_slice(&(e.mtime.tv_sec as u64).to_le_bytes());
+    b.extend_from_slice(&(e.mtime.tv_nsec as u32).to_le_bytes());
+    b.extend_from_slice(&n.nlink.to_le_bytes());
+    b.resize(INODE_SIZE, 0);
+    put_xattrs(&mut b, &n.xattrs);
+    Ok(b)
+}
 
+/// The superblock: root inode `root_nid`, `inodes` inodes, `blocks`
+/// blocks, the prefix table at `prefix_start` when `fingerprint`.
+fn superblock(
+    root_nid: u64,
+    inodes: usize,
+    blocks: u64,
+    fingerprint: bool,
+    prefix_start: u64,
+) -> Vec<u8> {
     let mut sb = Vec::with_capacity(SB_SIZE);
     let mut compat = COMPAT_MTIME;
     let mut incompat = INCOMPAT_CHUNKED_FILE;
-    if fingerprint.is_some() {
+    if fingerprint {
         compat |= COMPAT_PLAIN_XATTR_PFX | COMPAT_ISHARE_XATTRS;
         incompat |= INCOMPAT_XATTR_PREFIXES;
     }
@@ -547,11 +612,11 @@ pub fn write(entries: &[Entry], opts: &Options) -> Result<Vec<u8>> {
     sb.extend_from_slice(&compat.to_le_bytes());
     sb.push(12); // blkszbits
     sb.push(0); // sb_extslots
-    sb.extend_from_slice(&(nid(0) as u16).to_le_bytes());
-    sb.extend_from_slice(&(nodes.len() as u64).to_le_bytes());
+    sb.extend_from_slice(&(root_nid as u16).to_le_bytes());
+    sb.extend_from_slice(&(inodes as u64).to_le_bytes());
     sb.extend_from_slice(&0u64.to_le_bytes()); // epoch
     sb.extend_from_slice(&0u32.to_le_bytes()); // fixed_nsec
-    sb.extend_from_slice(&(blk as u32).to_le_bytes());
+    sb.extend_from_slice(&(blocks as u32).to_le_bytes());
     sb.extend_from_slice(&0u32.to_le_bytes()); // meta_blkaddr
     sb.extend_from_slice(&0u32.to_le_bytes()); // xattr_blkaddr
     sb.extend_from_slice(&[0u8; 16]); // uuid
@@ -561,14 +626,13 @@ pub fn write(entries: &[Entry], opts: &Options) -> Result<Vec<u8>> {
     sb.extend_from_slice(&incompat.to_le_bytes());
     sb.extend_from_slice(&[0u8; 6]); // compr algs, extra devices, devt slot
     sb.push(0); // dirblkbits
-    sb.push(u8::from(fingerprint.is_some())); // xattr_prefix_count
+    sb.push(u8::from(fingerprint)); // xattr_prefix_count
     sb.extend_from_slice(&((prefix_start / 4) as u32).to_le_bytes());
     sb.extend_from_slice(&0u64.to_le_bytes()); // packed_nid
     sb.push(0); // xattr_filter_reserved
     sb.push(0); // ishare_xattr_prefix_id: long prefix 0
     sb.resize(SB_SIZE, 0);
-    img[SB_OFFSET..SB_OFFSET + SB_SIZE].copy_from_slice(&sb);
-    Ok(img)
+    sb
 }
 
 #[cfg(test)]
@@ -624,7 +688,7 @@ mod tests {
         let f = &all[Path::new("d/file-123")];
         assert_eq!((f.size, f.uid, f.gid, f.mtime), (123_000, 1, 2, (7, 8)));
         let mut fp = b"sha256:".to_vec();
-        fp.extend(cowkit_fs::unhex(&format!("{:064x}", 123_000)).unwrap());
+        fp.extend(hex::decode(format!("{:064x}", 123_000)).unwrap());
         assert_eq!(f.xattrs[FINGERPRINT_XATTR.as_bytes()], fp);
         assert_eq!(all[Path::new("d")].nlink, 2);
         assert_eq!(all[Path::new("d/hl")].nid, all[Path::new("d/file-001")].nid);

@@ -26,7 +26,7 @@
 //! else may write them), the mount is `nosuid,nodev`.
 
 use std::collections::HashMap;
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -237,36 +237,7 @@ fn write(
                     .map_err(io("link"))?;
                     continue;
                 }
-                let fd = rustix::fs::openat(
-                    parent,
-                    cname.as_c_str(),
-                    OFlags::CREATE
-                        | OFlags::EXCL
-                        | OFlags::WRONLY
-                        | OFlags::NOFOLLOW
-                        | OFlags::CLOEXEC,
-                    Mode::from_raw_mode(0o600),
-                )
-                .map_err(io("create"))?;
-                if e.size > 0 {
-                    rustix::fs::ftruncate(&fd, e.size).map_err(io("truncate"))?;
-                    let digest = e.digest.as_deref().expect("imported");
-                    meta.xattrs.push(meta::xattr(
-                        "trusted.overlay.metacopy",
-                        crate::erofs::metacopy_value(verity.get(digest)),
-                    ));
-                    meta.xattrs.push(meta::xattr(
-                        "trusted.overlay.redirect",
-                        format!("/{}", Store::object_rel(digest)),
-                    ));
-                }
-                meta::apply_on(
-                    On::Fd(fd.as_fd()),
-                    &path,
-                    &meta,
-                    Current::default(),
-                    Policy::STRICT,
-                )?;
+                metacopy_file(parent, &cname, &path, e, meta, verity)?;
                 continue;
             }
             Kind::Symlink => {
@@ -300,7 +271,53 @@ fn write(
             Policy::STRICT,
         )?;
     }
-    // Directories last, deepest first, so their times stay.
+    dirs_meta(root_path, entries, &dirs)
+}
+
+/// The file `e` as overlay's metadata-only copy: empty, its size, its
+/// metadata, and for content the `metacopy` (with the object's fs-verity
+/// digest when known) and `redirect` (to the object) attributes.
+fn metacopy_file(
+    parent: &OwnedFd,
+    cname: &CStr,
+    path: &Path,
+    e: &Entry,
+    mut meta: Meta,
+    verity: &HashMap<String, [u8; 32]>,
+) -> Result<()> {
+    let io = |op: &'static str| move |err| IoError::new(op, path.to_path_buf(), err);
+    let fd = rustix::fs::openat(
+        parent,
+        cname,
+        OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    )
+    .map_err(io("create"))?;
+    if e.size > 0 {
+        rustix::fs::ftruncate(&fd, e.size).map_err(io("truncate"))?;
+        let digest = e.digest.as_deref().expect("imported");
+        meta.xattrs.push(meta::xattr(
+            "trusted.overlay.metacopy",
+            crate::erofs::metacopy_value(verity.get(digest)),
+        ));
+        meta.xattrs.push(meta::xattr(
+            "trusted.overlay.redirect",
+            format!("/{}", Store::object_rel(digest)),
+        ));
+    }
+    meta::apply_on(
+        On::Fd(fd.as_fd()),
+        path,
+        &meta,
+        Current::default(),
+        Policy::STRICT,
+    )?;
+    Ok(())
+}
+
+/// The directories' metadata, last and deepest first, so that their times
+/// stay.
+fn dirs_meta(root_path: &Path, entries: &[Entry], dirs: &HashMap<PathBuf, OwnedFd>) -> Result<()> {
     let mut ds: Vec<&Entry> = entries.iter().filter(|e| e.kind == Kind::Dir).collect();
     ds.sort_by_key(|e| std::cmp::Reverse(e.path.components().count()));
     for e in ds {

@@ -38,6 +38,7 @@ use sha2::{Digest, Sha256};
 
 pub mod digests;
 pub mod erofs;
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod image;
 pub mod mount;
@@ -166,8 +167,6 @@ pub struct Summary {
     pub digests_from_header: u64,
 }
 
-use cowkit_fs::hex;
-
 impl Summary {
     /// Add `other`'s counts to these.
     pub fn add(&mut self, other: &Summary) {
@@ -228,7 +227,7 @@ fn hash(mut f: &File, path: &Path) -> Result<(String, u64)> {
         h.update(&buf[..k]);
         n += k as u64;
     }
-    Ok((hex(&h.finalize()), n))
+    Ok((hex::encode(h.finalize()), n))
 }
 
 /// SHA-256 of `len` bytes of `f` at `off` (lower-case hex).
@@ -244,7 +243,7 @@ fn hash_range(f: &File, path: &Path, off: u64, len: u64) -> Result<String> {
         h.update(&buf[..k]);
         done += k as u64;
     }
-    Ok(hex(&h.finalize()))
+    Ok(hex::encode(h.finalize()))
 }
 
 impl Store {
@@ -413,14 +412,14 @@ impl Store {
             None
         };
         let (digest, hashed) = match cached {
-            Some(d) => (hex(&d), false),
+            Some(d) => (hex::encode(d), false),
             None => {
                 let (digest, n) = hash(src, path)?;
                 if n != before.st_size as u64 || digests::Key::of(&stat("stat")?) != key {
                     return Err(Error::Changed(path.to_path_buf()));
                 }
                 if !key.is_racy(start) {
-                    let raw = cowkit_fs::unhex(&digest).expect("hex");
+                    let raw = hex::decode(&digest).expect("hex");
                     self.digests.put(key, raw.try_into().expect("32 bytes"))?;
                 }
                 (digest, true)
@@ -676,7 +675,7 @@ impl Store {
         }
         out.digests_kept = self
             .digests
-            .compact(&self.dir, |d| self.has(&hex(d)).unwrap_or(false))?;
+            .compact(&self.dir, |d| self.has(&hex::encode(d)).unwrap_or(false))?;
         Ok(out)
     }
 }

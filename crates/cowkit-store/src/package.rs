@@ -70,21 +70,6 @@ pub fn read_package(store: &Store, x: &ExtentsFile, ids: Ids<'_>) -> Result<(Vec
     let files = x.files();
     let mut sum = Summary::default();
     let newest = files.files.iter().map(|f| f.mtime).max().unwrap_or(0);
-    let dir_entry = |path: PathBuf, perm: u32, uid: u32, gid: u32, mtime: u32| Entry {
-        path,
-        kind: Kind::Dir,
-        perm,
-        uid,
-        gid,
-        atime: ts(mtime),
-        mtime: ts(mtime),
-        xattrs: Vec::new(),
-        target: None,
-        rdev: 0,
-        size: 0,
-        digest: None,
-        link: None,
-    };
     let mut entries = vec![dir_entry(PathBuf::new(), 0o755, 0, 0, newest)];
     let mut at: HashMap<PathBuf, usize> = HashMap::new();
     let mut first_of_set: HashMap<u32, usize> = HashMap::new();
@@ -143,33 +128,10 @@ pub fn read_package(store: &Store, x: &ExtentsFile, ids: Ids<'_>) -> Result<(Vec
                     }
                     Some(Content::Extent(ext)) if ext.length == f.size => {
                         let sha = (files.algo == DigestAlgo::Sha256)
-                            .then(|| f.digest.as_deref().map(cowkit_fs::hex))
+                            .then(|| f.digest.as_deref().map(hex::encode))
                             .flatten();
-                        let sha_given = sha.is_some();
-                        let (digest, new, method) = store.import_range(
-                            x.file(),
-                            x.path(),
-                            ext.offset,
-                            f.size,
-                            sha,
-                            &mut copier,
-                        )?;
-                        sum.files += 1;
-                        if new {
-                            sum.objects_new += 1;
-                            let m = match method {
-                                Some(Method::Clone) => "clone",
-                                Some(Method::CopyFileRange) => "copy_file_range",
-                                _ => "read_write",
-                            };
-                            *sum.bytes_by_method.entry(m.into()).or_default() += f.size;
-                            sum.bytes_hashed += f.size;
-                        } else {
-                            sum.objects_reused += 1;
-                        }
-                        if sha_given {
-                            sum.digests_from_header += 1;
-                        }
+                        let digest =
+                            import(store, x, ext.offset, f.size, sha, &mut copier, &mut sum)?;
                         e.digest = Some(digest);
                     }
                     _ => return Err(bad(&f.path, "its content is missing from the package")),
@@ -189,7 +151,75 @@ pub fn read_package(store: &Store, x: &ExtentsFile, ids: Ids<'_>) -> Result<(Vec
         at.insert(rel, entries.len());
         entries.push(e);
     }
-    // Parents the header does not list.
+    add_parents(&mut entries, &mut at, newest);
+    for e in &entries[1..] {
+        let parent = e.path.parent().unwrap_or(Path::new(""));
+        if !parent.as_os_str().is_empty() && entries[at[parent]].kind != Kind::Dir {
+            return Err(Error::Image(format!(
+                "`/{}` is inside `/{}`, which is not a directory",
+                e.path.display(),
+                parent.display()
+            )));
+        }
+    }
+    Ok((sort(entries), sum))
+}
+
+/// A directory entry rpm would create for a package's files.
+fn dir_entry(path: PathBuf, perm: u32, uid: u32, gid: u32, mtime: u32) -> Entry {
+    Entry {
+        path,
+        kind: Kind::Dir,
+        perm,
+        uid,
+        gid,
+        atime: ts(mtime),
+        mtime: ts(mtime),
+        xattrs: Vec::new(),
+        target: None,
+        rdev: 0,
+        size: 0,
+        digest: None,
+        link: None,
+    }
+}
+
+/// The `len` bytes at `offset` of the extents file `x` imported into the
+/// store (checked against `sha`, the header's digest, when given), counted
+/// in `sum`: the object's digest.
+fn import(
+    store: &Store,
+    x: &ExtentsFile,
+    offset: u64,
+    len: u64,
+    sha: Option<String>,
+    copier: &mut Copier,
+    sum: &mut Summary,
+) -> Result<String> {
+    let sha_given = sha.is_some();
+    let (digest, new, method) = store.import_range(x.file(), x.path(), offset, len, sha, copier)?;
+    sum.files += 1;
+    if new {
+        sum.objects_new += 1;
+        let m = match method {
+            Some(Method::Clone) => "clone",
+            Some(Method::CopyFileRange) => "copy_file_range",
+            _ => "read_write",
+        };
+        *sum.bytes_by_method.entry(m.into()).or_default() += len;
+        sum.bytes_hashed += len;
+    } else {
+        sum.objects_reused += 1;
+    }
+    if sha_given {
+        sum.digests_from_header += 1;
+    }
+    Ok(digest)
+}
+
+/// Add the parents the header does not list (root-owned, 0755, `mtime`),
+/// recording where each went in `at`.
+fn add_parents(entries: &mut Vec<Entry>, at: &mut HashMap<PathBuf, usize>, mtime: u32) {
     let mut missing: BTreeMap<PathBuf, ()> = BTreeMap::new();
     for e in &entries[1..] {
         let mut p = e.path.parent();
@@ -202,19 +232,8 @@ pub fn read_package(store: &Store, x: &ExtentsFile, ids: Ids<'_>) -> Result<(Vec
     }
     for (d, ()) in missing {
         at.insert(d.clone(), entries.len());
-        entries.push(dir_entry(d, 0o755, 0, 0, newest));
+        entries.push(dir_entry(d, 0o755, 0, 0, mtime));
     }
-    for e in &entries[1..] {
-        let parent = e.path.parent().unwrap_or(Path::new(""));
-        if !parent.as_os_str().is_empty() && entries[at[parent]].kind != Kind::Dir {
-            return Err(Error::Image(format!(
-                "`/{}` is inside `/{}`, which is not a directory",
-                e.path.display(),
-                parent.display()
-            )));
-        }
-    }
-    Ok((sort(entries), sum))
 }
 
 /// Entries in path order (parents before children), hardlinks pointing

@@ -5,7 +5,7 @@
 //! directory with `O_NOFOLLOW`, names are bytes (newlines included).
 
 use std::collections::HashMap;
-use std::ffi::{CString, OsString};
+use std::ffi::{CStr, CString, OsStr, OsString};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use cowkit_fs::dir;
 use cowkit_fs::meta::{On, Which, Xattr, XattrBuf};
 use cowkit_fs::{Copier, IoError, Method};
-use rustix::fs::{FileType, Timespec};
+use rustix::fs::{FileType, Statx, Timespec};
 
 use crate::{Error, Result, Store, Summary};
 
@@ -216,88 +216,10 @@ impl Walk<'_> {
             })?;
             let st = dir::statx_at(fd.as_fd(), &cname)
                 .map_err(|e| IoError::new("stat", path.clone(), e))?;
-            let kind = kind_of(FileType::from_raw_mode(st.stx_mode.into()));
-            let xattrs = self
-                .xbuf
-                .read(On::At(fd.as_fd(), &cname), Which::Copyable)
-                .map_err(|e| IoError::new("read extended attributes of", path.clone(), e))?;
-            if xattrs
-                .iter()
-                .any(|x| x.name.as_bytes().starts_with(b"trusted.overlay."))
-            {
-                return Err(Error::Unsupported {
-                    path,
-                    why: "it carries trusted.overlay.* attributes, which an overlay image uses itself",
-                });
-            }
             let rel_path = rel.join(&name);
-            let mut e = Entry {
-                path: rel_path.clone(),
-                kind,
-                perm: u32::from(st.stx_mode) & 0o7777,
-                uid: st.stx_uid,
-                gid: st.stx_gid,
-                atime: Timespec {
-                    tv_sec: st.stx_atime.tv_sec,
-                    tv_nsec: st.stx_atime.tv_nsec as _,
-                },
-                mtime: Timespec {
-                    tv_sec: st.stx_mtime.tv_sec,
-                    tv_nsec: st.stx_mtime.tv_nsec as _,
-                },
-                xattrs,
-                target: None,
-                rdev: rustix::fs::makedev(st.stx_rdev_major, st.stx_rdev_minor),
-                size: 0,
-                digest: None,
-                link: None,
-            };
-            match kind {
-                Kind::File => {
-                    e.size = st.stx_size;
-                    let id = (
-                        rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor),
-                        st.stx_ino,
-                    );
-                    if st.stx_nlink > 1 {
-                        if let Some(&first) = self.links.get(&id) {
-                            // Its digest is its first member's, once known.
-                            e.link = Some(first);
-                            self.entries.push(e);
-                            continue;
-                        }
-                        self.links.insert(id, self.entries.len());
-                    }
-                    if e.size == 0 {
-                        self.sum.files += 1;
-                        self.sum.empty_files += 1;
-                        self.entries.push(e);
-                        continue;
-                    }
-                    let name_s = name.to_str().map(str::to_string);
-                    let f = match &name_s {
-                        Some(n) => dir::open_read_opt(fd, n, &path)?,
-                        None => {
-                            let (f, _) = dir::open_regular(|flags| {
-                                rustix::fs::openat(
-                                    fd,
-                                    cname.as_c_str(),
-                                    flags | rustix::fs::OFlags::NOFOLLOW,
-                                    rustix::fs::Mode::empty(),
-                                )
-                            })
-                            .map_err(|e| IoError::new("open", path.clone(), e))?;
-                            Some(std::fs::File::from(f))
-                        }
-                    }
-                    .ok_or_else(|| Error::Changed(path.clone()))?;
-                    // Imported by the workers; the bounded queue bounds
-                    // the open files.
-                    if self.jobs.send((self.entries.len(), f, path)).is_err() {
-                        return Err(Error::Image("the import workers stopped".into()));
-                    }
-                    self.entries.push(e);
-                }
+            let mut e = self.entry(fd, &cname, &path, &st, rel_path.clone())?;
+            match e.kind {
+                Kind::File => self.file(fd, &name, &cname, path, &st, e)?,
                 Kind::Symlink => {
                     let t = rustix::fs::readlinkat(fd, cname.as_c_str(), Vec::new())
                         .map_err(|e| IoError::new("read link", path.clone(), e))?;
@@ -314,4 +236,111 @@ impl Walk<'_> {
         }
         Ok(())
     }
+
+    /// The entry `cname` of `fd` as `st` and its extended attributes say
+    /// (refused when these include overlay's own).
+    fn entry(
+        &mut self,
+        fd: &OwnedFd,
+        cname: &CStr,
+        path: &Path,
+        st: &Statx,
+        rel_path: PathBuf,
+    ) -> Result<Entry> {
+        let kind = kind_of(FileType::from_raw_mode(st.stx_mode.into()));
+        let xattrs = self
+            .xbuf
+            .read(On::At(fd.as_fd(), cname), Which::Copyable)
+            .map_err(|e| IoError::new("read extended attributes of", path.to_path_buf(), e))?;
+        if xattrs
+            .iter()
+            .any(|x| x.name.as_bytes().starts_with(b"trusted.overlay."))
+        {
+            return Err(Error::Unsupported {
+                path: path.to_path_buf(),
+                why: "it carries trusted.overlay.* attributes, which an overlay image uses itself",
+            });
+        }
+        Ok(Entry {
+            path: rel_path,
+            kind,
+            perm: u32::from(st.stx_mode) & 0o7777,
+            uid: st.stx_uid,
+            gid: st.stx_gid,
+            atime: Timespec {
+                tv_sec: st.stx_atime.tv_sec,
+                tv_nsec: st.stx_atime.tv_nsec as _,
+            },
+            mtime: Timespec {
+                tv_sec: st.stx_mtime.tv_sec,
+                tv_nsec: st.stx_mtime.tv_nsec as _,
+            },
+            xattrs,
+            target: None,
+            rdev: rustix::fs::makedev(st.stx_rdev_major, st.stx_rdev_minor),
+            size: 0,
+            digest: None,
+            link: None,
+        })
+    }
+
+    /// A regular file: a later name of a hardlink group (its digest is its
+    /// first member's, once known), an empty file, or a file handed to the
+    /// import workers (the bounded queue bounds the open files).
+    fn file(
+        &mut self,
+        fd: &OwnedFd,
+        name: &OsStr,
+        cname: &CStr,
+        path: PathBuf,
+        st: &Statx,
+        mut e: Entry,
+    ) -> Result<()> {
+        e.size = st.stx_size;
+        let id = (
+            rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor),
+            st.stx_ino,
+        );
+        if st.stx_nlink > 1 {
+            if let Some(&first) = self.links.get(&id) {
+                e.link = Some(first);
+                self.entries.push(e);
+                return Ok(());
+            }
+            self.links.insert(id, self.entries.len());
+        }
+        if e.size == 0 {
+            self.sum.files += 1;
+            self.sum.empty_files += 1;
+            self.entries.push(e);
+            return Ok(());
+        }
+        let f = open_file(fd, name, cname, &path)?;
+        if self.jobs.send((self.entries.len(), f, path)).is_err() {
+            return Err(Error::Image("the import workers stopped".into()));
+        }
+        self.entries.push(e);
+        Ok(())
+    }
+}
+
+/// `name` (`cname`) in `fd` opened to be read, without following a
+/// symlink; `Changed` when it is no longer a regular file there.
+fn open_file(fd: &OwnedFd, name: &OsStr, cname: &CStr, path: &Path) -> Result<std::fs::File> {
+    match name.to_str() {
+        Some(n) => dir::open_read_opt(fd, n, path)?,
+        None => {
+            let (f, _) = dir::open_regular(|flags| {
+                rustix::fs::openat(
+                    fd,
+                    cname,
+                    flags | rustix::fs::OFlags::NOFOLLOW,
+                    rustix::fs::Mode::empty(),
+                )
+            })
+            .map_err(|e| IoError::new("open", path.to_path_buf(), e))?;
+            Some(std::fs::File::from(f))
+        }
+    }
+    .ok_or_else(|| Error::Changed(path.to_path_buf()))
 }

@@ -8,7 +8,7 @@
 //! header, `rpm2cpio | cpio` extraction); [`repo`] builds a local RPM
 //! repository (dependencies, scriptlets, users, configs, upgrades) and
 //! runs `dnf` and `rpm` on a root; [`tree`] snapshots directory trees and
-//! compares them.
+//! compares them; [`process`] reaps a child with its peak memory (`wait4`).
 //!
 //! `scripts/rig.sh` loop-mounts scratch XFS (two of them, for cross-device
 //! pairs of one type), Btrfs and ext4 images and a tmpfs, and names their
@@ -39,6 +39,7 @@ pub use tempfile::TempDir;
 
 pub mod fedora;
 pub mod forge;
+pub mod process;
 pub mod repo;
 pub mod rpm;
 pub mod tree;
@@ -163,9 +164,9 @@ pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
     out
 }
 
-/// Lower-case hex of `b`.
+/// Lower-case hex of `b` (`hex::encode`, for bytes of any kind).
 pub fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    hex::encode(b)
 }
 
 /// Lower-case hex SHA-256 of `b`.

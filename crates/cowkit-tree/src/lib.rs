@@ -10,10 +10,15 @@
 //!   is applied once all their children are done, times last.
 //! - [`remove()`]: `rm -r`, directories removed after their children.
 //!
-//! Both share one work queue of directories between N threads; every
-//! system call is relative to an open directory (`openat`, `mkdirat`,
-//! `statx`, `getdents64` in large batches), so no path is resolved again
-//! from the working directory and names are plain bytes. A failure on one
+//! Both walk the tree the same way (module `walk`): a directory is
+//! entered, listed, and left once its children are done. Subdirectories go
+//! to a work queue shared by N threads, or, past a budget of open
+//! directories, are walked depth first with one directory open at a time,
+//! the ones above found again through `..` and checked to be the same
+//! directory. Every system call is relative to an open directory
+//! (`openat`, `mkdirat`, `statx`, `getdents64` in large batches), so no
+//! path is resolved again from the working directory and names are plain
+//! bytes. A failure on one
 //! entry is recorded with its path and the walk goes on; a full or
 //! read-only destination stops it ([`Summary::aborted`]). Libraries never
 //! print: progress and errors go to a [`Progress`].
@@ -34,9 +39,10 @@
 #![deny(missing_docs)]
 
 pub mod copy;
+mod entry_error;
 mod queue;
 pub mod remove;
-mod sys;
+mod walk;
 
 use std::path::PathBuf;
 

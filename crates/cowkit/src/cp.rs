@@ -116,26 +116,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
     // the copy skip a chmod per file; the user's umask still applies where
     // modes are not preserved.
     let umask = rustix::process::umask(rustix::fs::Mode::empty()).bits();
-    let opts = CopyOptions {
-        chain: match args.reflink {
-            Reflink::Auto => Chain::AUTO,
-            Reflink::Always => Chain::only(Method::Clone),
-            Reflink::Never => Chain::only(Method::ReadWrite),
-        },
-        threads: args
-            .jobs
-            .unwrap_or_else(cowkit_tree::default_threads)
-            .max(1),
-        preserve: if args.archive {
-            Preserve::ALL
-        } else {
-            Preserve::NONE
-        },
-        recursive: args.archive || args.recursive,
-        follow_top: !(args.archive || args.recursive),
-        umask: Some(umask),
-        small_file_max: args.small_write,
-    };
+    let opts = options(&args, umask);
     let targets = targets(&args.paths)?;
 
     let bar = ProgressBar::new_spinner();
@@ -187,44 +168,75 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
     if args.json {
         print_json(&Report { ok, copies });
     } else {
-        for c in &copies {
-            let Some(s) = &c.summary else { continue };
-            if let Some(why) = &s.aborted {
-                eprintln!(
-                    "error: copy of `{}` to `{}` stopped, incomplete: {why}",
-                    c.src.display(),
-                    c.dst.display()
-                );
-                eprintln!("hint: free space on the destination (or fix it), then copy again");
-            }
-            if quiet {
-                continue;
-            }
-            let verb = if s.ok() { "copied" } else { "partly copied" };
-            eprintln!(
-                "{verb} `{}` → `{}`: {} files, {} directories, {} symlinks, {} hardlinks, {} special; {}; errors: {}",
-                c.src.display(),
-                c.dst.display(),
-                s.files,
-                s.directories,
-                s.symlinks,
-                s.hardlinks,
-                s.fifos + s.sockets + s.devices,
-                tally_text(&s.tally),
-                s.errors.len()
-            );
-            print_fallbacks(&s.tally);
-            if s.xattrs_unsupported > 0 {
-                eprintln!(
-                    "warning: {} extended attributes not supported by the destination filesystem",
-                    s.xattrs_unsupported
-                );
-            }
-        }
+        say_copies(&copies, quiet);
     }
     Ok(if ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The copy options `args` ask for; created entries get exactly the modes
+/// asked for, less `umask` where modes are not preserved.
+fn options(args: &Args, umask: u32) -> CopyOptions {
+    CopyOptions {
+        chain: match args.reflink {
+            Reflink::Auto => Chain::AUTO,
+            Reflink::Always => Chain::only(Method::Clone),
+            Reflink::Never => Chain::only(Method::ReadWrite),
+        },
+        threads: args
+            .jobs
+            .unwrap_or_else(cowkit_tree::default_threads)
+            .max(1),
+        preserve: if args.archive {
+            Preserve::ALL
+        } else {
+            Preserve::NONE
+        },
+        recursive: args.archive || args.recursive,
+        follow_top: !(args.archive || args.recursive),
+        umask: Some(umask),
+        small_file_max: args.small_write,
+    }
+}
+
+/// Each copy's summary (without `quiet`, otherwise only copies stopped
+/// early), on stderr.
+fn say_copies(copies: &[Copy], quiet: bool) {
+    for c in copies {
+        let Some(s) = &c.summary else { continue };
+        if let Some(why) = &s.aborted {
+            eprintln!(
+                "error: copy of `{}` to `{}` stopped, incomplete: {why}",
+                c.src.display(),
+                c.dst.display()
+            );
+            eprintln!("hint: free space on the destination (or fix it), then copy again");
+        }
+        if quiet {
+            continue;
+        }
+        let verb = if s.ok() { "copied" } else { "partly copied" };
+        eprintln!(
+            "{verb} `{}` → `{}`: {} files, {} directories, {} symlinks, {} hardlinks, {} special; {}; errors: {}",
+            c.src.display(),
+            c.dst.display(),
+            s.files,
+            s.directories,
+            s.symlinks,
+            s.hardlinks,
+            s.fifos + s.sockets + s.devices,
+            tally_text(&s.tally),
+            s.errors.len()
+        );
+        print_fallbacks(&s.tally);
+        if s.xattrs_unsupported > 0 {
+            eprintln!(
+                "warning: {} extended attributes not supported by the destination filesystem",
+                s.xattrs_unsupported
+            );
+        }
+    }
 }

@@ -8,9 +8,16 @@
 //!    every choice: repositories, versions, dependencies, its own options,
 //!    but for the limit, which would have it erase old kernels (cowkit does
 //!    not erase them; install-only packages go beside the old versions).
-//! 2. Each downloaded package is looked up in the cache by its verified
-//!    header digest; misses are transcoded in parallel (confined workers)
-//!    straight into the cache (atomic commit: concurrent builds are safe).
+//! 2. By default dnf downloads nothing: its Python wrapper
+//!    ([`crate::dnf_order`]) writes the plan of the downloads, and cowkit
+//!    fetches each package itself, streaming it through a confined
+//!    transcoder into the cache as it arrives ([`crate::dnf_stream`]).
+//!    Where cowkit cannot fetch as dnf would (`--downloader dnf`,
+//!    `keepcache`, a proxy, ...: said on stderr), dnf downloads as before,
+//!    each downloaded package is looked up in the cache by its verified
+//!    header digest, and misses are transcoded in parallel (confined
+//!    workers) straight into the cache (atomic commit: concurrent builds
+//!    are safe).
 //! 3. The cached extents files are installed as one transaction
 //!    (`cowkit_install::txn`: rpm's check and order, scriptlets, database).
 //!
@@ -66,6 +73,17 @@ pub struct Args {
     /// keeps its syncs.
     #[arg(long)]
     keep_syncs: bool,
+    /// Who downloads the packages. `cowkit`: cowkit fetches them itself
+    /// (HTTP(S) or local files; dnf's mirrors, `max_parallel_downloads`,
+    /// `retries`, `timeout`, `minrate`) and streams each through the
+    /// confined transcoder into the cache as it arrives; an entry is named
+    /// only once the whole file matched the repository's checksum, and
+    /// with `gpgcheck` the header signature is checked against the
+    /// repository's keys before the payload is decoded. `dnf`: dnf
+    /// downloads (`--downloadonly`), cowkit transcodes afterwards. `auto`:
+    /// cowkit where it can fetch as dnf would, else dnf, saying why.
+    #[arg(long, value_enum, default_value_t = Downloader::Auto)]
+    downloader: Downloader,
     /// Print a JSON summary (dnf's and the scriptlets' output go to stderr).
     #[arg(long)]
     json: bool,
@@ -84,6 +102,17 @@ pub struct Args {
     dnf: Vec<OsString>,
 }
 
+/// Who downloads the packages (`--downloader`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Downloader {
+    /// cowkit where it can fetch as dnf would, else dnf (said on stderr).
+    Auto,
+    /// cowkit; an error where it cannot fetch as dnf would.
+    Cowkit,
+    /// dnf (`--downloadonly`), then cowkit transcodes.
+    Dnf,
+}
+
 /// The rest of `cowkit dnf --help`: the dnf form.
 const DNF_FORM_HELP: &str = "\
 dnf's own command line (for image builders):
@@ -93,7 +122,7 @@ dnf's own command line (for image builders):
 In this form every option is dnf's and goes to dnf unchanged; cowkit's own
 come from the environment: COWKIT_CACHE (--cache), COWKIT_JOBS (--jobs),
 COWKIT_JSON=1 (--json), COWKIT_NOSCRIPTS=1 (--noscripts), COWKIT_DBPATH
-(--dbpath). Without --installroot, and for commands that install nothing
+(--dbpath), COWKIT_DOWNLOADER (--downloader). Without --installroot, and for commands that install nothing
 (remove, list, ...), the real dnf runs (COWKIT_DNF, or the first `dnf` on
 PATH that is not cowkit). Refused when cowkit installs, as it cannot honour
 them exactly: --nodocs, --setopt=tsflags=..., --comment, --downloaddir
@@ -113,6 +142,8 @@ pub struct Request {
     pub noscripts: bool,
     /// Let scriptlets' sync calls through.
     pub keep_syncs: bool,
+    /// Who downloads.
+    pub downloader: Downloader,
     /// A JSON summary on stdout.
     pub json: bool,
     /// Only errors.
@@ -135,6 +166,14 @@ struct Extra {
     /// `seconds.check` overlaps it).
     resolve_seconds: f64,
     transcode_seconds: f64,
+    /// Who downloaded (`cowkit` or `dnf`), and why not cowkit.
+    downloaded_by: &'static str,
+    fallback_reasons: Vec<String>,
+    /// cowkit's downloads: found by checksum (nothing downloaded),
+    /// bytes received, failed attempts (retried).
+    not_downloaded: usize,
+    downloaded_bytes: u64,
+    failed_attempts: Vec<String>,
 }
 
 /// A `HOME` whose `.rpmmacros` sets `%_dbpath`: dnf (and the librpm it
@@ -188,6 +227,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         jobs: args.jobs,
         noscripts: args.noscripts,
         keep_syncs: args.keep_syncs,
+        downloader: args.downloader,
         json: args.json,
         quiet: quiet || line.quiet,
         line,
@@ -215,7 +255,6 @@ fn refusals(line: &Line) -> Result<(), CliError> {
 /// Run one request: dnf resolves and downloads, cowkit installs (or dnf
 /// runs the command itself on the root's database).
 pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
-    let quiet = req.quiet;
     refusals(&req.line)?;
     let args = &req;
     crate::install::absolute_root(&args.root)?;
@@ -262,8 +301,16 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
         cowkit_fs::workdir::WorkDir::create(cache.fd(), cache.dir(), DOWNLOAD_PREFIX, 0o700)
             .map_err(|e| CliError::new("cannot make a download directory in the cache", e))?;
     let home = home_with_dbpath(&db_for_dnf)?;
+    // Who downloads: decided before dnf runs where cowkit can tell.
+    let dnf_downloads = dnf_downloads(args)?;
+    let plan_path = home.path().join("plan");
     let t = Instant::now();
-    let status = resolve_and_download(args, home.path(), download.path());
+    let status = resolve_and_download(
+        args,
+        home.path(),
+        download.path(),
+        dnf_downloads.is_none().then_some(plan_path.as_path()),
+    );
     drop(scratch);
     let status = status?;
     if !status.success() {
@@ -272,31 +319,100 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
         )));
     }
     extra.resolve_seconds = t.elapsed().as_secs_f64();
-    let mut rpms: Vec<PathBuf> = std::fs::read_dir(download.path())
+    let plan = match dnf_downloads {
+        None => crate::dnf_plan::Plan::read(&plan_path)?,
+        Some(_) => None,
+    };
+    let reasons = match (dnf_downloads, plan) {
+        (_, Some(plan)) if plan.why.is_empty() => {
+            drop(download);
+            return streamed(args, &root, &cache, &plan, extra);
+        }
+        (_, Some(plan)) => plan.why,
+        (Some(why), None) => vec![why],
+        (None, None) => vec![
+            "dnf is not dnf's own Python entry point: cowkit cannot get its download plan".into(),
+        ],
+    };
+    let rpms = downloaded_rpms(download.path(), &home.path().join("order"))?;
+    extra.downloaded = rpms.len();
+    if rpms.is_empty() {
+        return Ok(nothing_to_install(args));
+    }
+    say_dnf_downloaded(args, &reasons)?;
+    extra.downloaded_by = "dnf";
+    extra.fallback_reasons = reasons;
+
+    let total = match install(args, &root, &cache, &rpms, download, &mut extra)? {
+        Ok(total) => total,
+        Err(e) => return refused(&args.root, args.json, e),
+    };
+    Ok(done(args, &total, extra))
+}
+
+/// The packages dnf downloaded into `dir`, in dnf's order (from the
+/// wrapper's `order` file; file-name order, with a warning, without it).
+fn downloaded_rpms(dir: &Path, order: &Path) -> Result<Vec<PathBuf>, CliError> {
+    let mut rpms: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| CliError::new("cannot list the downloaded packages", e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "rpm"))
         .collect();
-    if !crate::dnf_order::sort(&mut rpms, &home.path().join("order")) && !rpms.is_empty() {
+    if !crate::dnf_order::sort(&mut rpms, order) && !rpms.is_empty() {
         // Not a skip, but not dnf's order either: said, not hidden.
         eprintln!(
             "warning: dnf did not say in which order it adds the packages (it is not dnf's own Python entry point): rpm orders them from their file names, and scriptlets may run in another order than under dnf"
         );
     }
-    extra.downloaded = rpms.len();
-    if rpms.is_empty() {
-        return Ok(nothing_to_install(args));
-    }
+    Ok(rpms)
+}
 
-    let total = match install(args, &root, &cache, &rpms, &mut extra)? {
-        Ok(total) => total,
-        Err(e) => return refused(&args.root, args.json, e),
-    };
-    drop(download);
-    if !args.json && !quiet {
+/// dnf downloaded the packages for `reasons`: refused with
+/// `--downloader cowkit`, else said (unless quiet).
+fn say_dnf_downloaded(args: &Request, reasons: &[String]) -> Result<(), CliError> {
+    if args.downloader == Downloader::Cowkit {
+        return Err(CliError::msg(format!(
+            "cowkit cannot fetch these packages itself: {}",
+            reasons.join("; ")
+        ))
+        .hint("`--downloader auto` (COWKIT_DOWNLOADER=auto) lets dnf download them"));
+    }
+    if !args.quiet {
         eprintln!(
-            "dnf: {:.2} s to resolve and download {} package(s); cache `{}`: {} hit(s), {} transcoded in {:.2} s",
+            "note: dnf downloads the packages and cowkit transcodes them afterwards, because {}",
+            reasons.join("; ")
+        );
+    }
+    Ok(())
+}
+
+/// Why dnf downloads (before dnf runs): `--downloader dnf`, or dnf keeps
+/// its own copies (`keepcache`); `None`: cowkit fetches if dnf's plan
+/// allows it.
+fn dnf_downloads(req: &Request) -> Result<Option<String>, CliError> {
+    match req.downloader {
+        Downloader::Dnf => Ok(Some("of `--downloader dnf`".into())),
+        _ if keepcache(req) => {
+            let why = "dnf keeps its downloads (keepcache)";
+            if req.downloader == Downloader::Cowkit {
+                return Err(CliError::msg(format!(
+                    "cowkit cannot fetch the packages itself: {why}"
+                ))
+                .hint("drop `--setopt=keepcache=True`, or use `--downloader auto`"));
+            }
+            Ok(Some(why.into()))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The summary of an install (`extra` filled in), as an exit code.
+fn done(args: &Request, total: &cowkit_install::TxSummary, extra: Extra) -> ExitCode {
+    if !args.json && !args.quiet {
+        eprintln!(
+            "dnf: {:.2} s to resolve{} {} package(s); cache `{}`: {} hit(s), {} transcoded in {:.2} s",
             extra.resolve_seconds,
+            if extra.downloaded_by == "dnf" { " and download" } else { "" },
             extra.downloaded,
             args.cache.display(),
             extra.cache_hits,
@@ -304,16 +420,110 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
             extra.transcode_seconds
         );
     }
-    Ok(finish(
+    finish(
         &Show {
             root: &args.root,
             json: args.json,
-            quiet,
+            quiet: args.quiet,
             verify: false,
         },
-        &total,
+        total,
         extra,
-    ))
+    )
+}
+
+/// cowkit fetches `plan`'s packages into the cache, then installs the
+/// entries as one transaction.
+fn streamed(
+    args: &Request,
+    root: &Root,
+    cache: &Cache,
+    plan: &crate::dnf_plan::Plan,
+    mut extra: Extra,
+) -> Result<ExitCode, CliError> {
+    extra.downloaded_by = "cowkit";
+    extra.downloaded = plan.packages.len();
+    if plan.packages.is_empty() {
+        return Ok(nothing_to_install(args));
+    }
+    let bar = DownloadBar::new(args.json || args.quiet, args.quiet);
+    let t = Instant::now();
+    let fetched = crate::dnf_stream::fetch_all(cache, plan, &bar);
+    bar.bar.finish_and_clear();
+    let fetched = fetched?;
+    extra.transcode_seconds = t.elapsed().as_secs_f64();
+    extra.cache_hits = fetched.cached + fetched.reused;
+    extra.cache_misses = fetched.transcoded;
+    extra.cache_damaged = fetched.damaged;
+    extra.not_downloaded = fetched.cached;
+    extra.downloaded_bytes = bar.bytes.load(Ordering::Relaxed);
+    extra.failed_attempts = fetched.failed_attempts;
+    if !args.json && !args.quiet {
+        eprintln!(
+            "cowkit: {} package(s) fetched and transcoded as they arrived ({}) in {:.2} s, {} found in the cache by checksum",
+            fetched.transcoded + fetched.reused,
+            crate::output::human_bytes(extra.downloaded_bytes),
+            extra.transcode_seconds,
+            fetched.cached
+        );
+    }
+    let total = match install_entries(args, root, &fetched.paths)? {
+        Ok(total) => total,
+        Err(e) => return refused(&args.root, args.json, e),
+    };
+    Ok(done(args, &total, extra))
+}
+
+/// The download progress bar (hidden with `--json` or `--quiet`).
+struct DownloadBar {
+    bar: indicatif::ProgressBar,
+    bytes: std::sync::atomic::AtomicU64,
+    /// No bar drawn (`--json`, `--quiet`): notes go to stderr.
+    hidden: bool,
+    /// Only errors (`--quiet`).
+    quiet: bool,
+}
+
+impl DownloadBar {
+    fn new(hidden: bool, quiet: bool) -> Self {
+        let bar = indicatif::ProgressBar::new(0);
+        if hidden {
+            bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        }
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} {binary_bytes}/{binary_total_bytes} fetched and transcoded ({binary_bytes_per_sec})",
+            )
+            .expect("valid template"),
+        );
+        bar.enable_steady_tick(std::time::Duration::from_millis(200));
+        DownloadBar {
+            bar,
+            bytes: std::sync::atomic::AtomicU64::new(0),
+            hidden,
+            quiet,
+        }
+    }
+}
+
+impl crate::dnf_stream::Reporter for DownloadBar {
+    fn on_bytes(&self, n: u64) {
+        self.bytes.fetch_add(n, Ordering::Relaxed);
+        self.bar.inc(n);
+    }
+    fn on_start(&self, bytes: u64) {
+        self.bar.inc_length(bytes);
+    }
+    fn on_note(&self, line: &str) {
+        if self.quiet {
+            return;
+        }
+        if self.hidden {
+            eprintln!("warning: {line}");
+        } else {
+            self.bar.println(format!("warning: {line}"));
+        }
+    }
 }
 
 /// dnf downloaded nothing: said so (or `{"downloaded": 0}`), success.
@@ -337,6 +547,7 @@ fn install(
     root: &Root,
     cache: &Cache,
     rpms: &[PathBuf],
+    download: cowkit_fs::workdir::WorkDir,
     extra: &mut Extra,
 ) -> Result<Result<cowkit_install::TxSummary, cowkit_install::Error>, CliError> {
     // 2. The cache: hits by header digest, misses transcoded in parallel.
@@ -344,23 +555,7 @@ fn install(
     // 3. One transaction. rpm checks and orders the downloaded packages
     // (the same headers as their extents files) while the misses are
     // transcoded.
-    let opts = TxOptions {
-        install: Options {
-            clone_tail: cowkit_install::clone_tail_pays_off(root),
-            ..Options::default()
-        },
-        jobs,
-        db: true,
-        dbpath: args.dbpath.clone(),
-        noscripts: args.noscripts,
-        script_stdout_to_stderr: args.json,
-        // dnf installs install-only packages (kernels) beside the old
-        // versions (rpm -i), where `rpm -U` would erase them.
-        install_only: cowkit_install::InstallOnly::Beside,
-        lua: crate::lua::starter(),
-        keep_syncs: args.keep_syncs,
-        ..TxOptions::default()
-    };
+    let opts = tx_options(args, root);
     let t = Instant::now();
     let (prepared, cached) = std::thread::scope(|s| {
         let check = s.spawn(|| prepare(root, rpms, &opts));
@@ -376,7 +571,45 @@ fn install(
     let by_rpm: std::collections::HashMap<&Path, &PathBuf> =
         rpms.iter().map(PathBuf::as_path).zip(&cached).collect();
     prepared.use_files(|p| by_rpm[p].clone());
+    // The downloads go before the transaction's final `syncfs` of the
+    // filesystem they share with the root, which would write back their
+    // dirty pages first (most of the 0.46 s that the transaction of 450
+    // MiB of packages spent outside its parts in
+    // bench/results/2026-11-26-image-build-fedora-e46e9c1.md).
+    prepared.release_before_final_sync(Box::new(download));
     Ok(prepared.run(&cowkit_install::NoProgress))
+}
+
+/// The options of `cowkit dnf`'s transaction on `root`.
+fn tx_options(args: &Request, root: &Root) -> TxOptions {
+    TxOptions {
+        install: Options {
+            clone_tail: cowkit_install::clone_tail_pays_off(root),
+            ..Options::default()
+        },
+        jobs: crate::output::jobs(args.jobs),
+        db: true,
+        dbpath: args.dbpath.clone(),
+        noscripts: args.noscripts,
+        script_stdout_to_stderr: args.json,
+        // dnf installs install-only packages (kernels) beside the old
+        // versions (rpm -i), where `rpm -U` would erase them.
+        install_only: cowkit_install::InstallOnly::Beside,
+        lua: crate::lua::starter(),
+        keep_syncs: args.keep_syncs,
+        ..TxOptions::default()
+    }
+}
+
+/// The cache entries `entries` (in dnf's order) installed as one
+/// transaction; the inner error is the transaction's.
+fn install_entries(
+    args: &Request,
+    root: &Root,
+    entries: &[PathBuf],
+) -> Result<Result<cowkit_install::TxSummary, cowkit_install::Error>, CliError> {
+    let opts = tx_options(args, root);
+    Ok(prepare(root, entries, &opts).and_then(|p| p.run(&cowkit_install::NoProgress)))
 }
 
 /// dnf runs the command itself (one that installs nothing, or only shows
@@ -424,6 +657,7 @@ fn resolve_and_download(
     req: &Request,
     home: &Path,
     dir: &Path,
+    plan: Option<&Path>,
 ) -> Result<std::process::ExitStatus, CliError> {
     let to_stderr = |c: &mut Command| -> Result<(), CliError> {
         if req.json || req.quiet {
@@ -456,6 +690,14 @@ fn resolve_and_download(
     let mut dnf = dnf_command(req, home)?;
     dnf.args(ours)
         .arg(format!("--downloaddir={}", dir.display()));
+    if let Some(plan) = plan {
+        // dnf writes its plan and downloads nothing (cowkit fetches),
+        // or downloads where cowkit cannot (`dnf_order`).
+        dnf.env("COWKIT_DNF_PLAN", plan);
+        if req.downloader == Downloader::Cowkit {
+            dnf.env("COWKIT_DNF_PLAN_STRICT", "1");
+        }
+    }
     to_stderr(&mut dnf)?;
     dnf.status()
         .map_err(|e| CliError::new("cannot run dnf", e).hint(DNF_HINT))
@@ -522,7 +764,7 @@ fn open_cache(dir: &Path) -> Result<Cache, CliError> {
 }
 
 /// A cache error, with a hint for a cache others can change.
-fn cache_error(e: CacheError) -> CliError {
+pub(crate) fn cache_error(e: CacheError) -> CliError {
     let hint = match &e {
         CacheError::Unsafe { path, why } => Some(match why {
             Unsafe::Owner { me, .. } => format!(

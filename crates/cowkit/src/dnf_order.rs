@@ -9,6 +9,19 @@
 //! are written, in the order `_populate_rpm_ts` would add them, to the
 //! file `COWKIT_DNF_ORDER` names. A `dnf` that is not that script runs as
 //! it is, and the order then falls back to the packages' file names.
+//!
+//! With `COWKIT_DNF_PLAN` set, the same wrapper also writes the plan of
+//! the downloads instead of downloading (see [`crate::dnf_plan`]): when
+//! dnf is about to download (after its confirmation), each package of the
+//! transaction is written with the URLs of its repository's mirrors (as
+//! dnf resolved them: the metalink's or mirrorlist's mirrors, else the
+//! `baseurl`s), its size and its checksum from `primary.xml`, and each
+//! repository with its `gpgcheck`, key files, `timeout`, `minrate`; dnf
+//! then downloads nothing and skips its own signature check (cowkit's
+//! confined worker checks the signatures). Where cowkit cannot fetch as
+//! dnf would (a proxy, client certificates, a checksum type it does not
+//! compute, ...), the reasons are written and dnf downloads as before
+//! (with `COWKIT_DNF_PLAN_STRICT` set, dnf fails instead).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,8 +30,8 @@ use std::process::Command;
 /// written after `Base.resolve` (`i` install element, `u` upgrade,
 /// downgrade or obsoleting package, `r` reinstall, `e` erasure).
 const WRAPPER: &str = r#"
-import os, sys
-import dnf.base
+import json, os, sys
+import dnf.base, dnf.exceptions
 import libdnf.transaction as T
 from dnf.cli import main
 HOW = {T.TransactionItemAction_INSTALL: "i", T.TransactionItemAction_UPGRADE: "u",
@@ -40,6 +53,99 @@ def resolve(self, *a, **k):
         f.writelines(lines)
     return r
 dnf.base.Base.resolve = resolve
+
+def why_not(base, pkgs):
+    """What keeps cowkit from fetching `pkgs` as dnf would."""
+    why = []
+    for p in pkgs:
+        if p._from_cmdline:
+            if base.conf.localpkg_gpgcheck:
+                why.append("%s: a local package with localpkg_gpgcheck" % p)
+            continue
+        r, name = p.repo, p.repo.id
+        ctype = p.returnIdSum()[0]
+        if ctype not in ("sha256", "sha512"):
+            why.append("%s: its checksum is %s (cowkit checks sha256 and sha512)" % (p, ctype))
+        for opt in ("proxy", "sslclientcert", "sslclientkey", "username", "sslcacert"):
+            v = getattr(r, opt, "")
+            if v and v != "_none_":
+                why.append("repository %s: %s is set" % (name, opt))
+        if not getattr(r, "sslverify", True):
+            why.append("repository %s: sslverify is off" % name)
+        if float(getattr(r, "throttle", 0) or 0) or int(getattr(r, "bandwidth", 0) or 0):
+            why.append("repository %s: throttle/bandwidth is set" % name)
+        if r.gpgcheck:
+            keys = list(r.gpgkey or [])
+            if not keys:
+                why.append("repository %s: gpgcheck with no gpgkey" % name)
+            for k in keys:
+                if not k.startswith("file://"):
+                    why.append("repository %s: gpgkey %s is not a file:// URL" % (name, k))
+        for u in urls(p):
+            if u.split("://", 1)[0] not in ("http", "https", "file"):
+                why.append("%s: URL %s (cowkit fetches http, https and file)" % (p, u))
+    return sorted(set(why))
+
+def urls(p):
+    loc = p.location
+    if "://" in loc:
+        return [loc]
+    bases = [p.baseurl] if p.baseurl else (p.repo._repo.getMirrors() or list(p.repo.baseurl))
+    return [b.rstrip("/") + "/" + loc.lstrip("/") for b in bases]
+
+def plan(base, pkgs):
+    want = set(pkgs)
+    out, repos = [], {}
+    for tsi in base.transaction:
+        p = tsi.pkg
+        if p not in want:
+            continue
+        want.discard(p)
+        ctype, csum = p.returnIdSum()
+        e = {"nevra": str(p), "name": p.name, "epoch": p.epoch, "version": p.version,
+             "release": p.release, "arch": p.arch, "size": p.downloadsize,
+             "checksum": [ctype, csum], "repo": p.repo.id, "urls": [], "local": None}
+        if p._from_cmdline:
+            e["local"] = p.location
+        elif p._is_local_pkg():
+            e["local"] = p.localPkg()
+        else:
+            e["urls"] = urls(p)
+        out.append(e)
+        r = p.repo
+        repos[r.id] = {"gpgcheck": bool(r.gpgcheck) and not p._from_cmdline,
+                       "keys": [k[len("file://"):] for k in (r.gpgkey or [])],
+                       "timeout": int(getattr(r, "timeout", 30)),
+                       "minrate": int(getattr(r, "minrate", 1000))}
+    return out, repos
+
+_download = dnf.base.Base.download_packages
+def download_packages(self, pkglist, *a, **k):
+    path = os.environ.get("COWKIT_DNF_PLAN")
+    if not path:
+        return _download(self, pkglist, *a, **k)
+    pkgs = list(pkglist)
+    why = why_not(self, pkgs)
+    out, repos = plan(self, pkgs)
+    with open(path + ".tmp", "w") as f:
+        json.dump({"why": why, "packages": out, "repos": repos,
+                   "max_parallel_downloads": int(self.conf.max_parallel_downloads),
+                   "retries": int(self.conf.retries)}, f)
+    os.rename(path + ".tmp", path)
+    if why and os.environ.get("COWKIT_DNF_PLAN_STRICT"):
+        raise dnf.exceptions.Error("cowkit cannot fetch these packages itself: " + "; ".join(why))
+    if why:
+        return _download(self, pkglist, *a, **k)
+    self._cowkit_fetches = True
+dnf.base.Base.download_packages = download_packages
+
+import dnf.cli.cli
+_gpgsigcheck = dnf.cli.cli.BaseCli.gpgsigcheck
+def gpgsigcheck(self, pkgs):
+    if getattr(self, "_cowkit_fetches", False):
+        return
+    return _gpgsigcheck(self, pkgs)
+dnf.cli.cli.BaseCli.gpgsigcheck = gpgsigcheck
 main.user_main(sys.argv[1:], exit_code=True)
 "#;
 

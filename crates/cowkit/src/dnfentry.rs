@@ -34,6 +34,8 @@ pub const ENV_JSON: &str = "COWKIT_JSON";
 pub const ENV_NOSCRIPTS: &str = "COWKIT_NOSCRIPTS";
 /// `--keep-syncs` in dnf's form (`1`).
 pub const ENV_KEEP_SYNCS: &str = "COWKIT_KEEP_SYNCS";
+/// Who downloads the packages (`--downloader`: `auto`, `cowkit`, `dnf`).
+pub const ENV_DOWNLOADER: &str = "COWKIT_DOWNLOADER";
 /// The rpm database inside the root (`--dbpath`).
 pub const ENV_DBPATH: &str = "COWKIT_DBPATH";
 /// The real dnf (a path, or a name looked up on `PATH`).
@@ -143,6 +145,11 @@ fn run(args: Vec<OsString>, quiet: bool) -> Result<ExitCode, CliError> {
             .transpose()?,
         noscripts: env_flag(ENV_NOSCRIPTS)?,
         keep_syncs: env_flag(ENV_KEEP_SYNCS)?,
+        downloader: match env_text(ENV_DOWNLOADER)? {
+            None => crate::dnf::Downloader::Auto,
+            Some(d) => <crate::dnf::Downloader as clap::ValueEnum>::from_str(&d, false)
+                .map_err(|e| CliError::msg(format!("{ENV_DOWNLOADER}=`{d}`: {e}")))?,
+        },
         json: env_flag(ENV_JSON)?,
         quiet: quiet || line.quiet,
         line,
@@ -161,6 +168,7 @@ fn own_options(args: &[OsString]) -> Result<(), CliError> {
         ("--json", ENV_JSON),
         ("--noscripts", ENV_NOSCRIPTS),
         ("--keep-syncs", ENV_KEEP_SYNCS),
+        ("--downloader", ENV_DOWNLOADER),
     ];
     for a in args.iter().take_while(|a| *a != "--") {
         let a = a.to_string_lossy();

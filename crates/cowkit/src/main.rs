@@ -7,7 +7,10 @@
 mod cp;
 mod demo;
 mod dnf;
+mod dnf_fetch;
 mod dnf_order;
+mod dnf_plan;
+mod dnf_stream;
 mod dnfcli;
 mod dnfentry;
 mod install;
@@ -44,8 +47,11 @@ enum Command {
     /// Say what a filesystem can do: type, block size, whether reflinks and
     /// copy_file_range clones work (between PATH and PATH2 if given).
     Probe(probe::Args),
-    /// Show the fast path: clone a file and copy it the slow way, side by
-    /// side, in DIR.
+    /// Show what cowkit does, side by side with the usual way, in DIR: a
+    /// file cloned and copied the slow way; then (as root) a small package
+    /// repository built on the spot and installed into empty roots by
+    /// `dnf --installroot` and by `cowkit dnf`, timed, with the blocks
+    /// shared and the proof that the roots are equal.
     Demo(demo::Args),
     /// Rewrite an RPM as an extents file (`.rpme`) that installs by
     /// cloning blocks; verifies the header, every file and the payload
@@ -114,7 +120,9 @@ fn main() -> ExitCode {
             false,
         );
         remove_temporaries_on_signals();
-        return dnfentry::main(args, quiet);
+        let code = dnfentry::main(args, quiet);
+        exit_if_interrupted();
+        return code;
     }
     let cli = Cli::parse();
     let cli = match cli.command {
@@ -157,13 +165,15 @@ fn main() -> ExitCode {
             unreachable!("handled above")
         }
     };
-    match res {
+    let code = match res {
         Ok(code) => code,
         Err(e) => {
             output::report_error(&e);
             ExitCode::FAILURE
         }
-    }
+    };
+    exit_if_interrupted();
+    code
 }
 
 /// The logger at `level` (`RUST_LOG` also read); with `access_log`, the S3
@@ -188,17 +198,42 @@ fn init_logging(level: log::LevelFilter, access_log: bool) {
 /// `cowkit dnf`'s download directory, a new root's scratch database),
 /// then die of the signal as if it had not been caught. A worker
 /// (`__transcode-worker`) dies with us (`PR_SET_PDEATHSIG`).
+///
+/// While a transaction places packages and runs their scriptlets, the
+/// signal waits for its end instead, as rpm's does
+/// (`cowkit_install::interrupt`): the user is told which scriptlets run,
+/// and [`exit_if_interrupted`] dies of it afterwards.
+///
+/// A signal ignored on entry stays ignored, as rpm and shells leave it
+/// (`nohup cowkit ...` survives the hangup).
 fn remove_temporaries_on_signals() {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+    let caught = [SIGINT, SIGTERM, SIGHUP]
+        .into_iter()
+        .filter(|&s| !cowkit_sys::process::signal_ignored(s));
+    let Ok(mut signals) = signal_hook::iterator::Signals::new(caught) else {
         return;
     };
     std::thread::spawn(move || {
-        if let Some(sig) = signals.forever().next() {
-            cowkit_fs::dir::remove_live_temporaries();
-            cowkit_fs::workdir::remove_live();
-            let _ = signal_hook::low_level::emulate_default_handler(sig);
-            std::process::exit(128 + sig);
+        for sig in signals.forever() {
+            let running = cowkit_install::interrupt::deliver(sig, || die_of(sig));
+            output::report_deferred_signal(sig, &running);
         }
     });
+}
+
+/// Clean up as [`remove_temporaries_on_signals`] does and die of `sig`.
+fn die_of(sig: i32) {
+    cowkit_fs::dir::remove_live_temporaries();
+    cowkit_fs::workdir::remove_live();
+    let _ = signal_hook::low_level::emulate_default_handler(sig);
+    std::process::exit(128 + sig);
+}
+
+/// After a command: die of a signal a transaction deferred (rpm exits
+/// the same way once its transaction has ended).
+fn exit_if_interrupted() {
+    if let Some(sig) = cowkit_install::interrupt::take_deferred() {
+        die_of(sig);
+    }
 }

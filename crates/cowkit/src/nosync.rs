@@ -90,6 +90,35 @@ pub fn run(args: Args, verbose: u8, quiet: bool) -> Result<ExitCode, CliError> {
         }
         None => {}
     }
+    let opts = options(&args, verbose, quiet)?;
+    let outcome = run::run(&opts).map_err(|e| CliError::new("nosync failed", e))?;
+
+    for s in &outcome.skipped {
+        log::debug!(
+            "final sync: skipped `{}` ({}): {}",
+            s.mount.mount_point.display(),
+            s.mount.fs_type,
+            s.error
+        );
+    }
+    if verbose > 0 && !quiet {
+        say_details(&outcome);
+    }
+    say_problems(&outcome);
+    if args.json {
+        eprintln!("{}", json_report(&outcome, opts.final_sync));
+    }
+    if outcome.interrupted {
+        // As a shell expects of a program that stops on Ctrl-C.
+        run::die_like(libc::SIGINT);
+    } else if let Some(sig) = outcome.signal() {
+        run::die_like(sig);
+    }
+    Ok(ExitCode::from(outcome.exit_code().clamp(0, 255) as u8))
+}
+
+/// The run's options from the command line.
+fn options(args: &Args, verbose: u8, quiet: bool) -> Result<RunOptions, CliError> {
     let Some((program, rest)) = args.command.split_first() else {
         return Err(
             CliError::msg("no command given").hint("cowkit nosync [OPTIONS] -- CMD [ARGS...]")
@@ -109,97 +138,95 @@ pub fn run(args: Args, verbose: u8, quiet: bool) -> Result<ExitCode, CliError> {
     if !quiet {
         opts.on_waiting = Some(say_waiting);
     }
-    let outcome = run::run(&opts).map_err(|e| CliError::new("nosync failed", e))?;
+    Ok(opts)
+}
 
-    for s in &outcome.skipped {
-        log::debug!(
-            "final sync: skipped `{}` ({}): {}",
-            s.mount.mount_point.display(),
-            s.mount.fs_type,
-            s.error
-        );
-    }
-    if verbose > 0 && !quiet {
-        if let Some(st) = &outcome.stats {
-            eprintln!(
-                "cowkit nosync: suppressed by the shim in {} process(es): {st}",
-                st.processes
-            );
-            match &outcome.seccomp_answered {
-                Some(c) => eprintln!(
-                    "cowkit nosync: answered by the seccomp layer (static binaries, Go, raw syscall): {}",
-                    c.iter()
-                        .map(|(n, v)| format!("{n} {v}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                None => eprintln!(
-                    "cowkit nosync: calls answered by the seccomp filter (static binaries, Go, raw syscall) are not counted"
-                ),
-            }
-            if outcome.stats_truncated {
-                eprintln!(
-                    "cowkit nosync: the counters file was larger than {} bytes; only that much was counted",
-                    run::STATS_LIMIT
-                );
-            }
-        }
-        if outcome.sync_suppressed {
-            eprintln!(
-                "cowkit nosync: final sync NOT run: this process's own sync calls are answered without running (cowkit nosync inside another one?); the outer run makes the data durable"
-            );
-        }
-        if outcome.descendants_signalled > 0 {
-            eprintln!(
-                "cowkit nosync: signalled {} process(es) the command left behind",
-                outcome.descendants_signalled
-            );
-        }
-        for s in &outcome.syncs {
-            eprintln!(
-                "cowkit nosync: final {}: `{}` ({}) {:.1} ms{}",
-                if s.fs_type == "sync(2)" {
-                    "sync"
-                } else {
-                    "syncfs"
-                },
-                s.mount_point.display(),
-                s.fs_type,
-                s.elapsed.as_secs_f64() * 1e3,
-                s.error
-                    .as_ref()
-                    .map(|e| format!(": {e}"))
-                    .unwrap_or_default()
-            );
-        }
-        for (m, t) in &outcome.not_written {
-            eprintln!(
-                "cowkit nosync: not synced: `{}` ({t}): the command did not change it",
-                m.display()
-            );
-        }
-        for (m, t) in &outcome.mounted {
-            eprintln!(
-                "cowkit nosync: `{}` ({t}) was mounted during the run: synced too",
-                m.display()
-            );
-        }
-        if let Some(why) = &outcome.full_sync {
-            eprintln!("cowkit nosync: sync(2) run for every filesystem: {why}");
-        }
-        if let Some(e) = &outcome.watch_error {
-            eprintln!(
-                "cowkit nosync: every writable filesystem synced: what the command changed cannot be watched ({e})"
-            );
-        }
+/// With `-v`: what the shim and the filter answered, and every final sync.
+fn say_details(outcome: &run::Outcome) {
+    if let Some(st) = &outcome.stats {
         eprintln!(
-            "cowkit nosync: command {:.3} s, final sync {:.3} s ({} filesystem(s)), {} orphan(s) reaped",
-            outcome.command_time.as_secs_f64(),
-            outcome.sync_time.as_secs_f64(),
-            outcome.syncs.len(),
-            outcome.orphans_reaped
+            "cowkit nosync: suppressed by the shim in {} process(es): {st}",
+            st.processes
+        );
+        match &outcome.seccomp_answered {
+            Some(c) => eprintln!(
+                "cowkit nosync: answered by the seccomp layer (static binaries, Go, raw syscall): {}",
+                c.iter()
+                    .map(|(n, v)| format!("{n} {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            None => eprintln!(
+                "cowkit nosync: calls answered by the seccomp filter (static binaries, Go, raw syscall) are not counted"
+            ),
+        }
+        if outcome.stats_truncated {
+            eprintln!(
+                "cowkit nosync: the counters file was larger than {} bytes; only that much was counted",
+                run::STATS_LIMIT
+            );
+        }
+    }
+    if outcome.sync_suppressed {
+        eprintln!(
+            "cowkit nosync: final sync NOT run: this process's own sync calls are answered without running (cowkit nosync inside another one?); the outer run makes the data durable"
         );
     }
+    if outcome.descendants_signalled > 0 {
+        eprintln!(
+            "cowkit nosync: signalled {} process(es) the command left behind",
+            outcome.descendants_signalled
+        );
+    }
+    for s in &outcome.syncs {
+        eprintln!(
+            "cowkit nosync: final {}: `{}` ({}) {:.1} ms{}",
+            if s.fs_type == "sync(2)" {
+                "sync"
+            } else {
+                "syncfs"
+            },
+            s.mount_point.display(),
+            s.fs_type,
+            s.elapsed.as_secs_f64() * 1e3,
+            s.error
+                .as_ref()
+                .map(|e| format!(": {e}"))
+                .unwrap_or_default()
+        );
+    }
+    for (m, t) in &outcome.not_written {
+        eprintln!(
+            "cowkit nosync: not synced: `{}` ({t}): the command did not change it",
+            m.display()
+        );
+    }
+    for (m, t) in &outcome.mounted {
+        eprintln!(
+            "cowkit nosync: `{}` ({t}) was mounted during the run: synced too",
+            m.display()
+        );
+    }
+    if let Some(why) = &outcome.full_sync {
+        eprintln!("cowkit nosync: sync(2) run for every filesystem: {why}");
+    }
+    if let Some(e) = &outcome.watch_error {
+        eprintln!(
+            "cowkit nosync: every writable filesystem synced: what the command changed cannot be watched ({e})"
+        );
+    }
+    eprintln!(
+        "cowkit nosync: command {:.3} s, final sync {:.3} s ({} filesystem(s)), {} orphan(s) reaped",
+        outcome.command_time.as_secs_f64(),
+        outcome.sync_time.as_secs_f64(),
+        outcome.syncs.len(),
+        outcome.orphans_reaped
+    );
+}
+
+/// What went wrong at the end: failed final syncs, processes left running
+/// after an interruption.
+fn say_problems(outcome: &run::Outcome) {
     for s in outcome.syncs.iter().filter(|s| s.error.is_some()) {
         let e = s.error.as_ref().expect("filtered");
         eprintln!(
@@ -217,51 +244,45 @@ pub fn run(args: Args, verbose: u8, quiet: bool) -> Result<ExitCode, CliError> {
             eprintln!("  {} {}", l.pid, l.command);
         }
     }
-    if args.json {
-        let v = serde_json::json!({
-            "exit_code": outcome.status.code(),
-            "signal": outcome.signal(),
-            "orphans_reaped": outcome.orphans_reaped,
-            "command_seconds": outcome.command_time.as_secs_f64(),
-            "final_sync_seconds": outcome.sync_time.as_secs_f64(),
-            "final_sync_ran": !outcome.sync_suppressed && opts.final_sync != FinalSync::None,
-            "final_sync_suppressed": outcome.sync_suppressed,
-            "descendants_signalled": outcome.descendants_signalled,
-            "stats_truncated": outcome.stats_truncated,
-            "final_sync": outcome.syncs.iter().map(|s| serde_json::json!({
-                "mount_point": s.mount_point,
-                "fs_type": s.fs_type,
-                "seconds": s.elapsed.as_secs_f64(),
-                "error": s.error.as_ref().map(|e| e.to_string()),
-            })).collect::<Vec<_>>(),
-            "not_written": outcome.not_written.iter().map(|(m, t)| serde_json::json!({
-                "mount_point": m,
-                "fs_type": t,
-            })).collect::<Vec<_>>(),
-            "watch_error": outcome.watch_error,
-            "answered_by_seccomp": outcome.seccomp_answered.as_ref().map(|c| c.iter().copied().collect::<std::collections::BTreeMap<_, _>>()),
-            "suppressed_by_shim": outcome.stats.as_ref().map(|st| st.iter().collect::<std::collections::BTreeMap<_, _>>()),
-            "shim": outcome.shim,
-            "mounted_during_run": outcome.mounted.iter().map(|(m, t)| serde_json::json!({
-                "mount_point": m,
-                "fs_type": t,
-            })).collect::<Vec<_>>(),
-            "full_sync_reason": outcome.full_sync.as_ref().map(|f| f.to_string()),
-            "interrupted": outcome.interrupted,
-            "left_running": outcome.left_running.iter().map(|l| serde_json::json!({
-                "pid": l.pid,
-                "command": l.command,
-            })).collect::<Vec<_>>(),
-        });
-        eprintln!("{v}");
-    }
-    if outcome.interrupted {
-        // As a shell expects of a program that stops on Ctrl-C.
-        run::die_like(libc::SIGINT);
-    } else if let Some(sig) = outcome.signal() {
-        run::die_like(sig);
-    }
-    Ok(ExitCode::from(outcome.exit_code().clamp(0, 255) as u8))
+}
+
+/// The `--json` report of the run (on stderr: stdout is the command's).
+fn json_report(outcome: &run::Outcome, final_sync: FinalSync) -> serde_json::Value {
+    serde_json::json!({
+        "exit_code": outcome.status.code(),
+        "signal": outcome.signal(),
+        "orphans_reaped": outcome.orphans_reaped,
+        "command_seconds": outcome.command_time.as_secs_f64(),
+        "final_sync_seconds": outcome.sync_time.as_secs_f64(),
+        "final_sync_ran": !outcome.sync_suppressed && final_sync != FinalSync::None,
+        "final_sync_suppressed": outcome.sync_suppressed,
+        "descendants_signalled": outcome.descendants_signalled,
+        "stats_truncated": outcome.stats_truncated,
+        "final_sync": outcome.syncs.iter().map(|s| serde_json::json!({
+            "mount_point": s.mount_point,
+            "fs_type": s.fs_type,
+            "seconds": s.elapsed.as_secs_f64(),
+            "error": s.error.as_ref().map(|e| e.to_string()),
+        })).collect::<Vec<_>>(),
+        "not_written": outcome.not_written.iter().map(|(m, t)| serde_json::json!({
+            "mount_point": m,
+            "fs_type": t,
+        })).collect::<Vec<_>>(),
+        "watch_error": outcome.watch_error,
+        "answered_by_seccomp": outcome.seccomp_answered.as_ref().map(|c| c.iter().copied().collect::<std::collections::BTreeMap<_, _>>()),
+        "suppressed_by_shim": outcome.stats.as_ref().map(|st| st.iter().collect::<std::collections::BTreeMap<_, _>>()),
+        "shim": outcome.shim,
+        "mounted_during_run": outcome.mounted.iter().map(|(m, t)| serde_json::json!({
+            "mount_point": m,
+            "fs_type": t,
+        })).collect::<Vec<_>>(),
+        "full_sync_reason": outcome.full_sync.as_ref().map(|f| f.to_string()),
+        "interrupted": outcome.interrupted,
+        "left_running": outcome.left_running.iter().map(|l| serde_json::json!({
+            "pid": l.pid,
+            "command": l.command,
+        })).collect::<Vec<_>>(),
+    })
 }
 
 /// A first Ctrl-C, once the command has ended, was passed on to what it

@@ -101,6 +101,33 @@ pub fn report_error(e: &CliError) {
     }
 }
 
+/// A signal arrived while a transaction runs: say that it waits for the
+/// transaction's end, as rpm's does, and which scriptlets run now.
+pub fn report_deferred_signal(sig: i32, running: &[cowkit_install::interrupt::Running]) {
+    let mut err = std::io::stderr().lock();
+    let name = signal_hook::low_level::signal_name(sig).unwrap_or("a signal");
+    let _ = writeln!(
+        err,
+        "warning: {name} received: the transaction finishes first (rpm's does the same), then cowkit exits"
+    );
+    for r in running {
+        let _ = match r.pid {
+            Some(pid) => writeln!(err, "  waiting for {} (process {pid})", one_line(&r.name)),
+            None => writeln!(
+                err,
+                "  waiting for {} (rpm's Lua, in cowkit's Lua host)",
+                one_line(&r.name)
+            ),
+        };
+    }
+    if running.iter().any(|r| r.pid.is_some()) {
+        let _ = writeln!(
+            err,
+            "hint: a scriptlet that never ends stops when its process is killed (`kill PID`); the transaction then goes on with it failed, as under rpm"
+        );
+    }
+}
+
 /// The longest message line printed, in characters.
 const MAX_LINE: usize = 2000;
 

@@ -56,6 +56,12 @@ struct ServeArgs {
     /// write everything).
     #[arg(long)]
     anonymous: bool,
+    /// Keep the accounts (users besides the key pair above, with roles
+    /// admin, user, userplus; managed with `versitygw admin`) in
+    /// DIR/accounts.json instead of ROOT/.cowkit-s3/accounts.json. DIR and
+    /// the file must not be writable by anyone but this user and root.
+    #[arg(long, value_name = "DIR")]
+    accounts_dir: Option<PathBuf>,
     /// The region clients sign requests for; requests signed for another
     /// region are refused.
     #[arg(long, default_value = "us-east-1")]
@@ -83,6 +89,13 @@ struct ServeArgs {
     /// at start.
     #[arg(long, default_value_t = 600, hide_short_help = true)]
     sweep_every: u64,
+    /// Keep buckets made with object lock unversioned, as VersityGW serves
+    /// them when it runs without versioning: a locked object cannot be
+    /// overwritten or deleted, and PutObjectLockConfiguration works on any
+    /// bucket. By default, as on S3, object lock turns versioning on (an
+    /// overwrite or delete makes a new version; locked versions stay).
+    #[arg(long, hide_short_help = true)]
+    object_lock_without_versioning: bool,
     /// Send GET bodies through the gateway's memory (pread(2) and write)
     /// instead of by sendfile(2), the default on HTTP/1 connections (see
     /// docs/s3.md).
@@ -221,12 +234,19 @@ fn serve(a: ServeArgs) -> Result<ExitCode, CliError> {
             ),
         );
     }
+    if a.accounts_dir.is_some() && creds.is_none() {
+        return Err(CliError::msg(
+            "--accounts-dir needs credentials: accounts are managed by the admin key pair",
+        )
+        .hint("give --access-key/--secret-key (or the file or environment) as well"));
+    }
     let limits = limits(&a)?;
     let cfg = Config {
         root: a.root.clone(),
         listen: a.listen,
         credentials: creds,
         anonymous: a.anonymous,
+        accounts_dir: a.accounts_dir.clone(),
         region: a.region.clone(),
         sendfile: a.sendfile || !a.no_sendfile,
         limits: limits.clone(),
@@ -236,6 +256,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode, CliError> {
             keep_parts: a.keep_parts,
             keepalive_after: Duration::from_millis(a.keepalive_after_ms),
             sweep_every: Duration::from_secs(a.sweep_every),
+            object_lock_without_versioning: a.object_lock_without_versioning,
             ..Options::default()
         },
     };
@@ -245,8 +266,15 @@ fn serve(a: ServeArgs) -> Result<ExitCode, CliError> {
         .map_err(|e| CliError::new("cannot start the async runtime", e))?;
     rt.block_on(async move {
         let server = Server::bind(cfg).await.map_err(|e| {
-            CliError::new(format!("cannot serve `{}`", a.root.display()), e)
-                .hint("--root must be an existing directory you can write to")
+            let hint = match &e {
+                cowkit_s3::Error::Accounts(_) => {
+                    "the account store and its directory must belong to this user or root \
+                     and not be writable by group or others (chown, chmod go-w), \
+                     or choose another with --accounts-dir"
+                }
+                _ => "--root must be an existing directory you can write to",
+            };
+            CliError::new(format!("cannot serve `{}`", a.root.display()), e).hint(hint)
         })?;
         let addr = server.local_addr();
         if a.json {

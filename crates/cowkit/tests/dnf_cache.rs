@@ -68,7 +68,19 @@ fn fake_dnf(state: &Path, pkgs: &[PathBuf], sleep: bool) -> PathBuf {
 /// `cowkit dnf` on `root` and `cache` with `dnf` in place of dnf, started
 /// (not waited for).
 fn start_cowkit_dnf(dnf: &Path, root: &Path, cache: &Path) -> Child {
-    cowkit()
+    // As from a terminal: SIGINT not ignored. The rig runs the tests as a
+    // background job, which ignores SIGINT, and cowkit keeps a signal that
+    // was ignored when it started ignored (as rpm does, and as `nohup`
+    // needs).
+    start_cowkit_dnf_with("--default-signal=INT,QUIT", dnf, root, cache)
+}
+
+/// [`start_cowkit_dnf`] with the signal dispositions `env`'s `signals`
+/// option sets (`env` execs cowkit: the child's pid is cowkit's).
+fn start_cowkit_dnf_with(signals: &str, dnf: &Path, root: &Path, cache: &Path) -> Child {
+    Command::new("env")
+        .arg(signals)
+        .arg(env!("CARGO_BIN_EXE_cowkit"))
         .args(["dnf", "--root"])
         .arg(root)
         .arg("--cache")
@@ -186,6 +198,38 @@ fn next_run_leaves_nothing(d: &Path, root: &Path, cache: &Path) {
         Vec::<String>::new(),
         "left in the root"
     );
+}
+
+/// A signal ignored when cowkit starts stays ignored, as `nohup` needs
+/// and as rpm leaves it: a SIGHUP to a cowkit started with SIGHUP ignored
+/// changes nothing; SIGTERM then ends it as before.
+#[test]
+fn issue_26_a_signal_ignored_on_entry_stays_ignored() {
+    if !as_root("issue_26_a_signal_ignored_on_entry_stays_ignored", "root") {
+        return;
+    }
+    let d = tempfile::tempdir_in(tmp()).unwrap();
+    let (root, cache, state) = (
+        d.path().join("root"),
+        d.path().join("cache"),
+        d.path().join("state"),
+    );
+    let pkg = d.path().join("a-1-1.noarch.rpm");
+    std::fs::write(&pkg, vec![7u8; 1 << 10]).unwrap();
+    let dnf = fake_dnf(&state, &[pkg], true);
+    let mut child = start_cowkit_dnf_with("--ignore-signal=HUP", &dnf, &root, &cache);
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    wait_for(&state.join("dnf.pid"));
+    rustix::process::kill_process(pid, rustix::process::Signal::HUP).unwrap();
+    // Time for a cowkit that caught it to die of it.
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "SIGHUP ended a cowkit started with SIGHUP ignored"
+    );
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let (got, stderr) = signal_of(child, &state.join("dnf.pid"));
+    assert_eq!(got, Some(libc::SIGTERM), "{stderr}");
 }
 
 /// Ctrl-C (SIGINT) and SIGTERM: the download directory and the scratch

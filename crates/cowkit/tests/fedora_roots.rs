@@ -714,3 +714,177 @@ fn rpm_outcomes_of_failing_scriptlets() {
         verify(&a)
     );
 }
+
+// ---------------------------------------------------------------------------
+// A scriptlet that never ends, and signals meanwhile.
+
+/// `hang`, whose `%post` writes its process id to `/var/tmp/hang.pid` and
+/// then sleeps for good, and `after`, which requires it (so it comes
+/// later in the transaction) and logs its `%post` and `%posttrans`.
+fn hanging_packages(dir: &Path) -> [PathBuf; 2] {
+    let d = mkdir(dir);
+    [
+        small(
+            &d,
+            "hang",
+            1,
+            "",
+            &format!(
+                "%post\n{}\necho $$ > /var/tmp/hang.pid\nexec sleep 100000",
+                say("hang post $1")
+            ),
+        ),
+        small(
+            &d,
+            "after",
+            1,
+            "Requires: hang",
+            &format!(
+                "%post\n{}\n%posttrans\n{}",
+                say("after post $1"),
+                say("after posttrans")
+            ),
+        ),
+    ]
+}
+
+/// `cmd` started as the leader of a process group of its own (as a shell
+/// starts a foreground job); the hanging `%post` waited for in `root`;
+/// Ctrl-C sent to the group as a terminal sends it, and SIGTERM to the
+/// program alone as `kill` sends it. Some time later, the program and the
+/// scriptlet must still run. Returned, after the scriptlet is killed (the
+/// only way out under rpm): the signal the program ended on, and its
+/// stderr.
+fn interrupt_while_hanging(cmd: std::process::Command, root: &Path) -> (Option<i32>, String) {
+    use std::os::unix::process::CommandExt;
+    let err = tempfile::NamedTempFile::new().unwrap();
+    // As from a terminal: SIGINT and SIGQUIT not ignored (the rig runs the
+    // tests as a background job, which ignores them).
+    let mut from_terminal = std::process::Command::new("env");
+    from_terminal
+        .arg("--default-signal=INT,QUIT")
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .envs(cmd.get_envs().filter_map(|(k, v)| Some((k, v?))));
+    let mut child = from_terminal
+        .process_group(0)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(err.reopen().unwrap())
+        .spawn()
+        .unwrap();
+    let pid_file = root.join("var/tmp/hang.pid");
+    let started = std::time::Instant::now();
+    let scriptlet = loop {
+        let pid = std::fs::read_to_string(&pid_file).unwrap_or_default();
+        let pid = pid.trim().to_string();
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if !pid.is_empty() && comm.trim() == "sleep" {
+            break pid;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "ended before the scriptlet hung: {}",
+            std::fs::read_to_string(err.path()).unwrap()
+        );
+        assert!(
+            started.elapsed().as_secs() < 300,
+            "the scriptlet never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    std::fs::remove_file(&pid_file).unwrap();
+    let kill = |args: &str| {
+        run_ok(
+            std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("kill {args}")),
+            "kill",
+        )
+    };
+    kill(&format!("-INT -{}", child.id()));
+    kill(&format!("-TERM {}", child.id()));
+    // Time for a program that does not wait to die of the signals.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the signals ended the transaction in its middle: {}",
+        std::fs::read_to_string(err.path()).unwrap()
+    );
+    assert!(
+        Path::new(&format!("/proc/{scriptlet}")).exists(),
+        "Ctrl-C stopped the scriptlet"
+    );
+    kill(&format!("-TERM {scriptlet}"));
+    let status = child.wait().unwrap();
+    // rpm exits with 128 + the signal; cowkit dies of it (a shell shows
+    // 130 for both).
+    use std::os::unix::process::ExitStatusExt;
+    let signal = match (status.code(), status.signal()) {
+        (Some(c), _) if c > 128 => Some(c - 128),
+        (_, s) => s,
+    };
+    (signal, std::fs::read_to_string(err.path()).unwrap())
+}
+
+/// Issue 26, a scriptlet that never ends: rpm 4.18 waits for it (no
+/// timeout), and blocks SIGINT, SIGTERM and SIGHUP while its transaction
+/// runs, with SIGINT and SIGQUIT blocked in the scriptlet too; killing
+/// the scriptlet's process is the way out: rpm warns that it failed,
+/// finishes the transaction (the next package and `%posttrans` run, the
+/// database agrees with the tree) and then exits on the signal it
+/// deferred. cowkit must be no worse: the same wait, the same end, the
+/// same exit status, and it names the scriptlet it waits for and its
+/// process. The next transaction on each root then ends alike, with no
+/// scriptlet directory left behind.
+#[test]
+fn issue_26_a_scriptlet_that_never_ends_holds_the_transaction_as_rpm_does() {
+    if !as_root(
+        "issue_26_a_scriptlet_that_never_ends_holds_the_transaction_as_rpm_does",
+        "scriptlets run chrooted",
+    ) {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let d = dir.path();
+    let [hang, after] = hanging_packages(&d.join("pkgs"));
+    let p = bad_packages(&d.join("more"));
+    let (a, b) = bad_twins(d, "hang", &[]);
+    let mut rpm = rpm_in(&a);
+    rpm.arg("-i").arg(&hang).arg(&after);
+    let (rpm_sig, rpm_err) = interrupt_while_hanging(rpm, &a);
+    let mut ck = cowkit();
+    ck.arg("install")
+        .arg("--root")
+        .arg(&b)
+        .arg("--dbpath")
+        .arg(dbpath())
+        .arg(&hang)
+        .arg(&after);
+    let (ck_sig, ck_err) = interrupt_while_hanging(ck, &b);
+    assert!(
+        rpm_err.contains("%post(hang-1-1.noarch) scriptlet failed, signal 15"),
+        "{rpm_err}"
+    );
+    assert_eq!(rpm_sig, Some(2), "rpm exits on the SIGINT: {rpm_err}");
+    assert_eq!(ck_sig, rpm_sig, "cowkit: {ck_err}");
+    assert!(ck_err.contains("%post(hang-1-1.noarch)"), "{ck_err}");
+    assert_eq!(
+        log(&a),
+        "hang post 1\nafter post 1\nafter posttrans\n",
+        "rpm finished the transaction"
+    );
+    assert_same_roots(
+        &a,
+        &b,
+        Path::new("/nonexistent-cache"),
+        "an interrupted hang",
+    );
+    rpm_and_cowkit(&a, &b, &["-i"], &[&p.target1], "the next transaction");
+    let left: Vec<_> = std::fs::read_dir(b.join("var/tmp"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().starts_with("cowkit-script."))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

@@ -13,8 +13,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::cowkit;
-use cowkit_fs::process::wait4_nohang;
 use cowkit_testutil::forge::{self, Cpio, File, Package, Piece};
+use cowkit_testutil::process::wait4_nohang;
 
 /// The most memory one run may use, process tree included.
 const MAX_RSS_KIB: u64 = 256 << 10;

@@ -1,11 +1,18 @@
 //! `cowkit s3 serve` against real clients: runs the boto3 / aws CLI suite
-//! in `crates/cowkit-s3/tests/clients` (pytest, from the virtualenv that
-//! `scripts/setup.sh` makes in `.venv`) with this build's binary, on the
-//! rig's XFS, Btrfs and ext4 mounts (`test_conditional.py`: conditional
-//! requests and the other round-2 conformance fixes). `test_issue16.py` there holds the
-//! checks of issue 16 (checksums, refusals, auth edge cases, partNumber,
-//! directory objects, listings), `test_tagging.py` object and bucket
-//! tagging, `test_round3.py` the other round-3 fixes, `test_round4.py` round 4's;
+//! in `crates/cowkit-s3/tests/clients` (pytest collects every `test_*.py`
+//! there, from the virtualenv that `scripts/setup.sh` makes in `.venv`)
+//! with this build's binary, on the rig's XFS, Btrfs and ext4 mounts:
+//! `test_s3.py` every operation on each filesystem, `test_conditional.py`
+//! conditional requests, `test_checksums_and_refusals.py` checksums,
+//! refusals, auth edge cases, partNumber, directory objects and listings,
+//! `test_tagging.py` object and bucket tagging,
+//! `test_owner_checksum_chunking.py` expected bucket owners, SHA-512 and
+//! the aws-chunked framing, `test_keys_and_values.py` keys that are not
+//! paths and the values the VersityGW suite checks, `test_get_body.py` the
+//! GetObject body paths, `test_slow_connections.py` slow, idle and too
+//! many connections, `test_accounts.py` accounts, the admin API and
+//! ListBuckets pages, `test_versioning.py` versioning and object lock
+//! (`docs/testing.md` says more of each);
 //! the full conformance suite is
 //! `scripts/s3-conformance.sh` (not run here: it needs Go and minutes).
 //!

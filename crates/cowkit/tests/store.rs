@@ -235,10 +235,10 @@ fn image_equals_source_on(fs: Fs, format: &str) {
 /// `sha256sum` of a file: the 32 digest bytes.
 fn sha256(path: &Path) -> Vec<u8> {
     let out = run_ok(Command::new("sha256sum").arg(path), "sha256sum");
-    let hex = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout);
     // A name with a newline gets a leading `\\`.
-    cowkit_fs::unhex(
-        hex.split_whitespace()
+    hex::decode(
+        text.split_whitespace()
             .next()
             .unwrap()
             .trim_start_matches('\\'),
@@ -315,7 +315,7 @@ fn fingerprints_are_right(src: &Path, store: &Path, name: &str) {
         let fp = attrs
             .lines()
             .find_map(|l| l.strip_prefix("trusted.ck.fp=0x"))
-            .map(|h| cowkit_fs::unhex(h).unwrap());
+            .map(|h| hex::decode(h).unwrap());
         if e.kind == 'f' && e.size > 0 {
             let mut want = b"sha256:".to_vec();
             want.extend(sha256(&src.join(&p)));

@@ -124,7 +124,7 @@ impl Accounts for Known {
 fn user(k: &str) -> Principal {
     Principal {
         access_key: k.into(),
-        admin: false,
+        role: crate::accounts::Role::User,
     }
 }
 
@@ -140,7 +140,7 @@ fn try_op(
 ) -> Option<(String, String)> {
     let anon = Principal {
         access_key: "anonymous".into(),
-        admin: false,
+        role: crate::accounts::Role::User,
     };
     let ask = Ask {
         op,
@@ -183,7 +183,7 @@ fn issue_27_decisions_for_other_principals() {
             &z,
             Some(&Principal {
                 access_key: "admin".into(),
-                admin: true
+                role: crate::accounts::Role::Admin,
             }),
             "DeleteBucket",
             "shared",
@@ -289,7 +289,7 @@ fn issue_27_decisions_for_other_principals() {
         "AccessDenied"
     );
     // A copy reads its source: alice owns `mine` but may not read `shared`.
-    store.create_bucket("mine").unwrap();
+    store.create_bucket_owned("mine", Vec::new(), Some("alice")).unwrap();
     init_bucket(
         &store,
         "mine",
@@ -312,6 +312,16 @@ fn issue_27_decisions_for_other_principals() {
         try_op(&z, Some(&alice), "CopyObject", "mine", "k", &copy),
         None
     );
+    // The owner is the store's: an ACL record naming another owner (and
+    // granting alice nothing) leaves alice the owner, who keeps access.
+    store
+        .set_bucket_record("mine", ACL_RECORD, Some(&Acl::private("bob")))
+        .unwrap();
+    assert_eq!(bucket_acl(&store, "mine", "admin").unwrap().owner, "alice");
+    assert_eq!(
+        try_op(&z, Some(&alice), "PutObject", "mine", "k", &none),
+        None
+    );
     // A missing bucket is the operation's to answer (NoSuchBucket).
     assert_eq!(
         try_op(&z, Some(&alice), "GetObject", "nosuch", "k", &none),
@@ -331,7 +341,7 @@ fn issue_27_decisions_for_other_principals() {
     assert_eq!(try_op(&z, None, "PutObject", "open", "k", &none), denied);
     let anon = Principal {
         access_key: "anonymous".into(),
-        admin: false,
+        role: crate::accounts::Role::User,
     };
     let over = Ask {
         op: "GetObject",
@@ -353,8 +363,9 @@ fn issue_27_decisions_for_other_principals() {
         "Anonymous users cannot initiate multipart uploads. Please authenticate."
     );
     assert_eq!(try_op(&z, None, "GetObject", "nosuch", "k", &none), denied);
-    // The admin API's change of owner: a private ACL, no policy.
+    // The admin API's change of owner: recorded, a private ACL, no policy.
     set_bucket_owner(&store, "shared", "alice").unwrap();
+    assert_eq!(store.bucket_owner("shared").unwrap().as_deref(), Some("alice"));
     assert_eq!(
         bucket_acl(&store, "shared", "admin").unwrap(),
         Acl::private("alice")

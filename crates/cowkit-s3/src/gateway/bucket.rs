@@ -12,24 +12,43 @@ fn with_bucket_arn<T>(mut res: S3Response<T>, bucket: &str) -> S3Response<T> {
     res
 }
 
+/// ListBuckets: the caller's buckets (an admin's: all), by name, paged by
+/// `prefix`, `max-buckets` and `continuation-token`, each with its region.
 pub(super) async fn list_buckets(
     g: &S3Gateway,
     req: S3Request<ListBucketsInput>,
 ) -> S3Result<S3Response<ListBucketsOutput>> {
     let owner = owner_of(&req);
-    let buckets = g.run(|s| s.list_buckets()).await?;
-    let buckets = buckets
+    let max = crate::pages::max_buckets(req.input.max_buckets)?;
+    let who = req.extensions.get::<crate::accounts::Principal>();
+    // Without a principal (a server without credentials): everything.
+    let mine = |o: &Option<String>| {
+        who.is_none_or(|w| w.is_admin() || o.as_deref().unwrap_or(&g.root_owner) == w.access_key)
+    };
+    let all = g.run(|s| s.list_buckets()).await?;
+    let visible: Vec<_> = all.into_iter().filter(|b| mine(&b.owner)).collect();
+    let prefix = req.input.prefix.clone();
+    let page = crate::pages::buckets_page(
+        visible,
+        |b| b.name.as_str(),
+        prefix.as_deref().unwrap_or(""),
+        req.input.continuation_token.as_deref(),
+        max,
+    );
+    let buckets = page
+        .buckets
         .into_iter()
         .map(|b| Bucket {
             name: Some(b.name),
             creation_date: Some(Timestamp::from(b.created)),
-            ..Default::default()
+            bucket_region: Some(g.region.clone()),
         })
         .collect();
     Ok(S3Response::new(ListBucketsOutput {
         buckets: Some(buckets),
         owner: Some(owner),
-        ..Default::default()
+        continuation_token: page.next,
+        prefix,
     }))
 }
 
@@ -62,12 +81,36 @@ pub(super) async fn create_bucket(
         None => Vec::new(),
     };
     let (acl, ownership) = super::access::new_bucket(&req.input, &crate::authz::Caller::of(&req))?;
+    let lock = req.input.object_lock_enabled_for_bucket == Some(true);
+    // Owned by the account that signed (the server's own key pair's
+    // buckets record none).
+    let who = owner_of(&req).id.unwrap_or_default();
     let b = req.input.bucket;
     let loc = format!("/{b}");
     let name = b.clone();
+    let owner = (who != g.root_owner).then_some(who.clone());
+    let root = g.root_owner.clone();
     g.run(move |s| {
-        s.create_bucket_with_tags(&b, tags)?;
-        crate::authz::init_bucket(s, &b, &acl, ownership)
+        match s.create_bucket_owned(&b, tags, owner.as_deref()) {
+            // S3: another account's bucket is BucketAlreadyExists.
+            Err(crate::Error::BucketExists { .. })
+                if s.bucket_owner(&b).ok().flatten().unwrap_or(root) != who =>
+            {
+                return Err(crate::Error::BucketTaken { bucket: b });
+            }
+            r => r?,
+        }
+        crate::authz::init_bucket(s, &b, &acl, ownership)?;
+        if lock {
+            // As on S3, object lock turns versioning on (unless the server
+            // keeps lock buckets unversioned, as VersityGW without
+            // versioning does).
+            crate::versions::set_lock(s, &b, &crate::versions::LockConfig::enabled())?;
+            if !s.options().object_lock_without_versioning {
+                crate::versions::set_status(s, &b, crate::versions::Status::Enabled)?;
+            }
+        }
+        Ok(())
     })
     .await?;
     Ok(with_bucket_arn(
@@ -112,7 +155,16 @@ pub(super) async fn delete_bucket(
     req: S3Request<DeleteBucketInput>,
 ) -> S3Result<S3Response<DeleteBucketOutput>> {
     let b = req.input.bucket;
-    g.run(move |s| s.delete_bucket(&b)).await?;
+    g.run(move |s| {
+        // Older versions and delete markers keep a bucket, as on S3.
+        if crate::versions::has_versions(s, &b)? {
+            return Err(crate::versions::VersionError::BucketHasVersions { bucket: b }.into());
+        }
+        s.delete_bucket(&b)?;
+        crate::versions::forget_bucket(s, &b);
+        Ok(())
+    })
+    .await?;
     Ok(S3Response::new(DeleteBucketOutput::default()))
 }
 

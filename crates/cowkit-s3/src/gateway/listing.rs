@@ -1,4 +1,4 @@
-//! Listing a bucket's objects: V1, V2 and versions.
+//! Listing a bucket's objects: V1 and V2 (versions: `versioning`).
 
 use super::*;
 
@@ -49,41 +49,6 @@ pub(super) async fn list_objects(
         delimiter: i.delimiter.map(|d| enc.enc(&d)),
         encoding_type: i.encoding_type,
         contents: Some(l.objects(&enc)),
-        common_prefixes: Some(l.prefixes(&enc)),
-        ..Default::default()
-    }))
-}
-
-pub(super) async fn list_object_versions(
-    g: &S3Gateway,
-    req: S3Request<ListObjectVersionsInput>,
-) -> S3Result<S3Response<ListObjectVersionsOutput>> {
-    // No versioning: every object has one version, `null`.
-    let owner = owner_of(&req);
-    let i = req.input;
-    let l = page(
-        g,
-        &i.bucket,
-        &i.prefix,
-        &i.delimiter,
-        i.key_marker.clone().filter(|m| !m.is_empty()),
-        i.max_keys,
-    )
-    .await?;
-    let enc = list::Encoder::new(i.encoding_type.as_ref().map(|e| e.as_str()));
-    let next = l.truncated.then(|| l.last.clone()).flatten();
-    Ok(S3Response::new(ListObjectVersionsOutput {
-        name: Some(i.bucket),
-        prefix: i.prefix.map(|p| enc.enc(&p)),
-        key_marker: i.key_marker.map(|m| enc.enc(&m)),
-        version_id_marker: i.version_id_marker,
-        max_keys: i.max_keys.or(Some(1000)),
-        is_truncated: Some(l.truncated),
-        next_key_marker: next.as_ref().map(|m| enc.enc(m)),
-        next_version_id_marker: next.map(|_| "null".to_string()),
-        delimiter: i.delimiter.map(|d| enc.enc(&d)),
-        encoding_type: i.encoding_type,
-        versions: Some(l.versions(&enc, &owner)),
         common_prefixes: Some(l.prefixes(&enc)),
         ..Default::default()
     }))

@@ -1,6 +1,7 @@
 //! Object operations: put, get, head, delete (one or many), attributes,
 //! copy, tagging.
 
+use super::versioning::{bypass_of, shown_version, version_param, written_version, LockHeaders};
 use super::*;
 
 /// GetObject bodies up to this size are read whole and sent with the
@@ -121,6 +122,12 @@ pub(super) async fn put_object(
 ) -> S3Result<S3Response<PutObjectOutput>> {
     let mut i = std::mem::take(&mut req.input);
     let body = i.body.take();
+    let bypass = bypass_of(&req);
+    let lock = LockHeaders::of(
+        i.object_lock_mode.as_ref(),
+        i.object_lock_retain_until_date.as_ref(),
+        i.object_lock_legal_hold_status.as_ref(),
+    );
     let (bucket, key) = (i.bucket, i.key);
     let checked = async {
         let (b, k) = (bucket.clone(), key.clone());
@@ -157,7 +164,7 @@ pub(super) async fn put_object(
         value,
         kind: Type::FullObject,
     });
-    let meta = crate::store::ObjectMeta {
+    let mut meta = crate::store::ObjectMeta {
         etag: md5.clone(),
         content_type: i.content_type.or_else(|| {
             // A directory object is a directory here: given no type, it
@@ -172,11 +179,17 @@ pub(super) async fn put_object(
         ..Default::default()
     };
     let (b, k) = (bucket.clone(), key.clone());
-    g.run(move |s| s.commit_object(&b, &k, file, meta)).await?;
+    let committed = g
+        .run(move |s| {
+            lock.apply(s, &b, &mut meta, bypass)?;
+            s.commit_object(&b, &k, file, meta)
+        })
+        .await?;
     access(serde_json::json!({"op": "PutObject", "bucket": bucket, "key": key, "size": size}));
     let mut out = PutObjectOutput {
         e_tag: Some(etag(&md5)),
         size: Some(size as i64),
+        version_id: written_version(&committed),
         ..Default::default()
     };
     put_checksum!(out, checksum.as_ref());
@@ -192,6 +205,13 @@ struct Read {
     range: Option<(u64, u64)>,
     /// The part `?partNumber=` names: its range and the object's part count.
     part: Option<(u64, u64, usize)>,
+    /// The bucket is (or was) versioned: a version without an id is `null`.
+    versioned: bool,
+}
+
+/// The version id a GET or HEAD of `r` answers with.
+fn read_version(r: &Read) -> Option<String> {
+    shown_version(&r.info.meta).or_else(|| r.versioned.then(|| "null".to_string()))
 }
 
 /// The object a GET or HEAD names.
@@ -233,10 +253,27 @@ async fn read(
         version_id,
         part_number,
     } = t;
+    let version_id = version_param(version_id);
     check_version_id(version_id)?;
     check_part_number(part_number, range.is_some())?;
-    let (b, k) = (bucket.to_string(), key.to_string());
-    let (file, info) = g.run(move |s| s.open_object(&b, &k)).await?;
+    let (b, k, v) = (
+        bucket.to_string(),
+        key.to_string(),
+        version_id.map(str::to_string),
+    );
+    let (file, info, versioned) = g
+        .run(move |s| {
+            let (f, i) = match v {
+                Some(v) => crate::versions::open_version(s, &b, &k, &v)?,
+                None => s
+                    .open_object(&b, &k)
+                    .map_err(|e| crate::versions::missing_key(s, &b, &k, e))?,
+            };
+            let versioned =
+                crate::versions::bucket_state(s, &b)?.status != crate::versions::Status::Off;
+            Ok((f, i, versioned))
+        })
+        .await?;
     check_read_conditions(cond, &info)?;
     let size = info.meta.size;
     let range = effective_range(range, size);
@@ -259,6 +296,7 @@ async fn read(
         info,
         range,
         part,
+        versioned,
     })
 }
 
@@ -273,6 +311,18 @@ macro_rules! read_output {
             e_tag: Some(etag(&$info.meta.etag)),
             last_modified: Some(Timestamp::from($info.mtime)),
             metadata: metadata_out(&$info.meta.metadata),
+            version_id: shown_version(&$info.meta),
+            object_lock_mode: $info
+                .meta
+                .retention
+                .map(|r| ObjectLockMode::from(r.mode.name().to_string())),
+            object_lock_retain_until_date: $info.meta.retention.map(|r| {
+                Timestamp::from(std::time::UNIX_EPOCH + std::time::Duration::from_secs(r.until.max(0) as u64))
+            }),
+            object_lock_legal_hold_status: $info
+                .meta
+                .legal_hold
+                .map(|on| ObjectLockLegalHoldStatus::from(if on { "ON" } else { "OFF" }.to_string())),
             ..Default::default()
         }
     };
@@ -315,12 +365,15 @@ pub(super) async fn get_object(
     let splicer = req.extensions.get::<crate::sendfile::Splicer>().cloned();
     let i = req.input;
     let name = std::path::PathBuf::from(format!("{}/{}", i.bucket, i.key));
+    let r = read(g, cond.as_ref(), Target::from(&i), i.range).await?;
+    let version_id = read_version(&r);
     let Read {
         file,
         info,
         range,
         part,
-    } = read(g, cond.as_ref(), Target::from(&i), i.range).await?;
+        ..
+    } = r;
     let (start, end) = range.unwrap_or((0, info.meta.size));
     let content_range = range.map(|r| content_range(r, info.meta.size));
     let body = match splicer {
@@ -346,6 +399,7 @@ pub(super) async fn get_object(
         content_range: content_range,
     });
     out.parts_count = parts_count(part, &info);
+    out.version_id = version_id;
     put_checksum!(out, checksum);
     Ok(read_response(out, checksum, part.is_some(), &info, &uri))
 }
@@ -357,9 +411,11 @@ pub(super) async fn head_object(
     let uri = req.uri.clone();
     let cond = conditions_of(&req);
     let i = req.input;
+    let r = read(g, cond.as_ref(), Target::from(&i), i.range).await?;
+    let version_id = read_version(&r);
     let Read {
         info, range, part, ..
-    } = read(g, cond.as_ref(), Target::from(&i), i.range).await?;
+    } = r;
     let size = info.meta.size;
     let checksum = checksum_wanted(i.checksum_mode.as_ref(), range.is_none(), &info);
     let mut out = read_output!(HeadObjectOutput, info, {
@@ -367,6 +423,7 @@ pub(super) async fn head_object(
         content_range: range.map(|r| content_range(r, size)),
         parts_count: parts_count(part, &info),
     });
+    out.version_id = version_id;
     put_checksum!(out, checksum);
     Ok(read_response(out, checksum, range.is_some(), &info, &uri))
 }
@@ -376,16 +433,24 @@ pub(super) async fn delete_object(
     req: S3Request<DeleteObjectInput>,
 ) -> S3Result<S3Response<DeleteObjectOutput>> {
     let cond = conditions_of(&req).filter(Conditions::has_delete);
+    let bypass = bypass_of(&req);
     let i = req.input;
     let (b, k) = (i.bucket, i.key);
+    let v = version_param(i.version_id.as_deref()).map(str::to_string);
     if let Some(cond) = cond {
         // Checked, then deleted: a writer racing in between wins.
         let (b2, k2) = (b.clone(), k.clone());
         let cur = g.run(move |s| s.stat_object(&b2, &k2)).await?;
         write_outcome(cond.delete(cur.as_ref().map(current)), &b, &k)?;
     }
-    g.run(move |s| s.delete_object(&b, &k)).await?;
-    Ok(S3Response::new(DeleteObjectOutput::default()))
+    let d = g
+        .run(move |s| crate::versions::delete(s, &b, &k, v.as_deref(), bypass))
+        .await?;
+    Ok(S3Response::new(DeleteObjectOutput {
+        delete_marker: d.delete_marker.then_some(true),
+        version_id: d.version_id,
+        ..Default::default()
+    }))
 }
 
 pub(super) async fn get_object_attributes(
@@ -397,9 +462,17 @@ pub(super) async fn get_object_attributes(
     g.run(move |s| s.head_bucket(&b)).await?;
     let attrs = object_attributes(&i.object_attributes)?;
     let want = |n: &str| attrs.iter().any(|a| a == n);
+    let v = version_param(i.version_id.as_deref()).map(str::to_string);
+    check_version_id(v.as_deref())?;
     let (b, k) = (i.bucket.clone(), i.key.clone());
-    let (_, info) = g.run(move |s| s.open_object(&b, &k)).await?;
+    let (_, info) = g
+        .run(move |s| match &v {
+            Some(v) => crate::versions::open_version(s, &b, &k, v),
+            None => s.open_object(&b, &k),
+        })
+        .await?;
     let mut out = GetObjectAttributesOutput {
+        version_id: shown_version(&info.meta),
         last_modified: Some(Timestamp::from(info.mtime)),
         ..Default::default()
     };
@@ -440,12 +513,14 @@ pub(super) async fn copy_object(
 ) -> S3Result<S3Response<CopyObjectOutput>> {
     let headers = stored_headers(&req.headers);
     let cond = conditions_of(&req);
+    let bypass = bypass_of(&req);
     let i = req.input;
     let (sb, sk) = copy_source(&i.copy_source)?;
+    let sv = copy_source_version(&i.copy_source);
     let replace = replaces_metadata(i.metadata_directive.as_ref())?;
     let new_tags = replaced_tags(i.tagging_directive.as_ref(), i.tagging.as_deref())?;
     let algo = checksum_algorithm(i.checksum_algorithm.as_ref())?;
-    if sb == i.bucket && sk == i.key && !replace && algo.is_none() {
+    if sb == i.bucket && sk == i.key && !replace && algo.is_none() && sv.is_none() {
         return Err(invalid_request("This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes."));
     }
     if let Some(c) = &cond {
@@ -454,10 +529,21 @@ pub(super) async fn copy_object(
     }
     let (ct, md) = (i.content_type.clone(), metadata_of(i.metadata.clone()));
     let (b, k) = (i.bucket.clone(), i.key.clone());
+    let lock = LockHeaders::of(
+        i.object_lock_mode.as_ref(),
+        i.object_lock_retain_until_date.as_ref(),
+        i.object_lock_legal_hold_status.as_ref(),
+    );
+    let shown_source = sv.clone();
     let (meta, copied) = g
         .run(move |s| {
             let src_path = s.dir().join(&sb).join(&sk);
-            s.copy_object_with(&sb, &sk, &b, &k, |meta, src| {
+            let source = match &sv {
+                Some(v) => crate::versions::open_version(s, &sb, &sk, v)?,
+                None => s.open_object(&sb, &sk)?,
+            };
+            s.copy_from(source, &sb, &sk, &b, &k, |meta, src| {
+                lock.apply(s, &b, meta, bypass)?;
                 if replace {
                     meta.content_type = ct;
                     meta.metadata = md;
@@ -488,6 +574,8 @@ pub(super) async fn copy_object(
     put_checksum!(result, meta.checksum.as_ref());
     let mut res = S3Response::new(CopyObjectOutput {
         copy_object_result: Some(result),
+        version_id: written_version(&meta),
+        copy_source_version_id: shown_source,
         ..Default::default()
     });
     add_xml_checksum(&mut res, "CopyObjectResult", 1, meta.checksum.as_ref());
@@ -500,9 +588,10 @@ pub(super) async fn put_object_tagging(
 ) -> S3Result<S3Response<PutObjectTaggingOutput>> {
     let i = req.input;
     let tags = crate::tagging::check_set(tag_pairs(&i.tagging)).map_err(tag_error)?;
+    let v = version_param(i.version_id.as_deref()).map(str::to_string);
     let (b, k) = (i.bucket, i.key);
-    g.run(move |s| s.set_tags(&b, &k, tags)).await?;
-    Ok(S3Response::new(PutObjectTaggingOutput::default()))
+    let version_id = set_version_tags(g, b, k, v, tags).await?;
+    Ok(S3Response::new(PutObjectTaggingOutput { version_id }))
 }
 
 pub(super) async fn get_object_tagging(
@@ -510,11 +599,17 @@ pub(super) async fn get_object_tagging(
     req: S3Request<GetObjectTaggingInput>,
 ) -> S3Result<S3Response<GetObjectTaggingOutput>> {
     let i = req.input;
+    let v = version_param(i.version_id.as_deref()).map(str::to_string);
     let (b, k) = (i.bucket, i.key);
-    let (_, info) = g.run(move |s| s.open_object(&b, &k)).await?;
+    let m = g
+        .run(move |s| match &v {
+            Some(v) => crate::versions::read(s, &b, &k, Some(v)),
+            None => s.open_object(&b, &k).map(|(_, i)| i.meta),
+        })
+        .await?;
     Ok(S3Response::new(GetObjectTaggingOutput {
-        tag_set: tag_set_out(info.meta.tags),
-        ..Default::default()
+        version_id: shown_version(&m),
+        tag_set: tag_set_out(m.tags),
     }))
 }
 
@@ -523,50 +618,89 @@ pub(super) async fn delete_object_tagging(
     req: S3Request<DeleteObjectTaggingInput>,
 ) -> S3Result<S3Response<DeleteObjectTaggingOutput>> {
     let i = req.input;
+    let v = version_param(i.version_id.as_deref()).map(str::to_string);
     let (b, k) = (i.bucket, i.key);
-    g.run(move |s| s.set_tags(&b, &k, Vec::new())).await?;
-    Ok(S3Response::new(DeleteObjectTaggingOutput::default()))
+    let version_id = set_version_tags(g, b, k, v, Vec::new()).await?;
+    Ok(S3Response::new(DeleteObjectTaggingOutput { version_id }))
+}
+
+/// Replace the tags of version `v` of `k` (the current one without `v`);
+/// the version id to answer with.
+async fn set_version_tags(
+    g: &S3Gateway,
+    b: String,
+    k: String,
+    v: Option<String>,
+    tags: Vec<crate::tagging::Tag>,
+) -> S3Result<Option<String>> {
+    g.run(move |s| match v {
+        Some(v) => {
+            crate::versions::update(s, &b, &k, Some(&v), |m| {
+                m.tags = tags;
+                Ok(())
+            })?;
+            Ok(Some(v))
+        }
+        None => s.set_tags(&b, &k, tags).map(|()| None),
+    })
+    .await
 }
 
 pub(super) async fn delete_objects(
     g: &S3Gateway,
     req: S3Request<DeleteObjectsInput>,
 ) -> S3Result<S3Response<DeleteObjectsOutput>> {
+    let bypass = bypass_of(&req);
     let i = req.input;
     let bucket = i.bucket;
     let quiet = i.delete.quiet.unwrap_or(false);
     if i.delete.objects.len() > 1000 {
         return Err(to_s3_error(Error::MalformedXml));
     }
-    let keys: Vec<String> = i.delete.objects.into_iter().map(|o| o.key).collect();
+    let keys: Vec<(String, Option<String>)> = i
+        .delete
+        .objects
+        .into_iter()
+        .map(|o| {
+            (
+                o.key,
+                version_param(o.version_id.as_deref()).map(str::to_string),
+            )
+        })
+        .collect();
     let results = g
         .run(move |s| {
             s.head_bucket(&bucket)?;
             Ok(keys
                 .into_iter()
-                .map(|k| {
-                    let r = s.delete_object(&bucket, &k);
-                    (k, r)
+                .map(|(k, v)| {
+                    let r = crate::versions::delete(s, &bucket, &k, v.as_deref(), bypass);
+                    (k, v, r)
                 })
                 .collect::<Vec<_>>())
         })
         .await?;
     let mut deleted = Vec::new();
     let mut errors = Vec::new();
-    for (k, r) in results {
+    for (k, v, r) in results {
         match r {
-            Ok(()) if !quiet => deleted.push(DeletedObject {
+            Ok(d) if !quiet => deleted.push(DeletedObject {
                 key: Some(k),
-                ..Default::default()
+                delete_marker: (d.delete_marker || v.is_some()).then_some(d.delete_marker),
+                delete_marker_version_id: d
+                    .version_id
+                    .clone()
+                    .filter(|_| d.delete_marker && v.is_none()),
+                version_id: v,
             }),
-            Ok(()) => {}
+            Ok(_) => {}
             Err(e) => {
                 let se = to_s3_error(e);
                 errors.push(s3s::dto::Error {
                     code: Some(se.code().as_str().to_string()),
                     key: Some(k),
                     message: se.message().map(str::to_string),
-                    version_id: None,
+                    version_id: v,
                 });
             }
         }

@@ -10,15 +10,30 @@ pub(super) async fn create_multipart_upload(
     let headers = stored_headers(&req.headers);
     let i = req.input;
     let checksum = upload_checksum(i.checksum_algorithm.as_ref(), i.checksum_type.as_ref())?;
-    let new = crate::multipart::NewUpload {
+    let lock = super::versioning::LockHeaders::of(
+        i.object_lock_mode.as_ref(),
+        i.object_lock_retain_until_date.as_ref(),
+        i.object_lock_legal_hold_status.as_ref(),
+    );
+    let mut new = crate::multipart::NewUpload {
         content_type: i.content_type,
         metadata: metadata_of(i.metadata),
         checksum,
         headers,
         tags: header_tags(i.tagging.as_deref())?,
+        ..Default::default()
     };
     let (b, k) = (i.bucket.clone(), i.key.clone());
-    let id = g.run(move |s| s.create_upload_with(&b, &k, new)).await?;
+    let id = g
+        .run(move |s| {
+            s.head_bucket(&b)?;
+            let mut m = crate::store::ObjectMeta::default();
+            lock.apply(s, &b, &mut m, false)?;
+            new.retention = m.retention;
+            new.legal_hold = m.legal_hold;
+            s.create_upload_with(&b, &k, new)
+        })
+        .await?;
     Ok(S3Response::new(CreateMultipartUploadOutput {
         bucket: Some(i.bucket),
         key: Some(i.key),
@@ -136,6 +151,8 @@ pub(super) async fn upload_part_copy(
         ));
     }
     let (sb, sk) = copy_source(&i.copy_source)?;
+    let sv = copy_source_version(&i.copy_source);
+    let shown_source = sv.clone();
     if let Some(c) = &cond {
         g.check_copy_source(c, &sb, &sk).await?;
     }
@@ -152,7 +169,7 @@ pub(super) async fn upload_part_copy(
     let (rec, copied, rec_shown) = g
         .run(move |s| {
             let shown = s.upload_record(&id, &b, &k)?.checksum.is_some();
-            let (rec, copied) = s.copy_part(&id, &b, &k, n, &sb, &sk, range)?;
+            let (rec, copied) = s.copy_part(&id, &b, &k, n, &sb, &sk, sv.as_deref(), range)?;
             Ok((rec, copied, shown))
         })
         .await?;
@@ -171,6 +188,7 @@ pub(super) async fn upload_part_copy(
     }
     let mut res = S3Response::new(UploadPartCopyOutput {
         copy_part_result: Some(result),
+        copy_source_version_id: shown_source,
         ..Default::default()
     });
     add_xml_checksum(&mut res, "CopyPartResult", 1, shown);
@@ -429,6 +447,7 @@ fn complete_output(
         bucket: Some(r.bucket.clone()),
         key: Some(r.key.clone()),
         e_tag: Some(etag(&r.etag)),
+        version_id: r.version_id.clone(),
         location: Some(format!(
             "http://{host}/{}/{}",
             r.bucket,

@@ -172,6 +172,20 @@ pub(super) fn check_payload_hash(headers: &HeaderMap) -> Result<(), Refusal> {
 }
 
 impl Prechecks {
+    /// Whether `ak` is neither the server's access key nor an account's
+    /// (when the store cannot be read, the request goes on to s3s, whose
+    /// lookup answers with that error).
+    fn unknown_key(&self, ak: &str) -> bool {
+        let Some(mine) = &self.access_key else {
+            return false;
+        };
+        ak != mine
+            && !self
+                .accounts
+                .as_ref()
+                .is_some_and(|a| !matches!(a.find(ak), Ok(None)))
+    }
+
     pub(super) fn check_header_auth(&self, auth: &str, headers: &HeaderMap) -> Result<(), Refusal> {
         if auth.starts_with("AWS ") {
             return Err(unsupported_mechanism());
@@ -227,10 +241,8 @@ impl Prechecks {
         let signed = signed.ok_or_else(|| malformed("missing SignedHeaders.".into()))?;
         sig.ok_or_else(|| malformed("missing Signature.".into()))?;
         let (ak, cred_date) = check_scope(cred, &self.region, &malformed)?;
-        if let Some(mine) = &self.access_key {
-            if ak != mine {
-                return Err(invalid_access_key(ak));
-            }
+        if self.unknown_key(ak) {
+            return Err(invalid_access_key(ak));
         }
         let amz_date = headers
             .get("x-amz-date")
@@ -325,10 +337,8 @@ impl Prechecks {
         if expires > MAX_EXPIRES {
             return Err(qerr("X-Amz-Expires must be less than a week (in seconds); that is, the given X-Amz-Expires must be less than 604800 seconds".into()));
         }
-        if let Some(mine) = &self.access_key {
-            if ak != mine {
-                return Err(invalid_access_key(ak));
-            }
+        if self.unknown_key(ak) {
+            return Err(invalid_access_key(ak));
         }
         let now = now_secs();
         if date - now > MAX_SKEW.as_secs() as i64 {

@@ -90,6 +90,8 @@ pub struct Prechecks {
     pub region: String,
     /// The access key, when credentials are configured.
     pub access_key: Option<String>,
+    /// The other accounts, when there are credentials.
+    pub accounts: Option<std::sync::Arc<crate::accounts::Accounts>>,
 }
 
 fn bad_request(code: &'static str, m: impl Into<String>) -> Refusal {
@@ -344,18 +346,15 @@ fn invalid_argument(m: &str, name: &str, value: &str) -> Refusal {
 }
 
 /// Features the gateway does not have, asked for in headers: refused rather
-/// than ignored. Object lock values are checked first as S3 checks them;
-/// valid ones get S3's answer for a bucket without object lock (no bucket
-/// here has it).
+/// than ignored. Object lock values are checked as S3 checks them; valid
+/// ones go on to the gateway, which knows whether the bucket has object
+/// lock.
 fn check_unsupported(
     method: &Method,
     headers: &HeaderMap,
     bucket_put: bool,
 ) -> Result<(), Refusal> {
     let h = |k: &str| headers.get(k).map(|v| v.to_str().unwrap_or(""));
-    if h("x-amz-bucket-object-lock-enabled").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
-        return Err(not_implemented());
-    }
     // ACLs are not implemented, but a value S3 would refuse is refused as
     // S3 refuses it first, and so is an ACL on a bucket made with ACLs
     // disabled (`BucketOwnerEnforced`); what is left asks for ACLs.
@@ -445,10 +444,7 @@ fn check_unsupported(
         )),
         _ => {}
     }
-    Err(bad_request(
-        "InvalidRequest",
-        "Bucket is missing ObjectLockConfiguration",
-    ))
+    Ok(())
 }
 
 /// S3's canned ACLs (`x-amz-acl`), for buckets and objects.
@@ -525,14 +521,14 @@ pub fn check_copy_source(raw: &str) -> Result<(), Refusal> {
     let decoded =
         strict_percent_decode(path).ok_or_else(|| invalid("Invalid copy source encoding", raw))?;
     // A client that percent-encoded the whole source, `?versionId=` with
-    // it, still means a version id: split there too, and refuse the
-    // version as the gateway refuses every version but `null` (no bucket
-    // is versioned), rather than read it as part of the key.
+    // it, still means a version id: split there too, and refuse what is
+    // not a version id (it would name a file), rather than read it as
+    // part of the key.
     let (decoded, version) = match decoded.split_once("?versionId=") {
         Some((p, v)) => (p.to_string(), Some(v.to_string())),
         None => (decoded, None),
     };
-    if let Some(v) = version.filter(|v| v != "null") {
+    if let Some(v) = version.filter(|v| !crate::versions::id::check(v)) {
         return Err(
             bad_request("InvalidArgument", "Invalid version id specified")
                 .with("ArgumentName", "versionId")

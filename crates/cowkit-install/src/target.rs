@@ -1,4 +1,5 @@
-//! Creating entries inside the root, in their parent directory (resolved
+//! The install target: the root being installed into (`Target`), and its
+//! entries created inside it, in their parent directory (resolved
 //! inside the root): regular files as unnamed `cowkit_fs::dir::NewFile`s
 //! linked in place when complete, symlinks, hardlinks and nodes under a
 //! temporary name (`cowkit_fs::dir::create_replacing`) renamed into place;

@@ -1,6 +1,8 @@
-"""Conformance round 3: answers S3 gives that the gateway now gives too
-(expected bucket owners, checksums s3s 0.14 has no field for, ListParts'
-`null` checksum). On XFS only: none of this depends on the
+"""Answers S3 gives and the gateway gives too: expected bucket owners,
+checksums s3s 0.14 has no field for (SHA-512, ListParts' `null` checksum,
+a header beside a declared trailer), a header section over 8 KiB, the
+order of errors, version ids, and the aws-chunked framing (only the last
+chunk may be short). On XFS only: none of this depends on the
 filesystem."""
 import base64
 import hashlib

@@ -1,5 +1,5 @@
-"""Issue 25, item 3: peers that stop talking, and peers that only open
-connections, no longer take the gateway away from its clients. Done as an
+"""Peers that stop talking, and peers that only open connections, do not
+take the gateway away from its clients (the checks of issue 25, item 3). Done as an
 attacker would: raw TCP sockets, no credentials. On XFS only: none of this
 depends on the filesystem.
 

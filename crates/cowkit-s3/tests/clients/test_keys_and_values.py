@@ -1,8 +1,8 @@
-"""Conformance round 4: the answers the VersityGW suite checks that the
-gateway now gives (messages, keys that are not paths, CreateBucket's ACL
-and ownership values, directory objects' content type, ListParts'
-integers, a percent-encoded `?versionId=` in a copy source). On XFS only:
-none of this depends on the filesystem."""
+"""The answers the VersityGW suite checks that the gateway gives
+(messages, keys that are not paths, CreateBucket's ACL and ownership
+values, directory objects' content type, ListParts' integers, a
+percent-encoded `?versionId=` in a copy source). On XFS only: none of this
+depends on the filesystem."""
 import pytest
 from botocore.exceptions import ClientError
 

@@ -1,0 +1,309 @@
+"""Bucket versioning and object lock (issue 27): version ids, older versions
+kept in the gateway's area by a second name of the same inode (no byte
+copied), delete markers, ListObjectVersions paging, GET/HEAD/DELETE/copy by
+version, suspended buckets' `null` versions, multipart completes; object
+lock configuration, retention, legal hold and the governance bypass. On XFS
+only: nothing here depends on the filesystem."""
+import datetime
+import os
+
+import pytest
+from botocore.exceptions import ClientError
+
+MiB = 1 << 20
+
+
+def code(exc):
+    return exc.value.response["Error"]["Code"]
+
+
+def status(exc):
+    return exc.value.response["ResponseMetadata"]["HTTPStatusCode"]
+
+
+def headers(exc):
+    return exc.value.response["ResponseMetadata"]["HTTPHeaders"]
+
+
+def body(s3, bucket, key, **kw):
+    return s3.get_object(Bucket=bucket, Key=key, **kw)["Body"].read()
+
+
+def later(**kw):
+    return datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(**kw)
+
+
+@pytest.fixture
+def srv(make_server):
+    return make_server("xfs", ["--min-part-size", "4096"])
+
+
+@pytest.fixture
+def s3(srv):
+    c = srv.client()
+    c.create_bucket(Bucket="vbk")
+    return c
+
+
+def versions_dir(srv, bucket):
+    return os.path.join(srv.root, ".cowkit-s3", "versions", bucket)
+
+
+def test_issue_27_overwrites_keep_old_versions_without_copying(srv, s3):
+    s3.put_object(Bucket="vbk", Key="k", Body=b"one")
+    assert "Status" not in s3.get_bucket_versioning(Bucket="vbk")
+    # Unversioned: no version id is shown.
+    assert "VersionId" not in s3.head_object(Bucket="vbk", Key="k")
+    s3.put_bucket_versioning(Bucket="vbk", VersioningConfiguration={"Status": "Enabled"})
+    assert s3.get_bucket_versioning(Bucket="vbk")["Status"] == "Enabled"
+    ino_one = os.stat(os.path.join(srv.root, "vbk", "k")).st_ino
+    v2 = s3.put_object(Bucket="vbk", Key="k", Body=b"two")["VersionId"]
+    ino_two = os.stat(os.path.join(srv.root, "vbk", "k")).st_ino
+    v3 = s3.put_object(Bucket="vbk", Key="k", Body=b"three")["VersionId"]
+    assert len({v2, v3, "null"}) == 3 and v2 < v3
+    # The key is a plain file holding the current version.
+    assert open(os.path.join(srv.root, "vbk", "k"), "rb").read() == b"three"
+    # The older versions are the very inodes that were the key: linked,
+    # not copied or cloned.
+    kept = {}
+    for h in os.listdir(versions_dir(srv, "vbk")):
+        for name in os.listdir(os.path.join(versions_dir(srv, "vbk"), h)):
+            if not name.endswith(".json"):
+                kept[name] = os.stat(os.path.join(versions_dir(srv, "vbk"), h, name)).st_ino
+    assert kept == {"null": ino_one, v2: ino_two}
+    assert body(s3, "vbk", "k") == b"three"
+    assert body(s3, "vbk", "k", VersionId=v2) == b"two"
+    assert body(s3, "vbk", "k", VersionId="null") == b"one"
+    assert s3.head_object(Bucket="vbk", Key="k", VersionId=v2)["ContentLength"] == 3
+    assert s3.get_object(Bucket="vbk", Key="k")["VersionId"] == v3
+    listed = s3.list_object_versions(Bucket="vbk")["Versions"]
+    assert [(v["VersionId"], v["IsLatest"], v["Size"]) for v in listed] == [
+        (v3, True, 5), (v2, False, 3), ("null", False, 3)]
+
+
+def test_issue_27_delete_markers(srv, s3):
+    s3.put_bucket_versioning(Bucket="vbk", VersioningConfiguration={"Status": "Enabled"})
+    v1 = s3.put_object(Bucket="vbk", Key="d/k", Body=b"one")["VersionId"]
+    r = s3.delete_object(Bucket="vbk", Key="d/k")
+    assert r["DeleteMarker"] is True
+    marker = r["VersionId"]
+    # The tree no longer has the key; S3 shows a 404 naming the marker.
+    assert not os.path.exists(os.path.join(srv.root, "vbk", "d", "k"))
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket="vbk", Key="d/k")
+    assert status(e) == 404 and headers(e).get("x-amz-delete-marker") == "true"
+    assert headers(e).get("x-amz-version-id") == marker
+    with pytest.raises(ClientError) as e:
+        s3.head_object(Bucket="vbk", Key="d/k", VersionId=marker)
+    assert status(e) == 405
+    assert s3.list_objects_v2(Bucket="vbk").get("KeyCount") == 0
+    out = s3.list_object_versions(Bucket="vbk")
+    assert [(m["VersionId"], m["IsLatest"]) for m in out["DeleteMarkers"]] == [(marker, True)]
+    assert [(v["VersionId"], v["IsLatest"]) for v in out["Versions"]] == [(v1, False)]
+    # A bucket with versions left is not empty.
+    with pytest.raises(ClientError) as e:
+        s3.delete_bucket(Bucket="vbk")
+    assert code(e) == "BucketNotEmpty"
+    # Removing the marker brings the version back to its key.
+    r = s3.delete_object(Bucket="vbk", Key="d/k", VersionId=marker)
+    assert r["DeleteMarker"] is True and r["VersionId"] == marker
+    assert open(os.path.join(srv.root, "vbk", "d", "k"), "rb").read() == b"one"
+    assert body(s3, "vbk", "d/k") == b"one"
+    # A directory object has no versions: it goes as in an unversioned
+    # bucket (a directory cannot have a second name).
+    s3.put_object(Bucket="vbk", Key="dir/")
+    s3.delete_object(Bucket="vbk", Key="dir/")
+    assert not os.path.exists(os.path.join(srv.root, "vbk", "dir"))
+    # Deleting the current version by id brings no marker.
+    r = s3.delete_object(Bucket="vbk", Key="d/k", VersionId=v1)
+    assert "DeleteMarker" not in r
+    assert s3.list_object_versions(Bucket="vbk").get("Versions", []) == []
+    s3.delete_bucket(Bucket="vbk")
+
+
+def test_issue_27_version_ids_are_checked(s3):
+    s3.put_bucket_versioning(Bucket="vbk", VersioningConfiguration={"Status": "Enabled"})
+    v = s3.put_object(Bucket="vbk", Key="a", Body=b"a")["VersionId"]
+    s3.put_object(Bucket="vbk", Key="b", Body=b"b")
+    for bad in ["invalid_version_id", "../../a", v.lower(), v + "0"]:
+        with pytest.raises(ClientError) as e:
+            s3.get_object(Bucket="vbk", Key="a", VersionId=bad)
+        assert code(e) == "InvalidArgument", bad
+    # A version of another key, or one that never was.
+    for other in [("b", v), ("a", "01G65Z755AFWAKHE12NY0CQ9FH")]:
+        with pytest.raises(ClientError) as e:
+            s3.get_object(Bucket="vbk", Key=other[0], VersionId=other[1])
+        assert code(e) == "NoSuchVersion", other
+    with pytest.raises(ClientError) as e:
+        s3.copy_object(Bucket="vbk", Key="c", CopySource="vbk/a?versionId=..%2F..%2Fx")
+    assert code(e) == "InvalidArgument"
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket="vbk", Key="c")
+
+
+def test_issue_27_suspended_writes_replace_the_null_version(srv, s3):
+    s3.put_bucket_versioning(Bucket="vbk", VersioningConfiguration={"Status": "Enabled"})
+    v1 = s3.put_object(Bucket="vbk", Key="k", Body=b"one")["VersionId"]
+    s3.put_bucket_versioning(Bucket="vbk", VersioningConfiguration={"Status": "Suspended"})
+    # The null version: no id in the answer (as VersityGW), `null` on reads.
+    assert "VersionId" not in s3.put_object(Bucket="vbk", Key="k", Body=b"two")
+    assert "VersionId" not in s3.put_object(Bucket="vbk", Key="k", Body=b"three")
+    assert s3.head_object(Bucket="vbk", Key="k")["VersionId"] == "null"
+    listed = s3.list_object_versions(Bucket="vbk")["Versions"]
+    assert [(v["VersionId"], v["IsLatest"]) for v in listed] == [("null", True), (v1, False)]
+    assert body(s3, "vbk", "k", VersionId=v1) == b"one"
+    # A delete in a suspended bucket: a null delete marker, the null
+    # version gone.
+    r = s3.delete_object(Bucket="vbk", Key="k")
+    assert r["DeleteMarker"] is True and r["VersionId"] == "null"
+    out = s3.list_object_versions(Bucket="vbk")
+    assert [v["VersionId"] for v in out["Versions"]] == [v1]
+    assert [m["VersionId"] for m in out["DeleteMarkers"]] == ["null"]
+
+
+def test_issue_27_copy_and_complete_by_version(srv, s3):
+    s3.put_bucket_versioning(Bucket="vbk", VersioningConfiguration={"Status": "Enabled"})
+    v1 = s3.put_object(Bucket="vbk", Key="src", Body=b"old source")["VersionId"]
+    s3.put_object(Bucket="vbk", Key="src", Body=b"new source")
+    r = s3.copy_object(Bucket="vbk", Key="dst", CopySource={"Bucket": "vbk", "Key": "src", "VersionId": v1})
+    assert r["CopySourceVersionId"] == v1 and r["VersionId"]
+    assert body(s3, "vbk", "dst") == b"old source"
+    # A multipart complete over a key keeps the old version and clones
+    # its parts as any complete does.
+    up = s3.create_multipart_upload(Bucket="vbk", Key="dst")["UploadId"]
+    parts = []
+    for n in (1, 2):
+        e = s3.upload_part(Bucket="vbk", Key="dst", UploadId=up, PartNumber=n, Body=bytes([n]) * 8192)["ETag"]
+        parts.append({"PartNumber": n, "ETag": e})
+    done = s3.complete_multipart_upload(Bucket="vbk", Key="dst", UploadId=up,
+                                        MultipartUpload={"Parts": parts})
+    assert done["VersionId"] and done["VersionId"] != r["VersionId"]
+    assert body(s3, "vbk", "dst", VersionId=r["VersionId"]) == b"old source"
+    assert len(body(s3, "vbk", "dst")) == 16384
+    # UploadPartCopy from an older version.
+    up = s3.create_multipart_upload(Bucket="vbk", Key="p")["UploadId"]
+    e = s3.upload_part_copy(Bucket="vbk", Key="p", UploadId=up, PartNumber=1,
+                            CopySource={"Bucket": "vbk", "Key": "src", "VersionId": v1})
+    s3.complete_multipart_upload(Bucket="vbk", Key="p", UploadId=up, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": e["CopyPartResult"]["ETag"]}]})
+    assert body(s3, "vbk", "p") == b"old source"
+
+
+def test_issue_27_list_object_versions_pages(s3):
+    s3.put_bucket_versioning(Bucket="vbk", VersioningConfiguration={"Status": "Enabled"})
+    want = []
+    for key in ["foo", "bar", "baz"]:
+        ids = [s3.put_object(Bucket="vbk", Key=key, Body=b"x")["VersionId"] for _ in range(3)]
+        want += [(key, v) for v in reversed(ids)]
+    want.sort(key=lambda kv: kv[0])  # keys in order, each newest first (stable)
+    got, kw = [], {}
+    while True:
+        out = s3.list_object_versions(Bucket="vbk", MaxKeys=4, **kw)
+        got += [(v["Key"], v["VersionId"]) for v in out.get("Versions", [])]
+        if not out["IsTruncated"]:
+            break
+        assert out["NextVersionIdMarker"] == got[-1][1]
+        kw = {"KeyMarker": out["NextKeyMarker"], "VersionIdMarker": out["NextVersionIdMarker"]}
+    assert got == want
+    out = s3.list_object_versions(Bucket="vbk", Prefix="ba", Delimiter="z")
+    assert [p["Prefix"] for p in out["CommonPrefixes"]] == ["baz"]
+    assert {v["Key"] for v in out["Versions"]} == {"bar"}
+
+
+def test_issue_27_object_lock_retention_and_legal_hold(s3):
+    s3.create_bucket(Bucket="lbk", ObjectLockEnabledForBucket=True)
+    # Object lock turns versioning on, as on S3.
+    assert s3.get_bucket_versioning(Bucket="lbk")["Status"] == "Enabled"
+    with pytest.raises(ClientError) as e:
+        s3.put_bucket_versioning(Bucket="lbk", VersioningConfiguration={"Status": "Suspended"})
+    assert code(e) == "InvalidBucketState"
+    with pytest.raises(ClientError) as e:
+        s3.get_object_lock_configuration(Bucket="vbk")
+    assert code(e) == "ObjectLockConfigurationNotFoundError"
+    s3.put_object_lock_configuration(Bucket="lbk", ObjectLockConfiguration={
+        "ObjectLockEnabled": "Enabled",
+        "Rule": {"DefaultRetention": {"Mode": "GOVERNANCE", "Days": 1}}})
+    rule = s3.get_object_lock_configuration(Bucket="lbk")["ObjectLockConfiguration"]["Rule"]
+    assert rule["DefaultRetention"] == {"Mode": "GOVERNANCE", "Days": 1}
+    for bad in [{"Mode": "GOVERNANCE", "Days": 1, "Years": 1}, {"Mode": "x", "Days": 1}]:
+        with pytest.raises(ClientError) as e:
+            s3.put_object_lock_configuration(Bucket="lbk", ObjectLockConfiguration={
+                "ObjectLockEnabled": "Enabled", "Rule": {"DefaultRetention": bad}})
+        assert code(e) == "MalformedXML", bad
+    with pytest.raises(ClientError) as e:
+        s3.put_object_lock_configuration(Bucket="lbk", ObjectLockConfiguration={
+            "ObjectLockEnabled": "Enabled", "Rule": {"DefaultRetention": {"Mode": "GOVERNANCE", "Days": -3}}})
+    assert code(e) == "InvalidArgument"
+    v = s3.put_object(Bucket="lbk", Key="k", Body=b"locked")["VersionId"]
+    r = s3.get_object_retention(Bucket="lbk", Key="k")["Retention"]
+    assert r["Mode"] == "GOVERNANCE" and r["RetainUntilDate"] > later(hours=23)
+    # A delete without a version id makes a marker (the version stays).
+    s3.delete_object(Bucket="lbk", Key="k")
+    with pytest.raises(ClientError) as e:
+        s3.delete_object(Bucket="lbk", Key="k", VersionId=v)
+    assert code(e) == "AccessDenied" and status(e) == 403
+    assert body(s3, "lbk", "k", VersionId=v) == b"locked"
+    # Governance: shortened or removed only with the bypass.
+    with pytest.raises(ClientError) as e:
+        s3.put_object_retention(Bucket="lbk", Key="k", VersionId=v, Retention={
+            "Mode": "GOVERNANCE", "RetainUntilDate": later(hours=1)})
+    assert code(e) == "AccessDenied"
+    s3.put_object_retention(Bucket="lbk", Key="k", VersionId=v, BypassGovernanceRetention=True,
+                            Retention={"Mode": "COMPLIANCE", "RetainUntilDate": later(hours=1)})
+    # Compliance: not even with the bypass; a date in the past is refused.
+    with pytest.raises(ClientError) as e:
+        s3.delete_object(Bucket="lbk", Key="k", VersionId=v, BypassGovernanceRetention=True)
+    assert code(e) == "AccessDenied"
+    with pytest.raises(ClientError) as e:
+        s3.put_object_retention(Bucket="lbk", Key="k", VersionId=v, BypassGovernanceRetention=True,
+                                Retention={"Mode": "GOVERNANCE", "RetainUntilDate": later(hours=2)})
+    assert code(e) == "AccessDenied"
+    with pytest.raises(ClientError) as e:
+        s3.put_object_retention(Bucket="lbk", Key="k", VersionId=v, Retention={
+            "Mode": "COMPLIANCE", "RetainUntilDate": later(hours=-1)})
+    assert code(e) == "InvalidArgument"
+    # Legal hold, on an object put with one.
+    w = s3.put_object(Bucket="lbk", Key="h", Body=b"held", ObjectLockLegalHoldStatus="ON")["VersionId"]
+    assert s3.get_object_legal_hold(Bucket="lbk", Key="h")["LegalHold"]["Status"] == "ON"
+    s3.put_object_retention(Bucket="lbk", Key="h", VersionId=w, BypassGovernanceRetention=True,
+                            Retention={"Mode": "GOVERNANCE", "RetainUntilDate": later(seconds=2)})
+    with pytest.raises(ClientError) as e:
+        s3.delete_object(Bucket="lbk", Key="h", VersionId=w, BypassGovernanceRetention=True)
+    assert code(e) == "AccessDenied"
+    s3.put_object_legal_hold(Bucket="lbk", Key="h", VersionId=w, LegalHold={"Status": "OFF"})
+    s3.delete_object(Bucket="lbk", Key="h", VersionId=w, BypassGovernanceRetention=True)
+    with pytest.raises(ClientError) as e:
+        s3.head_object(Bucket="lbk", Key="h", VersionId=w)
+    assert status(e) == 404
+    # Object lock headers and calls on a bucket without object lock.
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket="vbk", Key="x", Body=b"x", ObjectLockLegalHoldStatus="ON")
+    assert code(e) == "InvalidRequest"
+    with pytest.raises(ClientError) as e:
+        s3.head_object(Bucket="vbk", Key="x")
+    with pytest.raises(ClientError) as e:
+        s3.get_object_legal_hold(Bucket="vbk", Key="x")
+    assert code(e) == "NoSuchKey"
+    s3.put_object(Bucket="vbk", Key="x", Body=b"x")
+    with pytest.raises(ClientError) as e:
+        s3.get_object_legal_hold(Bucket="vbk", Key="x")
+    assert code(e) == "InvalidRequest"
+
+
+def test_issue_27_object_lock_without_versioning(make_server):
+    srv = make_server("xfs", ["--object-lock-without-versioning"])
+    s3 = srv.client()
+    s3.create_bucket(Bucket="lbk", ObjectLockEnabledForBucket=True)
+    assert "Status" not in s3.get_bucket_versioning(Bucket="lbk")
+    s3.put_object(Bucket="lbk", Key="k", Body=b"one", ObjectLockMode="GOVERNANCE",
+                  ObjectLockRetainUntilDate=later(hours=1))
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket="lbk", Key="k", Body=b"two")
+    assert code(e) == "AccessDenied"
+    with pytest.raises(ClientError) as e:
+        s3.delete_object(Bucket="lbk", Key="k")
+    assert code(e) == "AccessDenied"
+    assert body(s3, "lbk", "k") == b"one"
+    s3.delete_object(Bucket="lbk", Key="k", BypassGovernanceRetention=True)
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket="lbk", Key="k")

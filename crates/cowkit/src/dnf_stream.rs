@@ -1,0 +1,523 @@
+//! `cowkit dnf`'s own downloads: each package of dnf's plan
+//! ([`crate::dnf_plan`]) is fetched ([`crate::dnf_fetch`]) and streamed
+//! through the confined transcoder straight into the cache, while the
+//! bytes are counted and hashed.
+//!
+//! For each package, in `max_parallel_downloads` threads:
+//!
+//! 1. The cache's checksum record for the repository's whole-file checksum
+//!    names a header digest whose entry checks (and, where the repository
+//!    has `gpgcheck`, was signature-checked with the same key files): the
+//!    entry is used, nothing is downloaded.
+//! 2. Otherwise the body is read: the lead and headers first (bounded,
+//!    the header digest verified), whose name, epoch, version, release and
+//!    arch must be the ones dnf resolved. An entry with that header digest
+//!    already in the cache (and no signature to check) is kept: the rest
+//!    of the body is only hashed. Else a confined worker gets the bytes
+//!    through a pipe as they arrive; with `gpgcheck` it checks the header
+//!    signature against the repository's key files before it decodes any
+//!    payload byte, and writes the extents file into an unnamed cache
+//!    entry.
+//! 3. When the body ends, its length and checksum must be the ones of
+//!    `primary.xml`; only then is the entry named and the checksum
+//!    recorded. A body that is longer, shorter, different, or stalls,
+//!    leaves nothing behind and the next mirror is tried; a package all
+//!    of whose mirrors failed is tried again while the run has had no more
+//!    than dnf's `retries` such failed downloads.
+
+use std::fs::File;
+use std::io::{self, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use cowkit_archive::rpm::Package;
+use cowkit_extents::cache::{Cache, ChecksumRecord, Lookup};
+use cowkit_extents::confined;
+use sha2::Digest;
+
+use crate::dnf_fetch::{Fetcher, MirrorError, Source};
+use crate::dnf_plan::{Plan, PlannedPackage, Repo};
+use crate::output::CliError;
+
+/// What the downloads report as they go.
+pub trait Reporter: Sync {
+    /// `n` more bytes received.
+    fn on_bytes(&self, n: u64);
+    /// A download of `bytes` bytes starts.
+    fn on_start(&self, bytes: u64);
+    /// A line for the user (a failed attempt, a damaged entry).
+    fn on_note(&self, line: &str);
+}
+
+/// What the downloads did.
+#[derive(Debug, Default)]
+pub struct Fetched {
+    /// The cache entries, in the plan's order.
+    pub paths: Vec<PathBuf>,
+    /// Found by their checksum: not downloaded.
+    pub cached: usize,
+    /// Downloaded, whose entry was in the cache already.
+    pub reused: usize,
+    /// Downloaded and transcoded.
+    pub transcoded: usize,
+    /// Failed attempts (retried).
+    pub failed_attempts: Vec<String>,
+    /// Damaged entries replaced.
+    pub damaged: Vec<String>,
+}
+
+/// How one package came into the cache.
+enum Done {
+    Cached(PathBuf),
+    Reused(PathBuf),
+    Transcoded(PathBuf),
+}
+
+/// Why an attempt failed.
+enum Failure {
+    /// The mirror's bytes (another mirror may do).
+    Mirror(String),
+    /// Not the mirror's fault: no retry.
+    Fatal(CliError),
+}
+
+impl From<MirrorError> for Failure {
+    fn from(e: MirrorError) -> Self {
+        Failure::Mirror(e.0)
+    }
+}
+
+/// What every download thread shares.
+struct Run<'a> {
+    cache: &'a Cache,
+    plan: &'a Plan,
+    fetcher: Fetcher,
+    reporter: &'a dyn Reporter,
+    failures: AtomicU64,
+    stop: AtomicBool,
+    out: Mutex<Fetched>,
+}
+
+/// Fetch every package of `plan` into `cache` (see the module doc).
+pub fn fetch_all(cache: &Cache, plan: &Plan, reporter: &dyn Reporter) -> Result<Fetched, CliError> {
+    let n = plan.packages.len();
+    let run = Run {
+        cache,
+        plan,
+        fetcher: Fetcher::new(),
+        reporter,
+        failures: AtomicU64::new(0),
+        stop: AtomicBool::new(false),
+        out: Mutex::new(Fetched {
+            paths: vec![PathBuf::new(); n],
+            ..Fetched::default()
+        }),
+    };
+    let next = AtomicUsize::new(0);
+    let errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..plan.max_parallel_downloads.clamp(1, 64).min(n) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(pkg) = plan.packages.get(i) else {
+                    break;
+                };
+                if run.stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                match one(&run, pkg) {
+                    Ok(done) => run.record(i, done),
+                    Err(e) => {
+                        run.stop.store(true, Ordering::Relaxed);
+                        lock(&errors).push(format!("{}: {}", pkg.nevra, e.chain().join(": ")));
+                    }
+                }
+            });
+        }
+    });
+    let errors = errors.into_inner().unwrap_or_else(|e| e.into_inner());
+    if !errors.is_empty() {
+        return Err(CliError::msg(format!(
+            "cannot fetch {} package(s); nothing was installed and nothing unverified was cached:\n  {}",
+            errors.len(),
+            errors.join("\n  ")
+        )));
+    }
+    Ok(run.out.into_inner().unwrap_or_else(|e| e.into_inner()))
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Run<'_> {
+    fn record(&self, i: usize, done: Done) {
+        let mut out = lock(&self.out);
+        out.paths[i] = match done {
+            Done::Cached(p) => {
+                out.cached += 1;
+                p
+            }
+            Done::Reused(p) => {
+                out.reused += 1;
+                p
+            }
+            Done::Transcoded(p) => {
+                out.transcoded += 1;
+                p
+            }
+        };
+    }
+
+    fn note(&self, line: String, failed: bool) {
+        self.reporter.on_note(&line);
+        let mut out = lock(&self.out);
+        if failed {
+            out.failed_attempts.push(line);
+        } else {
+            out.damaged.push(line);
+        }
+    }
+
+    /// A damaged cache entry, said once however often it is met (its
+    /// checksum record and then its header digest lead to the same one).
+    fn note_damaged(&self, p: &Path, why: &dyn std::fmt::Display, then: &str) {
+        let head = format!("the cache entry `{}` is damaged", p.display());
+        if lock(&self.out).damaged.iter().any(|l| l.starts_with(&head)) {
+            return;
+        }
+        self.note(format!("{head} ({why}); {then}"), false);
+    }
+
+    fn repo(&self, pkg: &PlannedPackage) -> &Repo {
+        &self.plan.repos[&pkg.repo]
+    }
+}
+
+/// One package into the cache: from its checksum record, else from its
+/// mirrors in turn until one serves the right bytes.
+fn one(run: &Run<'_>, pkg: &PlannedPackage) -> Result<Done, CliError> {
+    if let Some(p) = cached(run, pkg)? {
+        return Ok(Done::Cached(p));
+    }
+    let sources: Vec<Source> = match &pkg.local {
+        Some(p) => vec![Source::Local(p.clone())],
+        None => pkg.urls.iter().cloned().map(Source::Url).collect(),
+    };
+    // dnf's way: each mirror in turn; when all failed, that is one failed
+    // download, and the package is tried again while the run has had no
+    // more than `retries` of them.
+    let mut seen = Vec::new();
+    loop {
+        for source in &sources {
+            match fetch(run, pkg, source) {
+                Ok(done) => return Ok(done),
+                Err(Failure::Fatal(e)) => return Err(e),
+                Err(Failure::Mirror(why)) => {
+                    run.note(format!("[MIRROR] {}: {why}", pkg.nevra), true);
+                    seen.push(why);
+                }
+            }
+        }
+        let failures = run.failures.fetch_add(1, Ordering::Relaxed) + 1;
+        let out_of_retries = run.plan.retries != 0 && failures > run.plan.retries;
+        if pkg.local.is_some() || out_of_retries || run.stop.load(Ordering::Relaxed) {
+            break;
+        }
+    }
+    Err(CliError::msg(format!(
+        "no mirror served the package as the repository describes it ({} failed attempt(s); dnf's retries={}); the last: {}",
+        seen.len(),
+        run.plan.retries,
+        seen.last().map_or("none", String::as_str)
+    )))
+}
+
+/// The entry the cache's checksum record names, if it checks.
+fn cached(run: &Run<'_>, pkg: &PlannedPackage) -> Result<Option<PathBuf>, CliError> {
+    let (kind, hex) = &pkg.checksum;
+    let hex = hex.to_ascii_lowercase();
+    let Some(rec) = run
+        .cache
+        .checksum_record(kind, &hex)
+        .map_err(crate::dnf::cache_error)?
+    else {
+        return Ok(None);
+    };
+    let repo = run.repo(pkg);
+    if repo.gpgcheck && rec.signed_with.as_deref() != Some(&sorted(&repo.keys)[..]) {
+        return Ok(None);
+    }
+    match run
+        .cache
+        .lookup(&rec.header_digest)
+        .map_err(crate::dnf::cache_error)?
+    {
+        Lookup::Hit(p) => Ok(Some(p)),
+        Lookup::Miss(_) => Ok(None),
+        Lookup::Damaged(p, why) => {
+            run.note_damaged(&p, &why, "fetching again");
+            Ok(None)
+        }
+    }
+}
+
+fn sorted(keys: &[PathBuf]) -> Vec<PathBuf> {
+    let mut v = keys.to_vec();
+    v.sort();
+    v
+}
+
+/// One attempt at `pkg` from `source`.
+fn fetch(run: &Run<'_>, pkg: &PlannedPackage, source: &Source) -> Result<Done, Failure> {
+    let repo = run.repo(pkg);
+    let (body, announced) = run.fetcher.open(source, repo)?;
+    if let Some(n) = announced.filter(|n| *n != pkg.size) {
+        return Err(Failure::Mirror(format!(
+            "`{source}` is {n} bytes, the repository's metadata says {}",
+            pkg.size
+        )));
+    }
+    run.reporter.on_start(pkg.size);
+    let mut body = BufReader::with_capacity(
+        256 * 1024,
+        Verified::new(body, &pkg.checksum.0, pkg.size, run.reporter),
+    );
+    let header = Package::read(&mut body).map_err(|e| {
+        Failure::Mirror(format!(
+            "`{source}`: {}",
+            cowkit_fs::error::chain(&e).join(": ")
+        ))
+    })?;
+    let found = nevra_of(&header);
+    if found != expected_nevra(pkg) {
+        return Err(Failure::Mirror(format!(
+            "`{source}` holds {found}, not the {} dnf resolved (its header changed)",
+            expected_nevra(pkg)
+        )));
+    }
+    let digest = header.header_digest().to_string();
+    let lookup = run
+        .cache
+        .lookup(&digest)
+        .map_err(|e| Failure::Fatal(crate::dnf::cache_error(e)))?;
+    let (done, signed) = match lookup {
+        Lookup::Hit(p) if !repo.gpgcheck => {
+            io::copy(&mut body, &mut io::sink())
+                .map_err(|e| Failure::Mirror(format!("`{source}`: {e}")))?;
+            finish(body, pkg, source)?;
+            (Done::Reused(p), false)
+        }
+        other => {
+            if let Lookup::Damaged(p, why) = &other {
+                run.note_damaged(p, why, "transcoding again");
+            }
+            let p = stream(run, pkg, repo, source, &header, body)?;
+            (Done::Transcoded(p), repo.gpgcheck)
+        }
+    };
+    let record = ChecksumRecord {
+        header_digest: digest,
+        signed_with: signed.then(|| sorted(&repo.keys)),
+    };
+    run.cache
+        .record_checksum(
+            &pkg.checksum.0,
+            &pkg.checksum.1.to_ascii_lowercase(),
+            &record,
+        )
+        .map_err(|e| Failure::Fatal(crate::dnf::cache_error(e)))?;
+    Ok(done)
+}
+
+/// The body's end: its length and checksum as `primary.xml` says.
+fn finish(
+    body: BufReader<Verified<'_>>,
+    pkg: &PlannedPackage,
+    source: &Source,
+) -> Result<(), Failure> {
+    body.into_inner()
+        .finish(&pkg.checksum.1)
+        .map_err(|why| Failure::Mirror(format!("`{source}`: {why}")))
+}
+
+/// The rest of the body (after `header`) through a confined worker into a
+/// new cache entry, named only when the worker succeeded and the whole
+/// body matched the repository's checksum.
+fn stream(
+    run: &Run<'_>,
+    pkg: &PlannedPackage,
+    repo: &Repo,
+    source: &Source,
+    header: &Package,
+    mut body: BufReader<Verified<'_>>,
+) -> Result<PathBuf, Failure> {
+    let fatal = |e: CliError| Failure::Fatal(e);
+    let entry = run
+        .cache
+        .new_entry(header.header_digest())
+        .map_err(|e| fatal(crate::dnf::cache_error(e)))?;
+    let keys: &[PathBuf] = if repo.gpgcheck { &repo.keys } else { &[] };
+    let worker = crate::transcode::worker_command(
+        4096,
+        cowkit_extents::transcode::DEFAULT_PACK_BELOW,
+        keys,
+        false,
+    )
+    .map_err(fatal)?;
+    let (reader, mut writer) =
+        io::pipe().map_err(|e| fatal(CliError::new("cannot make a pipe for the transcoder", e)))?;
+    let reader = File::from(std::os::fd::OwnedFd::from(reader));
+    let (fed, outcome) = std::thread::scope(|s| {
+        let worker = s.spawn(|| {
+            confined::transcode_from(worker, reader, confined::Output::File(entry.file()), false)
+        });
+        let fed = feed(&mut writer, header.prefix(), &mut body);
+        drop(writer);
+        (fed, worker.join().expect("the transcode does not panic"))
+    });
+    // The mirror's failures first: a worker stopped by a short or wrong
+    // body is not the package's fault.
+    fed.map_err(|e| Failure::Mirror(format!("`{source}`: {e}")))?;
+    finish(body, pkg, source)?;
+    let name = source.to_string();
+    outcome.map_err(|e| fatal(crate::transcode::cli_error(e, std::path::Path::new(&name))))?;
+    entry
+        .commit()
+        .map_err(|e| fatal(crate::dnf::cache_error(e)))
+}
+
+/// Write `prefix` then the rest of `body` to the worker's pipe; once the
+/// worker stops reading (`EPIPE`), the body is only read on (to be
+/// hashed). An error is the body's.
+fn feed(pipe: &mut io::PipeWriter, prefix: &[u8], body: &mut impl Read) -> io::Result<()> {
+    let mut open = write_or_closed(pipe, prefix, true)?;
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = match body.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        open = write_or_closed(pipe, &buf[..n], open)?;
+    }
+}
+
+/// `bytes` to the pipe while it is `open`; whether it still is.
+fn write_or_closed(pipe: &mut io::PipeWriter, bytes: &[u8], open: bool) -> io::Result<bool> {
+    if !open {
+        return Ok(false);
+    }
+    match pipe.write_all(bytes) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(io::Error::other(format!(
+            "cannot write to the transcoder: {e}"
+        ))),
+    }
+}
+
+/// `name-[epoch:]version-release.arch` of a header.
+fn nevra_of(p: &Package) -> String {
+    let m = p.metadata();
+    let or = |r: Result<&str, _>| r.unwrap_or("?").to_string();
+    nevra(
+        &or(m.get_name()),
+        m.get_epoch().unwrap_or(0),
+        &or(m.get_version()),
+        &or(m.get_release()),
+        &or(m.get_arch()),
+    )
+}
+
+fn expected_nevra(p: &PlannedPackage) -> String {
+    nevra(&p.name, p.epoch, &p.version, &p.release, &p.arch)
+}
+
+fn nevra(name: &str, epoch: u32, version: &str, release: &str, arch: &str) -> String {
+    match epoch {
+        0 => format!("{name}-{version}-{release}.{arch}"),
+        e => format!("{name}-{e}:{version}-{release}.{arch}"),
+    }
+}
+
+/// The whole-file checksum kinds of `primary.xml` that cowkit computes.
+enum Hasher {
+    Sha256(sha2::Sha256),
+    Sha512(sha2::Sha512),
+}
+
+/// The body as received: counted (no more than the expected size),
+/// hashed, reported.
+pub(crate) struct Verified<'r> {
+    inner: Box<dyn Read + Send>,
+    hasher: Hasher,
+    bytes: u64,
+    size: u64,
+    reporter: &'r dyn Reporter,
+}
+
+impl<'r> Verified<'r> {
+    fn new(inner: Box<dyn Read + Send>, kind: &str, size: u64, reporter: &'r dyn Reporter) -> Self {
+        let hasher = match kind {
+            "sha512" => Hasher::Sha512(sha2::Sha512::new()),
+            // The plan was checked: sha256 or sha512.
+            _ => Hasher::Sha256(sha2::Sha256::new()),
+        };
+        Verified {
+            inner,
+            hasher,
+            bytes: 0,
+            size,
+            reporter,
+        }
+    }
+
+    /// Every byte was received: the length and the checksum must match.
+    fn finish(self, expected: &str) -> Result<(), String> {
+        if self.bytes != self.size {
+            return Err(format!(
+                "the body ended after {} of the {} bytes the repository's metadata says (truncated)",
+                self.bytes, self.size
+            ));
+        }
+        let (kind, got) = match self.hasher {
+            Hasher::Sha256(h) => ("sha256", hex(&h.finalize())),
+            Hasher::Sha512(h) => ("sha512", hex(&h.finalize())),
+        };
+        if !got.eq_ignore_ascii_case(expected) {
+            return Err(format!(
+                "its {kind} is {got}, the repository's metadata says {expected} (wrong checksum)"
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Read for Verified<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes += n as u64;
+        if self.bytes > self.size {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "the body is longer than the {} bytes the repository's metadata says",
+                    self.size
+                ),
+            ));
+        }
+        match &mut self.hasher {
+            Hasher::Sha256(h) => h.update(&buf[..n]),
+            Hasher::Sha512(h) => h.update(&buf[..n]),
+        }
+        self.reporter.on_bytes(n as u64);
+        Ok(n)
+    }
+}
