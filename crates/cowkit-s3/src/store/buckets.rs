@@ -26,7 +26,7 @@ impl Store {
             if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
                 continue;
             }
-            let rec = self.bucket_record(&name).unwrap_or_default();
+            let rec = self.bucket_json(&name).unwrap_or_default();
             // The record's time (kept when the owner changes), else its
             // file's, else the directory's.
             let created = match rec.created {
@@ -112,7 +112,7 @@ impl Store {
     }
 
     /// `bucket.json` as far as the store reads it (empty when absent).
-    fn bucket_record(&self, bucket: &str) -> Result<BucketRecord> {
+    fn bucket_json(&self, bucket: &str) -> Result<BucketRecord> {
         Ok(fsutil::read_json(
             self.meta.as_fd(),
             &format!("{bucket}/bucket.json"),
@@ -125,7 +125,7 @@ impl Store {
     /// is no such bucket; `None`: the server's own key pair).
     pub fn bucket_owner(&self, bucket: &str) -> Result<Option<String>> {
         self.bucket_dir(bucket)?;
-        Ok(self.bucket_record(bucket)?.owner)
+        Ok(self.bucket_json(bucket)?.owner)
     }
 
     /// A small record of the bucket's (`meta/<bucket>/<name>`: its ACL,
