@@ -289,7 +289,9 @@ fn issue_27_decisions_for_other_principals() {
         "AccessDenied"
     );
     // A copy reads its source: alice owns `mine` but may not read `shared`.
-    store.create_bucket_owned("mine", Vec::new(), Some("alice")).unwrap();
+    store
+        .create_bucket_owned("mine", Vec::new(), Some("alice"))
+        .unwrap();
     init_bucket(
         &store,
         "mine",
@@ -365,7 +367,10 @@ fn issue_27_decisions_for_other_principals() {
     assert_eq!(try_op(&z, None, "GetObject", "nosuch", "k", &none), denied);
     // The admin API's change of owner: recorded, a private ACL, no policy.
     set_bucket_owner(&store, "shared", "alice").unwrap();
-    assert_eq!(store.bucket_owner("shared").unwrap().as_deref(), Some("alice"));
+    assert_eq!(
+        store.bucket_owner("shared").unwrap().as_deref(),
+        Some("alice")
+    );
     assert_eq!(
         bucket_acl(&store, "shared", "admin").unwrap(),
         Acl::private("alice")
