@@ -27,7 +27,7 @@ use crate::error::{
 };
 use crate::fsutil::NewFile;
 use crate::list::{self, Listing};
-use crate::multipart::{Completed, Prepared};
+use crate::multipart::{Completed, PartFiles, Prepared};
 use crate::pages::{parts_page, uploads_page, PartsPage, UploadsPage, UploadsQuery};
 use crate::request::{
     check_max, check_part_number, check_version_id, checksum_algorithm, checksum_type,
