@@ -166,6 +166,40 @@ pub fn init_bucket(
     store.set_bucket_record::<StoredPolicy>(bucket, POLICY_RECORD, None)
 }
 
+/// The ACL and ownership setting a new bucket of `owner` starts with: a
+/// canned ACL or grants (not both); ownership from
+/// `x-amz-object-ownership` (without it, `BucketOwnerEnforced` unless the
+/// ACL is `private`), and no ACL but `private` under `BucketOwnerEnforced`.
+/// `knows` says which access keys a grant may name.
+pub fn new_bucket_access(
+    owner: &str,
+    canned: Option<&str>,
+    grants: &crate::acl::GrantHeaders,
+    ownership: Option<&str>,
+    knows: &dyn Fn(&str) -> bool,
+) -> Result<(Acl, Option<Ownership>), S3Error> {
+    let acl_error = |e: crate::acl::AclError| s3_error(e.code(), e.status(), e.to_string());
+    if canned.is_some() && grants.any() {
+        return Err(acl_error(crate::acl::AclError::CannedAndGrants));
+    }
+    let ownership = Ownership::for_new_bucket(ownership, canned);
+    if ownership == Some(Ownership::BucketOwnerEnforced)
+        && (grants.any() || canned.is_some_and(|c| c != "private"))
+    {
+        return Err(s3_error(
+            "InvalidBucketAclWithObjectOwnership",
+            400,
+            "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting",
+        ));
+    }
+    let acl = match canned {
+        Some(c) => Acl::canned(owner, c),
+        None => Acl::from_headers(owner, grants, knows),
+    }
+    .map_err(acl_error)?;
+    Ok((acl, ownership))
+}
+
 /// Give the bucket to `owner` (the admin API's change of owner, as
 /// VersityGW does it): recorded as its owner, with a private ACL and no
 /// policy.

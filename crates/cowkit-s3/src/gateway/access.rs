@@ -8,6 +8,17 @@ use super::*;
 use crate::acl::{Acl, AclError, GrantHeaders, Ownership};
 use crate::authz::{s3_error, Caller, StoredOwnership, StoredPolicy};
 
+/// GetObjectAcl and PutObjectAcl, once authorised: objects have no ACLs
+/// of their own here (as in VersityGW's posix gateway, whose message this
+/// is), and a grant that would not be kept is refused rather than lost.
+pub(super) fn object_acls_not_implemented() -> S3Error {
+    s3_error(
+        "NotImplemented",
+        501,
+        "A header you provided implies functionality that is not implemented.",
+    )
+}
+
 /// An ACL refusal as S3 answers it.
 fn acl_error(e: AclError) -> S3Error {
     s3_error(e.code(), e.status(), e.to_string())
@@ -30,15 +41,12 @@ fn grant_headers(
     }
 }
 
-/// The owner, ACL and ownership setting CreateBucket gives a new bucket:
-/// the caller owns it; a canned ACL or grants (not both); ownership from
-/// `x-amz-object-ownership` (without it, `BucketOwnerEnforced` unless the
-/// ACL is `private`), and no ACL but `private` under `BucketOwnerEnforced`.
+/// The ACL and ownership setting CreateBucket gives a new bucket (see
+/// [`crate::authz::new_bucket_access`]): the caller owns it.
 pub(super) fn new_bucket(
     i: &CreateBucketInput,
     caller: &Caller,
 ) -> S3Result<(Acl, Option<Ownership>)> {
-    let owner = caller.principal.access_key.as_str();
     let canned = i.acl.as_ref().map(|a| a.as_str()).filter(|a| !a.is_empty());
     let grants = grant_headers(
         &i.grant_full_control,
@@ -47,26 +55,14 @@ pub(super) fn new_bucket(
         &i.grant_write,
         &i.grant_write_acp,
     );
-    if canned.is_some() && grants.any() {
-        return Err(acl_error(AclError::CannedAndGrants));
-    }
     let header = i.object_ownership.as_ref().map(|o| o.as_str());
-    let ownership = Ownership::for_new_bucket(header, canned);
-    if ownership == Some(Ownership::BucketOwnerEnforced)
-        && (grants.any() || canned.is_some_and(|c| c != "private"))
-    {
-        return Err(s3_error(
-            "InvalidBucketAclWithObjectOwnership",
-            400,
-            "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting",
-        ));
-    }
-    let acl = match canned {
-        Some(c) => Acl::canned(owner, c),
-        None => Acl::from_headers(owner, &grants, &|k| caller.knows(k)),
-    }
-    .map_err(acl_error)?;
-    Ok((acl, ownership))
+    crate::authz::new_bucket_access(
+        &caller.principal.access_key,
+        canned,
+        &grants,
+        header,
+        &|k| caller.knows(k),
+    )
 }
 
 pub(super) async fn put_bucket_acl(

@@ -102,13 +102,7 @@ pub(super) async fn create_bucket(
         }
         crate::authz::init_bucket(s, &b, &acl, ownership)?;
         if lock {
-            // As on S3, object lock turns versioning on (unless the server
-            // keeps lock buckets unversioned, as VersityGW without
-            // versioning does).
-            crate::versions::set_lock(s, &b, &crate::versions::LockConfig::enabled())?;
-            if !s.options().object_lock_without_versioning {
-                crate::versions::set_status(s, &b, crate::versions::Status::Enabled)?;
-            }
+            crate::versions::enable_lock_on_new_bucket(s, &b)?;
         }
         Ok(())
     })

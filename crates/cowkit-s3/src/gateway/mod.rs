@@ -355,6 +355,20 @@ impl S3 for S3Gateway {
         access::delete_bucket_ownership_controls(self, req).await
     }
 
+    async fn get_object_acl(
+        &self,
+        _req: S3Request<GetObjectAclInput>,
+    ) -> S3Result<S3Response<GetObjectAclOutput>> {
+        Err(access::object_acls_not_implemented())
+    }
+
+    async fn put_object_acl(
+        &self,
+        _req: S3Request<PutObjectAclInput>,
+    ) -> S3Result<S3Response<PutObjectAclOutput>> {
+        Err(access::object_acls_not_implemented())
+    }
+
     async fn put_object(
         &self,
         req: S3Request<PutObjectInput>,

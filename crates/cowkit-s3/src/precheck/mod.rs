@@ -150,8 +150,9 @@ impl Prechecks {
         // ACL headers ask for ACLs on a bucket's PUT (CreateBucket,
         // PutBucketAcl; PutObjectAcl is authorised, then `NotImplemented`);
         // on objects they are refused.
-        let bucket_put = *method == Method::PUT
-            && (!uri.path().trim_matches('/').contains('/') || get("acl").is_some());
+        let bucket_put = (*method == Method::PUT
+            && (!uri.path().trim_matches('/').contains('/') || get("acl").is_some()))
+            || crate::admin::is_admin_create_bucket(method, uri);
         check_headers(method, headers, bucket_put)
     }
 }
