@@ -44,7 +44,7 @@ use crate::error::{io, Error, Result};
 use crate::fsutil;
 use crate::store::{ObjectInfo, ObjectMeta, Store};
 
-pub use lock::{may_bypass_governance, LockConfig, Retention};
+pub use lock::{LockConfig, Retention};
 
 mod ops;
 pub use ops::*;
