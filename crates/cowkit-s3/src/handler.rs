@@ -23,7 +23,10 @@ use std::time::Instant;
 
 use s3s::service::S3ServiceBuilder;
 
-use crate::accounts::{Accounts, KeyAuth, Principal, Role, Target};
+use crate::accounts::{Accounts, KeyAuth};
+
+mod access;
+use access::{Access, DetourAccess, NoKeys};
 
 use crate::conditions::Conditions;
 use crate::error::Result;
@@ -32,110 +35,6 @@ use crate::precheck::{Prechecks, Refusal};
 use crate::respond::{refusal_response, shape};
 use crate::server::Config;
 use crate::store::Store;
-
-/// Who may do what, once s3s has checked the signature: a signed request
-/// (or any request when `open`: `--anonymous` or no credentials) from an
-/// account whose role lets it ([`crate::accounts::allowed`]: its own
-/// buckets, creating buckets for `userplus`, everything for admins), whose
-/// `x-amz-expected-bucket-owner` and `x-amz-source-expected-bucket-owner`
-/// name the bucket's owner. The caller goes on to the gateway as a
-/// [`Principal`] request extension.
-#[derive(Debug, Clone)]
-struct Access {
-    open: bool,
-    /// The accounts (`None` without credentials: no one signs).
-    accounts: Option<Arc<Accounts>>,
-    /// For the owners of buckets.
-    store: Arc<Store>,
-}
-
-/// "Access Denied." with the full stop, as the conformance suite compares
-/// it (the code and the 403 are S3's either way).
-fn access_denied() -> s3s::S3Error {
-    s3s::s3_error!(AccessDenied, "Access Denied.")
-}
-
-impl Access {
-    /// Who signed the request (an unsigned one on an open server: the
-    /// `anonymous` admin, as before there were accounts).
-    fn principal(&self, creds: Option<&s3s::auth::Credentials>) -> s3s::S3Result<Principal> {
-        let (Some(c), Some(a)) = (creds, &self.accounts) else {
-            return Ok(Principal {
-                access_key: "anonymous".into(),
-                role: Role::Admin,
-            });
-        };
-        match a.principal(&c.access_key) {
-            Ok(Some(p)) => Ok(p),
-            // Removed between the signature check and now.
-            Ok(None) => Err(access_denied()),
-            Err(e) => Err(crate::admin::accounts_error(e)),
-        }
-    }
-
-    fn check(
-        &self,
-        creds: Option<&s3s::auth::Credentials>,
-        method: &http::Method,
-        uri: &http::Uri,
-        headers: &http::HeaderMap,
-        extensions: &mut http::Extensions,
-    ) -> s3s::S3Result<()> {
-        if !self.open && creds.is_none() {
-            return Err(s3s::s3_error!(AccessDenied, "Signature is required"));
-        }
-        let who = self.principal(creds)?;
-        let root = self
-            .accounts
-            .as_ref()
-            .and_then(|a| a.root_access())
-            .unwrap_or("anonymous");
-        // A bucket's owner; `None`: no such bucket.
-        let owner_of = |b: &str| match self.store.bucket_owner(b) {
-            Ok(o) => Some(o.unwrap_or_else(|| root.to_string())),
-            Err(_) => None,
-        };
-        let target = crate::accounts::target(method, uri, headers);
-        let (bucket, source) = match &target {
-            Target::Bucket { bucket, source } => (Some(bucket.as_str()), source.as_deref()),
-            Target::CreateBucket(b) => (Some(b.as_str()), None),
-            _ => (None, None),
-        };
-        for (h, b) in [
-            ("x-amz-expected-bucket-owner", bucket),
-            ("x-amz-source-expected-bucket-owner", source),
-        ] {
-            let Some(v) = headers.get(h) else { continue };
-            let owner = b
-                .and_then(owner_of)
-                .unwrap_or_else(|| who.access_key.clone());
-            if v.as_bytes() != owner.as_bytes() {
-                return Err(access_denied());
-            }
-        }
-        if !crate::accounts::allowed(&who, &target, owner_of) {
-            return Err(access_denied());
-        }
-        extensions.insert(who);
-        Ok(())
-    }
-}
-
-#[async_trait::async_trait]
-impl s3s::access::S3Access for Access {
-    async fn check(&self, cx: &mut s3s::access::S3AccessContext<'_>) -> s3s::S3Result<()> {
-        let (method, uri, headers) = (cx.method().clone(), cx.uri().clone(), cx.headers().clone());
-        let creds = cx.credentials().cloned();
-        Access::check(
-            self,
-            creds.as_ref(),
-            &method,
-            &uri,
-            &headers,
-            cx.extensions_mut(),
-        )
-    }
-}
 
 /// What the `Detour` does to a request once s3s has verified its
 /// signature (a request extension `Handler::prepare` adds): what s3s
@@ -247,14 +146,14 @@ impl s3s::route::S3Route for Detour {
             })?;
             return admin.check_access(req.credentials.as_ref()).map(drop);
         }
-        let (method, uri, headers) = (req.method.clone(), req.uri.clone(), req.headers.clone());
-        self.access.check(
+        let who = self.access.authenticate(
             req.credentials.as_ref(),
-            &method,
-            &uri,
-            &headers,
-            &mut req.extensions,
-        )
+            &req.method,
+            &req.uri,
+            &req.headers,
+        )?;
+        req.extensions.insert(who);
+        Ok(())
     }
 
     async fn call(
@@ -458,19 +357,30 @@ impl Handler {
             .with_region(&cfg.region)
             .with_root_owner(root_owner);
         let store = gateway.store().clone();
-        let inner = S3ServiceBuilder::new(gateway.clone()).build();
-        let mut b = S3ServiceBuilder::new(gateway);
-        if let Some(a) = &accounts {
-            b.set_auth(KeyAuth(a.clone()));
-        }
+        let accounts_named: Arc<dyn crate::authz::Accounts> = match &accounts {
+            Some(a) => a.clone(),
+            None => Arc::new(crate::authz::OneKey(None)),
+        };
         let access = Access {
             open: cfg.anonymous || cfg.credentials.is_none(),
             accounts: accounts.clone(),
             store: store.clone(),
+            authz: Arc::new(crate::authz::Authz {
+                store: store.clone(),
+                default_owner: root_owner.to_string(),
+                accounts: accounts_named,
+            }),
         };
+        let mut inner = S3ServiceBuilder::new(gateway.clone());
+        let mut b = S3ServiceBuilder::new(gateway);
+        if let Some(a) = &accounts {
+            b.set_auth(KeyAuth(a.clone()));
+            inner.set_auth(NoKeys);
+            inner.set_access(DetourAccess(access.clone()));
+        }
         b.set_access(access.clone());
         b.set_route(Detour {
-            inner,
+            inner: inner.build(),
             access,
             admin: accounts.clone().map(|a| crate::admin::Admin {
                 accounts: a,
@@ -586,6 +496,8 @@ impl Handler {
         let path = req.uri().path().to_string();
         let query = req.uri().query().map(str::to_string);
         let t0 = Instant::now();
+        let mut req = req;
+        req.extensions_mut().insert(crate::authz::Peer(peer));
         let res = match refused {
             Some(r) => {
                 drain(req.into_body()).await;

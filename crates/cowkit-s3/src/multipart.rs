@@ -183,9 +183,17 @@ pub struct Plan {
     requested: Vec<(i32, String)>,
     etag: String,
     checksum: Option<Checksum>,
+    bypass_governance: bool,
 }
 
 impl Plan {
+    /// Let the complete replace an object under GOVERNANCE retention (in a
+    /// bucket locked without versioning), when the caller may
+    /// ([`crate::authz::may_bypass_governance`]).
+    pub fn bypass_governance(&mut self, bypass: bool) {
+        self.bypass_governance = bypass;
+    }
+
     /// Number of parts.
     pub fn parts(&self) -> usize {
         self.parts.len()
@@ -852,6 +860,7 @@ impl Store {
             requested,
             etag,
             checksum,
+            bypass_governance: false,
         }))
     }
 
@@ -922,6 +931,7 @@ impl Store {
             parts: plan.parts.iter().map(|p| p.size).collect(),
             retention: plan.upload.retention,
             legal_hold: plan.upload.legal_hold,
+            bypass_governance: plan.bypass_governance,
             ..ObjectMeta::default()
         };
         crate::fault::point("complete-assembled");

@@ -384,6 +384,7 @@ pub(super) async fn complete_multipart_upload(
         .get::<PartChecksums>()
         .map(|p| p.0.clone())
         .unwrap_or_default();
+    let who = crate::authz::Caller::of(&req).principal;
     let (i, headers) = (req.input, req.headers);
     let kind = checksum_type(i.checksum_type.as_ref())?;
     let size = mp_object_size(&headers)?;
@@ -435,6 +436,14 @@ pub(super) async fn complete_multipart_upload(
         }
         Prepared::Assemble(plan) => plan,
     };
+    // Replacing an object under GOVERNANCE retention (a bucket locked
+    // without versioning) needs the policy's allowance.
+    let (b, k) = (i.bucket.clone(), i.key.clone());
+    let bypass = g
+        .run(move |s| crate::authz::may_bypass_governance(s, &who, &b, &k, false))
+        .await?;
+    let mut plan = plan;
+    plan.bypass_governance(bypass);
     assemble(g, plan, (i.upload_id, i.bucket, i.key), host).await
 }
 

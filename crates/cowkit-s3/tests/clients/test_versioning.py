@@ -307,3 +307,54 @@ def test_issue_27_object_lock_without_versioning(make_server):
     s3.delete_object(Bucket="lbk", Key="k", BypassGovernanceRetention=True)
     with pytest.raises(ClientError):
         s3.head_object(Bucket="lbk", Key="k")
+
+
+def test_issue_27_governance_bypass_is_the_policys_to_grant(make_server):
+    """As VersityGW decides it: replacing a GOVERNANCE-locked object (a lock
+    bucket kept unversioned) needs a bucket policy allowing
+    s3:BypassGovernanceRetention, from the admin too; the bypass header on a
+    delete is the admin's, and another account's only with that allowance."""
+    import json
+    from conftest import AK
+    from test_accounts import client_of, create_user
+    srv = make_server("xfs", ["--object-lock-without-versioning", "--min-part-size", "4096"])
+    s3 = srv.client()
+    s3.create_bucket(Bucket="lbk", ObjectLockEnabledForBucket=True,
+                     ObjectOwnership="BucketOwnerPreferred")
+    create_user(srv, "hal", "user")
+    s3.put_bucket_acl(Bucket="lbk", GrantFullControl='id="hal"')
+    for k in ("a", "b", "c", "mp"):
+        s3.put_object(Bucket="lbk", Key=k, Body=b"one", ObjectLockMode="GOVERNANCE",
+                      ObjectLockRetainUntilDate=later(hours=1))
+    hal = client_of(srv, "hal")
+    # No policy: no overwrite (not even by the admin), no bypass for hal.
+    for who in (s3, hal):
+        with pytest.raises(ClientError) as e:
+            who.put_object(Bucket="lbk", Key="a", Body=b"two")
+        assert code(e) == "AccessDenied"
+    with pytest.raises(ClientError) as e:
+        hal.delete_object(Bucket="lbk", Key="b", BypassGovernanceRetention=True)
+    assert code(e) == "AccessDenied"
+    assert body(s3, "lbk", "b") == b"one"
+    # The policy (which alone decides for hal now) grants hal deletes and
+    # the bypass, and the admin the bypass, on lbk/*.
+    s3.put_bucket_policy(Bucket="lbk", Policy=json.dumps({"Statement": [{
+        "Effect": "Allow", "Principal": {"AWS": ["hal", AK]},
+        "Action": ["s3:BypassGovernanceRetention", "s3:DeleteObject"],
+        "Resource": "arn:aws:s3:::lbk/*"}]}))
+    s3.put_object(Bucket="lbk", Key="a", Body=b"two")
+    assert body(s3, "lbk", "a") == b"two"
+    s3.copy_object(Bucket="lbk", Key="c", CopySource="lbk/a")
+    assert body(s3, "lbk", "c") == b"two"
+    up = s3.create_multipart_upload(Bucket="lbk", Key="mp")["UploadId"]
+    etag = s3.upload_part(Bucket="lbk", Key="mp", UploadId=up, PartNumber=1,
+                          Body=b"x" * 8192)["ETag"]
+    s3.complete_multipart_upload(Bucket="lbk", Key="mp", UploadId=up, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": etag}]})
+    assert body(s3, "lbk", "mp") == b"x" * 8192
+    with pytest.raises(ClientError) as e:
+        hal.delete_object(Bucket="lbk", Key="b")
+    assert code(e) == "AccessDenied"
+    hal.delete_object(Bucket="lbk", Key="b", BypassGovernanceRetention=True)
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket="lbk", Key="b")
