@@ -416,6 +416,31 @@ impl Handler {
         }
     }
 
+    /// A PutObjectRetention or PutObjectLegalHold without its document on
+    /// a bucket that does not exist: S3 answers `NoSuchBucket` first (s3s
+    /// would refuse the empty body as `MalformedXML` before the gateway
+    /// sees the bucket).
+    fn check_missing_document(&self, req: &s3s::HttpRequest) -> Option<Refusal> {
+        let asks = |p: &str| {
+            req.uri()
+                .query()
+                .is_some_and(|q| q.split('&').any(|kv| kv.split('=').next() == Some(p)))
+        };
+        let empty = req
+            .headers()
+            .get(http::header::CONTENT_LENGTH)
+            .is_none_or(|v| v.as_bytes() == b"0");
+        if req.method() != http::Method::PUT || !empty || !(asks("retention") || asks("legal-hold"))
+        {
+            return None;
+        }
+        let bucket = req.uri().path().trim_start_matches('/').split('/').next()?;
+        match self.store.head_bucket(bucket) {
+            Err(crate::Error::NoSuchBucket { .. }) => Some(crate::precheck::no_such_bucket(bucket)),
+            _ => None,
+        }
+    }
+
     /// Read a request's head once: refuse it (the prechecks), or note
     /// what the `Detour` must do after the signature is verified, hand
     /// its conditions over, watch its aws-chunked body.
@@ -441,7 +466,8 @@ impl Handler {
             .prechecks
             .check(req.method(), req.uri(), req.headers())
             .err()
-            .or_else(|| self.check_copy_source(&req));
+            .or_else(|| self.check_copy_source(&req))
+            .or_else(|| self.check_missing_document(&req));
         if takes_conditions(req.method(), req.uri()) {
             if let Some(c) = Conditions::from_headers(req.headers()) {
                 req.extensions_mut().insert(c);

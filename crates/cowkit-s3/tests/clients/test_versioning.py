@@ -358,3 +358,16 @@ def test_issue_27_governance_bypass_is_the_policys_to_grant(make_server):
     hal.delete_object(Bucket="lbk", Key="b", BypassGovernanceRetention=True)
     with pytest.raises(ClientError):
         s3.head_object(Bucket="lbk", Key="b")
+
+
+def test_issue_27_retention_and_hold_without_a_document_on_a_missing_bucket(s3):
+    """S3 names the missing bucket before the missing document."""
+    for call in (lambda: s3.put_object_retention(Bucket="nosuch", Key="k"),
+                 lambda: s3.put_object_legal_hold(Bucket="nosuch", Key="k")):
+        with pytest.raises(ClientError) as e:
+            call()
+        assert code(e) == "NoSuchBucket"
+    # On a bucket that exists, the missing document is the error.
+    with pytest.raises(ClientError) as e:
+        s3.put_object_retention(Bucket="vbk", Key="k")
+    assert code(e) == "MalformedXML"
