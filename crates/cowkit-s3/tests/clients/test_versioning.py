@@ -371,3 +371,66 @@ def test_issue_27_retention_and_hold_without_a_document_on_a_missing_bucket(s3):
     with pytest.raises(ClientError) as e:
         s3.put_object_retention(Bucket="vbk", Key="k")
     assert code(e) == "MalformedXML"
+
+
+def test_issue_27_fleet_race_on_a_versioned_locked_bucket(srv, s3):
+    """Two gateways on one root race on a versioned bucket with object lock:
+    concurrent overwrites of one key through both keep every version (each
+    its own bytes, listed by both gateways alike), a version under legal hold
+    set through one gateway cannot be deleted through either, however many
+    deletes race, and goes once the hold is off."""
+    import concurrent.futures as cf
+    import json
+    import signal
+    import subprocess
+    import boto3
+    from botocore.config import Config
+    from conftest import AK, SK
+    proc = subprocess.Popen(
+        [os.environ["COWKIT_BIN"], "s3", "serve", "--root", srv.root, "--listen", "127.0.0.1:0",
+         "--json", "-q", "--access-key", AK, "--secret-key", SK, "--min-part-size", "4096"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        other = boto3.client(
+            "s3", endpoint_url=json.loads(proc.stdout.readline())["endpoint"],
+            aws_access_key_id=AK, aws_secret_access_key=SK, region_name="us-east-1",
+            config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+        s3.create_bucket(Bucket="lock", ObjectLockEnabledForBucket=True)
+        gws = [s3, other]
+
+        def put(i):
+            return gws[i % 2].put_object(Bucket="lock", Key="k", Body=b"v%03d" % i)["VersionId"]
+
+        with cf.ThreadPoolExecutor(8) as ex:
+            ids = list(ex.map(put, range(60)))
+        assert len(set(ids)) == 60
+        listed = [sorted((v["VersionId"], v["ETag"]) for v in
+                         g.list_object_versions(Bucket="lock")["Versions"]) for g in gws]
+        assert listed[0] == listed[1] and len(listed[0]) == 60
+        for i in (0, 17, 59):
+            assert body(gws[(i + 1) % 2], "lock", "k", VersionId=ids[i]) == b"v%03d" % i
+        # A hold through one gateway; deletes of that version through both, at once.
+        held = ids[30]
+        other.put_object_legal_hold(Bucket="lock", Key="k", VersionId=held,
+                                    LegalHold={"Status": "ON"})
+
+        def delete(i):
+            try:
+                gws[i % 2].delete_object(Bucket="lock", Key="k", VersionId=held)
+                return "deleted"
+            except ClientError as e:
+                return e.response["Error"]["Code"]
+
+        with cf.ThreadPoolExecutor(8) as ex:
+            outcomes = set(ex.map(delete, range(16)))
+        assert outcomes == {"AccessDenied"}, outcomes
+        assert body(s3, "lock", "k", VersionId=held) == b"v030"
+        s3.put_object_legal_hold(Bucket="lock", Key="k", VersionId=held,
+                                 LegalHold={"Status": "OFF"})
+        other.delete_object(Bucket="lock", Key="k", VersionId=held)
+        with pytest.raises(ClientError) as e:
+            s3.head_object(Bucket="lock", Key="k", VersionId=held)
+        assert status(e) in (400, 404)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
