@@ -246,7 +246,9 @@ fn cached(run: &Run<'_>, pkg: &PlannedPackage) -> Result<Option<PathBuf>, CliErr
         return Ok(None);
     };
     let repo = run.repo(pkg);
-    if repo.gpgcheck && rec.signed_with.as_deref() != Some(&sorted(&repo.keys)[..]) {
+    // Checked with keys of the same content (a key file replaced since
+    // then, or one that cannot be read now, does not match).
+    if repo.gpgcheck && (rec.signed_with.is_none() || rec.signed_with != key_identity(&repo.keys)) {
         return Ok(None);
     }
     match run
@@ -263,10 +265,30 @@ fn cached(run: &Run<'_>, pkg: &PlannedPackage) -> Result<Option<PathBuf>, CliErr
     }
 }
 
-fn sorted(keys: &[PathBuf]) -> Vec<PathBuf> {
-    let mut v = keys.to_vec();
+/// What identifies the key files `keys` in a checksum record: each one's
+/// SHA-256 and path (`sha256:HEX PATH`), sorted; `None` when one cannot be
+/// read (within [`cowkit_archive::pgp::MAX_KEY_FILE_BYTES`]) or its path
+/// is not UTF-8.
+fn key_identity(keys: &[PathBuf]) -> Option<Vec<String>> {
+    let mut v = Vec::with_capacity(keys.len());
+    for k in keys {
+        let path = k.to_str().filter(|p| !p.contains('\n'))?;
+        let mut bytes = Vec::new();
+        File::open(k)
+            .ok()?
+            .take(cowkit_archive::pgp::MAX_KEY_FILE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .ok()?;
+        if bytes.len() as u64 > cowkit_archive::pgp::MAX_KEY_FILE_BYTES {
+            return None;
+        }
+        v.push(format!(
+            "sha256:{} {path}",
+            hex(&sha2::Sha256::digest(&bytes))
+        ));
+    }
     v.sort();
-    v
+    Some(v)
 }
 
 /// One attempt at `pkg` from `source`.
@@ -302,6 +324,9 @@ fn fetch(run: &Run<'_>, pkg: &PlannedPackage, source: &Source) -> Result<Done, F
         .cache
         .lookup(&digest)
         .map_err(|e| Failure::Fatal(crate::dnf::cache_error(e)))?;
+    // The keys as the worker is about to load them; recorded only if they
+    // are the same once it is done.
+    let keys_before = repo.gpgcheck.then(|| key_identity(&repo.keys)).flatten();
     let (done, signed) = match lookup {
         Lookup::Hit(p) if !repo.gpgcheck => {
             io::copy(&mut body, &mut io::sink())
@@ -317,9 +342,13 @@ fn fetch(run: &Run<'_>, pkg: &PlannedPackage, source: &Source) -> Result<Done, F
             (Done::Transcoded(p), repo.gpgcheck)
         }
     };
+    let signed_with = match signed {
+        true => keys_before.filter(|b| Some(b) == key_identity(&repo.keys).as_ref()),
+        false => None,
+    };
     let record = ChecksumRecord {
         header_digest: digest,
-        signed_with: signed.then(|| sorted(&repo.keys)),
+        signed_with,
     };
     run.cache
         .record_checksum(
