@@ -471,7 +471,39 @@ fn streamed(
         Ok(total) => total,
         Err(e) => return refused(&args.root, args.json, e),
     };
+    import_repo_keys(args, root, plan)?;
     Ok(done(args, &total, extra))
+}
+
+/// The key files of the repositories that required signatures imported
+/// into the root's database (`gpg-pubkey` entries), as dnf's signature
+/// check imports a repository's `gpgkey` into the root it installs into
+/// (dnf before its transaction, cowkit after it, once the database is
+/// where it stays); repositories in the order of their first package.
+fn import_repo_keys(
+    args: &Request,
+    root: &Root,
+    plan: &crate::dnf_plan::Plan,
+) -> Result<(), CliError> {
+    let mut seen = std::collections::HashSet::new();
+    let files: Vec<PathBuf> = plan
+        .packages
+        .iter()
+        .filter(|p| seen.insert(&p.repo))
+        .map(|p| &plan.repos[&p.repo])
+        .filter(|r| r.gpgcheck)
+        .flat_map(|r| r.keys.iter().cloned())
+        .collect();
+    if files.is_empty() {
+        return Ok(());
+    }
+    let what = "cannot import the repositories' keys into the root's rpm database, as dnf does";
+    let db = cowkit_rpmdb::find(root, args.dbpath.as_deref())
+        .map_err(|e| CliError::new(what, e))?
+        .ok_or_else(|| CliError::msg(format!("{what}: the root has no rpm database")))?;
+    cowkit_rpmdb::Rpm::new(&args.root, &db)
+        .import_keys(&files)
+        .map_err(|e| CliError::new(what, e))
 }
 
 /// The download progress bar (hidden with `--json` or `--quiet`).

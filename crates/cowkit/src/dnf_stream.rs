@@ -116,6 +116,7 @@ pub fn fetch_all(cache: &Cache, plan: &Plan, reporter: &dyn Reporter) -> Result<
     };
     let next = AtomicUsize::new(0);
     let errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let hints: Mutex<Vec<String>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..plan.max_parallel_downloads.clamp(1, 64).min(n) {
             s.spawn(|| loop {
@@ -131,6 +132,12 @@ pub fn fetch_all(cache: &Cache, plan: &Plan, reporter: &dyn Reporter) -> Result<
                     Err(e) => {
                         run.stop.store(true, Ordering::Relaxed);
                         lock(&errors).push(format!("{}: {}", pkg.nevra, e.chain().join(": ")));
+                        if let Some(h) = e.hint_text() {
+                            let mut hints = lock(&hints);
+                            if !hints.iter().any(|x| x == h) {
+                                hints.push(h.to_string());
+                            }
+                        }
                     }
                 }
             });
@@ -138,11 +145,16 @@ pub fn fetch_all(cache: &Cache, plan: &Plan, reporter: &dyn Reporter) -> Result<
     });
     let errors = errors.into_inner().unwrap_or_else(|e| e.into_inner());
     if !errors.is_empty() {
-        return Err(CliError::msg(format!(
+        let e = CliError::msg(format!(
             "cannot fetch {} package(s); nothing was installed and nothing unverified was cached:\n  {}",
             errors.len(),
             errors.join("\n  ")
-        )));
+        ));
+        let hints = hints.into_inner().unwrap_or_else(|e| e.into_inner());
+        return Err(match hints.is_empty() {
+            true => e,
+            false => e.hint(hints.join("; ")),
+        });
     }
     Ok(run.out.into_inner().unwrap_or_else(|e| e.into_inner()))
 }
@@ -410,11 +422,48 @@ fn stream(
     // body is not the package's fault.
     fed.map_err(|e| Failure::Mirror(format!("`{source}`: {e}")))?;
     finish(body, pkg, source)?;
-    let name = source.to_string();
-    outcome.map_err(|e| fatal(crate::transcode::cli_error(e, std::path::Path::new(&name))))?;
+    outcome.map_err(|e| fatal(worker_error(e, pkg, repo, source)))?;
     entry
         .commit()
         .map_err(|e| fatal(crate::dnf::cache_error(e)))
+}
+
+/// The worker's error: a refused header signature said as the
+/// repository's requirement (which repository, which keys, what dnf does
+/// about it), anything else as `cowkit transcode` says it.
+fn worker_error(
+    e: confined::Error,
+    pkg: &PlannedPackage,
+    repo: &Repo,
+    source: &Source,
+) -> CliError {
+    let name = source.to_string();
+    if !confined::signature_refused(&e) {
+        return crate::transcode::cli_error(e, Path::new(&name));
+    }
+    let causes = match &e {
+        confined::Error::Worker(cowkit_confine::worker::WorkerError::Failed { error, .. }) => {
+            error.messages().split_off(1)
+        }
+        _ => Vec::new(),
+    };
+    let keys: Vec<String> = repo
+        .keys
+        .iter()
+        .map(|k| format!("`{}`", k.display()))
+        .collect();
+    CliError::from_chain(
+        format!(
+            "the repository `{}` requires signatures (gpgcheck) by its keys ({}), and the header signature of `{name}` is not accepted; nothing of it was decoded or cached",
+            pkg.repo,
+            keys.join(", ")
+        ),
+        &causes,
+    )
+    .hint(format!(
+        "dnf refuses such a package too (`GPG check FAILED`); to install without the check, as dnf would: `--nogpgcheck`, or `--setopt={}.gpgcheck=0`",
+        pkg.repo
+    ))
 }
 
 /// Write `prefix` then the rest of `body` to the worker's pipe; once the

@@ -16,7 +16,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{as_root, cowkit, run, tmp, Run};
-use cowkit_testutil::repo::{build_repo, TestRepo, MAIN};
+use cowkit_testutil::repo::{build_repo, installed, rpm_in, TestRepo, MAIN};
 use cowkit_testutil::rpm::{
     edit_header, header_range, pgp_fingerprint, pgp_fixtures, replace_once,
 };
@@ -745,16 +745,15 @@ fn issue_29_gpgcheck_signed_packages_install_and_equal_the_downloadonly_entries(
     assert!(r.ok, "{}", r.stderr);
     assert_eq!(r.json()["not_downloaded"], MAIN.len(), "{}", r.json());
 
+    // Plain dnf imports the repository's key into the root's database
+    // (`gpg-pubkey`) as it checks the first package: so does cowkit.
     let d = w.plain_dnf("root-dnf", &server.url, &[]);
     assert!(d.ok, "plain dnf: {}", d.stderr);
-    eprintln!(
-        "DNF ROOT: {:?}",
-        cowkit_testutil::repo::installed(&w.path("root-dnf"))
-    );
-    eprintln!(
-        "CK ROOT: {:?}",
-        cowkit_testutil::repo::installed(&w.path("root"))
-    );
+    let want = installed(&w.path("root-dnf"));
+    assert!(want.contains_key("gpg-pubkey"), "{want:?}");
+    assert_eq!(installed(&w.path("root")), want);
+    assert_eq!(installed(&w.path("root3")), want);
+    eprintln!("--downloader dnf: {:?}", installed(&w.path("root2")));
 }
 
 /// A build of a repository whose [`BROKEN`] is as `how` says, by cowkit
@@ -766,12 +765,12 @@ fn refused_as_dnf_refuses(test: &str, how: Signed, ours: &[&str], dnfs: &[&str])
     let w = World::signed(how)?;
     let server = w.serve("ok", "", "log");
     let r = w.build("root", &[&server.url], &[]);
-    eprintln!("COWKIT: {}", r.stderr);
-    assert_failed_with(&r, &[BROKEN]);
+    // The package, the repository and why; what dnf would do about it.
+    let why = format!("{BROKEN}-1-1.noarch: the repository `local` requires signatures (gpgcheck)");
+    assert_failed_with(&r, &[&why, "--nogpgcheck"]);
     assert_failed_with(&r, ours);
     w.assert_nothing_of_broken_in("root", "ck-cache");
     let d = w.plain_dnf("root-dnf", &server.url, &[]);
-    eprintln!("DNF: {}", d.stderr);
     assert_failed_with(&d, dnfs);
     assert!(!w.path("root-dnf/usr/bin/busybox").exists());
     Some(w)
@@ -799,13 +798,40 @@ fn issue_29_gpgcheck_refuses_a_package_signed_by_another_key_as_dnf_does() {
 
 #[test]
 fn issue_29_gpgcheck_refuses_a_changed_header_before_decoding_its_payload() {
-    // The payload is garbage: had a decoder seen a byte of it, the error
-    // would be the decompressor's.
-    refused_as_dnf_refuses(
+    let Some(w) = refused_as_dnf_refuses(
         "issue_29_gpgcheck_changed_header",
         Signed::HeaderChanged,
         &["does not verify"],
         &["GPG check FAILED"],
+    ) else {
+        return;
+    };
+    // Its payload is garbage: a decoder that sees a byte of it fails
+    // (`cowkit transcode` without a key), and the signature check (with
+    // the key) stopped the package before that.
+    let rpm = w.served_rpm(BROKEN);
+    let unchecked = run(cowkit()
+        .arg("transcode")
+        .arg(&rpm)
+        .arg("-o")
+        .arg(w.path("x.rpme")));
+    assert!(
+        !unchecked.ok && !unchecked.stderr.contains("signature"),
+        "{}",
+        unchecked.stderr
+    );
+    let checked = run(cowkit()
+        .arg("transcode")
+        .arg("--key")
+        .arg(w.gpgkey.as_ref().unwrap())
+        .arg(&rpm)
+        .arg("-o")
+        .arg(w.path("x.rpme")));
+    assert_failed_with(&checked, &["does not verify"]);
+    assert!(
+        !checked.stderr.contains(&unchecked.stderr),
+        "{}",
+        checked.stderr
     );
 }
 
@@ -828,7 +854,6 @@ fn issue_29_nogpgcheck_is_honoured_as_dnf_honours_it() {
     {
         let r = w.build(&format!("root{i}"), &[&server.url], &[opt]);
         let d = w.plain_dnf(&format!("root{i}-dnf"), &server.url, &[opt]);
-        eprintln!("{opt}: cowkit {} dnf {}", r.ok, d.ok);
         assert_eq!(
             r.ok, d.ok,
             "{opt}: cowkit:\n{}\ndnf:\n{}",
@@ -855,9 +880,41 @@ fn issue_29_a_changed_key_file_is_not_trusted_from_the_cache() {
     )
     .unwrap();
     let r = w.build("root2", &[&server.url], &[]);
-    eprintln!("{}", r.stderr);
     assert_failed_with(&r, &["not in the keyring"]);
     assert!(!w.path("root2/usr/bin/busybox").exists());
     let d = w.plain_dnf("root2-dnf", &server.url, &[]);
     assert!(!d.ok, "{}", d.stderr);
+}
+
+#[test]
+fn issue_29_a_root_trusting_other_keys_is_left_to_dnf() {
+    if !as_root("issue_29_root_keys", "chrooted scriptlets") {
+        return;
+    }
+    let Some(w) = World::signed(Signed::ByRepoKey) else {
+        return;
+    };
+    let server = w.serve("ok", "", "log");
+    // The root's database already trusts a key the repository does not
+    // list: dnf accepts packages signed by it, cowkit's check would not.
+    let root = mkdir(&w.path("root"));
+    let other = pgp_fixtures(tmp()).join("ed.asc");
+    run_ok(rpm_in(&root).arg("--initdb"), "rpm --initdb");
+    run_ok(rpm_in(&root).arg("--import").arg(&other), "rpm --import");
+    let r = run(&mut w.command("root", &[&server.url], &[], &["--downloader", "cowkit"]));
+    assert_failed_with(
+        &r,
+        &[
+            "cowkit cannot fetch",
+            "the root's rpm database holds key(s)",
+        ],
+    );
+    let r = w.build("root", &[&server.url], &[]);
+    assert!(r.ok, "{}", r.stderr);
+    let j = r.json();
+    assert_eq!(j["downloaded_by"], "dnf", "{j}");
+    assert!(
+        j["fallback_reasons"].to_string().contains("holds key(s)"),
+        "{j}"
+    );
 }
