@@ -23,3 +23,27 @@ impl Rpm {
         Ok(())
     }
 }
+
+impl Rpm {
+    /// The public keys the database holds (its `gpg-pubkey` entries), each
+    /// as rpm keeps it: an ASCII-armored public key block.
+    pub fn public_keys(&self) -> Result<Vec<String>> {
+        let mut c = self.command();
+        c.args(["-qa", "gpg-pubkey", "--qf", "%{DESCRIPTION}\\n"]);
+        let out = self.run(c)?;
+        if !out.status.success() {
+            return Err(rpm_failed("-qa gpg-pubkey", &out));
+        }
+        const END: &str = "-----END PGP PUBLIC KEY BLOCK-----";
+        let text = String::from_utf8_lossy(&out.stdout);
+        Ok(text
+            .split_inclusive(END)
+            .filter_map(|b| {
+                b.find("-----BEGIN PGP PUBLIC KEY BLOCK-----")
+                    .map(|i| &b[i..])
+            })
+            .filter(|b| b.ends_with(END))
+            .map(|b| format!("{b}\n"))
+            .collect())
+    }
+}

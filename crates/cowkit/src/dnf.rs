@@ -311,6 +311,7 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
         download.path(),
         dnf_downloads.is_none().then_some(plan_path.as_path()),
     );
+    let dnf_keys = scratch_keys(&args.root, scratch.as_ref(), &status, home.path())?;
     drop(scratch);
     let status = status?;
     if !status.success() {
@@ -347,6 +348,7 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
         Ok(total) => total,
         Err(e) => return refused(&args.root, args.json, e),
     };
+    import_keys(args, &root, &dnf_keys)?;
     Ok(done(args, &total, extra))
 }
 
@@ -475,6 +477,37 @@ fn streamed(
     Ok(done(args, &total, extra))
 }
 
+/// The public keys in the `scratch` database after dnf ran (with
+/// `status`), each written to a file in `dir`: those dnf imported as it
+/// checked the signatures of what it downloaded, which the root's database
+/// gets after the transaction.
+fn scratch_keys(
+    root: &Path,
+    scratch: Option<&cowkit_rpmdb::Scratch<'_>>,
+    status: &Result<std::process::ExitStatus, CliError>,
+    dir: &Path,
+) -> Result<Vec<PathBuf>, CliError> {
+    let (Some(scratch), Ok(status)) = (scratch, status) else {
+        return Ok(Vec::new());
+    };
+    if !status.success() {
+        return Ok(Vec::new());
+    }
+    let db = scratch.db();
+    let what = "cannot read the keys dnf imported into the scratch database";
+    let keys = cowkit_rpmdb::Rpm::new(root, db)
+        .public_keys()
+        .map_err(|e| CliError::new(what, e))?;
+    keys.iter()
+        .enumerate()
+        .map(|(i, k)| {
+            let p = dir.join(format!("key-{i}.asc"));
+            std::fs::write(&p, k).map_err(|e| CliError::new(what, e))?;
+            Ok(p)
+        })
+        .collect()
+}
+
 /// The key files of the repositories that required signatures imported
 /// into the root's database (`gpg-pubkey` entries), as dnf's signature
 /// check imports a repository's `gpgkey` into the root it installs into
@@ -494,6 +527,11 @@ fn import_repo_keys(
         .filter(|r| r.gpgcheck)
         .flat_map(|r| r.keys.iter().cloned())
         .collect();
+    import_keys(args, root, &files)
+}
+
+/// The key files `files` imported into the root's database.
+fn import_keys(args: &Request, root: &Root, files: &[PathBuf]) -> Result<(), CliError> {
     if files.is_empty() {
         return Ok(());
     }
@@ -502,7 +540,7 @@ fn import_repo_keys(
         .map_err(|e| CliError::new(what, e))?
         .ok_or_else(|| CliError::msg(format!("{what}: the root has no rpm database")))?;
     cowkit_rpmdb::Rpm::new(&args.root, &db)
-        .import_keys(&files)
+        .import_keys(files)
         .map_err(|e| CliError::new(what, e))
 }
 
