@@ -91,6 +91,8 @@ def why_not(base, pkgs):
             if u.split("://", 1)[0] not in ("http", "https", "file"):
                 why.append("%s: URL %s (cowkit fetches http, https and file)" % (p, u))
     checked = {p.repo.id: p.repo for p in pkgs if not p._from_cmdline and p.repo.gpgcheck}
+    if checked and base.conf.gpgkey_dns_verification:
+        why.append("gpgkey_dns_verification is set (cowkit does not ask DNSSEC about keys)")
     for r in checked.values():
         why.extend(foreign_keys(base, r))
     return sorted(set(why))

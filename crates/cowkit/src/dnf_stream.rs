@@ -7,8 +7,8 @@
 //!
 //! 1. The cache's checksum record for the repository's whole-file checksum
 //!    names a header digest whose entry checks (and, where the repository
-//!    has `gpgcheck`, was signature-checked with the same key files): the
-//!    entry is used, nothing is downloaded.
+//!    has `gpgcheck`, was signature-checked with its key files holding the
+//!    same bytes as now): the entry is used, nothing is downloaded.
 //! 2. Otherwise the body is read: the lead and headers first (bounded,
 //!    the header digest verified), whose name, epoch, version, release and
 //!    arch must be the ones dnf resolved. An entry with that header digest
@@ -16,8 +16,9 @@
 //!    of the body is only hashed. Else a confined worker gets the bytes
 //!    through a pipe as they arrive; with `gpgcheck` it checks the header
 //!    signature against the repository's key files before it decodes any
-//!    payload byte, and writes the extents file into an unnamed cache
-//!    entry.
+//!    payload byte (a refused signature fails the run, naming the
+//!    repository, as dnf's check would), and writes the extents file into
+//!    an unnamed cache entry.
 //! 3. When the body ends, its length and checksum must be the ones of
 //!    `primary.xml`; only then is the entry named and the checksum
 //!    recorded. A body that is longer, shorter, different, or stalls,
