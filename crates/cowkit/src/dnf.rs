@@ -311,7 +311,7 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
         download.path(),
         dnf_downloads.is_none().then_some(plan_path.as_path()),
     );
-    let dnf_keys = scratch_keys(&args.root, scratch.as_ref(), &status, home.path())?;
+    let dnf_keys = scratch_keys(args, scratch.as_ref(), &status, &download, &home)?;
     drop(scratch);
     let status = status?;
     if !status.success() {
@@ -479,18 +479,22 @@ fn streamed(
 
 /// The public keys in the `scratch` database after dnf ran (with
 /// `status`), each written to a file in `dir`: those dnf imported as it
-/// checked the signatures of what it downloaded, which the root's database
-/// gets after the transaction.
+/// checked the signatures of what it downloaded into `downloads`, which
+/// the root's database gets after the transaction. None when dnf
+/// downloaded nothing (cowkit fetches: dnf checked nothing).
 fn scratch_keys(
-    root: &Path,
+    args: &Request,
     scratch: Option<&cowkit_rpmdb::Scratch<'_>>,
     status: &Result<std::process::ExitStatus, CliError>,
-    dir: &Path,
+    downloads: &cowkit_fs::workdir::WorkDir,
+    dir: &tempfile::TempDir,
 ) -> Result<Vec<PathBuf>, CliError> {
     let (Some(scratch), Ok(status)) = (scratch, status) else {
         return Ok(Vec::new());
     };
-    if !status.success() {
+    let (root, dir) = (&args.root, dir.path());
+    let downloaded = std::fs::read_dir(downloads.path()).is_ok_and(|mut d| d.next().is_some());
+    if !status.success() || !downloaded {
         return Ok(Vec::new());
     }
     let db = scratch.db();
