@@ -12,6 +12,7 @@ JSON lines:
              bytes_written); every gateway reads the object back (MD5 of the whole body)
   race       one upload completed through two gateways at once: both answers, same ETag
   overwrite  PutObject through gateway 1, then at once GetObject through gateway 2: stale reads
+  during     GetObject through gateway 2 while gateway 1 overwrites the key in a loop: NoSuchKey
 """
 import argparse, concurrent.futures as cf, hashlib, json, os, subprocess, sys, threading, time
 import boto3
@@ -33,7 +34,7 @@ class Gateway:
         self.s3 = boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=AK,
                                aws_secret_access_key=SK, region_name="us-east-1",
                                config=Config(s3={"addressing_style": "path"}, max_pool_connections=8,
-                                             read_timeout=3600, retries={"max_attempts": 1}))
+                                             read_timeout=3600, retries={"total_max_attempts": 1}))
 
     def completes(self):
         with open(self.log_path) as f:
@@ -134,6 +135,34 @@ def overwrite(gws, rounds):
     return stale == 0 and missing == 0
 
 
+def during(gws, seconds):
+    """GetObject through gateway 2 while gateway 1 overwrites the key in a loop."""
+    gws[0].s3.put_object(Bucket="fleet", Key="dur", Body=b"first")
+    stop = time.monotonic() + seconds
+    puts = [0]
+
+    def writer():
+        while time.monotonic() < stop:
+            gws[0].s3.put_object(Bucket="fleet", Key="dur", Body=b"v%d" % puts[0])
+            puts[0] += 1
+
+    t = threading.Thread(target=writer)
+    t.start()
+    gets, missing, errors = 0, 0, {}
+    while time.monotonic() < stop:
+        try:
+            gws[1].s3.get_object(Bucket="fleet", Key="dur")["Body"].read()
+        except gws[1].s3.exceptions.NoSuchKey:
+            missing += 1
+        except Exception as e:  # counted by kind
+            k = str(e)[:100]
+            errors[k] = errors.get(k, 0) + 1
+        gets += 1
+    t.join()
+    out(test="during", seconds=seconds, puts=puts[0], gets=gets, missing=missing, errors=errors)
+    return missing == 0 and not errors
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cowkit", required=True)
@@ -141,7 +170,8 @@ def main():
     ap.add_argument("--parts", type=int, default=64)
     ap.add_argument("--part-mib", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--only", default="multipart,race,overwrite")
+    ap.add_argument("--only", default="multipart,race,overwrite,during")
+    ap.add_argument("--during-seconds", type=int, default=10)
     ap.add_argument("mounts", nargs="+")
     a = ap.parse_args()
     gws = [Gateway(a.cowkit, os.path.join(m, "s3"), os.path.join(a.logs, f"gw{i}.log"))
@@ -161,6 +191,8 @@ def main():
                 ok &= race(gws, 8, a.part_mib * MiB, buf, rnd)
         if "overwrite" in only:
             ok &= overwrite(gws, 100)
+        if "during" in only:
+            ok &= during(gws, a.during_seconds)
     finally:
         for gw in gws:
             gw.stop()
