@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Probe the primitives the cowkit S3 fleet relies on, on two mounts of one shared filesystem.
 
-Usage: prims.py MOUNT1 MOUNT2 [BRICK_DIR...]
+Usage: fs_prims.py MOUNT1 MOUNT2 [BRICK_DIR...]
 Prints one line per check: name, result, detail.
 """
 import errno, fcntl, os, struct, subprocess, sys, time, ctypes
@@ -181,6 +181,6 @@ os.close(fd)
 
 # 7. Negative lookup caching: mount 2 looks, mount 1 creates, mount 2 looks again at once.
 n = os.path.join(D2, "late")
-print("exists before", os.path.exists(n))
+os.path.exists(n)  # mount 2 looks the name up before it exists
 with open(os.path.join(D1, "late"), "wb") as f: f.write(b"x")
 say("new name seen at once by mount 2", "ok" if os.path.exists(n) else "NO", "")
