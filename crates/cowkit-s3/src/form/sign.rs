@@ -34,7 +34,13 @@ pub struct Signed {
     pub signature: String,
     /// `policy`, as sent (what is signed).
     pub policy: String,
+    /// `x-amz-date`, in seconds since the epoch.
+    pub time: i64,
 }
+
+/// How long after its `x-amz-date` a form is taken: S3 answers an older
+/// one "Policy expired" whatever its policy's `expiration` says.
+pub const MAX_AGE: i64 = 3600;
 
 fn hmac(key: &[u8], data: &[u8]) -> [u8; 32] {
     let mut m = <Hmac<Sha256> as KeyInit>::new_from_slice(key).expect("HMAC takes keys of any length");
@@ -88,19 +94,20 @@ pub fn signed_fields(
     }
     let err = |m: String| invalid_argument(m, "x-amz-credential", &cred);
     let (access_key, day) = crate::precheck::auth::check_scope(&cred, region, &err)?;
-    if crate::precheck::auth::parse_amz_date(&date).is_none() {
+    let Some(time) = crate::precheck::auth::parse_amz_date(&date) else {
         return Err(invalid_argument(
             "X-Amz-Date must be formated via ISO8601 Long format".into(),
             "X-Amz-Date",
             &date,
         ));
-    }
+    };
     Ok(Some(Signed {
         access_key: access_key.to_string(),
         date: day.to_string(),
         region: region.to_string(),
         signature,
         policy,
+        time,
     }))
 }
 

@@ -45,6 +45,14 @@ fn stored_as_header(name: &str) -> bool {
         .any(|p| name.starts_with(p))
 }
 
+/// A checksum field of an algorithm S3 does not know (PutObject would
+/// pass over such a header; a form's field is refused, not dropped).
+fn unknown_checksum(name: &str) -> bool {
+    name.strip_prefix("x-amz-checksum-").is_some_and(|a| {
+        !matches!(a, "algorithm" | "type") && crate::checksum::Algorithm::parse(a).is_none()
+    })
+}
+
 /// How a POST is answered: `None` for s3s; `Some(Ok(bucket))` for a form
 /// upload; `Some(Err)` refused at once.
 pub(super) fn route(req: &s3s::HttpRequest) -> Option<std::result::Result<String, Refusal>> {
@@ -141,6 +149,13 @@ fn put_head(
             "acl" => ("x-amz-acl".to_string(), value.clone()),
             "tagging" => ("x-amz-tagging".to_string(), tagging_header(value)?),
             "content-type" if value.is_empty() => continue,
+            n if unknown_checksum(n) => {
+                return Err(Refusal::new(
+                    StatusCode::BAD_REQUEST,
+                    "InvalidRequest",
+                    "The algorithm type you specified in x-amz-checksum- header is invalid.",
+                ))
+            }
             n if stored_as_header(n) => (n.to_string(), value.clone()),
             _ => continue,
         };
@@ -176,7 +191,7 @@ fn file_refusal(e: FileError) -> Refusal {
         FileError::TooLarge { size, max } => Refusal::new(
             StatusCode::BAD_REQUEST,
             "EntityTooLarge",
-            "Your proposed upload exceeds the maximum allowed size",
+            "Your proposed upload exceeds the maximum allowed object size.",
         )
         .with("ProposedSize", size.to_string())
         .with("MaxSizeAllowed", max.to_string()),
@@ -265,6 +280,11 @@ impl Uploads {
             (Some(s), None) => (None, Some(s.policy.as_str())),
             (None, _) => (None, fields.get("policy")),
         };
+        let now = crate::precheck::auth::now_secs();
+        if signed.as_ref().is_some_and(|s| now - s.time > sign::MAX_AGE) {
+            let v = crate::form::policy::Violation::Expired;
+            return Err(Refusal::new(StatusCode::FORBIDDEN, "AccessDenied", v.to_string()));
+        }
         let mut range = (0, u64::MAX);
         if let Some(p) = policy {
             let p = Policy::parse(p).map_err(|e| {
@@ -276,7 +296,7 @@ impl Uploads {
                 f => fields.get(f).unwrap_or("").to_string(),
             };
             let names: Vec<&str> = fields.fields.iter().map(|(n, _)| n.as_str()).collect();
-            p.check(crate::precheck::auth::now_secs(), &value, &names)
+            p.check(now, &value, &names)
                 .map_err(|v| Refusal::new(StatusCode::FORBIDDEN, "AccessDenied", v.to_string()))?;
             range = p.length_range();
         }
@@ -508,5 +528,11 @@ mod tests {
         assert!(!h.contains_key("x-amz-date"));
         assert!(!h.contains_key("success_action_status"));
         assert_eq!(tagging_header("invalid").unwrap_err().code, "MalformedXML");
+        let odd = parse::Fields {
+            fields: vec![("x-amz-checksum-invalid".into(), "x".into())],
+            file_name: None,
+        };
+        assert_eq!(put_head("b", "k", &odd).unwrap_err().code, "InvalidRequest");
+        assert!(!unknown_checksum("x-amz-checksum-crc64nvme"));
     }
 }
