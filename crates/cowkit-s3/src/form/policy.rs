@@ -293,7 +293,9 @@ impl Policy {
 
 /// Fields no condition needs to name.
 fn exempt(name: &str) -> bool {
-    matches!(name, "file" | "policy" | "x-amz-signature") || name.starts_with("x-ignore-")
+    // SigV2 forms sign with `AWSAccessKeyId` and `signature`.
+    matches!(name, "file" | "policy" | "x-amz-signature" | "awsaccesskeyid" | "signature")
+        || name.starts_with("x-ignore-")
 }
 
 #[cfg(test)]

@@ -34,8 +34,8 @@ pub struct Signed {
     pub signature: String,
     /// `policy`, as sent (what is signed).
     pub policy: String,
-    /// `x-amz-date`, in seconds since the epoch.
-    pub time: i64,
+    /// `x-amz-date`, in seconds since the epoch (`None`: SigV2).
+    pub time: Option<i64>,
 }
 
 /// How long after its `x-amz-date` a form is taken: S3 answers an older
@@ -79,7 +79,11 @@ pub fn signed_fields(
     get: &dyn Fn(&str) -> Option<String>,
     region: &str,
 ) -> Result<Option<Signed>, Refusal> {
-    if AUTH_FIELDS.iter().all(|f| get(f).is_none()) {
+    let v4 = AUTH_FIELDS[1..].iter().any(|f| get(f).is_some());
+    if !v4 && (get("signature").is_some() || get("awsaccesskeyid").is_some()) {
+        return signed_v2(get);
+    }
+    if !v4 && get("policy").is_none() {
         return Ok(None);
     }
     let need = |f: &str| get(f).ok_or_else(|| missing_field(f));
@@ -107,8 +111,35 @@ pub fn signed_fields(
         region: region.to_string(),
         signature,
         policy,
-        time,
+        time: Some(time),
     }))
+}
+
+/// A SigV2 form (`AWSAccessKeyId`, `signature`, `policy`: what boto3's
+/// `generate_presigned_post` makes by default for `us-east-1`), or none.
+fn signed_v2(get: &dyn Fn(&str) -> Option<String>) -> Result<Option<Signed>, Refusal> {
+    let need = |f: &str| get(f).ok_or_else(|| missing_field(f));
+    Ok(Some(Signed {
+        policy: need("policy")?,
+        signature: need("signature")?,
+        access_key: need("awsaccesskeyid")?,
+        date: String::new(),
+        region: String::new(),
+        time: None,
+    }))
+}
+
+/// Whether `s`'s signature is the one `secret` makes: SigV4's hex
+/// HMAC-SHA256 with the derived key, or SigV2's base64 HMAC-SHA1.
+pub fn verify(s: &Signed, secret: &str) -> bool {
+    if s.time.is_some() {
+        let want = signature(secret, &s.date, &s.region, &s.policy);
+        return same(&want, &s.signature.to_ascii_lowercase());
+    }
+    let mut m = <Hmac<sha1::Sha1> as KeyInit>::new_from_slice(secret.as_bytes())
+        .expect("HMAC takes keys of any length");
+    m.update(s.policy.as_bytes());
+    same(&crate::checksum::b64(&m.finalize().into_bytes()), &s.signature)
 }
 
 #[cfg(test)]
@@ -167,6 +198,19 @@ mod tests {
             with("x-amz-credential", "AK/20260101/us-west-2/s3/aws4_request"),
             "the region \"us-west-2\" is wrong; expecting \"us-east-1\""
         );
+    }
+
+    #[test]
+    fn sigv2_forms() {
+        let f = [("policy", "e30="), ("AWSAccessKeyId", "AK"), ("signature", "x")];
+        let lower: Vec<(String, &str)> = f.iter().map(|(k, v)| (k.to_ascii_lowercase(), *v)).collect();
+        let get = |n: &str| lower.iter().find(|(k, _)| k == n).map(|(_, v)| v.to_string());
+        let mut s = signed_fields(&get, "us-east-1").unwrap().unwrap();
+        assert_eq!((s.access_key.as_str(), s.time), ("AK", None));
+        // base64(HMAC-SHA1("secret", "e30=")), computed with Python's hmac.
+        s.signature = "3KeROaoASbxgUSU+Qu1QG4MqvzI=".into();
+        assert!(verify(&s, "secret"));
+        assert!(!verify(&s, "other"));
     }
 
     #[test]

@@ -231,8 +231,7 @@ fn verify(
             ));
         }
     };
-    let want = sign::signature(&secret, &s.date, &s.region, &s.policy);
-    if !sign::same(&want, &s.signature.to_ascii_lowercase()) {
+    if !sign::verify(s, &secret) {
         return Err(Refusal::new(
             StatusCode::FORBIDDEN,
             "SignatureDoesNotMatch",
@@ -281,7 +280,7 @@ impl Uploads {
             (None, _) => (None, fields.get("policy")),
         };
         let now = crate::precheck::auth::now_secs();
-        if signed.as_ref().is_some_and(|s| now - s.time > sign::MAX_AGE) {
+        if signed.as_ref().and_then(|s| s.time).is_some_and(|t| now - t > sign::MAX_AGE) {
             let v = crate::form::policy::Violation::Expired;
             return Err(Refusal::new(StatusCode::FORBIDDEN, "AccessDenied", v.to_string()));
         }
