@@ -350,7 +350,10 @@ impl Stream for FileBody {
             }
             let (min, max) = this.range;
             if this.size > max && (this.found || this.size > max.saturating_add(MAX_COUNTED_PAST)) {
-                return this.fail(FileError::TooLarge { size: this.size, max });
+                return this.fail(FileError::TooLarge {
+                    size: this.size,
+                    max,
+                });
             }
             if !this.found {
                 if let Some(p) = this.next_pending() {
@@ -375,7 +378,10 @@ impl Stream for FileBody {
                 Poll::Ready(Some(Ok(b))) => this.pending.extend_from_slice(&b),
                 Poll::Ready(None) if !this.found => return this.fail(FileError::Unterminated),
                 Poll::Ready(None) if this.size < min => {
-                    return this.fail(FileError::TooSmall { size: this.size, min });
+                    return this.fail(FileError::TooSmall {
+                        size: this.size,
+                        min,
+                    });
                 }
                 Poll::Ready(None) => this.finished = true,
             }

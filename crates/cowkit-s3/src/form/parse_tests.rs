@@ -11,7 +11,8 @@ fn form(fields: &[(&str, &str)], file: &[u8], n: usize) -> BodyStream {
     let mut b = Vec::new();
     for (k, v) in fields {
         b.extend_from_slice(
-            format!("--XyZ\r\nContent-Disposition: form-data; name=\"{k}\"\r\n\r\n{v}\r\n").as_bytes(),
+            format!("--XyZ\r\nContent-Disposition: form-data; name=\"{k}\"\r\n\r\n{v}\r\n")
+                .as_bytes(),
         );
     }
     b.extend_from_slice(
@@ -19,10 +20,8 @@ fn form(fields: &[(&str, &str)], file: &[u8], n: usize) -> BodyStream {
     );
     b.extend_from_slice(file);
     b.extend_from_slice(b"\r\n--XyZ--\r\nafter the end");
-    let chunks: Vec<Result<Bytes, s3s::StdError>> = b
-        .chunks(n)
-        .map(|c| Ok(Bytes::copy_from_slice(c)))
-        .collect();
+    let chunks: Vec<Result<Bytes, s3s::StdError>> =
+        b.chunks(n).map(|c| Ok(Bytes::copy_from_slice(c))).collect();
     Box::pin(futures_util::stream::iter(chunks))
 }
 
@@ -86,7 +85,11 @@ async fn a_file_without_its_closing_boundary_fails() {
 }
 
 async fn refusal(mut b: BodyStream) -> String {
-    read_fields(&mut b, "XyZ", LIMITS).await.unwrap_err().code.to_string()
+    read_fields(&mut b, "XyZ", LIMITS)
+        .await
+        .unwrap_err()
+        .code
+        .to_string()
 }
 
 #[tokio::test]
@@ -97,7 +100,9 @@ async fn fields_are_bounded() {
         refusal(form(&[("policy", big)], b"", 4096)).await,
         "MaxPostPreDataLengthExceededError"
     );
-    let names: Vec<String> = (0..=LIMITS.max_fields).map(|i| format!("x-ignore-{i}")).collect();
+    let names: Vec<String> = (0..=LIMITS.max_fields)
+        .map(|i| format!("x-ignore-{i}"))
+        .collect();
     let many: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "v")).collect();
     assert_eq!(
         refusal(form(&many, b"", 4096)).await,
@@ -106,21 +111,28 @@ async fn fields_are_bounded() {
     // Headers that never end are bounded too.
     let endless: &'static [u8] = Box::leak(vec![b'a'; 1 << 20].into_boxed_slice());
     assert_eq!(
-        refusal(body(vec![b"--XyZ\r\nContent-Disposition: form-data; name=\"k\"", endless])).await,
+        refusal(body(vec![
+            b"--XyZ\r\nContent-Disposition: form-data; name=\"k\"",
+            endless
+        ]))
+        .await,
         "MaxPostPreDataLengthExceededError"
     );
 }
 
 #[tokio::test]
 async fn malformed_forms_are_refused() {
-    assert_eq!(refusal(body(vec![b"no boundary at all"])).await, "MalformedPOSTRequest");
-    // The form ends without a file.
     assert_eq!(
-        refusal(form_without_file()).await,
-        "InvalidArgument"
+        refusal(body(vec![b"no boundary at all"])).await,
+        "MalformedPOSTRequest"
     );
+    // The form ends without a file.
+    assert_eq!(refusal(form_without_file()).await, "InvalidArgument");
     assert_eq!(
-        refusal(body(vec![b"--XyZ\r\nContent-Type: text/plain\r\n\r\nv\r\n--XyZ--"])).await,
+        refusal(body(vec![
+            b"--XyZ\r\nContent-Type: text/plain\r\n\r\nv\r\n--XyZ--"
+        ]))
+        .await,
         "MalformedPOSTRequest"
     );
     assert_eq!(
@@ -130,7 +142,9 @@ async fn malformed_forms_are_refused() {
 }
 
 fn form_without_file() -> BodyStream {
-    body(vec![b"--XyZ\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\nk\r\n--XyZ--\r\n"])
+    body(vec![
+        b"--XyZ\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\nk\r\n--XyZ--\r\n",
+    ])
 }
 
 #[test]
@@ -143,5 +157,8 @@ fn part_names_and_quoted_parameters() {
         part_names("content-disposition: FORM-DATA; name=key"),
         Some(("key".into(), None))
     );
-    assert_eq!(part_names("Content-Disposition: attachment; name=\"k\""), None);
+    assert_eq!(
+        part_names("Content-Disposition: attachment; name=\"k\""),
+        None
+    );
 }

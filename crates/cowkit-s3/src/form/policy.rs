@@ -114,7 +114,13 @@ pub enum Violation {
 /// `YYYY-MM-DDTHH:MM:SS[.fff]Z` → seconds since the epoch.
 pub fn parse_expiration(s: &str) -> Option<i64> {
     let b = s.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' {
+    if b.len() < 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+    {
         return None;
     }
     let rest = s.get(19..)?.strip_suffix('Z')?;
@@ -125,7 +131,15 @@ pub fn parse_expiration(s: &str) -> Option<i64> {
     if !frac_ok {
         return None;
     }
-    let compact = format!("{}{}{}T{}{}{}Z", &s[0..4], &s[5..7], &s[8..10], &s[11..13], &s[14..16], &s[17..19]);
+    let compact = format!(
+        "{}{}{}T{}{}{}Z",
+        &s[0..4],
+        &s[5..7],
+        &s[8..10],
+        &s[11..13],
+        &s[14..16],
+        &s[17..19]
+    );
     crate::precheck::auth::parse_amz_date(&compact)
 }
 
@@ -159,9 +173,17 @@ fn array_condition(items: &[Value]) -> Result<Condition, PolicyError> {
     };
     let (field, v) = (field_of(f), v.to_string());
     Ok(if op == "eq" {
-        Condition::Eq { field, value: v, text }
+        Condition::Eq {
+            field,
+            value: v,
+            text,
+        }
     } else {
-        Condition::StartsWith { field, prefix: v, text }
+        Condition::StartsWith {
+            field,
+            prefix: v,
+            text,
+        }
     })
 }
 
@@ -195,7 +217,10 @@ impl Policy {
         let Ok(Value::Object(top)) = serde_json::from_slice::<Value>(&doc) else {
             return Err(PolicyError::Json);
         };
-        if let Some(k) = top.keys().find(|k| *k != "expiration" && *k != "conditions") {
+        if let Some(k) = top
+            .keys()
+            .find(|k| *k != "expiration" && *k != "conditions")
+        {
             return Err(PolicyError::Unexpected(k.clone()));
         }
         let expiration = match top.get("expiration") {
@@ -253,7 +278,10 @@ impl Policy {
                     field,
                     value: want,
                     text,
-                } => (!field.as_deref().is_some_and(|f| value(f) == *want)).then_some(text),
+                } => field
+                    .as_deref()
+                    .is_none_or(|f| value(f) != *want)
+                    .then_some(text),
                 Condition::StartsWith {
                     field,
                     prefix,
@@ -281,10 +309,7 @@ impl Policy {
                 Condition::Range { .. } => false,
             })
         };
-        match names
-            .iter()
-            .find(|n| !exempt(n) && !named(n))
-        {
+        match names.iter().find(|n| !exempt(n) && !named(n)) {
             Some(n) => Err(Violation::Extra(n.to_string())),
             None => Ok(()),
         }
@@ -294,8 +319,10 @@ impl Policy {
 /// Fields no condition needs to name.
 fn exempt(name: &str) -> bool {
     // SigV2 forms sign with `AWSAccessKeyId` and `signature`.
-    matches!(name, "file" | "policy" | "x-amz-signature" | "awsaccesskeyid" | "signature")
-        || name.starts_with("x-ignore-")
+    matches!(
+        name,
+        "file" | "policy" | "x-amz-signature" | "awsaccesskeyid" | "signature"
+    ) || name.starts_with("x-ignore-")
 }
 
 #[cfg(test)]

@@ -23,7 +23,10 @@ fn issue_27_policy_documents_refused_with_aws_messages() {
             b64(r#"{"expiration": "invalid", "conditions": []}"#),
             E::InvalidExpiration("invalid".into()),
         ),
-        (b64(r#"{"expiration": "2100-01-01T00:00:00Z"}"#), E::MissingConditions),
+        (
+            b64(r#"{"expiration": "2100-01-01T00:00:00Z"}"#),
+            E::MissingConditions,
+        ),
         (
             b64(r#"{"expiration": "2100-01-01T00:00:00Z", "conditions": true}"#),
             E::InvalidConditions,
@@ -34,8 +37,14 @@ fn issue_27_policy_documents_refused_with_aws_messages() {
             E::Unexpected("extra".into()),
         ),
         (doc("[[]]"), E::MissingOperation),
-        (doc(r#"[["invalid", "$a", "b"]]"#), E::UnknownOperation("invalid".into())),
-        (doc(r#"[["eq", "$a", "b", "c"]]"#), E::ArgumentCount("eq".into())),
+        (
+            doc(r#"[["invalid", "$a", "b"]]"#),
+            E::UnknownOperation("invalid".into()),
+        ),
+        (
+            doc(r#"[["eq", "$a", "b", "c"]]"#),
+            E::ArgumentCount("eq".into()),
+        ),
         (doc(r#"[["eq", false, "b"]]"#), E::Json),
         (doc(r#"[["eq", "$a", true]]"#), E::Json),
         (doc(r#"[["content-length-range", 12, false]]"#), E::Json),
@@ -56,7 +65,12 @@ fn issue_27_policy_documents_refused_with_aws_messages() {
 fn expiration_formats() {
     assert_eq!(parse_expiration("1970-01-02T00:00:01Z"), Some(86_401));
     assert_eq!(parse_expiration("1970-01-02T00:00:01.123Z"), Some(86_401));
-    for bad in ["1970-01-02", "1970-01-02T00:00:01", "1970-01-02T00:00:01.Z", "x"] {
+    for bad in [
+        "1970-01-02",
+        "1970-01-02T00:00:01",
+        "1970-01-02T00:00:01.Z",
+        "x",
+    ] {
         assert_eq!(parse_expiration(bad), None, "{bad}");
     }
 }
@@ -81,13 +95,35 @@ fn check(conditions: &str, fields: &[(&str, &str)], now: i64) -> Result<(), Viol
 #[test]
 fn issue_27_policy_conditions() {
     let ok = |c: &str, f: &[(&str, &str)]| assert_eq!(check(c, f, 0), Ok(()), "{c}");
-    ok(r#"[["eq", "$Content-Type", "text/plain"]]"#, &[("content-type", "text/plain")]);
-    ok(r#"[["starts-with", "$x-amz-meta-env", "prod"]]"#, &[("x-amz-meta-env", "production")]);
-    ok(r#"[["starts-with", "$x-amz-meta-tag", ""]]"#, &[("x-amz-meta-tag", "x")]);
-    ok(r#"[{"content-type": "image/png"}]"#, &[("content-type", "image/png")]);
+    ok(
+        r#"[["eq", "$Content-Type", "text/plain"]]"#,
+        &[("content-type", "text/plain")],
+    );
+    ok(
+        r#"[["starts-with", "$x-amz-meta-env", "prod"]]"#,
+        &[("x-amz-meta-env", "production")],
+    );
+    ok(
+        r#"[["starts-with", "$x-amz-meta-tag", ""]]"#,
+        &[("x-amz-meta-tag", "x")],
+    );
+    ok(
+        r#"[{"content-type": "image/png"}]"#,
+        &[("content-type", "image/png")],
+    );
     ok(r#"[["eq", "$bucket", "bkt"]]"#, &[]);
-    ok("[]", &[("x-ignore-me", "v"), ("policy", "p"), ("x-amz-signature", "s")]);
-    ok(r#"[["starts-with", "$content-type", "text/"]]"#, &[("content-type", "text/plain, text/html")]);
+    ok(
+        "[]",
+        &[
+            ("x-ignore-me", "v"),
+            ("policy", "p"),
+            ("x-amz-signature", "s"),
+        ],
+    );
+    ok(
+        r#"[["starts-with", "$content-type", "text/"]]"#,
+        &[("content-type", "text/plain, text/html")],
+    );
     // An absent field is empty.
     ok(r#"[["starts-with", "$content-type", ""]]"#, &[]);
     let failed = |c: &str, f: &[(&str, &str)], echo: &str| {
@@ -136,7 +172,10 @@ fn issue_27_policy_conditions() {
 #[test]
 fn issue_27_expired_policy() {
     let p = Policy::parse(&doc("[]")).unwrap();
-    assert_eq!(p.check(p.expiration, &|_| String::new(), &[]), Err(Violation::Expired));
+    assert_eq!(
+        p.check(p.expiration, &|_| String::new(), &[]),
+        Err(Violation::Expired)
+    );
     assert_eq!(p.check(p.expiration - 1, &|_| String::new(), &[]), Ok(()));
 }
 
@@ -147,5 +186,8 @@ fn length_ranges_intersect() {
     ))
     .unwrap();
     assert_eq!(p.length_range(), (10, 100));
-    assert_eq!(Policy::parse(&doc("[]")).unwrap().length_range(), (0, u64::MAX));
+    assert_eq!(
+        Policy::parse(&doc("[]")).unwrap().length_range(),
+        (0, u64::MAX)
+    );
 }

@@ -43,7 +43,8 @@ pub struct Signed {
 pub const MAX_AGE: i64 = 3600;
 
 fn hmac(key: &[u8], data: &[u8]) -> [u8; 32] {
-    let mut m = <Hmac<Sha256> as KeyInit>::new_from_slice(key).expect("HMAC takes keys of any length");
+    let mut m =
+        <Hmac<Sha256> as KeyInit>::new_from_slice(key).expect("HMAC takes keys of any length");
     m.update(data);
     m.finalize().into_bytes().into()
 }
@@ -59,18 +60,28 @@ pub fn signing_key(secret: &str, date: &str, region: &str, service: &str) -> [u8
 
 /// The signature of a form: hex of the policy's HMAC.
 pub fn signature(secret: &str, date: &str, region: &str, policy: &str) -> String {
-    hex::encode(hmac(&signing_key(secret, date, region, "s3"), policy.as_bytes()))
+    hex::encode(hmac(
+        &signing_key(secret, date, region, "s3"),
+        policy.as_bytes(),
+    ))
 }
 
 /// Whether two signatures are equal, in time that does not depend on
 /// where they differ.
 pub fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
 }
 
 /// `s`'s bytes in hex, space-separated (S3's `StringToSignBytes`).
 pub fn hex_bytes(s: &str) -> String {
-    s.bytes().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ")
+    s.bytes()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The form's signature fields: `Ok(None)` for an unsigned form (none
@@ -88,7 +99,11 @@ pub fn signed_fields(
     }
     let need = |f: &str| get(f).ok_or_else(|| missing_field(f));
     let (policy, signature) = (need("policy")?, need("x-amz-signature")?);
-    let (cred, date, algo) = (need("x-amz-credential")?, need("x-amz-date")?, need("x-amz-algorithm")?);
+    let (cred, date, algo) = (
+        need("x-amz-credential")?,
+        need("x-amz-date")?,
+        need("x-amz-algorithm")?,
+    );
     if algo != "AWS4-HMAC-SHA256" {
         return Err(invalid_argument(
             "Only AWS4-HMAC-SHA256 is supported".into(),
@@ -139,7 +154,10 @@ pub fn verify(s: &Signed, secret: &str) -> bool {
     let mut m = <Hmac<sha1::Sha1> as KeyInit>::new_from_slice(secret.as_bytes())
         .expect("HMAC takes keys of any length");
     m.update(s.policy.as_bytes());
-    same(&crate::checksum::b64(&m.finalize().into_bytes()), &s.signature)
+    same(
+        &crate::checksum::b64(&m.finalize().into_bytes()),
+        &s.signature,
+    )
 }
 
 #[cfg(test)]
@@ -162,7 +180,12 @@ mod tests {
     }
 
     fn fields<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |f| pairs.iter().find(|(k, _)| *k == f).map(|(_, v)| v.to_string())
+        move |f| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == f)
+                .map(|(_, v)| v.to_string())
+        }
     }
 
     #[test]
@@ -182,7 +205,10 @@ mod tests {
             partial.remove(i);
             let e = signed_fields(&fields(&partial), "us-east-1").unwrap_err();
             assert_eq!(e.code, "InvalidArgument");
-            assert!(e.extra.contains(&("ArgumentName", name.to_string())), "{e:?}");
+            assert!(
+                e.extra.contains(&("ArgumentName", name.to_string())),
+                "{e:?}"
+            );
         }
         let with = |k: &str, v: &'static str| {
             let mut f = good.to_vec();
@@ -191,7 +217,10 @@ mod tests {
             let e = signed_fields(&fields(&f), "us-east-1").unwrap_err();
             e.message
         };
-        assert_eq!(with("x-amz-algorithm", "invalid"), "Only AWS4-HMAC-SHA256 is supported");
+        assert_eq!(
+            with("x-amz-algorithm", "invalid"),
+            "Only AWS4-HMAC-SHA256 is supported"
+        );
         assert!(with("x-amz-date", "invalid_date").starts_with("X-Amz-Date must be"));
         assert!(with("x-amz-credential", "malformed").contains("mal-formed"));
         assert_eq!(
@@ -202,9 +231,21 @@ mod tests {
 
     #[test]
     fn sigv2_forms() {
-        let f = [("policy", "e30="), ("AWSAccessKeyId", "AK"), ("signature", "x")];
-        let lower: Vec<(String, &str)> = f.iter().map(|(k, v)| (k.to_ascii_lowercase(), *v)).collect();
-        let get = |n: &str| lower.iter().find(|(k, _)| k == n).map(|(_, v)| v.to_string());
+        let f = [
+            ("policy", "e30="),
+            ("AWSAccessKeyId", "AK"),
+            ("signature", "x"),
+        ];
+        let lower: Vec<(String, &str)> = f
+            .iter()
+            .map(|(k, v)| (k.to_ascii_lowercase(), *v))
+            .collect();
+        let get = |n: &str| {
+            lower
+                .iter()
+                .find(|(k, _)| k == n)
+                .map(|(_, v)| v.to_string())
+        };
         let mut s = signed_fields(&get, "us-east-1").unwrap().unwrap();
         assert_eq!((s.access_key.as_str(), s.time), ("AK", None));
         // base64(HMAC-SHA1("secret", "e30=")), computed with Python's hmac.

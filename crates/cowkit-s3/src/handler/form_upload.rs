@@ -40,9 +40,14 @@ fn stored_as_header(name: &str) -> bool {
             | "expires"
             | "x-amz-website-redirect-location"
             | "x-amz-storage-class"
-    ) || ["x-amz-meta-", "x-amz-checksum-", "x-amz-server-side-encryption", "x-amz-object-lock-"]
-        .iter()
-        .any(|p| name.starts_with(p))
+    ) || [
+        "x-amz-meta-",
+        "x-amz-checksum-",
+        "x-amz-server-side-encryption",
+        "x-amz-object-lock-",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
 }
 
 /// A checksum field of an algorithm S3 does not know (PutObject would
@@ -86,7 +91,10 @@ pub(super) fn route(req: &s3s::HttpRequest) -> Option<std::result::Result<String
             "PreconditionFailed",
             "At least one of the pre-conditions you specified did not hold.",
         )
-        .with("Condition", "Bucket POST must be of the enclosure-type multipart/form-data"))
+        .with(
+            "Condition",
+            "Bucket POST must be of the enclosure-type multipart/form-data",
+        ))
     })
 }
 
@@ -124,7 +132,10 @@ fn tagging_header(xml: &str) -> std::result::Result<String, Refusal> {
     Ok(t.tag_set
         .iter()
         .map(|t| {
-            let (k, v) = (t.key.as_deref().unwrap_or(""), t.value.as_deref().unwrap_or(""));
+            let (k, v) = (
+                t.key.as_deref().unwrap_or(""),
+                t.value.as_deref().unwrap_or(""),
+            );
             format!("{}={}", encode_query(k), encode_query(v))
         })
         .collect::<Vec<_>>()
@@ -159,7 +170,8 @@ fn put_head(
             n if stored_as_header(n) => (n.to_string(), value.clone()),
             _ => continue,
         };
-        let hn = http::HeaderName::from_bytes(header.as_bytes()).map_err(|_| bad(name, value.as_str()))?;
+        let hn = http::HeaderName::from_bytes(header.as_bytes())
+            .map_err(|_| bad(name, value.as_str()))?;
         let hv = http::HeaderValue::from_str(&value).map_err(|_| bad(name, value.as_str()))?;
         h.insert(hn, hv);
     }
@@ -208,10 +220,7 @@ fn file_refusal(e: FileError) -> Refusal {
 
 /// What a signed form's signature and policy allow; the credentials it
 /// was signed with.
-fn verify(
-    accounts: &Accounts,
-    s: &Signed,
-) -> std::result::Result<s3s::auth::Credentials, Refusal> {
+fn verify(accounts: &Accounts, s: &Signed) -> std::result::Result<s3s::auth::Credentials, Refusal> {
     let secret = match accounts.find(&s.access_key) {
         Ok(Some(a)) => a.secret,
         Ok(None) => {
@@ -262,7 +271,9 @@ impl Uploads {
     fn check(&self, bucket: &str, fields: parse::Fields) -> std::result::Result<Checked, Refusal> {
         let get = |f: &str| fields.get(f).map(str::to_string);
         let signed = sign::signed_fields(&get, &self.prechecks.region)?;
-        let key = fields.get("key").ok_or_else(|| crate::form::missing_field("key"))?;
+        let key = fields
+            .get("key")
+            .ok_or_else(|| crate::form::missing_field("key"))?;
         let name = fields.file_name.as_deref().unwrap_or("");
         let name = name.rsplit(['/', '\\']).next().unwrap_or("");
         let key = key.replace("${filename}", name);
@@ -280,14 +291,26 @@ impl Uploads {
             (None, _) => (None, fields.get("policy")),
         };
         let now = crate::precheck::auth::now_secs();
-        if signed.as_ref().and_then(|s| s.time).is_some_and(|t| now - t > sign::MAX_AGE) {
+        if signed
+            .as_ref()
+            .and_then(|s| s.time)
+            .is_some_and(|t| now - t > sign::MAX_AGE)
+        {
             let v = crate::form::policy::Violation::Expired;
-            return Err(Refusal::new(StatusCode::FORBIDDEN, "AccessDenied", v.to_string()));
+            return Err(Refusal::new(
+                StatusCode::FORBIDDEN,
+                "AccessDenied",
+                v.to_string(),
+            ));
         }
         let mut range = (0, u64::MAX);
         if let Some(p) = policy {
             let p = Policy::parse(p).map_err(|e| {
-                Refusal::new(StatusCode::BAD_REQUEST, "InvalidPolicyDocument", e.to_string())
+                Refusal::new(
+                    StatusCode::BAD_REQUEST,
+                    "InvalidPolicyDocument",
+                    e.to_string(),
+                )
             })?;
             let value = |f: &str| match f {
                 "bucket" => bucket.to_string(),
@@ -318,7 +341,9 @@ impl Uploads {
             .and_then(|v| {
                 v.split(';').skip(1).find_map(|p| {
                     let (k, v) = p.split_once('=')?;
-                    k.trim().eq_ignore_ascii_case("boundary").then(|| v.trim().trim_matches('"').to_string())
+                    k.trim()
+                        .eq_ignore_ascii_case("boundary")
+                        .then(|| v.trim().trim_matches('"').to_string())
                 })
             })
             .filter(|b| !b.is_empty() && b.len() <= 70);
@@ -359,10 +384,13 @@ impl Uploads {
         }
         let mut ext = http::Extensions::new();
         if let Some(p) = parts.extensions.get::<crate::authz::Peer>() {
-            ext.insert(p.clone());
+            ext.insert(*p);
         }
         if self.accounts.is_some() {
-            match self.access.authenticate(c.creds.as_ref(), &http::Method::PUT, &uri, &headers) {
+            match self
+                .access
+                .authenticate(c.creds.as_ref(), &http::Method::PUT, &uri, &headers)
+            {
                 Ok(who) => {
                     ext.insert(who);
                 }
@@ -408,13 +436,21 @@ fn answer_of(
         .and_then(|h| h.to_str().ok())
         .unwrap_or("");
     let path = format!("/{}/{}", encode_path(bucket), encode_path(&c.key));
-    let location = if host.is_empty() { path } else { format!("http://{host}{path}") };
+    let location = if host.is_empty() {
+        path
+    } else {
+        format!("http://{host}{path}")
+    };
     let redirect = c
         .fields
         .get("success_action_redirect")
         .or_else(|| c.fields.get("redirect"))
         .filter(|r| r.starts_with("http://") || r.starts_with("https://"));
-    let etag_text = etag.as_ref().and_then(|e| e.to_str().ok()).unwrap_or("").to_string();
+    let etag_text = etag
+        .as_ref()
+        .and_then(|e| e.to_str().ok())
+        .unwrap_or("")
+        .to_string();
     let (status, body) = match (redirect, c.fields.get("success_action_status")) {
         (Some(r), _) => {
             let sep = if r.contains('?') { '&' } else { '?' };
@@ -488,7 +524,8 @@ mod tests {
         *r.method_mut() = http::Method::POST;
         *r.uri_mut() = uri.parse().unwrap();
         if let Some(c) = ctype {
-            r.headers_mut().insert(http::header::CONTENT_TYPE, c.parse().unwrap());
+            r.headers_mut()
+                .insert(http::header::CONTENT_TYPE, c.parse().unwrap());
         }
         r
     }
@@ -498,8 +535,17 @@ mod tests {
         let form = Some("multipart/form-data; boundary=x");
         assert_eq!(route(&post("/b", form)), Some(Ok("b".into())));
         assert_eq!(route(&post("/b/", form)), Some(Ok("b".into())));
-        assert_eq!(route(&post("/b/k", form)).unwrap().unwrap_err().code, "MethodNotAllowed");
-        assert_eq!(route(&post("/b", Some("application/json"))).unwrap().unwrap_err().code, "PreconditionFailed");
+        assert_eq!(
+            route(&post("/b/k", form)).unwrap().unwrap_err().code,
+            "MethodNotAllowed"
+        );
+        assert_eq!(
+            route(&post("/b", Some("application/json")))
+                .unwrap()
+                .unwrap_err()
+                .code,
+            "PreconditionFailed"
+        );
         assert!(route(&post("/b?delete", Some("application/xml"))).is_none());
         assert!(route(&post("/b/k?uploads", None)).is_none());
     }

@@ -40,7 +40,11 @@ pub struct Refusal {
 }
 
 impl Refusal {
-    pub(crate) fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Refusal {
+    pub(crate) fn new(
+        status: StatusCode,
+        code: &'static str,
+        message: impl Into<String>,
+    ) -> Refusal {
         Refusal {
             status,
             code,
