@@ -6,7 +6,7 @@
 use super::*;
 
 /// Go's `%q` for the ASCII strings these messages quote.
-pub(crate) fn q(s: &str) -> String {
+pub(super) fn q(s: &str) -> String {
     format!("{s:?}")
 }
 
@@ -45,7 +45,7 @@ pub(crate) fn parse_amz_date(s: &str) -> Option<i64> {
     Some(days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se)
 }
 
-pub(crate) fn valid_ymd(s: &str) -> bool {
+pub(super) fn valid_ymd(s: &str) -> bool {
     s.len() == 8 && parse_amz_date(&format!("{s}T000000Z")).is_some()
 }
 
