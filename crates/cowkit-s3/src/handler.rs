@@ -27,6 +27,7 @@ use crate::accounts::{Accounts, KeyAuth};
 
 mod access;
 use access::{Access, DetourAccess, NoKeys};
+mod form_upload;
 
 use crate::conditions::Conditions;
 use crate::error::Result;
@@ -331,6 +332,8 @@ fn takes_conditions(method: &http::Method, uri: &http::Uri) -> bool {
 #[derive(Clone)]
 pub struct Handler {
     service: s3s::service::S3Service,
+    /// PostObject (browser form uploads).
+    uploads: form_upload::Uploads,
     pub(crate) store: Arc<Store>,
     prechecks: Arc<Prechecks>,
 }
@@ -379,8 +382,20 @@ impl Handler {
             inner.set_access(DetourAccess(access.clone()));
         }
         b.set_access(access.clone());
+        let inner = inner.build();
+        let prechecks = Arc::new(Prechecks {
+            region: cfg.region.clone(),
+            access_key: cfg.credentials.as_ref().map(|c| c.0.clone()),
+            accounts: accounts.clone(),
+        });
+        let uploads = form_upload::Uploads {
+            inner: inner.clone(),
+            access: access.clone(),
+            accounts: accounts.clone(),
+            prechecks: prechecks.clone(),
+        };
         b.set_route(Detour {
-            inner: inner.build(),
+            inner,
             access,
             admin: accounts.clone().map(|a| crate::admin::Admin {
                 accounts: a,
@@ -390,12 +405,9 @@ impl Handler {
         });
         Ok(Handler {
             service: b.build(),
+            uploads,
             store,
-            prechecks: Arc::new(Prechecks {
-                region: cfg.region.clone(),
-                access_key: cfg.credentials.as_ref().map(|c| c.0.clone()),
-                accounts,
-            }),
+            prechecks,
         })
     }
 
@@ -517,19 +529,25 @@ impl Handler {
         req: s3s::HttpRequest,
         peer: SocketAddr,
     ) -> std::result::Result<s3s::HttpResponse, s3s::HttpError> {
-        let (req, refused) = self.prepare(req);
+        // A form upload (PostObject) takes its own path.
+        let form = form_upload::route(&req);
+        let (req, refused) = match form {
+            Some(_) => (req, None),
+            None => self.prepare(req),
+        };
         let method = req.method().clone();
         let path = req.uri().path().to_string();
         let query = req.uri().query().map(str::to_string);
         let t0 = Instant::now();
         let mut req = req;
         req.extensions_mut().insert(crate::authz::Peer(peer));
-        let res = match refused {
-            Some(r) => {
+        let res = match (refused.or(form.clone().and_then(Result::err)), form) {
+            (Some(r), _) => {
                 drain(req.into_body()).await;
                 Ok(refusal_response(&r))
             }
-            None => self.service.call(req).await,
+            (None, Some(Ok(bucket))) => Ok(self.uploads.answer(req, bucket).await),
+            (None, _) => self.service.call(req).await,
         };
         let res = res.map(|r| shape(r, &method));
         if let Ok(r) = &res {

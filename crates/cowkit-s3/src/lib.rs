@@ -48,6 +48,7 @@ pub mod conditions;
 pub mod error;
 pub mod fault;
 pub mod fleet;
+pub mod form;
 mod fsutil;
 #[doc(hidden)]
 #[cfg(feature = "fuzzing")]

@@ -14,7 +14,7 @@
 use http::{HeaderMap, Method, StatusCode, Uri};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-mod auth;
+pub(crate) mod auth;
 
 pub(crate) use auth::days_from_civil;
 use auth::*;
@@ -40,7 +40,11 @@ pub struct Refusal {
 }
 
 impl Refusal {
-    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Refusal {
+    pub(crate) fn new(
+        status: StatusCode,
+        code: &'static str,
+        message: impl Into<String>,
+    ) -> Refusal {
         Refusal {
             status,
             code,
@@ -49,7 +53,7 @@ impl Refusal {
         }
     }
 
-    fn with(mut self, name: &'static str, value: impl Into<String>) -> Refusal {
+    pub(crate) fn with(mut self, name: &'static str, value: impl Into<String>) -> Refusal {
         self.extra.push((name, value.into()));
         self
     }
