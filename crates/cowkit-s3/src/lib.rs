@@ -69,6 +69,7 @@ pub mod server;
 pub mod store;
 pub mod tagging;
 pub mod versions;
+pub mod website;
 
 pub use error::{Error, Result};
 pub use fsutil::NewFile;

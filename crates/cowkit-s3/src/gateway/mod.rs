@@ -72,6 +72,7 @@ mod object;
 mod receive;
 mod upload;
 mod versioning;
+mod website;
 
 /// Log target of the structured access log (one JSON object per line).
 pub const ACCESS_LOG: &str = "cowkit_s3::access";
@@ -353,6 +354,27 @@ impl S3 for S3Gateway {
         req: S3Request<DeleteBucketOwnershipControlsInput>,
     ) -> S3Result<S3Response<DeleteBucketOwnershipControlsOutput>> {
         access::delete_bucket_ownership_controls(self, req).await
+    }
+
+    async fn put_bucket_website(
+        &self,
+        req: S3Request<PutBucketWebsiteInput>,
+    ) -> S3Result<S3Response<PutBucketWebsiteOutput>> {
+        website::put_bucket_website(self, req).await
+    }
+
+    async fn get_bucket_website(
+        &self,
+        req: S3Request<GetBucketWebsiteInput>,
+    ) -> S3Result<S3Response<GetBucketWebsiteOutput>> {
+        website::get_bucket_website(self, req).await
+    }
+
+    async fn delete_bucket_website(
+        &self,
+        req: S3Request<DeleteBucketWebsiteInput>,
+    ) -> S3Result<S3Response<DeleteBucketWebsiteOutput>> {
+        website::delete_bucket_website(self, req).await
     }
 
     async fn get_object_acl(

@@ -314,8 +314,8 @@ fn check_unsigned_payload(headers: &HeaderMap) -> Result<(), Refusal> {
     }
 }
 
-/// A PutBucketPolicy or PutBucketAcl body longer than the gateway takes
-/// (`limits.rs`), refused before it is read.
+/// A PutBucketPolicy, PutBucketAcl or PutBucketWebsite body longer than
+/// the gateway takes (`limits.rs`, `website.rs`), refused before it is read.
 fn check_access_body(
     method: &Method,
     query: &[(String, String)],
@@ -333,6 +333,14 @@ fn check_access_body(
             "MalformedPolicy",
             crate::policy::PolicyError::TooLarge.to_string(),
         )),
+        Some(n) if has("website") && n > crate::website::MAX_BODY as u64 => {
+            Err(
+                bad_request("MaxMessageLengthExceeded", "Your request was too big.").with(
+                    "MaxMessageLengthBytes",
+                    crate::website::MAX_BODY.to_string(),
+                ),
+            )
+        }
         Some(n) if has("acl") && n > crate::limits::MAX_ACL_BODY as u64 => Err(bad_request(
             "MalformedACLError",
             format!(
