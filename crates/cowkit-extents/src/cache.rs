@@ -382,9 +382,12 @@ fn check_parents(fd: BorrowedFd<'_>, path: &Path, me: u32) -> Result<(), CacheEr
 pub struct ChecksumRecord {
     /// Its header digest: the entry that holds it.
     pub header_digest: String,
-    /// The key files its header signature verified with, when it was
-    /// checked (sorted); `None`: not checked.
-    pub signed_with: Option<Vec<PathBuf>>,
+    /// What identifies the keys its header signature verified with, when
+    /// it was checked: the caller's words, one line each, none holding a
+    /// newline (`cowkit dnf`: each key file's SHA-256 and path, so that a
+    /// key file whose content changed no longer matches); `None`: not
+    /// checked.
+    pub signed_with: Option<Vec<String>>,
 }
 
 /// The longest checksum record read.
@@ -478,9 +481,9 @@ impl Cache {
     }
 }
 
-/// `digest\n` then `signed\n` and one `key PATH\n` per key file when the
+/// `digest\n` then `signed\n` and one `key KEY\n` per key when the
 /// signature was checked; `None` for a digest that is not hex or a key
-/// path that is not UTF-8 or holds a newline.
+/// that holds a newline.
 fn record_text(r: &ChecksumRecord) -> Option<String> {
     if r.header_digest.len() != 64 || !r.header_digest.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
@@ -489,7 +492,9 @@ fn record_text(r: &ChecksumRecord) -> Option<String> {
     if let Some(keys) = &r.signed_with {
         text.push_str("signed\n");
         for k in keys {
-            let k = k.to_str().filter(|k| !k.contains('\n'))?;
+            if k.contains('\n') {
+                return None;
+            }
             text.push_str(&format!("key {k}\n"));
         }
     }
@@ -511,7 +516,7 @@ fn parse_record(text: &str) -> Option<ChecksumRecord> {
         None => None,
         Some("signed") => Some(
             lines
-                .map(|l| l.strip_prefix("key ").map(PathBuf::from))
+                .map(|l| l.strip_prefix("key ").map(str::to_string))
                 .collect::<Option<Vec<_>>>()?,
         ),
         Some(_) => return None,
@@ -529,7 +534,8 @@ mod tests {
     #[test]
     fn checksum_records_read_back() {
         let d = "ab".repeat(32);
-        for signed_with in [None, Some(vec![PathBuf::from("/etc/pki/rpm-gpg/K")])] {
+        let key = format!("sha256:{} /etc/pki/rpm-gpg/K", "cd".repeat(32));
+        for signed_with in [None, Some(vec![key])] {
             let r = ChecksumRecord {
                 header_digest: d.clone(),
                 signed_with,

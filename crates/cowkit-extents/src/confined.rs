@@ -58,6 +58,21 @@ pub const WORKER_LIMITS: Limits = Limits {
 /// The hint given when `--key` was passed and no signature verified.
 const KEY_HINT: &str = "check that the package is signed and that --key names the right public key";
 
+/// The first message of the worker's error when keys were given and the
+/// package's header signature was not accepted (its causes say why:
+/// unsigned, an unknown key, a signature that does not verify): callers
+/// tell a refused signature from other failures by it
+/// ([`signature_refused`]).
+pub const SIGNATURE_REFUSED: &str =
+    "its header signature is not accepted (checked before any payload byte was decoded)";
+
+/// Whether `e` is the worker's refusal of the package's header signature
+/// ([`SIGNATURE_REFUSED`]).
+pub fn signature_refused(e: &Error) -> bool {
+    matches!(e, Error::Worker(WorkerError::Failed { error, .. })
+        if error.messages().first().map(String::as_str) == Some(SIGNATURE_REFUSED))
+}
+
 /// What a confined transcode did.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Outcome {
@@ -280,9 +295,11 @@ pub fn worker(opts: &WorkerOptions) -> bool {
             let signed_by = match &keyring {
                 None => None,
                 Some(k) => {
-                    let v = k
-                        .verify_header(begun.package())
-                        .map_err(|e| Failure::from(e).hint(KEY_HINT))?;
+                    let v = k.verify_header(begun.package()).map_err(|e| {
+                        let mut f = Failure::from(e).hint(KEY_HINT);
+                        f.messages.insert(0, SIGNATURE_REFUSED.to_string());
+                        f
+                    })?;
                     Some(
                         v.fingerprint
                             .or(v.key_id)

@@ -29,6 +29,7 @@ use cowkit_fs::root::{RelPath, Root};
 use serde::Serialize;
 
 mod installed;
+mod keys;
 mod macros;
 mod query;
 pub mod triggers;

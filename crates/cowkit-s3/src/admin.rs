@@ -19,7 +19,7 @@
 //! | `PATCH /list-users` | `<ListUserAccountsResult><Accounts>…` (no secrets) |
 //! | `PATCH /change-bucket-owner?bucket=B&owner=AK` | gives bucket B to AK |
 //! | `PATCH /list-buckets` | `<ListBucketsResult><Buckets><Name>…<Owner>…` |
-//! | `PATCH /B/create` | creates bucket B owned by header `x-vgw-owner` (201) |
+//! | `PATCH /B/create` | creates bucket B owned by header `x-vgw-owner`, with CreateBucket's ACL, ownership and object lock headers (201) |
 
 use std::sync::Arc;
 
@@ -31,6 +31,17 @@ use crate::store::Store;
 /// Whether a request is for the admin API (S3 has no `PATCH`).
 pub fn is_admin_request(method: &http::Method) -> bool {
     method == http::Method::PATCH
+}
+
+/// Whether the request is the admin API's CreateBucket (`PATCH /B/create`),
+/// which takes CreateBucket's ACL, ownership and object lock headers.
+pub fn is_admin_create_bucket(method: &http::Method, uri: &http::Uri) -> bool {
+    is_admin_request(method)
+        && uri
+            .path()
+            .strip_prefix('/')
+            .and_then(|p| p.strip_suffix("/create"))
+            .is_some_and(|b| !b.is_empty() && !b.contains('/'))
 }
 
 /// An admin API error: VersityGW's code, message and status.
@@ -403,8 +414,7 @@ impl Admin {
         {
             return Err(user_not_found());
         }
-        self.store
-            .set_bucket_owner(&bucket, &owner)
+        crate::authz::set_bucket_owner(&self.store, &bucket, &owner)
             .map_err(crate::error::to_s3_error)?;
         Ok(answer(http::StatusCode::OK, None))
     }
@@ -456,11 +466,40 @@ impl Admin {
             .map_err(crate::error::tag_error)?,
             None => Vec::new(),
         };
+        let h = |k: &str| {
+            headers
+                .get(k)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let grants = crate::acl::GrantHeaders {
+            full_control: h("x-amz-grant-full-control"),
+            read: h("x-amz-grant-read"),
+            read_acp: h("x-amz-grant-read-acp"),
+            write: h("x-amz-grant-write"),
+            write_acp: h("x-amz-grant-write-acp"),
+        };
+        let known = |k: &str| crate::authz::Accounts::exists(self.accounts.as_ref(), k);
+        let (acl, ownership) = crate::authz::new_bucket_access(
+            &owner,
+            h("x-amz-acl").as_deref(),
+            &grants,
+            h("x-amz-object-ownership").as_deref(),
+            &known,
+        )?;
+        let lock =
+            h("x-amz-bucket-object-lock-enabled").is_some_and(|v| v.eq_ignore_ascii_case("true"));
         let root = self.root_owner();
-        let owner = (owner != root).then_some(owner);
-        self.store
-            .create_bucket_owned(bucket, tags, owner.as_deref())
-            .map_err(crate::error::to_s3_error)?;
+        let recorded = (owner != root).then_some(owner.as_str());
+        let made = |s: &Store| -> crate::Result<()> {
+            s.create_bucket_owned(bucket, tags, recorded)?;
+            crate::authz::init_bucket(s, bucket, &acl, ownership)?;
+            if lock {
+                crate::versions::enable_lock_on_new_bucket(s, bucket)?;
+            }
+            Ok(())
+        };
+        made(&self.store).map_err(crate::error::to_s3_error)?;
         Ok(answer(http::StatusCode::CREATED, None))
     }
 

@@ -1,4 +1,4 @@
-//! The documents of PutBucketCors and PutBucketWebsite, read whole before
+//! The document of PutBucketCors, read whole before
 //! s3s parses them: bounded (S3's limits, `MaxMessageLengthExceeded`
 //! past them, where s3s would take 20 MiB) and their `Content-MD5` checked
 //! (s3s does not check it on XML bodies).
@@ -9,7 +9,7 @@ use md5::Digest;
 use crate::precheck::Refusal;
 
 /// The largest document a request may carry, when it is a PutBucketCors
-/// or PutBucketWebsite (a `PUT` with `?cors` or `?website`) whose body is
+/// (a `PUT` with `?cors`; PutBucketWebsite is bounded by the prechecks) whose body is
 /// not aws-chunked (s3s decodes those; their size is bounded by s3s).
 pub fn limit_of(method: &http::Method, uri: &http::Uri, headers: &http::HeaderMap) -> Option<u64> {
     if method != http::Method::PUT || crate::precheck::is_streaming(headers) {
@@ -19,7 +19,6 @@ pub fn limit_of(method: &http::Method, uri: &http::Uri, headers: &http::HeaderMa
     let key = |k: &str| k.split('=').next().unwrap_or("").to_string();
     keys.map(key).find_map(|k| match k.as_str() {
         "cors" => Some(crate::cors::MAX_DOCUMENT),
-        "website" => Some(crate::website::MAX_DOCUMENT),
         _ => None,
     })
 }
@@ -102,7 +101,7 @@ mod tests {
         let h = http::HeaderMap::new();
         let uri = |s: &str| s.parse::<http::Uri>().unwrap();
         assert_eq!(limit_of(&put, &uri("/b?cors"), &h), Some(65536));
-        assert_eq!(limit_of(&put, &uri("/b?website="), &h), Some(131072));
+        assert_eq!(limit_of(&put, &uri("/b?cors="), &h), Some(65536));
         assert_eq!(limit_of(&http::Method::GET, &uri("/b?cors"), &h), None);
         assert_eq!(limit_of(&put, &uri("/b?tagging"), &h), None);
         let v = |s: &str| http::HeaderValue::from_str(s).unwrap();

@@ -28,11 +28,13 @@ pub const STEPS: [&str; 12] = [
     "commit-recorded",
     // The object is in place; no completed.json yet.
     "complete-committed",
-    // completed.json is written; the parts are still there.
+    // completed.json is written; the parts are still there; the answer
+    // is not sent yet.
     "complete-recorded",
-    // The first part file is removed.
+    // The first part file is removed (the gateway removes them after it
+    // has answered: the client may have its answer).
     "complete-cleaning",
-    // Every part file is removed; the answer is not sent yet.
+    // Every part file is removed (after the answer).
     "complete-cleaned",
     // AbortMultipartUpload (or the expiry of a completed upload): the
     // upload's directory is moved into tmp/, not removed yet.

@@ -23,7 +23,11 @@ use std::time::Instant;
 
 use s3s::service::S3ServiceBuilder;
 
-use crate::accounts::{Accounts, KeyAuth, Principal, Role, Target};
+use crate::accounts::{Accounts, KeyAuth};
+
+mod access;
+use access::{Access, DetourAccess, NoKeys};
+mod form_upload;
 
 use crate::conditions::Conditions;
 use crate::error::Result;
@@ -32,110 +36,6 @@ use crate::precheck::{Prechecks, Refusal};
 use crate::respond::{refusal_response, shape};
 use crate::server::Config;
 use crate::store::Store;
-
-/// Who may do what, once s3s has checked the signature: a signed request
-/// (or any request when `open`: `--anonymous` or no credentials) from an
-/// account whose role lets it ([`crate::accounts::allowed`]: its own
-/// buckets, creating buckets for `userplus`, everything for admins), whose
-/// `x-amz-expected-bucket-owner` and `x-amz-source-expected-bucket-owner`
-/// name the bucket's owner. The caller goes on to the gateway as a
-/// [`Principal`] request extension.
-#[derive(Debug, Clone)]
-struct Access {
-    open: bool,
-    /// The accounts (`None` without credentials: no one signs).
-    accounts: Option<Arc<Accounts>>,
-    /// For the owners of buckets.
-    store: Arc<Store>,
-}
-
-/// "Access Denied." with the full stop, as the conformance suite compares
-/// it (the code and the 403 are S3's either way).
-fn access_denied() -> s3s::S3Error {
-    s3s::s3_error!(AccessDenied, "Access Denied.")
-}
-
-impl Access {
-    /// Who signed the request (an unsigned one on an open server: the
-    /// `anonymous` admin, as before there were accounts).
-    fn principal(&self, creds: Option<&s3s::auth::Credentials>) -> s3s::S3Result<Principal> {
-        let (Some(c), Some(a)) = (creds, &self.accounts) else {
-            return Ok(Principal {
-                access_key: "anonymous".into(),
-                role: Role::Admin,
-            });
-        };
-        match a.principal(&c.access_key) {
-            Ok(Some(p)) => Ok(p),
-            // Removed between the signature check and now.
-            Ok(None) => Err(access_denied()),
-            Err(e) => Err(crate::admin::accounts_error(e)),
-        }
-    }
-
-    fn check(
-        &self,
-        creds: Option<&s3s::auth::Credentials>,
-        method: &http::Method,
-        uri: &http::Uri,
-        headers: &http::HeaderMap,
-        extensions: &mut http::Extensions,
-    ) -> s3s::S3Result<()> {
-        if !self.open && creds.is_none() {
-            return Err(s3s::s3_error!(AccessDenied, "Signature is required"));
-        }
-        let who = self.principal(creds)?;
-        let root = self
-            .accounts
-            .as_ref()
-            .and_then(|a| a.root_access())
-            .unwrap_or("anonymous");
-        // A bucket's owner; `None`: no such bucket.
-        let owner_of = |b: &str| match self.store.bucket_owner(b) {
-            Ok(o) => Some(o.unwrap_or_else(|| root.to_string())),
-            Err(_) => None,
-        };
-        let target = crate::accounts::target(method, uri, headers);
-        let (bucket, source) = match &target {
-            Target::Bucket { bucket, source } => (Some(bucket.as_str()), source.as_deref()),
-            Target::CreateBucket(b) => (Some(b.as_str()), None),
-            _ => (None, None),
-        };
-        for (h, b) in [
-            ("x-amz-expected-bucket-owner", bucket),
-            ("x-amz-source-expected-bucket-owner", source),
-        ] {
-            let Some(v) = headers.get(h) else { continue };
-            let owner = b
-                .and_then(owner_of)
-                .unwrap_or_else(|| who.access_key.clone());
-            if v.as_bytes() != owner.as_bytes() {
-                return Err(access_denied());
-            }
-        }
-        if !crate::accounts::allowed(&who, &target, owner_of) {
-            return Err(access_denied());
-        }
-        extensions.insert(who);
-        Ok(())
-    }
-}
-
-#[async_trait::async_trait]
-impl s3s::access::S3Access for Access {
-    async fn check(&self, cx: &mut s3s::access::S3AccessContext<'_>) -> s3s::S3Result<()> {
-        let (method, uri, headers) = (cx.method().clone(), cx.uri().clone(), cx.headers().clone());
-        let creds = cx.credentials().cloned();
-        Access::check(
-            self,
-            creds.as_ref(),
-            &method,
-            &uri,
-            &headers,
-            cx.extensions_mut(),
-        )
-    }
-}
 
 /// What the `Detour` does to a request once s3s has verified its
 /// signature (a request extension `Handler::prepare` adds): what s3s
@@ -247,14 +147,14 @@ impl s3s::route::S3Route for Detour {
             })?;
             return admin.check_access(req.credentials.as_ref()).map(drop);
         }
-        let (method, uri, headers) = (req.method.clone(), req.uri.clone(), req.headers.clone());
-        self.access.check(
+        let who = self.access.authenticate(
             req.credentials.as_ref(),
-            &method,
-            &uri,
-            &headers,
-            &mut req.extensions,
-        )
+            &req.method,
+            &req.uri,
+            &req.headers,
+        )?;
+        req.extensions.insert(who);
+        Ok(())
     }
 
     async fn call(
@@ -432,6 +332,8 @@ fn takes_conditions(method: &http::Method, uri: &http::Uri) -> bool {
 #[derive(Clone)]
 pub struct Handler {
     service: s3s::service::S3Service,
+    /// PostObject (browser form uploads).
+    uploads: form_upload::Uploads,
     pub(crate) store: Arc<Store>,
     prechecks: Arc<Prechecks>,
 }
@@ -458,17 +360,40 @@ impl Handler {
             .with_region(&cfg.region)
             .with_root_owner(root_owner);
         let store = gateway.store().clone();
-        let inner = S3ServiceBuilder::new(gateway.clone()).build();
-        let mut b = S3ServiceBuilder::new(gateway);
-        if let Some(a) = &accounts {
-            b.set_auth(KeyAuth(a.clone()));
-        }
+        let accounts_named: Arc<dyn crate::authz::Accounts> = match &accounts {
+            Some(a) => a.clone(),
+            None => Arc::new(crate::authz::OneKey(None)),
+        };
         let access = Access {
             open: cfg.anonymous || cfg.credentials.is_none(),
             accounts: accounts.clone(),
             store: store.clone(),
+            authz: Arc::new(crate::authz::Authz {
+                store: store.clone(),
+                default_owner: root_owner.to_string(),
+                accounts: accounts_named,
+            }),
         };
+        let mut inner = S3ServiceBuilder::new(gateway.clone());
+        let mut b = S3ServiceBuilder::new(gateway);
+        if let Some(a) = &accounts {
+            b.set_auth(KeyAuth(a.clone()));
+            inner.set_auth(NoKeys);
+            inner.set_access(DetourAccess(access.clone()));
+        }
         b.set_access(access.clone());
+        let inner = inner.build();
+        let prechecks = Arc::new(Prechecks {
+            region: cfg.region.clone(),
+            access_key: cfg.credentials.as_ref().map(|c| c.0.clone()),
+            accounts: accounts.clone(),
+        });
+        let uploads = form_upload::Uploads {
+            inner: inner.clone(),
+            access: access.clone(),
+            accounts: accounts.clone(),
+            prechecks: prechecks.clone(),
+        };
         b.set_route(Detour {
             inner,
             access,
@@ -480,12 +405,9 @@ impl Handler {
         });
         Ok(Handler {
             service: b.build(),
+            uploads,
             store,
-            prechecks: Arc::new(Prechecks {
-                region: cfg.region.clone(),
-                access_key: cfg.credentials.as_ref().map(|c| c.0.clone()),
-                accounts,
-            }),
+            prechecks,
         })
     }
 
@@ -503,6 +425,31 @@ impl Handler {
         match self.store.head_bucket(bucket) {
             Err(crate::Error::NoSuchBucket { .. }) => Some(crate::precheck::no_such_bucket(bucket)),
             _ => Some(refusal),
+        }
+    }
+
+    /// A PutObjectRetention or PutObjectLegalHold without its document on
+    /// a bucket that does not exist: S3 answers `NoSuchBucket` first (s3s
+    /// would refuse the empty body as `MalformedXML` before the gateway
+    /// sees the bucket).
+    fn check_missing_document(&self, req: &s3s::HttpRequest) -> Option<Refusal> {
+        let asks = |p: &str| {
+            req.uri()
+                .query()
+                .is_some_and(|q| q.split('&').any(|kv| kv.split('=').next() == Some(p)))
+        };
+        let empty = req
+            .headers()
+            .get(http::header::CONTENT_LENGTH)
+            .is_none_or(|v| v.as_bytes() == b"0");
+        if req.method() != http::Method::PUT || !empty || !(asks("retention") || asks("legal-hold"))
+        {
+            return None;
+        }
+        let bucket = req.uri().path().trim_start_matches('/').split('/').next()?;
+        match self.store.head_bucket(bucket) {
+            Err(crate::Error::NoSuchBucket { .. }) => Some(crate::precheck::no_such_bucket(bucket)),
+            _ => None,
         }
     }
 
@@ -531,7 +478,8 @@ impl Handler {
             .prechecks
             .check(req.method(), req.uri(), req.headers())
             .err()
-            .or_else(|| self.check_copy_source(&req));
+            .or_else(|| self.check_copy_source(&req))
+            .or_else(|| self.check_missing_document(&req));
         if takes_conditions(req.method(), req.uri()) {
             if let Some(c) = Conditions::from_headers(req.headers()) {
                 req.extensions_mut().insert(c);
@@ -575,18 +523,13 @@ impl Handler {
         (req, refused)
     }
 
-    /// The request, or its refusal (its body drained): by the prechecks,
-    /// or a PutBucketCors/PutBucketWebsite document too large or not
-    /// matching its `Content-MD5` (read whole here, [`crate::config_doc`]).
+    /// The request, or its refusal (its body drained): a PutBucketCors
+    /// document too large or not matching its `Content-MD5` (read whole
+    /// here, [`crate::config_doc`]).
     async fn take_document(
         &self,
         req: s3s::HttpRequest,
-        refused: Option<Refusal>,
     ) -> std::result::Result<s3s::HttpRequest, Refusal> {
-        if let Some(r) = refused {
-            drain(req.into_body()).await;
-            return Err(r);
-        }
         let Some(max) = crate::config_doc::limit_of(req.method(), req.uri(), req.headers()) else {
             return Ok(req);
         };
@@ -616,16 +559,32 @@ impl Handler {
         req: s3s::HttpRequest,
         peer: SocketAddr,
     ) -> std::result::Result<s3s::HttpResponse, s3s::HttpError> {
-        let (req, refused) = self.prepare(req);
+        // A form upload (PostObject) takes its own path.
+        let form = form_upload::route(&req);
+        let (req, refused) = match form {
+            Some(_) => (req, None),
+            None => self.prepare(req),
+        };
         let method = req.method().clone();
         let path = req.uri().path().to_string();
         let query = req.uri().query().map(str::to_string);
         let t0 = Instant::now();
+        let mut req = req;
+        req.extensions_mut().insert(crate::authz::Peer(peer));
         let cors = crate::cors::serve::actual_of(&req);
-        let res = match self.take_document(req, refused).await {
-            Err(r) => Ok(refusal_response(&r)),
-            Ok(req) if req.method() == http::Method::OPTIONS => Ok(self.preflight(req).await),
-            Ok(req) => self.service.call(req).await,
+        let res = match (refused.or(form.clone().and_then(Result::err)), form) {
+            (Some(r), _) => {
+                drain(req.into_body()).await;
+                Ok(refusal_response(&r))
+            }
+            (None, Some(Ok(bucket))) => Ok(self.uploads.answer(req, bucket).await),
+            (None, _) => match self.take_document(req).await {
+                Err(r) => Ok(refusal_response(&r)),
+                Ok(req) if req.method() == http::Method::OPTIONS => {
+                    Ok(self.preflight(req).await)
+                }
+                Ok(req) => self.service.call(req).await,
+            },
         };
         let mut res = res.map(|r| shape(r, &method));
         if let (Some(asked), Ok(r)) = (cors, &mut res) {

@@ -10,6 +10,8 @@
 //!   block-aligned offset, `copy_file_range` elsewhere (the cowkit-fs
 //!   chain), and is idempotent under retries and races.
 //! - [`tagging`]: S3's rules for object tags, kept in the object's record.
+//! - [`authz`]: who may do what, decided once per request from the
+//!   bucket's [`acl`] (owner, grants, object ownership) and [`policy`].
 //! - [`versions`]: bucket versioning (older versions kept by a second name
 //!   of the same inode) and object lock (retention, legal hold).
 //! - [`accounts`]: accounts with roles besides the server's key pair;
@@ -36,7 +38,9 @@
 #![deny(missing_docs)]
 
 pub mod accounts;
+pub mod acl;
 pub mod admin;
+pub mod authz;
 pub mod body;
 pub mod checksum;
 pub mod chunked;
@@ -46,6 +50,7 @@ pub mod cors;
 pub mod error;
 pub mod fault;
 pub mod fleet;
+pub mod form;
 mod fsutil;
 #[doc(hidden)]
 #[cfg(feature = "fuzzing")]
@@ -57,6 +62,7 @@ pub mod list;
 pub mod multipart;
 pub mod names;
 pub mod pages;
+pub mod policy;
 pub mod precheck;
 pub mod request;
 pub mod respond;

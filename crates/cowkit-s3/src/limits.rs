@@ -72,6 +72,13 @@ impl Default for Limits {
     }
 }
 
+/// The longest PutBucketPolicy body taken (AWS's limit for a bucket
+/// policy, 20 KB); a longer one is refused before it is read.
+pub const MAX_POLICY_BODY: usize = crate::policy::MAX_POLICY_BYTES;
+
+/// The longest PutBucketAcl body taken: 100 grants (S3's limit) with long
+/// ids fit in a few KiB.
+pub const MAX_ACL_BODY: usize = 64 << 10;
 /// The largest body of an admin API request ([`crate::admin`]): its
 /// documents are a few hundred bytes.
 pub const MAX_ADMIN_BODY: usize = 64 << 10;

@@ -183,9 +183,17 @@ pub struct Plan {
     requested: Vec<(i32, String)>,
     etag: String,
     checksum: Option<Checksum>,
+    bypass_governance: bool,
 }
 
 impl Plan {
+    /// Let the complete replace an object under GOVERNANCE retention (in a
+    /// bucket locked without versioning), when the caller may
+    /// ([`crate::authz::may_bypass_governance`]).
+    pub fn bypass_governance(&mut self, bypass: bool) {
+        self.bypass_governance = bypass;
+    }
+
     /// Number of parts.
     pub fn parts(&self) -> usize {
         self.parts.len()
@@ -218,6 +226,15 @@ pub struct Completed {
     pub unaligned_parts: usize,
     /// Time spent assembling and committing.
     pub elapsed: Duration,
+}
+
+/// The part files of a committed complete, still to be removed (after
+/// the answer: [`Store::complete_commit`]). Dropped unremoved, they stay
+/// for a retried complete or the fleet's sweep to remove.
+#[derive(Debug)]
+pub struct PartFiles {
+    dir: OwnedFd,
+    path: std::path::PathBuf,
 }
 
 fn part_name(n: i32) -> String {
@@ -843,11 +860,26 @@ impl Store {
             requested,
             etag,
             checksum,
+            bypass_governance: false,
         }))
     }
 
     /// Assemble and commit a validated complete.
     pub fn complete_assemble(&self, plan: Plan) -> Result<Completed> {
+        let (done, parts) = self.complete_commit(plan)?;
+        if let Some(parts) = parts {
+            self.remove_part_files(parts)?;
+        }
+        Ok(done)
+    }
+
+    /// [`Store::complete_assemble`] up to the commit and its record
+    /// (`completed.json`): the object is in place and a retried complete
+    /// answers from the record. The part files are left to the caller
+    /// (`None` with `keep_parts`): the gateway answers first, then
+    /// removes them ([`Store::remove_part_files`]); a crash in between
+    /// leaves them to a retried complete or the sweep.
+    pub fn complete_commit(&self, plan: Plan) -> Result<(Completed, Option<PartFiles>)> {
         let t0 = Instant::now();
         let dst = self.new_file()?;
         let bs =
@@ -899,6 +931,7 @@ impl Store {
             parts: plan.parts.iter().map(|p| p.size).collect(),
             retention: plan.upload.retention,
             legal_hold: plan.upload.legal_hold,
+            bypass_governance: plan.bypass_governance,
             ..ObjectMeta::default()
         };
         crate::fault::point("complete-assembled");
@@ -923,16 +956,34 @@ impl Store {
             fsutil::sync_dir(&plan.dir, &plan.dir_path)?;
         }
         crate::fault::point("complete-recorded");
-        if !self.opts.keep_parts {
-            self.clean_completed(&plan.dir, &plan.dir_path)?;
-        }
-        crate::fault::point("complete-cleaned");
-        Ok(Completed {
+        let parts = if self.opts.keep_parts {
+            None
+        } else {
+            let dir = plan
+                .dir
+                .try_clone()
+                .map_err(|e| io("duplicate", &plan.dir_path, e))?;
+            Some(PartFiles {
+                dir,
+                path: plan.dir_path.clone(),
+            })
+        };
+        let done = Completed {
             record,
             bytes,
             unaligned_parts,
             elapsed: t0.elapsed(),
-        })
+        };
+        Ok((done, parts))
+    }
+
+    /// Remove the part files of a committed complete (its upload's
+    /// `upload.json` and `completed.json` stay for retries until the
+    /// sweep). Files already gone (a racing retry or sweep) are skipped.
+    pub fn remove_part_files(&self, parts: PartFiles) -> Result<()> {
+        self.clean_completed(&parts.dir, &parts.path)?;
+        crate::fault::point("complete-cleaned");
+        Ok(())
     }
 }
 

@@ -1,145 +1,158 @@
-//! Bucket website configurations checked as S3 checks them
-//! ([`check`]). The gateway stores and returns them (`gateway::config`);
-//! it does not serve the website endpoint.
+//! Bucket website configurations (PutBucketWebsite): S3's rules, checked
+//! before a configuration is kept as the bucket's `website.json` record.
+//! The gateway keeps and returns the configuration, as VersityGW's posix
+//! gateway does; it serves no website endpoint (a GET of the bucket is
+//! still a listing).
+//!
+//! The rules: `RedirectAllRequestsTo` (a host name, an optional protocol)
+//! stands alone; otherwise an `IndexDocument` whose suffix is not empty and
+//! has no `/`, an optional `ErrorDocument` with a key, and at most 50
+//! routing rules, each with a non-empty redirect (not both `ReplaceKeyWith`
+//! and `ReplaceKeyPrefixWith`; protocol `http` or `https`; a redirect code
+//! of 301–305, 307 or 308) and, when it has one, a non-empty condition
+//! (an error code of 400–417 or 500–505).
 
-use http::StatusCode;
-use s3s::dto::{RoutingRule, WebsiteConfiguration};
+use s3s::dto::{Condition, Redirect, WebsiteConfiguration};
 
-use crate::precheck::Refusal;
-
-/// The bucket record holding the configuration (`meta/<bucket>/website.json`).
+/// The bucket's website record.
 pub const RECORD: &str = "website.json";
-/// The largest website document taken (S3's and VersityGW's limit).
-pub const MAX_DOCUMENT: u64 = 128 * 1024;
-/// The largest record read back.
-pub const MAX_RECORD: u64 = 4 * MAX_DOCUMENT;
-/// The most routing rules a configuration may have.
-const MAX_RULES: usize = 50;
 
-fn malformed() -> Refusal {
-    Refusal::new(
-        StatusCode::BAD_REQUEST,
-        "MalformedXML",
-        "The XML you provided was not well-formed or did not validate against our published schema.",
-    )
+/// The longest PutBucketWebsite body taken (S3's limit), refused before
+/// it is read.
+pub const MAX_BODY: usize = 128 << 10;
+
+/// The most routing rules a configuration has (S3's limit).
+pub const MAX_ROUTING_RULES: usize = 50;
+
+/// A website configuration S3 would refuse, with S3's code and message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WebsiteError {
+    /// An element missing, empty, or beside one it cannot go with.
+    #[error("The XML you provided was not well-formed or did not validate against our published schema.")]
+    Malformed,
+    /// `IndexDocument`'s suffix empty or with a `/`.
+    #[error("The IndexDocument Suffix is not well formed")]
+    IndexSuffix,
+    /// `ErrorDocument` without a key.
+    #[error("The ErrorDocument Key is not well formed")]
+    ErrorKey,
+    /// Over 50 routing rules.
+    #[error("{0} routing rules provided, the number of routing rules in a website configuration is limited to 50.")]
+    TooManyRules(usize),
+    /// A redirect replacing both the key and its prefix.
+    #[error("You can only define ReplaceKeyPrefix or ReplaceKey but not both.")]
+    BothReplacements,
+    /// A protocol other than `http` or `https`.
+    #[error("Invalid protocol, protocol can be http or https. If not defined the protocol will be selected automatically.")]
+    Protocol,
+    /// A redirect code that is not one.
+    #[error("The provided HTTP redirect code ({0}) is not valid. Valid codes are 3XX except 300.")]
+    RedirectCode(i64),
+    /// An error code that is not one.
+    #[error("The provided HTTP error code ({0}) is not valid. Valid codes are 4XX or 5XX.")]
+    ErrorCode(i64),
 }
 
-fn invalid_request(message: String) -> Refusal {
-    Refusal::new(StatusCode::BAD_REQUEST, "InvalidRequest", message)
-}
-
-fn invalid_argument(message: &str, name: &str, value: &str) -> Refusal {
-    Refusal::new(StatusCode::BAD_REQUEST, "InvalidArgument", message)
-        .with("ArgumentName", name.to_string())
-        .with("ArgumentValue", value.to_string())
-}
-
-fn check_protocol(p: Option<&str>) -> Result<(), Refusal> {
-    match p {
-        None | Some("http" | "https") => Ok(()),
-        Some(_) => Err(invalid_request(
-            "Invalid protocol, protocol can be http or https. If not defined the protocol will be \
-             selected automatically."
-                .into(),
-        )),
-    }
-}
-
-/// An HTTP code as written in the document: digits, else MalformedXML.
-fn code_of(s: &str) -> Result<u16, Refusal> {
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(malformed());
-    }
-    s.parse().map_err(|_| malformed())
-}
-
-fn check_rule(r: &RoutingRule) -> Result<(), Refusal> {
-    if let Some(c) = &r.condition {
-        if c.http_error_code_returned_equals.is_none() && c.key_prefix_equals.is_none() {
-            return Err(malformed());
-        }
-        if let Some(s) = &c.http_error_code_returned_equals {
-            let code = code_of(s)?;
-            if !(400..=417).contains(&code) && !(500..=505).contains(&code) {
-                return Err(invalid_request(format!(
-                    "The provided HTTP error code ({code}) is not valid. Valid codes are 4XX or 5XX."
-                )));
-            }
+impl WebsiteError {
+    /// S3's error code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            WebsiteError::Malformed => "MalformedXML",
+            WebsiteError::IndexSuffix | WebsiteError::ErrorKey => "InvalidArgument",
+            _ => "InvalidRequest",
         }
     }
-    let d = &r.redirect;
-    if d.host_name.is_none()
-        && d.http_redirect_code.is_none()
-        && d.protocol.is_none()
-        && d.replace_key_prefix_with.is_none()
-        && d.replace_key_with.is_none()
-    {
-        return Err(malformed());
+}
+
+/// Check a configuration as S3 does before keeping it.
+pub fn check(c: &WebsiteConfiguration) -> Result<(), WebsiteError> {
+    let rules = c.routing_rules.as_deref().unwrap_or_default();
+    if let Some(all) = &c.redirect_all_requests_to {
+        if c.index_document.is_some() || c.error_document.is_some() || !rules.is_empty() {
+            return Err(WebsiteError::Malformed);
+        }
+        if all.host_name.is_empty() {
+            return Err(WebsiteError::Malformed);
+        }
+        return check_protocol(all.protocol.as_ref().map(|p| p.as_str()));
     }
-    check_protocol(d.protocol.as_ref().map(|p| p.as_str()))?;
-    if d.replace_key_prefix_with.is_some() && d.replace_key_with.is_some() {
-        return Err(invalid_request(
-            "You can only define ReplaceKeyPrefix or ReplaceKey but not both.".into(),
-        ));
+    let index = c.index_document.as_ref().ok_or(WebsiteError::Malformed)?;
+    if index.suffix.is_empty() || index.suffix.contains('/') {
+        return Err(WebsiteError::IndexSuffix);
     }
-    if let Some(s) = &d.http_redirect_code {
-        let code = code_of(s)?;
-        if ![301, 302, 303, 304, 305, 307, 308].contains(&code) {
-            return Err(invalid_request(format!(
-                "The provided HTTP redirect code ({code}) is not valid. Valid codes are 3XX \
-                 except 300."
-            )));
+    if c.error_document.as_ref().is_some_and(|e| e.key.is_empty()) {
+        return Err(WebsiteError::ErrorKey);
+    }
+    if rules.len() > MAX_ROUTING_RULES {
+        return Err(WebsiteError::TooManyRules(rules.len()));
+    }
+    for rule in rules {
+        check_redirect(&rule.redirect)?;
+        if let Some(cond) = &rule.condition {
+            check_condition(cond)?;
         }
     }
     Ok(())
 }
 
-/// Check a website configuration as S3 does: `RedirectAllRequestsTo`
-/// alone, or an `IndexDocument` whose suffix is not empty and holds no
-/// `/`, an `ErrorDocument` key that is not empty, at most 50 routing rules,
-/// each with a redirect that says something and a condition, when given,
-/// that does; protocols `http` or `https`; S3's redirect and error codes.
-pub fn check(w: &WebsiteConfiguration) -> Result<(), Refusal> {
-    if let Some(all) = &w.redirect_all_requests_to {
-        if w.index_document.is_some() || w.error_document.is_some() || w.routing_rules.is_some() {
-            return Err(malformed());
-        }
-        return check_protocol(all.protocol.as_ref().map(|p| p.as_str()));
+fn empty(v: &Option<String>) -> bool {
+    v.as_deref().is_none_or(str::is_empty)
+}
+
+fn check_redirect(r: &Redirect) -> Result<(), WebsiteError> {
+    let protocol = r
+        .protocol
+        .as_ref()
+        .map(|p| p.as_str())
+        .filter(|p| !p.is_empty());
+    if empty(&r.host_name)
+        && empty(&r.http_redirect_code)
+        && protocol.is_none()
+        && empty(&r.replace_key_prefix_with)
+        && empty(&r.replace_key_with)
+    {
+        return Err(WebsiteError::Malformed);
     }
-    let Some(index) = &w.index_document else {
-        return Err(malformed());
-    };
-    if index.suffix.is_empty() || index.suffix.contains('/') {
-        return Err(invalid_argument(
-            "The IndexDocument Suffix is not well formed",
-            "IndexDocument",
-            &index.suffix,
-        ));
+    if !empty(&r.replace_key_with) && !empty(&r.replace_key_prefix_with) {
+        return Err(WebsiteError::BothReplacements);
     }
-    if let Some(e) = &w.error_document {
-        if e.key.is_empty() {
-            return Err(invalid_argument(
-                "The ErrorDocument Key is not well formed",
-                "ErrorDocument",
-                &e.key,
-            ));
-        }
+    check_protocol(protocol)?;
+    match http_code(&r.http_redirect_code)? {
+        None | Some(301..=305 | 307 | 308) => Ok(()),
+        Some(n) => Err(WebsiteError::RedirectCode(n)),
     }
-    let rules = w.routing_rules.as_deref().unwrap_or_default();
-    if rules.len() > MAX_RULES {
-        return Err(invalid_request(format!(
-            "{} routing rules provided, the number of routing rules in a website configuration is \
-             limited to 50.",
-            rules.len()
-        )));
+}
+
+fn check_condition(c: &Condition) -> Result<(), WebsiteError> {
+    if empty(&c.http_error_code_returned_equals) && empty(&c.key_prefix_equals) {
+        return Err(WebsiteError::Malformed);
     }
-    rules.iter().try_for_each(check_rule)
+    match http_code(&c.http_error_code_returned_equals)? {
+        None | Some(400..=417 | 500..=505) => Ok(()),
+        Some(n) => Err(WebsiteError::ErrorCode(n)),
+    }
+}
+
+fn check_protocol(p: Option<&str>) -> Result<(), WebsiteError> {
+    match p {
+        None | Some("" | "http" | "https") => Ok(()),
+        Some(_) => Err(WebsiteError::Protocol),
+    }
+}
+
+/// An HTTP code given as text: none when absent or empty, `Malformed`
+/// when it is no integer.
+fn http_code(v: &Option<String>) -> Result<Option<i64>, WebsiteError> {
+    match v.as_deref().filter(|v| !v.is_empty()) {
+        None => Ok(None),
+        Some(s) => s.parse().map(Some).map_err(|_| WebsiteError::Malformed),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use s3s::dto::{Condition, IndexDocument, Redirect, RedirectAllRequestsTo};
+    use s3s::dto::{ErrorDocument, IndexDocument, RedirectAllRequestsTo, RoutingRule};
 
     fn index(suffix: &str) -> WebsiteConfiguration {
         WebsiteConfiguration {
@@ -150,7 +163,7 @@ mod tests {
         }
     }
 
-    fn with_rule(condition: Option<Condition>, redirect: Redirect) -> WebsiteConfiguration {
+    fn with_rule(redirect: Redirect, condition: Option<Condition>) -> WebsiteConfiguration {
         WebsiteConfiguration {
             routing_rules: Some(vec![RoutingRule {
                 condition,
@@ -160,65 +173,100 @@ mod tests {
         }
     }
 
+    fn host() -> Redirect {
+        Redirect {
+            host_name: Some("example.com".into()),
+            ..Default::default()
+        }
+    }
+
     #[test]
-    fn issue_27_website_checked_as_s3_checks_it() {
-        check(&index("index.html")).unwrap();
-        assert_eq!(check(&index("")).unwrap_err().code, "InvalidArgument");
+    fn issue_27_website_configurations_checked_as_s3_checks_them() {
+        assert_eq!(check(&index("index.html")), Ok(()));
+        assert_eq!(check(&index("")), Err(WebsiteError::IndexSuffix));
+        assert_eq!(check(&index("/index.html")), Err(WebsiteError::IndexSuffix));
         assert_eq!(
-            check(&index("/i.html")).unwrap_err().code,
-            "InvalidArgument"
+            check(&WebsiteConfiguration::default()),
+            Err(WebsiteError::Malformed)
         );
-        let all = Some(RedirectAllRequestsTo {
+        let mut c = index("index.html");
+        c.error_document = Some(ErrorDocument { key: String::new() });
+        assert_eq!(check(&c), Err(WebsiteError::ErrorKey));
+        // A redirect of everything stands alone, with a host.
+        let all = RedirectAllRequestsTo {
             host_name: "example.com".into(),
-            protocol: Some("ftp".to_string().into()),
-        });
-        let w = WebsiteConfiguration {
-            redirect_all_requests_to: all.clone(),
+            protocol: Some("https".to_string().into()),
+        };
+        let mut c = WebsiteConfiguration {
+            redirect_all_requests_to: Some(all.clone()),
             ..Default::default()
         };
-        assert!(check(&w)
-            .unwrap_err()
-            .message
-            .starts_with("Invalid protocol"));
-        let w = WebsiteConfiguration {
-            redirect_all_requests_to: all,
-            ..index("index.html")
-        };
-        assert_eq!(check(&w).unwrap_err().code, "MalformedXML");
-        let host = Redirect {
-            host_name: Some("h".into()),
+        assert_eq!(check(&c), Ok(()));
+        c.index_document = index("index.html").index_document;
+        assert_eq!(check(&c), Err(WebsiteError::Malformed));
+        let ftp = WebsiteConfiguration {
+            redirect_all_requests_to: Some(RedirectAllRequestsTo {
+                protocol: Some("ftp".to_string().into()),
+                ..all
+            }),
             ..Default::default()
         };
+        assert_eq!(check(&ftp), Err(WebsiteError::Protocol));
+    }
+
+    #[test]
+    fn issue_27_routing_rules_checked_as_s3_checks_them() {
+        assert_eq!(check(&with_rule(host(), None)), Ok(()));
         assert_eq!(
-            check(&with_rule(Some(Condition::default()), host.clone()))
-                .unwrap_err()
-                .code,
-            "MalformedXML"
+            check(&with_rule(Redirect::default(), None)),
+            Err(WebsiteError::Malformed)
         );
         assert_eq!(
-            check(&with_rule(None, Redirect::default()))
-                .unwrap_err()
-                .code,
-            "MalformedXML"
+            check(&with_rule(host(), Some(Condition::default()))),
+            Err(WebsiteError::Malformed)
         );
-        check(&with_rule(None, host.clone())).unwrap();
-        let code = |c: &str| Redirect {
-            http_redirect_code: Some(c.into()),
-            ..host.clone()
+        let both = Redirect {
+            replace_key_with: Some("a".into()),
+            replace_key_prefix_with: Some("b/".into()),
+            ..host()
         };
         assert_eq!(
-            check(&with_rule(None, code("3xx"))).unwrap_err().code,
-            "MalformedXML"
+            check(&with_rule(both, None)),
+            Err(WebsiteError::BothReplacements)
         );
-        assert!(check(&with_rule(None, code("306"))).is_err());
-        check(&with_rule(None, code("308"))).unwrap();
-        let on = |c: &str| {
-            Some(Condition {
-                http_error_code_returned_equals: Some(c.into()),
+        for (code, want) in [
+            ("301", Ok(())),
+            ("308", Ok(())),
+            ("300", Err(WebsiteError::RedirectCode(300))),
+            ("306", Err(WebsiteError::RedirectCode(306))),
+            ("3xx", Err(WebsiteError::Malformed)),
+        ] {
+            let r = Redirect {
+                http_redirect_code: Some(code.into()),
+                ..host()
+            };
+            assert_eq!(check(&with_rule(r, None)), want, "{code}");
+        }
+        for (code, want) in [
+            ("404", Ok(())),
+            ("503", Ok(())),
+            ("418", Err(WebsiteError::ErrorCode(418))),
+            ("506", Err(WebsiteError::ErrorCode(506))),
+            ("4xx", Err(WebsiteError::Malformed)),
+        ] {
+            let cond = Condition {
+                http_error_code_returned_equals: Some(code.into()),
                 ..Default::default()
-            })
-        };
-        assert!(check(&with_rule(on("418"), host.clone())).is_err());
-        check(&with_rule(on("404"), host)).unwrap();
+            };
+            assert_eq!(check(&with_rule(host(), Some(cond))), want, "{code}");
+        }
+        let mut many = with_rule(host(), None);
+        let rule = many.routing_rules.as_ref().unwrap()[0].clone();
+        many.routing_rules = Some(vec![rule; 51]);
+        assert_eq!(check(&many), Err(WebsiteError::TooManyRules(51)));
+        assert_eq!(
+            WebsiteError::TooManyRules(51).to_string(),
+            "51 routing rules provided, the number of routing rules in a website configuration is limited to 50."
+        );
     }
 }

@@ -311,6 +311,7 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
         download.path(),
         dnf_downloads.is_none().then_some(plan_path.as_path()),
     );
+    let dnf_keys = scratch_keys(args, scratch.as_ref(), &status, &download, &home)?;
     drop(scratch);
     let status = status?;
     if !status.success() {
@@ -347,6 +348,7 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
         Ok(total) => total,
         Err(e) => return refused(&args.root, args.json, e),
     };
+    import_keys(args, &root, &dnf_keys)?;
     Ok(done(args, &total, extra))
 }
 
@@ -471,7 +473,79 @@ fn streamed(
         Ok(total) => total,
         Err(e) => return refused(&args.root, args.json, e),
     };
+    import_repo_keys(args, root, plan)?;
     Ok(done(args, &total, extra))
+}
+
+/// The public keys in the `scratch` database after dnf ran (with
+/// `status`), each written to a file in `dir`: those dnf imported as it
+/// checked the signatures of what it downloaded into `downloads`, which
+/// the root's database gets after the transaction. None when dnf
+/// downloaded nothing (cowkit fetches: dnf checked nothing).
+fn scratch_keys(
+    args: &Request,
+    scratch: Option<&cowkit_rpmdb::Scratch<'_>>,
+    status: &Result<std::process::ExitStatus, CliError>,
+    downloads: &cowkit_fs::workdir::WorkDir,
+    dir: &tempfile::TempDir,
+) -> Result<Vec<PathBuf>, CliError> {
+    let (Some(scratch), Ok(status)) = (scratch, status) else {
+        return Ok(Vec::new());
+    };
+    let (root, dir) = (&args.root, dir.path());
+    let downloaded = std::fs::read_dir(downloads.path()).is_ok_and(|mut d| d.next().is_some());
+    if !status.success() || !downloaded {
+        return Ok(Vec::new());
+    }
+    let db = scratch.db();
+    let what = "cannot read the keys dnf imported into the scratch database";
+    let keys = cowkit_rpmdb::Rpm::new(root, db)
+        .public_keys()
+        .map_err(|e| CliError::new(what, e))?;
+    keys.iter()
+        .enumerate()
+        .map(|(i, k)| {
+            let p = dir.join(format!("key-{i}.asc"));
+            std::fs::write(&p, k).map_err(|e| CliError::new(what, e))?;
+            Ok(p)
+        })
+        .collect()
+}
+
+/// The key files of the repositories that required signatures imported
+/// into the root's database (`gpg-pubkey` entries), as dnf's signature
+/// check imports a repository's `gpgkey` into the root it installs into
+/// (dnf before its transaction, cowkit after it, once the database is
+/// where it stays); repositories in the order of their first package.
+fn import_repo_keys(
+    args: &Request,
+    root: &Root,
+    plan: &crate::dnf_plan::Plan,
+) -> Result<(), CliError> {
+    let mut seen = std::collections::HashSet::new();
+    let files: Vec<PathBuf> = plan
+        .packages
+        .iter()
+        .filter(|p| seen.insert(&p.repo))
+        .map(|p| &plan.repos[&p.repo])
+        .filter(|r| r.gpgcheck)
+        .flat_map(|r| r.keys.iter().cloned())
+        .collect();
+    import_keys(args, root, &files)
+}
+
+/// The key files `files` imported into the root's database.
+fn import_keys(args: &Request, root: &Root, files: &[PathBuf]) -> Result<(), CliError> {
+    if files.is_empty() {
+        return Ok(());
+    }
+    let what = "cannot import the repositories' keys into the root's rpm database, as dnf does";
+    let db = cowkit_rpmdb::find(root, args.dbpath.as_deref())
+        .map_err(|e| CliError::new(what, e))?
+        .ok_or_else(|| CliError::msg(format!("{what}: the root has no rpm database")))?;
+    cowkit_rpmdb::Rpm::new(&args.root, &db)
+        .import_keys(files)
+        .map_err(|e| CliError::new(what, e))
 }
 
 /// The download progress bar (hidden with `--json` or `--quiet`).

@@ -18,10 +18,14 @@
 //! `baseurl`s), its size and its checksum from `primary.xml`, and each
 //! repository with its `gpgcheck`, key files, `timeout`, `minrate`; dnf
 //! then downloads nothing and skips its own signature check (cowkit's
-//! confined worker checks the signatures). Where cowkit cannot fetch as
-//! dnf would (a proxy, client certificates, a checksum type it does not
-//! compute, ...), the reasons are written and dnf downloads as before
-//! (with `COWKIT_DNF_PLAN_STRICT` set, dnf fails instead).
+//! confined worker checks the signatures against the repository's key
+//! files, and cowkit imports them into the root's database afterwards, as
+//! dnf's check does). Where cowkit cannot fetch as dnf would (a proxy,
+//! client certificates, a checksum type it does not compute, a `gpgkey`
+//! that is not a local file, a root whose database trusts keys the
+//! repository does not list, ...), the reasons are written and dnf
+//! downloads (and checks) as before (with `COWKIT_DNF_PLAN_STRICT` set,
+//! dnf fails instead).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -31,7 +35,7 @@ use std::process::Command;
 /// downgrade or obsoleting package, `r` reinstall, `e` erasure).
 const WRAPPER: &str = r#"
 import json, os, sys
-import dnf.base, dnf.exceptions
+import dnf.base, dnf.crypto, dnf.exceptions
 import libdnf.transaction as T
 from dnf.cli import main
 HOW = {T.TransactionItemAction_INSTALL: "i", T.TransactionItemAction_UPGRADE: "u",
@@ -81,10 +85,36 @@ def why_not(base, pkgs):
             for k in keys:
                 if not k.startswith("file://"):
                     why.append("repository %s: gpgkey %s is not a file:// URL" % (name, k))
+                elif "%" in k or not os.path.isfile(k[len("file://"):]):
+                    why.append("repository %s: gpgkey %s is not a file:///PATH of a file" % (name, k))
         for u in urls(p):
             if u.split("://", 1)[0] not in ("http", "https", "file"):
                 why.append("%s: URL %s (cowkit fetches http, https and file)" % (p, u))
+    checked = {p.repo.id: p.repo for p in pkgs if not p._from_cmdline and p.repo.gpgcheck}
+    if checked and base.conf.gpgkey_dns_verification:
+        why.append("gpgkey_dns_verification is set (cowkit does not ask DNSSEC about keys)")
+    for r in checked.values():
+        why.extend(foreign_keys(base, r))
     return sorted(set(why))
+
+def foreign_keys(base, r):
+    """dnf also accepts packages signed by the keys the root's database
+    holds (gpg-pubkey); cowkit checks against the repository's key files:
+    why not, where the database holds others."""
+    if not r.gpgkey or any(not k.startswith("file://") or "%" in k for k in r.gpgkey):
+        return []
+    listed = set()
+    for k in r.gpgkey:
+        try:
+            listed.update(i.rpm_id for i in dnf.crypto.retrieve(k, r))
+        except Exception as e:
+            return ["repository %s: cannot read gpgkey %s: %s" % (r.id, k, e)]
+    have = set(str(h["version"]).lower() for h in base._ts.dbMatch("name", "gpg-pubkey"))
+    if have - listed:
+        return ["repository %s: the root's rpm database holds key(s) %s, which its gpgkey "
+                "does not (dnf accepts packages signed by them; cowkit checks against the "
+                "repository's keys only)" % (r.id, ", ".join(sorted(have - listed)))]
+    return []
 
 def urls(p):
     loc = p.location

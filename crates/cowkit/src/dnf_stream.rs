@@ -7,8 +7,8 @@
 //!
 //! 1. The cache's checksum record for the repository's whole-file checksum
 //!    names a header digest whose entry checks (and, where the repository
-//!    has `gpgcheck`, was signature-checked with the same key files): the
-//!    entry is used, nothing is downloaded.
+//!    has `gpgcheck`, was signature-checked with its key files holding the
+//!    same bytes as now): the entry is used, nothing is downloaded.
 //! 2. Otherwise the body is read: the lead and headers first (bounded,
 //!    the header digest verified), whose name, epoch, version, release and
 //!    arch must be the ones dnf resolved. An entry with that header digest
@@ -16,8 +16,9 @@
 //!    of the body is only hashed. Else a confined worker gets the bytes
 //!    through a pipe as they arrive; with `gpgcheck` it checks the header
 //!    signature against the repository's key files before it decodes any
-//!    payload byte, and writes the extents file into an unnamed cache
-//!    entry.
+//!    payload byte (a refused signature fails the run, naming the
+//!    repository, as dnf's check would), and writes the extents file into
+//!    an unnamed cache entry.
 //! 3. When the body ends, its length and checksum must be the ones of
 //!    `primary.xml`; only then is the entry named and the checksum
 //!    recorded. A body that is longer, shorter, different, or stalls,
@@ -116,6 +117,7 @@ pub fn fetch_all(cache: &Cache, plan: &Plan, reporter: &dyn Reporter) -> Result<
     };
     let next = AtomicUsize::new(0);
     let errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let hints: Mutex<Vec<String>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..plan.max_parallel_downloads.clamp(1, 64).min(n) {
             s.spawn(|| loop {
@@ -131,6 +133,12 @@ pub fn fetch_all(cache: &Cache, plan: &Plan, reporter: &dyn Reporter) -> Result<
                     Err(e) => {
                         run.stop.store(true, Ordering::Relaxed);
                         lock(&errors).push(format!("{}: {}", pkg.nevra, e.chain().join(": ")));
+                        if let Some(h) = e.hint_text() {
+                            let mut hints = lock(&hints);
+                            if !hints.iter().any(|x| x == h) {
+                                hints.push(h.to_string());
+                            }
+                        }
                     }
                 }
             });
@@ -138,11 +146,16 @@ pub fn fetch_all(cache: &Cache, plan: &Plan, reporter: &dyn Reporter) -> Result<
     });
     let errors = errors.into_inner().unwrap_or_else(|e| e.into_inner());
     if !errors.is_empty() {
-        return Err(CliError::msg(format!(
+        let e = CliError::msg(format!(
             "cannot fetch {} package(s); nothing was installed and nothing unverified was cached:\n  {}",
             errors.len(),
             errors.join("\n  ")
-        )));
+        ));
+        let hints = hints.into_inner().unwrap_or_else(|e| e.into_inner());
+        return Err(match hints.is_empty() {
+            true => e,
+            false => e.hint(hints.join("; ")),
+        });
     }
     Ok(run.out.into_inner().unwrap_or_else(|e| e.into_inner()))
 }
@@ -246,7 +259,9 @@ fn cached(run: &Run<'_>, pkg: &PlannedPackage) -> Result<Option<PathBuf>, CliErr
         return Ok(None);
     };
     let repo = run.repo(pkg);
-    if repo.gpgcheck && rec.signed_with.as_deref() != Some(&sorted(&repo.keys)[..]) {
+    // Checked with keys of the same content (a key file replaced since
+    // then, or one that cannot be read now, does not match).
+    if repo.gpgcheck && (rec.signed_with.is_none() || rec.signed_with != key_identity(&repo.keys)) {
         return Ok(None);
     }
     match run
@@ -263,10 +278,30 @@ fn cached(run: &Run<'_>, pkg: &PlannedPackage) -> Result<Option<PathBuf>, CliErr
     }
 }
 
-fn sorted(keys: &[PathBuf]) -> Vec<PathBuf> {
-    let mut v = keys.to_vec();
+/// What identifies the key files `keys` in a checksum record: each one's
+/// SHA-256 and path (`sha256:HEX PATH`), sorted; `None` when one cannot be
+/// read (within [`cowkit_archive::pgp::MAX_KEY_FILE_BYTES`]) or its path
+/// is not UTF-8.
+fn key_identity(keys: &[PathBuf]) -> Option<Vec<String>> {
+    let mut v = Vec::with_capacity(keys.len());
+    for k in keys {
+        let path = k.to_str().filter(|p| !p.contains('\n'))?;
+        let mut bytes = Vec::new();
+        File::open(k)
+            .ok()?
+            .take(cowkit_archive::pgp::MAX_KEY_FILE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .ok()?;
+        if bytes.len() as u64 > cowkit_archive::pgp::MAX_KEY_FILE_BYTES {
+            return None;
+        }
+        v.push(format!(
+            "sha256:{} {path}",
+            hex(&sha2::Sha256::digest(&bytes))
+        ));
+    }
     v.sort();
-    v
+    Some(v)
 }
 
 /// One attempt at `pkg` from `source`.
@@ -302,6 +337,9 @@ fn fetch(run: &Run<'_>, pkg: &PlannedPackage, source: &Source) -> Result<Done, F
         .cache
         .lookup(&digest)
         .map_err(|e| Failure::Fatal(crate::dnf::cache_error(e)))?;
+    // The keys as the worker is about to load them; recorded only if they
+    // are the same once it is done.
+    let keys_before = repo.gpgcheck.then(|| key_identity(&repo.keys)).flatten();
     let (done, signed) = match lookup {
         Lookup::Hit(p) if !repo.gpgcheck => {
             io::copy(&mut body, &mut io::sink())
@@ -317,9 +355,13 @@ fn fetch(run: &Run<'_>, pkg: &PlannedPackage, source: &Source) -> Result<Done, F
             (Done::Transcoded(p), repo.gpgcheck)
         }
     };
+    let signed_with = match signed {
+        true => keys_before.filter(|b| Some(b) == key_identity(&repo.keys).as_ref()),
+        false => None,
+    };
     let record = ChecksumRecord {
         header_digest: digest,
-        signed_with: signed.then(|| sorted(&repo.keys)),
+        signed_with,
     };
     run.cache
         .record_checksum(
@@ -381,11 +423,48 @@ fn stream(
     // body is not the package's fault.
     fed.map_err(|e| Failure::Mirror(format!("`{source}`: {e}")))?;
     finish(body, pkg, source)?;
-    let name = source.to_string();
-    outcome.map_err(|e| fatal(crate::transcode::cli_error(e, std::path::Path::new(&name))))?;
+    outcome.map_err(|e| fatal(worker_error(e, pkg, repo, source)))?;
     entry
         .commit()
         .map_err(|e| fatal(crate::dnf::cache_error(e)))
+}
+
+/// The worker's error: a refused header signature said as the
+/// repository's requirement (which repository, which keys, what dnf does
+/// about it), anything else as `cowkit transcode` says it.
+fn worker_error(
+    e: confined::Error,
+    pkg: &PlannedPackage,
+    repo: &Repo,
+    source: &Source,
+) -> CliError {
+    let name = source.to_string();
+    if !confined::signature_refused(&e) {
+        return crate::transcode::cli_error(e, Path::new(&name));
+    }
+    let causes = match &e {
+        confined::Error::Worker(cowkit_confine::worker::WorkerError::Failed { error, .. }) => {
+            error.messages().split_off(1)
+        }
+        _ => Vec::new(),
+    };
+    let keys: Vec<String> = repo
+        .keys
+        .iter()
+        .map(|k| format!("`{}`", k.display()))
+        .collect();
+    CliError::from_chain(
+        format!(
+            "the repository `{}` requires signatures (gpgcheck) by its keys ({}), and the header signature of `{name}` is not accepted; nothing of it was decoded or cached",
+            pkg.repo,
+            keys.join(", ")
+        ),
+        &causes,
+    )
+    .hint(format!(
+        "dnf refuses such a package too (`GPG check FAILED`); to install without the check, as dnf would: `--nogpgcheck`, or `--setopt={}.gpgcheck=0`",
+        pkg.repo
+    ))
 }
 
 /// Write `prefix` then the rest of `body` to the worker's pipe; once the

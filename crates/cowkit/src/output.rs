@@ -78,6 +78,11 @@ impl CliError {
 }
 
 impl CliError {
+    /// The hint, if there is one.
+    pub fn hint_text(&self) -> Option<&str> {
+        self.hint.as_deref()
+    }
+
     /// The message and its causes, outermost first.
     pub fn chain(&self) -> Vec<String> {
         let mut v = vec![self.context.clone()];

@@ -16,7 +16,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{as_root, cowkit, run, tmp, Run};
-use cowkit_testutil::repo::{build_repo, TestRepo, MAIN};
+use cowkit_testutil::repo::{build_repo, installed, rpm_in, TestRepo, MAIN};
+use cowkit_testutil::rpm::{
+    edit_header, header_range, pgp_fingerprint, pgp_fixtures, replace_once,
+};
 use cowkit_testutil::tree::mkdir;
 use cowkit_testutil::{run_ok, scratch, Fs};
 
@@ -129,6 +132,10 @@ impl Server {
 struct World {
     repo: TestRepo,
     dir: tempfile::TempDir,
+    /// The repository's key file: its repo file then says `gpgcheck=1`
+    /// and `gpgkey=file://` it (else `gpgcheck=0`), and dnf gets no
+    /// `--nogpgcheck`.
+    gpgkey: Option<PathBuf>,
 }
 
 impl World {
@@ -137,6 +144,7 @@ impl World {
         Some(World {
             repo: build_repo(tmp()),
             dir,
+            gpgkey: None,
         })
     }
 
@@ -144,10 +152,19 @@ impl World {
         self.dir.path().join(name)
     }
 
-    /// A server for the version-1 repository.
+    /// The repository served: the signed copy of a [`World::signed`],
+    /// else the version-1 repository.
+    fn served(&self) -> PathBuf {
+        match self.gpgkey {
+            Some(_) => self.path("signed-repo"),
+            None => self.repo.dir.clone(),
+        }
+    }
+
+    /// A server for the version-1 repository (or its signed copy).
     fn serve(&self, mode: &str, matching: &str, log: &str) -> Server {
         Server::start(
-            &self.repo.dir,
+            &self.served(),
             mode,
             matching,
             self.repo.rpm("ck-vi"),
@@ -164,35 +181,67 @@ impl World {
 
     /// The command of [`World::build`], with cowkit's options `own`.
     fn command(&self, root: &str, urls: &[&str], extra: &[&str], own: &[&str]) -> Command {
+        self.command_in("ck-cache", root, urls, extra, own)
+    }
+
+    /// The directory of repo files for `root`: one, `local.repo`, whose
+    /// mirrors are `urls`.
+    fn repos_dir(&self, root: &Path, urls: &[&str]) -> PathBuf {
+        let repos = mkdir(&self.path(&format!(
+            "repos-{}",
+            root.file_name().unwrap().to_string_lossy()
+        )));
+        let gpg = match &self.gpgkey {
+            Some(k) => format!("gpgcheck=1\ngpgkey=file://{}\n", k.display()),
+            None => "gpgcheck=0\n".to_string(),
+        };
+        std::fs::write(
+            repos.join("local.repo"),
+            format!(
+                "[local]\nname=local\nbaseurl={}\n{gpg}",
+                urls.join("\n        ")
+            ),
+        )
+        .unwrap();
+        repos
+    }
+
+    /// The test repository's dnf arguments for `root` (as plain dnf gets
+    /// them, without its repository and reposdir, and without
+    /// `--nogpgcheck` when the repository has a key).
+    fn dnf_args(&self, root: &Path, dnf_cache: &Path) -> Vec<std::ffi::OsString> {
+        common::dnf_args(&self.repo.dir, root, dnf_cache)
+            .into_iter()
+            .filter(|a| {
+                let a = a.to_string_lossy();
+                !a.starts_with("--repofrompath=")
+                    && !a.starts_with("--setopt=reposdir=")
+                    && (self.gpgkey.is_none() || a != "--nogpgcheck")
+            })
+            .collect()
+    }
+
+    /// [`World::command`] with the cache `cache`.
+    fn command_in(
+        &self,
+        cache: &str,
+        root: &str,
+        urls: &[&str],
+        extra: &[&str],
+        own: &[&str],
+    ) -> Command {
         let root = self.path(root);
         let dnf_cache = self.path(&format!(
             "dnf-cache-{}",
             root.file_name().unwrap().to_string_lossy()
         ));
-        let repos = mkdir(&self.path(&format!(
-            "repos-{}",
-            root.file_name().unwrap().to_string_lossy()
-        )));
-        std::fs::write(
-            repos.join("local.repo"),
-            format!(
-                "[local]\nname=local\nbaseurl={}\ngpgcheck=0\n",
-                urls.join("\n        ")
-            ),
-        )
-        .unwrap();
-        let args: Vec<std::ffi::OsString> = common::dnf_args(&self.repo.dir, &root, &dnf_cache)
-            .into_iter()
-            .filter(|a| {
-                let a = a.to_string_lossy();
-                !a.starts_with("--repofrompath=") && !a.starts_with("--setopt=reposdir=")
-            })
-            .collect();
+        let repos = self.repos_dir(&root, urls);
+        let args = self.dnf_args(&root, &dnf_cache);
         let mut c = cowkit();
         c.args(["dnf", "--json", "--root"])
             .arg(&root)
             .arg("--cache")
-            .arg(self.path("ck-cache"))
+            .arg(self.path(cache))
             .arg("--dbpath")
             .arg(cowkit_testutil::repo::dbpath())
             .args(own)
@@ -490,6 +539,384 @@ fn issue_29_dnf_downloads_where_cowkit_cannot_and_says_why() {
             .as_str()
             .unwrap()
             .contains("--downloader dnf"),
+        "{j}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Repositories that require signatures (`gpgcheck=1`).
+
+/// How a signed repository serves [`BROKEN`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Signed {
+    /// Signed by the repository's key, like every other package.
+    ByRepoKey,
+    /// Not signed.
+    Unsigned,
+    /// Signed by a key the repository does not list.
+    ByOtherKey,
+    /// Signed by the repository's key, then a byte of its header changed
+    /// (the header's SHA-256 written over the old one, as a forger would)
+    /// and its payload replaced by bytes no decompressor takes.
+    HeaderChanged,
+}
+
+/// rpmsign `rpms` with the key `fpr` of the GnuPG home `gnupg`.
+fn rpmsign(gnupg: &Path, fpr: &str, rpms: &[PathBuf]) {
+    run_ok(
+        Command::new("rpmsign")
+            .env("GNUPGHOME", gnupg)
+            .args(["--define", "__gpg /usr/bin/gpg"])
+            .arg("--define")
+            .arg(format!("_gpg_path {}", gnupg.display()))
+            .arg("--define")
+            .arg(format!("_gpg_name {fpr}"))
+            .arg("--addsign")
+            .args(rpms),
+        "rpmsign --addsign",
+    );
+}
+
+/// SHA-1 (hex) of `bytes`, by `sha1sum`.
+fn sha1_hex(bytes: &[u8]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("bytes");
+    std::fs::write(&f, bytes).unwrap();
+    let out = run_ok(Command::new("sha1sum").arg(&f), "sha1sum");
+    String::from_utf8(out.stdout).unwrap()[..40].to_string()
+}
+
+impl World {
+    /// A world whose repository requires signatures: a copy of the test
+    /// repository in `signed-repo`, indexed again by `createrepo_c`, every
+    /// package signed by a throw-away RSA key (the `rsa` key of
+    /// [`pgp_fixtures`]; its public key copied to `keys/repo.asc`, the
+    /// repo file's `gpgkey`) but [`BROKEN`], which is as `broken` says
+    /// (`ByOtherKey`: signed by the fixtures' `ed` key).
+    fn signed(broken: Signed) -> Option<World> {
+        let mut w = World::new()?;
+        let fixtures = pgp_fixtures(tmp());
+        let dir = mkdir(&w.path("signed-repo"));
+        let mut ours = Vec::new();
+        let mut other = Vec::new();
+        for rpm in &w.repo.v1 {
+            let copy = dir.join(rpm.file_name().unwrap());
+            std::fs::copy(rpm, &copy).unwrap();
+            let name = copy.file_name().unwrap().to_string_lossy().to_string();
+            match broken {
+                _ if !name.starts_with(&format!("{BROKEN}-")) => ours.push(copy),
+                Signed::ByRepoKey | Signed::HeaderChanged => ours.push(copy),
+                Signed::ByOtherKey => other.push(copy),
+                Signed::Unsigned => {}
+            }
+        }
+        // The fixtures' GnuPG home copied to a short private path (the
+        // agent's socket lives there); its agent stopped afterwards.
+        let gnupg = tempfile::Builder::new()
+            .prefix("ck-gnupg.")
+            .tempdir_in("/tmp")
+            .unwrap();
+        run_ok(
+            Command::new("cp")
+                .arg("-a")
+                .arg(fixtures.join("gnupg/."))
+                .arg(gnupg.path()),
+            "cp -a gnupg",
+        );
+        rpmsign(gnupg.path(), &pgp_fingerprint(&fixtures, "rsa"), &ours);
+        if !other.is_empty() {
+            rpmsign(gnupg.path(), &pgp_fingerprint(&fixtures, "ed"), &other);
+        }
+        let _ = Command::new("gpgconf")
+            .arg("--homedir")
+            .arg(gnupg.path())
+            .args(["--kill", "gpg-agent"])
+            .status();
+        if broken == Signed::HeaderChanged {
+            let p = dir.join(w.repo.rpm(BROKEN).file_name().unwrap());
+            let mut b = std::fs::read(&p).unwrap();
+            let (start, end) = header_range(&b);
+            let old_sha1 = sha1_hex(&b[start..end]);
+            edit_header(&mut b, |h| replace_once(h, b"blob.txt", b"blob.txu"));
+            // rpm 4.18 also records the header's SHA-1: the forger
+            // rewrites it too, so that only the signature tells.
+            let new_sha1 = sha1_hex(&b[start..end]);
+            replace_once(&mut b[..start], old_sha1.as_bytes(), new_sha1.as_bytes());
+            b[end..].fill(0xa5);
+            std::fs::write(&p, b).unwrap();
+        }
+        run_ok(
+            Command::new("createrepo_c").arg("--quiet").arg(&dir),
+            "createrepo_c",
+        );
+        let key = mkdir(&w.path("keys")).join("repo.asc");
+        std::fs::copy(fixtures.join("rsa.asc"), &key).unwrap();
+        w.gpgkey = Some(key);
+        Some(w)
+    }
+
+    /// The served copy of the package `name`.
+    fn served_rpm(&self, name: &str) -> PathBuf {
+        self.served().join(self.repo.rpm(name).file_name().unwrap())
+    }
+
+    /// Plain `dnf --installroot` installing `ck-suite` into `root` from
+    /// the mirror `url`, with the repo file and dnf options of
+    /// [`World::build`] and `extra`.
+    fn plain_dnf(&self, root: &str, url: &str, extra: &[&str]) -> Run {
+        let root = self.path(root);
+        let dnf_cache = self.path(&format!(
+            "dnf-cache-{}",
+            root.file_name().unwrap().to_string_lossy()
+        ));
+        let repos = self.repos_dir(&root, &[url]);
+        run(Command::new("dnf")
+            .env("HOME", cowkit_testutil::repo::HOME)
+            .env("LC_ALL", "C.UTF-8")
+            .arg(format!("--installroot={}", root.display()))
+            .args(self.dnf_args(&root, &dnf_cache))
+            .arg(format!("--setopt=reposdir={}", repos.display()))
+            .args(extra)
+            .args(["install", self.repo.top]))
+    }
+
+    /// Nothing is installed in `root`, and the cache `cache` holds no
+    /// entry and no checksum record for the served [`BROKEN`].
+    fn assert_nothing_of_broken_in(&self, root: &str, cache: &str) {
+        let root = self.path(root);
+        assert!(
+            !root.join("usr/bin/busybox").exists(),
+            "installed in {}",
+            root.display()
+        );
+        assert!(!root.join("usr/share/ck-data").exists());
+        let cache = self.path(cache);
+        let rpm = self.served_rpm(BROKEN);
+        assert!(!entry(&cache, &rpm).exists(), "{:?}", cache_files(&cache));
+        let sum = cowkit_testutil::sha256_hex(&std::fs::read(&rpm).unwrap());
+        assert!(
+            !cache_files(&cache).iter().any(|p| p.ends_with(&sum)),
+            "a checksum record for {BROKEN}: {:?}",
+            cache_files(&cache)
+        );
+    }
+}
+
+#[test]
+fn issue_29_gpgcheck_signed_packages_install_and_equal_the_downloadonly_entries() {
+    if !as_root("issue_29_gpgcheck_signed", "chrooted scriptlets") {
+        return;
+    }
+    let Some(w) = World::signed(Signed::ByRepoKey) else {
+        return;
+    };
+    let server = w.serve("ok", "", "log");
+    let r = w.build("root", &[&server.url], &[]);
+    assert!(r.ok, "{}", r.stderr);
+    let j = r.json();
+    assert_eq!(j["downloaded_by"], "cowkit", "{j}");
+    assert_eq!(j["cache_misses"], MAIN.len(), "{j}");
+    assert!(w.path("root/usr/share/ck-data/blob.txt").exists());
+
+    // dnf downloads (and checks the signatures itself), cowkit transcodes.
+    let r = run(&mut w.command_in(
+        "ck-cache-dnf",
+        "root2",
+        &[&server.url],
+        &[],
+        &["--downloader", "dnf"],
+    ));
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(r.json()["downloaded_by"], "dnf");
+    for name in MAIN {
+        let rpm = w.served_rpm(name);
+        let streamed = entry(&w.path("ck-cache"), &rpm);
+        let downloaded = entry(&w.path("ck-cache-dnf"), &rpm);
+        assert!(
+            std::fs::read(&streamed).unwrap() == std::fs::read(&downloaded).unwrap(),
+            "{} differs from {}",
+            streamed.display(),
+            downloaded.display()
+        );
+    }
+
+    // Again: every package found by its checksum, checked with this key.
+    let r = w.build("root3", &[&server.url], &[]);
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(r.json()["not_downloaded"], MAIN.len(), "{}", r.json());
+
+    // Plain dnf imports the repository's key into the root's database
+    // (`gpg-pubkey`) as it checks the first package: so does cowkit.
+    let d = w.plain_dnf("root-dnf", &server.url, &[]);
+    assert!(d.ok, "plain dnf: {}", d.stderr);
+    let want = installed(&w.path("root-dnf"));
+    assert!(want.contains_key("gpg-pubkey"), "{want:?}");
+    assert_eq!(installed(&w.path("root")), want);
+    assert_eq!(installed(&w.path("root3")), want);
+    // dnf downloaded into a new root, checking against a scratch database:
+    // the key it imported there is kept too.
+    assert_eq!(installed(&w.path("root2")), want);
+}
+
+/// A build of a repository whose [`BROKEN`] is as `how` says, by cowkit
+/// and by plain dnf: both refused, nothing installed, nothing cached.
+fn refused_as_dnf_refuses(test: &str, how: Signed, ours: &[&str], dnfs: &[&str]) -> Option<World> {
+    if !as_root(test, "chrooted scriptlets") {
+        return None;
+    }
+    let w = World::signed(how)?;
+    let server = w.serve("ok", "", "log");
+    let r = w.build("root", &[&server.url], &[]);
+    // The package, the repository and why; what dnf would do about it.
+    let why = format!("{BROKEN}-1-1.noarch: the repository `local` requires signatures (gpgcheck)");
+    assert_failed_with(&r, &[&why, "--nogpgcheck"]);
+    assert_failed_with(&r, ours);
+    w.assert_nothing_of_broken_in("root", "ck-cache");
+    let d = w.plain_dnf("root-dnf", &server.url, &[]);
+    assert_failed_with(&d, dnfs);
+    assert!(!w.path("root-dnf/usr/bin/busybox").exists());
+    Some(w)
+}
+
+#[test]
+fn issue_29_gpgcheck_refuses_an_unsigned_package_as_dnf_does() {
+    refused_as_dnf_refuses(
+        "issue_29_gpgcheck_unsigned",
+        Signed::Unsigned,
+        &["not signed"],
+        &["is not signed", "GPG check FAILED"],
+    );
+}
+
+#[test]
+fn issue_29_gpgcheck_refuses_a_package_signed_by_another_key_as_dnf_does() {
+    refused_as_dnf_refuses(
+        "issue_29_gpgcheck_other_key",
+        Signed::ByOtherKey,
+        &["not in the keyring"],
+        &["is not installed", "GPG check FAILED"],
+    );
+}
+
+#[test]
+fn issue_29_gpgcheck_refuses_a_changed_header_before_decoding_its_payload() {
+    let Some(w) = refused_as_dnf_refuses(
+        "issue_29_gpgcheck_changed_header",
+        Signed::HeaderChanged,
+        &["does not verify"],
+        &["GPG check FAILED"],
+    ) else {
+        return;
+    };
+    // Its payload is garbage: a decoder that sees a byte of it fails
+    // (`cowkit transcode` without a key), and the signature check (with
+    // the key) stopped the package before that.
+    let rpm = w.served_rpm(BROKEN);
+    let unchecked = run(cowkit()
+        .arg("transcode")
+        .arg(&rpm)
+        .arg("-o")
+        .arg(w.path("x.rpme")));
+    assert!(
+        !unchecked.ok && !unchecked.stderr.contains("signature"),
+        "{}",
+        unchecked.stderr
+    );
+    let checked = run(cowkit()
+        .arg("transcode")
+        .arg("--key")
+        .arg(w.gpgkey.as_ref().unwrap())
+        .arg(&rpm)
+        .arg("-o")
+        .arg(w.path("x.rpme")));
+    assert_failed_with(&checked, &["does not verify"]);
+    assert!(
+        !checked.stderr.contains(&unchecked.stderr),
+        "{}",
+        checked.stderr
+    );
+}
+
+#[test]
+fn issue_29_nogpgcheck_is_honoured_as_dnf_honours_it() {
+    if !as_root("issue_29_nogpgcheck", "chrooted scriptlets") {
+        return;
+    }
+    let Some(w) = World::signed(Signed::Unsigned) else {
+        return;
+    };
+    let server = w.serve("ok", "", "log");
+    for (i, opt) in [
+        "--setopt=gpgcheck=0",
+        "--nogpgcheck",
+        "--setopt=local.gpgcheck=0",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let r = w.build(&format!("root{i}"), &[&server.url], &[opt]);
+        let d = w.plain_dnf(&format!("root{i}-dnf"), &server.url, &[opt]);
+        assert_eq!(
+            r.ok, d.ok,
+            "{opt}: cowkit:\n{}\ndnf:\n{}",
+            r.stderr, d.stderr
+        );
+    }
+}
+
+#[test]
+fn issue_29_a_changed_key_file_is_not_trusted_from_the_cache() {
+    if !as_root("issue_29_changed_key", "chrooted scriptlets") {
+        return;
+    }
+    let Some(w) = World::signed(Signed::ByRepoKey) else {
+        return;
+    };
+    let server = w.serve("ok", "", "log");
+    let r = w.build("root", &[&server.url], &[]);
+    assert!(r.ok, "{}", r.stderr);
+    // The repository's key file now holds another key.
+    std::fs::copy(
+        pgp_fixtures(tmp()).join("ed.asc"),
+        w.gpgkey.as_ref().unwrap(),
+    )
+    .unwrap();
+    let r = w.build("root2", &[&server.url], &[]);
+    assert_failed_with(&r, &["not in the keyring"]);
+    assert!(!w.path("root2/usr/bin/busybox").exists());
+    let d = w.plain_dnf("root2-dnf", &server.url, &[]);
+    assert!(!d.ok, "{}", d.stderr);
+}
+
+#[test]
+fn issue_29_a_root_trusting_other_keys_is_left_to_dnf() {
+    if !as_root("issue_29_root_keys", "chrooted scriptlets") {
+        return;
+    }
+    let Some(w) = World::signed(Signed::ByRepoKey) else {
+        return;
+    };
+    let server = w.serve("ok", "", "log");
+    // The root's database already trusts a key the repository does not
+    // list: dnf accepts packages signed by it, cowkit's check would not.
+    let root = mkdir(&w.path("root"));
+    let other = pgp_fixtures(tmp()).join("ed.asc");
+    run_ok(rpm_in(&root).arg("--initdb"), "rpm --initdb");
+    run_ok(rpm_in(&root).arg("--import").arg(&other), "rpm --import");
+    let r = run(&mut w.command("root", &[&server.url], &[], &["--downloader", "cowkit"]));
+    assert_failed_with(
+        &r,
+        &[
+            "cowkit cannot fetch",
+            "the root's rpm database holds key(s)",
+        ],
+    );
+    let r = w.build("root", &[&server.url], &[]);
+    assert!(r.ok, "{}", r.stderr);
+    let j = r.json();
+    assert_eq!(j["downloaded_by"], "dnf", "{j}");
+    assert!(
+        j["fallback_reasons"].to_string().contains("holds key(s)"),
         "{j}"
     );
 }

@@ -11,7 +11,8 @@
 //! paths and the values the VersityGW suite checks, `test_get_body.py` the
 //! GetObject body paths, `test_slow_connections.py` slow, idle and too
 //! many connections, `test_accounts.py` accounts, the admin API and
-//! ListBuckets pages, `test_versioning.py` versioning and object lock
+//! ListBuckets pages, `test_versioning.py` versioning and object lock,
+//! `test_post_object.py` POST (browser form) uploads
 //! (`docs/testing.md` says more of each);
 //! the full conformance suite is
 //! `scripts/s3-conformance.sh` (not run here: it needs Go and minutes).

@@ -428,8 +428,11 @@ fn crash_at_every_step(fs: Fs) {
             Ok(())
         };
         let res = run(&mut p);
+        // The part files go after the answer: a crash there may follow a
+        // complete the client saw succeed (wait_killed shows the step ran).
+        let after_answer = matches!(step, "complete-cleaning" | "complete-cleaned");
         assert!(
-            res.is_err(),
+            res.is_err() || after_answer,
             "{step}: the whole flow succeeded: the step was never reached"
         );
         gw.wait_killed(step);
@@ -541,7 +544,9 @@ fn survivor_sweeps(fs: Fs) {
         for (i, d) in parts.iter().enumerate() {
             ok(upload_part(&dying.addr, "obj", &id, i + 1, d), "part", 200);
         }
-        assert!(complete(&dying.addr, "obj", &id, &etags).is_err());
+        // Answered or not (the part files go after the answer), the
+        // gateway dies while it removes them.
+        let _ = complete(&dying.addr, "obj", &id, &etags);
         dying.wait_killed("complete-cleaning");
         let upload = root.join(".cowkit-s3/uploads").join(&id);
         let tmp = root.join(".cowkit-s3/tmp");

@@ -1,4 +1,5 @@
-//! Bucket operations: create, head, delete, list, location, tagging.
+//! Bucket operations: create (with its owner, ACL and ownership), head,
+//! delete, list, location, tagging.
 
 use super::*;
 
@@ -79,6 +80,7 @@ pub(super) async fn create_bucket(
         .map_err(tag_error)?,
         None => Vec::new(),
     };
+    let (acl, ownership) = super::access::new_bucket(&req.input, &crate::authz::Caller::of(&req))?;
     let lock = req.input.object_lock_enabled_for_bucket == Some(true);
     // Owned by the account that signed (the server's own key pair's
     // buckets record none).
@@ -98,14 +100,9 @@ pub(super) async fn create_bucket(
             }
             r => r?,
         }
+        crate::authz::init_bucket(s, &b, &acl, ownership)?;
         if lock {
-            // As on S3, object lock turns versioning on (unless the server
-            // keeps lock buckets unversioned, as VersityGW without
-            // versioning does).
-            crate::versions::set_lock(s, &b, &crate::versions::LockConfig::enabled())?;
-            if !s.options().object_lock_without_versioning {
-                crate::versions::set_status(s, &b, crate::versions::Status::Enabled)?;
-            }
+            crate::versions::enable_lock_on_new_bucket(s, &b)?;
         }
         Ok(())
     })

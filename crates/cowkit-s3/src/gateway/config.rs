@@ -1,7 +1,6 @@
-//! Bucket configurations kept as bucket records: CORS (checked by
-//! [`crate::cors`]) and website (checked by [`crate::website`]). Their
-//! documents reached s3s bounded and with their `Content-MD5` checked
-//! ([`crate::config_doc`]).
+//! Bucket CORS rules kept as a bucket record (checked by [`crate::cors`]).
+//! Their documents reached s3s bounded and with their `Content-MD5`
+//! checked ([`crate::config_doc`]).
 
 use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
@@ -10,7 +9,7 @@ use super::S3Gateway;
 use crate::precheck::Refusal;
 use crate::respond::{set_status, with_error_elements};
 
-/// A refusal of [`crate::cors`] or [`crate::website`] as an s3s error.
+/// A refusal of [`crate::cors`] as an s3s error.
 pub(crate) fn refusal_error(r: Refusal) -> S3Error {
     let code = S3ErrorCode::from_bytes(r.code.as_bytes())
         .unwrap_or_else(|| S3ErrorCode::Custom(r.code.into()));
@@ -67,58 +66,6 @@ pub(super) async fn delete_bucket_cors(
     g.run(move |s| s.set_bucket_record::<CORSRules>(&b, crate::cors::RECORD, None))
         .await?;
     let mut res = S3Response::new(DeleteBucketCorsOutput::default());
-    set_status(&mut res, http::StatusCode::NO_CONTENT);
-    Ok(res)
-}
-
-pub(super) async fn put_bucket_website(
-    g: &S3Gateway,
-    req: S3Request<PutBucketWebsiteInput>,
-) -> S3Result<S3Response<PutBucketWebsiteOutput>> {
-    let i = req.input;
-    let b = i.bucket;
-    let b2 = b.clone();
-    g.run(move |s| s.head_bucket(&b2)).await?;
-    let w = i.website_configuration;
-    crate::website::check(&w).map_err(refusal_error)?;
-    g.run(move |s| s.set_bucket_record(&b, crate::website::RECORD, Some(&w)))
-        .await?;
-    Ok(S3Response::new(PutBucketWebsiteOutput::default()))
-}
-
-pub(super) async fn get_bucket_website(
-    g: &S3Gateway,
-    req: S3Request<GetBucketWebsiteInput>,
-) -> S3Result<S3Response<GetBucketWebsiteOutput>> {
-    let b = req.input.bucket;
-    let w: Option<WebsiteConfiguration> = g
-        .run(move |s| {
-            s.head_bucket(&b)?;
-            s.bucket_record(&b, crate::website::RECORD, crate::website::MAX_RECORD)
-        })
-        .await?;
-    match w {
-        Some(w) => Ok(S3Response::new(GetBucketWebsiteOutput {
-            error_document: w.error_document,
-            index_document: w.index_document,
-            redirect_all_requests_to: w.redirect_all_requests_to,
-            routing_rules: w.routing_rules,
-        })),
-        None => Err(S3Error::with_message(
-            S3ErrorCode::NoSuchWebsiteConfiguration,
-            "The specified bucket does not have a website configuration",
-        )),
-    }
-}
-
-pub(super) async fn delete_bucket_website(
-    g: &S3Gateway,
-    req: S3Request<DeleteBucketWebsiteInput>,
-) -> S3Result<S3Response<DeleteBucketWebsiteOutput>> {
-    let b = req.input.bucket;
-    g.run(move |s| s.set_bucket_record::<WebsiteConfiguration>(&b, crate::website::RECORD, None))
-        .await?;
-    let mut res = S3Response::new(DeleteBucketWebsiteOutput::default());
     set_status(&mut res, http::StatusCode::NO_CONTENT);
     Ok(res)
 }

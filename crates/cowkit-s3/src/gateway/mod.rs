@@ -2,7 +2,7 @@
 //! filesystem call runs on tokio's blocking pool.
 //!
 //! The `impl S3` at the end is the route table: one line an operation, to
-//! its function in `bucket`, `config`, `object`, `listing`, `upload` or `versioning` (bodies come
+//! its function in `bucket`, `config` (CORS), `object`, `listing`, `upload` or `versioning` (bodies come
 //! in through `receive`). Reading a request's input is
 //! [`crate::request`]'s, its checksum headers [`crate::checksum`]'s;
 //! errors are made by [`crate::error`], and what s3s cannot write into a
@@ -27,7 +27,7 @@ use crate::error::{
 };
 use crate::fsutil::NewFile;
 use crate::list::{self, Listing};
-use crate::multipart::{Completed, Prepared};
+use crate::multipart::{Completed, PartFiles, Prepared};
 use crate::pages::{parts_page, uploads_page, PartsPage, UploadsPage, UploadsQuery};
 use crate::request::{
     check_max, check_part_number, check_version_id, checksum_algorithm, checksum_type,
@@ -65,6 +65,7 @@ macro_rules! put_checksum_value {
     };
 }
 
+mod access;
 mod bucket;
 pub(crate) mod config;
 mod listing;
@@ -72,6 +73,7 @@ mod object;
 mod receive;
 mod upload;
 mod versioning;
+mod website;
 
 /// Log target of the structured access log (one JSON object per line).
 pub const ACCESS_LOG: &str = "cowkit_s3::access";
@@ -89,11 +91,16 @@ pub struct S3Gateway {
 
 /// The owner S3 reports: the access key the request was signed with.
 fn owner_of<T>(req: &S3Request<T>) -> Owner {
-    let id = req
-        .credentials
-        .as_ref()
-        .map(|c| c.access_key.clone())
-        .unwrap_or_else(|| "anonymous".into());
+    // The authenticated principal (the second s3s service behind the
+    // handler's detour sees no credentials, only this).
+    let id = match req.extensions.get::<crate::accounts::Principal>() {
+        Some(p) => p.access_key.clone(),
+        None => req
+            .credentials
+            .as_ref()
+            .map(|c| c.access_key.clone())
+            .unwrap_or_else(|| "anonymous".into()),
+    };
     Owner {
         display_name: Some(id.clone()),
         id: Some(id),
@@ -292,6 +299,97 @@ impl S3 for S3Gateway {
         req: S3Request<DeleteBucketTaggingInput>,
     ) -> S3Result<S3Response<DeleteBucketTaggingOutput>> {
         bucket::delete_bucket_tagging(self, req).await
+    }
+
+    async fn get_bucket_acl(
+        &self,
+        req: S3Request<GetBucketAclInput>,
+    ) -> S3Result<S3Response<GetBucketAclOutput>> {
+        access::get_bucket_acl(self, req).await
+    }
+
+    async fn put_bucket_acl(
+        &self,
+        req: S3Request<PutBucketAclInput>,
+    ) -> S3Result<S3Response<PutBucketAclOutput>> {
+        access::put_bucket_acl(self, req).await
+    }
+
+    async fn get_bucket_policy(
+        &self,
+        req: S3Request<GetBucketPolicyInput>,
+    ) -> S3Result<S3Response<GetBucketPolicyOutput>> {
+        access::get_bucket_policy(self, req).await
+    }
+
+    async fn put_bucket_policy(
+        &self,
+        req: S3Request<PutBucketPolicyInput>,
+    ) -> S3Result<S3Response<PutBucketPolicyOutput>> {
+        access::put_bucket_policy(self, req).await
+    }
+
+    async fn delete_bucket_policy(
+        &self,
+        req: S3Request<DeleteBucketPolicyInput>,
+    ) -> S3Result<S3Response<DeleteBucketPolicyOutput>> {
+        access::delete_bucket_policy(self, req).await
+    }
+
+    async fn get_bucket_ownership_controls(
+        &self,
+        req: S3Request<GetBucketOwnershipControlsInput>,
+    ) -> S3Result<S3Response<GetBucketOwnershipControlsOutput>> {
+        access::get_bucket_ownership_controls(self, req).await
+    }
+
+    async fn put_bucket_ownership_controls(
+        &self,
+        req: S3Request<PutBucketOwnershipControlsInput>,
+    ) -> S3Result<S3Response<PutBucketOwnershipControlsOutput>> {
+        access::put_bucket_ownership_controls(self, req).await
+    }
+
+    async fn delete_bucket_ownership_controls(
+        &self,
+        req: S3Request<DeleteBucketOwnershipControlsInput>,
+    ) -> S3Result<S3Response<DeleteBucketOwnershipControlsOutput>> {
+        access::delete_bucket_ownership_controls(self, req).await
+    }
+
+    async fn put_bucket_website(
+        &self,
+        req: S3Request<PutBucketWebsiteInput>,
+    ) -> S3Result<S3Response<PutBucketWebsiteOutput>> {
+        website::put_bucket_website(self, req).await
+    }
+
+    async fn get_bucket_website(
+        &self,
+        req: S3Request<GetBucketWebsiteInput>,
+    ) -> S3Result<S3Response<GetBucketWebsiteOutput>> {
+        website::get_bucket_website(self, req).await
+    }
+
+    async fn delete_bucket_website(
+        &self,
+        req: S3Request<DeleteBucketWebsiteInput>,
+    ) -> S3Result<S3Response<DeleteBucketWebsiteOutput>> {
+        website::delete_bucket_website(self, req).await
+    }
+
+    async fn get_object_acl(
+        &self,
+        _req: S3Request<GetObjectAclInput>,
+    ) -> S3Result<S3Response<GetObjectAclOutput>> {
+        Err(access::object_acls_not_implemented())
+    }
+
+    async fn put_object_acl(
+        &self,
+        _req: S3Request<PutObjectAclInput>,
+    ) -> S3Result<S3Response<PutObjectAclOutput>> {
+        Err(access::object_acls_not_implemented())
     }
 
     async fn put_object(
@@ -509,26 +607,5 @@ impl S3 for S3Gateway {
         req: S3Request<DeleteBucketCorsInput>,
     ) -> S3Result<S3Response<DeleteBucketCorsOutput>> {
         config::delete_bucket_cors(self, req).await
-    }
-
-    async fn put_bucket_website(
-        &self,
-        req: S3Request<PutBucketWebsiteInput>,
-    ) -> S3Result<S3Response<PutBucketWebsiteOutput>> {
-        config::put_bucket_website(self, req).await
-    }
-
-    async fn get_bucket_website(
-        &self,
-        req: S3Request<GetBucketWebsiteInput>,
-    ) -> S3Result<S3Response<GetBucketWebsiteOutput>> {
-        config::get_bucket_website(self, req).await
-    }
-
-    async fn delete_bucket_website(
-        &self,
-        req: S3Request<DeleteBucketWebsiteInput>,
-    ) -> S3Result<S3Response<DeleteBucketWebsiteOutput>> {
-        config::delete_bucket_website(self, req).await
     }
 }

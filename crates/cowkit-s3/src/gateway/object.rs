@@ -122,7 +122,7 @@ pub(super) async fn put_object(
 ) -> S3Result<S3Response<PutObjectOutput>> {
     let mut i = std::mem::take(&mut req.input);
     let body = i.body.take();
-    let bypass = bypass_of(&req);
+    let who = crate::authz::Caller::of(&req).principal;
     let lock = LockHeaders::of(
         i.object_lock_mode.as_ref(),
         i.object_lock_retain_until_date.as_ref(),
@@ -181,6 +181,7 @@ pub(super) async fn put_object(
     let (b, k) = (bucket.clone(), key.clone());
     let committed = g
         .run(move |s| {
+            let bypass = crate::authz::may_bypass_governance(s, &who, &b, &k, false)?;
             lock.apply(s, &b, &mut meta, bypass)?;
             s.commit_object(&b, &k, file, meta)
         })
@@ -433,7 +434,7 @@ pub(super) async fn delete_object(
     req: S3Request<DeleteObjectInput>,
 ) -> S3Result<S3Response<DeleteObjectOutput>> {
     let cond = conditions_of(&req).filter(Conditions::has_delete);
-    let bypass = bypass_of(&req);
+    let bypass = bypass_of(g, &req, &req.input.bucket, &req.input.key).await?;
     let i = req.input;
     let (b, k) = (i.bucket, i.key);
     let v = version_param(i.version_id.as_deref()).map(str::to_string);
@@ -513,7 +514,7 @@ pub(super) async fn copy_object(
 ) -> S3Result<S3Response<CopyObjectOutput>> {
     let headers = stored_headers(&req.headers);
     let cond = conditions_of(&req);
-    let bypass = bypass_of(&req);
+    let who = crate::authz::Caller::of(&req).principal;
     let i = req.input;
     let (sb, sk) = copy_source(&i.copy_source)?;
     let sv = copy_source_version(&i.copy_source);
@@ -542,6 +543,7 @@ pub(super) async fn copy_object(
                 Some(v) => crate::versions::open_version(s, &sb, &sk, v)?,
                 None => s.open_object(&sb, &sk)?,
             };
+            let bypass = crate::authz::may_bypass_governance(s, &who, &b, &k, false)?;
             s.copy_from(source, &sb, &sk, &b, &k, |meta, src| {
                 lock.apply(s, &b, meta, bypass)?;
                 if replace {
@@ -650,7 +652,8 @@ pub(super) async fn delete_objects(
     g: &S3Gateway,
     req: S3Request<DeleteObjectsInput>,
 ) -> S3Result<S3Response<DeleteObjectsOutput>> {
-    let bypass = bypass_of(&req);
+    // One decision for every key (the policy's resource `bucket/*`).
+    let bypass = bypass_of(g, &req, &req.input.bucket, "*").await?;
     let i = req.input;
     let bucket = i.bucket;
     let quiet = i.delete.quiet.unwrap_or(false);

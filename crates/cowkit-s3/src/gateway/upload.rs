@@ -384,6 +384,7 @@ pub(super) async fn complete_multipart_upload(
         .get::<PartChecksums>()
         .map(|p| p.0.clone())
         .unwrap_or_default();
+    let who = crate::authz::Caller::of(&req).principal;
     let (i, headers) = (req.input, req.headers);
     let kind = checksum_type(i.checksum_type.as_ref())?;
     let size = mp_object_size(&headers)?;
@@ -435,6 +436,14 @@ pub(super) async fn complete_multipart_upload(
         }
         Prepared::Assemble(plan) => plan,
     };
+    // Replacing an object under GOVERNANCE retention (a bucket locked
+    // without versioning) needs the policy's allowance.
+    let (b, k) = (i.bucket.clone(), i.key.clone());
+    let bypass = g
+        .run(move |s| crate::authz::may_bypass_governance(s, &who, &b, &k, false))
+        .await?;
+    let mut plan = plan;
+    plan.bypass_governance(bypass);
     assemble(g, plan, (i.upload_id, i.bucket, i.key), host).await
 }
 
@@ -471,9 +480,10 @@ async fn assemble(
     // The plan (and its lock) goes with the work: a client that hangs
     // up does not release the lock while the assembly still runs.
     let store = g.store.clone();
-    let mut work = tokio::task::spawn_blocking(move || store.complete_assemble(plan));
+    let mut work = tokio::task::spawn_blocking(move || store.complete_commit(plan));
     let (id, b, k) = (upload_id.clone(), bucket.clone(), key.clone());
-    let finish = move |res: crate::Result<Completed>| -> S3Result<CompleteMultipartUploadOutput> {
+    let store = g.store.clone();
+    let finish = move |res: crate::Result<(Completed, Option<PartFiles>)>| -> S3Result<CompleteMultipartUploadOutput> {
         // A failure is logged with its S3 code: after the keepalive
         // started, the access log's status (200) cannot say it.
         let c = res.map_err(|e| {
@@ -485,6 +495,18 @@ async fn assemble(
             }));
             err
         })?;
+        let (c, parts) = c;
+        // The object is committed and recorded: the answer goes now, the
+        // part files afterwards (a retried complete answers from the
+        // record; a crash leaves them to the sweep).
+        if let Some(parts) = parts {
+            let (store, id) = (store.clone(), id.clone());
+            tokio::task::spawn_blocking(move || {
+                if let Err(e) = store.remove_part_files(parts) {
+                    log::warn!("upload {id}: part files left for the sweep: {e}");
+                }
+            });
+        }
         access(serde_json::json!({
             "op": "CompleteMultipartUpload", "bucket": c.record.bucket, "key": c.record.key,
             "upload_id": id, "parts": c.record.parts.len(), "size": c.record.size,

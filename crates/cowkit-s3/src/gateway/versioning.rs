@@ -7,15 +7,28 @@ use super::*;
 use crate::store::ObjectMeta;
 use crate::versions::{self, listing, lock, LockConfig, Retention, Status, VersionError};
 
-/// Whether the request asked to bypass governance retention
-/// (`x-amz-bypass-governance-retention: true`) and its caller may.
-pub(super) fn bypass_of<T>(req: &S3Request<T>) -> bool {
+/// Whether the request asked to override a GOVERNANCE retention on
+/// `bucket`/`key` (`x-amz-bypass-governance-retention: true`: deletes,
+/// PutObjectRetention) and its caller may ([`crate::authz::may_bypass_governance`];
+/// writes that replace an object decide it where they commit).
+pub(super) async fn bypass_of<T>(
+    g: &S3Gateway,
+    req: &S3Request<T>,
+    bucket: &str,
+    key: &str,
+) -> S3Result<bool> {
     let asked = req
         .headers
         .get("x-amz-bypass-governance-retention")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
-    asked && lock::may_bypass_governance(req.credentials.as_ref().map(|c| c.access_key.as_str()))
+    if !asked {
+        return Ok(false);
+    }
+    let who = crate::authz::Caller::of(req).principal;
+    let (b, k) = (bucket.to_string(), key.to_string());
+    g.run(move |s| crate::authz::may_bypass_governance(s, &who, &b, &k, true))
+        .await
 }
 
 /// The version id a GET or HEAD shows for `m`: its own, or `null` when
@@ -293,7 +306,7 @@ pub(super) async fn put_object_retention(
     g: &S3Gateway,
     req: S3Request<PutObjectRetentionInput>,
 ) -> S3Result<S3Response<PutObjectRetentionOutput>> {
-    let bypass = bypass_of(&req);
+    let bypass = bypass_of(g, &req, &req.input.bucket, &req.input.key).await?;
     let i = req.input;
     let b = i.bucket.clone();
     g.run(move |s| s.head_bucket(&b)).await?;

@@ -26,7 +26,7 @@ pub(super) fn invalid_access_key(ak: &str) -> Refusal {
 }
 
 /// `yyyyMMdd'T'HHmmss'Z'` → seconds since the epoch.
-pub(super) fn parse_amz_date(s: &str) -> Option<i64> {
+pub(crate) fn parse_amz_date(s: &str) -> Option<i64> {
     let b = s.as_bytes();
     if b.len() != 16 || b[8] != b'T' || b[15] != b'Z' {
         return None;
@@ -60,7 +60,7 @@ pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-pub(super) fn now_secs() -> i64 {
+pub(crate) fn now_secs() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
@@ -78,7 +78,7 @@ pub(super) fn http_date(secs: i64) -> String {
 
 /// The credential scope's five parts, checked in S3's order. `malformed`,
 /// `prefix` make the messages of the header and the query forms.
-pub(super) fn check_scope<'a>(
+pub(crate) fn check_scope<'a>(
     cred: &'a str,
     region: &str,
     err: &dyn Fn(String) -> Refusal,

@@ -14,7 +14,7 @@
 use http::{HeaderMap, Method, StatusCode, Uri};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-mod auth;
+pub(crate) mod auth;
 
 pub(crate) use auth::days_from_civil;
 use auth::*;
@@ -143,8 +143,21 @@ impl Prechecks {
         }
         // SigV2 presigned URLs (`AWSAccessKeyId`, `Expires`, `Signature`:
         // what boto3 makes by default) are verified by s3s, expiry included.
+        let unsigned = !headers.contains_key(http::header::AUTHORIZATION)
+            && get("X-Amz-Signature").is_none()
+            && get("Signature").is_none();
+        if unsigned {
+            check_unsigned_payload(headers)?;
+        }
         check_streaming(method, uri, &query, headers)?;
-        check_headers(method, headers)
+        check_access_body(method, &query, headers)?;
+        // ACL headers ask for ACLs on a bucket's PUT (CreateBucket,
+        // PutBucketAcl; PutObjectAcl is authorised, then `NotImplemented`);
+        // on objects they are refused.
+        let bucket_put = (*method == Method::PUT
+            && (!uri.path().trim_matches('/').contains('/') || get("acl").is_some()))
+            || crate::admin::is_admin_create_bucket(method, uri);
+        check_headers(method, headers, bucket_put)
     }
 }
 
@@ -284,6 +297,61 @@ fn check_route(
     Ok(())
 }
 
+/// An unsigned request (one a public bucket may take) cannot carry a
+/// signed stream: there is no signature to chain its chunks to.
+fn check_unsigned_payload(headers: &HeaderMap) -> Result<(), Refusal> {
+    let sha = headers
+        .get("x-amz-content-sha256")
+        .map(|v| v.to_str().unwrap_or(""));
+    match sha {
+        Some(v) if v.starts_with("STREAMING-") && v != "STREAMING-UNSIGNED-PAYLOAD-TRAILER" => {
+            Err(bad_request(
+                "InvalidRequest",
+                "Anonymous requests don't support this x-amz-content-sha256 value. Please use UNSIGNED-PAYLOAD or STREAMING-UNSIGNED-PAYLOAD-TRAILER.",
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A PutBucketPolicy, PutBucketAcl or PutBucketWebsite body longer than
+/// the gateway takes (`limits.rs`, `website.rs`), refused before it is read.
+fn check_access_body(
+    method: &Method,
+    query: &[(String, String)],
+    headers: &HeaderMap,
+) -> Result<(), Refusal> {
+    if *method != Method::PUT {
+        return Ok(());
+    }
+    let len = headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let has = |k: &str| query.iter().any(|(n, _)| n == k);
+    match len {
+        Some(n) if has("policy") && n > crate::limits::MAX_POLICY_BODY as u64 => Err(bad_request(
+            "MalformedPolicy",
+            crate::policy::PolicyError::TooLarge.to_string(),
+        )),
+        Some(n) if has("website") && n > crate::website::MAX_BODY as u64 => {
+            Err(
+                bad_request("MaxMessageLengthExceeded", "Your request was too big.").with(
+                    "MaxMessageLengthBytes",
+                    crate::website::MAX_BODY.to_string(),
+                ),
+            )
+        }
+        Some(n) if has("acl") && n > crate::limits::MAX_ACL_BODY as u64 => Err(bad_request(
+            "MalformedACLError",
+            format!(
+                "An access control policy document may be at most {} bytes",
+                crate::limits::MAX_ACL_BODY
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn invalid_argument(m: &str, name: &str, value: &str) -> Refusal {
     bad_request("InvalidArgument", m)
         .with("ArgumentName", name)
@@ -294,7 +362,11 @@ fn invalid_argument(m: &str, name: &str, value: &str) -> Refusal {
 /// than ignored. Object lock values are checked as S3 checks them; valid
 /// ones go on to the gateway, which knows whether the bucket has object
 /// lock.
-fn check_unsupported(method: &Method, headers: &HeaderMap) -> Result<(), Refusal> {
+fn check_unsupported(
+    method: &Method,
+    headers: &HeaderMap,
+    bucket_put: bool,
+) -> Result<(), Refusal> {
     let h = |k: &str| headers.get(k).map(|v| v.to_str().unwrap_or(""));
     // ACLs are not implemented, but a value S3 would refuse is refused as
     // S3 refuses it first, and so is an ACL on a bucket made with ACLs
@@ -322,7 +394,7 @@ fn check_unsupported(method: &Method, headers: &HeaderMap) -> Result<(), Refusal
             "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting",
         ));
     }
-    if acl {
+    if acl && !bucket_put {
         return Err(not_implemented());
     }
     if !matches!(*method, Method::PUT | Method::POST) {
@@ -591,7 +663,7 @@ fn check_streaming(
     Ok(())
 }
 
-fn check_headers(method: &Method, headers: &HeaderMap) -> Result<(), Refusal> {
+fn check_headers(method: &Method, headers: &HeaderMap, bucket_put: bool) -> Result<(), Refusal> {
     for (k, _) in headers {
         let k = k.as_str();
         if k.starts_with("x-amz-server-side-encryption")
@@ -600,7 +672,7 @@ fn check_headers(method: &Method, headers: &HeaderMap) -> Result<(), Refusal> {
             return Err(not_implemented());
         }
     }
-    check_unsupported(method, headers)?;
+    check_unsupported(method, headers, bucket_put)?;
     if let Some(v) = headers.get("x-amz-website-redirect-location") {
         let v = v.to_str().unwrap_or("");
         if !(v.starts_with('/') || v.starts_with("http://") || v.starts_with("https://")) {

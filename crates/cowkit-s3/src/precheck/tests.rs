@@ -378,11 +378,67 @@ fn streaming_bodies() {
     }
     let e = put("/b/k", &[unsigned]).unwrap_err();
     assert_eq!(e.code, "MissingContentLength");
-    let e = put("/b/k", &[signed, len]).unwrap_err();
+    let auth = (
+        "authorization",
+        "AWS4-HMAC-SHA256 Credential=AK/20250101/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date;x-amz-decoded-content-length;x-amz-trailer, Signature=00",
+    );
+    let date = ("x-amz-date", "20250101T000000Z");
+    let e = put("/b/k", &[auth, date, signed, len]).unwrap_err();
     assert_eq!(e.code, "MalformedTrailerError");
     assert!(put(
         "/b/k",
-        &[signed, len, ("x-amz-trailer", "x-amz-checksum-crc32")]
+        &[
+            auth,
+            date,
+            signed,
+            len,
+            ("x-amz-trailer", "x-amz-checksum-crc32")
+        ]
     )
     .is_ok());
+    // Issue 27: an unsigned request (which a public bucket may take)
+    // cannot carry a signed stream.
+    let e = put(
+        "/b/k",
+        &[signed, len, ("x-amz-trailer", "x-amz-checksum-crc32")],
+    )
+    .unwrap_err();
+    assert_eq!((e.status.as_u16(), e.code), (400, "InvalidRequest"));
+    assert!(e.message.starts_with("Anonymous requests don't support"));
+}
+
+#[test]
+fn issue_27_acl_headers_on_bucket_puts_and_access_bodies() {
+    let put = |uri: &str, hs: &[(&str, &str)]| {
+        let mut h = HeaderMap::new();
+        for (k, v) in hs {
+            h.insert(
+                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
+        }
+        pc().check(&Method::PUT, &uri.parse().unwrap(), &h)
+    };
+    let acl = ("x-amz-acl", "public-read");
+    let grant = ("x-amz-grant-read", "id=x");
+    let writer = ("x-amz-object-ownership", "ObjectWriter");
+    // CreateBucket and PutBucketAcl take ACLs; PutObjectAcl is authorised
+    // first (then NotImplemented); object writes refuse them.
+    assert!(put("/b", &[acl, writer]).is_ok());
+    assert!(put("/b?acl", &[grant]).is_ok());
+    assert!(put("/b/k?acl", &[acl]).is_ok());
+    for h in [acl, grant] {
+        assert_eq!(
+            put("/b/k", &[h]).unwrap_err().status,
+            StatusCode::NOT_IMPLEMENTED
+        );
+    }
+    // Bodies over the caps are refused by their length, before reading.
+    let big = (crate::limits::MAX_POLICY_BODY + 1).to_string();
+    let e = put("/b?policy", &[("content-length", &big)]).unwrap_err();
+    assert_eq!((e.status.as_u16(), e.code), (400, "MalformedPolicy"));
+    assert!(put("/b?policy", &[("content-length", "20480")]).is_ok());
+    let big = (crate::limits::MAX_ACL_BODY + 1).to_string();
+    let e = put("/b?acl", &[("content-length", &big)]).unwrap_err();
+    assert_eq!((e.status.as_u16(), e.code), (400, "MalformedACLError"));
 }

@@ -6,8 +6,9 @@
 //! - A `COMPLIANCE` retention until a date in the future: no one may
 //!   delete the version, shorten the date or weaken the mode.
 //! - A `GOVERNANCE` retention: the same, except for callers allowed to
-//!   bypass it ([`may_bypass_governance`]) who send
-//!   `x-amz-bypass-governance-retention: true`.
+//!   bypass it (`crate::authz::may_bypass_governance`: admins who send
+//!   `x-amz-bypass-governance-retention: true`, others a bucket policy
+//!   allows).
 
 use serde::{Deserialize, Serialize};
 
@@ -193,17 +194,6 @@ pub fn may_replace(
         Mode::Compliance => keeps,
         Mode::Governance => keeps || bypass,
     }
-}
-
-/// Who may bypass governance retention: the bucket's owner and admins, as
-/// VersityGW has it. A request reaches this only from an admin or from the
-/// account that owns the bucket (`crate::accounts::allowed` refuses every
-/// other account before the operation runs; an anonymous caller exists
-/// only on a server started with `--anonymous`, which has no other), so
-/// the answer is yes. A bucket policy granting `s3:BypassGovernanceRetention`
-/// to others is not modelled.
-pub fn may_bypass_governance(_access_key: Option<&str>) -> bool {
-    true
 }
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ use crate::error::{io, Error, Result};
 use crate::fsutil;
 use crate::store::{ObjectInfo, ObjectMeta, Store};
 
-pub use lock::{may_bypass_governance, LockConfig, Retention};
+pub use lock::{LockConfig, Retention};
 
 mod ops;
 pub use ops::*;
@@ -285,6 +285,17 @@ pub fn set_status(s: &Store, bucket: &str, status: Status) -> Result<()> {
 pub fn set_lock(s: &Store, bucket: &str, lock: &LockConfig) -> Result<()> {
     s.bucket_dir(bucket)?;
     write_bucket_record(s, bucket, OBJECT_LOCK, lock)
+}
+
+/// Object lock on a bucket being made: as on S3, it turns versioning on
+/// (unless the server keeps lock buckets unversioned, as VersityGW
+/// without versioning does).
+pub fn enable_lock_on_new_bucket(s: &Store, bucket: &str) -> Result<()> {
+    set_lock(s, bucket, &LockConfig::enabled())?;
+    if !s.options().object_lock_without_versioning {
+        set_status(s, bucket, Status::Enabled)?;
+    }
+    Ok(())
 }
 
 // ---- the versions directory of a key ------------------------------------

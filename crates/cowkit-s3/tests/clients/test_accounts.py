@@ -239,3 +239,44 @@ def test_issue_27_list_buckets_pages_with_region(srv):
         assert code(e) == "InvalidArgument"
         assert e.value.response["Error"]["Message"] == \
             "Argument max-buckets must be an integer between 1 and 10000."
+
+
+def test_issue_27_admin_creates_a_bucket_with_acl_ownership_and_lock(srv):
+    """`PATCH /B/create` as VersityGW's suite sends it: owner `x-vgw-owner`,
+    a read grant for another account, an ownership setting and object lock;
+    a grant naming no account refused with nothing made."""
+    create_user(srv, "fay", "user")
+    create_user(srv, "gus", "user")
+    body = (b'<CreateBucketConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+            b"<Tags><Tag><Key>k</Key><Value>v</Value></Tag></Tags></CreateBucketConfiguration>")
+    st, text = admin(srv, "/nobodys/create", body, headers={
+        "x-vgw-owner": "fay", "x-amz-grant-read": "nobody"})
+    assert st == 400, text
+    assert not os.path.exists(os.path.join(srv.root, "nobodys"))
+    st, text = admin(srv, "/fays/create", body, headers={
+        "x-vgw-owner": "fay", "x-amz-grant-read": "gus",
+        "x-amz-object-ownership": "BucketOwnerPreferred",
+        "x-amz-bucket-object-lock-enabled": "true"})
+    assert st == 201, text
+    root = srv.client()
+    assert root.get_bucket_tagging(Bucket="fays")["TagSet"] == [{"Key": "k", "Value": "v"}]
+    rules = root.get_bucket_ownership_controls(Bucket="fays")["OwnershipControls"]["Rules"]
+    assert rules == [{"ObjectOwnership": "BucketOwnerPreferred"}]
+    acl = root.get_bucket_acl(Bucket="fays")
+    assert acl["Owner"]["ID"] == "fay"
+    grants = sorted((g["Grantee"]["ID"], g["Permission"]) for g in acl["Grants"])
+    assert grants == [("fay", "FULL_CONTROL"), ("gus", "READ")]
+    lock = root.get_object_lock_configuration(Bucket="fays")["ObjectLockConfiguration"]
+    assert lock["ObjectLockEnabled"] == "Enabled"
+    # The grant lets gus read, not write; fay owns it.
+    client_of(srv, "fay").put_object(Bucket="fays", Key="a", Body=b"x")
+    assert client_of(srv, "gus").get_object(Bucket="fays", Key="a")["Body"].read() == b"x"
+    with pytest.raises(ClientError) as e:
+        client_of(srv, "gus").put_object(Bucket="fays", Key="b", Body=b"y")
+    assert code(e) == "AccessDenied"
+    # Object ACLs are refused with VersityGW's message, not kept.
+    with pytest.raises(ClientError) as e:
+        client_of(srv, "fay").get_object_acl(Bucket="fays", Key="a")
+    assert code(e) == "NotImplemented"
+    assert e.value.response["Error"]["Message"] == (
+        "A header you provided implies functionality that is not implemented.")

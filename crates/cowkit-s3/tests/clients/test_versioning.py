@@ -307,3 +307,130 @@ def test_issue_27_object_lock_without_versioning(make_server):
     s3.delete_object(Bucket="lbk", Key="k", BypassGovernanceRetention=True)
     with pytest.raises(ClientError):
         s3.head_object(Bucket="lbk", Key="k")
+
+
+def test_issue_27_governance_bypass_is_the_policys_to_grant(make_server):
+    """As VersityGW decides it: replacing a GOVERNANCE-locked object (a lock
+    bucket kept unversioned) needs a bucket policy allowing
+    s3:BypassGovernanceRetention, from the admin too; the bypass header on a
+    delete is the admin's, and another account's only with that allowance."""
+    import json
+    from conftest import AK
+    from test_accounts import client_of, create_user
+    srv = make_server("xfs", ["--object-lock-without-versioning", "--min-part-size", "4096"])
+    s3 = srv.client()
+    s3.create_bucket(Bucket="lbk", ObjectLockEnabledForBucket=True,
+                     ObjectOwnership="BucketOwnerPreferred")
+    create_user(srv, "hal", "user")
+    s3.put_bucket_acl(Bucket="lbk", GrantFullControl='id="hal"')
+    for k in ("a", "b", "c", "mp"):
+        s3.put_object(Bucket="lbk", Key=k, Body=b"one", ObjectLockMode="GOVERNANCE",
+                      ObjectLockRetainUntilDate=later(hours=1))
+    hal = client_of(srv, "hal")
+    # No policy: no overwrite (not even by the admin), no bypass for hal.
+    for who in (s3, hal):
+        with pytest.raises(ClientError) as e:
+            who.put_object(Bucket="lbk", Key="a", Body=b"two")
+        assert code(e) == "AccessDenied"
+    with pytest.raises(ClientError) as e:
+        hal.delete_object(Bucket="lbk", Key="b", BypassGovernanceRetention=True)
+    assert code(e) == "AccessDenied"
+    assert body(s3, "lbk", "b") == b"one"
+    # The policy (which alone decides for hal now) grants hal deletes and
+    # the bypass, and the admin the bypass, on lbk/*.
+    s3.put_bucket_policy(Bucket="lbk", Policy=json.dumps({"Statement": [{
+        "Effect": "Allow", "Principal": {"AWS": ["hal", AK]},
+        "Action": ["s3:BypassGovernanceRetention", "s3:DeleteObject"],
+        "Resource": "arn:aws:s3:::lbk/*"}]}))
+    s3.put_object(Bucket="lbk", Key="a", Body=b"two")
+    assert body(s3, "lbk", "a") == b"two"
+    s3.copy_object(Bucket="lbk", Key="c", CopySource="lbk/a")
+    assert body(s3, "lbk", "c") == b"two"
+    up = s3.create_multipart_upload(Bucket="lbk", Key="mp")["UploadId"]
+    etag = s3.upload_part(Bucket="lbk", Key="mp", UploadId=up, PartNumber=1,
+                          Body=b"x" * 8192)["ETag"]
+    s3.complete_multipart_upload(Bucket="lbk", Key="mp", UploadId=up, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": etag}]})
+    assert body(s3, "lbk", "mp") == b"x" * 8192
+    with pytest.raises(ClientError) as e:
+        hal.delete_object(Bucket="lbk", Key="b")
+    assert code(e) == "AccessDenied"
+    hal.delete_object(Bucket="lbk", Key="b", BypassGovernanceRetention=True)
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket="lbk", Key="b")
+
+
+def test_issue_27_retention_and_hold_without_a_document_on_a_missing_bucket(s3):
+    """S3 names the missing bucket before the missing document."""
+    for call in (lambda: s3.put_object_retention(Bucket="nosuch", Key="k"),
+                 lambda: s3.put_object_legal_hold(Bucket="nosuch", Key="k")):
+        with pytest.raises(ClientError) as e:
+            call()
+        assert code(e) == "NoSuchBucket"
+    # On a bucket that exists, the missing document is the error.
+    with pytest.raises(ClientError) as e:
+        s3.put_object_retention(Bucket="vbk", Key="k")
+    assert code(e) == "MalformedXML"
+
+
+def test_issue_27_fleet_race_on_a_versioned_locked_bucket(srv, s3):
+    """Two gateways on one root race on a versioned bucket with object lock:
+    concurrent overwrites of one key through both keep every version (each
+    its own bytes, listed by both gateways alike), a version under legal hold
+    set through one gateway cannot be deleted through either, however many
+    deletes race, and goes once the hold is off."""
+    import concurrent.futures as cf
+    import json
+    import signal
+    import subprocess
+    import boto3
+    from botocore.config import Config
+    from conftest import AK, SK
+    proc = subprocess.Popen(
+        [os.environ["COWKIT_BIN"], "s3", "serve", "--root", srv.root, "--listen", "127.0.0.1:0",
+         "--json", "-q", "--access-key", AK, "--secret-key", SK, "--min-part-size", "4096"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        other = boto3.client(
+            "s3", endpoint_url=json.loads(proc.stdout.readline())["endpoint"],
+            aws_access_key_id=AK, aws_secret_access_key=SK, region_name="us-east-1",
+            config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+        s3.create_bucket(Bucket="lock", ObjectLockEnabledForBucket=True)
+        gws = [s3, other]
+
+        def put(i):
+            return gws[i % 2].put_object(Bucket="lock", Key="k", Body=b"v%03d" % i)["VersionId"]
+
+        with cf.ThreadPoolExecutor(8) as ex:
+            ids = list(ex.map(put, range(60)))
+        assert len(set(ids)) == 60
+        listed = [sorted((v["VersionId"], v["ETag"]) for v in
+                         g.list_object_versions(Bucket="lock")["Versions"]) for g in gws]
+        assert listed[0] == listed[1] and len(listed[0]) == 60
+        for i in (0, 17, 59):
+            assert body(gws[(i + 1) % 2], "lock", "k", VersionId=ids[i]) == b"v%03d" % i
+        # A hold through one gateway; deletes of that version through both, at once.
+        held = ids[30]
+        other.put_object_legal_hold(Bucket="lock", Key="k", VersionId=held,
+                                    LegalHold={"Status": "ON"})
+
+        def delete(i):
+            try:
+                gws[i % 2].delete_object(Bucket="lock", Key="k", VersionId=held)
+                return "deleted"
+            except ClientError as e:
+                return e.response["Error"]["Code"]
+
+        with cf.ThreadPoolExecutor(8) as ex:
+            outcomes = set(ex.map(delete, range(16)))
+        assert outcomes == {"AccessDenied"}, outcomes
+        assert body(s3, "lock", "k", VersionId=held) == b"v030"
+        s3.put_object_legal_hold(Bucket="lock", Key="k", VersionId=held,
+                                 LegalHold={"Status": "OFF"})
+        other.delete_object(Bucket="lock", Key="k", VersionId=held)
+        with pytest.raises(ClientError) as e:
+            s3.head_object(Bucket="lock", Key="k", VersionId=held)
+        assert status(e) in (400, 404)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0

@@ -1,6 +1,6 @@
-"""Bucket CORS and website configurations (issue 27): Put/Get/Delete of
-each through boto3, their refusals (S3's checks, malformed XML, a wrong
-Content-MD5, a document too large), CORS preflights (`OPTIONS`,
+"""Bucket CORS (issue 27): Put/Get/DeleteBucketCors through boto3, their
+refusals (S3's checks, malformed XML, a wrong Content-MD5, a document too
+large), CORS preflights (`OPTIONS`,
 unauthenticated) allowed and refused, and the CORS headers on an actual
 request. On XFS only: nothing here depends on the filesystem."""
 import urllib.error
@@ -95,50 +95,12 @@ def test_issue_27_malformed_documents(srv):
     with pytest.raises(ClientError) as e:
         s3.put_bucket_cors(Bucket="corsb", CORSConfiguration={"CORSRules": RULES})
     assert error(e)[:2] == (400, "MalformedXML")
-    raw_body(s3, "PutBucketWebsite", b"<WebsiteConfiguration><IndexDocument>")
-    with pytest.raises(ClientError) as e:
-        s3.put_bucket_website(Bucket="corsb",
-                              WebsiteConfiguration={"IndexDocument": {"Suffix": "i.html"}})
-    assert error(e)[:2] == (400, "MalformedXML")
-    big = b"<WebsiteConfiguration>" + b" " * (128 * 1024) + b"</WebsiteConfiguration>"
+    big = b"<CORSConfiguration>" + b" " * (64 * 1024) + b"</CORSConfiguration>"
     s3 = srv.client()
-    raw_body(s3, "PutBucketWebsite", big)
+    raw_body(s3, "PutBucketCors", big)
     with pytest.raises(ClientError) as e:
-        s3.put_bucket_website(Bucket="corsb",
-                              WebsiteConfiguration={"IndexDocument": {"Suffix": "i.html"}})
+        s3.put_bucket_cors(Bucket="corsb", CORSConfiguration={"CORSRules": RULES})
     assert error(e) == (400, "MaxMessageLengthExceeded", "Your request was too big.")
-
-
-def test_issue_27_bucket_website_put_get_delete(srv):
-    s3 = srv.client()
-    with pytest.raises(ClientError) as e:
-        s3.get_bucket_website(Bucket="corsb")
-    assert error(e)[:2] == (404, "NoSuchWebsiteConfiguration")
-    cfg = {"IndexDocument": {"Suffix": "index.html"}, "ErrorDocument": {"Key": "err.html"},
-           "RoutingRules": [{"Condition": {"KeyPrefixEquals": "docs/"},
-                             "Redirect": {"ReplaceKeyPrefixWith": "d/", "HttpRedirectCode": "301"}}]}
-    s3.put_bucket_website(Bucket="corsb", WebsiteConfiguration=cfg)
-    got = s3.get_bucket_website(Bucket="corsb")
-    assert {k: got[k] for k in cfg} == cfg
-    all_ = {"RedirectAllRequestsTo": {"HostName": "example.com", "Protocol": "https"}}
-    s3.put_bucket_website(Bucket="corsb", WebsiteConfiguration=all_)
-    assert s3.get_bucket_website(Bucket="corsb")["RedirectAllRequestsTo"] == all_[
-        "RedirectAllRequestsTo"]
-    for bad, code in [
-        ({"IndexDocument": {"Suffix": "a/b"}}, "InvalidArgument"),
-        ({"IndexDocument": {"Suffix": "i"}, **all_}, "MalformedXML"),
-        ({"IndexDocument": {"Suffix": "i"},
-          "RoutingRules": [{"Redirect": {"HttpRedirectCode": "300"}}]}, "InvalidRequest"),
-    ]:
-        with pytest.raises(ClientError) as e:
-            s3.put_bucket_website(Bucket="corsb", WebsiteConfiguration=bad)
-        assert error(e)[1] == code, bad
-    assert "RedirectAllRequestsTo" in s3.get_bucket_website(Bucket="corsb")
-    r = s3.delete_bucket_website(Bucket="corsb")
-    assert r["ResponseMetadata"]["HTTPStatusCode"] == 204
-    with pytest.raises(ClientError) as e:
-        s3.get_bucket_website(Bucket="corsb")
-    assert error(e)[1] == "NoSuchWebsiteConfiguration"
 
 
 def test_issue_27_preflight_allowed_and_refused(srv):

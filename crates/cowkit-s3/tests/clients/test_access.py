@@ -1,0 +1,256 @@
+"""Issue 27: bucket ACLs, object ownership and bucket policies, and the
+unsigned requests they let in (public buckets). The gateway has one key
+pair, its admin; requests of other accounts need the accounts of issue 27
+and are covered by the unit tests of `authz`, `acl` and `policy` until
+then. On XFS only: none of this depends on the filesystem."""
+import json
+import os
+import signal
+import subprocess
+
+import boto3
+import pytest
+from botocore import UNSIGNED
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from conftest import AK, SK
+
+
+def code(exc):
+    return exc.value.response["Error"]["Code"]
+
+
+def message(exc):
+    return exc.value.response["Error"].get("Message")
+
+
+def status(exc):
+    return exc.value.response["ResponseMetadata"]["HTTPStatusCode"]
+
+
+@pytest.fixture
+def srv(make_server):
+    return make_server("xfs")
+
+
+def anonymous(endpoint):
+    return boto3.client(
+        "s3", endpoint_url=endpoint, region_name="us-east-1",
+        config=Config(signature_version=UNSIGNED, s3={"addressing_style": "path"},
+                      retries={"max_attempts": 1}))
+
+
+def refused(fn, st, c, m=None):
+    with pytest.raises(ClientError) as e:
+        fn()
+    assert (status(e), code(e)) == (st, c), (status(e), code(e), message(e))
+    if m is not None:
+        assert message(e) == m
+    return e
+
+
+def policy(*statements, version="2012-10-17"):
+    return json.dumps({"Version": version, "Statement": list(statements)})
+
+
+def statement(effect, action, resource, principal="*", condition=None):
+    s = {"Effect": effect, "Principal": principal, "Action": action, "Resource": resource}
+    if condition:
+        s["Condition"] = condition
+    return s
+
+
+def grants(acl):
+    return [(g["Grantee"]["Type"], g["Grantee"].get("ID"), g["Permission"]) for g in acl["Grants"]]
+
+
+def test_issue_27_bucket_acl_round_trip_and_refusals(srv):
+    s3 = srv.client()
+    s3.create_bucket(Bucket="acl", ObjectOwnership="BucketOwnerPreferred")
+    acl = s3.get_bucket_acl(Bucket="acl")
+    assert acl["Owner"]["ID"] == AK
+    assert grants(acl) == [("CanonicalUser", AK, "FULL_CONTROL")]
+    s3.put_bucket_acl(Bucket="acl", ACL="public-read-write")
+    assert grants(s3.get_bucket_acl(Bucket="acl")) == [
+        ("CanonicalUser", AK, "FULL_CONTROL"), ("Group", "all-users", "READ"),
+        ("Group", "all-users", "WRITE")]
+    s3.put_bucket_acl(Bucket="acl", GrantRead=f'id="{AK}"',
+                      GrantWrite='uri="http://acs.amazonaws.com/groups/global/AllUsers"')
+    assert grants(s3.get_bucket_acl(Bucket="acl"))[1:] == [
+        ("CanonicalUser", AK, "READ"), ("Group", "all-users", "WRITE")]
+    doc = {"Owner": {"ID": AK}, "Grants": [
+        {"Grantee": {"Type": "Group", "URI": "http://acs.amazonaws.com/groups/global/AuthenticatedUsers"},
+         "Permission": "READ"}]}
+    s3.put_bucket_acl(Bucket="acl", AccessControlPolicy=doc)
+    kept = grants(s3.get_bucket_acl(Bucket="acl"))
+    assert kept == [("CanonicalUser", AK, "FULL_CONTROL"), ("Group", "authenticated-users", "READ")]
+    # Every refusal leaves the ACL as it was.
+    refused(lambda: s3.put_bucket_acl(Bucket="acl"), 404, "MissingSecurityHeader")
+    refused(lambda: s3.put_bucket_acl(Bucket="acl", ACL="private", GrantRead=f'id="{AK}"'), 400,
+            "InvalidRequest", "Specifying both Canned ACLs and Header Grants is not allowed.")
+    refused(lambda: s3.put_bucket_acl(Bucket="acl", ACL="private", AccessControlPolicy=doc), 400,
+            "UnexpectedContent")
+    refused(lambda: s3.put_bucket_acl(Bucket="acl", GrantRead="id=nobody"), 400, "InvalidArgument",
+            "Invalid id")
+    for bad in [{"Grants": doc["Grants"]},
+                {"Owner": {"ID": AK}, "Grants": [{"Grantee": {"Type": "CanonicalUser", "ID": AK},
+                                                  "Permission": "EVERYTHING"}]},
+                {"Owner": {"ID": AK}, "Grants": [{"Grantee": {"Type": "Nobody", "ID": AK},
+                                                  "Permission": "READ"}]}]:
+        refused(lambda: s3.put_bucket_acl(Bucket="acl", AccessControlPolicy=bad), 400,
+                "MalformedACLError")
+    refused(lambda: s3.put_bucket_acl(Bucket="acl", AccessControlPolicy={**doc, "Owner": {"ID": "x"}}),
+            400, "InvalidArgument", "Invalid id")
+    assert grants(s3.get_bucket_acl(Bucket="acl")) == kept
+    refused(lambda: s3.get_bucket_acl(Bucket="nosuch"), 404, "NoSuchBucket")
+    # A bucket made without an ownership setting has ACLs disabled, as on S3.
+    s3.create_bucket(Bucket="plain")
+    refused(lambda: s3.put_bucket_acl(Bucket="plain", ACL="public-read"), 400,
+            "AccessControlListNotSupported", "The bucket does not allow ACLs.")
+
+
+def test_issue_27_ownership_controls(srv):
+    s3 = srv.client()
+    s3.create_bucket(Bucket="own")
+    rules = lambda: s3.get_bucket_ownership_controls(Bucket="own")["OwnershipControls"]["Rules"]
+    assert rules() == [{"ObjectOwnership": "BucketOwnerEnforced"}]
+    s3.put_bucket_ownership_controls(Bucket="own", OwnershipControls={"Rules": [{"ObjectOwnership": "ObjectWriter"}]})
+    assert rules() == [{"ObjectOwnership": "ObjectWriter"}]
+    for bad in [[{"ObjectOwnership": "ObjectWriter"}, {"ObjectOwnership": "BucketOwnerPreferred"}],
+                [{"ObjectOwnership": "Nobody"}]]:
+        refused(lambda: s3.put_bucket_ownership_controls(Bucket="own", OwnershipControls={"Rules": bad}),
+                400, "MalformedXML")
+    assert rules() == [{"ObjectOwnership": "ObjectWriter"}]
+    s3.delete_bucket_ownership_controls(Bucket="own")
+    refused(lambda: s3.get_bucket_ownership_controls(Bucket="own"), 404, "OwnershipControlsNotFoundError")
+    # Without a setting, ACLs apply.
+    s3.put_bucket_acl(Bucket="own", ACL="public-read")
+    refused(lambda: s3.get_bucket_ownership_controls(Bucket="nosuch"), 404, "NoSuchBucket")
+    # A public ACL on a new bucket needs an ownership that allows ACLs.
+    refused(lambda: s3.create_bucket(Bucket="pub", ACL="public-read"), 400,
+            "InvalidBucketAclWithObjectOwnership")
+    assert [b["Name"] for b in s3.list_buckets()["Buckets"]] == ["own"]
+    s3.create_bucket(Bucket="pub", ACL="public-read", ObjectOwnership="ObjectWriter")
+    assert ("Group", "all-users", "READ") in grants(s3.get_bucket_acl(Bucket="pub"))
+
+
+def test_issue_27_bucket_policy_put_get_delete(srv):
+    s3 = srv.client()
+    s3.create_bucket(Bucket="pol")
+    refused(lambda: s3.get_bucket_policy(Bucket="pol"), 404, "NoSuchBucketPolicy",
+            "The bucket policy does not exist.")
+    doc = policy(statement("Allow", "s3:GetObject", "arn:aws:s3:::pol/*"),
+                 statement("Deny", ["s3:DeleteBucket"], "arn:aws:s3:::pol", principal={"AWS": [AK]}))
+    r = s3.put_bucket_policy(Bucket="pol", Policy=doc)
+    assert r["ResponseMetadata"]["HTTPStatusCode"] == 204
+    assert s3.get_bucket_policy(Bucket="pol")["Policy"] == doc
+    bad = {
+        "false": "Policies must be valid JSON and the first byte must be '{'",
+        "{asdf": "This policy contains invalid Json",
+        "{}": "Missing required field Statement",
+        policy(statement("Allow", "s3:GetObject", "arn:aws:s3:::pol/*", principal="nobody")):
+            "Invalid principal in policy",
+        policy(statement("Allow", "s3:GetObject", "arn:aws:s3:::other/*")): "Policy has invalid resource",
+        policy(statement("Allow", "s3:ListBucket", "arn:aws:s3:::pol/*")):
+            "Action does not apply to any resource(s) in statement",
+        policy(statement("Allow", "s3:GetObject", "arn:aws:s3:::pol/*",
+                         condition={"IpAddress": {"aws:SourceIp": "300.1.1.1/40"}})):
+            "Invalid IP address in Conditions",
+        policy(statement("Allow", "s3:GetObject", "arn:aws:s3:::pol/*"), version="2020-01-01"):
+            "The policy must contain a valid version string",
+    }
+    for d, m in bad.items():
+        refused(lambda: s3.put_bucket_policy(Bucket="pol", Policy=d), 400, "MalformedPolicy", m)
+    # Over 20 KB: refused before it is read.
+    big = policy(statement("Allow", "s3:GetObject", [f"arn:aws:s3:::pol/{i:05}" for i in range(1200)]))
+    assert len(big) > 20 * 1024
+    refused(lambda: s3.put_bucket_policy(Bucket="pol", Policy=big), 400, "MalformedPolicy")
+    assert s3.get_bucket_policy(Bucket="pol")["Policy"] == doc
+    r = s3.delete_bucket_policy(Bucket="pol")
+    assert r["ResponseMetadata"]["HTTPStatusCode"] == 204
+    refused(lambda: s3.get_bucket_policy(Bucket="pol"), 404, "NoSuchBucketPolicy")
+    s3.delete_bucket_policy(Bucket="pol")
+    refused(lambda: s3.put_bucket_policy(Bucket="nosuch", Policy=doc), 404, "NoSuchBucket")
+    # A bucket made again under the name starts without the old policy.
+    s3.put_bucket_policy(Bucket="pol", Policy=doc)
+    s3.delete_bucket(Bucket="pol")
+    s3.create_bucket(Bucket="pol")
+    refused(lambda: s3.get_bucket_policy(Bucket="pol"), 404, "NoSuchBucketPolicy")
+
+
+def test_issue_27_anonymous_requests_and_public_acls(srv):
+    s3, anon = srv.client(), anonymous(srv.endpoint)
+    s3.create_bucket(Bucket="pub", ObjectOwnership="BucketOwnerPreferred")
+    s3.put_object(Bucket="pub", Key="k", Body=b"hello")
+    denied = "Access Denied."
+    refused(lambda: anon.get_object(Bucket="pub", Key="k"), 403, "AccessDenied", denied)
+    refused(lambda: anon.list_objects_v2(Bucket="pub"), 403, "AccessDenied", denied)
+    refused(lambda: anon.list_buckets(), 403, "AccessDenied", denied)
+    refused(lambda: anon.get_bucket_ownership_controls(Bucket="pub"), 403, "AccessDenied",
+            "s3:GetBucketOwnershipControls does not support Anonymous requests!")
+    refused(lambda: anon.put_bucket_acl(Bucket="pub", ACL="public-read"), 403, "AccessDenied",
+            "Anonymous users cannot invoke this API. Please authenticate.")
+    s3.put_bucket_acl(Bucket="pub", ACL="public-read")
+    assert anon.get_object(Bucket="pub", Key="k")["Body"].read() == b"hello"
+    assert [o["Key"] for o in anon.list_objects_v2(Bucket="pub")["Contents"]] == ["k"]
+    refused(lambda: anon.put_object(Bucket="pub", Key="n", Body=b"x"), 403, "AccessDenied")
+    refused(lambda: anon.get_bucket_acl(Bucket="pub"), 403, "AccessDenied")
+    s3.put_bucket_acl(Bucket="pub", ACL="public-read-write")
+    anon.put_object(Bucket="pub", Key="n", Body=b"from anyone")
+    assert s3.get_object(Bucket="pub", Key="n")["Body"].read() == b"from anyone"
+    # An explicit Deny in the policy wins over the public ACL.
+    s3.put_bucket_policy(Bucket="pub", Policy=policy(statement("Deny", "s3:PutObject", "arn:aws:s3:::pub/*")))
+    refused(lambda: anon.put_object(Bucket="pub", Key="m", Body=b"x"), 403, "AccessDenied")
+    refused(lambda: s3.head_object(Bucket="pub", Key="m"), 404, "404")
+    assert anon.get_object(Bucket="pub", Key="k")["Body"].read() == b"hello"
+    # Back to private: nothing for the anonymous.
+    s3.delete_bucket_policy(Bucket="pub")
+    s3.put_bucket_acl(Bucket="pub", ACL="private")
+    refused(lambda: anon.get_object(Bucket="pub", Key="k"), 403, "AccessDenied", denied)
+    # Object ACLs are still refused, not ignored (for the admin after
+    # authorisation; the anonymous get S3's refusal first).
+    refused(lambda: s3.put_object(Bucket="pub", Key="o", Body=b"x", ACL="public-read"), 501, "NotImplemented")
+    refused(lambda: s3.put_object_acl(Bucket="pub", Key="k", ACL="public-read"), 501, "NotImplemented")
+    refused(lambda: anon.put_object_acl(Bucket="pub", Key="k", ACL="public-read"), 403, "AccessDenied",
+            "Anonymous users cannot invoke this API. Please authenticate.")
+
+
+def test_issue_27_public_policy_with_source_ip_conditions(srv):
+    s3, anon = srv.client(), anonymous(srv.endpoint)
+    s3.create_bucket(Bucket="ipb")
+    s3.put_object(Bucket="ipb", Key="k", Body=b"data")
+    inside = statement("Allow", "s3:GetObject", "arn:aws:s3:::ipb/*",
+                       condition={"IpAddress": {"aws:SourceIp": "127.0.0.0/8"}})
+    s3.put_bucket_policy(Bucket="ipb", Policy=policy(inside))
+    assert anon.get_object(Bucket="ipb", Key="k")["Body"].read() == b"data"
+    refused(lambda: anon.list_objects_v2(Bucket="ipb"), 403, "AccessDenied")
+    # The policy operations answer a public policy's requests as S3 does.
+    s3.put_bucket_policy(Bucket="ipb", Policy=policy(statement("Allow", "s3:*", "arn:aws:s3:::ipb")))
+    refused(lambda: anon.get_bucket_policy(Bucket="ipb"), 405, "MethodNotAllowed")
+    outside = statement("Allow", "s3:GetObject", "arn:aws:s3:::ipb/*",
+                        condition={"NotIpAddress": {"aws:SourceIp": "127.0.0.1"}})
+    s3.put_bucket_policy(Bucket="ipb", Policy=policy(outside))
+    refused(lambda: anon.get_object(Bucket="ipb", Key="k"), 403, "AccessDenied")
+
+
+def test_issue_27_two_gateways_see_one_policy(srv):
+    """A fleet reads bucket records anew: a policy put through one gateway
+    holds at once in another on the same root."""
+    s3 = srv.client()
+    proc = subprocess.Popen(
+        [os.environ["COWKIT_BIN"], "s3", "serve", "--root", srv.root, "--listen", "127.0.0.1:0",
+         "--json", "-q", "--access-key", AK, "--secret-key", SK],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        other = anonymous(json.loads(proc.stdout.readline())["endpoint"])
+        s3.create_bucket(Bucket="fleet")
+        s3.put_object(Bucket="fleet", Key="k", Body=b"shared")
+        refused(lambda: other.get_object(Bucket="fleet", Key="k"), 403, "AccessDenied")
+        s3.put_bucket_policy(Bucket="fleet", Policy=policy(statement("Allow", "s3:GetObject", "arn:aws:s3:::fleet/*")))
+        assert other.get_object(Bucket="fleet", Key="k")["Body"].read() == b"shared"
+        s3.delete_bucket_policy(Bucket="fleet")
+        refused(lambda: other.get_object(Bucket="fleet", Key="k"), 403, "AccessDenied")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
