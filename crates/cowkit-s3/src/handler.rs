@@ -580,9 +580,7 @@ impl Handler {
             (None, Some(Ok(bucket))) => Ok(self.uploads.answer(req, bucket).await),
             (None, _) => match self.take_document(req).await {
                 Err(r) => Ok(refusal_response(&r)),
-                Ok(req) if req.method() == http::Method::OPTIONS => {
-                    Ok(self.preflight(req).await)
-                }
+                Ok(req) if req.method() == http::Method::OPTIONS => Ok(self.preflight(req).await),
                 Ok(req) => self.service.call(req).await,
             },
         };
