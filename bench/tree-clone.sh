@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Whole-tree clone benchmark: cp --reflink, xcp and cowkit cp on a loop XFS
-# and a loop Btrfs, plus rm -rf against cowkit rm -r.
+# Whole-tree clone benchmark: cp --reflink, xcp, cpz and cowkit cp on a loop
+# XFS and a loop Btrfs, plus rm -rf and rmz against cowkit rm -r.
 #
 #   bench/tree-clone.sh
 #
@@ -15,6 +15,9 @@
 #   XCP_VERSION=0.24.9  the xcp that `cargo install --locked` puts under
 #   XCP_ROOT=/var/cache/cowkit-bench/xcp   when $XCP_ROOT/bin/xcp is missing
 #                       or another version; XCP=/path/to/xcp uses that instead
+#   FUC_VERSION=3.2.1   the cpz and rmz (the fuc project) that `cargo install
+#   FUC_ROOT=/var/cache/cowkit-bench/fuc   --locked` puts under FUC_ROOT when
+#                       missing or another version; CPZ=, RMZ=/path use those
 #   TREE_CACHE=/var/cache/cowkit-bench/tree   the cached source images
 #   TREE_REBUILD=0      1: build the source tree again even if it is cached
 #   TREE_SOURCES="/usr/share /usr/include /usr/lib/python3 /usr/lib/x86_64-linux-gnu"
@@ -36,10 +39,12 @@
 #   cp-a        cp -a --reflink=always SRC DST          (baseline for copies)
 #   cp-r        cp -r --reflink=always SRC DST
 #   xcp         xcp -r -w 2 --no-progress SRC DST
+#   cpz         cpz SRC DST
 #   cowkit-j1   cowkit cp -a -j 1 SRC DST   (and cowkit-j2, cowkit-j4)
 #   rm-rf       rm -rf DST                              (baseline for deletes)
+#   rmz         rmz DST
 #   cowkit-rm   cowkit rm -r DST
-# peers = cp-a, cp-r, xcp, rm-rf.
+# peers = cp-a, cp-r, xcp, cpz, rm-rf, rmz.
 #
 # The source tree is built once and cached as two filesystem images (see
 # bench/README.md); every run works on fresh copies of those images, so
@@ -54,6 +59,8 @@ METHODS=${METHODS:-all}
 read -r -a FSES <<<"${FILESYSTEMS:-xfs btrfs}"
 XCP_VERSION=${XCP_VERSION:-0.24.9}
 XCP_ROOT=${XCP_ROOT:-/var/cache/cowkit-bench/xcp}
+FUC_VERSION=${FUC_VERSION:-3.2.1}
+FUC_ROOT=${FUC_ROOT:-/var/cache/cowkit-bench/fuc}
 TREE_CACHE=${TREE_CACHE:-/var/cache/cowkit-bench/tree}
 TREE_REBUILD=${TREE_REBUILD:-0}
 read -r -a TREE_SRCS <<<"${TREE_SOURCES:-/usr/share /usr/include /usr/lib/python3 /usr/lib/x86_64-linux-gnu}"
@@ -80,16 +87,18 @@ for fs in "${FSES[@]}"; do
   case "$fs" in xfs | btrfs) ;; *) die "unknown filesystem '$fs' in FILESYSTEMS (known: xfs btrfs)" ;; esac
 done
 
-COPY_METHODS=(cp-a cp-r xcp cowkit-j1 cowkit-j2 cowkit-j4)
-RM_METHODS=(rm-rf cowkit-rm)
+COPY_METHODS=(cp-a cp-r xcp cpz cowkit-j1 cowkit-j2 cowkit-j4)
+RM_METHODS=(rm-rf rmz cowkit-rm)
 ALL_METHODS=("${COPY_METHODS[@]}" "${RM_METHODS[@]}")
 case "$METHODS" in
 all) methods=("${ALL_METHODS[@]}") ;;
-peers) methods=(cp-a cp-r xcp rm-rf) ;;
+peers) methods=(cp-a cp-r xcp cpz rm-rf rmz) ;;
 *) IFS=', ' read -r -a methods <<<"$METHODS" ;;
 esac
 uses_cowkit=0
 uses_xcp=0
+uses_cpz=0
+uses_rmz=0
 copy_methods=()
 rm_methods=()
 for m in "${methods[@]}"; do
@@ -97,8 +106,8 @@ for m in "${methods[@]}"; do
   *" $m "*) ;;
   *) die "unknown method '$m' (known: ${ALL_METHODS[*]}, or all, peers)" ;;
   esac
-  case "$m" in cowkit-*) uses_cowkit=1 ;; xcp) uses_xcp=1 ;; esac
-  case "$m" in rm-rf | cowkit-rm) rm_methods+=("$m") ;; *) copy_methods+=("$m") ;; esac
+  case "$m" in cowkit-*) uses_cowkit=1 ;; xcp) uses_xcp=1 ;; cpz) uses_cpz=1 ;; rmz) uses_rmz=1 ;; esac
+  case "$m" in rm-rf | rmz | cowkit-rm) rm_methods+=("$m") ;; *) copy_methods+=("$m") ;; esac
 done
 
 # ---------------------------------------------------------------- preparation
@@ -109,6 +118,7 @@ if [ -z "${COWKIT_TREE_NS:-}" ]; then
     findmnt:util-linux flock:util-linux losetup:mount "$PY:python3"
   outside_repo "$TREE_CACHE"
   outside_repo "$XCP_ROOT"
+  outside_repo "$FUC_ROOT"
   case "$BENCH_IMG_DIR$TREE_CACHE" in
   *[[:space:]]*) die "BENCH_IMG_DIR and TREE_CACHE must not contain white space" ;;
   esac
@@ -135,8 +145,33 @@ if [ -z "${COWKIT_TREE_NS:-}" ]; then
     export XCP
   fi
 
+  # cpz and rmz: FUC_VERSION of the fuc project's tools, installed together.
+  if [ "$uses_cpz" = 1 ] && [ -z "${CPZ:-}" ]; then CPZ="$FUC_ROOT/bin/cpz"; fi
+  if [ "$uses_rmz" = 1 ] && [ -z "${RMZ:-}" ]; then RMZ="$FUC_ROOT/bin/rmz"; fi
+  fuc_missing=()
+  [ "$uses_cpz" = 1 ] && [ "${CPZ:-}" = "$FUC_ROOT/bin/cpz" ] &&
+    [ "$("$CPZ" --version 2>/dev/null || true)" != "cpz $FUC_VERSION" ] && fuc_missing+=(cpz)
+  [ "$uses_rmz" = 1 ] && [ "${RMZ:-}" = "$FUC_ROOT/bin/rmz" ] &&
+    [ "$("$RMZ" --version 2>/dev/null || true)" != "rmz $FUC_VERSION" ] && fuc_missing+=(rmz)
+  if [ "${#fuc_missing[@]}" -gt 0 ]; then
+    command -v cargo >/dev/null 2>&1 || die "no cargo to install ${fuc_missing[*]} with; set CPZ=/path/to/cpz, RMZ=/path/to/rmz"
+    log "installing ${fuc_missing[*]} $FUC_VERSION: cargo install ${fuc_missing[*]} --locked --root $FUC_ROOT"
+    (cd / && cargo install "${fuc_missing[@]}" --version "=$FUC_VERSION" --locked --force --root "$FUC_ROOT") ||
+      die "cargo install ${fuc_missing[*]} $FUC_VERSION failed"
+  fi
+  if [ "$uses_cpz" = 1 ]; then
+    CPZ=$(abs_path "$CPZ")
+    "$CPZ" --version >/dev/null 2>&1 || die "CPZ=$CPZ does not run"
+    export CPZ
+  fi
+  if [ "$uses_rmz" = 1 ]; then
+    RMZ=$(abs_path "$RMZ")
+    "$RMZ" --version >/dev/null 2>&1 || die "RMZ=$RMZ does not run"
+    export RMZ
+  fi
+
   if [ "$uses_cowkit" = 1 ]; then
-    find_cowkit "Use a cowkit build that has it, or METHODS=peers to time only cp, xcp and rm." cp rm
+    find_cowkit "Use a cowkit build that has it, or METHODS=peers to time only cp, xcp, cpz, rm and rmz." cp rm
   fi
   # Leftover image directories of runs that were killed outright.
   clean_stale_images "$BENCH_IMG_DIR/cowkit-tree"
@@ -239,10 +274,12 @@ declare -A COMMANDS=(
   [cp-a]="cp -a --reflink=always SRC DST"
   [cp-r]="cp -r --reflink=always SRC DST"
   [xcp]="xcp -r -w 2 --no-progress SRC DST"
+  [cpz]="cpz SRC DST"
   [cowkit-j1]="cowkit cp -a -j 1 SRC DST"
   [cowkit-j2]="cowkit cp -a -j 2 SRC DST"
   [cowkit-j4]="cowkit cp -a -j 4 SRC DST"
   [rm-rf]="rm -rf DST"
+  [rmz]="rmz DST"
   [cowkit-rm]="cowkit rm -r DST"
 )
 
@@ -252,17 +289,19 @@ method_argv() {
   cp-a) argv=(cp -a --reflink=always "$2" "$3") ;;
   cp-r) argv=(cp -r --reflink=always "$2" "$3") ;;
   xcp) argv=("$XCP" -r -w 2 --no-progress "$2" "$3") ;;
+  cpz) argv=("$CPZ" "$2" "$3") ;;
   cowkit-j[0-9]*) argv=("$COWKIT" cp -a -j "${1#cowkit-j}" "$2" "$3") ;;
   rm-rf) argv=(rm -rf "$3") ;;
+  rmz) argv=("$RMZ" "$3") ;;
   cowkit-rm) argv=("$COWKIT" rm -r "$3") ;;
   esac
 }
 
 # verify_level METHOD — what a copy by METHOD must share with the source:
 # everything cp -a keeps, or only names, types, sizes and symlink targets
-# (cp -r and xcp keep neither hardlinks nor owners).
+# (cp -r, xcp and cpz keep neither hardlinks nor owners).
 verify_level() {
-  case "$1" in cp-r | xcp) echo basic ;; *) echo full ;; esac
+  case "$1" in cp-r | xcp | cpz) echo basic ;; *) echo full ;; esac
 }
 
 # timed FS GROUP METHOD ROUND -- CMD... — one measured run (measure.py).
@@ -325,10 +364,10 @@ rm_run() {
 strace_runs() {
   local fs=$1 m files dst="$MNT/dst" argv=() out json=() t0=$SECONDS
   files=$(tree_field "$fs" regular_files)
-  for m in cp-a xcp cowkit-j2 rm-rf cowkit-rm; do
+  for m in cp-a xcp cpz cowkit-j2 rm-rf rmz cowkit-rm; do
     case " ${methods[*]} " in *" $m "*) ;; *) continue ;; esac
     rm -rf --one-file-system "$dst"
-    case "$m" in rm-*|cowkit-rm) cp -a --reflink=always "$SRC" "$dst" ;; esac
+    case "$m" in rm-* | rmz | cowkit-rm) cp -a --reflink=always "$SRC" "$dst" ;; esac
     sync -f "$MNT"
     method_argv "$m" "$SRC" "$dst"
     out="$RIG/strace.$fs.$m"
@@ -373,7 +412,7 @@ strace_marginal() {
     head -c 4096 /dev/urandom >"$MNT/flat-$FLAT_FILES/f$n"
   done
   sync -f "$MNT"
-  for m in cp-a xcp cowkit-j2; do
+  for m in cp-a xcp cpz cowkit-j2; do
     case " ${methods[*]} " in *" $m "*) ;; *) continue ;; esac
     for n in 0 "$FLAT_FILES"; do
       dir="$MNT/flat-$n"
@@ -449,7 +488,7 @@ print(json.dumps(s))' "$TREE_CACHE/tree.json" "$fs" >>"$RECORD"
 }
 
 machine_json() {
-  local cpu cores mem kernel commit load cowkitv xcpv
+  local cpu cores mem kernel commit load cowkitv xcpv cpzv rmzv
   cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
   cores=$(nproc)
   mem=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
@@ -461,8 +500,12 @@ machine_json() {
   [ "$uses_cowkit" = 1 ] && cowkitv="$("$COWKIT" --version 2>/dev/null || echo '?') ($COWKIT)"
   xcpv=-
   [ "$uses_xcp" = 1 ] && xcpv="$("$XCP" --version 2>/dev/null || echo '?') ($XCP)"
+  cpzv=-
+  [ "$uses_cpz" = 1 ] && cpzv="$("$CPZ" --version 2>/dev/null || echo '?') ($CPZ)"
+  rmzv=-
+  [ "$uses_rmz" = 1 ] && rmzv="$("$RMZ" --version 2>/dev/null || echo '?') ($RMZ)"
   CPU="$cpu" CORES="$cores" MEM="$mem" KERNEL="$kernel" COMMIT="$commit" LOAD="$load" \
-    COWKITV="$cowkitv" XCPV="$xcpv" CPV="$(cp --version | head -n 1)" \
+    COWKITV="$cowkitv" XCPV="$xcpv" CPZV="$cpzv" RMZV="$rmzv" CPV="$(cp --version | head -n 1)" \
     RMV="$(rm --version | head -n 1)" STRACEV="$(strace -V | head -n 1)" \
     XFSV="$(mkfs.xfs -V)" BTRFSV="$(btrfs --version)" METHODS_LIST="${methods[*]}" \
     ROUNDS="$ROUNDS" FSES="${FSES[*]}" "$PY" - "$TREE_CACHE/tree.json" <<'PYEOF'
@@ -471,7 +514,8 @@ e = os.environ
 tree = json.load(open(sys.argv[1]))
 commands = {
     "cp-a": "cp -a --reflink=always SRC DST", "cp-r": "cp -r --reflink=always SRC DST",
-    "xcp": "xcp -r -w 2 --no-progress SRC DST", "cowkit-j1": "cowkit cp -a -j 1 SRC DST",
+    "xcp": "xcp -r -w 2 --no-progress SRC DST", "cpz": "cpz SRC DST", "rmz": "rmz DST",
+    "cowkit-j1": "cowkit cp -a -j 1 SRC DST",
     "cowkit-j2": "cowkit cp -a -j 2 SRC DST", "cowkit-j4": "cowkit cp -a -j 4 SRC DST",
     "rm-rf": "rm -rf DST", "cowkit-rm": "cowkit rm -r DST",
 }
@@ -483,7 +527,8 @@ print(json.dumps({
     "commit": e["COMMIT"], "loadavg": e["LOAD"], "rounds": int(e["ROUNDS"]),
     "methods": " ".join(methods), "filesystems": e["FSES"],
     "cache": "warm: the source tree is walked (lstat, listxattr) before the rounds; no cache dropping",
-    "tools": {"cp": e["CPV"], "rm": e["RMV"], "xcp": e["XCPV"], "cowkit": e["COWKITV"],
+    "tools": {"cp": e["CPV"], "rm": e["RMV"], "xcp": e["XCPV"],
+              "cpz": e["CPZV"], "rmz": e["RMZV"], "cowkit": e["COWKITV"],
               "strace": e["STRACEV"], "mkfs.xfs": e["XFSV"], "btrfs-progs": e["BTRFSV"]},
     "commands": {m: commands[m] for m in methods},
     "built": "Tree built %s on %s: `cp -a` of %s, plus %s; cached as filesystem images and "

@@ -202,6 +202,29 @@ pub struct Header {
     pub file_index: Option<u32>,
 }
 
+impl Header {
+    /// The header of a stripped entry: only its format and file index carry information.
+    fn stripped(file_index: u32) -> Self {
+        Header {
+            format: Format::Stripped,
+            ino: 0,
+            mode: 0,
+            uid: 0,
+            gid: 0,
+            nlink: 0,
+            mtime: 0,
+            size: 0,
+            dev_major: 0,
+            dev_minor: 0,
+            rdev_major: 0,
+            rdev_minor: 0,
+            check: 0,
+            name: Vec::new(),
+            file_index: Some(file_index),
+        }
+    }
+}
+
 /// An error reading a cpio archive. Every variant that concerns the archive carries the byte
 /// offset (from the start of the archive) where the problem was found.
 #[derive(Debug, thiserror::Error)]
@@ -525,32 +548,7 @@ impl<R: Read> Reader<R> {
             State::Between { pad } => pad,
         };
 
-        // Padding of the previous entry and the first 16 bytes of the header, in one read.
-        let mut prefix = [0u8; 3 + PREFIX_LEN];
-        let prefix = &mut prefix[..pad + PREFIX_LEN];
-        let start = self.offset;
-        let n = self.fill(prefix)?;
-        if n < prefix.len() {
-            return Err(if n == pad {
-                Error::TrailerMissing {
-                    offset: self.offset,
-                }
-            } else if n < pad {
-                Error::Truncated {
-                    offset: self.offset,
-                    what: "content padding",
-                }
-            } else {
-                Error::Truncated {
-                    offset: self.offset,
-                    what: "header",
-                }
-            });
-        }
-        let header_offset = start + pad as u64;
-        let mut head = [0u8; NEWC_HEADER_LEN];
-        head[..PREFIX_LEN].copy_from_slice(&prefix[pad..]);
-
+        let (header_offset, mut head) = self.read_prefix(pad)?;
         let magic: [u8; 6] = head[..6].try_into().expect("6 bytes");
         let Some(format) = Format::from_magic(&magic) else {
             return Err(Error::BadMagic {
@@ -568,70 +566,12 @@ impl<R: Read> Reader<R> {
             // The 2 bytes after the index are padding to a multiple of 4 (the header is 16
             // bytes and starts aligned), already read as part of the prefix.
             self.state = State::AwaitSize { file_index };
-            return Ok(Some(Header {
-                format,
-                ino: 0,
-                mode: 0,
-                uid: 0,
-                gid: 0,
-                nlink: 0,
-                mtime: 0,
-                size: 0,
-                dev_major: 0,
-                dev_minor: 0,
-                rdev_major: 0,
-                rdev_minor: 0,
-                check: 0,
-                name: Vec::new(),
-                file_index: Some(file_index),
-            }));
+            return Ok(Some(Header::stripped(file_index)));
         }
 
-        self.read_exact(&mut head[PREFIX_LEN..], "header")?;
-        let mut fields = [0u32; 13];
-        for (i, field) in fields.iter_mut().enumerate() {
-            let at = 6 + 8 * i;
-            *field = parse_hex(&head[at..at + 8]).ok_or(Error::BadHex {
-                offset: header_offset + at as u64,
-                field: FIELD_NAMES[i],
-            })?;
-        }
         let [ino, mode, uid, gid, nlink, mtime, filesize, dev_major, dev_minor, rdev_major, rdev_minor, namesize, check] =
-            fields;
-
-        let name_offset = self.offset;
-        if namesize > MAX_NAME_LEN {
-            return Err(Error::NameTooLong {
-                offset: name_offset,
-                len: namesize,
-            });
-        }
-        if namesize <= 1 {
-            return Err(Error::EmptyName {
-                offset: name_offset,
-            });
-        }
-        // The name and its padding, in one read; bounded by MAX_NAME_LEN + 3.
-        let name_len = namesize as usize;
-        let mut name = vec![0u8; name_len + padding(name_offset + namesize as u64)];
-        let n = self.fill(&mut name)?;
-        if n < name.len() {
-            return Err(Error::Truncated {
-                offset: self.offset,
-                what: if n < name_len { "name" } else { "name padding" },
-            });
-        }
-        name.truncate(name_len);
-        if name.pop() != Some(0) {
-            return Err(Error::NameNotTerminated {
-                offset: name_offset,
-            });
-        }
-        if name.contains(&0) {
-            return Err(Error::NameHasNul {
-                offset: name_offset,
-            });
-        }
+            self.read_fields(&mut head, header_offset)?;
+        let name = self.read_name(namesize)?;
 
         let crc = (format == Format::NewcCrc && mode & S_IFMT == S_IFREG).then(|| {
             Box::new(Crc {
@@ -676,6 +616,93 @@ impl<R: Read> Reader<R> {
             name,
             file_index: None,
         }))
+    }
+
+    /// Reads the `pad` bytes of padding of the previous entry and the first 16 bytes of the
+    /// next header, in one read; returns the header's offset and a header buffer holding
+    /// those 16 bytes.
+    fn read_prefix(&mut self, pad: usize) -> Result<(u64, [u8; NEWC_HEADER_LEN]), Error> {
+        let mut prefix = [0u8; 3 + PREFIX_LEN];
+        let prefix = &mut prefix[..pad + PREFIX_LEN];
+        let start = self.offset;
+        let n = self.fill(prefix)?;
+        if n < prefix.len() {
+            return Err(if n == pad {
+                Error::TrailerMissing {
+                    offset: self.offset,
+                }
+            } else if n < pad {
+                Error::Truncated {
+                    offset: self.offset,
+                    what: "content padding",
+                }
+            } else {
+                Error::Truncated {
+                    offset: self.offset,
+                    what: "header",
+                }
+            });
+        }
+        let mut head = [0u8; NEWC_HEADER_LEN];
+        head[..PREFIX_LEN].copy_from_slice(&prefix[pad..]);
+        Ok((start + pad as u64, head))
+    }
+
+    /// Reads the rest of a `newc`/`crc` header into `head` and parses its 13 hex fields.
+    fn read_fields(
+        &mut self,
+        head: &mut [u8; NEWC_HEADER_LEN],
+        header_offset: u64,
+    ) -> Result<[u32; 13], Error> {
+        self.read_exact(&mut head[PREFIX_LEN..], "header")?;
+        let mut fields = [0u32; 13];
+        for (i, field) in fields.iter_mut().enumerate() {
+            let at = 6 + 8 * i;
+            *field = parse_hex(&head[at..at + 8]).ok_or(Error::BadHex {
+                offset: header_offset + at as u64,
+                field: FIELD_NAMES[i],
+            })?;
+        }
+        Ok(fields)
+    }
+
+    /// Reads an entry's name of `namesize` bytes (its NUL included) and its padding, bounded
+    /// by [`MAX_NAME_LEN`]; returns the name without its NUL.
+    fn read_name(&mut self, namesize: u32) -> Result<Vec<u8>, Error> {
+        let name_offset = self.offset;
+        if namesize > MAX_NAME_LEN {
+            return Err(Error::NameTooLong {
+                offset: name_offset,
+                len: namesize,
+            });
+        }
+        if namesize <= 1 {
+            return Err(Error::EmptyName {
+                offset: name_offset,
+            });
+        }
+        // The name and its padding, in one read; bounded by MAX_NAME_LEN + 3.
+        let name_len = namesize as usize;
+        let mut name = vec![0u8; name_len + padding(name_offset + namesize as u64)];
+        let n = self.fill(&mut name)?;
+        if n < name.len() {
+            return Err(Error::Truncated {
+                offset: self.offset,
+                what: if n < name_len { "name" } else { "name padding" },
+            });
+        }
+        name.truncate(name_len);
+        if name.pop() != Some(0) {
+            return Err(Error::NameNotTerminated {
+                offset: name_offset,
+            });
+        }
+        if name.contains(&0) {
+            return Err(Error::NameHasNul {
+                offset: name_offset,
+            });
+        }
+        Ok(name)
     }
 
     fn check_format(&mut self, found: Format, offset: u64) -> Result<(), Error> {

@@ -299,75 +299,56 @@ impl Package {
     }
 }
 
-impl Package {
-    /// The file list from the (verified) main header.
-    pub fn files(&self) -> Result<FileList> {
-        let h = &self.metadata().header;
-        let strings = |tag: IndexTag| -> Result<Vec<String>> {
-            if !h.entry_is_present(tag) {
-                return Ok(Vec::new());
-            }
-            h.get_entry_data_as_string_array(tag)
-                .map(|v| v.into_iter().map(str::to_owned).collect())
-                .map_err(|e| bad(format!("{tag:?}: {e}")))
-        };
-        let u32s = |tag: IndexTag| -> Result<Vec<u32>> {
-            if !h.entry_is_present(tag) {
-                return Ok(Vec::new());
-            }
-            h.get_entry_data_as_u32_array(tag)
-                .map_err(|e| bad(format!("{tag:?}: {e}")))
-        };
-        let u16s = |tag: IndexTag| -> Result<Vec<u16>> {
-            if !h.entry_is_present(tag) {
-                return Ok(Vec::new());
-            }
-            h.get_entry_data_as_u16_array(tag)
-                .map_err(|e| bad(format!("{tag:?}: {e}")))
-        };
+/// The string array `tag` of `h`; empty when the header has no such entry.
+fn strings(h: &rpm::Header<IndexTag>, tag: IndexTag) -> Result<Vec<String>> {
+    if !h.entry_is_present(tag) {
+        return Ok(Vec::new());
+    }
+    h.get_entry_data_as_string_array(tag)
+        .map(|v| v.into_iter().map(str::to_owned).collect())
+        .map_err(|e| bad(format!("{tag:?}: {e}")))
+}
 
-        let basenames = self.names(IndexTag::RPMTAG_BASENAMES)?;
-        let n = basenames.len();
-        let algo = if h.entry_is_present(IndexTag::RPMTAG_FILEDIGESTALGO) {
-            let a = h
-                .get_entry_data_as_u32(IndexTag::RPMTAG_FILEDIGESTALGO)
-                .map_err(|e| bad(format!("FILEDIGESTALGO: {e}")))?;
-            DigestAlgo::from_rpm(a).ok_or(Error::UnsupportedDigestAlgorithm(a))?
-        } else {
-            DigestAlgo::Md5
-        };
-        if n == 0 {
-            return Ok(FileList {
-                files: Vec::new(),
-                algo,
-                by_path: HashMap::new(),
-                links: HashMap::new(),
-            });
-        }
-        let dirnames = self.names(IndexTag::RPMTAG_DIRNAMES)?;
-        self.refuse_false_utf8()?;
-        let dirindexes = u32s(IndexTag::RPMTAG_DIRINDEXES)?;
-        let modes = u16s(IndexTag::RPMTAG_FILEMODES)?;
-        let sizes: Vec<u64> = if h.entry_is_present(IndexTag::RPMTAG_LONGFILESIZES) {
-            h.get_entry_data_as_u64_array(IndexTag::RPMTAG_LONGFILESIZES)
-                .map_err(|e| bad(format!("LONGFILESIZES: {e}")))?
-        } else {
-            u32s(IndexTag::RPMTAG_FILESIZES)?
-                .into_iter()
-                .map(u64::from)
-                .collect()
-        };
-        let mtimes = u32s(IndexTag::RPMTAG_FILEMTIMES)?;
-        let digests = strings(IndexTag::RPMTAG_FILEDIGESTS)?;
-        let links = self.names(IndexTag::RPMTAG_FILELINKTOS)?;
-        let flags = u32s(IndexTag::RPMTAG_FILEFLAGS)?;
-        let users = strings(IndexTag::RPMTAG_FILEUSERNAME)?;
-        let groups = strings(IndexTag::RPMTAG_FILEGROUPNAME)?;
-        let inodes = u32s(IndexTag::RPMTAG_FILEINODES)?;
-        let devices = u32s(IndexTag::RPMTAG_FILEDEVICES)?;
-        let rdevs = u16s(IndexTag::RPMTAG_FILERDEVS)?;
-        let caps = strings(IndexTag::RPMTAG_FILECAPS)?;
+/// The `u32` array `tag` of `h`; empty when the header has no such entry.
+fn u32s(h: &rpm::Header<IndexTag>, tag: IndexTag) -> Result<Vec<u32>> {
+    if !h.entry_is_present(tag) {
+        return Ok(Vec::new());
+    }
+    h.get_entry_data_as_u32_array(tag)
+        .map_err(|e| bad(format!("{tag:?}: {e}")))
+}
 
+/// The `u16` array `tag` of `h`; empty when the header has no such entry.
+fn u16s(h: &rpm::Header<IndexTag>, tag: IndexTag) -> Result<Vec<u16>> {
+    if !h.entry_is_present(tag) {
+        return Ok(Vec::new());
+    }
+    h.get_entry_data_as_u16_array(tag)
+        .map_err(|e| bad(format!("{tag:?}: {e}")))
+}
+
+/// The header's per-file arrays other than `BASENAMES`, each checked to have one entry per
+/// file (the optional ones may also be empty).
+struct Columns {
+    dirnames: Vec<Name>,
+    dirindexes: Vec<u32>,
+    modes: Vec<u16>,
+    sizes: Vec<u64>,
+    mtimes: Vec<u32>,
+    digests: Vec<String>,
+    links: Vec<Name>,
+    flags: Vec<u32>,
+    users: Vec<String>,
+    groups: Vec<String>,
+    inodes: Vec<u32>,
+    devices: Vec<u32>,
+    rdevs: Vec<u16>,
+    caps: Vec<String>,
+}
+
+impl Columns {
+    /// Checks that every array has one entry per file (`n`), or none where it is optional.
+    fn check_lengths(&self, n: usize) -> Result<()> {
         let need = |name: &str, len: usize, optional: bool| -> Result<()> {
             if len == n || (optional && len == 0) {
                 Ok(())
@@ -377,88 +358,166 @@ impl Package {
                 )))
             }
         };
-        need("DIRINDEXES", dirindexes.len(), false)?;
-        need("FILEMODES", modes.len(), false)?;
-        need("FILESIZES", sizes.len(), false)?;
-        need("FILEMTIMES", mtimes.len(), true)?;
-        need("FILEDIGESTS", digests.len(), true)?;
-        need("FILELINKTOS", links.len(), true)?;
-        need("FILEFLAGS", flags.len(), true)?;
-        need("FILEUSERNAME", users.len(), true)?;
-        need("FILEGROUPNAME", groups.len(), true)?;
-        need("FILEINODES", inodes.len(), true)?;
-        need("FILEDEVICES", devices.len(), true)?;
-        need("FILERDEVS", rdevs.len(), true)?;
-        need("FILECAPS", caps.len(), true)?;
+        need("DIRINDEXES", self.dirindexes.len(), false)?;
+        need("FILEMODES", self.modes.len(), false)?;
+        need("FILESIZES", self.sizes.len(), false)?;
+        need("FILEMTIMES", self.mtimes.len(), true)?;
+        need("FILEDIGESTS", self.digests.len(), true)?;
+        need("FILELINKTOS", self.links.len(), true)?;
+        need("FILEFLAGS", self.flags.len(), true)?;
+        need("FILEUSERNAME", self.users.len(), true)?;
+        need("FILEGROUPNAME", self.groups.len(), true)?;
+        need("FILEINODES", self.inodes.len(), true)?;
+        need("FILEDEVICES", self.devices.len(), true)?;
+        need("FILERDEVS", self.rdevs.len(), true)?;
+        need("FILECAPS", self.caps.len(), true)
+    }
+
+    /// File `i`, named `basename` in its directory, its digest of algorithm `algo`.
+    fn file(&self, i: usize, basename: &Name, algo: DigestAlgo) -> Result<FileInfo> {
+        let dir = self
+            .dirnames
+            .get(self.dirindexes[i] as usize)
+            .ok_or_else(|| bad(format!("file {i} names directory {}", self.dirindexes[i])))?;
+        let path = Name::from([dir.as_bytes(), basename.as_bytes()].concat());
+        let mode = u32::from(self.modes[i]);
+        let kind = Kind::from_mode(mode)
+            .ok_or_else(|| bad(format!("`{path}` has an unknown file type (mode {mode:o})")))?;
+        let flag = self.flags.get(i).copied().unwrap_or(0);
+        let digest = match self.digests.get(i).map(String::as_str) {
+            None | Some("") => None,
+            Some(text) => {
+                let d = hex::decode(text)
+                    .ok()
+                    .filter(|d| d.len() == algo.digest_len())
+                    .ok_or_else(|| {
+                        bad(format!("`{path}` has a malformed {algo} digest `{text}`"))
+                    })?;
+                Some(d)
+            }
+        };
+        Ok(FileInfo {
+            index: i as u32,
+            mode,
+            kind,
+            user: self.users.get(i).cloned().unwrap_or_else(|| "root".into()),
+            group: self.groups.get(i).cloned().unwrap_or_else(|| "root".into()),
+            mtime: self.mtimes.get(i).copied().unwrap_or(0),
+            size: self.sizes[i],
+            digest,
+            link_target: self.links.get(i).filter(|l| !l.is_empty()).cloned(),
+            caps: self.caps.get(i).filter(|c| !c.is_empty()).cloned(),
+            rdev: u32::from(self.rdevs.get(i).copied().unwrap_or(0)),
+            inode: self.inodes.get(i).copied().unwrap_or(i as u32 + 1),
+            device: self.devices.get(i).copied().unwrap_or(1),
+            ghost: flag & FLAG_GHOST != 0,
+            config: flag & FLAG_CONFIG != 0,
+            path,
+        })
+    }
+}
+
+/// The hardlink sets of `files` (regular, not ghost, sharing a link id), each checked to have
+/// members of one size and digest.
+fn hardlink_sets(files: &[FileInfo]) -> Result<HashMap<(u32, u32), Vec<u32>>> {
+    let mut links: HashMap<(u32, u32), Vec<u32>> = HashMap::new();
+    for f in files.iter().filter(|f| f.kind == Kind::Regular && !f.ghost) {
+        links.entry(f.link_id()).or_default().push(f.index);
+    }
+    links.retain(|_, v| v.len() > 1);
+    for set in links.values() {
+        let first = &files[set[0] as usize];
+        if set.iter().any(|&i| {
+            files[i as usize].size != first.size || files[i as usize].digest != first.digest
+        }) {
+            return Err(bad(format!(
+                "the hardlink set of `{}` has members of different sizes or digests",
+                first.path
+            )));
+        }
+    }
+    Ok(links)
+}
+
+impl Package {
+    /// The file list from the (verified) main header.
+    pub fn files(&self) -> Result<FileList> {
+        let basenames = self.names(IndexTag::RPMTAG_BASENAMES)?;
+        let n = basenames.len();
+        let algo = self.file_digest_algo()?;
+        if n == 0 {
+            return Ok(FileList {
+                files: Vec::new(),
+                algo,
+                by_path: HashMap::new(),
+                links: HashMap::new(),
+            });
+        }
+        let columns = self.columns()?;
+        columns.check_lengths(n)?;
 
         let mut files = Vec::with_capacity(n);
         let mut by_path = HashMap::with_capacity(n);
-        for i in 0..n {
-            let dir = dirnames
-                .get(dirindexes[i] as usize)
-                .ok_or_else(|| bad(format!("file {i} names directory {}", dirindexes[i])))?;
-            let path = Name::from([dir.as_bytes(), basenames[i].as_bytes()].concat());
-            let mode = u32::from(modes[i]);
-            let kind = Kind::from_mode(mode)
-                .ok_or_else(|| bad(format!("`{path}` has an unknown file type (mode {mode:o})")))?;
-            let flag = flags.get(i).copied().unwrap_or(0);
-            let digest = match digests.get(i).map(String::as_str) {
-                None | Some("") => None,
-                Some(text) => {
-                    let d = hex::decode(text)
-                        .ok()
-                        .filter(|d| d.len() == algo.digest_len())
-                        .ok_or_else(|| {
-                            bad(format!("`{path}` has a malformed {algo} digest `{text}`"))
-                        })?;
-                    Some(d)
-                }
-            };
-            let info = FileInfo {
-                index: i as u32,
-                mode,
-                kind,
-                user: users.get(i).cloned().unwrap_or_else(|| "root".into()),
-                group: groups.get(i).cloned().unwrap_or_else(|| "root".into()),
-                mtime: mtimes.get(i).copied().unwrap_or(0),
-                size: sizes[i],
-                digest,
-                link_target: links.get(i).filter(|l| !l.is_empty()).cloned(),
-                caps: caps.get(i).filter(|c| !c.is_empty()).cloned(),
-                rdev: u32::from(rdevs.get(i).copied().unwrap_or(0)),
-                inode: inodes.get(i).copied().unwrap_or(i as u32 + 1),
-                device: devices.get(i).copied().unwrap_or(1),
-                ghost: flag & FLAG_GHOST != 0,
-                config: flag & FLAG_CONFIG != 0,
-                path,
-            };
+        for (i, basename) in basenames.iter().enumerate() {
+            let info = columns.file(i, basename, algo)?;
             if by_path.insert(info.path.clone(), i as u32).is_some() {
                 return Err(bad(format!("the header lists `{}` twice", info.path)));
             }
             files.push(info);
         }
-
-        let mut links: HashMap<(u32, u32), Vec<u32>> = HashMap::new();
-        for f in files.iter().filter(|f| f.kind == Kind::Regular && !f.ghost) {
-            links.entry(f.link_id()).or_default().push(f.index);
-        }
-        links.retain(|_, v| v.len() > 1);
-        for set in links.values() {
-            let first = &files[set[0] as usize];
-            if set.iter().any(|&i| {
-                files[i as usize].size != first.size || files[i as usize].digest != first.digest
-            }) {
-                return Err(bad(format!(
-                    "the hardlink set of `{}` has members of different sizes or digests",
-                    first.path
-                )));
-            }
-        }
+        let links = hardlink_sets(&files)?;
         Ok(FileList {
             files,
             algo,
             by_path,
             links,
+        })
+    }
+
+    /// `FILEDIGESTALGO`, MD5 when the header has none.
+    fn file_digest_algo(&self) -> Result<DigestAlgo> {
+        let h = &self.metadata().header;
+        if !h.entry_is_present(IndexTag::RPMTAG_FILEDIGESTALGO) {
+            return Ok(DigestAlgo::Md5);
+        }
+        let a = h
+            .get_entry_data_as_u32(IndexTag::RPMTAG_FILEDIGESTALGO)
+            .map_err(|e| bad(format!("FILEDIGESTALGO: {e}")))?;
+        DigestAlgo::from_rpm(a).ok_or(Error::UnsupportedDigestAlgorithm(a))
+    }
+
+    /// The header's per-file arrays, read in the order rpm's tags are checked (names that
+    /// claim to be UTF-8 and are not refused after `DIRNAMES`).
+    fn columns(&self) -> Result<Columns> {
+        let h = &self.metadata().header;
+        let dirnames = self.names(IndexTag::RPMTAG_DIRNAMES)?;
+        self.refuse_false_utf8()?;
+        let dirindexes = u32s(h, IndexTag::RPMTAG_DIRINDEXES)?;
+        let modes = u16s(h, IndexTag::RPMTAG_FILEMODES)?;
+        let sizes: Vec<u64> = if h.entry_is_present(IndexTag::RPMTAG_LONGFILESIZES) {
+            h.get_entry_data_as_u64_array(IndexTag::RPMTAG_LONGFILESIZES)
+                .map_err(|e| bad(format!("LONGFILESIZES: {e}")))?
+        } else {
+            u32s(h, IndexTag::RPMTAG_FILESIZES)?
+                .into_iter()
+                .map(u64::from)
+                .collect()
+        };
+        Ok(Columns {
+            dirnames,
+            dirindexes,
+            modes,
+            sizes,
+            mtimes: u32s(h, IndexTag::RPMTAG_FILEMTIMES)?,
+            digests: strings(h, IndexTag::RPMTAG_FILEDIGESTS)?,
+            links: self.names(IndexTag::RPMTAG_FILELINKTOS)?,
+            flags: u32s(h, IndexTag::RPMTAG_FILEFLAGS)?,
+            users: strings(h, IndexTag::RPMTAG_FILEUSERNAME)?,
+            groups: strings(h, IndexTag::RPMTAG_FILEGROUPNAME)?,
+            inodes: u32s(h, IndexTag::RPMTAG_FILEINODES)?,
+            devices: u32s(h, IndexTag::RPMTAG_FILEDEVICES)?,
+            rdevs: u16s(h, IndexTag::RPMTAG_FILERDEVS)?,
+            caps: strings(h, IndexTag::RPMTAG_FILECAPS)?,
         })
     }
 }

@@ -315,150 +315,169 @@ fn walk<R: Read, E>(
     summary: &mut PayloadSummary,
     visit: &mut impl FnMut(&mut Entry<'_>) -> Result<(), E>,
 ) -> Result<(), PayloadError<E>> {
-    {
-        let decoder = pkg.decoder(digest)?;
-        let mut cpio = cpio::Reader::new(decoder);
-        while let Some(h) = cpio.next_header().map_err(Error::from)? {
-            summary.entries += 1;
-            let f = match h.file_index {
-                Some(i) => files.files.get(i as usize),
-                None => {
-                    // Byte for byte: the header's names need not be UTF-8.
-                    let path = h.name.strip_prefix(b".").unwrap_or(&h.name);
-                    if path.starts_with(b"/") {
-                        files.find(path)
-                    } else {
-                        files.find([b"/", path].concat())
-                    }
-                }
-            };
-            let Some(f) = f else {
-                return Err(Error::UnknownEntry {
-                    name: match h.file_index {
-                        Some(i) => format!("#{i}"),
-                        None => printable(&h.name, 200),
-                    },
-                }
-                .into());
-            };
-            if f.ghost {
-                return Err(Error::GhostInPayload {
-                    path: f.path.clone(),
-                }
-                .into());
-            }
-            if std::mem::replace(&mut seen[f.index as usize], true) {
-                return Err(Error::DuplicateEntry {
-                    path: f.path.clone(),
-                }
-                .into());
-            }
-            if h.format != cpio::Format::Stripped && Kind::from_mode(h.mode) != Some(f.kind) {
-                return Err(mismatch(f, format!("the entry's mode is {:o}", h.mode)).into());
-            }
-            let links = files.link_set(f);
-            let carries = links.iter().all(|&i| i == f.index || seen[i as usize]);
-            let target = f.link_target.as_deref().unwrap_or_default();
-            if f.kind == Kind::Symlink {
-                // The header's size and target must agree before any byte
-                // is read: the target is read into memory.
-                if f.size > MAX_LINK_TARGET || f.size != target.len() as u64 {
-                    return Err(mismatch(
-                        f,
-                        format!(
-                            "the header gives the symlink {} bytes, but its target has {} (at most {MAX_LINK_TARGET})",
-                            f.size,
-                            target.len()
-                        ),
-                    )
-                    .into());
-                }
-            }
-            let size = match f.kind {
-                Kind::Regular if carries => f.size,
-                Kind::Symlink => f.size,
-                _ => 0,
-            };
-            if h.format == cpio::Format::Stripped {
-                cpio.set_stripped_size(size).map_err(Error::from)?;
-            } else if h.size != size {
-                return Err(mismatch(
-                    f,
-                    format!("the entry holds {} bytes, expected {size}", h.size),
-                )
-                .into());
-            }
-            match f.kind {
-                Kind::Regular if carries => {
-                    if f.digest.is_none() && f.size > 0 {
-                        return Err(Error::FileDigestMissing {
-                            path: f.path.clone(),
-                        }
-                        .into());
-                    }
-                    let mut slot = None;
-                    let mut entry = Entry {
-                        file: f,
-                        links,
-                        cpio: &mut cpio,
-                        algo: files.algo,
-                        // An empty file without a digest has nothing to check.
-                        hasher: f.digest.as_ref().map(|_| files.algo.hasher()),
-                        remaining: size,
-                        mismatch: &mut slot,
-                    };
-                    let visited = visit(&mut entry);
-                    let finished = match visited {
-                        Ok(()) => entry.finish(),
-                        Err(_) => Ok(()),
-                    };
-                    drop(entry);
-                    if let Some(e) = slot.take() {
-                        return Err(e.into());
-                    }
-                    visited.map_err(PayloadError::Visit)?;
-                    finished?;
-                }
-                Kind::Symlink => {
-                    // At most MAX_LINK_TARGET bytes, checked above.
-                    let mut got = vec![0u8; size as usize];
-                    cpio.content().read_exact(&mut got).map_err(|e| {
-                        match e.into_inner().map(|e| e.downcast::<crate::cpio::Error>()) {
-                            Some(Ok(e)) => Error::Cpio(*e),
-                            _ => Error::Cpio(crate::cpio::Error::Truncated {
-                                offset: cpio.offset(),
-                                what: "content",
-                            }),
-                        }
-                    })?;
-                    if got != target {
-                        return Err(mismatch(
-                            f,
-                            format!("the entry links to `{}`", printable(&got, 200)),
-                        )
-                        .into());
-                    }
-                }
-                _ => {}
-            }
-        }
-        summary.archive_bytes = cpio.offset();
-        // The compressed stream must end cleanly too (a cut in its last
-        // frame is a truncated package, not a digest mismatch); what it
-        // holds after the trailer (GNU cpio pads to 512 bytes) is bounded.
-        let offset = cpio.offset();
-        let mut rest = cpio.into_inner().take(MAX_AFTER_TRAILER + 1);
-        let after =
-            io::copy(&mut rest, &mut io::sink()).map_err(|source| match pkg.compressor() {
-                Compressor::None => Error::Io { offset, source },
-                compressor => Error::Decompress { compressor, source },
-            })?;
-        if after > MAX_AFTER_TRAILER {
-            return Err(Error::TrailingData {
-                limit: MAX_AFTER_TRAILER,
-            }
+    let decoder = pkg.decoder(digest)?;
+    let mut cpio = cpio::Reader::new(decoder);
+    while let Some(h) = cpio.next_header().map_err(Error::from)? {
+        summary.entries += 1;
+        let f = entry_file(files, &h)?;
+        admit(f, &h, seen)?;
+        let links = files.link_set(f);
+        let carries = links.iter().all(|&i| i == f.index || seen[i as usize]);
+        let target = f.link_target.as_deref().unwrap_or_default();
+        let size = content_size(f, carries, target)?;
+        if h.format == cpio::Format::Stripped {
+            cpio.set_stripped_size(size).map_err(Error::from)?;
+        } else if h.size != size {
+            return Err(mismatch(
+                f,
+                format!("the entry holds {} bytes, expected {size}", h.size),
+            )
             .into());
         }
+        match f.kind {
+            Kind::Regular if carries => {
+                if f.digest.is_none() && f.size > 0 {
+                    return Err(Error::FileDigestMissing {
+                        path: f.path.clone(),
+                    }
+                    .into());
+                }
+                let mut slot = None;
+                let mut entry = Entry {
+                    file: f,
+                    links,
+                    cpio: &mut cpio,
+                    algo: files.algo,
+                    // An empty file without a digest has nothing to check.
+                    hasher: f.digest.as_ref().map(|_| files.algo.hasher()),
+                    remaining: size,
+                    mismatch: &mut slot,
+                };
+                let visited = visit(&mut entry);
+                let finished = match visited {
+                    Ok(()) => entry.finish(),
+                    Err(_) => Ok(()),
+                };
+                drop(entry);
+                if let Some(e) = slot.take() {
+                    return Err(e.into());
+                }
+                visited.map_err(PayloadError::Visit)?;
+                finished?;
+            }
+            Kind::Symlink => check_symlink(&mut cpio, f, size, target)?,
+            _ => {}
+        }
+    }
+    summary.archive_bytes = cpio.offset();
+    drain_after_trailer(pkg, cpio)?;
+    Ok(())
+}
+
+/// The header's file that the payload entry `h` is: by its index for a stripped entry, else
+/// by its name (byte for byte, with or without the leading `.`).
+fn entry_file<'f>(files: &'f FileList, h: &cpio::Header) -> Result<&'f FileInfo, Error> {
+    let f = match h.file_index {
+        Some(i) => files.files.get(i as usize),
+        None => {
+            // Byte for byte: the header's names need not be UTF-8.
+            let path = h.name.strip_prefix(b".").unwrap_or(&h.name);
+            if path.starts_with(b"/") {
+                files.find(path)
+            } else {
+                files.find([b"/", path].concat())
+            }
+        }
+    };
+    f.ok_or_else(|| Error::UnknownEntry {
+        name: match h.file_index {
+            Some(i) => format!("#{i}"),
+            None => printable(&h.name, 200),
+        },
+    })
+}
+
+/// Refuses a payload entry for a ghost, a file seen before (marking `f` seen), or one whose
+/// mode names another type than the header's.
+fn admit(f: &FileInfo, h: &cpio::Header, seen: &mut [bool]) -> Result<(), Error> {
+    if f.ghost {
+        return Err(Error::GhostInPayload {
+            path: f.path.clone(),
+        });
+    }
+    if std::mem::replace(&mut seen[f.index as usize], true) {
+        return Err(Error::DuplicateEntry {
+            path: f.path.clone(),
+        });
+    }
+    if h.format != cpio::Format::Stripped && Kind::from_mode(h.mode) != Some(f.kind) {
+        return Err(mismatch(f, format!("the entry's mode is {:o}", h.mode)));
+    }
+    Ok(())
+}
+
+/// The content size the payload entry for `f` must have: a regular file's size when this
+/// entry `carries` its hardlink set's content, a symlink's target (checked against the
+/// header's size before any byte is read: it is read into memory), else 0.
+fn content_size(f: &FileInfo, carries: bool, target: &[u8]) -> Result<u64, Error> {
+    if f.kind == Kind::Symlink && (f.size > MAX_LINK_TARGET || f.size != target.len() as u64) {
+        return Err(mismatch(
+            f,
+            format!(
+                "the header gives the symlink {} bytes, but its target has {} (at most {MAX_LINK_TARGET})",
+                f.size,
+                target.len()
+            ),
+        ));
+    }
+    Ok(match f.kind {
+        Kind::Regular if carries => f.size,
+        Kind::Symlink => f.size,
+        _ => 0,
+    })
+}
+
+/// Reads the symlink entry's `size` bytes (at most [`MAX_LINK_TARGET`], checked by
+/// [`content_size`]) and checks them against the header's `target`.
+fn check_symlink<D: Read>(
+    cpio: &mut cpio::Reader<D>,
+    f: &FileInfo,
+    size: u64,
+    target: &[u8],
+) -> Result<(), Error> {
+    let mut got = vec![0u8; size as usize];
+    cpio.content().read_exact(&mut got).map_err(|e| {
+        match e.into_inner().map(|e| e.downcast::<crate::cpio::Error>()) {
+            Some(Ok(e)) => Error::Cpio(*e),
+            _ => Error::Cpio(crate::cpio::Error::Truncated {
+                offset: cpio.offset(),
+                what: "content",
+            }),
+        }
+    })?;
+    if got != target {
+        return Err(mismatch(
+            f,
+            format!("the entry links to `{}`", printable(&got, 200)),
+        ));
+    }
+    Ok(())
+}
+
+/// Reads the decompressed stream to its end after the cpio trailer: it must end cleanly too
+/// (a cut in its last frame is a truncated package, not a digest mismatch), and what it holds
+/// after the trailer (GNU cpio pads to 512 bytes) is bounded.
+fn drain_after_trailer<D: Read>(pkg: &Package, cpio: cpio::Reader<D>) -> Result<(), Error> {
+    let offset = cpio.offset();
+    let mut rest = cpio.into_inner().take(MAX_AFTER_TRAILER + 1);
+    let after = io::copy(&mut rest, &mut io::sink()).map_err(|source| match pkg.compressor() {
+        Compressor::None => Error::Io { offset, source },
+        compressor => Error::Decompress { compressor, source },
+    })?;
+    if after > MAX_AFTER_TRAILER {
+        return Err(Error::TrailingData {
+            limit: MAX_AFTER_TRAILER,
+        });
     }
     Ok(())
 }

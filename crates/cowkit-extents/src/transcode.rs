@@ -6,7 +6,7 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 
 use cowkit_archive::files::FileList;
-use cowkit_archive::payload::{read_payload, PayloadError, PendingDigest};
+use cowkit_archive::payload::{read_payload, Entry, PayloadError, PendingDigest};
 use cowkit_archive::rpm::Package;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -372,111 +372,26 @@ impl<R: Read> Begun<R> {
             pkg,
             files,
         } = self;
-        let bs = u64::from(opts.block_size);
-        let send = |m: Msg| tx.send(m).map_err(|_| Error::WriterStopped);
-        let buffer = || {
-            pool.try_recv()
-                .unwrap_or_else(|_| Vec::with_capacity(CHUNK))
+        let mut l = Layout {
+            opts,
+            progress,
+            tx,
+            pool,
+            pos: 0,
+            extents: Vec::new(),
+            records: Vec::new(),
+            by_digest: HashMap::new(),
+            s: Summary::default(),
         };
+        l.send(Msg::Bytes(pkg.prefix().to_vec()))?;
+        l.pos += pkg.prefix().len() as u64;
 
-        let mut pos = 0u64;
-        send(Msg::Bytes(pkg.prefix().to_vec()))?;
-        pos += pkg.prefix().len() as u64;
-
-        let mut extents: Vec<Extent> = Vec::new();
-        let mut records: Vec<FileRecord> = Vec::new();
-        let mut by_digest: HashMap<Vec<u8>, u32> = HashMap::new();
-        let mut s = Summary::default();
-
-        let payload = read_payload(&pkg, &files, &mut input, |entry| -> Result<(), Error> {
-            let size = entry.size();
-            let members: Vec<u32> = if entry.links.is_empty() {
-                vec![entry.file.index]
-            } else {
-                entry.links.to_vec()
-            };
-            s.files += members.len() as u64;
-            s.hardlinked_files += members.len() as u64 - 1;
-            let record = |extent| {
-                members
-                    .iter()
-                    .map(move |&file_index| FileRecord { file_index, extent })
-            };
-            if size == 0 {
-                records.extend(record(NO_EXTENT));
-                return Ok(());
-            }
-            let digest = entry.file.digest.clone().unwrap_or_default();
-            if let Some(&i) = by_digest.get(&digest) {
-                // Stored already: the header digest is trusted, and this
-                // copy is still hashed and checked (by `finish`).
-                entry.finish()?;
-                s.deduplicated_files += 1;
-                s.deduplicated_bytes += size;
-                records.extend(record(i));
-                progress.on_file(&entry.file.path, size);
-                return Ok(());
-            }
-            let kind = if size >= opts.pack_below {
-                Kind::Clone
-            } else {
-                Kind::Write
-            };
-            if kind == Kind::Clone {
-                let pad = pos.next_multiple_of(bs) - pos;
-                s.padding_bytes += pad;
-                send(Msg::Zeros(pad))?;
-                pos += pad;
-            }
-            let offset = pos;
-            send(Msg::BeginFile(entry.defer_digest().map(Box::new)))?;
-            let mut left = size;
-            while left > 0 {
-                let want = left.min(CHUNK as u64) as usize;
-                let mut buf = buffer();
-                buf.resize(want, 0);
-                let n = fill(entry, &mut buf).map_err(|source| Error::Read {
-                    path: entry.file.path.clone(),
-                    source,
-                })?;
-                if n < want {
-                    // The payload layer reports the typed cause.
-                    entry.finish()?;
-                    return Err(Error::Corrupt(format!(
-                        "`{}` ended early in the payload",
-                        entry.file.path
-                    )));
-                }
-                send(match kind {
-                    Kind::Clone => Msg::Aligned(buf),
-                    Kind::Write => Msg::Bytes(buf),
-                })?;
-                left -= n as u64;
-            }
-            send(Msg::EndFile)?;
-            pos += size;
-            entry.finish()?;
-            let i = extents.len() as u32;
-            extents.push(Extent {
-                offset,
-                length: size,
-                kind,
-                digest: digest.clone(),
-            });
-            by_digest.insert(digest, i);
-            match kind {
-                Kind::Clone => s.clone_extents += 1,
-                Kind::Write => s.write_extents += 1,
-            }
-            s.stored_bytes += size;
-            records.extend(record(i));
-            progress.on_file(&entry.file.path, size);
-            Ok(())
-        })
-        .map_err(|e| match e {
-            PayloadError::Archive(e) => Error::Package(e),
-            PayloadError::Visit(e) => e,
-        })?;
+        let payload = read_payload(&pkg, &files, &mut input, |entry| l.visit(entry)).map_err(
+            |e| match e {
+                PayloadError::Archive(e) => Error::Package(e),
+                PayloadError::Visit(e) => e,
+            },
+        )?;
         // Drain anything after the payload's end (there should be nothing).
         io::copy(&mut input, &mut io::sink()).map_err(|source| Error::Read {
             path: "<input>".into(),
@@ -485,42 +400,171 @@ impl<R: Read> Begun<R> {
 
         // The data area ends on a block boundary, so a rounded-up clone of
         // the last extent stays inside the file.
-        let pad = pos.next_multiple_of(bs) - pos;
-        s.padding_bytes += pad;
-        send(Msg::Zeros(pad))?;
-        pos += pad;
-        records.sort_by_key(|r| r.file_index);
-        let mut table = Vec::with_capacity(
-            extents.len() * format::EXTENT_LEN + records.len() * format::FILE_LEN,
-        );
-        for e in &extents {
-            format::encode_extent(e, &mut table);
-        }
-        for r in &records {
-            format::encode_file(r, &mut table);
-        }
+        l.pad_to_block()?;
+        let table = l.table();
         let header_sha256: [u8; 32] = Sha256::digest(&pkg.prefix()[pkg.header_offset()..]).into();
         let footer = Footer {
             version: format::VERSION,
             block_size: opts.block_size,
             digest_algo: files.algo.rpm_number(),
             prefix_len: pkg.prefix().len() as u64,
-            table_offset: pos,
-            extent_count: extents.len() as u32,
-            file_count: records.len() as u32,
+            table_offset: l.pos,
+            extent_count: l.extents.len() as u32,
+            file_count: l.records.len() as u32,
             input_size: input.bytes,
             input_sha256: input.hasher.finalize().into(),
             header_sha256,
         };
         let footer_bytes = footer.encode(&table).to_vec();
-        send(Msg::Bytes(table))?;
-        send(Msg::Bytes(footer_bytes))?;
-        s.extents = extents.len() as u64;
+        l.send(Msg::Bytes(table))?;
+        l.send(Msg::Bytes(footer_bytes))?;
+        let mut s = l.s;
+        s.extents = l.extents.len() as u64;
         s.input_bytes = footer.input_size;
         s.input_sha256 = hex::encode(footer.input_sha256);
         s.payload_sha256 = payload.payload_digest;
         s.archive_bytes = payload.archive_bytes;
         Ok(s)
+    }
+}
+
+/// The state of [`Begun::lay_out`]: where the output is, the extents stored so far (by their
+/// digest too, to store each content once) and every file's record.
+struct Layout<'a> {
+    opts: &'a Options,
+    progress: &'a dyn Progress,
+    tx: &'a SyncSender<Msg>,
+    pool: &'a Receiver<Vec<u8>>,
+    /// The output offset the next byte sent goes to.
+    pos: u64,
+    extents: Vec<Extent>,
+    records: Vec<FileRecord>,
+    by_digest: HashMap<Vec<u8>, u32>,
+    s: Summary,
+}
+
+impl Layout<'_> {
+    /// Sends `m` to the writer.
+    fn send(&self, m: Msg) -> Result<(), Error> {
+        self.tx.send(m).map_err(|_| Error::WriterStopped)
+    }
+
+    /// Zeros up to the next block boundary.
+    fn pad_to_block(&mut self) -> Result<(), Error> {
+        let pad = self.pos.next_multiple_of(u64::from(self.opts.block_size)) - self.pos;
+        self.s.padding_bytes += pad;
+        self.send(Msg::Zeros(pad))?;
+        self.pos += pad;
+        Ok(())
+    }
+
+    /// One payload entry: its records, pointing at an extent stored before with the same
+    /// digest or at a new one holding its content.
+    fn visit(&mut self, entry: &mut Entry<'_>) -> Result<(), Error> {
+        let size = entry.size();
+        let members: Vec<u32> = if entry.links.is_empty() {
+            vec![entry.file.index]
+        } else {
+            entry.links.to_vec()
+        };
+        self.s.files += members.len() as u64;
+        self.s.hardlinked_files += members.len() as u64 - 1;
+        let record = |extent| {
+            members
+                .iter()
+                .map(move |&file_index| FileRecord { file_index, extent })
+        };
+        if size == 0 {
+            self.records.extend(record(NO_EXTENT));
+            return Ok(());
+        }
+        let digest = entry.file.digest.clone().unwrap_or_default();
+        if let Some(&i) = self.by_digest.get(&digest) {
+            // Stored already: the header digest is trusted, and this
+            // copy is still hashed and checked (by `finish`).
+            entry.finish()?;
+            self.s.deduplicated_files += 1;
+            self.s.deduplicated_bytes += size;
+            self.records.extend(record(i));
+            self.progress.on_file(&entry.file.path, size);
+            return Ok(());
+        }
+        let kind = if size >= self.opts.pack_below {
+            Kind::Clone
+        } else {
+            Kind::Write
+        };
+        if kind == Kind::Clone {
+            self.pad_to_block()?;
+        }
+        let offset = self.pos;
+        self.send_content(entry, size, kind)?;
+        let i = self.extents.len() as u32;
+        self.extents.push(Extent {
+            offset,
+            length: size,
+            kind,
+            digest: digest.clone(),
+        });
+        self.by_digest.insert(digest, i);
+        match kind {
+            Kind::Clone => self.s.clone_extents += 1,
+            Kind::Write => self.s.write_extents += 1,
+        }
+        self.s.stored_bytes += size;
+        self.records.extend(record(i));
+        self.progress.on_file(&entry.file.path, size);
+        Ok(())
+    }
+
+    /// Sends the entry's `size` bytes of content as one file of `kind`, its digest checked.
+    fn send_content(&mut self, entry: &mut Entry<'_>, size: u64, kind: Kind) -> Result<(), Error> {
+        self.send(Msg::BeginFile(entry.defer_digest().map(Box::new)))?;
+        let mut left = size;
+        while left > 0 {
+            let want = left.min(CHUNK as u64) as usize;
+            let mut buf = self
+                .pool
+                .try_recv()
+                .unwrap_or_else(|_| Vec::with_capacity(CHUNK));
+            buf.resize(want, 0);
+            let n = fill(entry, &mut buf).map_err(|source| Error::Read {
+                path: entry.file.path.clone(),
+                source,
+            })?;
+            if n < want {
+                // The payload layer reports the typed cause.
+                entry.finish()?;
+                return Err(Error::Corrupt(format!(
+                    "`{}` ended early in the payload",
+                    entry.file.path
+                )));
+            }
+            self.send(match kind {
+                Kind::Clone => Msg::Aligned(buf),
+                Kind::Write => Msg::Bytes(buf),
+            })?;
+            left -= n as u64;
+        }
+        self.send(Msg::EndFile)?;
+        self.pos += size;
+        entry.finish()?;
+        Ok(())
+    }
+
+    /// The table: the extents, then the file records in file order.
+    fn table(&mut self) -> Vec<u8> {
+        self.records.sort_by_key(|r| r.file_index);
+        let mut table = Vec::with_capacity(
+            self.extents.len() * format::EXTENT_LEN + self.records.len() * format::FILE_LEN,
+        );
+        for e in &self.extents {
+            format::encode_extent(e, &mut table);
+        }
+        for r in &self.records {
+            format::encode_file(r, &mut table);
+        }
+        table
     }
 }
 

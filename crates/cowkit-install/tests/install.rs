@@ -678,22 +678,11 @@ fn device_nodes_fifos_and_special_directory_modes_match_cpio() {
 // group a new entry really gets, and with the actual owner of directories.
 #[test]
 fn header_groups_win_over_a_setgid_directory() {
-    let Some(dir) = scratch(Fs::Xfs) else { return };
-    let rpm = fixture("w19.zstdio");
-    let rpme = dir.path().join("pkg.rpme");
-    transcode(&rpm, &rpme);
-    let caps = setcap_reference(dir.path());
-    for pkg in [&rpme, &rpm] {
-        let root = mkdir(&dir.path().join("root"));
-        write_owner_db(&root);
+    installed_as_the_header_says("into a setgid directory", |root| {
         let f = mkdir(&root.join(FIXTURE));
         std::os::unix::fs::chown(&f, Some(0), Some(65534)).unwrap();
         std::fs::set_permissions(&f, std::os::unix::fs::PermissionsExt::from_mode(0o2775)).unwrap();
-        install_ok(&root, pkg);
-        let what = format!("{} into a setgid directory", pkg.display());
-        assert_as_the_header_says(&what, &snapshot(&root), &header_files(&rpm), &caps);
-        std::fs::remove_dir_all(&root).unwrap();
-    }
+    });
 }
 
 // Regression (found by this test): files whose header mode the umask keeps
@@ -702,14 +691,7 @@ fn header_groups_win_over_a_setgid_directory() {
 // only where the parent has no default ACL.
 #[test]
 fn header_modes_win_over_a_default_acl() {
-    let Some(dir) = scratch(Fs::Xfs) else { return };
-    let rpm = fixture("w19.zstdio");
-    let rpme = dir.path().join("pkg.rpme");
-    transcode(&rpm, &rpme);
-    let caps = setcap_reference(dir.path());
-    for pkg in [&rpme, &rpm] {
-        let root = mkdir(&dir.path().join("root"));
-        write_owner_db(&root);
+    installed_as_the_header_says("under a default ACL", |root| {
         let d = mkdir(&root.join(FIXTURE).join("dir"));
         let out = Command::new("setfacl")
             .args(["-d", "-m", "u::rwx,g::---,o::---"])
@@ -721,8 +703,24 @@ fn header_modes_win_over_a_default_acl() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
+    });
+}
+
+/// Installs the fixture, as `.rpme` and as `.rpm`, each into a fresh root with an owner
+/// database that `prepare` has changed first, and checks the result against the header
+/// (`what`: how the root was prepared).
+fn installed_as_the_header_says(what: &str, prepare: impl Fn(&Path)) {
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let rpm = fixture("w19.zstdio");
+    let rpme = dir.path().join("pkg.rpme");
+    transcode(&rpm, &rpme);
+    let caps = setcap_reference(dir.path());
+    for pkg in [&rpme, &rpm] {
+        let root = mkdir(&dir.path().join("root"));
+        write_owner_db(&root);
+        prepare(&root);
         install_ok(&root, pkg);
-        let what = format!("{} under a default ACL", pkg.display());
+        let what = format!("{} {what}", pkg.display());
         assert_as_the_header_says(&what, &snapshot(&root), &header_files(&rpm), &caps);
         std::fs::remove_dir_all(&root).unwrap();
     }

@@ -187,19 +187,7 @@ pub enum Installed {
 /// (root); otherwise with it.
 pub fn install() -> Result<Installed> {
     let progs = programs()?;
-    let raw: Vec<Vec<cowkit_sys::seccomp::BpfInsn>> = progs
-        .iter()
-        .map(|p| {
-            p.iter()
-                .map(|i| cowkit_sys::seccomp::BpfInsn {
-                    code: i.code,
-                    jt: i.jt,
-                    jf: i.jf,
-                    k: i.k,
-                })
-                .collect()
-        })
-        .collect();
+    let raw: Vec<Vec<cowkit_sys::seccomp::BpfInsn>> = progs.iter().map(to_raw).collect();
     let first = raw.first().map(|p| cowkit_sys::seccomp::set_mode_filter(p));
     match first {
         Some(Ok(())) => {
