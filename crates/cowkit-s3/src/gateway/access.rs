@@ -8,10 +8,11 @@ use super::*;
 use crate::acl::{Acl, AclError, GrantHeaders, Ownership};
 use crate::authz::{s3_error, Caller, StoredOwnership, StoredPolicy};
 
-/// GetObjectAcl and PutObjectAcl, once authorised: objects have no ACLs
-/// of their own here (as in VersityGW's posix gateway, whose message this
-/// is), and a grant that would not be kept is refused rather than lost.
-pub(super) fn object_acls_not_implemented() -> S3Error {
+/// GetObjectAcl, PutObjectAcl and RestoreObject, once authorised: objects
+/// have no ACLs of their own here and nothing is archived (as in
+/// VersityGW's posix gateway, whose message this is); a grant that would
+/// not be kept is refused rather than lost.
+pub(super) fn not_implemented() -> S3Error {
     s3_error(
         "NotImplemented",
         501,

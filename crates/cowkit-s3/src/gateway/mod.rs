@@ -378,18 +378,26 @@ impl S3 for S3Gateway {
         website::delete_bucket_website(self, req).await
     }
 
+    async fn restore_object(
+        &self,
+        _req: S3Request<RestoreObjectInput>,
+    ) -> S3Result<S3Response<RestoreObjectOutput>> {
+        // Every object is STANDARD here: nothing is archived to restore.
+        Err(access::not_implemented())
+    }
+
     async fn get_object_acl(
         &self,
         _req: S3Request<GetObjectAclInput>,
     ) -> S3Result<S3Response<GetObjectAclOutput>> {
-        Err(access::object_acls_not_implemented())
+        Err(access::not_implemented())
     }
 
     async fn put_object_acl(
         &self,
         _req: S3Request<PutObjectAclInput>,
     ) -> S3Result<S3Response<PutObjectAclOutput>> {
-        Err(access::object_acls_not_implemented())
+        Err(access::not_implemented())
     }
 
     async fn put_object(
