@@ -331,10 +331,11 @@ impl Ask<'_> {
         cx
     }
 
-    /// The policy resource (`bucket` or `bucket/key`).
+    /// The policy resource (`bucket` or `bucket/key`), the key's dot
+    /// segments resolved ([`crate::names::lexical_key`]).
     fn resource(&self, object: bool) -> String {
         if object && !self.key.is_empty() {
-            format!("{}/{}", self.bucket, self.key)
+            format!("{}/{}", self.bucket, crate::names::lexical_key(self.key))
         } else {
             self.bucket.to_string()
         }

@@ -412,18 +412,29 @@ impl Handler {
     }
 
     /// A copy's `x-amz-copy-source` of the wrong shape (refused after the
-    /// destination bucket is found, as S3 does).
-    fn check_copy_source(&self, req: &s3s::HttpRequest) -> Option<Refusal> {
+    /// destination bucket is found, as S3 does). A key that is empty or
+    /// has dot segments is refused only once the request is authorised
+    /// (the source read as [`crate::names::lexical_key`] resolves it):
+    /// noted on the request as [`access::RefuseOnceAuthorised`].
+    fn check_copy_source(&self, req: &mut s3s::HttpRequest) -> Option<Refusal> {
         if req.method() != http::Method::PUT {
             return None;
         }
         let raw = req.headers().get("x-amz-copy-source")?;
-        let refusal =
-            crate::precheck::check_copy_source(&String::from_utf8_lossy(raw.as_bytes())).err()?;
+        let raw = String::from_utf8_lossy(raw.as_bytes()).into_owned();
+        let (refusal, deferred) = match crate::precheck::copy_source_key(&raw) {
+            Err(r) => (r, false),
+            Ok(key) => (crate::precheck::check_copy_source_key(&key).err()?, true),
+        };
         let path = req.uri().path().trim_start_matches('/');
         let bucket = path.split('/').next().unwrap_or("");
         match self.store.head_bucket(bucket) {
             Err(crate::Error::NoSuchBucket { .. }) => Some(crate::precheck::no_such_bucket(bucket)),
+            _ if deferred => {
+                req.extensions_mut()
+                    .insert(access::RefuseOnceAuthorised(refusal));
+                None
+            }
             _ => Some(refusal),
         }
     }
@@ -474,12 +485,15 @@ impl Handler {
                 req.headers_mut().remove(http::header::RANGE);
             }
         }
-        let refused = self
+        let mut refused = self
             .prechecks
             .check(req.method(), req.uri(), req.headers())
-            .err()
-            .or_else(|| self.check_copy_source(&req))
-            .or_else(|| self.check_missing_document(&req));
+            .err();
+        if refused.is_none() {
+            refused = self
+                .check_copy_source(&mut req)
+                .or_else(|| self.check_missing_document(&req));
+        }
         if takes_conditions(req.method(), req.uri()) {
             if let Some(c) = Conditions::from_headers(req.headers()) {
                 req.extensions_mut().insert(c);
@@ -507,6 +521,18 @@ impl Handler {
             rewrite
                 .strip
                 .push(http::HeaderName::from_static("x-amz-trailer"));
+        }
+        // An unsigned request's declared body hash, which s3s does not check.
+        if let Some(declared) = refused
+            .is_none()
+            .then(|| crate::precheck::declared_unsigned_hash(req.uri(), req.headers()))
+            .flatten()
+        {
+            let verdict = crate::payload::HashVerdict::default();
+            req.extensions_mut().insert(verdict.clone());
+            let (parts, body) = req.into_parts();
+            let body = s3s::Body::http_body(crate::payload::Hashed::new(body, &declared, verdict));
+            req = http::Request::from_parts(parts, body);
         }
         // S3's rule on chunk sizes, which s3s' decoder does not check.
         if refused.is_none() && crate::precheck::is_streaming(req.headers()) {

@@ -62,6 +62,7 @@ pub mod list;
 pub mod multipart;
 pub mod names;
 pub mod pages;
+pub mod payload;
 pub mod policy;
 pub mod precheck;
 pub mod request;

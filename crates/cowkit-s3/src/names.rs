@@ -105,6 +105,33 @@ pub fn check_key(key: &str) -> Result<&str> {
     Ok(key)
 }
 
+/// `key` with its `.` and `..` segments resolved lexically, as a path
+/// would resolve them (`public/../private.txt` is `private.txt`); a `..`
+/// above the bucket stays. Such keys are never stored ([`check_key`]
+/// refuses them), but a bucket policy is decided on what the key would
+/// name, so that a caller refused `private.txt` cannot learn more by
+/// spelling it `public/../private.txt` than by spelling it plainly.
+pub fn lexical_key(key: &str) -> std::borrow::Cow<'_, str> {
+    if !key.split('/').any(|c| c == "." || c == "..") {
+        return key.into();
+    }
+    let mut kept: Vec<&str> = Vec::new();
+    for c in key.split('/') {
+        match c {
+            "." => {}
+            ".." if kept.last().is_some_and(|l| *l != "..") => {
+                kept.pop();
+            }
+            _ => kept.push(c),
+        }
+    }
+    let mut out = kept.join("/");
+    if key.ends_with('/') && !out.is_empty() && !out.ends_with('/') {
+        out.push('/');
+    }
+    out.into()
+}
+
 /// Whether `key` names a directory object (it ends with `/`).
 pub fn is_dir_key(key: &str) -> bool {
     key.ends_with('/')
@@ -173,6 +200,23 @@ mod tests {
         }
         assert!(check_key(&"x".repeat(256)).is_err());
         assert!(check_key(&"x/".repeat(600)).is_err());
+    }
+
+    #[test]
+    fn issue_27_lexical_keys_resolve_dot_segments() {
+        for (k, want) in [
+            ("private.txt", "private.txt"),
+            ("a//b", "a//b"),
+            ("public/../private.txt", "private.txt"),
+            ("public/./x", "public/x"),
+            ("a/b/../../c/", "c/"),
+            ("../x", "../x"),
+            ("a/../../x", "../x"),
+            ("./", ""),
+            ("public/..", ""),
+        ] {
+            assert_eq!(lexical_key(k), want, "{k:?}");
+        }
     }
 
     #[test]

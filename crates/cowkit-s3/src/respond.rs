@@ -17,6 +17,18 @@ use crate::precheck::Refusal;
 /// RequestId): `shape` moves them into the XML.
 pub const ERROR_ELEMENT: &str = "x-cowkit-error-element";
 
+/// A [`Refusal`] as an s3s error (its extra elements carried as
+/// [`ERROR_ELEMENT`] headers).
+pub(crate) fn refusal_error(r: Refusal) -> S3Error {
+    let code = s3s::S3ErrorCode::from_bytes(r.code.as_bytes())
+        .unwrap_or_else(|| s3s::S3ErrorCode::Custom(r.code.into()));
+    let mut e = S3Error::with_message(code, r.message);
+    e.set_status_code(r.status);
+    let extra: Vec<(&str, &str)> = r.extra.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    with_error_elements(&mut e, &extra);
+    e
+}
+
 /// Give `err` extra `<Error>` elements (see [`ERROR_ELEMENT`]).
 pub(crate) fn with_error_elements(err: &mut S3Error, elements: &[(&str, &str)]) {
     let mut h = http::HeaderMap::new();

@@ -74,11 +74,13 @@ pub(super) async fn put_bucket_acl(
     let i = req.input;
     let b = i.bucket.clone();
     let (owner, ownership) = {
-        let (b, who) = (b.clone(), caller.principal.access_key.clone());
+        // A bucket without a recorded owner is the server's (never the
+        // caller's: a user allowed PutBucketAcl by a policy does not own it).
+        let (b, root) = (b.clone(), g.root_owner.clone());
         g.run(move |s| {
             s.head_bucket(&b)?;
             Ok((
-                crate::authz::bucket_acl(s, &b, &who)?.owner,
+                crate::authz::bucket_acl(s, &b, &root)?.owner,
                 crate::authz::bucket_ownership(s, &b)?,
             ))
         })
@@ -125,12 +127,12 @@ pub(super) async fn get_bucket_acl(
     g: &S3Gateway,
     req: S3Request<GetBucketAclInput>,
 ) -> S3Result<S3Response<GetBucketAclOutput>> {
-    let who = Caller::of(&req).principal.access_key;
     let b = req.input.bucket;
+    let root = g.root_owner.clone();
     let acl = g
         .run(move |s| {
             s.head_bucket(&b)?;
-            crate::authz::bucket_acl(s, &b, &who)
+            crate::authz::bucket_acl(s, &b, &root)
         })
         .await?;
     let (owner, grants) = acl.to_s3s();

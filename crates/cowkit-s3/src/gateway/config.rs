@@ -6,19 +6,7 @@ use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 
 use super::S3Gateway;
-use crate::precheck::Refusal;
-use crate::respond::{set_status, with_error_elements};
-
-/// A refusal of [`crate::cors`] as an s3s error.
-pub(crate) fn refusal_error(r: Refusal) -> S3Error {
-    let code = S3ErrorCode::from_bytes(r.code.as_bytes())
-        .unwrap_or_else(|| S3ErrorCode::Custom(r.code.into()));
-    let mut e = S3Error::with_message(code, r.message);
-    e.set_status_code(r.status);
-    let extra: Vec<(&str, &str)> = r.extra.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    with_error_elements(&mut e, &extra);
-    e
-}
+use crate::respond::{refusal_error, set_status};
 
 pub(super) async fn put_bucket_cors(
     g: &S3Gateway,

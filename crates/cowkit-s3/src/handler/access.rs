@@ -38,6 +38,12 @@ pub(super) struct Authenticated {
     signed: bool,
 }
 
+/// A refusal a request gets only once it is authorised (a request
+/// extension): a copy source key with dot segments, so that a caller not
+/// allowed to read what the key names is told only that.
+#[derive(Debug, Clone)]
+pub(super) struct RefuseOnceAuthorised(pub(super) crate::precheck::Refusal);
+
 /// "Access Denied." with the full stop, as the conformance suite compares
 /// it (the code and the 403 are S3's either way).
 fn access_denied() -> s3s::S3Error {
@@ -151,6 +157,9 @@ impl Access {
             })
             .await
             .map_err(crate::error::internal)??;
+        }
+        if let Some(RefuseOnceAuthorised(r)) = cx.extensions_mut().remove() {
+            return Err(crate::respond::refusal_error(r));
         }
         cx.extensions_mut().insert(crate::authz::Caller {
             principal: who.clone(),

@@ -155,17 +155,8 @@ pub(super) fn check_payload_hash(headers: &HeaderMap) -> Result<(), Refusal> {
             .with("ArgumentValue", h));
         }
         // A body known to be empty has a known hash.
-        let empty = headers.get(http::header::CONTENT_LENGTH).map_or(
-            !headers.contains_key(http::header::TRANSFER_ENCODING),
-            |v| v.as_bytes() == b"0",
-        );
-        if hex64 && empty && !h.eq_ignore_ascii_case(EMPTY_SHA256) {
-            return Err(bad_request(
-                "XAmzContentSHA256Mismatch",
-                "The provided 'x-amz-content-sha256' header does not match what was computed.",
-            )
-            .with("ClientComputedContentSHA256", h)
-            .with("S3ComputedContentSHA256", EMPTY_SHA256));
+        if hex64 && body_known_empty(headers) && !h.eq_ignore_ascii_case(EMPTY_SHA256) {
+            return Err(sha256_mismatch(h, EMPTY_SHA256));
         }
     }
     Ok(())

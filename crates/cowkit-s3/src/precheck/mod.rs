@@ -126,6 +126,43 @@ const PAYLOAD_HASHES: [&str; 6] = [
     "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD-TRAILER",
 ];
 
+/// Whether the request's body is known to be empty from its head (a
+/// `Content-Length: 0`, or neither length nor transfer coding).
+fn body_known_empty(headers: &HeaderMap) -> bool {
+    headers.get(http::header::CONTENT_LENGTH).map_or(
+        !headers.contains_key(http::header::TRANSFER_ENCODING),
+        |v| v.as_bytes() == b"0",
+    )
+}
+
+/// S3's refusal of a body whose SHA-256 is not the declared one.
+pub(crate) fn sha256_mismatch(declared: &str, computed: &str) -> Refusal {
+    bad_request(
+        "XAmzContentSHA256Mismatch",
+        "The provided 'x-amz-content-sha256' header does not match what was computed.",
+    )
+    .with("ClientComputedContentSHA256", declared)
+    .with("S3ComputedContentSHA256", computed)
+}
+
+/// Whether the request carries no signature (no `Authorization`, no
+/// presigned query): one a public bucket may take.
+fn is_unsigned(uri: &Uri, headers: &HeaderMap) -> bool {
+    let query: Vec<(String, String)> = uri.query().map(url_decode_pairs).unwrap_or_default();
+    !headers.contains_key(http::header::AUTHORIZATION)
+        && param(&query, "X-Amz-Signature").is_none()
+        && param(&query, "Signature").is_none()
+}
+
+/// The SHA-256 an unsigned request declares for a body that is not known
+/// to be empty (any `x-amz-content-sha256` but S3's markers): the body is
+/// held to it as it streams ([`crate::payload`]).
+pub fn declared_unsigned_hash(uri: &Uri, headers: &HeaderMap) -> Option<String> {
+    let v = headers.get("x-amz-content-sha256")?.to_str().unwrap_or("");
+    (is_unsigned(uri, headers) && !PAYLOAD_HASHES.contains(&v) && !body_known_empty(headers))
+        .then(|| v.to_string())
+}
+
 impl Prechecks {
     /// Check a request's head; `Err` is the answer to send.
     pub fn check(&self, method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<(), Refusal> {
@@ -143,10 +180,7 @@ impl Prechecks {
         }
         // SigV2 presigned URLs (`AWSAccessKeyId`, `Expires`, `Signature`:
         // what boto3 makes by default) are verified by s3s, expiry included.
-        let unsigned = !headers.contains_key(http::header::AUTHORIZATION)
-            && get("X-Amz-Signature").is_none()
-            && get("Signature").is_none();
-        if unsigned {
+        if is_unsigned(uri, headers) {
             check_unsigned_payload(headers)?;
         }
         check_streaming(method, uri, &query, headers)?;
@@ -266,8 +300,10 @@ fn check_route(
             "InvalidArgument",
             "This operation does not accept partNumber without uploadId",
         )
+        // S3 (and VersityGW's suite, checked against it) names the
+        // argument in both fields here, not the number given.
         .with("ArgumentName", "partNumber")
-        .with("ArgumentValue", param(query, "partNumber").unwrap_or("")));
+        .with("ArgumentValue", "partNumber"));
     }
     if *method == Method::GET && has("uploads") {
         return Err(bad_request(
@@ -298,12 +334,21 @@ fn check_route(
 }
 
 /// An unsigned request (one a public bucket may take) cannot carry a
-/// signed stream: there is no signature to chain its chunks to.
+/// signed stream: there is no signature to chain its chunks to. Any other
+/// value but S3's markers is the body's SHA-256, whatever it looks like:
+/// for an empty body, compared here.
 fn check_unsigned_payload(headers: &HeaderMap) -> Result<(), Refusal> {
     let sha = headers
         .get("x-amz-content-sha256")
         .map(|v| v.to_str().unwrap_or(""));
     match sha {
+        Some(v)
+            if !PAYLOAD_HASHES.contains(&v)
+                && body_known_empty(headers)
+                && !v.eq_ignore_ascii_case(EMPTY_SHA256) =>
+        {
+            Err(sha256_mismatch(v, EMPTY_SHA256))
+        }
         Some(v) if v.starts_with("STREAMING-") && v != "STREAMING-UNSIGNED-PAYLOAD-TRAILER" => {
             Err(bad_request(
                 "InvalidRequest",
@@ -524,15 +569,23 @@ fn strict_percent_decode(s: &str) -> Option<String> {
 /// empty and has no `.` or `..` component. The source's existence is the
 /// copy's business.
 pub fn check_copy_source(raw: &str) -> Result<(), Refusal> {
-    let invalid = |desc: &str, value: &str| {
-        bad_request("InvalidArgument", desc)
-            .with("ArgumentName", "x-amz-copy-source")
-            .with("ArgumentValue", value)
-    };
+    check_copy_source_key(&copy_source_key(raw)?)
+}
+
+fn copy_source_refusal(desc: &str, value: &str) -> Refusal {
+    bad_request("InvalidArgument", desc)
+        .with("ArgumentName", "x-amz-copy-source")
+        .with("ArgumentValue", value)
+}
+
+/// The key of `x-amz-copy-source`, decoded, once its encoding, version id
+/// and bucket name are checked (refused before the request is
+/// authorised: they name no object).
+pub fn copy_source_key(raw: &str) -> Result<String, Refusal> {
     let s = raw.strip_prefix('/').unwrap_or(raw);
     let path = s.find("?versionId=").map_or(s, |i| &s[..i]);
-    let decoded =
-        strict_percent_decode(path).ok_or_else(|| invalid("Invalid copy source encoding", raw))?;
+    let decoded = strict_percent_decode(path)
+        .ok_or_else(|| copy_source_refusal("Invalid copy source encoding", raw))?;
     // A client that percent-encoded the whole source, `?versionId=` with
     // it, still means a version id: split there too, and refuse what is
     // not a version id (it would name a file), rather than read it as
@@ -550,15 +603,23 @@ pub fn check_copy_source(raw: &str) -> Result<(), Refusal> {
     }
     let (bucket, key) = decoded.split_once('/').unwrap_or((&decoded, ""));
     if crate::names::check_bucket(bucket).is_err() {
-        return Err(invalid("Invalid copy source bucket name", raw));
+        return Err(copy_source_refusal("Invalid copy source bucket name", raw));
     }
+    Ok(key.to_string())
+}
+
+/// A copy source key that is empty or has a `.` or `..` component. The
+/// handler refuses it after the request is authorised, the key read with
+/// its dot segments resolved ([`crate::names::lexical_key`]): a caller
+/// not allowed to read what it names is told only that.
+pub fn check_copy_source_key(key: &str) -> Result<(), Refusal> {
     let traverses = key
         .strip_suffix('/')
         .unwrap_or(key)
         .split('/')
         .any(|c| c == "." || c == "..");
     if key.is_empty() || traverses {
-        return Err(invalid("Invalid copy source object key", key));
+        return Err(copy_source_refusal("Invalid copy source object key", key));
     }
     Ok(())
 }

@@ -442,3 +442,35 @@ fn issue_27_acl_headers_on_bucket_puts_and_access_bodies() {
     let e = put("/b?acl", &[("content-length", &big)]).unwrap_err();
     assert_eq!((e.status.as_u16(), e.code), (400, "MalformedACLError"));
 }
+
+#[test]
+fn issue_27_part_number_without_upload_id_names_the_argument() {
+    let e = pc()
+        .check(
+            &Method::PUT,
+            &"/b/k?partNumber=1".parse().unwrap(),
+            &HeaderMap::new(),
+        )
+        .unwrap_err();
+    assert_eq!((e.status.as_u16(), e.code), (400, "InvalidArgument"));
+    assert_eq!(
+        e.extra,
+        vec![
+            ("ArgumentName", "partNumber".to_string()),
+            ("ArgumentValue", "partNumber".to_string())
+        ]
+    );
+}
+
+#[test]
+fn issue_27_copy_source_keys_are_checked_apart_from_their_shape() {
+    // The shape is refused before authorisation; the key after it.
+    assert_eq!(
+        copy_source_key("b1k/public/../private.txt").as_deref(),
+        Ok("public/../private.txt")
+    );
+    let e = check_copy_source_key("public/../private.txt").unwrap_err();
+    assert_eq!(e.message, "Invalid copy source object key");
+    assert!(copy_source_key("ab/k").is_err());
+    assert_eq!(check_copy_source_key("public/x"), Ok(()));
+}

@@ -216,6 +216,44 @@ def test_issue_27_anonymous_requests_and_public_acls(srv):
             "Anonymous users cannot invoke this API. Please authenticate.")
 
 
+def test_issue_27_unsigned_bodies_are_held_to_their_declared_sha256(srv):
+    """An unsigned request's x-amz-content-sha256 (anything but S3's
+    markers) is the body's hash: a mismatch is S3's 400 and nothing is
+    written; before, the header was ignored."""
+    import hashlib
+    import urllib.error
+    import urllib.request
+    s3 = srv.client()
+    s3.create_bucket(Bucket="hashes")
+    s3.put_bucket_policy(Bucket="hashes", Policy=policy(
+        statement("Allow", "s3:PutObject", "arn:aws:s3:::hashes/*")))
+
+    def put(key, body, declared):
+        req = urllib.request.Request(f"{srv.endpoint}/hashes/{key}", data=body, method="PUT",
+                                     headers={"x-amz-content-sha256": declared,
+                                              "Content-Length": str(len(body))})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    good = hashlib.sha256(b"abc").hexdigest()
+    for key, body, declared in [("empty", b"", "incorrect_hash"),
+                                ("wrong", b"abc", "0" * 64),
+                                ("junk", b"abc", "incorrect_hash")]:
+        st, text = put(key, body, declared)
+        assert st == 400 and "<Code>XAmzContentSHA256Mismatch</Code>" in text, (key, st, text)
+        computed = hashlib.sha256(body).hexdigest()
+        assert f"<S3ComputedContentSHA256>{computed}</S3ComputedContentSHA256>" in text
+        assert f"<ClientComputedContentSHA256>{declared}</ClientComputedContentSHA256>" in text
+        refused(lambda: s3.head_object(Bucket="hashes", Key=key), 404, "404")
+    assert put("right", b"abc", good.upper())[0] == 200
+    assert put("unsigned", b"abc", "UNSIGNED-PAYLOAD")[0] == 200
+    assert s3.get_object(Bucket="hashes", Key="right")["Body"].read() == b"abc"
+    assert sorted(o["Key"] for o in s3.list_objects_v2(Bucket="hashes")["Contents"]) == ["right", "unsigned"]
+
+
 def test_issue_27_public_policy_with_source_ip_conditions(srv):
     s3, anon = srv.client(), anonymous(srv.endpoint)
     s3.create_bucket(Bucket="ipb")

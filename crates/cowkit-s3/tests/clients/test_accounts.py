@@ -284,3 +284,56 @@ def test_issue_27_admin_creates_a_bucket_with_acl_ownership_and_lock(srv):
         assert code(e) == "NotImplemented"
         assert e.value.response["Error"]["Message"] == (
             "A header you provided implies functionality that is not implemented.")
+
+
+def test_issue_27_policy_reads_dot_segment_keys_as_the_object_they_name(srv):
+    """A user allowed `public/*` by a policy must not reach `private.txt`
+    by spelling it `public/../private.txt`: refused as AccessDenied (the
+    key read as the object it names), and nothing changes; the owner is
+    told the key is not one the gateway stores."""
+    import json
+    s3 = srv.client()
+    s3.create_bucket(Bucket="dots")
+    s3.put_object(Bucket="dots", Key="private.txt", Body=b"private")
+    create_user(srv, "ivan", "user")
+    s3.put_bucket_policy(Bucket="dots", Policy=json.dumps({"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"AWS": ["ivan"]},
+        "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+        "Resource": "arn:aws:s3:::dots/public/*"}]}))
+    ivan = client_of(srv, "ivan")
+    sneaky = "public/../private.txt"
+    for call in [lambda: ivan.get_object(Bucket="dots", Key=sneaky),
+                 lambda: ivan.put_object(Bucket="dots", Key=sneaky, Body=b"overwrite"),
+                 lambda: ivan.delete_object(Bucket="dots", Key=sneaky),
+                 lambda: ivan.copy_object(Bucket="dots", Key="public/copied.txt",
+                                          CopySource=f"dots/{sneaky}")]:
+        with pytest.raises(ClientError) as e:
+            call()
+        assert code(e) == "AccessDenied"
+    # What the policy allows still works; the owner learns why the key is refused.
+    ivan.put_object(Bucket="dots", Key="public/ok.txt", Body=b"ok")
+    with pytest.raises(ClientError) as e:
+        s3.copy_object(Bucket="dots", Key="public/copied.txt", CopySource=f"dots/{sneaky}")
+    assert code(e) == "InvalidArgument"
+    assert e.value.response["Error"]["Message"] == "Invalid copy source object key"
+    assert s3.get_object(Bucket="dots", Key="private.txt")["Body"].read() == b"private"
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket="dots")["Contents"]]
+    assert keys == ["private.txt", "public/ok.txt"]
+
+
+def test_issue_27_put_bucket_acl_by_a_user_keeps_the_owner(srv):
+    """A user allowed PutBucketAcl by a policy sets the bucket's ACL; the
+    canned ACL's FULL_CONTROL grant goes to the bucket's owner, not to the
+    user (before, a bucket the server's key made showed the caller)."""
+    import json
+    s3 = srv.client()
+    s3.create_bucket(Bucket="shared-acl", ObjectOwnership="BucketOwnerPreferred")
+    create_user(srv, "jane", "user")
+    s3.put_bucket_policy(Bucket="shared-acl", Policy=json.dumps({"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"AWS": ["jane"]}, "Action": "s3:PutBucketAcl",
+        "Resource": "arn:aws:s3:::shared-acl"}]}))
+    client_of(srv, "jane").put_bucket_acl(Bucket="shared-acl", ACL="public-read")
+    acl = s3.get_bucket_acl(Bucket="shared-acl")
+    assert acl["Owner"]["ID"] == AK
+    got = [(g["Grantee"]["Type"], g["Grantee"].get("ID"), g["Permission"]) for g in acl["Grants"]]
+    assert got == [("CanonicalUser", AK, "FULL_CONTROL"), ("Group", "all-users", "READ")]
