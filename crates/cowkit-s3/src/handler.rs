@@ -28,6 +28,7 @@ use crate::accounts::{Accounts, KeyAuth};
 mod access;
 use access::{Access, DetourAccess, NoKeys};
 mod form_upload;
+mod leftover;
 
 use crate::conditions::Conditions;
 use crate::error::Result;
@@ -439,6 +440,42 @@ impl Handler {
         }
     }
 
+    /// An object write asking for an ACL: refused once the request is
+    /// authorised, as its bucket's ownership setting says
+    /// ([`crate::precheck::object_acl_refusal`]); a missing bucket is the
+    /// operation's to answer.
+    fn check_object_acl(&self, req: &mut s3s::HttpRequest) {
+        let path = req.uri().path().trim_start_matches('/');
+        let Some((bucket, key)) = path.split_once('/') else {
+            return;
+        };
+        let query = req.uri().query().unwrap_or("");
+        let asks = |p: &str| query.split('&').any(|kv| kv.split('=').next() == Some(p));
+        let write = match *req.method() {
+            http::Method::PUT => !asks("acl") && !asks("partNumber"),
+            http::Method::POST => asks("uploads"),
+            _ => false,
+        };
+        if key.is_empty() || !write {
+            return;
+        }
+        // Without an ownership record (a bucket made before ACLs or by
+        // another tool) ACLs are not disabled.
+        let enforced = crate::authz::bucket_ownership(&self.store, bucket)
+            .ok()
+            .flatten()
+            == Some(crate::acl::Ownership::BucketOwnerEnforced);
+        let first = req
+            .extensions()
+            .get::<access::RefuseOnceAuthorised>()
+            .is_none();
+        if let Some(r) = crate::precheck::object_acl_refusal(req.headers(), enforced) {
+            if first {
+                req.extensions_mut().insert(access::RefuseOnceAuthorised(r));
+            }
+        }
+    }
+
     /// A PutObjectRetention or PutObjectLegalHold without its document on
     /// a bucket that does not exist: S3 answers `NoSuchBucket` first (s3s
     /// would refuse the empty body as `MalformedXML` before the gateway
@@ -493,6 +530,9 @@ impl Handler {
             refused = self
                 .check_copy_source(&mut req)
                 .or_else(|| self.check_missing_document(&req));
+        }
+        if refused.is_none() {
+            self.check_object_acl(&mut req);
         }
         if takes_conditions(req.method(), req.uri()) {
             if let Some(c) = Conditions::from_headers(req.headers()) {
@@ -579,6 +619,33 @@ impl Handler {
         }
     }
 
+    /// Hand the request to s3s; a body of a small declared length that
+    /// s3s leaves unread is read before the answer goes out, so that the
+    /// connection stays open (see [`leftover`]).
+    async fn call_reading_leftover(
+        &self,
+        req: s3s::HttpRequest,
+    ) -> std::result::Result<s3s::HttpResponse, s3s::HttpError> {
+        let len = req
+            .headers()
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+        if !leftover::worth_reading(len) {
+            return self.service.call(req).await;
+        }
+        let slot = leftover::Slot::default();
+        let (parts, body) = req.into_parts();
+        let body = s3s::Body::http_body(leftover::Returned::new(body, slot.clone()));
+        let res = self
+            .service
+            .call(http::Request::from_parts(parts, body))
+            .await;
+        if let Some(rest) = slot.take() {
+            drain(rest).await;
+        }
+        res
+    }
+
     /// Answer one request (`peer` is for the access log).
     pub async fn handle(
         &self,
@@ -607,7 +674,7 @@ impl Handler {
             (None, _) => match self.take_document(req).await {
                 Err(r) => Ok(refusal_response(&r)),
                 Ok(req) if req.method() == http::Method::OPTIONS => Ok(self.preflight(req).await),
-                Ok(req) => self.service.call(req).await,
+                Ok(req) => self.call_reading_leftover(req).await,
             },
         };
         let mut res = res.map(|r| shape(r, &method));

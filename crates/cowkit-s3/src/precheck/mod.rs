@@ -185,13 +185,11 @@ impl Prechecks {
         }
         check_streaming(method, uri, &query, headers)?;
         check_access_body(method, &query, headers)?;
-        // ACL headers ask for ACLs on a bucket's PUT (CreateBucket,
-        // PutBucketAcl; PutObjectAcl is authorised, then `NotImplemented`);
-        // on objects they are refused.
-        let bucket_put = (*method == Method::PUT
-            && (!uri.path().trim_matches('/').contains('/') || get("acl").is_some()))
-            || crate::admin::is_admin_create_bucket(method, uri);
-        check_headers(method, headers, bucket_put)
+        // ACL headers on a bucket's PUT (CreateBucket, PutBucketAcl) are
+        // the operation's; PutObjectAcl is authorised, then
+        // `NotImplemented`; an object write's by its bucket's ownership
+        // setting once authorised (`object_acl_refusal`).
+        check_headers(method, headers)
     }
 }
 
@@ -407,11 +405,7 @@ fn invalid_argument(m: &str, name: &str, value: &str) -> Refusal {
 /// than ignored. Object lock values are checked as S3 checks them; valid
 /// ones go on to the gateway, which knows whether the bucket has object
 /// lock.
-fn check_unsupported(
-    method: &Method,
-    headers: &HeaderMap,
-    bucket_put: bool,
-) -> Result<(), Refusal> {
+fn check_unsupported(method: &Method, headers: &HeaderMap) -> Result<(), Refusal> {
     let h = |k: &str| headers.get(k).map(|v| v.to_str().unwrap_or(""));
     // ACLs are not implemented, but a value S3 would refuse is refused as
     // S3 refuses it first, and so is an ACL on a bucket made with ACLs
@@ -439,9 +433,8 @@ fn check_unsupported(
             "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting",
         ));
     }
-    if acl && !bucket_put {
-        return Err(not_implemented());
-    }
+    // An object write's ACL depends on its bucket's ownership setting:
+    // decided once the request is authorised (`object_acl_refusal`).
     if !matches!(*method, Method::PUT | Method::POST) {
         return Ok(());
     }
@@ -624,6 +617,37 @@ pub fn check_copy_source_key(key: &str) -> Result<(), Refusal> {
     Ok(())
 }
 
+/// What an object write (PutObject, CopyObject, CreateMultipartUpload)
+/// asking for an ACL gets, by its bucket's ownership setting; `None`: it
+/// goes on. Under `BucketOwnerEnforced` ACLs have no effect and S3 takes
+/// only `bucket-owner-full-control` (what tools that upload into another
+/// account's bucket send), refusing any other as
+/// `AccessControlListNotSupported`; elsewhere an object ACL would have to
+/// be kept, which this gateway does not do: `NotImplemented`, never
+/// silently dropped.
+pub fn object_acl_refusal(headers: &HeaderMap, enforced: bool) -> Option<Refusal> {
+    let canned = headers
+        .get("x-amz-acl")
+        .map(|v| v.to_str().unwrap_or(""))
+        .filter(|v| !v.is_empty());
+    let grants = headers
+        .keys()
+        .any(|k| k.as_str().starts_with("x-amz-grant-"));
+    if !grants && canned.is_none_or(|v| v == "private") {
+        return None;
+    }
+    if !enforced {
+        return Some(not_implemented());
+    }
+    if !grants && canned == Some("bucket-owner-full-control") {
+        return None;
+    }
+    Some(bad_request(
+        "AccessControlListNotSupported",
+        "The bucket does not allow ACLs",
+    ))
+}
+
 /// The most bytes of request headers S3 takes (names, values, `: ` and
 /// line ends).
 pub const MAX_HEADER_SECTION: usize = 8 << 10;
@@ -724,7 +748,7 @@ fn check_streaming(
     Ok(())
 }
 
-fn check_headers(method: &Method, headers: &HeaderMap, bucket_put: bool) -> Result<(), Refusal> {
+fn check_headers(method: &Method, headers: &HeaderMap) -> Result<(), Refusal> {
     for (k, _) in headers {
         let k = k.as_str();
         if k.starts_with("x-amz-server-side-encryption")
@@ -733,7 +757,7 @@ fn check_headers(method: &Method, headers: &HeaderMap, bucket_put: bool) -> Resu
             return Err(not_implemented());
         }
     }
-    check_unsupported(method, headers, bucket_put)?;
+    check_unsupported(method, headers)?;
     if let Some(v) = headers.get("x-amz-website-redirect-location") {
         let v = v.to_str().unwrap_or("");
         if !(v.starts_with('/') || v.starts_with("http://") || v.starts_with("https://")) {

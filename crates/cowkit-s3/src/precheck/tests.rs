@@ -75,8 +75,9 @@ fn ranges() {
 fn object_lock_and_acl() {
     // Object lock is the gateway's (issue 27): it goes on.
     assert!(run("/b", &[("x-amz-bucket-object-lock-enabled", "true")]).is_ok());
-    let e = run("/b/k", &[("x-amz-acl", "public-read")]).unwrap_err();
-    assert_eq!(e.status, StatusCode::NOT_IMPLEMENTED);
+    // An object write's ACL is decided after authorisation, by the
+    // bucket's ownership setting (`object_acl_refusal`).
+    assert!(run("/b/k", &[("x-amz-acl", "public-read")]).is_ok());
     assert!(run("/b/k", &[("x-amz-acl", "private")]).is_ok());
     // Values S3 refuses come before NotImplemented.
     let e = run("/b", &[("x-amz-acl", "invalid_acl")]).unwrap_err();
@@ -101,9 +102,8 @@ fn object_lock_and_acl() {
             (e.status.as_u16(), e.code),
             (400, "InvalidBucketAclWithObjectOwnership")
         );
-        // With ACLs enabled, an ACL is what the gateway does not do.
-        let e = run("/b", &[("x-amz-object-ownership", "ObjectWriter"), acl]).unwrap_err();
-        assert_eq!(e.status, StatusCode::NOT_IMPLEMENTED);
+        // With ACLs enabled, a bucket's ACL is the gateway's to keep.
+        assert!(run("/b", &[("x-amz-object-ownership", "ObjectWriter"), acl]).is_ok());
     }
     for o in [
         "BucketOwnerEnforced",
@@ -423,15 +423,13 @@ fn issue_27_acl_headers_on_bucket_puts_and_access_bodies() {
     let grant = ("x-amz-grant-read", "id=x");
     let writer = ("x-amz-object-ownership", "ObjectWriter");
     // CreateBucket and PutBucketAcl take ACLs; PutObjectAcl is authorised
-    // first (then NotImplemented); object writes refuse them.
+    // first (then NotImplemented); object writes are authorised, then
+    // refused by their bucket's ownership setting.
     assert!(put("/b", &[acl, writer]).is_ok());
     assert!(put("/b?acl", &[grant]).is_ok());
     assert!(put("/b/k?acl", &[acl]).is_ok());
     for h in [acl, grant] {
-        assert_eq!(
-            put("/b/k", &[h]).unwrap_err().status,
-            StatusCode::NOT_IMPLEMENTED
-        );
+        assert!(put("/b/k", &[h]).is_ok());
     }
     // Bodies over the caps are refused by their length, before reading.
     let big = (crate::limits::MAX_POLICY_BODY + 1).to_string();
@@ -473,4 +471,46 @@ fn issue_27_copy_source_keys_are_checked_apart_from_their_shape() {
     assert_eq!(e.message, "Invalid copy source object key");
     assert!(copy_source_key("ab/k").is_err());
     assert_eq!(check_copy_source_key("public/x"), Ok(()));
+}
+
+#[test]
+fn issue_27_object_acls_by_bucket_ownership() {
+    let hs = |pairs: &[(&str, &str)]| {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(
+                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
+        }
+        h
+    };
+    let owner_full = ("x-amz-acl", "bucket-owner-full-control");
+    let public = ("x-amz-acl", "public-read");
+    let grant = ("x-amz-grant-read", "id=x");
+    // No ACL asked for: nothing to decide.
+    for enforced in [true, false] {
+        assert_eq!(object_acl_refusal(&hs(&[]), enforced), None);
+        assert_eq!(
+            object_acl_refusal(&hs(&[("x-amz-acl", "private")]), enforced),
+            None
+        );
+    }
+    // ACLs disabled: only the bucket owner's full control, which they
+    // have anyway, is taken (as S3 takes it).
+    assert_eq!(object_acl_refusal(&hs(&[owner_full]), true), None);
+    for h in [public, grant] {
+        let e = object_acl_refusal(&hs(&[h]), true).unwrap();
+        assert_eq!(
+            (e.status.as_u16(), e.code),
+            (400, "AccessControlListNotSupported")
+        );
+    }
+    let e = object_acl_refusal(&hs(&[owner_full, grant]), true).unwrap();
+    assert_eq!(e.code, "AccessControlListNotSupported");
+    // ACLs enabled: an object ACL would have to be kept, which it is not.
+    for h in [owner_full, public, grant] {
+        let e = object_acl_refusal(&hs(&[h]), false).unwrap();
+        assert_eq!(e.status, StatusCode::NOT_IMPLEMENTED);
+    }
 }

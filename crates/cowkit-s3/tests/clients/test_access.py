@@ -254,6 +254,71 @@ def test_issue_27_unsigned_bodies_are_held_to_their_declared_sha256(srv):
     assert sorted(o["Key"] for o in s3.list_objects_v2(Bucket="hashes")["Contents"]) == ["right", "unsigned"]
 
 
+def test_issue_27_a_refused_request_keeps_its_connection(srv):
+    """A request refused before its body is read (here an anonymous
+    RestoreObject) is answered, its body (sent after the headers, as Go's
+    SDK does under load) is read, and the next request on the connection
+    is answered too; before, the connection was closed under it (EOF)."""
+    import hashlib
+    import socket
+    import time
+    srv.client().create_bucket(Bucket="conn")
+    host, port = srv.endpoint.rsplit("/", 1)[1].split(":")
+    body = (b'<RestoreRequest xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Days>1</Days>'
+            b'</RestoreRequest>')
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        answers = []
+        for _ in range(3):
+            s.sendall((f"POST /conn/k?restore HTTP/1.1\r\nHost: {host}\r\n"
+                       f"Content-Length: {len(body)}\r\nContent-Type: application/xml\r\n"
+                       f"x-amz-content-sha256: {hashlib.sha256(body).hexdigest()}\r\n\r\n").encode())
+            time.sleep(0.3)
+            s.sendall(body)
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = s.recv(4096)
+                assert chunk, f"connection closed after {len(answers)} answers"
+                head += chunk
+            status = head.split(b" ", 2)[1]
+            length = int(head.lower().split(b"content-length: ", 1)[1].split(b"\r\n", 1)[0])
+            rest = head.split(b"\r\n\r\n", 1)[1]
+            while len(rest) < length:
+                rest += s.recv(4096)
+            answers.append((status, b"AccessDenied" in rest))
+        assert answers == [(b"403", True)] * 3
+
+
+def test_issue_27_object_acls_answered_by_the_buckets_ownership(srv):
+    """Under BucketOwnerEnforced (a new bucket's default) object ACLs have
+    no effect: S3 takes `bucket-owner-full-control` (what tools writing
+    into another account's bucket send) and refuses any other ACL with
+    AccessControlListNotSupported; with ACLs enabled the gateway would
+    have to keep an object ACL, which it does not: NotImplemented. Each
+    refusal writes nothing."""
+    s3 = srv.client()
+    s3.create_bucket(Bucket="enforced")
+    s3.create_bucket(Bucket="preferred", ObjectOwnership="BucketOwnerPreferred")
+    s3.put_object(Bucket="enforced", Key="src", Body=b"src")
+    full = {"ACL": "bucket-owner-full-control"}
+    s3.put_object(Bucket="enforced", Key="a", Body=b"a", **full)
+    s3.copy_object(Bucket="enforced", Key="b", CopySource="enforced/src", **full)
+    up = s3.create_multipart_upload(Bucket="enforced", Key="c", **full)
+    s3.abort_multipart_upload(Bucket="enforced", Key="c", UploadId=up["UploadId"])
+    for acl in [{"ACL": "public-read"}, {"GrantRead": f'id="{AK}"'}]:
+        refused(lambda: s3.put_object(Bucket="enforced", Key="x", Body=b"x", **acl), 400,
+                "AccessControlListNotSupported", "The bucket does not allow ACLs")
+        refused(lambda: s3.copy_object(Bucket="enforced", Key="x", CopySource="enforced/src", **acl),
+                400, "AccessControlListNotSupported")
+        refused(lambda: s3.create_multipart_upload(Bucket="enforced", Key="x", **acl), 400,
+                "AccessControlListNotSupported")
+    for acl in [full, {"ACL": "public-read"}]:
+        refused(lambda: s3.put_object(Bucket="preferred", Key="x", Body=b"x", **acl), 501,
+                "NotImplemented")
+    assert sorted(o["Key"] for o in s3.list_objects_v2(Bucket="enforced")["Contents"]) == ["a", "b", "src"]
+    assert "Contents" not in s3.list_objects_v2(Bucket="preferred")
+    assert s3.list_multipart_uploads(Bucket="enforced").get("Uploads", []) == []
+
+
 def test_issue_27_public_policy_with_source_ip_conditions(srv):
     s3, anon = srv.client(), anonymous(srv.endpoint)
     s3.create_bucket(Bucket="ipb")

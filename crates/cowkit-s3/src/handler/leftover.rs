@@ -1,0 +1,116 @@
+//! What s3s leaves of a request body, read before the answer goes out.
+//!
+//! A request refused before its body is read (by authorisation, say) is
+//! answered while the client may still be sending the body. hyper then
+//! closes the connection rather than wait for the rest, and a client that
+//! sends its headers and body apart (Go's SDK, under load) finds its next
+//! request on that connection failing with a bare EOF, or sees a broken
+//! pipe. S3 reads such a body and keeps the connection. The handler does
+//! the same for bodies of a declared length up to [`MAX_LEFTOVER`]: it
+//! hands s3s a [`Returned`] body, and whatever s3s drops unread comes back
+//! through a [`Slot`] to be read (the server's per-read timeouts bound a
+//! client that stops sending). Longer or unknown-length bodies are left to
+//! hyper, which closes the connection.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+
+/// The most bytes of a refused request's body read to keep its
+/// connection.
+pub(crate) const MAX_LEFTOVER: u64 = 1 << 20;
+
+/// Where a [`Returned`] body puts what it was dropped with.
+#[derive(Clone, Default)]
+pub(crate) struct Slot(Arc<Mutex<Option<s3s::Body>>>);
+
+impl Slot {
+    /// The body s3s left unread, if any.
+    pub(crate) fn take(&self) -> Option<s3s::Body> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
+
+/// A request body that hands what is left of it to its [`Slot`] when
+/// dropped before its end.
+pub(crate) struct Returned {
+    inner: Option<s3s::Body>,
+    slot: Slot,
+}
+
+impl Returned {
+    /// Wrap `inner`, returning it to `slot` if dropped unread.
+    pub(crate) fn new(inner: s3s::Body, slot: Slot) -> Returned {
+        Returned {
+            inner: Some(inner),
+            slot,
+        }
+    }
+}
+
+impl Drop for Returned {
+    fn drop(&mut self) {
+        if let Some(b) = self.inner.take() {
+            if !http_body::Body::is_end_stream(&b) {
+                *self.slot.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(b);
+            }
+        }
+    }
+}
+
+impl http_body::Body for Returned {
+    type Data = Bytes;
+    type Error = s3s::StdError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, s3s::StdError>>> {
+        match self.inner.as_mut() {
+            Some(b) => Pin::new(b).poll_frame(cx),
+            None => Poll::Ready(None),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner
+            .as_ref()
+            .is_none_or(http_body::Body::is_end_stream)
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner
+            .as_ref()
+            .map_or_else(http_body::SizeHint::default, http_body::Body::size_hint)
+    }
+}
+
+/// Whether a request declaring `content_length` has a body worth reading
+/// to keep its connection.
+pub(crate) fn worth_reading(content_length: Option<u64>) -> bool {
+    content_length.is_some_and(|n| n > 0 && n <= MAX_LEFTOVER)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue_27_a_body_dropped_unread_comes_back() {
+        let slot = Slot::default();
+        drop(Returned::new(
+            s3s::Body::from("left".to_string()),
+            slot.clone(),
+        ));
+        let back = slot.take().expect("returned");
+        assert_eq!(http_body::Body::size_hint(&back).exact(), Some(4));
+        // An empty body is at its end: nothing comes back.
+        drop(Returned::new(s3s::Body::empty(), slot.clone()));
+        assert!(slot.take().is_none());
+        assert!(worth_reading(Some(1)) && worth_reading(Some(MAX_LEFTOVER)));
+        assert!(!worth_reading(None) && !worth_reading(Some(0)));
+        assert!(!worth_reading(Some(MAX_LEFTOVER + 1)));
+    }
+}
