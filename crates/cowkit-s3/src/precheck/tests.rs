@@ -19,7 +19,7 @@ fn pc() -> Prechecks {
     }
 }
 
-fn run(uri: &str, hs: &[(&str, &str)]) -> Result<(), Refusal> {
+fn headers(hs: &[(&str, &str)]) -> HeaderMap {
     let mut h = HeaderMap::new();
     for (k, v) in hs {
         h.insert(
@@ -27,7 +27,11 @@ fn run(uri: &str, hs: &[(&str, &str)]) -> Result<(), Refusal> {
             v.parse().unwrap(),
         );
     }
-    pc().check(&Method::GET, &uri.parse().unwrap(), &h)
+    h
+}
+
+fn run(uri: &str, hs: &[(&str, &str)]) -> Result<(), Refusal> {
+    pc().check(&Method::GET, &uri.parse().unwrap(), &headers(hs))
 }
 
 #[test]
@@ -475,16 +479,7 @@ fn issue_27_copy_source_keys_are_checked_apart_from_their_shape() {
 
 #[test]
 fn issue_27_object_acls_by_bucket_ownership() {
-    let hs = |pairs: &[(&str, &str)]| {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.insert(
-                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
-                v.parse().unwrap(),
-            );
-        }
-        h
-    };
+    let hs = headers;
     let owner_full = ("x-amz-acl", "bucket-owner-full-control");
     let public = ("x-amz-acl", "public-read");
     let grant = ("x-amz-grant-read", "id=x");
