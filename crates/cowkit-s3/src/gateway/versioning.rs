@@ -332,20 +332,29 @@ pub(super) async fn put_object_retention(
     Ok(S3Response::new(PutObjectRetentionOutput::default()))
 }
 
+/// The record of the version GetObjectRetention and GetObjectLegalHold
+/// read, in a bucket with object lock.
+async fn lock_record(
+    g: &S3Gateway,
+    b: String,
+    k: String,
+    version_id: Option<String>,
+) -> S3Result<ObjectMeta> {
+    let v = version_param(version_id.as_deref()).map(str::to_string);
+    g.run(move |s| {
+        let m = versions::read(s, &b, &k, v.as_deref())?;
+        lock_enabled(s, &b)?;
+        Ok(m)
+    })
+    .await
+}
+
 pub(super) async fn get_object_retention(
     g: &S3Gateway,
     req: S3Request<GetObjectRetentionInput>,
 ) -> S3Result<S3Response<GetObjectRetentionOutput>> {
     let i = req.input;
-    let v = version_param(i.version_id.as_deref()).map(str::to_string);
-    let (b, k) = (i.bucket, i.key);
-    let m = g
-        .run(move |s| {
-            let m = versions::read(s, &b, &k, v.as_deref())?;
-            lock_enabled(s, &b)?;
-            Ok(m)
-        })
-        .await?;
+    let m = lock_record(g, i.bucket, i.key, i.version_id).await?;
     let Some(r) = m.retention else {
         return Err(VersionError::NoObjectLock.to_s3());
     };
@@ -392,15 +401,7 @@ pub(super) async fn get_object_legal_hold(
     req: S3Request<GetObjectLegalHoldInput>,
 ) -> S3Result<S3Response<GetObjectLegalHoldOutput>> {
     let i = req.input;
-    let v = version_param(i.version_id.as_deref()).map(str::to_string);
-    let (b, k) = (i.bucket, i.key);
-    let m = g
-        .run(move |s| {
-            let m = versions::read(s, &b, &k, v.as_deref())?;
-            lock_enabled(s, &b)?;
-            Ok(m)
-        })
-        .await?;
+    let m = lock_record(g, i.bucket, i.key, i.version_id).await?;
     let Some(on) = m.legal_hold else {
         return Err(VersionError::NoObjectLock.to_s3());
     };
