@@ -44,6 +44,9 @@
 #   rm-rf       rm -rf DST                              (baseline for deletes)
 #   rmz         rmz DST
 #   cowkit-rm   cowkit rm -r DST
+#   base-j2     COWKIT_BASE cp -a -j 2 SRC DST   (base-rm: COWKIT_BASE rm -r DST):
+#               another cowkit build, the one before a change, so that before
+#               and after are timed in one run (not in `all`; needs COWKIT_BASE)
 # peers = cp-a, cp-r, xcp, cpz, rm-rf, rmz.
 #
 # The source tree is built once and cached as two filesystem images (see
@@ -89,13 +92,14 @@ done
 
 COPY_METHODS=(cp-a cp-r xcp cpz cowkit-j1 cowkit-j2 cowkit-j4)
 RM_METHODS=(rm-rf rmz cowkit-rm)
-ALL_METHODS=("${COPY_METHODS[@]}" "${RM_METHODS[@]}")
+ALL_METHODS=("${COPY_METHODS[@]}" "${RM_METHODS[@]}" base-j2 base-rm)
 case "$METHODS" in
-all) methods=("${ALL_METHODS[@]}") ;;
+all) methods=("${COPY_METHODS[@]}" "${RM_METHODS[@]}") ;;
 peers) methods=(cp-a cp-r xcp cpz rm-rf rmz) ;;
 *) IFS=', ' read -r -a methods <<<"$METHODS" ;;
 esac
 uses_cowkit=0
+uses_base=0
 uses_xcp=0
 uses_cpz=0
 uses_rmz=0
@@ -106,8 +110,8 @@ for m in "${methods[@]}"; do
   *" $m "*) ;;
   *) die "unknown method '$m' (known: ${ALL_METHODS[*]}, or all, peers)" ;;
   esac
-  case "$m" in cowkit-*) uses_cowkit=1 ;; xcp) uses_xcp=1 ;; cpz) uses_cpz=1 ;; rmz) uses_rmz=1 ;; esac
-  case "$m" in rm-rf | rmz | cowkit-rm) rm_methods+=("$m") ;; *) copy_methods+=("$m") ;; esac
+  case "$m" in cowkit-*) uses_cowkit=1 ;; base-*) uses_base=1 ;; xcp) uses_xcp=1 ;; cpz) uses_cpz=1 ;; rmz) uses_rmz=1 ;; esac
+  case "$m" in rm-rf | rmz | cowkit-rm | base-rm) rm_methods+=("$m") ;; *) copy_methods+=("$m") ;; esac
 done
 
 # ---------------------------------------------------------------- preparation
@@ -172,6 +176,12 @@ if [ -z "${COWKIT_TREE_NS:-}" ]; then
 
   if [ "$uses_cowkit" = 1 ]; then
     find_cowkit "Use a cowkit build that has it, or METHODS=peers to time only cp, xcp, cpz, rm and rmz." cp rm
+  fi
+  if [ "$uses_base" = 1 ]; then
+    [ -n "${COWKIT_BASE:-}" ] || die "base-j2 and base-rm time COWKIT_BASE, another cowkit build: set it"
+    COWKIT_BASE=$(abs_path "$COWKIT_BASE")
+    "$COWKIT_BASE" --version >/dev/null 2>&1 || die "COWKIT_BASE=$COWKIT_BASE does not run"
+    export COWKIT_BASE
   fi
   # Leftover image directories of runs that were killed outright.
   clean_stale_images "$BENCH_IMG_DIR/cowkit-tree"
@@ -281,6 +291,8 @@ declare -A COMMANDS=(
   [rm-rf]="rm -rf DST"
   [rmz]="rmz DST"
   [cowkit-rm]="cowkit rm -r DST"
+  [base-j2]="COWKIT_BASE cp -a -j 2 SRC DST"
+  [base-rm]="COWKIT_BASE rm -r DST"
 )
 
 # method_argv METHOD SRC DST — sets argv to the command line of METHOD.
@@ -294,6 +306,8 @@ method_argv() {
   rm-rf) argv=(rm -rf "$3") ;;
   rmz) argv=("$RMZ" "$3") ;;
   cowkit-rm) argv=("$COWKIT" rm -r "$3") ;;
+  base-j2) argv=("$COWKIT_BASE" cp -a -j 2 "$2" "$3") ;;
+  base-rm) argv=("$COWKIT_BASE" rm -r "$3") ;;
   esac
 }
 
@@ -488,7 +502,7 @@ print(json.dumps(s))' "$TREE_CACHE/tree.json" "$fs" >>"$RECORD"
 }
 
 machine_json() {
-  local cpu cores mem kernel commit load cowkitv xcpv cpzv rmzv
+  local cpu cores mem kernel commit load cowkitv basev xcpv cpzv rmzv
   cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
   cores=$(nproc)
   mem=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
@@ -498,6 +512,8 @@ machine_json() {
   if ! git -C "$REPO_ROOT" diff --quiet HEAD -- 2>/dev/null; then commit="$commit (+ uncommitted changes)"; fi
   cowkitv=-
   [ "$uses_cowkit" = 1 ] && cowkitv="$("$COWKIT" --version 2>/dev/null || echo '?') ($COWKIT)"
+  basev=-
+  [ "$uses_base" = 1 ] && basev="$("$COWKIT_BASE" --version 2>/dev/null || echo '?') ($COWKIT_BASE)"
   xcpv=-
   [ "$uses_xcp" = 1 ] && xcpv="$("$XCP" --version 2>/dev/null || echo '?') ($XCP)"
   cpzv=-
@@ -505,7 +521,7 @@ machine_json() {
   rmzv=-
   [ "$uses_rmz" = 1 ] && rmzv="$("$RMZ" --version 2>/dev/null || echo '?') ($RMZ)"
   CPU="$cpu" CORES="$cores" MEM="$mem" KERNEL="$kernel" COMMIT="$commit" LOAD="$load" \
-    COWKITV="$cowkitv" XCPV="$xcpv" CPZV="$cpzv" RMZV="$rmzv" CPV="$(cp --version | head -n 1)" \
+    COWKITV="$cowkitv" BASEV="$basev" XCPV="$xcpv" CPZV="$cpzv" RMZV="$rmzv" CPV="$(cp --version | head -n 1)" \
     RMV="$(rm --version | head -n 1)" STRACEV="$(strace -V | head -n 1)" \
     XFSV="$(mkfs.xfs -V)" BTRFSV="$(btrfs --version)" METHODS_LIST="${methods[*]}" \
     ROUNDS="$ROUNDS" FSES="${FSES[*]}" "$PY" - "$TREE_CACHE/tree.json" <<'PYEOF'
@@ -518,6 +534,7 @@ commands = {
     "cowkit-j1": "cowkit cp -a -j 1 SRC DST",
     "cowkit-j2": "cowkit cp -a -j 2 SRC DST", "cowkit-j4": "cowkit cp -a -j 4 SRC DST",
     "rm-rf": "rm -rf DST", "cowkit-rm": "cowkit rm -r DST",
+    "base-j2": "COWKIT_BASE cp -a -j 2 SRC DST", "base-rm": "COWKIT_BASE rm -r DST",
 }
 methods = e["METHODS_LIST"].split()
 print(json.dumps({
@@ -528,7 +545,7 @@ print(json.dumps({
     "methods": " ".join(methods), "filesystems": e["FSES"],
     "cache": "warm: the source tree is walked (lstat, listxattr) before the rounds; no cache dropping",
     "tools": {"cp": e["CPV"], "rm": e["RMV"], "xcp": e["XCPV"],
-              "cpz": e["CPZV"], "rmz": e["RMZV"], "cowkit": e["COWKITV"],
+              "cpz": e["CPZV"], "rmz": e["RMZV"], "cowkit": e["COWKITV"], "cowkit_base": e["BASEV"],
               "strace": e["STRACEV"], "mkfs.xfs": e["XFSV"], "btrfs-progs": e["BTRFSV"]},
     "commands": {m: commands[m] for m in methods},
     "built": "Tree built %s on %s: `cp -a` of %s, plus %s; cached as filesystem images and "
