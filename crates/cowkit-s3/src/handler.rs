@@ -456,7 +456,7 @@ impl Handler {
             http::Method::POST => asks("uploads"),
             _ => false,
         };
-        if key.is_empty() || !write {
+        if key.is_empty() || !write || self.store.head_bucket(bucket).is_err() {
             return;
         }
         // Without an ownership record (a bucket made before ACLs or by

@@ -314,6 +314,9 @@ def test_issue_27_object_acls_answered_by_the_buckets_ownership(srv):
     for acl in [full, {"ACL": "public-read"}]:
         refused(lambda: s3.put_object(Bucket="preferred", Key="x", Body=b"x", **acl), 501,
                 "NotImplemented")
+    # A missing bucket is named first, whatever the ACL.
+    refused(lambda: s3.put_object(Bucket="nosuch", Key="x", Body=b"x", ACL="public-read"), 404,
+            "NoSuchBucket")
     assert sorted(o["Key"] for o in s3.list_objects_v2(Bucket="enforced")["Contents"]) == ["a", "b", "src"]
     assert "Contents" not in s3.list_objects_v2(Bucket="preferred")
     assert s3.list_multipart_uploads(Bucket="enforced").get("Uploads", []) == []
