@@ -25,12 +25,6 @@
 //! assert_eq!(w.feed(b"5\r\nabcde\r\n"), Err(ChunkError::TooSmall));
 //! ```
 
-use std::pin::Pin;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
-
-use bytes::Bytes;
-
 /// The smallest size of a chunk that is not the last one with data.
 pub const MIN_CHUNK: u64 = 8192;
 
@@ -55,19 +49,10 @@ pub enum ChunkError {
 
 /// Where the watch of a request's body leaves its verdict (a request
 /// extension).
-#[derive(Clone, Debug, Default)]
-pub struct ChunkVerdict(Arc<Mutex<Option<ChunkError>>>);
+pub type ChunkVerdict = crate::inspect::Verdict<ChunkError>;
 
-impl ChunkVerdict {
-    /// The refusal recorded, if the watch failed the body.
-    pub fn get(&self) -> Option<ChunkError> {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn set(&self, e: ChunkError) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
-    }
-}
+/// A request body with its aws-chunked framing watched (see the module).
+pub type Watched = crate::inspect::Inspected<Watch>;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum State {
@@ -216,58 +201,15 @@ impl Watch {
     }
 }
 
-/// A request body with its aws-chunked framing watched (see the module).
-pub struct Watched {
-    inner: s3s::Body,
-    watch: Watch,
-    verdict: ChunkVerdict,
-}
+impl crate::inspect::Inspector for Watch {
+    type Refusal = ChunkError;
 
-impl Watched {
-    /// Watch `inner` (of a request that declared a trailer or not),
-    /// recording a refusal in `verdict`.
-    pub fn new(inner: s3s::Body, trailer_declared: bool, verdict: ChunkVerdict) -> Watched {
-        Watched {
-            inner,
-            watch: Watch::new(trailer_declared),
-            verdict,
-        }
-    }
-}
-
-impl http_body::Body for Watched {
-    type Data = Bytes;
-    type Error = s3s::StdError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, s3s::StdError>>> {
-        let this = &mut *self;
-        let frame = std::task::ready!(Pin::new(&mut this.inner).poll_frame(cx));
-        let checked = match &frame {
-            Some(Ok(f)) => f.data_ref().map_or(Ok(()), |d| this.watch.feed(d)),
-            Some(Err(_)) => Ok(()),
-            None => this.watch.end(),
-        };
-        if let Err(e) = checked {
-            // Refused once: what follows is s3s' to read.
-            this.watch = Watch {
-                state: State::Done,
-                ..Watch::default()
-            };
-            this.verdict.set(e);
-            return Poll::Ready(Some(Err(Box::new(e))));
-        }
-        Poll::Ready(frame)
+    fn feed(&mut self, data: &[u8]) -> Result<(), ChunkError> {
+        Watch::feed(self, data)
     }
 
-    fn is_end_stream(&self) -> bool {
-        http_body::Body::is_end_stream(&self.inner)
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        http_body::Body::size_hint(&self.inner)
+    fn end(&mut self) -> Result<(), ChunkError> {
+        Watch::end(self)
     }
 }
 

@@ -571,7 +571,8 @@ impl Handler {
             let verdict = crate::payload::HashVerdict::default();
             req.extensions_mut().insert(verdict.clone());
             let (parts, body) = req.into_parts();
-            let body = s3s::Body::http_body(crate::payload::Hashed::new(body, &declared, verdict));
+            let check = crate::payload::HashCheck::new(&declared);
+            let body = s3s::Body::http_body(crate::payload::Hashed::new(body, check, verdict));
             req = http::Request::from_parts(parts, body);
         }
         // S3's rule on chunk sizes, which s3s' decoder does not check.
@@ -579,7 +580,8 @@ impl Handler {
             let verdict = crate::chunked::ChunkVerdict::default();
             req.extensions_mut().insert(verdict.clone());
             let (parts, body) = req.into_parts();
-            let body = s3s::Body::http_body(crate::chunked::Watched::new(body, declared, verdict));
+            let watch = crate::chunked::Watch::new(declared);
+            let body = s3s::Body::http_body(crate::chunked::Watched::new(body, watch, verdict));
             req = http::Request::from_parts(parts, body);
         }
         rewrite.document = document_of(req.method(), req.uri(), req.headers());

@@ -57,6 +57,7 @@ mod fsutil;
 pub mod fuzzing;
 pub mod gateway;
 pub mod handler;
+pub mod inspect;
 pub mod limits;
 pub mod list;
 pub mod multipart;

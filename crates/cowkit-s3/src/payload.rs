@@ -13,18 +13,14 @@
 //! body fails.
 //!
 //! ```
-//! use cowkit_s3::payload::{HashVerdict, Hashed};
+//! use cowkit_s3::payload::{HashCheck, HashVerdict, Hashed};
 //!
 //! let v = HashVerdict::default();
-//! let _body = Hashed::new(s3s::Body::from("abc".to_string()), "incorrect_hash", v.clone());
+//! let body = s3s::Body::from("abc".to_string());
+//! let _body = Hashed::new(body, HashCheck::new("incorrect_hash"), v.clone());
 //! assert!(v.get().is_none()); // nothing read yet
 //! ```
 
-use std::pin::Pin;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
-
-use bytes::Bytes;
 use sha2::Digest as _;
 
 /// A declared hash the body did not have: `(declared, computed)`, the
@@ -38,82 +34,46 @@ pub struct Mismatch {
     pub computed: String,
 }
 
-/// Where [`Hashed`] leaves its verdict (a request extension).
-#[derive(Clone, Debug, Default)]
-pub struct HashVerdict(Arc<Mutex<Option<Mismatch>>>);
+/// Where a [`Hashed`] body leaves its verdict (a request extension).
+pub type HashVerdict = crate::inspect::Verdict<Mismatch>;
 
-impl HashVerdict {
-    /// The mismatch recorded, if the body failed.
-    pub fn get(&self) -> Option<Mismatch> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
+/// A body held to a declared SHA-256.
+pub type Hashed = crate::inspect::Inspected<HashCheck>;
 
-    fn set(&self, m: Mismatch) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(m);
-    }
-}
-
-/// A body hashed as it passes, failed at its end when its SHA-256 is not
-/// the declared one.
-pub struct Hashed {
-    inner: s3s::Body,
-    hasher: Option<sha2::Sha256>,
+/// The SHA-256 of a body so far, and the one declared for it (compared
+/// case-insensitively, as hex is).
+pub struct HashCheck {
+    hasher: sha2::Sha256,
     declared: String,
-    verdict: HashVerdict,
 }
 
-impl Hashed {
-    /// Hash `inner` against `declared` (compared case-insensitively, as
-    /// hex is), recording a mismatch in `verdict`.
-    pub fn new(inner: s3s::Body, declared: &str, verdict: HashVerdict) -> Hashed {
-        Hashed {
-            inner,
-            hasher: Some(sha2::Sha256::new()),
+impl HashCheck {
+    /// Check a body against `declared`.
+    pub fn new(declared: &str) -> HashCheck {
+        HashCheck {
+            hasher: sha2::Sha256::new(),
             declared: declared.to_string(),
-            verdict,
         }
     }
 }
 
-impl http_body::Body for Hashed {
-    type Data = Bytes;
-    type Error = s3s::StdError;
+impl crate::inspect::Inspector for HashCheck {
+    type Refusal = Mismatch;
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, s3s::StdError>>> {
-        let this = &mut *self;
-        let frame = std::task::ready!(Pin::new(&mut this.inner).poll_frame(cx));
-        match (&frame, this.hasher.as_mut()) {
-            (Some(Ok(f)), Some(h)) => {
-                if let Some(d) = f.data_ref() {
-                    h.update(d);
-                }
-            }
-            (None, Some(_)) => {
-                let computed = hex::encode(this.hasher.take().expect("checked").finalize());
-                if !computed.eq_ignore_ascii_case(&this.declared) {
-                    let m = Mismatch {
-                        declared: this.declared.clone(),
-                        computed,
-                    };
-                    this.verdict.set(m.clone());
-                    return Poll::Ready(Some(Err(Box::new(m))));
-                }
-            }
-            _ => {}
+    fn feed(&mut self, data: &[u8]) -> Result<(), Mismatch> {
+        self.hasher.update(data);
+        Ok(())
+    }
+
+    fn end(&mut self) -> Result<(), Mismatch> {
+        let computed = hex::encode(std::mem::take(&mut self.hasher).finalize());
+        if computed.eq_ignore_ascii_case(&self.declared) {
+            return Ok(());
         }
-        Poll::Ready(frame)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        // The end is where the hash is compared: it must be polled.
-        self.hasher.is_none() && http_body::Body::is_end_stream(&self.inner)
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        http_body::Body::size_hint(&self.inner)
+        Err(Mismatch {
+            declared: self.declared.clone(),
+            computed,
+        })
     }
 }
 
@@ -126,7 +86,7 @@ mod tests {
         let v = HashVerdict::default();
         let mut b = Box::pin(Hashed::new(
             s3s::Body::from(body.to_string()),
-            declared,
+            HashCheck::new(declared),
             v.clone(),
         ));
         let mut out = Vec::new();
