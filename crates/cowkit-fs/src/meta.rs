@@ -312,9 +312,6 @@ pub fn copy_xattrs(src: Handle<'_>, dst: Handle<'_>) -> Result<usize> {
     Ok(all.len())
 }
 
-/// The largest value an extended attribute can have on Linux.
-const XATTR_VALUE_MAX: usize = 64 * 1024;
-
 /// Which attributes [`XattrBuf::read`] returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Which {
@@ -334,11 +331,25 @@ fn copyable(name: &[u8]) -> bool {
 
 /// Reusable buffers for reading extended attributes: one `listxattr`, then
 /// one `getxattr` per name (none for the common entry without any).
+///
+/// The kernel allocates as many bytes as the buffer it is given, before
+/// it knows the answer (and zeroes them for a value): a 64 KiB buffer costs
+/// a page allocation per call, even for the entry without attributes. So
+/// each call first passes a small window of the buffer ([`FIRST_TRY`]);
+/// only an `ERANGE` asks the exact size and calls again.
 #[derive(Debug)]
 pub struct XattrBuf {
     names: Vec<u8>,
     value: Vec<u8>,
 }
+
+/// The buffer size a `listxattr` or `getxattr` is tried with first: enough
+/// for the usual SELinux label, ACL or capability.
+const FIRST_TRY: usize = 256;
+
+/// How many times a name list or value that keeps growing between the
+/// size query and the read is asked again before `ERANGE` is returned.
+const SIZE_RETRIES: usize = 8;
 
 impl Default for XattrBuf {
     fn default() -> Self {
@@ -346,34 +357,43 @@ impl Default for XattrBuf {
     }
 }
 
+/// `get(Some(buf))` with `FIRST_TRY` bytes, then, on `ERANGE`, with the
+/// size `get(None)` (the size query) reports, which the kernel bounds to
+/// 64 KiB. `buf` grows as needed and is kept.
+fn read_sized(
+    buf: &mut Vec<u8>,
+    mut get: impl FnMut(Option<&mut [u8]>) -> rustix::io::Result<usize>,
+) -> rustix::io::Result<usize> {
+    let mut want = FIRST_TRY;
+    for _ in 0..SIZE_RETRIES {
+        if buf.len() < want {
+            buf.resize(want, 0);
+        }
+        match get(Some(&mut buf[..want])) {
+            Err(Errno::RANGE) => want = want.max(get(None)?),
+            r => return r,
+        }
+    }
+    Err(Errno::RANGE)
+}
+
 impl XattrBuf {
-    /// Buffers for a name list of 16 KiB (grown when needed) and the
-    /// largest value Linux allows.
+    /// Empty buffers, grown to the largest name list and value met.
     pub fn new() -> Self {
         XattrBuf {
-            names: vec![0; 16 * 1024],
-            value: vec![0; XATTR_VALUE_MAX],
+            names: Vec::new(),
+            value: Vec::new(),
         }
     }
 
     /// The extended attributes of `on` that `which` selects.
     pub fn read(&mut self, on: On<'_>, which: Which) -> rustix::io::Result<Vec<Xattr>> {
-        let n = loop {
-            let r = match on {
-                On::Fd(fd) => rustix::fs::flistxattr(fd, &mut self.names[..]),
-                On::At(dir, name) => {
-                    rustix::fs::llistxattr(On::proc_path(dir, name), &mut self.names[..])
-                }
-            };
-            match r {
-                Ok(n) => break n,
-                Err(Errno::RANGE) => {
-                    let len = self.names.len() * 4;
-                    self.names.resize(len, 0);
-                }
-                Err(e) => return Err(e),
-            }
-        };
+        let n = read_sized(&mut self.names, |buf| match (on, buf) {
+            (On::Fd(fd), Some(buf)) => rustix::fs::flistxattr(fd, buf),
+            (On::Fd(fd), None) => rustix::fs::flistxattr_query(fd),
+            (On::At(dir, name), Some(buf)) => rustix::fs::llistxattr(On::proc_path(dir, name), buf),
+            (On::At(dir, name), None) => rustix::fs::llistxattr_query(On::proc_path(dir, name)),
+        })?;
         let mut out = Vec::new();
         if n == 0 {
             return Ok(out);
@@ -384,12 +404,16 @@ impl XattrBuf {
             .filter(|n| !n.is_empty() && (which == Which::All || copyable(n)))
         {
             let name = OsStr::from_bytes(name);
-            let r = match on {
-                On::Fd(fd) => rustix::fs::fgetxattr(fd, name, &mut self.value[..]),
-                On::At(dir, file) => {
-                    rustix::fs::lgetxattr(On::proc_path(dir, file), name, &mut self.value[..])
+            let r = read_sized(&mut self.value, |buf| match (on, buf) {
+                (On::Fd(fd), Some(buf)) => rustix::fs::fgetxattr(fd, name, buf),
+                (On::Fd(fd), None) => rustix::fs::fgetxattr_query(fd, name),
+                (On::At(dir, file), Some(buf)) => {
+                    rustix::fs::lgetxattr(On::proc_path(dir, file), name, buf)
                 }
-            };
+                (On::At(dir, file), None) => {
+                    rustix::fs::lgetxattr_query(On::proc_path(dir, file), name)
+                }
+            });
             match r {
                 Ok(len) => out.push(Xattr {
                     name: name.to_os_string(),

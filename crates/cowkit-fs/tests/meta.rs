@@ -195,3 +195,30 @@ fn symlink_metadata_is_applied_to_the_link_not_its_target() {
         assert_eq!(&buf[..n], b"yes", "{fs:?}");
     }
 }
+
+/// Issue 28: the reader tries a small buffer first (the kernel allocates
+/// as much as it is given); name lists and values longer than that are
+/// asked their size and still read whole.
+#[test]
+fn issue_28_xattrs_longer_than_the_first_try_are_read_whole() {
+    for fs in [Fs::Xfs, Fs::Tmpfs] {
+        let Some(dir) = scratch(fs) else { continue };
+        let p = dir.path().join("f");
+        let f = File::create(&p).unwrap();
+        let h = Handle::new(&f, &p);
+        let mut want = vec![xattr("user.big", vec![7u8; 10_000])];
+        for i in 0..20 {
+            want.push(xattr(
+                &format!("user.{i:02}-{}", "n".repeat(40)),
+                vec![i; 300],
+            ));
+        }
+        for x in &want {
+            cowkit_fs::meta::set_xattr(h, x).unwrap();
+        }
+        let mut got = list_xattrs(h).unwrap();
+        want.sort_by(|x, y| x.name.cmp(&y.name));
+        got.sort_by(|x, y| x.name.cmp(&y.name));
+        assert_eq!(got, want, "{fs:?}");
+    }
+}
