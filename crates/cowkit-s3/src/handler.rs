@@ -452,7 +452,17 @@ impl Handler {
         let query = req.uri().query().unwrap_or("");
         let asks = |p: &str| query.split('&').any(|kv| kv.split('=').next() == Some(p));
         let write = match *req.method() {
-            http::Method::PUT => !asks("acl") && !asks("partNumber"),
+            // PutObject and CopyObject, not a PUT of a subresource.
+            http::Method::PUT => ![
+                "acl",
+                "partNumber",
+                "uploadId",
+                "tagging",
+                "retention",
+                "legal-hold",
+            ]
+            .iter()
+            .any(|p| asks(p)),
             http::Method::POST => asks("uploads"),
             _ => false,
         };
