@@ -335,7 +335,7 @@ fn copyable(name: &[u8]) -> bool {
 /// The kernel allocates as many bytes as the buffer it is given, before
 /// it knows the answer (and zeroes them for a value): a 64 KiB buffer costs
 /// a page allocation per call, even for the entry without attributes. So
-/// each call first passes a small window of the buffer ([`FIRST_TRY`]);
+/// each call first passes a small window of the buffer (256 bytes);
 /// only an `ERANGE` asks the exact size and calls again.
 #[derive(Debug)]
 pub struct XattrBuf {
