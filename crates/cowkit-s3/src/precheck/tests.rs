@@ -178,8 +178,10 @@ fn presigned_bounds() {
     );
     let e = run(&format!("{base}&X-Amz-Expires=0"), &[]).unwrap_err();
     assert!(e.message.contains("at least 1 second"), "{e:?}");
-    // Dated a day ahead of the clock: not valid yet.
-    let tomorrow: String = http_date(now_secs() + 86_400)
+    // Dated ahead of the clock by more than the allowed skew: not valid
+    // yet. The day after tomorrow, at midnight, is at least a day ahead
+    // (tomorrow's midnight is within the 15-minute skew from 23:45 UTC).
+    let tomorrow: String = http_date(now_secs() + 2 * 86_400)
         .chars()
         .filter(char::is_ascii_digit)
         .take(8)
