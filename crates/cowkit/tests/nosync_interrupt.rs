@@ -100,6 +100,13 @@ fn ctrl_c_twice(daemon_cmd: &str) -> (serde_json::Value, Daemon) {
         assert!(start.elapsed() < PATIENCE, "the command did not exit");
         std::thread::sleep(Duration::from_millis(20));
     }
+    // ... and the daemon is `sleep` (unshare execs it only after
+    // unsharing; before, cowkit would name it `unshare …`).
+    let cmdline = format!("/proc/{}/cmdline", daemon.0);
+    while !std::fs::read(&cmdline).is_ok_and(|c| c.starts_with(b"sleep\0")) {
+        assert!(start.elapsed() < PATIENCE, "the daemon did not start sleep");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 
     let mut seen = Vec::new();
     ctrl_c(me);
