@@ -5,12 +5,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use cowkit_fs::{Chain, Method};
-use cowkit_tree::{CopyOptions, EntryError, Preserve, Progress, Summary};
-use indicatif::{ProgressBar, ProgressStyle};
+use cowkit_tree::{CopyOptions, Preserve, Summary};
 use serde::Serialize;
 
 use crate::install::Reflink;
-use crate::output::{human_bytes, print_fallbacks, print_json, tally_text, CliError};
+use crate::output::{print_fallbacks, print_json, tally_text, CliError};
+use crate::treebar::TreeBar;
 
 /// Arguments of `cowkit cp`.
 #[derive(clap::Args)]
@@ -38,25 +38,6 @@ pub struct Args {
     /// Sources, then the destination.
     #[arg(required = true, num_args = 2..)]
     paths: Vec<PathBuf>,
-}
-
-struct Bar {
-    bar: ProgressBar,
-    json: bool,
-}
-
-impl Progress for Bar {
-    fn on_entry(&self, bytes: u64) {
-        self.bar.inc(1);
-        if bytes > 0 {
-            self.bar.set_message(human_bytes(bytes));
-        }
-    }
-    fn on_error(&self, e: &EntryError) {
-        if !self.json {
-            self.bar.suspend(|| eprintln!("error: {e}"));
-        }
-    }
 }
 
 #[derive(Serialize)]
@@ -119,26 +100,14 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
     let opts = options(&args, umask);
     let targets = targets(&args.paths)?;
 
-    let bar = ProgressBar::new_spinner();
-    if quiet || args.json {
-        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-    }
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} {human_pos} entries copied ({per_sec}) {msg}")
-            .expect("valid template"),
-    );
-    bar.enable_steady_tick(std::time::Duration::from_millis(200));
-    let progress = Bar {
-        bar: bar.clone(),
-        json: args.json,
-    };
+    let bar = TreeBar::new("copied", quiet || args.json, args.json);
 
     let mut copies = Vec::new();
     let mut ok = true;
     // One map for all sources: hardlinks between them are kept, as cp -a.
     let links = cowkit_tree::Links::new();
     for (src, dst) in targets {
-        match cowkit_tree::copy_linked(src, &dst, &opts, &links, &progress) {
+        match cowkit_tree::copy_linked(src, &dst, &opts, &links, &bar) {
             Ok(s) => {
                 ok &= s.ok();
                 copies.push(Copy {

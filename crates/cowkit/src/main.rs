@@ -22,6 +22,7 @@ mod rm;
 mod s3;
 mod store;
 mod transcode;
+mod treebar;
 
 use std::process::ExitCode;
 

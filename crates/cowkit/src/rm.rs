@@ -3,11 +3,11 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cowkit_tree::{EntryError, Progress, RemoveOptions, RemoveSummary};
-use indicatif::{ProgressBar, ProgressStyle};
+use cowkit_tree::{RemoveOptions, RemoveSummary};
 use serde::Serialize;
 
 use crate::output::{print_json, CliError};
+use crate::treebar::TreeBar;
 
 /// Arguments of `cowkit rm`.
 #[derive(clap::Args)]
@@ -34,22 +34,6 @@ pub struct Args {
     paths: Vec<PathBuf>,
 }
 
-struct Bar {
-    bar: ProgressBar,
-    json: bool,
-}
-
-impl Progress for Bar {
-    fn on_entry(&self, _bytes: u64) {
-        self.bar.inc(1);
-    }
-    fn on_error(&self, e: &EntryError) {
-        if !self.json {
-            self.bar.suspend(|| eprintln!("error: {e}"));
-        }
-    }
-}
-
 #[derive(Serialize)]
 struct Report {
     ok: bool,
@@ -74,19 +58,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         force: args.force,
         pin: args.pin,
     };
-    let bar = ProgressBar::new_spinner();
-    if quiet || args.json {
-        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-    }
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} {human_pos} entries removed ({per_sec})")
-            .expect("valid template"),
-    );
-    bar.enable_steady_tick(std::time::Duration::from_millis(200));
-    let progress = Bar {
-        bar: bar.clone(),
-        json: args.json,
-    };
+    let bar = TreeBar::new("removed", quiet || args.json, args.json);
     let mut ok = true;
     let mut removed = Vec::new();
     for path in args.paths {
@@ -107,7 +79,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
             });
             continue;
         }
-        match cowkit_tree::remove(&path, &opts, &progress) {
+        match cowkit_tree::remove(&path, &opts, &bar) {
             Ok(s) => {
                 ok &= s.errors.is_empty();
                 removed.push(Removed {

@@ -353,15 +353,16 @@ impl Ctx<'_> {
         mut on_dir: impl FnMut(&CStr, Src),
     ) {
         let mut buf = std::mem::take(&mut w.dirbuf);
+        let mut paths = std::mem::take(&mut w.paths);
+        let roots = (self.src_root.as_path(), self.dst_root.as_path());
         let listed = walk::for_each_entry(src.as_fd(), &mut buf, |ent| {
             if self.queue.stopped() {
                 return std::ops::ControlFlow::Break(());
             }
             let name = ent.file_name();
-            let rel = node.rel.join(OsStr::from_bytes(name.to_bytes()));
-            let src_path = self.src_root.join(&rel);
+            paths.set(roots, &node.rel, OsStr::from_bytes(name.to_bytes()));
             match stat_entry(src.as_fd(), name, ent.file_type()) {
-                Err(e) => self.fail(w, fail(&src_path, "stat", e)),
+                Err(e) => self.fail(w, fail(&paths.src, "stat", e)),
                 Ok((st, _)) if st.kind() == FileType::Directory => on_dir(name, st),
                 Ok((st, opened)) => {
                     let e = Entry {
@@ -370,8 +371,8 @@ impl Ctx<'_> {
                         dst_name: name,
                         st,
                         opened,
-                        src_path,
-                        dst_path: self.dst_root.join(&rel),
+                        src_path: &paths.src,
+                        dst_path: &paths.dst,
                     };
                     self.entry(w, node, e);
                 }
@@ -383,6 +384,7 @@ impl Ctx<'_> {
             self.fail(w, fail(&path, "read directory", e));
         }
         w.dirbuf = buf;
+        w.paths = paths;
     }
 
     /// Give the directory `node` its metadata `f`, once its children are in.

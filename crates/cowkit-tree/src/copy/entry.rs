@@ -114,8 +114,30 @@ pub(super) struct Entry<'a> {
     /// The source, opened already by [`stat_entry`].
     pub opened: Option<OwnedFd>,
     /// Where the entry and its copy are, in errors.
-    pub src_path: PathBuf,
-    pub dst_path: PathBuf,
+    pub src_path: &'a Path,
+    pub dst_path: &'a Path,
+}
+
+/// The paths of the entry being copied, written into buffers a worker
+/// keeps, so that naming an entry for its errors allocates nothing.
+#[derive(Default)]
+pub(super) struct EntryPaths {
+    pub src: PathBuf,
+    pub dst: PathBuf,
+}
+
+impl EntryPaths {
+    /// Point both at `name` in the directory `rel` below the two roots.
+    pub fn set(&mut self, roots: (&Path, &Path), rel: &Path, name: &OsStr) {
+        for (buf, root) in [(&mut self.src, roots.0), (&mut self.dst, roots.1)] {
+            buf.clear();
+            buf.push(root);
+            if !rel.as_os_str().is_empty() {
+                buf.push(rel);
+            }
+            buf.push(name);
+        }
+    }
 }
 
 fn fail_changed(path: &Path) -> Fail {
@@ -169,7 +191,7 @@ impl Ctx<'_> {
                 replacing(dir, e.dst_name, || {
                     rustix::fs::linkat(&*top, &rel, dir, e.dst_name, AtFlags::empty())
                 })
-                .map_err(|err| fail(&e.dst_path, "link", err))?;
+                .map_err(|err| fail(e.dst_path, "link", err))?;
                 w.sum.hardlinks += 1;
                 return Ok(0);
             }
@@ -216,7 +238,7 @@ impl Ctx<'_> {
                         return Err(f);
                     }
                 };
-                let xattrs = self.read_xattrs(w, On::Fd(src.as_fd()), &e.src_path)?;
+                let xattrs = self.read_xattrs(w, On::Fd(src.as_fd()), e.src_path)?;
                 (On::Fd(dst.as_fd()), Some((bytes, xattrs)))
             }
             Created::Other => (On::At(node.dst.as_fd(), e.dst_name), None),
@@ -225,13 +247,13 @@ impl Ctx<'_> {
             Some(b) => b,
             None => (
                 0,
-                self.read_xattrs(w, On::At(e.src_dir, e.name), &e.src_path)?,
+                self.read_xattrs(w, On::At(e.src_dir, e.name), e.src_path)?,
             ),
         };
         if st.kind() == FileType::Symlink {
             now.mode = None;
         }
-        w.sum.xattrs_unsupported += self.apply(on, &e.dst_path, st, xattrs, now)?;
+        w.sum.xattrs_unsupported += self.apply(on, e.dst_path, st, xattrs, now)?;
         match st.kind() {
             FileType::RegularFile => w.sum.files += 1,
             FileType::Symlink => w.sum.symlinks += 1,
@@ -295,14 +317,14 @@ impl Ctx<'_> {
                     | OFlags::NOFOLLOW
                     | OFlags::CLOEXEC;
                 let dst = replacing(dir, dname, || rustix::fs::openat(dir, dname, flags, perm))
-                    .map_err(|err| fail(&e.dst_path, "create", err))?;
+                    .map_err(|err| fail(e.dst_path, "create", err))?;
                 Ok(Created::Regular { src, dst })
             }
             FileType::Symlink => {
                 let target = rustix::fs::readlinkat(e.src_dir, e.name, Vec::new())
-                    .map_err(|err| fail(&e.src_path, "read symlink", err))?;
+                    .map_err(|err| fail(e.src_path, "read symlink", err))?;
                 replacing(dir, dname, || rustix::fs::symlinkat(&target, dir, dname))
-                    .map_err(|err| fail(&e.dst_path, "create symlink", err))?;
+                    .map_err(|err| fail(e.dst_path, "create symlink", err))?;
                 Ok(Created::Other)
             }
             kind @ (FileType::Fifo
@@ -312,10 +334,10 @@ impl Ctx<'_> {
                 replacing(dir, dname, || {
                     rustix::fs::mknodat(dir, dname, kind, perm, e.st.rdev)
                 })
-                .map_err(|err| fail(&e.dst_path, "create special file", err))?;
+                .map_err(|err| fail(e.dst_path, "create special file", err))?;
                 Ok(Created::Other)
             }
-            _ => Err(fail(&e.src_path, "copy (unknown file type)", Errno::INVAL)),
+            _ => Err(fail(e.src_path, "copy (unknown file type)", Errno::INVAL)),
         }
     }
 
@@ -336,7 +358,7 @@ impl Ctx<'_> {
         if size <= self.o.small_file_max && !sparse && self.o.chain != Chain::only(Method::Clone) {
             return write_small(w, src, dst, e);
         }
-        let (sh, dh) = (Handle::new(src, &e.src_path), Handle::new(dst, &e.dst_path));
+        let (sh, dh) = (Handle::new(src, e.src_path), Handle::new(dst, e.dst_path));
         let done = if w.copier.confirmed() == Some(Method::Clone) {
             // The pair is known to clone: one FICLONE, without the two
             // fstat calls of a Copier round.
@@ -344,7 +366,7 @@ impl Ctx<'_> {
         } else {
             w.copier.copy_file(sh, dh)
         }
-        .map_err(|err| fail_fs(&e.src_path, &err))?;
+        .map_err(|err| fail_fs(e.src_path, &err))?;
         w.sum.tally.record(&done);
         Ok(done.bytes.total())
     }
@@ -386,12 +408,12 @@ impl Ctx<'_> {
 /// swapped for a fifo since. Opened without blocking, and used only if it
 /// is still the file that was stat'd.
 fn open_stated(e: &Entry<'_>) -> Result<OwnedFd, Fail> {
-    let fd = open_src(e.src_dir, e.name).map_err(|err| fail(&e.src_path, "open", err))?;
-    let now = rustix::fs::fstat(&fd).map_err(|err| fail(&e.src_path, "stat", err))?;
+    let fd = open_src(e.src_dir, e.name).map_err(|err| fail(e.src_path, "open", err))?;
+    let now = rustix::fs::fstat(&fd).map_err(|err| fail(e.src_path, "stat", err))?;
     let same = FileType::from_raw_mode(now.st_mode) == FileType::RegularFile
         && (now.st_dev, now.st_ino) == (e.st.dev, e.st.ino);
     if !same {
-        return Err(fail_changed(&e.src_path));
+        return Err(fail_changed(e.src_path));
     }
     Ok(fd)
 }
@@ -408,7 +430,7 @@ fn write_small(w: &mut Worker, src: &OwnedFd, dst: &OwnedFd, e: &Entry<'_>) -> R
             Ok(0) => break,
             Ok(n) => got += n,
             Err(Errno::INTR) => {}
-            Err(err) => return Err(fail(&e.src_path, "read", err)),
+            Err(err) => return Err(fail(e.src_path, "read", err)),
         }
     }
     let mut off = 0;
@@ -416,7 +438,7 @@ fn write_small(w: &mut Worker, src: &OwnedFd, dst: &OwnedFd, e: &Entry<'_>) -> R
         match rustix::io::write(dst, &w.buf[off..got]) {
             Ok(n) => off += n,
             Err(Errno::INTR) => {}
-            Err(err) => return Err(fail(&e.dst_path, "write", err)),
+            Err(err) => return Err(fail(e.dst_path, "write", err)),
         }
     }
     w.sum.small_written += 1;

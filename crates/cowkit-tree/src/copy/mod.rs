@@ -30,7 +30,7 @@ use crate::walk::{self, Budget};
 use crate::{EntryError, Error, Progress};
 
 use dir::{Child, DirNode, NewEntries};
-use entry::{Entry, Src};
+use entry::{Entry, EntryPaths, Src};
 pub use links::Links;
 
 /// Which parts of the metadata are copied.
@@ -213,6 +213,7 @@ struct Worker {
     /// Small files are read into it.
     buf: Vec<u8>,
     dirbuf: Vec<std::mem::MaybeUninit<u8>>,
+    paths: EntryPaths,
     sum: Summary,
 }
 
@@ -482,14 +483,15 @@ impl<'a> Ctx<'a> {
         let spfd = fsdir::open_dir(CWD, sparent, sparent)?;
         let dparent = split(&self.dst_root).map_or(PathBuf::from("."), |(p, _)| p.to_path_buf());
         self.set_top(&holder.dst, &dparent)?;
+        let dst_path = self.dst_root.clone();
         let e = Entry {
             src_dir: spfd.as_fd(),
             name: &sname,
             dst_name: dname,
             st,
             opened: None,
-            src_path: src_path.clone(),
-            dst_path: self.dst_root.clone(),
+            src_path: &src_path,
+            dst_path: &dst_path,
         };
         self.entry(w, holder, e);
         Ok(())
@@ -503,6 +505,7 @@ impl<'a> Ctx<'a> {
             xb: XattrBuf::new(),
             buf: Vec::new(),
             dirbuf: Vec::new(),
+            paths: EntryPaths::default(),
             sum: Summary::default(),
         }
     }
