@@ -6,7 +6,8 @@
       Runs CMD, timed with the monotonic clock; then syncfs(MOUNT), timed
       too. Appends one JSON line: t_cmd (seconds, the command alone),
       t_durable (command plus syncfs of the mount), maxrss_kib (peak RSS of
-      the largest process in the command's tree, from wait4), the --field
+      the largest process in the command's tree, from wait4), cpu_s (user
+      plus system time of the command's process tree, from wait4), the --field
       values. Exits with the command's status if it failed, recording nothing.
       --stderr FILE: the command's stderr goes to FILE (truncated) instead of
       the terminal, so that no progress display is drawn while it is timed.
@@ -49,7 +50,13 @@ def cmd_run(args):
         sys.exit(proc.returncode if proc.returncode > 0 else 128 - proc.returncode)
     syncfs(args.sync)
     t2 = time.monotonic()
-    rec = {"kind": "time", "t_cmd": t1 - t0, "t_durable": t2 - t0, "maxrss_kib": usage.ru_maxrss}
+    rec = {
+        "kind": "time",
+        "t_cmd": t1 - t0,
+        "t_durable": t2 - t0,
+        "maxrss_kib": usage.ru_maxrss,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+    }
     for f in args.field:
         key, _, value = f.partition("=")
         rec[key] = int(value) if value.isdigit() else value

@@ -388,8 +388,10 @@ def cmd_report(args):
             tc = [r["t_cmd"] for r in recs]
             td = [r["t_durable"] for r in recs]
             rss = [r["maxrss_kib"] for r in recs]
+            cpu = [r["cpu_s"] for r in recs if "cpu_s" in r]
             stats[m] = {
                 "command": commands.get(m),
+                "cpu_median_s": statistics.median(cpu) if cpu else None,
                 "runs": len(recs),
                 "median_s": statistics.median(tc),
                 "min_s": min(tc),
@@ -458,7 +460,9 @@ def cmd_report(args):
         "Times in seconds: median (min–max) over the rounds, monotonic clock, warm cache. "
         "`+syncfs`: the command followed by syncfs of the mount (durable cost). "
         "Speedup = baseline median / method median, baseline `cp -a --reflink=always` for copies "
-        "and `rm -rf` for deletes; > 1 is faster. Peak RSS: the largest over the rounds of the "
+        "and `rm -rf` for deletes; > 1 is faster. CPU: user plus system time of the command's "
+        "processes (wait4), median; it does not count the filesystem's own kernel threads "
+        "(log pushes), and it varies less with the load than the wall clock. Peak RSS: the largest over the rounds of the "
         "largest process. Space: filesystem blocks used by the copy (statvfs after syncfs, round 1)."
     )
     for entry in summary:
@@ -466,15 +470,16 @@ def cmd_report(args):
         L.append("## %s: %s" % (entry["fs"], "copy" if entry["group"] == "copy" else "delete"))
         L.append("")
         L.append(
-            "| method | command | runs | median s | min–max s | speedup | +syncfs median s | +syncfs speedup | peak RSS MiB | space MiB |"
+            "| method | command | runs | median s | min–max s | speedup | +syncfs median s | +syncfs speedup | CPU s | peak RSS MiB | space MiB |"
         )
-        L.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        L.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for m, s in entry["methods"].items():
             sp = "%.2f×" % s["speedup"] if s["speedup"] else "–"
             dsp = "%.2f×" % s["durable_speedup"] if s["durable_speedup"] else "–"
             sb = s["space_used_bytes"]
+            cpu = s["cpu_median_s"]
             L.append(
-                "| %s | `%s` | %d | %s | %s–%s | %s | %s | %s | %.1f | %s |"
+                "| %s | `%s` | %d | %s | %s–%s | %s | %s | %s | %s | %.1f | %s |"
                 % (
                     m,
                     s["command"] or "?",
@@ -485,6 +490,7 @@ def cmd_report(args):
                     sp,
                     fmt_s(s["durable_median_s"]),
                     dsp,
+                    fmt_s(cpu) if cpu is not None else "–",
                     s["peak_rss_kib_max"] / 1024,
                     fmt_mib(sb) if sb is not None else "–",
                 )

@@ -677,6 +677,10 @@ impl Handler {
         let mut req = req;
         req.extensions_mut().insert(crate::authz::Peer(peer));
         let cors = crate::cors::serve::actual_of(&req);
+        let hash = req
+            .extensions()
+            .get::<crate::payload::HashVerdict>()
+            .cloned();
         let res = match (refused.or(form.clone().and_then(Result::err)), form) {
             (Some(r), _) => {
                 drain(req.into_body()).await;
@@ -689,6 +693,7 @@ impl Handler {
                 Ok(req) => self.call_reading_leftover(req).await,
             },
         };
+        let res = res.map(|r| declared_hash_answer(r, hash.as_ref()));
         let mut res = res.map(|r| shape(r, &method));
         if let (Some(asked), Ok(r)) = (cors, &mut res) {
             crate::cors::serve::add_to_actual(&self.store, asked, r).await;
@@ -725,6 +730,23 @@ fn open_accounts(cfg: &Config, store: &Store) -> Result<Option<Arc<Accounts>>> {
         }
     };
     Ok(Some(Arc::new(a)))
+}
+
+/// The answer to a request whose body did not have the SHA-256 its
+/// unsigned request declared: S3's `XAmzContentSHA256Mismatch`, whatever
+/// error the operation met when its body failed (for the operations whose
+/// XML body s3s reads itself, an `InternalError`). A success stands: the
+/// body was not read whole, so the check never ran.
+fn declared_hash_answer(
+    res: s3s::HttpResponse,
+    hash: Option<&crate::payload::HashVerdict>,
+) -> s3s::HttpResponse {
+    match hash.and_then(|v| v.get()) {
+        Some(m) if !res.status().is_success() => {
+            refusal_response(&crate::precheck::sha256_mismatch(&m.declared, &m.computed))
+        }
+        _ => res,
+    }
 }
 
 /// Read (up to 8 MiB of) the body of a refused request: an unread body

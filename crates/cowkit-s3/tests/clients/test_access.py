@@ -254,6 +254,46 @@ def test_issue_27_unsigned_bodies_are_held_to_their_declared_sha256(srv):
     assert sorted(o["Key"] for o in s3.list_objects_v2(Bucket="hashes")["Contents"]) == ["right", "unsigned"]
 
 
+def test_issue_28_a_wrong_declared_sha256_on_an_xml_body_is_a_400(srv):
+    """The same rule for an operation whose XML body s3s reads itself
+    (PutObjectTagging through a public policy): S3's 400
+    XAmzContentSHA256Mismatch and the tags as they were; before, a 500
+    InternalError."""
+    import hashlib
+    import urllib.error
+    import urllib.request
+    s3 = srv.client()
+    s3.create_bucket(Bucket="taghash")
+    s3.put_object(Bucket="taghash", Key="k", Body=b"x")
+    s3.put_object_tagging(Bucket="taghash", Key="k",
+                          Tagging={"TagSet": [{"Key": "keep", "Value": "1"}]})
+    s3.put_bucket_policy(Bucket="taghash", Policy=policy(
+        statement("Allow", "s3:PutObjectTagging", "arn:aws:s3:::taghash/*")))
+    body = (b'<Tagging xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><TagSet>'
+            b'<Tag><Key>new</Key><Value>2</Value></Tag></TagSet></Tagging>')
+
+    def put(declared):
+        req = urllib.request.Request(f"{srv.endpoint}/taghash/k?tagging", data=body, method="PUT",
+                                     headers={"x-amz-content-sha256": declared,
+                                              "Content-Type": "application/xml",
+                                              "Content-Length": str(len(body))})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    st, text = put("0" * 64)
+    assert st == 400 and "<Code>XAmzContentSHA256Mismatch</Code>" in text, (st, text)
+    computed = hashlib.sha256(body).hexdigest()
+    assert f"<S3ComputedContentSHA256>{computed}</S3ComputedContentSHA256>" in text
+    tags = s3.get_object_tagging(Bucket="taghash", Key="k")["TagSet"]
+    assert tags == [{"Key": "keep", "Value": "1"}]
+    assert put(computed)[0] == 200
+    tags = s3.get_object_tagging(Bucket="taghash", Key="k")["TagSet"]
+    assert tags == [{"Key": "new", "Value": "2"}]
+
+
 def test_issue_27_a_refused_request_keeps_its_connection(srv):
     """A request refused before its body is read (here an anonymous
     RestoreObject) is answered, its body (sent after the headers, as Go's
