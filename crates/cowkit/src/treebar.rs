@@ -55,7 +55,7 @@ impl Progress for TreeBar {
     fn on_entry(&self, bytes: u64) {
         let n = self.entries.fetch_add(1, Ordering::Relaxed) + 1;
         let total = self.bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
-        if n % EVERY == 0 {
+        if n.is_multiple_of(EVERY) {
             self.bar.set_position(n);
             if total > 0 {
                 self.bar.set_message(human_bytes(total));
