@@ -118,7 +118,7 @@ pub(super) async fn put_bucket_acl(
         Err(AclError::MissingSecurityHeader)
     }
     .map_err(acl_error)?;
-    g.run(move |s| s.set_bucket_record(&b, crate::authz::ACL_RECORD, Some(&acl)))
+    g.keep_record(b, crate::authz::ACL_RECORD, Some(acl))
         .await?;
     Ok(S3Response::new(PutBucketAclOutput::default()))
 }
@@ -149,14 +149,11 @@ pub(super) async fn put_bucket_policy(
     let caller = Caller::of(&req);
     let i = req.input;
     let b = i.bucket;
-    {
-        let b = b.clone();
-        g.run(move |s| s.head_bucket(&b)).await?;
-    }
+    g.bucket_exists(&b).await?;
     crate::policy::Policy::parse(&i.policy, &b, &|k| caller.knows(k))
         .map_err(|e| s3_error("MalformedPolicy", 400, e.to_string()))?;
     let stored = StoredPolicy { policy: i.policy };
-    g.run(move |s| s.set_bucket_record(&b, crate::authz::POLICY_RECORD, Some(&stored)))
+    g.keep_record(b, crate::authz::POLICY_RECORD, Some(stored))
         .await?;
     Ok(S3Response::new(PutBucketPolicyOutput::default()))
 }
@@ -165,29 +162,26 @@ pub(super) async fn get_bucket_policy(
     g: &S3Gateway,
     req: S3Request<GetBucketPolicyInput>,
 ) -> S3Result<S3Response<GetBucketPolicyOutput>> {
-    let b = req.input.bucket;
-    let policy = g
-        .run(move |s| {
-            s.head_bucket(&b)?;
-            crate::authz::bucket_policy(s, &b)
-        })
-        .await?;
-    match policy {
-        Some(p) => Ok(S3Response::new(GetBucketPolicyOutput { policy: Some(p) })),
-        None => Err(s3_error(
+    let missing = || {
+        s3_error(
             "NoSuchBucketPolicy",
             404,
             "The bucket policy does not exist.",
-        )),
-    }
+        )
+    };
+    let policy = g
+        .read_record(req.input.bucket, crate::authz::bucket_policy, missing)
+        .await?;
+    Ok(S3Response::new(GetBucketPolicyOutput {
+        policy: Some(policy),
+    }))
 }
 
 pub(super) async fn delete_bucket_policy(
     g: &S3Gateway,
     req: S3Request<DeleteBucketPolicyInput>,
 ) -> S3Result<S3Response<DeleteBucketPolicyOutput>> {
-    let b = req.input.bucket;
-    g.run(move |s| s.set_bucket_record::<StoredPolicy>(&b, crate::authz::POLICY_RECORD, None))
+    g.keep_record::<StoredPolicy>(req.input.bucket, crate::authz::POLICY_RECORD, None)
         .await?;
     Ok(S3Response::new(DeleteBucketPolicyOutput::default()))
 }
@@ -197,11 +191,7 @@ pub(super) async fn put_bucket_ownership_controls(
     req: S3Request<PutBucketOwnershipControlsInput>,
 ) -> S3Result<S3Response<PutBucketOwnershipControlsOutput>> {
     let i = req.input;
-    let b = i.bucket;
-    {
-        let b = b.clone();
-        g.run(move |s| s.head_bucket(&b)).await?;
-    }
+    g.bucket_exists(&i.bucket).await?;
     let malformed = || {
         s3_error(
             "MalformedXML",
@@ -214,7 +204,7 @@ pub(super) async fn put_bucket_ownership_controls(
     };
     let ownership = Ownership::parse(rule.object_ownership.as_str()).ok_or_else(malformed)?;
     let stored = StoredOwnership { ownership };
-    g.run(move |s| s.set_bucket_record(&b, crate::authz::OWNERSHIP_RECORD, Some(&stored)))
+    g.keep_record(i.bucket, crate::authz::OWNERSHIP_RECORD, Some(stored))
         .await?;
     Ok(S3Response::new(PutBucketOwnershipControlsOutput::default()))
 }
@@ -223,20 +213,16 @@ pub(super) async fn get_bucket_ownership_controls(
     g: &S3Gateway,
     req: S3Request<GetBucketOwnershipControlsInput>,
 ) -> S3Result<S3Response<GetBucketOwnershipControlsOutput>> {
-    let b = req.input.bucket;
-    let o = g
-        .run(move |s| {
-            s.head_bucket(&b)?;
-            crate::authz::bucket_ownership(s, &b)
-        })
-        .await?;
-    let Some(o) = o else {
-        return Err(s3_error(
+    let missing = || {
+        s3_error(
             "OwnershipControlsNotFoundError",
             404,
             "The bucket ownership controls were not found.",
-        ));
+        )
     };
+    let o = g
+        .read_record(req.input.bucket, crate::authz::bucket_ownership, missing)
+        .await?;
     Ok(S3Response::new(GetBucketOwnershipControlsOutput {
         ownership_controls: Some(OwnershipControls {
             rules: vec![OwnershipControlsRule {
@@ -250,11 +236,8 @@ pub(super) async fn delete_bucket_ownership_controls(
     g: &S3Gateway,
     req: S3Request<DeleteBucketOwnershipControlsInput>,
 ) -> S3Result<S3Response<DeleteBucketOwnershipControlsOutput>> {
-    let b = req.input.bucket;
-    g.run(move |s| {
-        s.set_bucket_record::<StoredOwnership>(&b, crate::authz::OWNERSHIP_RECORD, None)
-    })
-    .await?;
+    g.keep_record::<StoredOwnership>(req.input.bucket, crate::authz::OWNERSHIP_RECORD, None)
+        .await?;
     Ok(S3Response::new(
         DeleteBucketOwnershipControlsOutput::default(),
     ))

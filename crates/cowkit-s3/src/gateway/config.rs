@@ -13,13 +13,10 @@ pub(super) async fn put_bucket_cors(
     req: S3Request<PutBucketCorsInput>,
 ) -> S3Result<S3Response<PutBucketCorsOutput>> {
     let i = req.input;
-    let b = i.bucket;
+    g.bucket_exists(&i.bucket).await?;
     let rules = i.cors_configuration.cors_rules;
-    // A missing bucket is named before a malformed document.
-    let b2 = b.clone();
-    g.run(move |s| s.head_bucket(&b2)).await?;
     crate::cors::check_rules(&rules).map_err(refusal_error)?;
-    g.run(move |s| s.set_bucket_record(&b, crate::cors::RECORD, Some(&rules)))
+    g.keep_record(i.bucket, crate::cors::RECORD, Some(rules))
         .await?;
     Ok(S3Response::new(PutBucketCorsOutput::default()))
 }
@@ -30,28 +27,30 @@ pub(crate) fn cors_rules(s: &crate::store::Store, b: &str) -> crate::Result<Opti
     s.bucket_record(b, crate::cors::RECORD, crate::cors::MAX_RECORD)
 }
 
+fn no_such_configuration() -> S3Error {
+    S3Error::with_message(
+        S3ErrorCode::NoSuchCORSConfiguration,
+        "The CORS configuration does not exist",
+    )
+}
+
 pub(super) async fn get_bucket_cors(
     g: &S3Gateway,
     req: S3Request<GetBucketCorsInput>,
 ) -> S3Result<S3Response<GetBucketCorsOutput>> {
-    let b = req.input.bucket;
-    match g.run(move |s| cors_rules(s, &b)).await? {
-        Some(rules) => Ok(S3Response::new(GetBucketCorsOutput {
-            cors_rules: Some(rules),
-        })),
-        None => Err(S3Error::with_message(
-            S3ErrorCode::NoSuchCORSConfiguration,
-            "The CORS configuration does not exist",
-        )),
-    }
+    let rules = g
+        .read_record(req.input.bucket, cors_rules, no_such_configuration)
+        .await?;
+    Ok(S3Response::new(GetBucketCorsOutput {
+        cors_rules: Some(rules),
+    }))
 }
 
 pub(super) async fn delete_bucket_cors(
     g: &S3Gateway,
     req: S3Request<DeleteBucketCorsInput>,
 ) -> S3Result<S3Response<DeleteBucketCorsOutput>> {
-    let b = req.input.bucket;
-    g.run(move |s| s.set_bucket_record::<CORSRules>(&b, crate::cors::RECORD, None))
+    g.keep_record::<CORSRules>(req.input.bucket, crate::cors::RECORD, None)
         .await?;
     let mut res = S3Response::new(DeleteBucketCorsOutput::default());
     set_status(&mut res, http::StatusCode::NO_CONTENT);

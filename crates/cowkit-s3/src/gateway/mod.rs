@@ -241,6 +241,38 @@ impl S3Gateway {
             .map_err(internal)?
             .map_err(to_s3_error)
     }
+
+    /// `NoSuchBucket` unless bucket `b` exists: a bucket setting names a
+    /// missing bucket before a malformed document, as S3 does.
+    async fn bucket_exists(&self, b: &str) -> S3Result<()> {
+        let b = b.to_string();
+        self.run(move |s| s.head_bucket(&b)).await
+    }
+
+    /// Keep `value` as the bucket record `name` of bucket `b` (a website,
+    /// CORS, policy, ownership or ACL setting); `None` drops it.
+    async fn keep_record<T>(&self, b: String, name: &'static str, value: Option<T>) -> S3Result<()>
+    where
+        T: serde::Serialize + Send + 'static,
+    {
+        self.run(move |s| s.set_bucket_record(&b, name, value.as_ref()))
+            .await
+    }
+
+    /// A bucket setting of bucket `b`, which must exist, as `read` finds
+    /// it; `missing()` when the bucket has none.
+    async fn read_record<T, F>(&self, b: String, read: F, missing: fn() -> S3Error) -> S3Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Store, &str) -> crate::Result<Option<T>> + Send + 'static,
+    {
+        self.run(move |s| {
+            s.head_bucket(&b)?;
+            read(s, &b)
+        })
+        .await?
+        .ok_or_else(missing)
+    }
 }
 
 #[async_trait::async_trait]

@@ -26,14 +26,10 @@ pub(super) async fn put_bucket_website(
     req: S3Request<PutBucketWebsiteInput>,
 ) -> S3Result<S3Response<PutBucketWebsiteOutput>> {
     let i = req.input;
-    let b = i.bucket;
-    {
-        let b = b.clone();
-        g.run(move |s| s.head_bucket(&b)).await?;
-    }
+    g.bucket_exists(&i.bucket).await?;
     let config = i.website_configuration;
     website::check(&config).map_err(website_error)?;
-    g.run(move |s| s.set_bucket_record(&b, website::RECORD, Some(&config)))
+    g.keep_record(i.bucket, website::RECORD, Some(config))
         .await?;
     Ok(S3Response::new(PutBucketWebsiteOutput::default()))
 }
@@ -42,14 +38,12 @@ pub(super) async fn get_bucket_website(
     g: &S3Gateway,
     req: S3Request<GetBucketWebsiteInput>,
 ) -> S3Result<S3Response<GetBucketWebsiteOutput>> {
-    let b = req.input.bucket;
+    let read = |s: &Store, b: &str| {
+        s.bucket_record::<WebsiteConfiguration>(b, website::RECORD, MAX_RECORD)
+    };
     let config = g
-        .run(move |s| {
-            s.head_bucket(&b)?;
-            s.bucket_record::<WebsiteConfiguration>(&b, website::RECORD, MAX_RECORD)
-        })
-        .await?
-        .ok_or_else(no_such_configuration)?;
+        .read_record(req.input.bucket, read, no_such_configuration)
+        .await?;
     Ok(S3Response::new(GetBucketWebsiteOutput {
         error_document: config.error_document,
         index_document: config.index_document,
@@ -62,8 +56,7 @@ pub(super) async fn delete_bucket_website(
     g: &S3Gateway,
     req: S3Request<DeleteBucketWebsiteInput>,
 ) -> S3Result<S3Response<DeleteBucketWebsiteOutput>> {
-    let b = req.input.bucket;
-    g.run(move |s| s.set_bucket_record::<WebsiteConfiguration>(&b, website::RECORD, None))
+    g.keep_record::<WebsiteConfiguration>(req.input.bucket, website::RECORD, None)
         .await?;
     Ok(S3Response::new(DeleteBucketWebsiteOutput::default()))
 }
