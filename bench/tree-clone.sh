@@ -41,6 +41,8 @@
 #   xcp         xcp -r -w 2 --no-progress SRC DST
 #   cpz         cpz SRC DST
 #   cowkit-j1   cowkit cp -a -j 1 SRC DST   (and cowkit-j2, cowkit-j4)
+#   cowkit-r2   cowkit cp -r -j 2 SRC DST   (keeps what cpz keeps: no owners,
+#               times, xattrs or hardlinks; the walk without cp -a's metadata)
 #   rm-rf       rm -rf DST                              (baseline for deletes)
 #   rmz         rmz DST
 #   cowkit-rm   cowkit rm -r DST
@@ -90,7 +92,7 @@ for fs in "${FSES[@]}"; do
   case "$fs" in xfs | btrfs) ;; *) die "unknown filesystem '$fs' in FILESYSTEMS (known: xfs btrfs)" ;; esac
 done
 
-COPY_METHODS=(cp-a cp-r xcp cpz cowkit-j1 cowkit-j2 cowkit-j4)
+COPY_METHODS=(cp-a cp-r xcp cpz cowkit-j1 cowkit-j2 cowkit-j4 cowkit-r2)
 RM_METHODS=(rm-rf rmz cowkit-rm)
 ALL_METHODS=("${COPY_METHODS[@]}" "${RM_METHODS[@]}" base-j2 base-rm)
 case "$METHODS" in
@@ -288,6 +290,7 @@ declare -A COMMANDS=(
   [cowkit-j1]="cowkit cp -a -j 1 SRC DST"
   [cowkit-j2]="cowkit cp -a -j 2 SRC DST"
   [cowkit-j4]="cowkit cp -a -j 4 SRC DST"
+  [cowkit-r2]="cowkit cp -r -j 2 SRC DST"
   [rm-rf]="rm -rf DST"
   [rmz]="rmz DST"
   [cowkit-rm]="cowkit rm -r DST"
@@ -303,6 +306,7 @@ method_argv() {
   xcp) argv=("$XCP" -r -w 2 --no-progress "$2" "$3") ;;
   cpz) argv=("$CPZ" "$2" "$3") ;;
   cowkit-j[0-9]*) argv=("$COWKIT" cp -a -j "${1#cowkit-j}" "$2" "$3") ;;
+  cowkit-r2) argv=("$COWKIT" cp -r -j 2 "$2" "$3") ;;
   rm-rf) argv=(rm -rf "$3") ;;
   rmz) argv=("$RMZ" "$3") ;;
   cowkit-rm) argv=("$COWKIT" rm -r "$3") ;;
@@ -313,9 +317,9 @@ method_argv() {
 
 # verify_level METHOD — what a copy by METHOD must share with the source:
 # everything cp -a keeps, or only names, types, sizes and symlink targets
-# (cp -r, xcp and cpz keep neither hardlinks nor owners).
+# (cp -r, xcp, cpz and cowkit cp -r keep neither hardlinks nor owners).
 verify_level() {
-  case "$1" in cp-r | xcp | cpz) echo basic ;; *) echo full ;; esac
+  case "$1" in cp-r | xcp | cpz | cowkit-r2) echo basic ;; *) echo full ;; esac
 }
 
 # timed FS GROUP METHOD ROUND -- CMD... — one measured run (measure.py).
@@ -533,6 +537,7 @@ commands = {
     "xcp": "xcp -r -w 2 --no-progress SRC DST", "cpz": "cpz SRC DST", "rmz": "rmz DST",
     "cowkit-j1": "cowkit cp -a -j 1 SRC DST",
     "cowkit-j2": "cowkit cp -a -j 2 SRC DST", "cowkit-j4": "cowkit cp -a -j 4 SRC DST",
+    "cowkit-r2": "cowkit cp -r -j 2 SRC DST",
     "rm-rf": "rm -rf DST", "cowkit-rm": "cowkit rm -r DST",
     "base-j2": "COWKIT_BASE cp -a -j 2 SRC DST", "base-rm": "COWKIT_BASE rm -r DST",
 }

@@ -401,6 +401,7 @@ def cmd_report(args):
                 "durable_max_s": max(td),
                 "peak_rss_kib_max": max(rss),
                 "samples_s": tc,
+                "cpu_samples_s": cpu,
                 "durable_samples_s": td,
                 "space_used_bytes": space.get((fs, m)),
             }
