@@ -541,7 +541,8 @@ async fn drain(mut body: s3s::Body) {
 mod tests {
     use super::*;
 
-    fn headers(pairs: &[(&str, &str)]) -> http::HeaderMap {
+    /// A header map of `pairs`, in order (repeats kept).
+    pub(super) fn headers(pairs: &[(&str, &str)]) -> http::HeaderMap {
         let mut h = http::HeaderMap::new();
         for (k, v) in pairs {
             h.append(

@@ -266,17 +266,7 @@ fn document_of(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn headers(pairs: &[(&str, &str)]) -> http::HeaderMap {
-        let mut h = http::HeaderMap::new();
-        for (k, v) in pairs {
-            h.append(
-                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
-                http::HeaderValue::from_str(v).unwrap(),
-            );
-        }
-        h
-    }
+    use crate::handler::tests::headers;
 
     #[test]
     fn documents_taken_apart() {

@@ -216,27 +216,32 @@ def test_issue_27_anonymous_requests_and_public_acls(srv):
             "Anonymous users cannot invoke this API. Please authenticate.")
 
 
+def unsigned_put(srv, path, body, declared, headers=None):
+    """An unsigned PUT of `body` to `path` declaring the SHA-256 `declared`:
+    (status, body text)."""
+    import urllib.error
+    import urllib.request
+    h = {"x-amz-content-sha256": declared, "Content-Length": str(len(body)), **(headers or {})}
+    req = urllib.request.Request(f"{srv.endpoint}{path}", data=body, method="PUT", headers=h)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
 def test_issue_27_unsigned_bodies_are_held_to_their_declared_sha256(srv):
     """An unsigned request's x-amz-content-sha256 (anything but S3's
     markers) is the body's hash: a mismatch is S3's 400 and nothing is
     written; before, the header was ignored."""
     import hashlib
-    import urllib.error
-    import urllib.request
     s3 = srv.client()
     s3.create_bucket(Bucket="hashes")
     s3.put_bucket_policy(Bucket="hashes", Policy=policy(
         statement("Allow", "s3:PutObject", "arn:aws:s3:::hashes/*")))
 
     def put(key, body, declared):
-        req = urllib.request.Request(f"{srv.endpoint}/hashes/{key}", data=body, method="PUT",
-                                     headers={"x-amz-content-sha256": declared,
-                                              "Content-Length": str(len(body))})
-        try:
-            with urllib.request.urlopen(req, timeout=30) as r:
-                return r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
+        return unsigned_put(srv, f"/hashes/{key}", body, declared)
 
     good = hashlib.sha256(b"abc").hexdigest()
     for key, body, declared in [("empty", b"", "incorrect_hash"),
@@ -260,8 +265,6 @@ def test_issue_28_a_wrong_declared_sha256_on_an_xml_body_is_a_400(srv):
     XAmzContentSHA256Mismatch and the tags as they were; before, a 500
     InternalError."""
     import hashlib
-    import urllib.error
-    import urllib.request
     s3 = srv.client()
     s3.create_bucket(Bucket="taghash")
     s3.put_object(Bucket="taghash", Key="k", Body=b"x")
@@ -273,15 +276,8 @@ def test_issue_28_a_wrong_declared_sha256_on_an_xml_body_is_a_400(srv):
             b'<Tag><Key>new</Key><Value>2</Value></Tag></TagSet></Tagging>')
 
     def put(declared):
-        req = urllib.request.Request(f"{srv.endpoint}/taghash/k?tagging", data=body, method="PUT",
-                                     headers={"x-amz-content-sha256": declared,
-                                              "Content-Type": "application/xml",
-                                              "Content-Length": str(len(body))})
-        try:
-            with urllib.request.urlopen(req, timeout=30) as r:
-                return r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
+        return unsigned_put(srv, "/taghash/k?tagging", body, declared,
+                            {"Content-Type": "application/xml"})
 
     st, text = put("0" * 64)
     assert st == 400 and "<Code>XAmzContentSHA256Mismatch</Code>" in text, (st, text)
