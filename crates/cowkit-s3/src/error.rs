@@ -417,19 +417,10 @@ pub(crate) fn invalid_request(m: impl Into<String>) -> S3Error {
 }
 
 /// A body that failed because the watch of its aws-chunked framing
-/// refused it (see [`crate::chunked`]), or because it did not have the
-/// SHA-256 its unsigned request declared ([`crate::payload`]), gets that
-/// refusal, not `e`.
+/// refused it (see [`crate::chunked`]) gets that refusal, not `e`. (A body
+/// without the SHA-256 its unsigned request declared is answered by the
+/// handler, for every operation: [`crate::payload`].)
 pub(crate) fn chunk_refusal(ext: &http::Extensions, e: S3Error) -> S3Error {
-    if let Some(m) = ext
-        .get::<crate::payload::HashVerdict>()
-        .and_then(|v| v.get())
-    {
-        return crate::respond::refusal_error(crate::precheck::sha256_mismatch(
-            &m.declared,
-            &m.computed,
-        ));
-    }
     match ext
         .get::<crate::chunked::ChunkVerdict>()
         .and_then(|v| v.get())

@@ -9,8 +9,9 @@
 //! looks like. An empty body's hash is known before the body is read (the
 //! prechecks compare it); any other body is hashed here, and a mismatch
 //! fails the body at its end, before the gateway commits anything,
-//! recording the refusal in a [`HashVerdict`] the gateway reads when the
-//! body fails.
+//! recording the refusal in a [`HashVerdict`]. The handler reads it once
+//! the operation has failed and answers S3's refusal instead, whatever
+//! error the operation met (`Handler::handle`).
 //!
 //! ```
 //! use cowkit_s3::payload::{HashCheck, HashVerdict, Hashed};

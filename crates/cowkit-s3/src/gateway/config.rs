@@ -38,8 +38,11 @@ pub(super) async fn get_bucket_cors(
     g: &S3Gateway,
     req: S3Request<GetBucketCorsInput>,
 ) -> S3Result<S3Response<GetBucketCorsOutput>> {
+    let read = |s: &crate::store::Store, b: &str| {
+        s.bucket_record(b, crate::cors::RECORD, crate::cors::MAX_RECORD)
+    };
     let rules = g
-        .read_record(req.input.bucket, cors_rules, no_such_configuration)
+        .read_record(req.input.bucket, read, no_such_configuration)
         .await?;
     Ok(S3Response::new(GetBucketCorsOutput {
         cors_rules: Some(rules),
