@@ -15,6 +15,7 @@
 use std::io::{Cursor, Read};
 
 use rpm::{IndexSignatureTag, IndexTag};
+use sha1::Sha1;
 use sha2::{Digest, Sha256};
 
 /// Length of the RPM lead.
@@ -87,12 +88,16 @@ pub enum Error {
     /// The headers could not be parsed.
     #[error("the headers cannot be parsed: {0}")]
     Parse(String),
-    /// The signature header has no SHA-256 digest of the main header.
-    #[error("the package has no SHA-256 header digest (RPMSIGTAG_SHA256), so its header cannot be verified")]
+    /// The signature header has neither a SHA-256 nor a SHA-1 digest of
+    /// the main header (a package whose header is covered only by the MD5
+    /// of header and payload, as rpm before 4.0 wrote them).
+    #[error("the package has neither a SHA-256 nor a SHA-1 header digest (RPMSIGTAG_SHA256, RPMSIGTAG_SHA1), so its header cannot be verified before its payload is read")]
     HeaderDigestMissing,
     /// The main header does not match its digest.
-    #[error("header digest mismatch: the signature header says {expected}, the header hashes to {actual}")]
+    #[error("header digest mismatch: the signature header says {algo} {expected}, the header hashes to {actual}")]
     HeaderDigestMismatch {
+        /// The digest that failed (`SHA-256` or `SHA-1`).
+        algo: &'static str,
         /// From the signature header.
         expected: String,
         /// Computed.
@@ -409,6 +414,37 @@ fn magic_fits(c: Compressor, head: &[u8]) -> bool {
     }
 }
 
+/// Check the main header against the signature header's digest of it as
+/// rpm 4.18 does at its default `%_pkgverify_level` (`digest`): the SHA-256
+/// when the package has one, else the SHA-1 (packages built by rpm before
+/// 4.14). Never weaker: a package with neither is refused, since its only
+/// other digest (MD5) covers the payload too and cannot vouch for the header
+/// before the payload is read.
+fn verify_header_digest(signature: &rpm::Header<IndexSignatureTag>, header: &[u8]) -> Result<()> {
+    let declared = |tag| {
+        signature
+            .get_entry_data_as_string(tag)
+            .ok()
+            .map(str::to_ascii_lowercase)
+    };
+    let (algo, expected, actual) =
+        if let Some(expected) = declared(IndexSignatureTag::RPMSIGTAG_SHA256) {
+            ("SHA-256", expected, hex::encode(Sha256::digest(header)))
+        } else if let Some(expected) = declared(IndexSignatureTag::RPMSIGTAG_SHA1) {
+            ("SHA-1", expected, hex::encode(Sha1::digest(header)))
+        } else {
+            return Err(Error::HeaderDigestMissing);
+        };
+    if expected != actual {
+        return Err(Error::HeaderDigestMismatch {
+            algo,
+            expected,
+            actual,
+        });
+    }
+    Ok(())
+}
+
 /// Bytes needed to recognise each compressor's start.
 const MAGIC_LEN: usize = 6;
 
@@ -438,16 +474,10 @@ impl Package {
             ));
         }
 
-        let expected = metadata
-            .signature
-            .get_entry_data_as_string(IndexSignatureTag::RPMSIGTAG_SHA256)
-            .map_err(|_| Error::HeaderDigestMissing)?
-            .to_ascii_lowercase();
-        let actual = hex::encode(Sha256::digest(&prefix[header_start..]));
-        if expected != actual {
-            return Err(Error::HeaderDigestMismatch { expected, actual });
-        }
-        let header_digest = actual;
+        verify_header_digest(&metadata.signature, &prefix[header_start..])?;
+        // The package's identity is the SHA-256 of its header, also when
+        // the header was verified by its SHA-1.
+        let header_digest = hex::encode(Sha256::digest(&prefix[header_start..]));
 
         // Everything below comes from the verified header.
         let h = &metadata.header;

@@ -177,3 +177,110 @@ fn damaged_header_indexes_are_errors_not_panics() {
         }
     }
 }
+
+/// `bytes` with the signature header's entry `tag` renamed to a tag no
+/// reader knows: the shape of a package built before that digest existed
+/// (rpm before 4.14 wrote no SHA-256 header digest).
+fn without_sig_tag(bytes: &[u8], tag: u32) -> Vec<u8> {
+    let be32 = |b: &[u8], at: usize| u32::from_be_bytes(b[at..at + 4].try_into().unwrap());
+    let mut out = bytes.to_vec();
+    let entries = be32(bytes, 96 + 8) as usize;
+    let at = (0..entries)
+        .map(|i| 96 + 16 + i * 16)
+        .find(|&at| be32(bytes, at) == tag)
+        .unwrap_or_else(|| panic!("signature tag {tag} in the package"));
+    out[at..at + 4].copy_from_slice(&(0x7fff_0000 | tag).to_be_bytes());
+    out
+}
+
+/// Where `needle` first starts in `hay`.
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// What `rpm -Kv` says of a package: its digest lines, trimmed.
+fn rpm_k(bytes: &[u8], dir: &std::path::Path) -> (bool, Vec<String>) {
+    let path = dir.join("pkg.rpm");
+    std::fs::write(&path, bytes).unwrap();
+    let out = Command::new("rpm").arg("-Kv").arg(&path).output().unwrap();
+    let lines = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .skip(1)
+        .map(|l| l.trim().to_string())
+        .collect();
+    (out.status.success(), lines)
+}
+
+#[test]
+fn a_header_without_sha256_is_verified_by_its_sha1_as_rpm_does() {
+    const SHA256: u32 = 273;
+    const SHA1: u32 = 269;
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(&fixtures()[0]).unwrap();
+    let sha1_only = without_sig_tag(&bytes, SHA256);
+    // rpm sees the shape of an older package: the SHA-1 header digest only.
+    let (ok, lines) = rpm_k(&sha1_only, dir.path());
+    assert!(ok, "{lines:?}");
+    assert!(
+        lines.iter().any(|l| l == "Header SHA1 digest: OK"),
+        "{lines:?}"
+    );
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.contains("SHA256 digest") && l.starts_with("Header")),
+        "{lines:?}"
+    );
+    // cowkit installs what rpm installs; its identity stays the header's SHA-256.
+    let (pkg, _) = read_all(&sha1_only).unwrap();
+    let original = Package::read(&mut Cursor::new(&bytes)).unwrap();
+    assert_eq!(pkg.header_digest(), original.header_digest());
+
+    // A changed header byte (in the package's name): rpm says BAD, cowkit
+    // refuses by the SHA-1.
+    let name_at = pkg.header_offset()
+        + find(
+            &sha1_only[pkg.header_offset()..pkg.prefix().len()],
+            b"cowkit-fixture",
+        )
+        .unwrap();
+    let mut bad = sha1_only.clone();
+    bad[name_at] ^= 0x01;
+    let (ok, lines) = rpm_k(&bad, dir.path());
+    assert!(
+        !ok && lines
+            .iter()
+            .any(|l| l.starts_with("Header SHA1 digest: BAD")),
+        "{lines:?}"
+    );
+    let err = Package::read(&mut Cursor::new(&bad)).unwrap_err();
+    assert!(
+        matches!(err, Error::HeaderDigestMismatch { algo: "SHA-1", .. }),
+        "{err}"
+    );
+
+    // Neither header digest (the header covered only by the MD5 of header
+    // and payload): refused before any payload byte, never weaker.
+    let md5_only = without_sig_tag(&sha1_only, SHA1);
+    let err = Package::read(&mut Cursor::new(&md5_only[..pkg.prefix().len()])).unwrap_err();
+    assert!(matches!(err, Error::HeaderDigestMissing), "{err}");
+    assert!(
+        err.to_string().contains("neither a SHA-256 nor a SHA-1"),
+        "{err}"
+    );
+
+    // With both present the SHA-256 decides (a forged SHA-256 still fails).
+    let mut forged = bytes.clone();
+    forged[name_at] ^= 0x01;
+    let err = Package::read(&mut Cursor::new(&forged)).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::HeaderDigestMismatch {
+                algo: "SHA-256",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
