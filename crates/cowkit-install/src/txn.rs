@@ -341,6 +341,11 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
             path: root.path().to_path_buf(),
         });
     }
+    // The rpm that registers the transaction must be the generation whose
+    // rules cowkit runs it by.
+    if opts.db {
+        cowkit_rpmdb::check_generation()?;
+    }
     let mut sum = TxSummary {
         test: opts.test,
         ..TxSummary::default()

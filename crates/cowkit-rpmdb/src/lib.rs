@@ -28,6 +28,7 @@ use std::process::{Command, Stdio};
 use cowkit_fs::root::{RelPath, Root};
 use serde::Serialize;
 
+pub mod generation;
 mod installed;
 mod keys;
 mod macros;
@@ -98,6 +99,17 @@ pub enum Error {
     /// erase them as rpm would (rpm can).
     #[error("the installed package(s) {} have file names that are not UTF-8: cowkit cannot yet upgrade or erase them as rpm would", .0.join(", "))]
     NotUtf8Installed(Vec<String>),
+    /// The `rpm` program is of another generation than the one cowkit
+    /// runs transactions as ([`generation`]).
+    #[error("`{}` is rpm {version}, and cowkit runs transactions as rpm 4.18 does: {why}", .program.display())]
+    UnsupportedRpm {
+        /// The program.
+        program: PathBuf,
+        /// Its version.
+        version: String,
+        /// What differs.
+        why: String,
+    },
 }
 
 impl From<cowkit_fs::IoError> for Error {
@@ -108,6 +120,19 @@ impl From<cowkit_fs::IoError> for Error {
 
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The `rpm` program cowkit runs: `COWKIT_RPM`, else `rpm` from `PATH`.
+fn program() -> PathBuf {
+    std::env::var_os("COWKIT_RPM").map_or_else(|| "rpm".into(), PathBuf::from)
+}
+
+/// Refuse the `rpm` program when it is not of the generation cowkit runs
+/// transactions as ([`generation::check`]); its version is asked once per
+/// process.
+pub fn check_generation() -> Result<()> {
+    let program = program();
+    generation::check(&program, generation::of_program(&program)?)
+}
 
 /// Why a database path was chosen.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -484,7 +509,7 @@ pub struct Rpm {
 impl Rpm {
     /// rpm on the root at `root` (host path) with the database `db`.
     pub fn new(root: &Path, db: &DbPath) -> Rpm {
-        let program = std::env::var_os("COWKIT_RPM").map_or_else(|| "rpm".into(), PathBuf::from);
+        let program = program();
         // Debian's rpm warns on every install that alien should be used
         // instead; its own `--force-debian` silences that. Other rpms do
         // not know the option.

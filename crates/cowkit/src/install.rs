@@ -429,6 +429,9 @@ fn hint_for(e: &cowkit_install::Error) -> Option<&'static str> {
         Error::Db(Db::Spawn { .. }) => {
             Some("install rpm (Debian: `apt-get install rpm`), or pass `--no-db`")
         }
+        Error::Db(Db::UnsupportedRpm { .. }) => Some(
+            "run cowkit where rpm 4.18 is the `rpm` program, or name one with COWKIT_RPM=/path/to/rpm; `--no-db` places the files without registering them",
+        ),
         _ => None,
     }
 }
