@@ -94,7 +94,10 @@ fn cell(s: &str) -> String {
 
 #[test]
 fn rpm_at_scenarios_end_as_the_table_says() {
-    if !as_root("rpm_at_scenarios_end_as_the_table_says", "rpm --root, owners") {
+    if !as_root(
+        "rpm_at_scenarios_end_as_the_table_says",
+        "rpm --root, owners",
+    ) {
         return;
     }
     let Some(dir) = scratch(Fs::Xfs) else { return };
@@ -115,7 +118,10 @@ fn rpm_at_scenarios_end_as_the_table_says() {
     assert_eq!(ids.len(), n, "a scenario id is used twice");
     let missing: Vec<&&str> = ids.iter().filter(|i| !table.contains_key(**i)).collect();
     let stale: Vec<&&str> = table.keys().filter(|i| !ids.contains(i)).collect();
-    assert!(stale.is_empty(), "EXPECTED lines without a scenario: {stale:?}");
+    assert!(
+        stale.is_empty(),
+        "EXPECTED lines without a scenario: {stale:?}"
+    );
 
     let chosen: Vec<&Scenario> = all.iter().filter(|s| s.id.contains(&only)).collect();
     // Every package once (kept between runs, named by a hash of its spec).
@@ -151,7 +157,10 @@ fn rpm_at_scenarios_end_as_the_table_says() {
     );
     for (s, o) in chosen.iter().zip(&outcomes) {
         *counts.entry(outcome_word(o)).or_default() += 1;
-        let e = table.get(s.id.as_str()).copied().unwrap_or(&Expect::Missing);
+        let e = table
+            .get(s.id.as_str())
+            .copied()
+            .unwrap_or(&Expect::Missing);
         let detail = match o {
             Outcome::Equal => String::new(),
             Outcome::Differs(d) | Outcome::Refused(d) | Outcome::Broken(d) => d.clone(),
@@ -174,10 +183,16 @@ fn rpm_at_scenarios_end_as_the_table_says() {
         ));
         eprintln!("{}: {} {}", s.id, outcome_word(o), detail);
         if !as_expected(o, e) {
-            wrong.push(format!("{}: expected {want}, got {} {detail}", s.id, outcome_word(o)));
+            wrong.push(format!(
+                "{}: expected {want}, got {} {detail}",
+                s.id,
+                outcome_word(o)
+            ));
             suggest.push(match o {
                 Outcome::Equal => format!("    (\"{}\", Equal),", s.id),
-                Outcome::Refused(m) => format!("    (\"{}\", Refused(\"{}\")),", s.id, m.replace('"', "'")),
+                Outcome::Refused(m) => {
+                    format!("    (\"{}\", Refused(\"{}\")),", s.id, m.replace('"', "'"))
+                }
                 Outcome::Differs(d) | Outcome::Broken(d) => {
                     format!("    (\"{}\", Differs(\"{}\")),", s.id, d.replace('"', "'"))
                 }

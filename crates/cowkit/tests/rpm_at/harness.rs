@@ -128,14 +128,19 @@ fn render(root: &Path) -> BTreeMap<String, String> {
     let db = dbpath().trim_start_matches('/').to_string();
     let mut out: BTreeMap<String, String> = snapshot(root)
         .into_iter()
-        .filter(|(p, _)| *p != db && !p.starts_with(&format!("{db}/")) && !db.starts_with(&format!("{p}/")))
+        .filter(|(p, _)| {
+            *p != db && !p.starts_with(&format!("{db}/")) && !db.starts_with(&format!("{p}/"))
+        })
         .map(|(p, e)| {
             let what = match e.kind {
                 'f' => e.sha256.clone().unwrap_or_default()[..12].to_string(),
                 'l' => format!("-> {}", e.target.clone().unwrap_or_default().display()),
                 _ => String::new(),
             };
-            (p, format!("{} {:o} {}:{} {what}", e.kind, e.perm, e.uid, e.gid))
+            (
+                p,
+                format!("{} {:o} {}:{} {what}", e.kind, e.perm, e.uid, e.gid),
+            )
         })
         .collect();
     let m = std::fs::symlink_metadata(root).unwrap();
@@ -152,7 +157,11 @@ fn lines(out: &std::process::Output, with_stderr: bool) -> Vec<String> {
         .map(str::to_string)
         .collect();
     if with_stderr {
-        v.extend(String::from_utf8_lossy(&out.stderr).lines().map(str::to_string));
+        v.extend(
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .map(str::to_string),
+        );
     }
     v
 }
@@ -247,7 +256,10 @@ pub fn show(root: &Path, paths: &[String]) -> String {
             let rel = rel_dir.join(&n).display().to_string();
             let m = std::fs::symlink_metadata(&full).unwrap();
             if m.is_symlink() {
-                out.push(format!("{rel}->{}", std::fs::read_link(&full).unwrap().display()));
+                out.push(format!(
+                    "{rel}->{}",
+                    std::fs::read_link(&full).unwrap().display()
+                ));
             } else if m.is_dir() {
                 out.push(format!("{rel}/"));
             } else {
@@ -275,7 +287,12 @@ fn ran(cmd: &mut Command) -> Ran {
 
 /// The first lines of a message, on one line.
 fn gist(s: &str) -> String {
-    let l: Vec<&str> = s.lines().map(str::trim).filter(|l| !l.is_empty()).take(3).collect();
+    let l: Vec<&str> = s
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(3)
+        .collect();
     let mut g = l.join(" / ");
     if g.len() > 400 {
         g.truncate(400);
@@ -334,7 +351,11 @@ pub fn run_scenario(
                         lines(&out, true).join("\n")
                     }
                     Step::Out { cmd, .. } => {
-                        let out = Command::new("sh").args(["-c", cmd]).current_dir(r).output().unwrap();
+                        let out = Command::new("sh")
+                            .args(["-c", cmd])
+                            .current_dir(r)
+                            .output()
+                            .unwrap();
                         lines(&out, true).join("\n")
                     }
                     Step::Show { paths, .. } => show(r, paths),
@@ -394,7 +415,14 @@ pub fn run_scenario(
                 let after_b = state(&b);
                 if ra.ok && !rb.ok {
                     return if after_b == before_b {
-                        Outcome::Refused(format!("{at}: {}", gist(&rb.stderr)))
+                        let how = if rb.stderr.contains("unexpected argument") {
+                            "option parser"
+                        } else if rb.stderr.contains("hint:") {
+                            "cowkit's check"
+                        } else {
+                            "an error before any change"
+                        };
+                        Outcome::Refused(format!("{at}, by {how}: {}", gist(&rb.stderr)))
                     } else {
                         Outcome::Differs(format!(
                             "{at}: rpm succeeded; cowkit failed after changing its root: {}",
@@ -446,11 +474,20 @@ pub fn build(spec: &Spec, cache: &Path) -> PathBuf {
     cmd.env("HOME", cowkit_testutil::repo::HOME)
         .arg("--define")
         .arg(format!("_topdir {}", top.path().display()))
-        .args(["--define", "_binary_payload w9.gzdio", "--nodeps", "--quiet", "-bb"]);
+        .args([
+            "--define",
+            "_binary_payload w9.gzdio",
+            "--nodeps",
+            "--quiet",
+            "-bb",
+        ]);
     if let Some(arch) = spec.arch {
         cmd.args(["--target", arch]);
     }
-    run_ok(cmd.arg(&spec_path), &format!("rpmbuild of\n{}\n", spec.text()));
+    run_ok(
+        cmd.arg(&spec_path),
+        &format!("rpmbuild of\n{}\n", spec.text()),
+    );
     let dir = top.path().join("RPMS").join(spec.arch.unwrap_or("noarch"));
     let built = std::fs::read_dir(&dir)
         .unwrap()

@@ -223,6 +223,8 @@ pub fn testdoc() -> Spec {
 /// `aaaa`/`zzzz` of hardlinks; `owned_dir` owns `/foo` too.
 pub fn hlinktest(owned_dir: bool) -> Spec {
     let mut s = Spec::new("hlinktest", "1.0");
+    // Its scripts' `#!/bin/sh` needs a /bin/sh; the roots have none.
+    s.preamble = "Provides: /bin/sh".into();
     s.install = "mkdir -p \"$B/foo\"\nprintf '#!/bin/sh\\necho hlinktest-1.0\\n' > \"$B/foo/hello\"\n\
                  cp \"$B/foo/hello\" \"$B/foo/copyllo\"\ncp \"$B/foo/hello\" \"$B/foo/aaaa\"\n\
                  ln \"$B/foo/aaaa\" \"$B/foo/zzzz\"\nchmod 0755 \"$B/foo/hello\" \"$B/foo/copyllo\"\n\
