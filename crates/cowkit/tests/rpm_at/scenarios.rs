@@ -752,16 +752,16 @@ fn replace() -> Vec<Scenario> {
 fn rpmi() -> Vec<Scenario> {
     let file = "rpmi.at";
     let mut out = Vec::new();
-    let mut foo = Spec::new("foo", "1.0");
-    foo.install = s("mkdir -p \"$B/usr/share/foo\"\necho foo > \"$B/usr/share/foo/foo\"");
-    foo.files = s("/usr/share/foo");
+    let mut foo_pkg = Spec::new("foo", "1.0");
+    foo_pkg.install = s("mkdir -p \"$B/usr/share/foo\"\necho foo > \"$B/usr/share/foo/foo\"");
+    foo_pkg.files = s("/usr/share/foo");
     let time_env = |t: &str| vec![(s("SOURCE_DATE_EPOCH"), s(t))];
     out.push(sc(
         "rpmi-16.1",
         file,
         "rpm -i <overridden time>",
         "SOURCE_DATE_EPOCH is the install time",
-        vec![("foo", foo.clone()), ("hello", specs::hello("x86_64"))],
+        vec![("foo", foo_pkg.clone()), ("hello", specs::hello("x86_64"))],
         vec![
             rpm(&["-i", "--nodeps"], &["foo"]),
             Step::Rpm {
@@ -778,7 +778,7 @@ fn rpmi() -> Vec<Scenario> {
         file,
         "rpm -i <overridden time keeps ticking>",
         "SOURCE_DATE_EPOCH, one second per package",
-        vec![("foo", foo.clone()), ("hello", specs::hello("x86_64"))],
+        vec![("foo", foo_pkg.clone()), ("hello", specs::hello("x86_64"))],
         vec![
             Step::Rpm {
                 args: v(&["-i", "--nodeps"]),
