@@ -1,0 +1,502 @@
+//! Running one scenario on twin roots: root A by the real `rpm`, root B by
+//! `cowkit install`, compared after every step.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use cowkit_testutil::repo::{dbpath, rpm_in};
+use cowkit_testutil::run_ok;
+use cowkit_testutil::tree::snapshot;
+
+use super::specs::Spec;
+
+/// One step of a scenario.
+#[derive(Clone, Debug)]
+pub enum Step {
+    /// Shell run in both roots (the working directory is the root): what
+    /// the scenario does by hand between rpm's runs (edit a config file,
+    /// make a symlink).
+    Sh(String),
+    /// `rpm ARGS PKGS` on A (`-U`, `-i`, with the scenario's options) and
+    /// `cowkit install` with the same options in cowkit's spelling on B
+    /// ([`cowkit_args`]); `env` set for both.
+    Rpm {
+        args: Vec<String>,
+        pkgs: Vec<String>,
+        env: Vec<(String, String)>,
+    },
+    /// `rpm -e ARGS` on both roots: cowkit has no erase of its own. What
+    /// cowkit registered and placed before decides what rpm erases.
+    Erase(Vec<String>),
+    /// What these paths (and the names beginning with them: `.rpmnew`,
+    /// `.rpmsave`, `.rpmorig`) are in both roots ([`show`]); `want` is the
+    /// answer the scenario expects of rpm (a port that does not reproduce
+    /// it is broken, whatever cowkit does).
+    Show {
+        paths: Vec<String>,
+        want: Option<String>,
+    },
+    /// Shell run in both roots (as [`Step::Sh`]), its output compared;
+    /// `want` as for [`Step::Show`].
+    Out { cmd: String, want: Option<String> },
+    /// `rpm -q ARGS` (or any rpm query) in both roots, outputs compared;
+    /// `want` as for [`Step::Show`].
+    Query {
+        args: Vec<String>,
+        want: Option<String>,
+    },
+}
+
+impl Step {
+    fn label(&self) -> String {
+        match self {
+            Step::Sh(s) => format!("sh `{s}`"),
+            Step::Rpm { args, pkgs, env } => {
+                let env: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v} ")).collect();
+                format!("{}rpm {} {}", env.concat(), args.join(" "), pkgs.join(" "))
+            }
+            Step::Erase(a) => format!("rpm -e {}", a.join(" ")),
+            Step::Show { paths, .. } => format!("show {}", paths.join(" ")),
+            Step::Query { args, .. } => format!("rpm {}", args.join(" ")),
+            Step::Out { cmd, .. } => format!("sh `{cmd}`"),
+        }
+    }
+}
+
+/// One scenario of rpm's test suite.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    /// `FILE-SETUP.CHECK`: the `.at` file's stem, the ordinal of its
+    /// `AT_SETUP` in the file and of the `AT_CHECK` in the setup.
+    pub id: String,
+    /// The `.at` file.
+    pub file: &'static str,
+    /// Its `AT_SETUP` title.
+    pub title: &'static str,
+    /// What the check does, in a few words.
+    pub what: String,
+    /// The packages, by the labels the steps use.
+    pub pkgs: Vec<(String, Spec)>,
+    pub steps: Vec<Step>,
+}
+
+/// How a scenario ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// Every step ended alike in both roots.
+    Equal,
+    /// The first difference.
+    Differs(String),
+    /// cowkit refused a step that rpm did, before touching its root: its
+    /// message.
+    Refused(String),
+    /// rpm itself did not give the scenario's expected answer: the port of
+    /// the scenario is wrong.
+    Broken(String),
+}
+
+/// cowkit's spelling of rpm's install options: `-U` and `-i` are `cowkit
+/// install` (which upgrades like `-U`); `--nodb` is `--no-db`; options
+/// cowkit shares keep their names; any other is passed as rpm spells it
+/// (cowkit refuses what it does not know).
+pub fn cowkit_args(rpm: &[String]) -> Vec<String> {
+    rpm.iter()
+        .filter(|a| !matches!(a.as_str(), "-U" | "-i" | "-Uv" | "-iv"))
+        .map(|a| match a.as_str() {
+            "--nodb" => "--no-db".to_string(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+/// What a root holds, for comparison.
+#[derive(Clone, Debug, PartialEq)]
+struct State {
+    /// Path → `TYPE MODE UID:GID CONTENT/TARGET` (the database excluded;
+    /// `.` is the root itself).
+    tree: BTreeMap<String, String>,
+    /// `rpm -qa`, each package followed by its files' states
+    /// (`%{FILESTATES:fstate} %{FILENAMES}`).
+    db: Vec<String>,
+    /// `rpm -Va`, stdout and stderr, sorted.
+    va: Vec<String>,
+}
+
+fn render(root: &Path) -> BTreeMap<String, String> {
+    let db = dbpath().trim_start_matches('/').to_string();
+    let mut out: BTreeMap<String, String> = snapshot(root)
+        .into_iter()
+        .filter(|(p, _)| {
+            *p != db && !p.starts_with(&format!("{db}/")) && !db.starts_with(&format!("{p}/"))
+        })
+        .map(|(p, e)| {
+            let what = match e.kind {
+                'f' => e.sha256.clone().unwrap_or_default()[..12].to_string(),
+                'l' => format!("-> {}", e.target.clone().unwrap_or_default().display()),
+                _ => String::new(),
+            };
+            (
+                p,
+                format!("{} {:o} {}:{} {what}", e.kind, e.perm, e.uid, e.gid),
+            )
+        })
+        .collect();
+    let m = std::fs::symlink_metadata(root).unwrap();
+    out.insert(
+        ".".into(),
+        format!("d {:o} {}:{}", m.mode() & 0o7777, m.uid(), m.gid()),
+    );
+    out
+}
+
+fn lines(out: &std::process::Output, with_stderr: bool) -> Vec<String> {
+    let mut v: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    if with_stderr {
+        v.extend(
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .map(str::to_string),
+        );
+    }
+    v
+}
+
+fn db_state(root: &Path) -> Vec<String> {
+    let out = run_ok(
+        rpm_in(root).args([
+            "-qa",
+            "--qf",
+            "%{NEVRA}\\n[  %{FILESTATES:fstate} %{FILENAMES}\\n]",
+        ]),
+        "rpm -qa",
+    );
+    // Packages in name order, each with its files.
+    let mut pkgs: Vec<Vec<String>> = Vec::new();
+    for l in lines(&out, false) {
+        if l.starts_with("  ") {
+            pkgs.last_mut().unwrap().push(l);
+        } else {
+            pkgs.push(vec![l]);
+        }
+    }
+    pkgs.sort();
+    pkgs.concat()
+}
+
+fn state(root: &Path) -> State {
+    let va = rpm_in(root).arg("-Va").output().expect("rpm -Va");
+    let mut va = lines(&va, true);
+    va.sort();
+    State {
+        tree: render(root),
+        db: db_state(root),
+        va,
+    }
+}
+
+/// The first difference of two lists, as `- rpm's` / `+ cowkit's` lines.
+fn list_diff(a: &[String], b: &[String]) -> Option<String> {
+    if a == b {
+        return None;
+    }
+    let sa: BTreeSet<&String> = a.iter().collect();
+    let sb: BTreeSet<&String> = b.iter().collect();
+    let only_a: Vec<&&String> = sa.difference(&sb).take(3).collect();
+    let only_b: Vec<&&String> = sb.difference(&sa).take(3).collect();
+    if only_a.is_empty() && only_b.is_empty() {
+        return Some("same lines in another order".into());
+    }
+    let mut s = String::new();
+    for l in only_a {
+        s.push_str(&format!(" rpm: `{}`;", l.trim()));
+    }
+    for l in only_b {
+        s.push_str(&format!(" cowkit: `{}`;", l.trim()));
+    }
+    Some(s.trim_end_matches(';').trim().to_string())
+}
+
+fn state_diff(a: &State, b: &State) -> Option<String> {
+    if let Some(d) = list_diff(&a.db, &b.db) {
+        return Some(format!("database (rpm -qa, file states): {d}"));
+    }
+    let ta: Vec<String> = a.tree.iter().map(|(p, e)| format!("/{p}: {e}")).collect();
+    let tb: Vec<String> = b.tree.iter().map(|(p, e)| format!("/{p}: {e}")).collect();
+    if let Some(d) = list_diff(&ta, &tb) {
+        return Some(format!("tree: {d}"));
+    }
+    list_diff(&a.va, &b.va).map(|d| format!("rpm -Va: {d}"))
+}
+
+/// What `paths` (relative to the root) and the entries whose names begin
+/// with them are: `p=CONTENT` (a file's first line), `p->TARGET`, `p/`,
+/// space-separated; nothing for no such entry.
+pub fn show(root: &Path, paths: &[String]) -> String {
+    let mut out = Vec::new();
+    for p in paths {
+        let path = root.join(p);
+        let dir = path.parent().unwrap();
+        let base = path.file_name().unwrap().to_string_lossy().to_string();
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut names: Vec<String> = rd
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .filter(|n| n.starts_with(&base))
+            .collect();
+        names.sort();
+        let rel_dir = Path::new(p).parent().unwrap();
+        for n in names {
+            let full = dir.join(&n);
+            let rel = rel_dir.join(&n).display().to_string();
+            let m = std::fs::symlink_metadata(&full).unwrap();
+            if m.is_symlink() {
+                out.push(format!(
+                    "{rel}->{}",
+                    std::fs::read_link(&full).unwrap().display()
+                ));
+            } else if m.is_dir() {
+                out.push(format!("{rel}/"));
+            } else {
+                let c = std::fs::read_to_string(&full).unwrap_or_default();
+                out.push(format!("{rel}={}", c.lines().next().unwrap_or("")));
+            }
+        }
+    }
+    out.join(" ")
+}
+
+/// What one command did.
+struct Ran {
+    ok: bool,
+    stderr: String,
+}
+
+fn ran(cmd: &mut Command) -> Ran {
+    let out = cmd.output().unwrap();
+    Ran {
+        ok: out.status.success(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The first lines of a message, on one line.
+fn gist(s: &str) -> String {
+    let l: Vec<&str> = s
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(3)
+        .collect();
+    let mut g = l.join(" / ");
+    if g.len() > 400 {
+        g.truncate(400);
+        g.push('…');
+    }
+    g
+}
+
+/// Run `sc` in `dir` (made; roots `dir/rpm` and `dir/cowkit`) with the
+/// built packages `built` (spec text → package file).
+pub fn run_scenario(
+    sc: &Scenario,
+    dir: &Path,
+    built: &BTreeMap<String, PathBuf>,
+    cowkit: &Path,
+) -> Outcome {
+    let a = dir.join("rpm");
+    let b = dir.join("cowkit");
+    std::fs::create_dir_all(&a).unwrap();
+    run_ok(rpm_in(&a).arg("--initdb"), "rpm --initdb");
+    run_ok(Command::new("cp").arg("-a").arg(&a).arg(&b), "cp -a");
+    let pkg = |label: &str| -> PathBuf {
+        let spec = &sc
+            .pkgs
+            .iter()
+            .find(|(l, _)| l == label)
+            .unwrap_or_else(|| panic!("{}: no package labelled {label}", sc.id))
+            .1;
+        built[&build_key(spec)].clone()
+    };
+    // `root:PATH`: a file in each root, not a built package.
+    let files_in = |root: &Path, labels: &[String]| -> Vec<PathBuf> {
+        labels
+            .iter()
+            .map(|l| match l.strip_prefix("root:") {
+                Some(p) => root.join(p),
+                None => pkg(l),
+            })
+            .collect()
+    };
+    for (i, step) in sc.steps.iter().enumerate() {
+        let at = format!("step {} (`{}`)", i + 1, step.label());
+        match step {
+            Step::Sh(cmd) => {
+                for r in [&a, &b] {
+                    run_ok(
+                        Command::new("sh").args(["-ec", cmd]).current_dir(r),
+                        &format!("{}: {at}", sc.id),
+                    );
+                }
+            }
+            Step::Show { want, .. } | Step::Query { want, .. } | Step::Out { want, .. } => {
+                let look = |r: &Path| match step {
+                    Step::Query { args, .. } => {
+                        let out = rpm_in(r).args(args).output().unwrap();
+                        lines(&out, true).join("\n")
+                    }
+                    Step::Out { cmd, .. } => {
+                        let out = Command::new("sh")
+                            .args(["-c", cmd])
+                            .current_dir(r)
+                            .output()
+                            .unwrap();
+                        lines(&out, true).join("\n")
+                    }
+                    Step::Show { paths, .. } => show(r, paths),
+                    _ => unreachable!(),
+                };
+                let (sa, sb) = (look(&a), look(&b));
+                if let Some(w) = want {
+                    if &sa != w {
+                        return Outcome::Broken(format!(
+                            "{at}: rpm's root shows `{sa}`, the scenario expects `{w}`"
+                        ));
+                    }
+                }
+                if sa != sb {
+                    return Outcome::Differs(format!("{at}: rpm `{sa}`, cowkit `{sb}`"));
+                }
+            }
+            Step::Erase(args) => {
+                let before = (state(&a), state(&b));
+                if let Some(d) = state_diff(&before.0, &before.1) {
+                    return Outcome::Differs(format!("before {at}: {d}"));
+                }
+                let ra = ran(rpm_in(&a).arg("-e").args(args));
+                let rb = ran(rpm_in(&b).arg("-e").args(args));
+                if ra.ok != rb.ok {
+                    return Outcome::Differs(format!(
+                        "{at}: exit status 0 = {} in rpm's root, {} in cowkit's: {}",
+                        ra.ok,
+                        rb.ok,
+                        gist(if rb.ok { &ra.stderr } else { &rb.stderr })
+                    ));
+                }
+                if let Some(d) = state_diff(&state(&a), &state(&b)) {
+                    return Outcome::Differs(format!("after {at}: {d}"));
+                }
+            }
+            Step::Rpm { args, pkgs, env } => {
+                let before_b = state(&b);
+                let mut rpm = rpm_in(&a);
+                rpm.args(args).args(files_in(&a, pkgs));
+                let mut ck = Command::new(cowkit);
+                ck.env("HOME", cowkit_testutil::repo::HOME)
+                    .env("LC_ALL", "C.UTF-8")
+                    .arg("install")
+                    .arg("--root")
+                    .arg(&b)
+                    .arg("--dbpath")
+                    .arg(dbpath())
+                    .args(cowkit_args(args))
+                    .args(files_in(&b, pkgs));
+                for (k, v) in env {
+                    rpm.env(k, v);
+                    ck.env(k, v);
+                }
+                let ra = ran(&mut rpm);
+                let rb = ran(&mut ck);
+                let after_b = state(&b);
+                if ra.ok && !rb.ok {
+                    return if after_b == before_b {
+                        let how = if rb.stderr.contains("unexpected argument") {
+                            "option parser"
+                        } else if rb.stderr.contains("hint:") {
+                            "cowkit's check"
+                        } else {
+                            "an error before any change"
+                        };
+                        Outcome::Refused(format!("{at}, by {how}: {}", gist(&rb.stderr)))
+                    } else {
+                        Outcome::Differs(format!(
+                            "{at}: rpm succeeded; cowkit failed after changing its root: {}",
+                            gist(&rb.stderr)
+                        ))
+                    };
+                }
+                if ra.ok != rb.ok {
+                    return Outcome::Differs(format!(
+                        "{at}: rpm failed ({}), cowkit succeeded",
+                        gist(&ra.stderr)
+                    ));
+                }
+                if let Some(d) = state_diff(&state(&a), &after_b) {
+                    let why = if rb.ok {
+                        String::new()
+                    } else {
+                        format!(" (both failed; cowkit: {})", gist(&rb.stderr))
+                    };
+                    return Outcome::Differs(format!("after {at}: {d}{why}"));
+                }
+            }
+        }
+    }
+    Outcome::Equal
+}
+
+/// The key a built package is found by: its spec text and target.
+pub fn build_key(spec: &Spec) -> String {
+    format!("{}\n{}", spec.arch.unwrap_or("noarch"), spec.text())
+}
+
+/// Build `spec` (once: kept in `cache` under a hash of it, for later runs).
+pub fn build(spec: &Spec, cache: &Path) -> PathBuf {
+    let key = build_key(spec);
+    let tag = &cowkit_testutil::sha256_hex(key.as_bytes())[..16];
+    std::fs::create_dir_all(cache).unwrap();
+    let dst = cache.join(format!("{}-{tag}.rpm", spec.nevra()));
+    if dst.exists() {
+        return dst;
+    }
+    let top = tempfile::tempdir_in(cache).unwrap();
+    for d in ["SPECS", "RPMS", "BUILD", "BUILDROOT", "SOURCES", "SRPMS"] {
+        std::fs::create_dir_all(top.path().join(d)).unwrap();
+    }
+    let spec_path = top.path().join("SPECS/t.spec");
+    std::fs::write(&spec_path, spec.text()).unwrap();
+    let mut cmd = Command::new("rpmbuild");
+    cmd.env("HOME", cowkit_testutil::repo::HOME)
+        .arg("--define")
+        .arg(format!("_topdir {}", top.path().display()))
+        .args([
+            "--define",
+            "_binary_payload w9.gzdio",
+            "--nodeps",
+            "--quiet",
+            "-bb",
+        ]);
+    if let Some(arch) = spec.arch {
+        cmd.args(["--target", arch]);
+    }
+    run_ok(
+        cmd.arg(&spec_path),
+        &format!("rpmbuild of\n{}\n", spec.text()),
+    );
+    let dir = top.path().join("RPMS").join(spec.arch.unwrap_or("noarch"));
+    let built = std::fs::read_dir(&dir)
+        .unwrap()
+        .next()
+        .expect("rpmbuild made a package")
+        .unwrap()
+        .path();
+    let part = dst.with_extension(format!("part{}", std::process::id()));
+    std::fs::copy(&built, &part).unwrap();
+    std::fs::rename(&part, &dst).unwrap();
+    dst
+}
