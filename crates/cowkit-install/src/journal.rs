@@ -230,7 +230,11 @@ pub(crate) fn read(root: &Root, dbpath: &str) -> Result<Option<Journal>> {
 /// journal not removed yet). Unset, each point costs one comparison.
 pub(crate) fn crash_point(point: &str) {
     static AT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    if AT.get_or_init(|| std::env::var("COWKIT_TXN_CRASH_AT").ok()).as_deref() == Some(point) {
+    if AT
+        .get_or_init(|| std::env::var("COWKIT_TXN_CRASH_AT").ok())
+        .as_deref()
+        == Some(point)
+    {
         let _ =
             rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
         std::process::abort();
@@ -266,7 +270,9 @@ pub fn recover(root: &Root, opts: &TxOptions, packages: &[PathBuf]) -> Result<Op
     let Some(j) = read(root, &db.path)? else {
         return Ok(None);
     };
-    let journal = root.display(&RelPath::new(db.path.trim_start_matches('/'))?).join(JOURNAL);
+    let journal = root
+        .display(&RelPath::new(db.path.trim_start_matches('/'))?)
+        .join(JOURNAL);
     let mut rec = Recovery {
         journal: journal.clone(),
         stage: match j.stage {
@@ -441,10 +447,8 @@ fn roll_forward(
         .collect();
     if !left.is_empty() {
         rpm.unregister(&left)?;
-        rec.did.push(format!(
-            "erased from the database: {}",
-            left.join(", ")
-        ));
+        rec.did
+            .push(format!("erased from the database: {}", left.join(", ")));
     }
     if superseded.is_empty() && missing.is_empty() && left.is_empty() {
         rec.did

@@ -46,7 +46,11 @@ impl Rpm {
     /// `(none)`, as rpm prints it.
     pub fn headers(&self) -> Result<Vec<(u32, String, String)>> {
         let mut c = self.command();
-        c.args(["-qa", "--qf", "%{DBINSTANCE}\\t%{SHA256HEADER}\\t%{=NEVRA}\\n"]);
+        c.args([
+            "-qa",
+            "--qf",
+            "%{DBINSTANCE}\\t%{SHA256HEADER}\\t%{=NEVRA}\\n",
+        ]);
         let out = self.run(c)?;
         if !out.status.success() {
             return Err(rpm_failed("-qa (headers)", &out));
