@@ -181,8 +181,10 @@ pub(crate) fn decide_config(
         };
         match owned {
             Some(o) => {
-                if disk == o.digest {
-                    continue; // unchanged: replaced
+                // Unchanged, or already the new version (an interrupted
+                // transaction placed it): replaced, as rpm does.
+                if disk == o.digest || (p.files.algo == algo && disk == new) {
+                    continue;
                 }
                 if new == o.digest {
                     // Edited, and the new version changes nothing: keep.

@@ -33,6 +33,7 @@ use serde::Serialize;
 mod config;
 mod extents;
 pub mod interrupt;
+pub mod journal;
 mod load;
 pub mod nosync;
 pub mod owners;
@@ -46,6 +47,7 @@ mod target;
 pub mod txn;
 mod verify;
 
+pub use journal::{recover, Recovery};
 pub use owners::Owners;
 pub use txn::{prepare, transaction, InstallOnly, Prepared, Stager, TxOptions, TxSummary};
 
@@ -188,6 +190,25 @@ pub enum Error {
         path: PathBuf,
         /// What went wrong, causes joined.
         why: String,
+    },
+    /// The transaction journal a killed run left cannot be used: not
+    /// read (owner, mode, size, content), or what it describes cannot be
+    /// finished.
+    #[error("the transaction journal `{}`: {why}", path.display())]
+    Journal {
+        /// The journal.
+        path: PathBuf,
+        /// Why.
+        why: String,
+    },
+    /// Doing again the interrupted transaction a journal describes failed.
+    #[error("cannot finish the interrupted transaction of the journal `{}`", path.display())]
+    Interrupted {
+        /// The journal.
+        path: PathBuf,
+        /// What failed.
+        #[source]
+        source: Box<Error>,
     },
     /// `--verify` found installed files that do not match the header.
     #[error("{count} installed file(s) do not match their header digest, first `{first}`")]

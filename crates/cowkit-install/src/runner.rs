@@ -194,7 +194,18 @@ pub(crate) fn run(
         }
         return Ok(r.sum);
     }
+    // The journal: written before the first change to the root, so that
+    // a run killed from here on is finished by the next one.
+    let journal = match (&found, opts.db) {
+        (Some(db), true) => {
+            let j = begin_journal(root, &db.path, &opts, &pkgs, &indb)?;
+            crate::journal::crash_point("journal-written");
+            Some(j)
+        }
+        _ => None,
+    };
     r.pretrans()?;
+    crate::journal::crash_point("pretrans-done");
     let erased: Vec<u32> = indb.erased.iter().map(|e| e.inst).collect();
     for run in r.db.trans_un(&erased) {
         r.script(&run)?;
@@ -223,6 +234,16 @@ pub(crate) fn run(
     if let Some(s) = &mut scratch {
         s.keep_owned(|dir| placed.iter().any(|&i| pkgs[i].files.find(dir).is_some()));
     }
+    if let Some(mut j) = journal.clone() {
+        j.stage = crate::journal::Stage::Registering;
+        for a in &mut j.add {
+            a.placed = placed.iter().any(|&i| pkgs[i].digest == a.digest);
+        }
+        j.erase
+            .retain(|o| placed.iter().any(|&i| pkgs[i].nevra == o.by));
+        j.write(root)?;
+        crate::journal::crash_point("placed");
+    }
     let registration = crate::txn::Registration {
         root,
         opts: &opts,
@@ -233,11 +254,50 @@ pub(crate) fn run(
         beside: &indb.beside,
     };
     crate::txn::register(registration, &mut r.sum)?;
+    if let Some(j) = &journal {
+        crate::journal::crash_point("registered");
+        crate::journal::clear(root, &j.dbpath)?;
+    }
     r.posttrans()?;
     if let Some(lua) = r.lua.take() {
         drop(lua);
     }
     Ok(r.sum)
+}
+
+/// Write the journal of the transaction about to run on a root whose
+/// database is at `dbpath`.
+fn begin_journal(
+    root: &Root,
+    dbpath: &str,
+    opts: &TxOptions,
+    pkgs: &[Pkg],
+    indb: &InDb,
+) -> Result<crate::journal::Journal> {
+    use crate::journal::{Add, Journal, Old};
+    let add = indb
+        .order
+        .iter()
+        .map(|&i| Add {
+            nevra: pkgs[i].nevra.clone(),
+            digest: pkgs[i].digest.clone(),
+            package: std::path::absolute(&pkgs[i].path).unwrap_or_else(|_| pkgs[i].path.clone()),
+            beside: indb.beside.contains(&i),
+            placed: false,
+        })
+        .collect();
+    let erase = indb
+        .erased
+        .iter()
+        .map(|e| Old {
+            nevra: e.installed.nevra.clone(),
+            instance: e.inst,
+            by: pkgs[e.by].nevra.clone(),
+        })
+        .collect();
+    let j = Journal::new(dbpath, opts.replacefiles, add, erase);
+    j.write(root)?;
+    Ok(j)
 }
 
 impl Runner<'_> {
@@ -358,6 +418,9 @@ impl Runner<'_> {
         let elements = &self.indb.elements;
         let mut k = 0;
         while k < elements.len() {
+            if k > 0 {
+                crate::journal::crash_point(&format!("element-{k}"));
+            }
             match elements[k] {
                 Elem::Add(i) if self.failed.contains(&i) => k += 1,
                 Elem::Add(i) => {

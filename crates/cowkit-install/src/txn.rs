@@ -202,6 +202,10 @@ pub struct TxSummary {
     pub test: bool,
     /// Scriptlets ran without sync calls ([`crate::nosync`]).
     pub nosync: Option<crate::nosync::NosyncSummary>,
+    /// An interrupted transaction found on the root (its journal) and
+    /// what was done about it before this one ([`crate::recover`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovered: Option<crate::Recovery>,
 }
 
 /// Install or upgrade `packages` in `root` as one transaction.
@@ -331,8 +335,21 @@ impl Prepared<'_> {
 }
 
 /// Read and check `packages` for a transaction in `root`: headers, rpm's
-/// check and order, what cannot run. Nothing in the root is changed.
+/// check and order, what cannot run. Nothing in the root is changed,
+/// except that a transaction a killed run left unfinished (its journal)
+/// is finished first ([`crate::recover`], reported in
+/// [`TxSummary::recovered`]).
 pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Result<Prepared<'r>> {
+    prepare_inner(root, packages, opts, true)
+}
+
+/// [`prepare`]; `recover`: finish an interrupted transaction first.
+pub(crate) fn prepare_inner<'r>(
+    root: &'r Root,
+    packages: &[PathBuf],
+    opts: &TxOptions,
+    recover: bool,
+) -> Result<Prepared<'r>> {
     // Scriptlets run chrooted into the root, and rpm is handed it: rpm
     // refuses a relative `--root`, and so does cowkit, before anything
     // (only placing files does not need it absolute).
@@ -346,8 +363,14 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
     if opts.db {
         cowkit_rpmdb::check_generation()?;
     }
+    let recovered = if recover {
+        crate::journal::recover(root, opts, packages)?
+    } else {
+        None
+    };
     let mut sum = TxSummary {
         test: opts.test,
+        recovered,
         ..TxSummary::default()
     };
     let t0 = std::time::Instant::now();

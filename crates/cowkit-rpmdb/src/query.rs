@@ -41,6 +41,40 @@ impl Rpm {
         Ok(v)
     }
 
+    /// Every installed header: (instance, `%{SHA256HEADER}`, NEVRA), in
+    /// instance order. A header without that digest (`gpg-pubkey`) has
+    /// `(none)`, as rpm prints it.
+    pub fn headers(&self) -> Result<Vec<(u32, String, String)>> {
+        let mut c = self.command();
+        c.args([
+            "-qa",
+            "--qf",
+            "%{DBINSTANCE}\\t%{SHA256HEADER}\\t%{=NEVRA}\\n",
+        ]);
+        let out = self.run(c)?;
+        if !out.status.success() {
+            return Err(rpm_failed("-qa (headers)", &out));
+        }
+        let mut v = Vec::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let bad = || Error::Answer {
+                what: "-qa (headers)",
+                why: format!("unexpected line `{line}`"),
+            };
+            let f: Vec<&str> = line.splitn(3, '\t').collect();
+            let [i, digest, nevra] = f[..] else {
+                return Err(bad());
+            };
+            v.push((
+                i.parse().map_err(|_| bad())?,
+                digest.to_string(),
+                nevra.to_string(),
+            ));
+        }
+        v.sort();
+        Ok(v)
+    }
+
     /// Every installed file: (instance, rpm's file state, path), each
     /// package's in header order.
     pub fn all_files(&self) -> Result<Vec<(u32, u32, String)>> {

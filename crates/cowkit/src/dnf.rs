@@ -155,6 +155,9 @@ pub struct Request {
 /// The fields `cowkit dnf --json` adds to the install summary.
 #[derive(Serialize, Default)]
 struct Extra {
+    /// A transaction a killed run left, finished first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recovered: Option<cowkit_install::Recovery>,
     /// Downloaded packages.
     downloaded: usize,
     /// Found in the cache / transcoded now / damaged entries replaced.
@@ -266,8 +269,12 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
     let forward = args.line.installs();
     let found = cowkit_rpmdb::find(&root, args.dbpath.as_deref())
         .map_err(|e| CliError::new("cannot find the root's rpm database", e))?;
+    // A transaction a killed run left unfinished is finished before dnf
+    // reads the database.
+    let recovered = crate::install::recover(&root, &tx_options(args, &root), &[])?;
 
     if !forward {
+        drop(recovered);
         return dnf_itself(args, &root, found);
     }
 
@@ -294,7 +301,10 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
         .expect("one of them")
         .path
         .clone();
-    let mut extra = Extra::default();
+    let mut extra = Extra {
+        recovered,
+        ..Extra::default()
+    };
     // Held (locked) while in use; removed on drop, on SIGINT/SIGTERM, or
     // by the next run's sweep after a kill.
     let download =

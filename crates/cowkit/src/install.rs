@@ -328,6 +328,14 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
     );
     bar.enable_steady_tick(std::time::Duration::from_millis(200));
     let progress = Bar(bar.clone());
+    // A transaction a killed run left unfinished is finished first.
+    let recovered = match recover(&root, &opts, &args.packages) {
+        Ok(r) => r,
+        Err(e) => {
+            bar.finish_and_clear();
+            return refused_with(&args.root, args.json, e);
+        }
+    };
     let result = match cowkit_install::prepare(&root, &args.packages, &opts) {
         Ok(mut prepared) => {
             match stager(&root, &args.packages, &args.key, !args.no_confine) {
@@ -343,10 +351,13 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         Err(e) => Err(e),
     };
     bar.finish_and_clear();
-    let total = match result {
+    let mut total = match result {
         Ok(t) => t,
         Err(e) => return refused(&args.root, args.json, e),
     };
+    if recovered.is_some() {
+        total.recovered = recovered;
+    }
     Ok(finish(
         &Show {
             root: &args.root,
@@ -357,6 +368,40 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         &total,
         (),
     ))
+}
+
+/// Finish the transaction a killed run left on `root` (its journal), and
+/// say what was found and done (on stderr; `--json` also has it as
+/// `recovered`).
+pub(crate) fn recover(
+    root: &Root,
+    opts: &TxOptions,
+    packages: &[PathBuf],
+) -> Result<Option<cowkit_install::Recovery>, CliError> {
+    let r = cowkit_install::recover(root, opts, packages).map_err(|e| {
+        CliError::new(
+            format!(
+                "cannot finish the transaction a killed run left in `{}`",
+                root.path().display()
+            ),
+            e,
+        )
+        .hint("the journal names the packages: make them readable again where it says, or remove the journal to leave the root as it is (then `rpm -Va` shows what differs)")
+    })?;
+    if let Some(r) = &r {
+        eprintln!(
+            "cowkit: `{}` holds a transaction a killed run left (stage {})",
+            r.journal.display(),
+            r.stage
+        );
+        for f in &r.found {
+            eprintln!("  found: {f}");
+        }
+        for d in &r.did {
+            eprintln!("  done: {d}");
+        }
+    }
+    Ok(r)
 }
 
 /// The whole transaction was refused (nothing was changed): the error,
