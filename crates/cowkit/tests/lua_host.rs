@@ -948,3 +948,57 @@ fn issue_38_a_killed_lua_host_fails_its_scriptlet_and_the_transaction_goes_on() 
         );
     }
 }
+
+/// Issue 38: a host that dies while a process its scriptlet forked (and
+/// did not exec) still holds the host's end of the socket is seen as dead
+/// at once, not when that process ends: `run` says `Broken`, with the
+/// host's signal, while the forked process still sleeps.
+#[test]
+fn issue_38_a_dead_host_is_seen_dead_while_its_forked_child_lives() {
+    if !as_root(
+        "issue_38_a_dead_host_is_seen_dead_while_its_forked_child_lives",
+        "chroot",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir_in(tmp()).unwrap();
+    let root = new_root(&dir.path().join("root"));
+    let mut host = LuaHost::start(&HostConfig {
+        exe: env!("CARGO_BIN_EXE_cowkit").into(),
+        root: root.clone(),
+        stdout_to_stderr: true,
+        defines: vec![],
+    })
+    .unwrap();
+    let args = argv(&["<lua>".to_string()], Some(1), None);
+    // The child sleeps 120 s: when `run` returns, it must still be there.
+    let body = r#"
+local pid = posix.fork()
+if pid == 0 then posix.sleep(120) os.exit(0) end
+local f = assert(io.open("/child.pid", "w")) f:write(math.tointeger(pid)) f:close()
+rpm.execute("/bin/sh", "-c", "kill -9 $PPID")
+"#;
+    let res = host.run(&LuaScript {
+        name: "%post(forker-1-1.noarch)",
+        body,
+        args: &args,
+        arg1: true,
+        arg2: false,
+        prefixes: None,
+        next_files: None,
+    });
+    let child = std::fs::read_to_string(root.join("child.pid")).unwrap();
+    let child = rustix::process::Pid::from_raw(child.trim().parse().unwrap()).unwrap();
+    let alive = rustix::process::test_kill_process(child).is_ok();
+    let _ = rustix::process::kill_process(child, rustix::process::Signal::KILL);
+    match res {
+        Err(e @ Error::Broken { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains("while %post(forker-1-1.noarch)"), "{msg}");
+            assert!(msg.contains("signal: 9"), "{msg}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(alive, "`run` waited for the forked child to end");
+    assert!(host.is_broken());
+}
