@@ -952,7 +952,9 @@ fn issue_38_a_killed_lua_host_fails_its_scriptlet_and_the_transaction_goes_on() 
 /// Issue 38: a host that dies while a process its scriptlet forked (and
 /// did not exec) still holds the host's end of the socket is seen as dead
 /// at once, not when that process ends: `run` says `Broken`, with the
-/// host's signal, while the forked process still sleeps.
+/// host's signal, while the forked process still sleeps. (A watchdog
+/// kills that process after 60 s, so that a `run` waiting for it fails
+/// the test instead of hanging it.)
 #[test]
 fn issue_38_a_dead_host_is_seen_dead_while_its_forked_child_lives() {
     if !as_root(
@@ -971,13 +973,32 @@ fn issue_38_a_dead_host_is_seen_dead_while_its_forked_child_lives() {
     })
     .unwrap();
     let args = argv(&["<lua>".to_string()], Some(1), None);
-    // The child sleeps 120 s: when `run` returns, it must still be there.
     let body = r#"
 local pid = posix.fork()
-if pid == 0 then posix.sleep(120) os.exit(0) end
+if pid == 0 then posix.sleep(100000) os.exit(0) end
 local f = assert(io.open("/child.pid", "w")) f:write(math.tointeger(pid)) f:close()
 rpm.execute("/bin/sh", "-c", "kill -9 $PPID")
 "#;
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    let pid_file = root.join("child.pid");
+    let watchdog = std::thread::spawn(move || {
+        let child = loop {
+            if let Ok(s) = std::fs::read_to_string(&pid_file) {
+                if let Ok(pid) = s.trim().parse::<i32>() {
+                    break rustix::process::Pid::from_raw(pid).unwrap();
+                }
+            }
+            if wait.try_recv().is_ok() {
+                panic!("the scriptlet ended before it forked");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        let fired = wait
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .is_err();
+        let _ = rustix::process::kill_process(child, rustix::process::Signal::KILL);
+        fired
+    });
     let res = host.run(&LuaScript {
         name: "%post(forker-1-1.noarch)",
         body,
@@ -987,10 +1008,8 @@ rpm.execute("/bin/sh", "-c", "kill -9 $PPID")
         prefixes: None,
         next_files: None,
     });
-    let child = std::fs::read_to_string(root.join("child.pid")).unwrap();
-    let child = rustix::process::Pid::from_raw(child.trim().parse().unwrap()).unwrap();
-    let alive = rustix::process::test_kill_process(child).is_ok();
-    let _ = rustix::process::kill_process(child, rustix::process::Signal::KILL);
+    let _ = done.send(());
+    let fired = watchdog.join().unwrap();
     match res {
         Err(e @ Error::Broken { .. }) => {
             let msg = e.to_string();
@@ -999,6 +1018,6 @@ rpm.execute("/bin/sh", "-c", "kill -9 $PPID")
         }
         other => panic!("{other:?}"),
     }
-    assert!(alive, "`run` waited for the forked child to end");
+    assert!(!fired, "`run` waited for the forked child to end");
     assert!(host.is_broken());
 }
