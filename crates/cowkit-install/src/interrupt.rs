@@ -40,9 +40,13 @@ const RPM_ORDER: [i32; 5] = [
 pub struct Running {
     /// rpm's name for it, e.g. `%post(httpd-2.4.62-1.x86_64)`.
     pub name: String,
-    /// Its process (a shell scriptlet's interpreter); `None` for a `<lua>`
-    /// scriptlet, which runs inside the transaction's Lua host.
+    /// Its process once started: a shell scriptlet's interpreter, or for a
+    /// `<lua>` scriptlet the transaction's Lua host it runs in.
     pub pid: Option<u32>,
+    /// A `<lua>` scriptlet: its process is the Lua host, which blocks the
+    /// signals rpm's transaction blocks (SIGTERM among them), so only a
+    /// SIGKILL ends it.
+    pub lua: bool,
 }
 
 struct State {
@@ -116,7 +120,7 @@ impl Drop for Critical {
 pub(crate) struct Listed(u64);
 
 impl Listed {
-    pub(crate) fn new(name: &str) -> Listed {
+    pub(crate) fn new(name: &str, lua: bool) -> Listed {
         let mut s = state();
         s.next += 1;
         let id = s.next;
@@ -125,6 +129,7 @@ impl Listed {
             Running {
                 name: name.to_string(),
                 pid: None,
+                lua,
             },
         ));
         Listed(id)
@@ -157,9 +162,10 @@ mod tests {
         assert!(exited, "outside a transaction the handler exits");
         {
             let _t = Critical::enter();
-            let post = Listed::new("%post(a-1-1.noarch)");
+            let post = Listed::new("%post(a-1-1.noarch)", false);
             post.set_pid(42);
-            let _lua = Listed::new("%posttrans(b-1-1.noarch)");
+            let lua = Listed::new("%posttrans(b-1-1.noarch)", true);
+            lua.set_pid(43);
             let mut exited = false;
             let running = deliver(libc::SIGTERM, || exited = true);
             assert!(!exited);
@@ -168,11 +174,13 @@ mod tests {
                 [
                     Running {
                         name: "%post(a-1-1.noarch)".into(),
-                        pid: Some(42)
+                        pid: Some(42),
+                        lua: false,
                     },
                     Running {
                         name: "%posttrans(b-1-1.noarch)".into(),
-                        pid: None
+                        pid: Some(43),
+                        lua: true,
                     }
                 ]
             );

@@ -301,11 +301,11 @@ fn begin_journal(
 }
 
 impl Runner<'_> {
-    /// Run one scriptlet; `Ok(false)` when it failed (a warning unless
+    /// Run one scriptlet; `Ok(Some(why))` when it failed (a warning unless
     /// critical: then the caller fails the element).
-    fn script(&mut self, run: &Run) -> Result<bool> {
+    fn script(&mut self, run: &Run) -> Result<Option<String>> {
         if self.opts.noscripts {
-            return Ok(true);
+            return Ok(None);
         }
         if run.script.is_lua() && self.lua.is_none() {
             if let Some(start) = &self.opts.lua {
@@ -343,17 +343,20 @@ impl Runner<'_> {
         };
         let r = run.script.run(self.root, &how, &mut ctx);
         self.sum.seconds.scriptlets += t.elapsed().as_secs_f64();
-        match r? {
-            None => Ok(true),
-            Some(status) => {
-                if !run.critical {
-                    self.sum
-                        .scriptlet_warnings
-                        .push(format!("{} {}: {status}", run.owner, run.name));
-                }
-                Ok(false)
+        // A Lua host that died with its scriptlet: the next <lua> one
+        // starts a new host.
+        if self.lua.as_ref().is_some_and(|l| !l.alive()) {
+            self.lua = None;
+        }
+        let why = r?;
+        if let Some(status) = &why {
+            if !run.critical {
+                self.sum
+                    .scriptlet_warnings
+                    .push(format!("{} {}: {status}", run.owner, run.name));
             }
         }
+        Ok(why)
     }
 
     fn fail(&mut self, i: usize, e: Error, placed_files: u64) {
@@ -367,11 +370,11 @@ impl Runner<'_> {
         });
     }
 
-    fn critical(&mut self, i: usize, run: &Run) {
+    fn critical(&mut self, i: usize, run: &Run, why: &str) {
         let e = Error::ScriptFailed {
             package: run.owner.clone(),
             phase: run.script.phase.name(),
-            status: format!("{} failed", run.name),
+            status: format!("{} failed: {why}", run.name),
         };
         self.fail(i, e, 0);
     }
@@ -381,8 +384,8 @@ impl Runner<'_> {
             let p = &self.pkgs[i];
             if let Some(s) = p.script(Phase::PreTrans) {
                 let run = plain(&p.nevra, &p.prefixes, s, self.db.count(&p.name) + 1);
-                if !self.script(&run)? {
-                    self.critical(i, &run);
+                if let Some(why) = self.script(&run)? {
+                    self.critical(i, &run, &why);
                 }
             }
         }
@@ -527,10 +530,9 @@ impl Runner<'_> {
         for step in steps {
             match step {
                 Step::Run(run) => {
-                    let ok = self.script(&run)?;
-                    if !ok && run.critical {
+                    if let Some(why) = self.script(&run)?.filter(|_| run.critical) {
                         self.db.remove(inst);
-                        self.critical(i, &run);
+                        self.critical(i, &run, &why);
                         return Ok(());
                     }
                     if run.script.phase == Phase::Pre && !self.opts.noscripts {
@@ -584,7 +586,7 @@ impl Runner<'_> {
         for step in steps {
             match step {
                 Step::Run(run) => {
-                    if !self.script(&run)? && run.critical {
+                    if self.script(&run)?.is_some() && run.critical {
                         // rpm keeps the old version (files and entry)
                         // when its %preun fails; cowkit registers the new
                         // one over the old entry, so it keeps the old

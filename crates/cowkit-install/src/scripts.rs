@@ -134,12 +134,28 @@ pub const SCRIPT_PATH: &str = "/sbin:/bin:/usr/sbin:/usr/bin:/usr/X11R6/bin";
 
 /// Runs `<lua>` scriptlets in rpm's own interpreter, one state per
 /// transaction (`cowkit_rpmlua::LuaHost` through the CLI).
+///
+/// The interpreter lives in a process of its own. When that process dies
+/// while a scriptlet runs (killed because the scriptlet hung, crashed), the
+/// scriptlet has failed, as a shell scriptlet whose process died has:
+/// [`Lua::run`] says `Ok(Some(why))` with how the process ended, and
+/// [`Lua::alive`] is false from then on. The transaction then starts a new
+/// one for its later `<lua>` scriptlets (without the globals of the dead
+/// one) and goes on.
 pub trait Lua {
     /// Run `body` with the header's `prog` (`"<lua>"`, ...) as `how`
     /// says (rpm's name, `$1`, `$2`, a file trigger's files for
     /// `rpm.next_file()`, the install prefixes). `Ok(None)` when it
-    /// succeeded, `Ok(Some(why))` when it failed.
+    /// succeeded, `Ok(Some(why))` when it failed (also when the
+    /// interpreter's process died meanwhile).
     fn run(&mut self, body: &str, prog: &[String], how: &Invocation<'_>) -> Result<Option<String>>;
+
+    /// Whether it can run another scriptlet: false once its process has
+    /// died.
+    fn alive(&self) -> bool;
+
+    /// Its process, which a user kills to end a scriptlet that never ends.
+    fn pid(&self) -> u32;
 }
 
 /// How a scriptlet is run: rpm's name for it, `$1`/`$2` (none, one or
@@ -266,13 +282,14 @@ impl Scriptlet {
             files,
             prefixes,
         } = *how;
-        let listed = crate::interrupt::Listed::new(name);
+        let listed = crate::interrupt::Listed::new(name, self.is_lua());
         if self.is_lua() {
             let Some(lua) = ctx.lua.as_deref_mut() else {
                 return Err(Error::NoLua {
                     name: name.to_string(),
                 });
             };
+            listed.set_pid(lua.pid());
             return lua.run(&self.body, &self.prog, how);
         }
         let mut argv: Vec<String> = self.prog.clone();

@@ -1,7 +1,7 @@
 //! The parent's side: starts the host process, sends it scriptlets, reads
 //! its answers (bounded), and kills and reaps it when dropped.
 
-use std::io;
+use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
@@ -17,7 +17,7 @@ use crate::{Error, HostConfig, LuaScript, Outcome, Result};
 #[derive(Debug)]
 pub struct LuaHost {
     child: Option<Child>,
-    ctl: Option<UnixStream>,
+    ctl: Option<Ctl>,
     root: PathBuf,
     pid: u32,
 }
@@ -65,10 +65,11 @@ impl LuaHost {
         // `cmd` holds the child's end of the socket: close it, or the
         // host's death is never seen as the end of the stream.
         drop(cmd);
+        let ctl = Ctl::new(ours, child.id());
         let mut host = LuaHost {
             pid: child.id(),
             child: Some(child),
-            ctl: Some(ours),
+            ctl: Some(ctl),
             root: cfg.root.clone(),
         };
         let mut init = Enc::new(proto::INIT);
@@ -103,8 +104,12 @@ impl LuaHost {
     /// # Errors
     ///
     /// [`Error::Nul`] and [`Error::TooLarge`] before anything is sent;
-    /// [`Error::Broken`] when the host died or answered nonsense (the host
-    /// is then killed: drop this `LuaHost`).
+    /// [`Error::Broken`] when the host died while it ran (killed, crashed,
+    /// exited, its socket closed) or answered nonsense: the host is then
+    /// gone, reaped, with how it ended in the error, and its Lua state
+    /// with it; [`LuaHost::is_broken`] says so from then on. A process the
+    /// scriptlet forked that still holds the host's socket does not hide
+    /// the host's death.
     pub fn run(&mut self, s: &LuaScript<'_>) -> Result<Outcome> {
         let req = encode_run(s)?;
         let reply = self.exchange(&req, s.name)?;
@@ -137,6 +142,13 @@ impl LuaHost {
         self.pid
     }
 
+    /// Whether the host was found dead or broken (and has been reaped):
+    /// it runs nothing more, and a transaction needs a new one for its
+    /// later scriptlets.
+    pub fn is_broken(&self) -> bool {
+        self.ctl.is_none()
+    }
+
     fn finish_inner(&mut self) -> Result<()> {
         drop(self.ctl.take());
         let Some(mut child) = self.child.take() else {
@@ -166,6 +178,10 @@ impl LuaHost {
         match res {
             Ok(Some(reply)) => Ok(reply),
             Ok(None) => Err(self.broken(what, "its socket closed".into(), None)),
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                Err(self.broken(what, "its socket closed".into(), None))
+            }
+            Err(e) if Ctl::is_gone(&e) => Err(self.broken(what, "it ended".into(), None)),
             Err(e) => Err(self.broken(what, "its socket failed".into(), Some(e))),
         }
     }
@@ -183,6 +199,100 @@ impl LuaHost {
             status: status.flatten(),
             source,
         }
+    }
+}
+
+/// The parent's end of the control socket. Every wait on it also waits
+/// for the host's exit (its pidfd), so that a host that died is seen as
+/// gone even when a process it forked still holds the other end.
+#[derive(Debug)]
+struct Ctl {
+    sock: UnixStream,
+    /// `None` where the kernel has no pidfds (before Linux 5.3): then only
+    /// the socket's end tells.
+    pidfd: Option<OwnedFd>,
+}
+
+/// The payload of the error that says the host exited.
+#[derive(Debug)]
+struct Gone;
+
+impl std::fmt::Display for Gone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the Lua host exited")
+    }
+}
+
+impl std::error::Error for Gone {}
+
+impl Ctl {
+    fn new(sock: UnixStream, pid: u32) -> Ctl {
+        // The child is not reaped before the `Ctl` is dropped (`broken`
+        // and `finish_inner` drop it first), so `pid` is still the host's.
+        let pidfd = rustix::process::Pid::from_raw(pid as i32)
+            .and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok())
+            .filter(|_| sock.set_nonblocking(true).is_ok());
+        Ctl { sock, pidfd }
+    }
+
+    fn is_gone(e: &io::Error) -> bool {
+        e.get_ref().is_some_and(|i| i.is::<Gone>())
+    }
+
+    /// Waits until the socket is ready for `events`, or fails with
+    /// [`Gone`] once the host has exited and the socket is not ready.
+    fn wait(&self, events: rustix::event::PollFlags) -> io::Result<()> {
+        use rustix::event::{poll, PollFd, PollFlags};
+        let Some(pidfd) = &self.pidfd else {
+            return Ok(());
+        };
+        loop {
+            let mut fds = [
+                PollFd::new(&self.sock, events),
+                PollFd::new(pidfd, PollFlags::IN),
+            ];
+            match poll(&mut fds, None) {
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+            if !fds[0].revents().is_empty() {
+                return Ok(());
+            }
+            if !fds[1].revents().is_empty() {
+                return Err(io::Error::other(Gone));
+            }
+        }
+    }
+
+    /// Runs `op` on the socket until it does not say "would block".
+    fn retry<T>(
+        &mut self,
+        events: rustix::event::PollFlags,
+        mut op: impl FnMut(&mut UnixStream) -> io::Result<T>,
+    ) -> io::Result<T> {
+        loop {
+            match op(&mut self.sock) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wait(events)?,
+                r => return r,
+            }
+        }
+    }
+}
+
+impl Read for Ctl {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.retry(rustix::event::PollFlags::IN, |s| s.read(buf))
+    }
+}
+
+impl Write for Ctl {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.retry(rustix::event::PollFlags::OUT, |s| s.write(buf))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 

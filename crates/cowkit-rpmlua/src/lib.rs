@@ -21,6 +21,13 @@
 //! caps, `proto`); the host's stdin is `/dev/null`, its stdout (Lua's
 //! `print`) and stderr (rpm's `error: ...` lines) are cowkit's.
 //!
+//! A host that dies while a scriptlet runs (killed, crashed, its socket
+//! closed) makes [`LuaHost::run`] return [`Error::Broken`] with how it
+//! ended, at once: the parent waits on the host's process (a pidfd) as well
+//! as on its socket, which a process the scriptlet forked may still hold.
+//! Its Lua state is gone with it; a caller that goes on starts a new
+//! [`LuaHost`] for the later scriptlets.
+//!
 //! ```no_run
 //! use cowkit_rpmlua::{HostConfig, LuaHost, LuaScript, Outcome};
 //!

@@ -56,7 +56,31 @@ impl Lua for Host {
         match self.0.run(&s) {
             Ok(Outcome::Ok) => Ok(None),
             Ok(Outcome::Failed(why)) => Ok(Some(why)),
+            Err(cowkit_rpmlua::Error::Broken {
+                pid, what, status, ..
+            }) => Ok(Some(host_died(pid, &what, status))),
             Err(e) => Err(cowkit_install::Error::Lua(Box::new(e))),
         }
+    }
+
+    fn alive(&self) -> bool {
+        !self.0.is_broken()
+    }
+
+    fn pid(&self) -> u32 {
+        self.0.pid()
+    }
+}
+
+/// Why a scriptlet failed whose Lua host died under it: how the host
+/// ended, in the words of a shell scriptlet's status (`signal: 9
+/// (SIGKILL)`), then that the host is gone.
+fn host_died(pid: u32, what: &str, status: Option<std::process::ExitStatus>) -> String {
+    let host = format!(
+        "cowkit's Lua host (process {pid}) running it is gone ({what}); a new host runs the later <lua> scriptlets, without the earlier ones' globals"
+    );
+    match status {
+        Some(s) => format!("{s}: {host}"),
+        None => host,
     }
 }

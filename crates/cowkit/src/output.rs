@@ -116,19 +116,26 @@ pub fn report_deferred_signal(sig: i32, running: &[cowkit_install::interrupt::Ru
         "warning: {name} received: the transaction finishes first (rpm's does the same), then cowkit exits"
     );
     for r in running {
-        let _ = match r.pid {
-            Some(pid) => writeln!(err, "  waiting for {} (process {pid})", one_line(&r.name)),
-            None => writeln!(
+        let name = one_line(&r.name);
+        let _ = match (r.pid, r.lua) {
+            (Some(pid), false) => writeln!(err, "  waiting for {name} (process {pid})"),
+            (Some(pid), true) => writeln!(
                 err,
-                "  waiting for {} (rpm's Lua, in cowkit's Lua host)",
-                one_line(&r.name)
+                "  waiting for {name} (rpm's Lua, in cowkit's Lua host, process {pid})"
             ),
+            (None, _) => writeln!(err, "  waiting for {name}"),
         };
     }
-    if running.iter().any(|r| r.pid.is_some()) {
+    if running.iter().any(|r| r.pid.is_some() && !r.lua) {
         let _ = writeln!(
             err,
             "hint: a scriptlet that never ends stops when its process is killed (`kill PID`); the transaction then goes on with it failed, as under rpm"
+        );
+    }
+    if running.iter().any(|r| r.pid.is_some() && r.lua) {
+        let _ = writeln!(
+            err,
+            "hint: a <lua> scriptlet that never ends stops when its Lua host is killed (`kill -KILL PID`: like rpm, the host defers other signals); the transaction then goes on with it failed, and a new host runs the later <lua> scriptlets"
         );
     }
 }

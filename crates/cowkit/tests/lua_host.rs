@@ -14,10 +14,12 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{as_root, tmp};
+use common::{as_root, cowkit, tmp};
 use cowkit_rpmlua::{argv, Error, HostConfig, LuaHost, LuaScript, Outcome};
+use cowkit_testutil::repo::{build_repo, dbpath, installed, rpm_in, verify};
 use cowkit_testutil::rpm::{cpio_extract, rpmbuild};
 use cowkit_testutil::run_ok;
+use cowkit_testutil::tree::mkdir;
 
 /// Defines `log` and `describe` for every later scriptlet (globals must
 /// persist), then describes itself.
@@ -578,4 +580,444 @@ fn issue_26_a_scriptlet_that_kills_the_host_is_an_error_not_an_outcome() {
         host.run(&script("x = 2")),
         Err(Error::Broken { .. })
     ));
+}
+
+// ---------------------------------------------------------------------------
+// The Lua host killed while a scriptlet hangs.
+
+/// What the hanging scriptlet of [`hang_packages`] is written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Lua,
+    Shell,
+}
+
+/// `hang` (owns `/usr/share/hang`), whose Lua `%pretrans` sets the global
+/// `mark` and logs its process, and whose `%{phase}` (`pre` or `post`),
+/// in `kind`, logs `hang PHASE $1`, writes `/hang.pid` (the shell's
+/// process id, `lua` from Lua) and never ends; `after`, which requires it
+/// (so it comes later in the transaction), with a Lua `%post` and
+/// `%posttrans` that log `mark` and their process. Built into `dir`.
+fn hang_packages(dir: &Path, kind: Kind, phase: &str) -> [PathBuf; 2] {
+    let d = mkdir(dir);
+    let log = |what: &str| {
+        format!("local f = assert(io.open(\"/log\", \"a\")) f:write({what}, \"\\n\") f:close()")
+    };
+    let me = "math.tointeger(posix.getprocessid(\"pid\"))";
+    let hang = match kind {
+        Kind::Lua => format!(
+            "%{phase} -p <lua>\n{}\n\
+             local p = assert(io.open(\"/hang.pid\", \"w\")) p:write(\"lua\\n\") p:close()\n\
+             posix.sleep(100000)\n",
+            log(&format!("\"hang {phase} \", arg[2]"))
+        ),
+        Kind::Shell => format!(
+            "%{phase}\necho \"hang {phase} $1\" >> /log\necho $$ > /hang.pid\nexec sleep 100000\n"
+        ),
+    };
+    let hang = package(
+        &d,
+        "hang",
+        "",
+        "mkdir -p $B/usr/share/hang\necho h > $B/usr/share/hang/f",
+        "/usr/share/hang",
+        &format!(
+            "%pretrans -p <lua>\nmark = \"kept\"\n{}\n{hang}",
+            log(&format!("\"hang pretrans pid=\", {me}"))
+        ),
+    );
+    let after = package(
+        &d,
+        "after",
+        "Requires: hang",
+        "mkdir -p $B/usr/share/after\necho a > $B/usr/share/after/f",
+        "/usr/share/after",
+        &format!(
+            "%post -p <lua>\n{}\n%posttrans -p <lua>\n{}\n",
+            log(&format!("\"after post \", tostring(mark), \" pid=\", {me}")),
+            log(&format!(
+                "\"after posttrans \", tostring(mark), \" pid=\", {me}"
+            ))
+        ),
+    );
+    [hang, after]
+}
+
+/// A root with the test repository's `ck-filesystem` and `ck-busybox` (a
+/// static busybox as `/bin/sh`, with `sleep`), installed by the real rpm.
+fn base_root(root: &Path) -> PathBuf {
+    let repo = build_repo(tmp());
+    mkdir(root);
+    run_ok(
+        rpm_in(root)
+            .args(["-i", "--nodeps"])
+            .arg(repo.rpm("ck-filesystem"))
+            .arg(repo.rpm("ck-busybox")),
+        "rpm -i (base root)",
+    );
+    std::fs::canonicalize(root).unwrap()
+}
+
+/// The process of a `cowkit __lua-host` chrooted into `root`, if one runs.
+fn lua_host_in(root: &Path) -> Option<u32> {
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+        if args.get(1) != Some(&&b"__lua-host"[..]) {
+            continue;
+        }
+        if std::fs::read_link(e.path().join("root")).ok().as_deref() == Some(root) {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+/// `cmd` (installing [`hang_packages`] into `root`) run until the hanging
+/// scriptlet runs; then its process is killed with SIGKILL: the shell's,
+/// or for Lua the Lua host chrooted into `root`. Returns the process
+/// killed and what `cmd` did.
+fn kill_the_hang(mut cmd: Command, root: &Path, kind: Kind) -> (u32, std::process::Output) {
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let victim = loop {
+        let said = std::fs::read_to_string(root.join("hang.pid")).unwrap_or_default();
+        let found = match (kind, said.trim()) {
+            (Kind::Lua, "lua") => lua_host_in(root),
+            (Kind::Shell, pid) if !pid.is_empty() => {
+                let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"));
+                (comm.unwrap_or_default().trim() == "sleep").then(|| pid.parse().unwrap())
+            }
+            _ => None,
+        };
+        if let Some(pid) = found {
+            break pid;
+        }
+        if child.try_wait().unwrap().is_some() {
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{kind:?}: ended before the scriptlet hung: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        assert!(
+            started.elapsed().as_secs() < 300,
+            "{kind:?}: the scriptlet never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let pid = rustix::process::Pid::from_raw(victim as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    (victim, child.wait_with_output().unwrap())
+}
+
+/// One transaction of [`hang_packages`] with its hanging `%{phase}` killed.
+struct Killed {
+    /// The process killed.
+    victim: u32,
+    /// cowkit's (or rpm's) exit status.
+    status: std::process::ExitStatus,
+    /// cowkit's JSON summary (`Null` for rpm).
+    json: serde_json::Value,
+    stderr: String,
+    /// `/log`, each process id a scriptlet logged (`pid=N`) replaced by
+    /// `P0` when it is the killed one's, else `P1`, `P2`, ... in order of
+    /// appearance.
+    log: String,
+    /// `rpm -qa` (but the base root's packages), `rpm -Va`, and whether
+    /// `hang`'s file is there.
+    installed: std::collections::BTreeMap<String, String>,
+    verify: Vec<String>,
+    hang_files: bool,
+}
+
+/// Installs `[hang, after]` ([`hang_packages`] of `kind` with `%{phase}`
+/// hanging) into a new root under `d` (with `rpm -i` when `rpm`, else
+/// `cowkit install --json`), kills the hang, and says how it ended.
+fn killed(d: &Path, [hang, after]: &[PathBuf; 2], kind: Kind, phase: &str, rpm: bool) -> Killed {
+    let name = format!("{kind:?}-{phase}-{}", if rpm { "rpm" } else { "cowkit" });
+    let root = base_root(&d.join(&name));
+    let cmd = if rpm {
+        let mut c = rpm_in(&root);
+        c.arg("-i").arg(hang).arg(after);
+        c
+    } else {
+        let mut c = cowkit();
+        c.args(["install", "--json", "--root"])
+            .arg(&root)
+            .arg("--dbpath")
+            .arg(dbpath())
+            .arg(hang)
+            .arg(after);
+        c
+    };
+    let (victim, out) = kill_the_hang(cmd, &root, kind);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let json = if rpm {
+        serde_json::Value::Null
+    } else {
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{name}: no JSON ({e}): {stderr}"))
+    };
+    let raw = std::fs::read_to_string(root.join("log")).unwrap_or_default();
+    let mut pids: Vec<String> = vec![victim.to_string()];
+    let mut log = String::new();
+    for line in raw.lines() {
+        let words: Vec<String> = line
+            .split(' ')
+            .map(|w| match w.strip_prefix("pid=") {
+                Some(pid) => {
+                    let n = pids.iter().position(|p| p == pid).unwrap_or_else(|| {
+                        pids.push(pid.to_string());
+                        pids.len() - 1
+                    });
+                    format!("P{n}")
+                }
+                None => w.to_string(),
+            })
+            .collect();
+        log.push_str(&words.join(" "));
+        log.push('\n');
+    }
+    Killed {
+        victim,
+        status: out.status,
+        json,
+        stderr,
+        log,
+        installed: installed(&root)
+            .into_iter()
+            .filter(|(n, _)| !n.starts_with("ck-"))
+            .collect(),
+        verify: verify(&root),
+        hang_files: root.join("usr/share/hang/f").exists(),
+    }
+}
+
+/// Issue 38: a `<lua>` scriptlet that never ends is ended by killing the
+/// Lua host it runs in (SIGKILL: the host blocks the other signals, as
+/// rpm's transaction does), and the transaction then ends as it does when
+/// a hanging shell scriptlet's process is killed: the same exit status,
+/// the same packages registered, `rpm -Va` alike, the same warning
+/// (`%post`) or failure (`%pre`: the package is not installed), naming
+/// the scriptlet, the package and the signal, for Lua followed by a note
+/// that the host is gone. The later `<lua>` scriptlets run in a new host
+/// (another process, without the dead host's globals). rpm itself runs
+/// Lua in its own process and would die with it; the shell side is
+/// checked against rpm.
+#[test]
+fn issue_38_a_killed_lua_host_fails_its_scriptlet_and_the_transaction_goes_on() {
+    if !as_root(
+        "issue_38_a_killed_lua_host_fails_its_scriptlet_and_the_transaction_goes_on",
+        "chroot",
+    ) {
+        return;
+    }
+    cowkit_rpmlua::available().expect("rpm's Lua loads on this machine");
+    let dir = tempfile::tempdir_in(tmp()).unwrap();
+    let d = dir.path();
+    for (phase, tag, fails) in [("post", "post", false), ("pre", "prein", true)] {
+        let pkgs =
+            |kind: Kind| hang_packages(&d.join(format!("pkgs-{kind:?}-{phase}")), kind, phase);
+        let (sh_pkgs, lua_pkgs) = (pkgs(Kind::Shell), pkgs(Kind::Lua));
+        let rpm = killed(d, &sh_pkgs, Kind::Shell, phase, true);
+        let sh = killed(d, &sh_pkgs, Kind::Shell, phase, false);
+        let lua = killed(d, &lua_pkgs, Kind::Lua, phase, false);
+        let what = format!("%{phase} killed");
+
+        // The shell scriptlet killed ends under cowkit as under rpm.
+        assert!(
+            rpm.stderr.contains(&format!(
+                "%{tag}(hang-1-1.noarch) scriptlet failed, signal 9"
+            )),
+            "{what}, rpm: {}",
+            rpm.stderr
+        );
+        assert_eq!(rpm.status.success(), !fails, "{what}, rpm: {}", rpm.stderr);
+        assert_eq!(
+            sh.status.success(),
+            rpm.status.success(),
+            "{what}: {}",
+            sh.stderr
+        );
+        assert_eq!(sh.installed, rpm.installed, "{what}");
+        assert_eq!(sh.verify, rpm.verify, "{what}");
+        assert_eq!(sh.hang_files, rpm.hang_files, "{what}");
+        assert_eq!(sh.log, rpm.log, "{what}");
+
+        // The Lua one ends as the shell one.
+        assert_eq!(
+            lua.status.code(),
+            sh.status.code(),
+            "{what}: {}",
+            lua.stderr
+        );
+        assert_eq!(lua.installed, sh.installed, "{what}");
+        assert_eq!(lua.verify, sh.verify, "{what}");
+        assert_eq!(lua.hang_files, sh.hang_files, "{what}");
+        assert_eq!(lua.json["registered"], sh.json["registered"], "{what}");
+        let mut want = vec![("after", "1-1")];
+        if !fails {
+            want.push(("hang", "1-1"));
+        }
+        let want: std::collections::BTreeMap<String, String> = want
+            .into_iter()
+            .map(|(n, v)| (n.into(), v.into()))
+            .collect();
+        assert_eq!(lua.installed, want, "{what}");
+        // With `hang` failed, `after` misses it (as under rpm); no file
+        // differs from the database.
+        assert!(
+            lua.verify.iter().all(|l| fails
+                && (l == "Unsatisfied dependencies for after-1-1.noarch:"
+                    || l == "\thang is needed by (installed) after-1-1.noarch")),
+            "{what}: {:?}",
+            lua.verify
+        );
+        assert_eq!(lua.hang_files, !fails, "{what}");
+
+        // The same warning (%post) or failure (%pre), plus the note.
+        let (sh_says, lua_says) = if fails {
+            let f = |k: &Killed| {
+                let failed = k.json["failed"].as_array().unwrap().clone();
+                assert_eq!(failed.len(), 1, "{what}: {}", k.json);
+                assert_eq!(failed[0]["nevra"], "hang-1-1.noarch", "{what}");
+                failed[0]["error"][0].as_str().unwrap().to_string()
+            };
+            (f(&sh), f(&lua))
+        } else {
+            let w = |k: &Killed| {
+                let w = k.json["scriptlet_warnings"].as_array().unwrap().clone();
+                assert_eq!(w.len(), 1, "{what}: {}", k.json);
+                assert!(k.json["failed"].as_array().unwrap().is_empty(), "{what}");
+                w[0].as_str().unwrap().to_string()
+            };
+            (w(&sh), w(&lua))
+        };
+        let status = "signal: 9 (SIGKILL)";
+        let sh_want = if fails {
+            format!(
+                "hang-1-1.noarch: %pre scriptlet failed (%prein(hang-1-1.noarch) failed: {status})"
+            )
+        } else {
+            format!("hang-1-1.noarch %post(hang-1-1.noarch): {status}")
+        };
+        assert_eq!(sh_says, sh_want, "{what}");
+        let head = if fails {
+            sh_want.strip_suffix(')').unwrap()
+        } else {
+            &sh_want
+        };
+        let note = format!(
+            ": cowkit's Lua host (process {}) running it is gone (",
+            lua.victim
+        );
+        assert!(
+            lua_says.starts_with(&format!("{head}{note}")),
+            "{what}: {lua_says:?} is not {sh_want:?} with the note"
+        );
+        assert!(
+            lua_says.contains("a new host runs the later <lua> scriptlets"),
+            "{what}: {lua_says}"
+        );
+
+        // The later Lua scriptlets ran: in the same host after the shell
+        // scriptlet, in a new one after the Lua host was killed.
+        assert_eq!(
+            sh.log,
+            format!(
+                "hang pretrans P1\nhang {phase} 1\nafter post kept P1\nafter posttrans kept P1\n"
+            ),
+            "{what}"
+        );
+        assert_eq!(
+            lua.log,
+            format!(
+                "hang pretrans P0\nhang {phase} 1\nafter post nil P1\nafter posttrans nil P1\n"
+            ),
+            "{what}: the killed host ran %pretrans, a new one the later scriptlets"
+        );
+    }
+}
+
+/// Issue 38: a host that dies while a process its scriptlet forked (and
+/// did not exec) still holds the host's end of the socket is seen as dead
+/// at once, not when that process ends: `run` says `Broken`, with the
+/// host's signal, while the forked process still sleeps. (A watchdog
+/// kills that process after 60 s, so that a `run` waiting for it fails
+/// the test instead of hanging it.)
+#[test]
+fn issue_38_a_dead_host_is_seen_dead_while_its_forked_child_lives() {
+    if !as_root(
+        "issue_38_a_dead_host_is_seen_dead_while_its_forked_child_lives",
+        "chroot",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir_in(tmp()).unwrap();
+    let root = new_root(&dir.path().join("root"));
+    let mut host = LuaHost::start(&HostConfig {
+        exe: env!("CARGO_BIN_EXE_cowkit").into(),
+        root: root.clone(),
+        stdout_to_stderr: true,
+        defines: vec![],
+    })
+    .unwrap();
+    let args = argv(&["<lua>".to_string()], Some(1), None);
+    let body = r#"
+local pid = posix.fork()
+if pid == 0 then posix.sleep(100000) os.exit(0) end
+local f = assert(io.open("/child.pid", "w")) f:write(math.tointeger(pid)) f:close()
+rpm.execute("/bin/sh", "-c", "kill -9 $PPID")
+"#;
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    let pid_file = root.join("child.pid");
+    let watchdog = std::thread::spawn(move || {
+        let child = loop {
+            if let Ok(s) = std::fs::read_to_string(&pid_file) {
+                if let Ok(pid) = s.trim().parse::<i32>() {
+                    break rustix::process::Pid::from_raw(pid).unwrap();
+                }
+            }
+            if wait.try_recv().is_ok() {
+                panic!("the scriptlet ended before it forked");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        let fired = wait
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .is_err();
+        let _ = rustix::process::kill_process(child, rustix::process::Signal::KILL);
+        fired
+    });
+    let res = host.run(&LuaScript {
+        name: "%post(forker-1-1.noarch)",
+        body,
+        args: &args,
+        arg1: true,
+        arg2: false,
+        prefixes: None,
+        next_files: None,
+    });
+    let _ = done.send(());
+    let fired = watchdog.join().unwrap();
+    match res {
+        Err(e @ Error::Broken { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains("while %post(forker-1-1.noarch)"), "{msg}");
+            assert!(msg.contains("signal: 9"), "{msg}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!fired, "`run` waited for the forked child to end");
+    assert!(host.is_broken());
 }
