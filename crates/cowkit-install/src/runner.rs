@@ -307,6 +307,11 @@ impl Runner<'_> {
         if self.opts.noscripts {
             return Ok(None);
         }
+        // A Lua host that died, with its scriptlet or since: a new host
+        // runs this one.
+        if run.script.is_lua() && self.lua.as_mut().is_some_and(|l| !l.alive()) {
+            self.lua = None;
+        }
         if run.script.is_lua() && self.lua.is_none() {
             if let Some(start) = &self.opts.lua {
                 // Started inside the nosync session: the host and what its
@@ -343,11 +348,6 @@ impl Runner<'_> {
         };
         let r = run.script.run(self.root, &how, &mut ctx);
         self.sum.seconds.scriptlets += t.elapsed().as_secs_f64();
-        // A Lua host that died with its scriptlet: the next <lua> one
-        // starts a new host.
-        if self.lua.as_ref().is_some_and(|l| !l.alive()) {
-            self.lua = None;
-        }
         let why = r?;
         if let Some(status) = &why {
             if !run.critical {

@@ -151,8 +151,8 @@ pub trait Lua {
     fn run(&mut self, body: &str, prog: &[String], how: &Invocation<'_>) -> Result<Option<String>>;
 
     /// Whether it can run another scriptlet: false once its process has
-    /// died.
-    fn alive(&self) -> bool;
+    /// died, with a scriptlet or between two.
+    fn alive(&mut self) -> bool;
 
     /// Its process, which a user kills to end a scriptlet that never ends.
     fn pid(&self) -> u32;

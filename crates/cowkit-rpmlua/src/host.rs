@@ -149,6 +149,24 @@ impl LuaHost {
         self.ctl.is_none()
     }
 
+    /// Whether the host has ended while it ran nothing (an OOM kill, a
+    /// signal between two scriptlets): reaped then, and
+    /// [`LuaHost::is_broken`] from then on, so that the next scriptlet
+    /// goes to a new host instead of failing on this one.
+    pub fn ended_while_idle(&mut self) -> bool {
+        if self.is_broken() {
+            return true;
+        }
+        match self.child.as_mut().map(Child::try_wait) {
+            Some(Ok(Some(_))) => {
+                drop(self.ctl.take());
+                self.child = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
     fn finish_inner(&mut self) -> Result<()> {
         drop(self.ctl.take());
         let Some(mut child) = self.child.take() else {

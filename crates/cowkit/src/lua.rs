@@ -63,8 +63,8 @@ impl Lua for Host {
         }
     }
 
-    fn alive(&self) -> bool {
-        !self.0.is_broken()
+    fn alive(&mut self) -> bool {
+        !self.0.ended_while_idle()
     }
 
     fn pid(&self) -> u32 {

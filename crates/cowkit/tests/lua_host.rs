@@ -1021,3 +1021,70 @@ rpm.execute("/bin/sh", "-c", "kill -9 $PPID")
     assert!(!fired, "`run` waited for the forked child to end");
     assert!(host.is_broken());
 }
+
+/// A Lua host that dies between two scriptlets (here killed by a process
+/// its first scriptlet left behind, as an OOM kill would end it) ran none
+/// of the next one: that one goes to a new host and succeeds, with no
+/// warning, rather than failing on the dead one.
+#[test]
+fn a_host_that_died_between_scriptlets_is_replaced_before_the_next() {
+    if !as_root(
+        "a_host_that_died_between_scriptlets_is_replaced_before_the_next",
+        "packages are installed as root",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir_in(tmp()).unwrap();
+    let d = mkdir(&dir.path().join("pkgs"));
+    // The first %post forks a process that kills the host a second later,
+    // while the next package's shell %pre sleeps.
+    let first = package(
+        &d,
+        "idle-a",
+        "",
+        "mkdir -p $B/usr/share/idle-a\necho a > $B/usr/share/idle-a/f",
+        "/usr/share/idle-a",
+        "%post -p <lua>\n\
+         local host = posix.getprocessid(\"pid\")\n\
+         if posix.fork() == 0 then posix.sleep(1) posix.kill(host, 9) os.exit(0) end\n\
+         local f = assert(io.open(\"/host.pid\", \"w\")) f:write(math.tointeger(host)) f:close()\n",
+    );
+    let second = package(
+        &d,
+        "idle-b",
+        "Requires: idle-a",
+        "mkdir -p $B/usr/share/idle-b\necho b > $B/usr/share/idle-b/f",
+        "/usr/share/idle-b",
+        "%pre\nsleep 3\n%post -p <lua>\n\
+         local f = assert(io.open(\"/second.pid\", \"w\")) \
+         f:write(math.tointeger(posix.getprocessid(\"pid\"))) f:close()\n",
+    );
+    let root = base_root(&dir.path().join("root"));
+    let out = cowkit()
+        .args(["install", "--json", "--root"])
+        .arg(&root)
+        .arg("--dbpath")
+        .arg(dbpath())
+        .arg(&first)
+        .arg(&second)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        json["scriptlet_warnings"].as_array().map(Vec::len),
+        Some(0),
+        "{json}\n{stderr}"
+    );
+    let host = std::fs::read_to_string(root.join("host.pid")).unwrap();
+    let second_host = std::fs::read_to_string(root.join("second.pid"))
+        .unwrap_or_else(|e| panic!("the second %post did not run ({e}): {stderr}"));
+    assert_ne!(host, second_host, "the second %post ran in the killed host");
+    let names: Vec<String> = installed(&root).into_keys().collect();
+    assert!(
+        names.iter().any(|n| n.starts_with("idle-a"))
+            && names.iter().any(|n| n.starts_with("idle-b")),
+        "{names:?}"
+    );
+}
