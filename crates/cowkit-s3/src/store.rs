@@ -344,6 +344,7 @@ impl Store {
         let (sub, name) = Self::record_name(key);
         let p = self.meta_path(bucket).join(&sub).join(&name);
         let rel = format!("{bucket}/{sub}/{name}");
+        crate::fault::stale("open-record", "open", || p.clone())?;
         let m: Option<ObjectMeta> = match fsutil::read_json(self.meta.as_fd(), &rel, &p) {
             Ok(m) => m,
             // A damaged record is as good as none: the object stays readable.
@@ -546,6 +547,7 @@ impl Store {
         }
         let mut tries = 0;
         loop {
+            crate::fault::stale("open-object", "open", || self.root.display(&rel))?;
             let fd = match self.root.open_read(&rel) {
                 Ok(fd) => fd,
                 Err(e) => {
