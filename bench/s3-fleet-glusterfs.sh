@@ -142,4 +142,5 @@ if [ "$n_bad" != 0 ]; then
 fi
 log "loadavg at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 grep -h ERROR "$RIG"/logs/gw*.log | sed -E 's/`[^`]*`/PATH/' | sort | uniq -c >&2 || true
+log "opened again by name after ESTALE (gateways that log it): $(cat "$RIG"/logs/gw*.log | grep -c 'opening it again by name')"
 exit "$status"

@@ -88,7 +88,7 @@ pub(crate) fn reopen<T>(
                     );
                     return Err(e);
                 }
-                log::debug!("{}: {e}; opening it again by name", what());
+                log::info!("{}: {e}; opening it again by name", what());
             }
             Err(e) => return Err(e),
         }
