@@ -23,6 +23,7 @@
 #                           defaults, which serve stale objects for about a second)
 #   PARTS=64 PART_MIB=5 ROUNDS=3 DURING=30
 #   VERSIONS=60             seconds of the racing overwrites of the `versions` test
+#   WRITERS=1               its client threads overwriting the key through gateway 1
 #   ONLY=multipart,race,overwrite,during,versions   the tests to run (PRIMS=0: skip fs_prims.py)
 #   IMG_SIZE=4G             each brick image (sparse), under BENCH_IMG_DIR=/var/tmp
 #   COWKIT=/path/to/cowkit  (default: cargo build --release)
@@ -37,6 +38,7 @@ PART_MIB=${PART_MIB:-5}
 ROUNDS=${ROUNDS:-3}
 DURING=${DURING:-30}
 VERSIONS=${VERSIONS:-60}
+WRITERS=${WRITERS:-1}
 ONLY=${ONLY:-multipart,race,overwrite,during,versions}
 PRIMS=${PRIMS:-1}
 IMG_SIZE=${IMG_SIZE:-4G}
@@ -131,7 +133,7 @@ mkdir "$RIG/logs" "$RIG/bad"
 status=0
 FLEET_BAD_DIR="$RIG/bad" "$PY" "$BENCH_DIR/s3_fleet_glusterfs.py" --cowkit "$COWKIT" \
   --logs "$RIG/logs" --parts "$PARTS" --part-mib "$PART_MIB" --rounds "$ROUNDS" \
-  --during-seconds "$DURING" --versions-seconds "$VERSIONS" --only "$ONLY" "${mounts[@]}" ||
+  --during-seconds "$DURING" --versions-seconds "$VERSIONS" --versions-writers "$WRITERS" --only "$ONLY" "${mounts[@]}" ||
   status=$?
 n_bad=$(find "$RIG/bad" -type f | wc -l)
 if [ "$n_bad" != 0 ]; then

@@ -199,7 +199,7 @@ def version_of(body):
     return n
 
 
-def versions(gws, seconds, readers_per_gateway=2):
+def versions(gws, seconds, writers=1, readers_per_gateway=2):
     """Racing overwrites through gateway 1, GETs and HEADs through the others."""
     import botocore.exceptions as bx
     key = "versions"
@@ -219,8 +219,10 @@ def versions(gws, seconds, readers_per_gateway=2):
 
     def writer():
         while time.monotonic() < stop:
-            gws[0].s3.put_object(Bucket="fleet", Key=key, Body=version_body(put[0]))
-            put[0] += 1
+            with lock:
+                n = put[0]
+                put[0] += 1
+            gws[0].s3.put_object(Bucket="fleet", Key=key, Body=version_body(n))
 
     def reader(gw, r):
         i = 0
@@ -248,7 +250,7 @@ def versions(gws, seconds, readers_per_gateway=2):
                     with open(os.path.join(os.environ.get("FLEET_BAD_DIR", "/tmp"),
                                            "bad-%d-%d" % (r, i)), "wb") as f:
                         f.write(body)
-                elif n > put[0]:
+                elif n >= put[0]:
                     count("unknown_version")
                 else:
                     count("whole")
@@ -262,7 +264,7 @@ def versions(gws, seconds, readers_per_gateway=2):
                 count("heads" if head else "gets")
                 count("client_errors", type(e).__name__)
 
-    threads = [threading.Thread(target=writer)]
+    threads = [threading.Thread(target=writer) for _ in range(writers)]
     for j, gw in enumerate(gws[1:]):
         threads += [threading.Thread(target=reader, args=(gw, j * readers_per_gateway + r))
                     for r in range(readers_per_gateway)]
@@ -272,7 +274,7 @@ def versions(gws, seconds, readers_per_gateway=2):
         t.join()
     five = sum(n for s, n in c["status"].items() if s.startswith("5"))
     seen = len(c.pop("versions_seen"))
-    out(test="versions", seconds=seconds, puts=put[0], readers=len(threads) - 1, **c,
+    out(test="versions", seconds=seconds, puts=put[0], writers=writers, readers=len(threads) - writers, **c,
         responses_5xx=five, distinct_versions_read=seen)
     return five == 0 and c["not_a_version"] == 0 and c["unknown_version"] == 0 and not (
         set(c["client_errors"]) - {"IncompleteReadError", "ResponseStreamingError"})
@@ -288,6 +290,7 @@ def main():
     ap.add_argument("--only", default="multipart,race,overwrite,during,versions")
     ap.add_argument("--during-seconds", type=int, default=10)
     ap.add_argument("--versions-seconds", type=int, default=60)
+    ap.add_argument("--versions-writers", type=int, default=1)
     ap.add_argument("mounts", nargs="+")
     a = ap.parse_args()
     gws = [Gateway(a.cowkit, os.path.join(m, "s3"), os.path.join(a.logs, f"gw{i}.log"))
@@ -310,7 +313,7 @@ def main():
         if "during" in only:
             ok &= during(gws, a.during_seconds)
         if "versions" in only:
-            ok &= versions(gws, a.versions_seconds)
+            ok &= versions(gws, a.versions_seconds, a.versions_writers)
     finally:
         for gw in gws:
             gw.stop()
