@@ -105,7 +105,10 @@ pub(crate) fn stale(
         .is_ok()
     {
         let path = path();
-        log::warn!("{STALE_ENV}: {site}: answering ESTALE for {}", path.display());
+        log::warn!(
+            "{STALE_ENV}: {site}: answering ESTALE for {}",
+            path.display()
+        );
         return Err(crate::error::io(op, path, rustix::io::Errno::STALE));
     }
     Ok(())

@@ -643,9 +643,12 @@ fn stale_handles(fs: Fs) {
     ok(http(&writer.addr, "PUT", "/bkt", b""), "create bucket", 200);
     ok(http(&writer.addr, "PUT", "/bkt/small", &small), "put", 200);
     ok(http(&writer.addr, "PUT", "/bkt/big", &big), "put", 200);
-    ok(http(&writer.addr, "PUT", "/vbkt", b""), "create bucket", 200);
-    let versioning =
-        b"<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>";
+    ok(
+        http(&writer.addr, "PUT", "/vbkt", b""),
+        "create bucket",
+        200,
+    );
+    let versioning = b"<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>";
     ok(
         http(&writer.addr, "PUT", "/vbkt?versioning", versioning),
         "versioning",
@@ -664,7 +667,12 @@ fn stale_handles(fs: Fs) {
         ("open-record:3", "GET", "/bkt/small", &small),
         ("open-record:3", "HEAD", "/bkt/big", b""),
         ("read-object:2", "GET", "/bkt/small", &small),
-        ("open-object:3", "GET", &format!("/vbkt/k?versionId={v1}"), &small),
+        (
+            "open-object:3",
+            "GET",
+            &format!("/vbkt/k?versionId={v1}"),
+            &small,
+        ),
         ("open-object:3,open-record:3", "GET", "/vbkt/k", &big),
     ];
     for (hook, method, target, want) in cases {
@@ -672,7 +680,13 @@ fn stale_handles(fs: Fs) {
         let gw = Gw::start_env(root, None, &[], Some(hook));
         let r = http(&gw.addr, method, target, b"")
             .unwrap_or_else(|e| panic!("{what}: {e}; log:\n{}", gw.log_text()));
-        assert_eq!(r.status, 200, "{what}: {}; log:\n{}", r.show(), gw.log_text());
+        assert_eq!(
+            r.status,
+            200,
+            "{what}: {}; log:\n{}",
+            r.show(),
+            gw.log_text()
+        );
         assert!(r.body == want, "{what}: not the object's bytes");
         // The record was read (the ETag is the MD5, not one made from the
         // file's inode and times).
@@ -695,7 +709,11 @@ fn stale_handles(fs: Fs) {
 
     // A stale handle that lasts: a 500 after a bounded number of opens.
     let gw = Gw::start_env(root, None, &[], Some("open-object:1000000"));
-    ok(http(&gw.addr, "GET", "/bkt/small", b""), "lasting ESTALE", 500);
+    ok(
+        http(&gw.addr, "GET", "/bkt/small", b""),
+        "lasting ESTALE",
+        500,
+    );
     let log = gw.log_text();
     assert!(log.contains("Stale file handle (os error 116)"), "{log}");
     let fired = log.matches("answering ESTALE").count();
@@ -708,7 +726,10 @@ fn stale_handles(fs: Fs) {
     let gw = Gw::start_env(root, None, &[], Some("read-object:2"));
     let (status, len, got) = get_raw(&gw.addr, "/bkt/big");
     assert_eq!((status, len), (200, big.len()), "{fs:?}: streamed GET head");
-    assert!(got.len() < big.len(), "{fs:?}: the connection was to end short");
+    assert!(
+        got.len() < big.len(),
+        "{fs:?}: the connection was to end short"
+    );
     assert!(
         got == big[..got.len()],
         "{fs:?}: the short body is not the start of the object"

@@ -419,7 +419,14 @@ pub(super) async fn get_object(
     let splicer = req.extensions.get::<crate::sendfile::Splicer>().cloned();
     let i = req.input;
     let name = std::path::PathBuf::from(format!("{}/{}", i.bucket, i.key));
-    let r = read(g, cond.as_ref(), Target::from(&i), i.range, Some(SMALL_BODY)).await?;
+    let r = read(
+        g,
+        cond.as_ref(),
+        Target::from(&i),
+        i.range,
+        Some(SMALL_BODY),
+    )
+    .await?;
     let version_id = read_version(&r);
     let Read {
         file,
