@@ -6,9 +6,12 @@
 # locks, rename seen from the other mount, O_TMPFILE, unlink of an open file); then the fleet
 # (bench/s3_fleet_glusterfs.py: a 64 x 5 MiB multipart upload through all gateways and its
 # complete with the access log's bytes_cloned / bytes_copied, two completes of one upload at
-# once, GET right after an overwrite, GET during overwrites).
+# once, GET right after an overwrite, GET during overwrites, and `versions`: racing overwrites
+# through gateway 1 of self-identifying versions while the other gateways GET and HEAD the key,
+# counting 5xx answers and checking that every GET body is one whole version).
 #
 #   bash bench/s3-fleet-glusterfs.sh > /tmp/fleet.txt
+#   ONLY=versions BRICKS=1 MOUNTS=2 VERSIONS=120 COWKIT=/path/to/cowkit bash bench/s3-fleet-glusterfs.sh
 #
 # It refuses without Debian's glusterfs-server and glusterfs-client (apt-get install them
 # first), without /dev/fuse, or when a glusterd already runs (it starts and stops its own).
@@ -19,6 +22,9 @@
 #                           off and mount options {entry,attribute,negative}-timeout=0 (0: the
 #                           defaults, which serve stale objects for about a second)
 #   PARTS=64 PART_MIB=5 ROUNDS=3 DURING=30
+#   VERSIONS=60             seconds of the racing overwrites of the `versions` test
+#   WRITERS=1               its client threads overwriting the key through gateway 1
+#   ONLY=multipart,race,overwrite,during,versions   the tests to run (PRIMS=0: skip fs_prims.py)
 #   IMG_SIZE=4G             each brick image (sparse), under BENCH_IMG_DIR=/var/tmp
 #   COWKIT=/path/to/cowkit  (default: cargo build --release)
 set -euo pipefail
@@ -31,6 +37,10 @@ PARTS=${PARTS:-64}
 PART_MIB=${PART_MIB:-5}
 ROUNDS=${ROUNDS:-3}
 DURING=${DURING:-30}
+VERSIONS=${VERSIONS:-60}
+WRITERS=${WRITERS:-1}
+ONLY=${ONLY:-multipart,race,overwrite,during,versions}
+PRIMS=${PRIMS:-1}
 IMG_SIZE=${IMG_SIZE:-4G}
 BENCH_IMG_DIR=${BENCH_IMG_DIR:-/var/tmp}
 PY="$REPO_ROOT/.venv/bin/python"
@@ -54,10 +64,17 @@ HOST=$(ip -4 -o addr show scope global | awk '{split($4, a, "/"); print a[1]; ex
 
 RIG=$(mktemp -d "$BENCH_IMG_DIR/cowkit-fleet.XXXXXX")
 LOOPS=()
+# Everything goes, also after a failure or a signal: the gateways (their pids in logs/), the
+# FUSE mounts, the volume, the brick processes and glusterd, the bricks' mounts and loop devices.
 cleanup() {
   set +e
-  local m
-  for m in "$RIG"/m*; do mountpoint -q "$m" && umount "$m"; done
+  local m p
+  for p in "$RIG"/logs/*.pid; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done
+  sleep 1
+  for m in "$RIG"/m*; do
+    mountpoint -q "$m" || continue
+    umount "$m" 2>/dev/null || { sleep 2; umount "$m" 2>/dev/null; } || umount -l "$m"
+  done
   if [ -f "$RIG/glusterd.pid" ]; then
     gluster --mode=script volume stop "$VOL" force >/dev/null 2>&1
     gluster --mode=script volume delete "$VOL" >/dev/null 2>&1
@@ -67,9 +84,12 @@ cleanup() {
     kill "$(cat "$RIG/glusterd.pid")" 2>/dev/null
     sleep 2
   fi
-  for m in "$RIG"/b*; do mountpoint -q "$m" && umount "$m"; done
+  for m in "$RIG"/b*; do
+    mountpoint -q "$m" || continue
+    umount "$m" 2>/dev/null || { sleep 2; umount "$m" 2>/dev/null; } || umount -l "$m"
+  done
   for l in "${LOOPS[@]}"; do losetup -d "$l"; done
-  rm -rf "$RIG"
+  rm -rf --one-file-system "$RIG"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -106,10 +126,23 @@ done
 "$COWKIT" probe "${mounts[0]}" "${mounts[1]:-${mounts[0]}}"
 brick_dirs=()
 for i in $(seq "$BRICKS"); do brick_dirs+=("$RIG/b$i/brick"); done
-python3 "$BENCH_DIR/fs_prims.py" "${mounts[0]}" "${mounts[1]:-${mounts[0]}}" "${brick_dirs[@]}"
-mkdir "$RIG/logs"
+if [ "$PRIMS" = 1 ]; then
+  python3 "$BENCH_DIR/fs_prims.py" "${mounts[0]}" "${mounts[1]:-${mounts[0]}}" "${brick_dirs[@]}"
+fi
+mkdir "$RIG/logs" "$RIG/bad"
 status=0
-"$PY" "$BENCH_DIR/s3_fleet_glusterfs.py" --cowkit "$COWKIT" --logs "$RIG/logs" --parts "$PARTS" \
-  --part-mib "$PART_MIB" --rounds "$ROUNDS" --during-seconds "$DURING" "${mounts[@]}" || status=$?
+FLEET_BAD_DIR="$RIG/bad" "$PY" "$BENCH_DIR/s3_fleet_glusterfs.py" --cowkit "$COWKIT" \
+  --logs "$RIG/logs" --parts "$PARTS" --part-mib "$PART_MIB" --rounds "$ROUNDS" \
+  --during-seconds "$DURING" --versions-seconds "$VERSIONS" --versions-writers "$WRITERS" --only "$ONLY" "${mounts[@]}" ||
+  status=$?
+n_bad=$(find "$RIG/bad" -type f | wc -l)
+if [ "$n_bad" != 0 ]; then
+  log "$n_bad GET bodies were not one whole version; the first lines of three:"
+  find "$RIG/bad" -type f | head -3 | while read -r f; do
+    log "  $(stat -c %s "$f") bytes: $(head -c 120 "$f" | head -1 | tr -c '[:print:]' '?')"
+  done
+fi
+log "loadavg at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 grep -h ERROR "$RIG"/logs/gw*.log | sed -E 's/`[^`]*`/PATH/' | sort | uniq -c >&2 || true
+log "opened again by name after ESTALE (gateways that log it): $(cat "$RIG"/logs/gw*.log | grep -c 'opening it again by name')"
 exit "$status"

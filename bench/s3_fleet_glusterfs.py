@@ -13,6 +13,13 @@ JSON lines:
   race       one upload completed through two gateways at once: both answers, same ETag
   overwrite  PutObject through gateway 1, then at once GetObject through gateway 2: stale reads
   during     GetObject through gateway 2 while gateway 1 overwrites the key in a loop: NoSuchKey
+  versions   gateway 1 overwrites one key in a loop with self-identifying versions (a first line
+             naming the version, its length and the SHA-256 of the rest; 1 KiB, 100 KiB and 3 MiB,
+             so that bodies read whole, streamed in one chunk and in several go through), while
+             every other gateway GETs and HEADs it (boto3 without retries): the answers by status,
+             the 5xx, and every GET body checked to be one whole version (a body that ends short,
+             a connection aborted mid-body, is counted apart; a body mixing versions or failing
+             its hash is a failure)
 """
 import argparse, concurrent.futures as cf, hashlib, json, os, subprocess, sys, threading, time
 import boto3
@@ -30,6 +37,8 @@ class Gateway:
             [cowkit, "s3", "serve", "--root", root, "--listen", "127.0.0.1:0", "--json",
              "--access-key", AK, "--secret-key", SK],
             stdout=subprocess.PIPE, stderr=open(log, "w"), text=True)
+        with open(log + ".pid", "w") as f:  # for the script's clean-up after a kill
+            f.write(str(self.proc.pid))
         self.endpoint = json.loads(self.proc.stdout.readline())["endpoint"]
         self.s3 = boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=AK,
                                aws_secret_access_key=SK, region_name="us-east-1",
@@ -163,6 +172,114 @@ def during(gws, seconds):
     return missing == 0 and not errors
 
 
+VERSION_SIZES = (1 << 10, 100 << 10, 3 * MiB)
+
+
+def version_body(n):
+    """Version n of the key: a first line naming it, then bytes made from n."""
+    size = VERSION_SIZES[n % len(VERSION_SIZES)]
+    seed = hashlib.sha256(b"%d" % n).digest()
+    rest = (seed * (size // len(seed) + 1))[:size]
+    head = b"cowkit-fleet-version %d %d %s\n" % (n, len(rest), hashlib.sha256(rest).hexdigest().encode())
+    return head + rest
+
+
+def version_of(body):
+    """The version a GET body is, or None when it is not one whole version."""
+    head, sep, rest = body.partition(b"\n")
+    f = head.split(b" ")
+    if not sep or len(f) != 4 or f[0] != b"cowkit-fleet-version":
+        return None
+    try:
+        n, size = int(f[1]), int(f[2])
+    except ValueError:
+        return None
+    if len(rest) != size or hashlib.sha256(rest).hexdigest().encode() != f[3]:
+        return None
+    return n
+
+
+def versions(gws, seconds, writers=1, readers_per_gateway=2):
+    """Racing overwrites through gateway 1, GETs and HEADs through the others."""
+    import botocore.exceptions as bx
+    key = "versions"
+    gws[0].s3.put_object(Bucket="fleet", Key=key, Body=version_body(0))
+    stop = time.monotonic() + seconds
+    put = [1]
+    lock = threading.Lock()
+    c = {"gets": 0, "heads": 0, "status": {}, "whole": 0, "not_a_version": 0, "unknown_version": 0,
+         "aborted_mid_body": 0, "client_errors": {}, "versions_seen": set()}
+
+    def count(k, d=None, n=1):
+        with lock:
+            if d is None:
+                c[k] += n
+            else:
+                c[k][d] = c[k].get(d, 0) + n
+
+    def writer():
+        while time.monotonic() < stop:
+            with lock:
+                n = put[0]
+                put[0] += 1
+            gws[0].s3.put_object(Bucket="fleet", Key=key, Body=version_body(n))
+
+    def reader(gw, r):
+        i = 0
+        while time.monotonic() < stop:
+            i += 1
+            head = (i + r) % 4 == 0
+            try:
+                if head:
+                    rs = gw.s3.head_object(Bucket="fleet", Key=key)
+                    count("heads")
+                    count("status", str(rs["ResponseMetadata"]["HTTPStatusCode"]))
+                    continue
+                rs = gw.s3.get_object(Bucket="fleet", Key=key)
+                count("gets")
+                count("status", str(rs["ResponseMetadata"]["HTTPStatusCode"]))
+                try:
+                    body = rs["Body"].read()
+                except (bx.IncompleteReadError, bx.ResponseStreamingError, bx.ReadTimeoutError) as e:
+                    count("aborted_mid_body")
+                    count("client_errors", type(e).__name__)
+                    continue
+                n = version_of(body)
+                if n is None:
+                    count("not_a_version")
+                    with open(os.path.join(os.environ.get("FLEET_BAD_DIR", "/tmp"),
+                                           "bad-%d-%d" % (r, i)), "wb") as f:
+                        f.write(body)
+                elif n >= put[0]:
+                    count("unknown_version")
+                else:
+                    count("whole")
+                    with lock:
+                        c["versions_seen"].add(n)
+            except bx.ClientError as e:
+                count("heads" if head else "gets")
+                count("status", str(e.response["ResponseMetadata"]["HTTPStatusCode"]))
+                count("client_errors", e.response.get("Error", {}).get("Code", "?"))
+            except Exception as e:  # a connection failure before the head: counted by kind
+                count("heads" if head else "gets")
+                count("client_errors", type(e).__name__)
+
+    threads = [threading.Thread(target=writer) for _ in range(writers)]
+    for j, gw in enumerate(gws[1:]):
+        threads += [threading.Thread(target=reader, args=(gw, j * readers_per_gateway + r))
+                    for r in range(readers_per_gateway)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    five = sum(n for s, n in c["status"].items() if s.startswith("5"))
+    seen = len(c.pop("versions_seen"))
+    out(test="versions", seconds=seconds, puts=put[0], writers=writers, readers=len(threads) - writers, **c,
+        responses_5xx=five, distinct_versions_read=seen)
+    return five == 0 and c["not_a_version"] == 0 and c["unknown_version"] == 0 and not (
+        set(c["client_errors"]) - {"IncompleteReadError", "ResponseStreamingError"})
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cowkit", required=True)
@@ -170,8 +287,10 @@ def main():
     ap.add_argument("--parts", type=int, default=64)
     ap.add_argument("--part-mib", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--only", default="multipart,race,overwrite,during")
+    ap.add_argument("--only", default="multipart,race,overwrite,during,versions")
     ap.add_argument("--during-seconds", type=int, default=10)
+    ap.add_argument("--versions-seconds", type=int, default=60)
+    ap.add_argument("--versions-writers", type=int, default=1)
     ap.add_argument("mounts", nargs="+")
     a = ap.parse_args()
     gws = [Gateway(a.cowkit, os.path.join(m, "s3"), os.path.join(a.logs, f"gw{i}.log"))
@@ -193,6 +312,8 @@ def main():
             ok &= overwrite(gws, 100)
         if "during" in only:
             ok &= during(gws, a.during_seconds)
+        if "versions" in only:
+            ok &= versions(gws, a.versions_seconds, a.versions_writers)
     finally:
         for gw in gws:
             gw.stop()

@@ -111,6 +111,7 @@ fn read_at(
     off: u64,
     end: u64,
 ) -> Result<BytesMut, Error> {
+    crate::fault::stale("read-object", "read", || path.clone())?;
     let mut done = 0;
     while done < buf.len() {
         let at = off + done as u64;

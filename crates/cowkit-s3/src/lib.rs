@@ -70,6 +70,7 @@ pub mod request;
 pub mod respond;
 pub mod sendfile;
 pub mod server;
+mod stale;
 pub mod store;
 pub mod tagging;
 pub mod versions;

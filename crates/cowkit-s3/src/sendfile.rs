@@ -198,6 +198,11 @@ impl SendfileIo {
             )));
         };
         let count = (want as u64).min(p.left) as usize;
+        if let Err(e) = crate::fault::stale("read-object", "send", || p.path.to_path_buf()) {
+            log::warn!("GET: {e}; closing the connection");
+            q.clear();
+            return Poll::Ready(Err(std::io::Error::other(e)));
+        }
         let sock = self.io.inner();
         loop {
             std::task::ready!(sock.poll_write_ready(cx))?;

@@ -38,6 +38,7 @@ use sha2::Digest;
 use crate::error::{io, Error, Result};
 use crate::fsutil::{self, NewFile};
 use crate::names::{self, SYS_DIR};
+use crate::stale::Try;
 use cowkit_fs::error::errno_of;
 
 /// How the store behaves.
@@ -344,6 +345,7 @@ impl Store {
         let (sub, name) = Self::record_name(key);
         let p = self.meta_path(bucket).join(&sub).join(&name);
         let rel = format!("{bucket}/{sub}/{name}");
+        crate::fault::stale("open-record", "open", || p.clone())?;
         let m: Option<ObjectMeta> = match fsutil::read_json(self.meta.as_fd(), &rel, &p) {
             Ok(m) => m,
             // A damaged record is as good as none: the object stays readable.
@@ -515,8 +517,22 @@ impl Store {
         matches!(self.read_record(bucket, &format!("{dir}/")), Ok(Some(_)))
     }
 
-    /// Open the object for reading, with its record.
+    /// Open the object for reading, with its record; opened again by name
+    /// when another host replaced it meanwhile (see `stale`).
     pub fn open_object(&self, bucket: &str, key: &str) -> Result<(File, ObjectInfo)> {
+        crate::stale::reopen(
+            || format!("{bucket}/{key}"),
+            || self.open_object_once(bucket, key),
+        )
+    }
+
+    /// One attempt of [`Store::open_object`]: the file opened by name and
+    /// its record, or what says to open it again.
+    pub(crate) fn open_object_once(
+        &self,
+        bucket: &str,
+        key: &str,
+    ) -> Result<Try<(File, ObjectInfo)>> {
         let rel = Self::rel(bucket, key)?;
         let _bucket = self.bucket_dir(bucket)?;
         let missing = || Error::NoSuchKey {
@@ -536,71 +552,63 @@ impl Store {
             let st = rustix::fs::fstat(&fd).map_err(|e| io("stat", self.root.display(&rel), e))?;
             let mut meta = self.read_record(bucket, key)?.ok_or_else(missing)?;
             meta.prev = None;
-            return Ok((
+            return Ok(Try::Done((
                 File::from(fd),
                 ObjectInfo {
                     meta,
                     mtime: mtime(&st),
                 },
-            ));
+            )));
         }
-        let mut tries = 0;
-        loop {
-            let fd = match self.root.open_read(&rel) {
-                Ok(fd) => fd,
-                Err(e) => {
-                    return Err(match errno_of(&e) {
-                        Some(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => missing(),
-                        // A directory or a fifo under the key's name is not
-                        // an object.
-                        _ if cowkit_fs::dir::is_not_regular(&e) => missing(),
-                        _ => e.into(),
-                    });
-                }
-            };
-            let st = rustix::fs::fstat(&fd).map_err(|e| io("stat", self.root.display(&rel), e))?;
-            if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-                return Err(missing());
+        crate::fault::stale("open-object", "open", || self.root.display(&rel))?;
+        let fd = match self.root.open_read(&rel) {
+            Ok(fd) => fd,
+            Err(e) => {
+                return match errno_of(&e) {
+                    // A name being replaced by another host can be missing
+                    // for a moment on a shared filesystem: its record says
+                    // the object is there.
+                    Some(Errno::NOENT) if self.read_record(bucket, key)?.is_some() => {
+                        Ok(Try::Again(Err(missing())))
+                    }
+                    Some(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => Err(missing()),
+                    // A directory or a fifo under the key's name is not
+                    // an object.
+                    _ if cowkit_fs::dir::is_not_regular(&e) => Err(missing()),
+                    _ => Err(e.into()),
+                };
             }
-            let rec = self.read_record(bucket, key)?.map(|m| m.describing(&st));
-            match rec {
-                Some(m) if m.ino == st.st_ino && m.size == st.st_size as u64 => {
-                    return Ok((
-                        File::from(fd),
-                        ObjectInfo {
-                            meta: m,
-                            mtime: mtime(&st),
-                        },
-                    ))
-                }
-                // A writer may be between its record and its rename: retry.
-                Some(_) if tries < 3 => {
-                    tries += 1;
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-                rec => {
-                    let meta = ObjectMeta {
-                        key: key.to_string(),
-                        ino: st.st_ino,
-                        size: st.st_size as u64,
-                        etag: synthetic_etag(&st),
-                        content_type: rec.and_then(|r| r.content_type),
-                        metadata: BTreeMap::new(),
-                        checksum: None,
-                        headers: BTreeMap::new(),
-                        parts: Vec::new(),
-                        ..Default::default()
-                    };
-                    return Ok((
-                        File::from(fd),
-                        ObjectInfo {
-                            meta,
-                            mtime: mtime(&st),
-                        },
-                    ));
-                }
-            }
+        };
+        let st = rustix::fs::fstat(&fd).map_err(|e| io("stat", self.root.display(&rel), e))?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+            return Err(missing());
         }
+        let rec = self.read_record(bucket, key)?.map(|m| m.describing(&st));
+        let info = |meta| ObjectInfo {
+            meta,
+            mtime: mtime(&st),
+        };
+        let synthetic = |rec: Option<ObjectMeta>| ObjectMeta {
+            key: key.to_string(),
+            ino: st.st_ino,
+            size: st.st_size as u64,
+            etag: synthetic_etag(&st),
+            content_type: rec.and_then(|r| r.content_type),
+            metadata: BTreeMap::new(),
+            checksum: None,
+            headers: BTreeMap::new(),
+            parts: Vec::new(),
+            ..Default::default()
+        };
+        Ok(match rec {
+            Some(m) if m.ino == st.st_ino && m.size == st.st_size as u64 => {
+                Try::Done((File::from(fd), info(m)))
+            }
+            // A writer may be between its record and its rename: again;
+            // when that lasts, the file is another tool's.
+            Some(m) => Try::Again(Ok((File::from(fd), info(synthetic(Some(m)))))),
+            None => Try::Done((File::from(fd), info(synthetic(None)))),
+        })
     }
 
     /// Replace the object's tags (PutObjectTagging; an empty set is

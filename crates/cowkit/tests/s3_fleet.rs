@@ -39,6 +39,16 @@ impl Gw {
     }
 
     fn start_with(root: &Path, crash_at: Option<&str>, extra: &[&str]) -> Gw {
+        Gw::start_env(root, crash_at, extra, None)
+    }
+
+    /// A gateway; `stale_at` is its `COWKIT_S3_STALE_AT`.
+    fn start_env(
+        root: &Path,
+        crash_at: Option<&str>,
+        extra: &[&str],
+        stale_at: Option<&str>,
+    ) -> Gw {
         static N: AtomicUsize = AtomicUsize::new(0);
         let log = std::env::temp_dir().join(format!(
             "cowkit-s3-fleet-{}-{}.log",
@@ -59,12 +69,16 @@ impl Gw {
         .arg("--root")
         .arg(root)
         .env_remove(cowkit_s3::fault::CRASH_ENV)
+        .env_remove(cowkit_s3::fault::STALE_ENV)
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(&log).unwrap());
         if let Some(s) = crash_at {
             cmd.env(cowkit_s3::fault::CRASH_ENV, s);
+        }
+        if let Some(s) = stale_at {
+            cmd.env(cowkit_s3::fault::STALE_ENV, s);
         }
         let mut child = cmd.spawn().expect("start cowkit s3 serve");
         let mut line = String::new();
@@ -584,6 +598,149 @@ fn s3_survivor_sweeps_what_a_dead_gateway_left_xfs() {
 #[test]
 fn s3_survivor_sweeps_what_a_dead_gateway_left_ext4() {
     survivor_sweeps(Fs::Ext4);
+}
+
+// ---- stale handles --------------------------------------------------------------
+
+/// A GET on its own connection, read to its end as it came: the status,
+/// the `Content-Length` and the body bytes received (fewer when the
+/// gateway ended the connection mid-body).
+fn get_raw(addr: &str, target: &str) -> (u16, usize, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    // A reset connection is an end too: what arrived before it counts.
+    let _ = s.read_to_end(&mut raw);
+    let end = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&raw[..end]).into_owned();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let len = head
+        .split("\r\n")
+        .filter_map(|l| l.split_once(':'))
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+        .map(|(_, v)| v.trim().parse().unwrap())
+        .unwrap();
+    (status, len, raw[end + 4..].to_vec())
+}
+
+/// Gateways that get `ESTALE` (the `COWKIT_S3_STALE_AT` hook, as NFS or
+/// GlusterFS answer when another host replaced the file) from the open of
+/// an object's file or record, or from the read of a body read whole,
+/// answer with the object, whole: they open it again by name. An `ESTALE`
+/// that lasts stays an error (500), after a bounded number of opens. One
+/// while a streamed body is being sent ends the connection: a short body
+/// of the one version opened, never another's bytes.
+fn stale_handles(fs: Fs) {
+    let Some(scratch) = scratch(fs) else { return };
+    let root = scratch.path();
+    let writer = Gw::start(root, None);
+    let small = pattern(10_000, 41);
+    let big = pattern(3 << 20, 42);
+    ok(http(&writer.addr, "PUT", "/bkt", b""), "create bucket", 200);
+    ok(http(&writer.addr, "PUT", "/bkt/small", &small), "put", 200);
+    ok(http(&writer.addr, "PUT", "/bkt/big", &big), "put", 200);
+    ok(
+        http(&writer.addr, "PUT", "/vbkt", b""),
+        "create bucket",
+        200,
+    );
+    let versioning = b"<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>";
+    ok(
+        http(&writer.addr, "PUT", "/vbkt?versioning", versioning),
+        "versioning",
+        200,
+    );
+    let v1 = ok(http(&writer.addr, "PUT", "/vbkt/k", &small), "put v1", 200)
+        .header("x-amz-version-id")
+        .expect("a version id")
+        .to_string();
+    ok(http(&writer.addr, "PUT", "/vbkt/k", &big), "put v2", 200);
+
+    let cases: [(&str, &str, &str, &[u8]); 8] = [
+        ("open-object:3", "GET", "/bkt/small", &small),
+        ("open-object:3", "HEAD", "/bkt/small", b""),
+        ("open-object:3", "GET", "/bkt/big", &big),
+        ("open-record:3", "GET", "/bkt/small", &small),
+        ("open-record:3", "HEAD", "/bkt/big", b""),
+        ("read-object:2", "GET", "/bkt/small", &small),
+        (
+            "open-object:3",
+            "GET",
+            &format!("/vbkt/k?versionId={v1}"),
+            &small,
+        ),
+        ("open-object:3,open-record:3", "GET", "/vbkt/k", &big),
+    ];
+    for (hook, method, target, want) in cases {
+        let what = format!("{fs:?}: {method} {target} with {hook}");
+        let gw = Gw::start_env(root, None, &[], Some(hook));
+        let r = http(&gw.addr, method, target, b"")
+            .unwrap_or_else(|e| panic!("{what}: {e}; log:\n{}", gw.log_text()));
+        assert_eq!(
+            r.status,
+            200,
+            "{what}: {}; log:\n{}",
+            r.show(),
+            gw.log_text()
+        );
+        assert!(r.body == want, "{what}: not the object's bytes");
+        // The record was read (the ETag is the MD5, not one made from the
+        // file's inode and times).
+        let whole = if target.contains("big") || target == "/vbkt/k" {
+            &big
+        } else {
+            &small
+        };
+        assert_eq!(
+            r.header("etag").map(unquote).as_deref(),
+            Some(md5_hex(whole).as_str()),
+            "{what}"
+        );
+        assert!(
+            gw.log_text().contains("answering ESTALE"),
+            "{what}: the hook did not fire; the case tests nothing"
+        );
+        gw.stop();
+    }
+
+    // A stale handle that lasts: a 500 after a bounded number of opens.
+    let gw = Gw::start_env(root, None, &[], Some("open-object:1000000"));
+    ok(
+        http(&gw.addr, "GET", "/bkt/small", b""),
+        "lasting ESTALE",
+        500,
+    );
+    let log = gw.log_text();
+    assert!(log.contains("Stale file handle (os error 116)"), "{log}");
+    let fired = log.matches("answering ESTALE").count();
+    assert_eq!(fired, 8, "opens by name before the 500; log:\n{log}");
+    gw.stop();
+
+    // ESTALE while a streamed body is on its way: the head (200, the whole
+    // length) is out, the connection ends short, and what came is the
+    // start of the one version opened.
+    let gw = Gw::start_env(root, None, &[], Some("read-object:2"));
+    let (status, len, got) = get_raw(&gw.addr, "/bkt/big");
+    assert_eq!((status, len), (200, big.len()), "{fs:?}: streamed GET head");
+    assert!(
+        got.len() < big.len(),
+        "{fs:?}: the connection was to end short"
+    );
+    assert!(
+        got == big[..got.len()],
+        "{fs:?}: the short body is not the start of the object"
+    );
+    gw.stop();
+    writer.stop();
+}
+
+#[test]
+fn s3_stale_handles_are_opened_again_by_name_xfs() {
+    stale_handles(Fs::Xfs);
 }
 
 // ---- a fleet ------------------------------------------------------------------

@@ -203,6 +203,9 @@ pub(super) async fn put_object(
 struct Read {
     file: std::fs::File,
     info: crate::store::ObjectInfo,
+    /// The bytes served, read whole with the open (a GET of at most
+    /// `SMALL_BODY` bytes).
+    body: Option<bytes::Bytes>,
     range: Option<(u64, u64)>,
     /// The part `?partNumber=` names: its range and the object's part count.
     part: Option<(u64, u64, usize)>,
@@ -241,12 +244,47 @@ macro_rules! target_of {
 }
 target_of!(GetObjectInput, HeadObjectInput);
 
-/// Open `bucket/key` for a GET or HEAD and find the bytes it serves.
+/// The bytes `[start, end)` a GET or HEAD of `info` serves when not all
+/// of them (a `Range`, or the part `?partNumber=` names), and that part
+/// with the object's part count.
+type Served = (Option<(u64, u64)>, Option<(u64, u64, usize)>);
+
+/// What of `info` a read with `range` and `part_number` serves.
+fn served(
+    info: &crate::store::ObjectInfo,
+    range: Option<Range>,
+    part_number: Option<i32>,
+) -> S3Result<Served> {
+    let size = info.meta.size;
+    let range = effective_range(range, size);
+    let part = part_of(part_number, range.is_some(), info)?;
+    let range = match (&range, part) {
+        (Some(r), _) => {
+            let rr = r.check(size).map_err(|_| {
+                to_s3_error(Error::InvalidRange {
+                    range: r.to_header_string(),
+                    size,
+                })
+            })?;
+            Some((rr.start, rr.end))
+        }
+        (None, Some((a, b, _))) => Some((a, b)),
+        (None, None) => None,
+    };
+    Ok((range, part))
+}
+
+/// Open `bucket/key` for a GET or HEAD and find the bytes it serves; a
+/// body of at most `whole_up_to` bytes (a GET's) is read with the open. The open,
+/// its record and that read are one attempt of `stale::reopen`: when
+/// another gateway replaced the object meanwhile, it starts again from
+/// the name, so the answer is one version, whole.
 async fn read(
     g: &S3Gateway,
     cond: Option<&Conditions>,
     t: Target<'_>,
     range: Option<Range>,
+    whole_up_to: Option<u64>,
 ) -> S3Result<Read> {
     let Target {
         bucket,
@@ -262,39 +300,54 @@ async fn read(
         key.to_string(),
         version_id.map(str::to_string),
     );
-    let (file, info, versioned) = g
+    let name = std::path::PathBuf::from(format!("{bucket}/{key}"));
+    let (file, info, body, versioned) = g
         .run(move |s| {
-            let (f, i) = match v {
-                Some(v) => crate::versions::open_version(s, &b, &k, &v)?,
-                None => s
-                    .open_object(&b, &k)
-                    .map_err(|e| crate::versions::missing_key(s, &b, &k, e))?,
+            use crate::stale::Try;
+            // The bytes served, when few enough to read now.
+            let with_body = |(f, i): (std::fs::File, crate::store::ObjectInfo)| {
+                let body = match served(&i, range, part_number) {
+                    Ok((r, _)) => {
+                        let (start, end) = r.unwrap_or((0, i.meta.size));
+                        whole_up_to
+                            .is_some_and(|w| end - start <= w)
+                            .then(|| crate::body::read_range(&f, &name, start, end))
+                            .transpose()?
+                    }
+                    // Answered after the conditions, as before.
+                    Err(_) => None,
+                };
+                Ok((f, i, body))
             };
+            let attempt = || {
+                let opened = match &v {
+                    Some(v) => crate::versions::open_version_once(s, &b, &k, v)?,
+                    None => s.open_object_once(&b, &k)?,
+                };
+                Ok(match opened {
+                    Try::Done(r) => Try::Done(with_body(r)?),
+                    Try::Again(r) => Try::Again(r.and_then(&with_body)),
+                })
+            };
+            let shown = || match &v {
+                Some(v) => format!("{b}/{k}?versionId={v}"),
+                None => format!("{b}/{k}"),
+            };
+            let (f, i, body) = crate::stale::reopen(shown, attempt).map_err(|e| match &v {
+                Some(_) => e,
+                None => crate::versions::missing_key(s, &b, &k, e),
+            })?;
             let versioned =
                 crate::versions::bucket_state(s, &b)?.status != crate::versions::Status::Off;
-            Ok((f, i, versioned))
+            Ok((f, i, body, versioned))
         })
         .await?;
     check_read_conditions(cond, &info)?;
-    let size = info.meta.size;
-    let range = effective_range(range, size);
-    let part = part_of(part_number, range.is_some(), &info)?;
-    let range = match (&range, part) {
-        (Some(r), _) => {
-            let rr = r.check(size).map_err(|_| {
-                to_s3_error(Error::InvalidRange {
-                    range: r.to_header_string(),
-                    size,
-                })
-            })?;
-            Some((rr.start, rr.end))
-        }
-        (None, Some((a, b, _))) => Some((a, b)),
-        (None, None) => None,
-    };
+    let (range, part) = served(&info, range, part_number)?;
     Ok(Read {
         file,
         info,
+        body,
         range,
         part,
         versioned,
@@ -366,32 +419,37 @@ pub(super) async fn get_object(
     let splicer = req.extensions.get::<crate::sendfile::Splicer>().cloned();
     let i = req.input;
     let name = std::path::PathBuf::from(format!("{}/{}", i.bucket, i.key));
-    let r = read(g, cond.as_ref(), Target::from(&i), i.range).await?;
+    let r = read(
+        g,
+        cond.as_ref(),
+        Target::from(&i),
+        i.range,
+        Some(SMALL_BODY),
+    )
+    .await?;
     let version_id = read_version(&r);
     let Read {
         file,
         info,
+        body,
         range,
         part,
         ..
     } = r;
     let (start, end) = range.unwrap_or((0, info.meta.size));
     let content_range = range.map(|r| content_range(r, info.meta.size));
-    let body = match splicer {
-        // A small body is read here and sent with the head, in one
-        // write: cheaper than a sendfile of its own, and the client
+    // Once the head is out, a body stays on the descriptor `read` opened:
+    // an error there (a stale handle too) ends the connection, short,
+    // rather than sending bytes of another version.
+    let body = match (body, splicer) {
+        // A small body was read with the open and goes with the head, in
+        // one write: cheaper than a sendfile of its own, and the client
         // has the whole response at once.
-        _ if end - start <= SMALL_BODY => {
-            let data = tokio::task::spawn_blocking(move || {
-                crate::body::read_range(&file, &name, start, end)
-            })
-            .await
-            .map_err(internal)?
-            .map_err(to_s3_error)?;
-            StreamingBlob::from(s3s::Body::from(data))
+        (Some(data), _) => StreamingBlob::from(s3s::Body::from(data)),
+        (None, Some(sp)) => {
+            StreamingBlob::wrap(crate::sendfile::file_range(sp, file, name, start, end))
         }
-        Some(sp) => StreamingBlob::wrap(crate::sendfile::file_range(sp, file, name, start, end)),
-        _ => StreamingBlob::wrap(crate::body::file_range(file, name, start, end)),
+        (None, None) => StreamingBlob::wrap(crate::body::file_range(file, name, start, end)),
     };
     let checksum = checksum_wanted(i.checksum_mode.as_ref(), content_range.is_none(), &info);
     let mut out = read_output!(GetObjectOutput, info, {
@@ -412,7 +470,7 @@ pub(super) async fn head_object(
     let uri = req.uri.clone();
     let cond = conditions_of(&req);
     let i = req.input;
-    let r = read(g, cond.as_ref(), Target::from(&i), i.range).await?;
+    let r = read(g, cond.as_ref(), Target::from(&i), i.range, None).await?;
     let version_id = read_version(&r);
     let Read {
         info, range, part, ..

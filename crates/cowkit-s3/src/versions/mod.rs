@@ -392,6 +392,7 @@ fn remove_in(d: &KeyDir, m: &ObjectMeta) -> Result<()> {
 /// describes.
 fn open_in(d: &KeyDir, m: ObjectMeta) -> Result<Option<(File, ObjectInfo)>> {
     let v = version_of(&m).to_string();
+    crate::fault::stale("open-object", "open", || d.path.join(&v))?;
     let Some(f) = fsutil::open_opt(d.fd.as_fd(), &v, &d.path.join(&v))? else {
         return Ok(None);
     };

@@ -281,15 +281,53 @@ fn promote(s: &Store, bucket: &str, key: &str) -> Result<()> {
 }
 
 /// Open version `v` of `key` (GET, HEAD, a copy source): the current file
-/// when it is that version, else the older one. A delete marker is
-/// refused as S3 refuses it (405).
+/// when it is that version, else the older one; opened again by name when
+/// another host replaced the key meanwhile (see `stale`). A delete marker
+/// is refused as S3 refuses it (405).
 pub fn open_version(s: &Store, bucket: &str, key: &str, v: &str) -> Result<(File, ObjectInfo)> {
     check_id(v)?;
-    match s.open_object(bucket, key) {
-        Ok((f, info)) if version_of(&info.meta) == v => return Ok((f, info)),
+    crate::stale::reopen(
+        || format!("{bucket}/{key}?versionId={v}"),
+        || open_version_once(s, bucket, key, v),
+    )
+}
+
+/// One attempt of [`open_version`].
+pub(crate) fn open_version_once(
+    s: &Store,
+    bucket: &str,
+    key: &str,
+    v: &str,
+) -> Result<crate::stale::Try<(File, ObjectInfo)>> {
+    use crate::stale::Try;
+    check_id(v)?;
+    let (again, current) = match s.open_object_once(bucket, key) {
+        Ok(Try::Done(r)) => (false, Ok(r)),
+        Ok(Try::Again(r)) => (true, r),
+        Err(e) => (false, Err(e)),
+    };
+    match current {
+        Ok((f, info)) if version_of(&info.meta) == v => {
+            return Ok(if again {
+                Try::Again(Ok((f, info)))
+            } else {
+                Try::Done((f, info))
+            })
+        }
         Ok(_) | Err(Error::NoSuchKey { .. }) => {}
         Err(e) => return Err(e),
     }
+    let older = older_version(s, bucket, key, v);
+    Ok(match older {
+        // Not found while the current file was being replaced: it may be
+        // the version being moved out of the key's name.
+        Err(e) if again && !crate::stale::is_stale(&e) => Try::Again(Err(e)),
+        r => Try::Done(r?),
+    })
+}
+
+/// Version `v` among the older versions of `key`.
+fn older_version(s: &Store, bucket: &str, key: &str, v: &str) -> Result<(File, ObjectInfo)> {
     let missing = || -> Error {
         if v == id::NULL {
             Error::NoSuchKey {
