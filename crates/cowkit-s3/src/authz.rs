@@ -24,14 +24,14 @@ use std::sync::Arc;
 use s3s::{S3Error, S3ErrorCode};
 use serde::{Deserialize, Serialize};
 
-use crate::acl::{Acl, Ownership, Permission};
+use crate::acl::{Acl, Ownership};
 use crate::policy::condition::Context;
 use crate::policy::{Decision, Policy, Requester, ARN_PREFIX};
 use crate::store::Store;
 
 mod ops;
 
-pub use ops::{operation, Op};
+pub use ops::{acl_permission, operation, Grantable, Op};
 
 pub use crate::accounts::Principal;
 
@@ -404,9 +404,16 @@ impl Authz {
         if !signed {
             return self.check_public(&op, ask);
         }
-        if ask.bucket.is_empty() {
-            // ListBuckets and CreateBucket: for the accounts' roles to say.
-            return Ok(());
+        match op.name {
+            // Every account lists (its own buckets).
+            "ListBuckets" => return Ok(()),
+            // The role decides, on the operation s3s parsed (whatever
+            // query or path shape the request had); an existing bucket's
+            // name is the operation's to answer.
+            "CreateBucket" if crate::accounts::may_create_buckets(who) => return Ok(()),
+            "CreateBucket" => return Err(access_denied()),
+            _ if ask.bucket.is_empty() => return Err(access_denied()),
+            _ => {}
         }
         self.check_bucket(who, &op, ask, ask.bucket, ask.key)?;
         if op.copies {
@@ -419,7 +426,8 @@ impl Authz {
         Ok(())
     }
 
-    /// A signed non-admin request on `bucket`/`key`.
+    /// A signed non-admin request on `bucket`/`key`: see
+    /// `docs/security.md`, "Who may do what".
     fn check_bucket(
         &self,
         who: &Principal,
@@ -432,53 +440,55 @@ impl Authz {
             return Ok(()); // The operation answers NoSuchBucket.
         };
         let me = Requester::Key(&who.access_key);
+        let owner = b.acl.owner == who.access_key;
         let ask = Ask {
             bucket,
             key,
             ..ask.clone()
         };
+        match op.grantable {
+            // The owner's account, whatever the policy says (so that a
+            // policy can always be mended); another account the policy
+            // allows is told S3's 405, any other 403.
+            Grantable::OwnerAlways if owner => return Ok(()),
+            Grantable::OwnerAlways => return Err(b.refuse_policy_op(me, op, &ask)),
+            Grantable::OwnerOnly if !owner => return Err(access_denied()),
+            Grantable::OwnerOnly | Grantable::Anyone => {}
+        }
         if b.broken_policy {
             return Err(access_denied());
         }
-        if let Some(p) = &b.policy {
-            let cx = ask.context();
-            let resource = ask.resource(op.object);
-            for action in op.actions(&ask) {
-                if op.every_key {
+        let cx = ask.context();
+        let resource = ask.resource(op.object);
+        for action in op.actions(&ask) {
+            // A matching Deny refuses, for the owner too; an Allow lets in.
+            let decision = match &b.policy {
+                None => Decision::NoMatch,
+                Some(p) if op.every_key => {
                     if p.denies_anywhere(me, action) {
-                        return Err(explicit_deny(&who.access_key, action, &resource));
+                        Decision::Deny
+                    } else {
+                        p.decide(me, action, &format!("{bucket}/*"), &cx)
                     }
-                    let all = format!("{bucket}/*");
-                    if p.decide(me, action, &all, &cx) != Decision::Allow {
-                        return Err(access_denied());
-                    }
-                    continue;
                 }
-                match p.decide(me, action, &resource, &cx) {
-                    Decision::Deny => {
-                        return Err(explicit_deny(&who.access_key, action, &resource))
-                    }
-                    Decision::NoMatch => return Err(access_denied()),
-                    Decision::Allow => {}
-                }
+                Some(p) => p.decide(me, action, &resource, &cx),
+            };
+            match decision {
+                Decision::Deny => return Err(explicit_deny(&who.access_key, action, &resource)),
+                Decision::Allow => {}
+                // Without a statement: the owner's account may, others
+                // what an ACL grant gives them (not under
+                // BucketOwnerEnforced, where ACLs are disabled).
+                Decision::NoMatch if owner || b.acl_grants(me, action) => {}
+                Decision::NoMatch => return Err(access_denied()),
             }
-            return Ok(());
         }
-        // As VersityGW decides it: under BucketOwnerEnforced the owner
-        // alone; otherwise the grants (the owner's FULL_CONTROL among them).
-        let allowed = if b.ownership == Some(Ownership::BucketOwnerEnforced) {
-            b.acl.owner == who.access_key
-        } else {
-            b.acl.allows(me, op.permission)
-        };
-        if allowed {
-            Ok(())
-        } else {
-            Err(access_denied())
-        }
+        Ok(())
     }
 
-    /// An unsigned request: what the bucket makes public.
+    /// An unsigned request: what the bucket makes public (a policy
+    /// statement for `"*"`, or a grant to everyone), for every action the
+    /// request needs.
     fn check_public(&self, op: &Op, ask: &Ask<'_>) -> Result<(), S3Error> {
         if let Some(refusal) = op.anonymous_refusal() {
             return Err(refusal);
@@ -489,29 +499,56 @@ impl Authz {
         let Some(b) = self.bucket(ask.bucket).map_err(crate::error::to_s3_error)? else {
             return Err(access_denied());
         };
-        let action = op.action;
-        if let Some(p) = &b.policy {
-            let cx = ask.context();
-            match p.decide(Requester::Anonymous, action, &ask.resource(op.object), &cx) {
+        match op.grantable {
+            Grantable::OwnerAlways => return Err(b.refuse_policy_op(Requester::Anonymous, op, ask)),
+            Grantable::OwnerOnly => return Err(access_denied()),
+            Grantable::Anyone => {}
+        }
+        if b.broken_policy {
+            return Err(access_denied());
+        }
+        let cx = ask.context();
+        let resource = ask.resource(op.object);
+        for action in op.actions(ask) {
+            let decision = match &b.policy {
+                Some(p) => p.decide(Requester::Anonymous, action, &resource, &cx),
+                None => Decision::NoMatch,
+            };
+            match decision {
                 Decision::Deny => return Err(access_denied()),
-                Decision::Allow if op.policy_op => {
-                    return Err(s3_error(
-                        "MethodNotAllowed",
-                        405,
-                        "The specified method is not allowed against this resource.",
-                    ))
-                }
-                Decision::Allow => return public_overrides(op, ask),
-                Decision::NoMatch => {}
+                Decision::Allow => {}
+                Decision::NoMatch if b.acl_grants(Requester::Anonymous, action) => {}
+                Decision::NoMatch => return Err(access_denied()),
             }
         }
-        let acl_public = op.public_by_acl()
-            && b.ownership != Some(Ownership::BucketOwnerEnforced)
-            && b.acl.is_public(op.permission);
-        if acl_public && !b.broken_policy {
-            public_overrides(op, ask)
+        public_overrides(op, ask)
+    }
+}
+
+impl Bucket {
+    /// Whether the bucket's ACL grants `who` the policy action `action`
+    /// ([`ops::acl_permission`]); never under `BucketOwnerEnforced`.
+    fn acl_grants(&self, who: Requester<'_>, action: &str) -> bool {
+        self.ownership != Some(Ownership::BucketOwnerEnforced)
+            && ops::acl_permission(action).is_some_and(|p| self.acl.allows(who, p))
+    }
+
+    /// S3's refusal of a bucket policy operation to someone other than
+    /// the owner's account: `MethodNotAllowed` when the policy allows it
+    /// the action (it has the permission, but is not the owner's),
+    /// `AccessDenied` otherwise.
+    fn refuse_policy_op(&self, who: Requester<'_>, op: &Op, ask: &Ask<'_>) -> S3Error {
+        let allowed = self.policy.as_ref().is_some_and(|p| {
+            p.decide(who, op.action, &ask.resource(false), &ask.context()) == Decision::Allow
+        });
+        if allowed {
+            s3_error(
+                "MethodNotAllowed",
+                405,
+                "The specified method is not allowed against this resource.",
+            )
         } else {
-            Err(access_denied())
+            access_denied()
         }
     }
 }
@@ -563,11 +600,6 @@ impl Policy {
                     .any(|a| crate::policy::wildcard_match(a, action))
         })
     }
-}
-
-/// The permission an ACL must grant for `op` (for callers outside).
-pub fn permission_of(op: &str) -> Option<Permission> {
-    operation(op).map(|o| o.permission)
 }
 
 #[cfg(test)]
