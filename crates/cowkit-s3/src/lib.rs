@@ -72,6 +72,7 @@ pub mod sendfile;
 pub mod server;
 pub mod store;
 pub mod tagging;
+pub mod unchunk;
 pub mod versions;
 pub mod website;
 
