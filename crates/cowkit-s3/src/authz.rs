@@ -1,18 +1,25 @@
 //! Who may do what: every request is authorised here once, after s3s has
 //! verified its signature and before the operation runs (`handler.rs`
-//! calls [`Authz::check`] from its `S3Access`), as VersityGW's posix
-//! gateway authorises it:
+//! calls [`Authz::check`] from its `S3Access`), as AWS defines it
+//! (`docs/security.md`, "Who may do what", has the table):
 //!
 //! 1. An admin (the gateway's key pair, or an account with the admin
 //!    role, see [`crate::accounts`]) may do everything.
-//! 2. A signed request of another principal: if the bucket has a policy,
-//!    the policy alone decides (a matching `Deny` is refused with S3's
-//!    "explicit deny" message, no matching `Allow` is refused); without a
-//!    policy, the bucket's ACL does (the owner has `FULL_CONTROL`; under
-//!    `BucketOwnerEnforced` only the owner).
-//! 3. An unsigned request (on a server that is not `--anonymous`): only
-//!    what a public policy statement (`"Principal": "*"`) or a public ACL
-//!    grant allows, for the operations VersityGW serves to the public.
+//! 2. CreateBucket is the role's to decide (admin and `userplus`), on the
+//!    operation s3s parsed; ListBuckets is every account's.
+//! 3. The bucket policy operations are the bucket owner's alone, and its
+//!    policy never locks the owner out of them; the ownership controls are
+//!    the owner's alone.
+//! 4. Any other request needs each of its policy actions ([`Op::actions`]:
+//!    a write's lock and tagging headers ask for their own): a matching
+//!    `Deny` in the bucket's policy refuses it (the owner too, with S3's
+//!    "explicit deny" message); otherwise the owner may, and another
+//!    principal what a matching `Allow` or an ACL grant gives it (AWS's
+//!    mapping of ACL permissions to actions, [`acl_permission`]; no ACL
+//!    grant under `BucketOwnerEnforced`).
+//! 5. An unsigned request (on a server that is not `--anonymous`): the
+//!    same with only `"Principal": "*"` statements and grants to everyone,
+//!    and never the operations S3 refuses to anonymous callers.
 //!
 //! Bucket records are read anew for every request of a non-admin (so all
 //! gateways of a fleet see a change at once); an admin's requests read
@@ -200,15 +207,16 @@ pub fn new_bucket_access(
     Ok((acl, ownership))
 }
 
-/// Whether `who` may override a GOVERNANCE retention on `bucket`/`key`,
-/// as VersityGW decides it. Asked for with
-/// `x-amz-bypass-governance-retention` (`requested`: DeleteObject,
-/// DeleteObjects, PutObjectRetention), an admin always may, another
-/// principal when the bucket's policy allows it
-/// `s3:BypassGovernanceRetention`. Replacing a locked object by a write
-/// (PutObject, CopyObject, a complete, in a bucket locked without
-/// versioning: no S3 write has the header) needs that allowance from
-/// everyone, admins included. Blocking: reads the policy.
+/// Whether `who` may override a GOVERNANCE retention on `bucket`/`key`.
+/// Asked for with `x-amz-bypass-governance-retention` (`requested`:
+/// DeleteObject, DeleteObjects, PutObjectRetention), an admin and the
+/// bucket's owner (whose account holds every permission on its bucket)
+/// always may, another principal when the bucket's policy allows it
+/// `s3:BypassGovernanceRetention` (no ACL grants it). Replacing a locked
+/// object by a write (PutObject, CopyObject, a complete, in a bucket
+/// locked without versioning: no S3 write has the header) needs that
+/// allowance from everyone, admins included, as VersityGW decides it.
+/// Blocking: reads the owner and the policy.
 pub fn may_bypass_governance(
     store: &Store,
     who: &Principal,
@@ -216,7 +224,9 @@ pub fn may_bypass_governance(
     key: &str,
     requested: bool,
 ) -> crate::Result<bool> {
-    if requested && who.is_admin() {
+    if requested
+        && (who.is_admin() || store.bucket_owner(bucket)?.as_deref() == Some(&who.access_key))
+    {
         return Ok(true);
     }
     let Some(doc) = bucket_policy(store, bucket)? else {

@@ -149,7 +149,9 @@ impl s3s::route::S3Route for Detour {
                     http::StatusCode::FORBIDDEN,
                 )
             })?;
-            return admin.check_access(req.credentials.as_ref()).map(drop);
+            return admin
+                .check_access(req.credentials.as_ref(), &req.headers)
+                .map(drop);
         }
         let who = self.access.authenticate(
             req.credentials.as_ref(),
