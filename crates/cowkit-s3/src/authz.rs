@@ -510,7 +510,9 @@ impl Authz {
             return Err(access_denied());
         };
         match op.grantable {
-            Grantable::OwnerAlways => return Err(b.refuse_policy_op(Requester::Anonymous, op, ask)),
+            Grantable::OwnerAlways => {
+                return Err(b.refuse_policy_op(Requester::Anonymous, op, ask))
+            }
             Grantable::OwnerOnly => return Err(access_denied()),
             Grantable::Anyone => {}
         }

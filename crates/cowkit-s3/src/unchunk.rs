@@ -129,7 +129,9 @@ impl Decoder {
                 State::Crlf(seen) => {
                     let want = if seen == 0 { b'\r' } else { b'\n' };
                     if data[0] != want {
-                        return Err(UnchunkError::Malformed("a chunk's data not followed by CR LF"));
+                        return Err(UnchunkError::Malformed(
+                            "a chunk's data not followed by CR LF",
+                        ));
                     }
                     self.state = if seen == 0 {
                         State::Crlf(1)
@@ -149,7 +151,9 @@ impl Decoder {
             .ok()
             .filter(|s| !s.is_empty() && s.len() <= 16)
             .and_then(|s| u64::from_str_radix(s, 16).ok())
-            .ok_or(UnchunkError::Malformed("a chunk size that is not hexadecimal"))?;
+            .ok_or(UnchunkError::Malformed(
+                "a chunk size that is not hexadecimal",
+            ))?;
         if size == 0 {
             self.state = State::Trailer;
             return Ok(());
@@ -191,7 +195,9 @@ impl Decoder {
     /// line with all its declared data.
     pub fn finish(&mut self) -> Result<HeaderMap, UnchunkError> {
         if self.state != State::Finished {
-            return Err(UnchunkError::Malformed("it ends before its last, empty line"));
+            return Err(UnchunkError::Malformed(
+                "it ends before its last, empty line",
+            ));
         }
         if self.decoded != self.declared {
             return Err(UnchunkError::Length {
@@ -299,7 +305,11 @@ mod tests {
     use super::*;
 
     /// `raw` fed in pieces of `step` bytes.
-    fn decode(raw: &[u8], declared: u64, step: usize) -> Result<(Vec<u8>, HeaderMap), UnchunkError> {
+    fn decode(
+        raw: &[u8],
+        declared: u64,
+        step: usize,
+    ) -> Result<(Vec<u8>, HeaderMap), UnchunkError> {
         let mut d = Decoder::new(declared);
         let mut out = Vec::new();
         for piece in raw.chunks(step) {
@@ -311,7 +321,9 @@ mod tests {
 
     #[test]
     fn issue_38_bodies_decode_in_any_pieces() {
-        let body = b"2000\r\n".iter().copied()
+        let body = b"2000\r\n"
+            .iter()
+            .copied()
             .chain(std::iter::repeat_n(b'a', 0x2000))
             .chain(*b"\r\n3;ext=1\r\nbcd\r\n0\r\nx-amz-checksum-crc32:abc=\r\n\r\n")
             .collect::<Vec<u8>>();
@@ -340,7 +352,11 @@ mod tests {
             (b"FFFFFFFFFFFFFFFFF\r\n", 10),
             (long.as_bytes(), 10),
         ] {
-            assert!(decode(raw, declared, 3).is_err(), "{:?}", String::from_utf8_lossy(raw));
+            assert!(
+                decode(raw, declared, 3).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(raw)
+            );
         }
     }
 }

@@ -96,7 +96,11 @@ const OPS: &[Op] = &[
     op("ListObjects", "s3:ListBucket", false),
     op("ListObjectsV2", "s3:ListBucket", false),
     op("ListObjectVersions", "s3:ListBucketVersions", false),
-    op("ListMultipartUploads", "s3:ListBucketMultipartUploads", false),
+    op(
+        "ListMultipartUploads",
+        "s3:ListBucketMultipartUploads",
+        false,
+    ),
     op("GetBucketTagging", "s3:GetBucketTagging", false),
     op("PutBucketTagging", "s3:PutBucketTagging", false),
     op("DeleteBucketTagging", "s3:PutBucketTagging", false),

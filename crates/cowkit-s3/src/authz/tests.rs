@@ -52,13 +52,21 @@ fn issue_27_operations_ask_for_their_actions() {
 #[test]
 fn issue_38_lock_headers_ask_for_the_lock_actions() {
     for (header, value, action) in [
-        ("x-amz-object-lock-mode", "COMPLIANCE", "s3:PutObjectRetention"),
+        (
+            "x-amz-object-lock-mode",
+            "COMPLIANCE",
+            "s3:PutObjectRetention",
+        ),
         (
             "x-amz-object-lock-retain-until-date",
             "2099-01-01T00:00:00Z",
             "s3:PutObjectRetention",
         ),
-        ("x-amz-object-lock-legal-hold", "ON", "s3:PutObjectLegalHold"),
+        (
+            "x-amz-object-lock-legal-hold",
+            "ON",
+            "s3:PutObjectLegalHold",
+        ),
     ] {
         let mut h = http::HeaderMap::new();
         h.insert(header, value.parse().unwrap());
@@ -583,7 +591,10 @@ impl Model {
 
 const LOCK: &[(&str, &str)] = &[
     ("x-amz-object-lock-mode", "COMPLIANCE"),
-    ("x-amz-object-lock-retain-until-date", "2099-01-01T00:00:00Z"),
+    (
+        "x-amz-object-lock-retain-until-date",
+        "2099-01-01T00:00:00Z",
+    ),
 ];
 const HOLD: &[(&str, &str)] = &[("x-amz-object-lock-legal-hold", "ON")];
 
@@ -662,7 +673,11 @@ fn issue_38_rule_acl_grants_map_as_aws_lists() {
         ("GetObjectAttributes", "k"),
     ] {
         assert_eq!(m.ask(Some("carol"), op, key, &[]), "ok", "READ {op}");
-        assert_eq!(m.ask(Some("bob"), op, key, &[]), "AccessDenied", "WRITE {op}");
+        assert_eq!(
+            m.ask(Some("bob"), op, key, &[]),
+            "AccessDenied",
+            "WRITE {op}"
+        );
         assert_eq!(m.ask(Some("erin"), op, key, &[]), "ok", "FULL_CONTROL {op}");
     }
     assert_eq!(
@@ -681,7 +696,11 @@ fn issue_38_rule_acl_grants_map_as_aws_lists() {
         ("ListParts", "k"),
     ] {
         assert_eq!(m.ask(Some("bob"), op, key, &[]), "ok", "WRITE {op}");
-        assert_eq!(m.ask(Some("carol"), op, key, &[]), "AccessDenied", "READ {op}");
+        assert_eq!(
+            m.ask(Some("carol"), op, key, &[]),
+            "AccessDenied",
+            "READ {op}"
+        );
         assert_eq!(m.ask(Some("erin"), op, key, &[]), "ok", "FULL_CONTROL {op}");
     }
     assert_eq!(
@@ -696,7 +715,11 @@ fn issue_38_rule_acl_grants_map_as_aws_lists() {
         ("PutObjectAcl", "k"),
     ] {
         assert_eq!(m.ask(Some("dave"), op, key, &[]), "ok", "ACP {op}");
-        assert_eq!(m.ask(Some("bob"), op, key, &[]), "AccessDenied", "WRITE {op}");
+        assert_eq!(
+            m.ask(Some("bob"), op, key, &[]),
+            "AccessDenied",
+            "WRITE {op}"
+        );
         assert_eq!(m.ask(Some("erin"), op, key, &[]), "ok", "FULL_CONTROL {op}");
     }
     assert_eq!(m.ask(Some("dave"), "GetObject", "k", &[]), "AccessDenied");
@@ -760,9 +783,16 @@ fn issue_38_rule_policy_and_ownership_operations_are_the_owners() {
         r#"{"Statement":[{"Effect":"Allow","Principal":{"AWS":"frank"},"Action":"s3:*","Resource":"arn:aws:s3:::bkt"}]}"#,
     ));
     for op in ["PutBucketPolicy", "DeleteBucketPolicy", "GetBucketPolicy"] {
-        assert_eq!(m.ask(Some("frank"), op, "", &[]), "MethodNotAllowed", "{op}");
+        assert_eq!(
+            m.ask(Some("frank"), op, "", &[]),
+            "MethodNotAllowed",
+            "{op}"
+        );
     }
-    for op in ["PutBucketOwnershipControls", "DeleteBucketOwnershipControls"] {
+    for op in [
+        "PutBucketOwnershipControls",
+        "DeleteBucketOwnershipControls",
+    ] {
         assert_eq!(m.ask(Some("frank"), op, "", &[]), "AccessDenied", "{op}");
     }
     assert_eq!(m.ask(Some("frank"), "DeleteBucket", "", &[]), "ok");
@@ -809,7 +839,10 @@ fn issue_38_rule_a_policy_allows_and_denies_beside_the_acl() {
     assert_eq!(m.ask(Some("frank"), "PutObject", "k", &[]), "AccessDenied");
     // The ACL still grants beside a policy, and a Deny wins over it.
     assert_eq!(m.ask(Some("carol"), "GetObject", "k", &[]), "ok");
-    assert_eq!(m.ask(Some("carol"), "GetObject", "secret/k", &[]), "AccessDenied");
+    assert_eq!(
+        m.ask(Some("carol"), "GetObject", "secret/k", &[]),
+        "AccessDenied"
+    );
     // Every action of a request: bob's WRITE lets it put, the policy does
     // not give it the retention a lock header asks for.
     assert_eq!(m.ask(Some("bob"), "PutObject", "k", &[]), "ok");
@@ -826,7 +859,10 @@ fn issue_38_rule_lock_actions_are_never_granted_by_an_acl_or_a_public_grant() {
     assert_eq!(m.ask(None, "GetObject", "k", &[]), "ok");
     for headers in [LOCK, HOLD] {
         assert_eq!(m.ask(None, "PutObject", "k", headers), "AccessDenied");
-        assert_eq!(m.ask(Some("frank"), "PutObject", "k", headers), "AccessDenied");
+        assert_eq!(
+            m.ask(Some("frank"), "PutObject", "k", headers),
+            "AccessDenied"
+        );
     }
     for op in ["PutObjectRetention", "PutObjectLegalHold"] {
         assert_eq!(m.ask(None, op, "k", &[]), "AccessDenied", "{op}");
@@ -842,7 +878,10 @@ fn issue_38_rule_lock_actions_are_never_granted_by_an_acl_or_a_public_grant() {
     assert_eq!(m.ask(Some("frank"), "PutObject", "k", &[]), "ok");
     for headers in [LOCK, HOLD] {
         assert_eq!(m.ask(None, "PutObject", "k", headers), "AccessDenied");
-        assert_eq!(m.ask(Some("frank"), "PutObject", "k", headers), "AccessDenied");
+        assert_eq!(
+            m.ask(Some("frank"), "PutObject", "k", headers),
+            "AccessDenied"
+        );
     }
     assert_eq!(m.ask(None, "PutObjectRetention", "k", &[]), "AccessDenied");
     // A policy that grants the retention to everyone does let them.
@@ -900,6 +939,9 @@ fn issue_38_rule_create_bucket_is_decided_by_role() {
     }
     // Grants on an existing bucket of the name do not matter either.
     m.set_acl(&Acl::canned("alice", "public-read-write").unwrap());
-    assert_eq!(m.ask(Some("frank"), "CreateBucket", "", &[]), "AccessDenied");
+    assert_eq!(
+        m.ask(Some("frank"), "CreateBucket", "", &[]),
+        "AccessDenied"
+    );
     assert_eq!(m.ask(Some("frank"), "ListBuckets", "", &[]), "ok");
 }

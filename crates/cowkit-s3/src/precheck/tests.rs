@@ -530,11 +530,18 @@ fn issue_38_an_empty_version_id_is_refused() {
         (Method::POST, "/b/k?restore&versionId="),
     ] {
         let e = check(m.clone(), uri, &[]).unwrap_err();
-        assert_eq!((e.status.as_u16(), e.code), (400, "InvalidArgument"), "{m} {uri}");
+        assert_eq!(
+            (e.status.as_u16(), e.code),
+            (400, "InvalidArgument"),
+            "{m} {uri}"
+        );
         assert_eq!(e.message, "Version id cannot be the empty string");
         assert_eq!(
             e.extra,
-            [("ArgumentName", "versionId".into()), ("ArgumentValue", String::new())]
+            [
+                ("ArgumentName", "versionId".into()),
+                ("ArgumentValue", String::new())
+            ]
         );
     }
     assert!(check(Method::GET, "/b/k?versionId=abc", &[]).is_ok());

@@ -136,6 +136,26 @@ def test_issue_38_any_account_on_a_public_read_write_bucket_cannot_take_it(srv):
     assert [b["Name"] for b in alice.list_buckets()["Buckets"]] == ["open"]
 
 
+def test_issue_38_grantees_cannot_delete_or_retake_an_empty_bucket(srv):
+    """The owner's empty bucket, a WRITE grantee's and (public-read-write)
+    any account's: not theirs to delete, and so not theirs to make again
+    as their own; nor are its ownership controls theirs to remove."""
+    create_user(srv, "mallory", "userplus")
+    alice, bob, mallory = client_of(srv, "alice"), client_of(srv, "bob"), client_of(srv, "mallory")
+    alice.create_bucket(Bucket="granted-empty", ObjectOwnership="BucketOwnerPreferred")
+    alice.put_bucket_acl(Bucket="granted-empty", GrantWrite='id="bob"', GrantFullControl='id="alice"')
+    alice.create_bucket(Bucket="open-empty", ObjectOwnership="ObjectWriter", ACL="public-read-write")
+    refused(lambda: bob.delete_bucket_ownership_controls(Bucket="granted-empty"))
+    refused(lambda: bob.delete_bucket(Bucket="granted-empty"))
+    refused(lambda: mallory.delete_bucket_ownership_controls(Bucket="open-empty"))
+    refused(lambda: mallory.delete_bucket(Bucket="open-empty"))
+    refused(lambda: mallory.create_bucket(Bucket="open-empty"), 409, "BucketAlreadyExists")
+    owners = {b["Name"] for b in alice.list_buckets()["Buckets"]}
+    assert owners == {"granted-empty", "open-empty"}
+    assert alice.get_bucket_ownership_controls(Bucket="open-empty")["OwnershipControls"]["Rules"] == [
+        {"ObjectOwnership": "ObjectWriter"}]
+
+
 def test_issue_38_full_control_grantees_and_policies_still_work(srv):
     """What stays allowed: FULL_CONTROL grantees read, write and manage the
     ACL; a policy grants another account objects; the owner does
