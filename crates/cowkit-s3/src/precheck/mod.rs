@@ -595,6 +595,9 @@ fn copy_source_refusal(desc: &str, value: &str) -> Refusal {
 pub fn copy_source_key(raw: &str) -> Result<String, Refusal> {
     let s = raw.strip_prefix('/').unwrap_or(raw);
     let path = s.find("?versionId=").map_or(s, |i| &s[..i]);
+    if s.ends_with("?versionId=") && path.len() + "?versionId=".len() == s.len() {
+        return Err(empty_version_id("x-amz-copy-source"));
+    }
     let decoded = strict_percent_decode(path)
         .ok_or_else(|| copy_source_refusal("Invalid copy source encoding", raw))?;
     // A client that percent-encoded the whole source, `?versionId=` with
