@@ -261,10 +261,9 @@ impl Principal {
 pub enum Target {
     /// ListBuckets (`GET /`): every account, each seeing its own buckets.
     ListBuckets,
-    /// CreateBucket.
-    CreateBucket(String),
-    /// Anything on this bucket or its objects, and on the source bucket of
-    /// a copy when there is one.
+    /// Anything on this bucket or its objects (CreateBucket too: which
+    /// operation a request is, s3s says, see [`may_create_buckets`]), and
+    /// on the source bucket of a copy when there is one.
     Bucket {
         /// The bucket named by the path.
         bucket: String,
@@ -286,19 +285,19 @@ pub fn copy_source_bucket(v: &str) -> String {
         .map_or_else(String::new, |(_, v)| v)
 }
 
-/// What the request `method uri` (path-style) with `headers` does.
+/// Which buckets the request `method uri` (path-style) with `headers`
+/// names (for `x-amz-expected-bucket-owner` and its source twin). Which
+/// operation it is, and so what a role allows, is decided on the operation
+/// s3s has parsed, never here.
 pub fn target(method: &http::Method, uri: &http::Uri, headers: &http::HeaderMap) -> Target {
     let path = uri.path().trim_start_matches('/');
-    let (bucket, key) = path.split_once('/').unwrap_or((path, ""));
+    let bucket = path.split_once('/').map_or(path, |(b, _)| b);
     if bucket.is_empty() {
         return if method == http::Method::GET {
             Target::ListBuckets
         } else {
             Target::Service
         };
-    }
-    if method == http::Method::PUT && key.is_empty() && uri.query().is_none_or(str::is_empty) {
-        return Target::CreateBucket(bucket.to_string());
     }
     let source = headers
         .get("x-amz-copy-source")
@@ -311,18 +310,14 @@ pub fn target(method: &http::Method, uri: &http::Uri, headers: &http::HeaderMap)
     }
 }
 
-/// Whether `who`'s role lets it do `what`: an admin everything, a
-/// `userplus` also create buckets, a `user` neither create buckets nor
-/// use the admin API. What it may do in a bucket is the bucket's to say
-/// (its owner, ACL and policy: [`crate::authz`]).
-pub fn allowed(who: &Principal, what: &Target) -> bool {
-    if who.is_admin() {
-        return true;
-    }
-    match what {
-        Target::ListBuckets | Target::Service | Target::Bucket { .. } => true,
-        Target::CreateBucket(_) => who.role == Role::UserPlus,
-    }
+/// Whether `who`'s role lets it create buckets: an admin's and a
+/// `userplus`'s does, a `user`'s does not (decided on the operation s3s
+/// has parsed, [`crate::authz::Authz::check`], whatever the request's
+/// shape). What an account may do in a bucket is the bucket's to say (its
+/// owner, ACL and policy: [`crate::authz`]); the admin API is for admins
+/// ([`crate::admin`]).
+pub fn may_create_buckets(who: &Principal) -> bool {
+    matches!(who.role, Role::Admin | Role::UserPlus)
 }
 
 /// The account store, and the server's own key pair (the root account).

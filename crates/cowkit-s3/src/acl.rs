@@ -358,16 +358,16 @@ impl Acl {
         Ok(self)
     }
 
-    /// Whether a grant lets `who` do what `want` asks: the grantee's own
-    /// grant of `want` or `FULL_CONTROL`, or a group's grant of `want`
-    /// (as VersityGW reads group grants).
+    /// Whether a grant lets `who` do what `want` asks: a grant of `want`
+    /// or `FULL_CONTROL` (which S3 defines as all four) to `who`, to
+    /// everyone, or (for a signed request) to all authenticated users.
     pub fn allows(&self, who: Requester<'_>, want: Permission) -> bool {
         self.grants.iter().any(|g| {
             let fits = g.permission == want || g.permission == Permission::FullControl;
-            match (&g.grantee, who) {
-                (Grantee::User(k), Requester::Key(me)) => fits && k == me,
-                (Grantee::AllUsers, _) => g.permission == want,
-                (Grantee::AuthenticatedUsers, Requester::Key(_)) => g.permission == want,
+            fits && match (&g.grantee, who) {
+                (Grantee::User(k), Requester::Key(me)) => k == me,
+                (Grantee::AllUsers, _) => true,
+                (Grantee::AuthenticatedUsers, Requester::Key(_)) => true,
                 _ => false,
             }
         })

@@ -307,14 +307,32 @@ fn answer(status: http::StatusCode, xml: Option<String>) -> S3Response<s3s::Body
 }
 
 impl Admin {
-    /// Only a signed admin may call the API.
-    pub fn check_access(&self, creds: Option<&s3s::auth::Credentials>) -> S3Result<Principal> {
+    /// Only a signed admin may call the API, and only with its body
+    /// covered by the signature: `x-amz-content-sha256` the body's SHA-256
+    /// (s3s checks it as it reads the body), never `UNSIGNED-PAYLOAD`, a
+    /// streaming marker, or left out (a presigned URL).
+    pub fn check_access(
+        &self,
+        creds: Option<&s3s::auth::Credentials>,
+        headers: &http::HeaderMap,
+    ) -> S3Result<Principal> {
         let creds = creds.ok_or_else(access_denied)?;
-        match self.accounts.principal(&creds.access_key) {
-            Ok(Some(p)) if p.is_admin() => Ok(p),
-            Ok(_) => Err(access_denied()),
-            Err(e) => Err(accounts_error(e)),
+        let who = match self.accounts.principal(&creds.access_key) {
+            Ok(Some(p)) if p.is_admin() => p,
+            Ok(_) => return Err(access_denied()),
+            Err(e) => return Err(accounts_error(e)),
+        };
+        let hashed = headers
+            .get("x-amz-content-sha256")
+            .is_some_and(|v| v.len() == 64 && v.as_bytes().iter().all(u8::is_ascii_hexdigit));
+        if !hashed {
+            return Err(admin_error(
+                "XAdminInvalidRequest",
+                "The admin API takes only a signed body: x-amz-content-sha256 must be the body's SHA-256 (not UNSIGNED-PAYLOAD, a streaming payload or missing).",
+                http::StatusCode::BAD_REQUEST,
+            ));
         }
+        Ok(who)
     }
 
     /// Run one blocking step on tokio's blocking pool.

@@ -1,18 +1,25 @@
 //! Who may do what: every request is authorised here once, after s3s has
 //! verified its signature and before the operation runs (`handler.rs`
-//! calls [`Authz::check`] from its `S3Access`), as VersityGW's posix
-//! gateway authorises it:
+//! calls [`Authz::check`] from its `S3Access`), as AWS defines it
+//! (`docs/security.md`, "Who may do what", has the table):
 //!
 //! 1. An admin (the gateway's key pair, or an account with the admin
 //!    role, see [`crate::accounts`]) may do everything.
-//! 2. A signed request of another principal: if the bucket has a policy,
-//!    the policy alone decides (a matching `Deny` is refused with S3's
-//!    "explicit deny" message, no matching `Allow` is refused); without a
-//!    policy, the bucket's ACL does (the owner has `FULL_CONTROL`; under
-//!    `BucketOwnerEnforced` only the owner).
-//! 3. An unsigned request (on a server that is not `--anonymous`): only
-//!    what a public policy statement (`"Principal": "*"`) or a public ACL
-//!    grant allows, for the operations VersityGW serves to the public.
+//! 2. CreateBucket is the role's to decide (admin and `userplus`), on the
+//!    operation s3s parsed; ListBuckets is every account's.
+//! 3. The bucket policy operations are the bucket owner's alone, and its
+//!    policy never locks the owner out of them; the ownership controls are
+//!    the owner's alone.
+//! 4. Any other request needs each of its policy actions ([`Op::actions`]:
+//!    a write's lock and tagging headers ask for their own): a matching
+//!    `Deny` in the bucket's policy refuses it (the owner too, with S3's
+//!    "explicit deny" message); otherwise the owner may, and another
+//!    principal what a matching `Allow` or an ACL grant gives it (AWS's
+//!    mapping of ACL permissions to actions, [`acl_permission`]; no ACL
+//!    grant under `BucketOwnerEnforced`).
+//! 5. An unsigned request (on a server that is not `--anonymous`): the
+//!    same with only `"Principal": "*"` statements and grants to everyone,
+//!    and never the operations S3 refuses to anonymous callers.
 //!
 //! Bucket records are read anew for every request of a non-admin (so all
 //! gateways of a fleet see a change at once); an admin's requests read
@@ -24,14 +31,14 @@ use std::sync::Arc;
 use s3s::{S3Error, S3ErrorCode};
 use serde::{Deserialize, Serialize};
 
-use crate::acl::{Acl, Ownership, Permission};
+use crate::acl::{Acl, Ownership};
 use crate::policy::condition::Context;
 use crate::policy::{Decision, Policy, Requester, ARN_PREFIX};
 use crate::store::Store;
 
 mod ops;
 
-pub use ops::{operation, Op};
+pub use ops::{acl_permission, operation, Grantable, Op};
 
 pub use crate::accounts::Principal;
 
@@ -200,15 +207,16 @@ pub fn new_bucket_access(
     Ok((acl, ownership))
 }
 
-/// Whether `who` may override a GOVERNANCE retention on `bucket`/`key`,
-/// as VersityGW decides it. Asked for with
-/// `x-amz-bypass-governance-retention` (`requested`: DeleteObject,
-/// DeleteObjects, PutObjectRetention), an admin always may, another
-/// principal when the bucket's policy allows it
-/// `s3:BypassGovernanceRetention`. Replacing a locked object by a write
-/// (PutObject, CopyObject, a complete, in a bucket locked without
-/// versioning: no S3 write has the header) needs that allowance from
-/// everyone, admins included. Blocking: reads the policy.
+/// Whether `who` may override a GOVERNANCE retention on `bucket`/`key`.
+/// Asked for with `x-amz-bypass-governance-retention` (`requested`:
+/// DeleteObject, DeleteObjects, PutObjectRetention), an admin and the
+/// bucket's owner (whose account holds every permission on its bucket)
+/// always may, another principal when the bucket's policy allows it
+/// `s3:BypassGovernanceRetention` (no ACL grants it). Replacing a locked
+/// object by a write (PutObject, CopyObject, a complete, in a bucket
+/// locked without versioning: no S3 write has the header) needs that
+/// allowance from everyone, admins included, as VersityGW decides it.
+/// Blocking: reads the owner and the policy.
 pub fn may_bypass_governance(
     store: &Store,
     who: &Principal,
@@ -216,7 +224,9 @@ pub fn may_bypass_governance(
     key: &str,
     requested: bool,
 ) -> crate::Result<bool> {
-    if requested && who.is_admin() {
+    if requested
+        && (who.is_admin() || store.bucket_owner(bucket)?.as_deref() == Some(&who.access_key))
+    {
         return Ok(true);
     }
     let Some(doc) = bucket_policy(store, bucket)? else {
@@ -404,9 +414,16 @@ impl Authz {
         if !signed {
             return self.check_public(&op, ask);
         }
-        if ask.bucket.is_empty() {
-            // ListBuckets and CreateBucket: for the accounts' roles to say.
-            return Ok(());
+        match op.name {
+            // Every account lists (its own buckets).
+            "ListBuckets" => return Ok(()),
+            // The role decides, on the operation s3s parsed (whatever
+            // query or path shape the request had); an existing bucket's
+            // name is the operation's to answer.
+            "CreateBucket" if crate::accounts::may_create_buckets(who) => return Ok(()),
+            "CreateBucket" => return Err(access_denied()),
+            _ if ask.bucket.is_empty() => return Err(access_denied()),
+            _ => {}
         }
         self.check_bucket(who, &op, ask, ask.bucket, ask.key)?;
         if op.copies {
@@ -419,7 +436,8 @@ impl Authz {
         Ok(())
     }
 
-    /// A signed non-admin request on `bucket`/`key`.
+    /// A signed non-admin request on `bucket`/`key`: see
+    /// `docs/security.md`, "Who may do what".
     fn check_bucket(
         &self,
         who: &Principal,
@@ -432,53 +450,55 @@ impl Authz {
             return Ok(()); // The operation answers NoSuchBucket.
         };
         let me = Requester::Key(&who.access_key);
+        let owner = b.acl.owner == who.access_key;
         let ask = Ask {
             bucket,
             key,
             ..ask.clone()
         };
+        match op.grantable {
+            // The owner's account, whatever the policy says (so that a
+            // policy can always be mended); another account the policy
+            // allows is told S3's 405, any other 403.
+            Grantable::OwnerAlways if owner => return Ok(()),
+            Grantable::OwnerAlways => return Err(b.refuse_policy_op(me, op, &ask)),
+            Grantable::OwnerOnly if !owner => return Err(access_denied()),
+            Grantable::OwnerOnly | Grantable::Anyone => {}
+        }
         if b.broken_policy {
             return Err(access_denied());
         }
-        if let Some(p) = &b.policy {
-            let cx = ask.context();
-            let resource = ask.resource(op.object);
-            for action in op.actions(&ask) {
-                if op.every_key {
+        let cx = ask.context();
+        let resource = ask.resource(op.object);
+        for action in op.actions(&ask) {
+            // A matching Deny refuses, for the owner too; an Allow lets in.
+            let decision = match &b.policy {
+                None => Decision::NoMatch,
+                Some(p) if op.every_key => {
                     if p.denies_anywhere(me, action) {
-                        return Err(explicit_deny(&who.access_key, action, &resource));
+                        Decision::Deny
+                    } else {
+                        p.decide(me, action, &format!("{bucket}/*"), &cx)
                     }
-                    let all = format!("{bucket}/*");
-                    if p.decide(me, action, &all, &cx) != Decision::Allow {
-                        return Err(access_denied());
-                    }
-                    continue;
                 }
-                match p.decide(me, action, &resource, &cx) {
-                    Decision::Deny => {
-                        return Err(explicit_deny(&who.access_key, action, &resource))
-                    }
-                    Decision::NoMatch => return Err(access_denied()),
-                    Decision::Allow => {}
-                }
+                Some(p) => p.decide(me, action, &resource, &cx),
+            };
+            match decision {
+                Decision::Deny => return Err(explicit_deny(&who.access_key, action, &resource)),
+                Decision::Allow => {}
+                // Without a statement: the owner's account may, others
+                // what an ACL grant gives them (not under
+                // BucketOwnerEnforced, where ACLs are disabled).
+                Decision::NoMatch if owner || b.acl_grants(me, action) => {}
+                Decision::NoMatch => return Err(access_denied()),
             }
-            return Ok(());
         }
-        // As VersityGW decides it: under BucketOwnerEnforced the owner
-        // alone; otherwise the grants (the owner's FULL_CONTROL among them).
-        let allowed = if b.ownership == Some(Ownership::BucketOwnerEnforced) {
-            b.acl.owner == who.access_key
-        } else {
-            b.acl.allows(me, op.permission)
-        };
-        if allowed {
-            Ok(())
-        } else {
-            Err(access_denied())
-        }
+        Ok(())
     }
 
-    /// An unsigned request: what the bucket makes public.
+    /// An unsigned request: what the bucket makes public (a policy
+    /// statement for `"*"`, or a grant to everyone), for every action the
+    /// request needs.
     fn check_public(&self, op: &Op, ask: &Ask<'_>) -> Result<(), S3Error> {
         if let Some(refusal) = op.anonymous_refusal() {
             return Err(refusal);
@@ -489,29 +509,58 @@ impl Authz {
         let Some(b) = self.bucket(ask.bucket).map_err(crate::error::to_s3_error)? else {
             return Err(access_denied());
         };
-        let action = op.action;
-        if let Some(p) = &b.policy {
-            let cx = ask.context();
-            match p.decide(Requester::Anonymous, action, &ask.resource(op.object), &cx) {
+        match op.grantable {
+            Grantable::OwnerAlways => {
+                return Err(b.refuse_policy_op(Requester::Anonymous, op, ask))
+            }
+            Grantable::OwnerOnly => return Err(access_denied()),
+            Grantable::Anyone => {}
+        }
+        if b.broken_policy {
+            return Err(access_denied());
+        }
+        let cx = ask.context();
+        let resource = ask.resource(op.object);
+        for action in op.actions(ask) {
+            let decision = match &b.policy {
+                Some(p) => p.decide(Requester::Anonymous, action, &resource, &cx),
+                None => Decision::NoMatch,
+            };
+            match decision {
                 Decision::Deny => return Err(access_denied()),
-                Decision::Allow if op.policy_op => {
-                    return Err(s3_error(
-                        "MethodNotAllowed",
-                        405,
-                        "The specified method is not allowed against this resource.",
-                    ))
-                }
-                Decision::Allow => return public_overrides(op, ask),
-                Decision::NoMatch => {}
+                Decision::Allow => {}
+                Decision::NoMatch if b.acl_grants(Requester::Anonymous, action) => {}
+                Decision::NoMatch => return Err(access_denied()),
             }
         }
-        let acl_public = op.public_by_acl()
-            && b.ownership != Some(Ownership::BucketOwnerEnforced)
-            && b.acl.is_public(op.permission);
-        if acl_public && !b.broken_policy {
-            public_overrides(op, ask)
+        public_overrides(op, ask)
+    }
+}
+
+impl Bucket {
+    /// Whether the bucket's ACL grants `who` the policy action `action`
+    /// ([`ops::acl_permission`]); never under `BucketOwnerEnforced`.
+    fn acl_grants(&self, who: Requester<'_>, action: &str) -> bool {
+        self.ownership != Some(Ownership::BucketOwnerEnforced)
+            && ops::acl_permission(action).is_some_and(|p| self.acl.allows(who, p))
+    }
+
+    /// S3's refusal of a bucket policy operation to someone other than
+    /// the owner's account: `MethodNotAllowed` when the policy allows it
+    /// the action (it has the permission, but is not the owner's),
+    /// `AccessDenied` otherwise.
+    fn refuse_policy_op(&self, who: Requester<'_>, op: &Op, ask: &Ask<'_>) -> S3Error {
+        let allowed = self.policy.as_ref().is_some_and(|p| {
+            p.decide(who, op.action, &ask.resource(false), &ask.context()) == Decision::Allow
+        });
+        if allowed {
+            s3_error(
+                "MethodNotAllowed",
+                405,
+                "The specified method is not allowed against this resource.",
+            )
         } else {
-            Err(access_denied())
+            access_denied()
         }
     }
 }
@@ -563,11 +612,6 @@ impl Policy {
                     .any(|a| crate::policy::wildcard_match(a, action))
         })
     }
-}
-
-/// The permission an ACL must grant for `op` (for callers outside).
-pub fn permission_of(op: &str) -> Option<Permission> {
-    operation(op).map(|o| o.permission)
 }
 
 #[cfg(test)]

@@ -595,7 +595,7 @@ pub(crate) fn want_checksum_of(h: &http::HeaderMap, composite: bool) -> S3Result
 pub(crate) fn verify_checksum(
     want: &WantChecksum,
     got: &Option<(Algorithm, String)>,
-    trailers: Option<&s3s::TrailingHeaders>,
+    trailers: Option<crate::gateway::Trailers<'_>>,
 ) -> S3Result<()> {
     let Some((algo, value)) = got else {
         return Ok(());

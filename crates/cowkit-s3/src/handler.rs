@@ -47,6 +47,9 @@ struct Rewrite {
     strip: Vec<http::HeaderName>,
     /// A document to take apart before s3s parses it.
     document: Option<Document>,
+    /// An unsigned aws-chunked body to decode ([`crate::unchunk`]; s3s
+    /// decodes only a signed one).
+    unchunk: bool,
 }
 
 /// A request document s3s 0.14 cannot parse whole.
@@ -146,7 +149,9 @@ impl s3s::route::S3Route for Detour {
                     http::StatusCode::FORBIDDEN,
                 )
             })?;
-            return admin.check_access(req.credentials.as_ref()).map(drop);
+            return admin
+                .check_access(req.credentials.as_ref(), &req.headers)
+                .map(drop);
         }
         let who = self.access.authenticate(
             req.credentials.as_ref(),
@@ -182,6 +187,9 @@ impl s3s::route::S3Route for Detour {
             headers.remove(n);
         }
         headers.remove(http::header::AUTHORIZATION);
+        if rewrite.unchunk {
+            body = unchunk(body, &mut headers, &mut extensions)?;
+        }
         if let Some(d) = rewrite.document {
             body = take_apart(d, body, &mut headers, &mut extensions).await?;
         }
@@ -241,6 +249,33 @@ async fn take_apart(
     headers.insert(http::header::CONTENT_LENGTH, doc.len().into());
     headers.remove("content-md5");
     Ok(s3s::Body::from(doc))
+}
+
+/// Decode an unsigned aws-chunked `body` (see [`crate::unchunk`]): its
+/// `Content-Length` becomes the declared decoded length, its trailer a
+/// [`crate::unchunk::DecodedTrailers`] extension for the gateway.
+fn unchunk(
+    body: s3s::Body,
+    headers: &mut http::HeaderMap,
+    extensions: &mut http::Extensions,
+) -> s3s::S3Result<s3s::Body> {
+    // The prechecks made sure it is there, in digits.
+    let declared = headers
+        .get("x-amz-decoded-content-length")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .ok_or_else(|| {
+            s3s::s3_error!(
+                MissingContentLength,
+                "You must provide the Content-Length HTTP header."
+            )
+        })?;
+    headers.insert(http::header::CONTENT_LENGTH, declared.into());
+    let trailers = crate::unchunk::DecodedTrailers::default();
+    extensions.insert(trailers.clone());
+    let stream: s3s::stream::DynByteStream =
+        Box::pin(crate::unchunk::Unchunked::new(body, declared, trailers));
+    Ok(s3s::Body::from(stream))
 }
 
 /// An aws-chunked body has been decoded by now: its headers come off

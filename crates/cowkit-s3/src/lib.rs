@@ -73,6 +73,7 @@ pub mod server;
 mod stale;
 pub mod store;
 pub mod tagging;
+pub mod unchunk;
 pub mod versions;
 pub mod website;
 

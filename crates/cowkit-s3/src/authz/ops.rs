@@ -1,11 +1,29 @@
-//! What each S3 operation asks of a bucket: the policy action, the ACL
-//! permission, whether its resource is the object, and how an unsigned
-//! request is answered (VersityGW's table).
+//! What each S3 operation asks of a bucket: the policy actions, who may
+//! be allowed them besides the bucket's owner, whether its resource is the
+//! object, and how an unsigned request is answered; and which policy
+//! actions an ACL permission grants, as AWS's "Mapping of ACL permissions
+//! and access policy permissions" lists them ([`acl_permission`]).
 
 use s3s::S3Error;
 
 use super::{access_denied, s3_error, Ask};
 use crate::acl::Permission;
+
+/// Who, besides the bucket owner's account and admins, may be allowed an
+/// operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grantable {
+    /// Whoever a bucket policy statement or an ACL grant allows (ACLs
+    /// only the actions [`acl_permission`] maps).
+    Anyone,
+    /// The bucket owner's account alone; the bucket policy can deny it
+    /// (Put/DeleteBucketOwnershipControls).
+    OwnerOnly,
+    /// The bucket owner's account alone, which the bucket policy cannot
+    /// lock out (Get/Put/DeleteBucketPolicy: S3 lets the owner's root
+    /// account do these whatever the policy says).
+    OwnerAlways,
+}
 
 /// What an operation needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,13 +32,10 @@ pub struct Op {
     pub name: &'static str,
     /// The policy action (`s3:GetObject`).
     pub action: &'static str,
-    /// The ACL permission.
-    pub permission: Permission,
+    /// Who may be allowed it besides the owner.
+    pub grantable: Grantable,
     /// Whether the resource is `bucket/key` (else `bucket`).
     pub object: bool,
-    /// Whether it is a bucket policy operation (a public policy answers
-    /// these `MethodNotAllowed`, as VersityGW does).
-    pub policy_op: bool,
     /// Whether it reads a copy source (checked as a GetObject of it).
     pub copies: bool,
     /// Whether its keys are in its body (DeleteObjects): authorised for
@@ -28,160 +43,155 @@ pub struct Op {
     pub every_key: bool,
 }
 
-const fn op(name: &'static str, action: &'static str, permission: Permission, object: bool) -> Op {
+const fn op(name: &'static str, action: &'static str, object: bool) -> Op {
     Op {
         name,
         action,
-        permission,
+        grantable: Grantable::Anyone,
         object,
-        policy_op: false,
         copies: false,
         every_key: false,
     }
 }
 
-/// The actions a public ACL grant serves to anonymous requests
-/// (VersityGW's list): reads and writes of objects and listings.
-const PUBLIC_BY_ACL: &[&str] = &[
-    "s3:ListBucket",
-    "s3:PutObject",
-    "s3:ListBucketMultipartUploads",
-    "s3:DeleteObject",
-    "s3:ListBucketVersions",
-    "s3:GetObject",
-    "s3:GetObjectAttributes",
-    "s3:GetObjectAcl",
-];
-
-use Permission::{Read, ReadAcp, Write, WriteAcp};
+/// The ACL permission that grants `action`, per AWS's table (`None`: no
+/// ACL grant allows it; only the owner, an admin or a policy statement).
+/// A bucket's grants stand for its objects' too (the gateway keeps no
+/// object ACLs: an object's ACL is its bucket's). The lock actions
+/// (`s3:PutObjectRetention`, `s3:PutObjectLegalHold`,
+/// `s3:BypassGovernanceRetention`), the bucket's configuration, its
+/// policy, its ownership controls and `s3:DeleteBucket` are granted by no
+/// ACL. `s3:AbortMultipartUpload` and `s3:ListMultipartUploadParts`,
+/// which S3 allows an upload's initiator, are granted by `WRITE` (the
+/// permission that let it initiate the upload: the gateway does not
+/// record initiators).
+pub fn acl_permission(action: &str) -> Option<Permission> {
+    Some(match action {
+        "s3:ListBucket"
+        | "s3:ListBucketVersions"
+        | "s3:ListBucketMultipartUploads"
+        | "s3:GetObject"
+        | "s3:GetObjectVersion"
+        | "s3:GetObjectAttributes"
+        | "s3:GetObjectVersionAttributes" => Permission::Read,
+        "s3:PutObject"
+        | "s3:DeleteObject"
+        | "s3:DeleteObjectVersion"
+        | "s3:AbortMultipartUpload"
+        | "s3:ListMultipartUploadParts" => Permission::Write,
+        "s3:GetBucketAcl" | "s3:GetObjectAcl" | "s3:GetObjectVersionAcl" => Permission::ReadAcp,
+        "s3:PutBucketAcl" | "s3:PutObjectAcl" | "s3:PutObjectVersionAcl" => Permission::WriteAcp,
+        _ => return None,
+    })
+}
 
 /// The operations the gateway serves (and those the suite calls), by s3s
 /// name. `GetObjectVersion` is the read of a copy source with a version.
 const OPS: &[Op] = &[
-    op("ListBuckets", "s3:ListAllMyBuckets", Read, false),
-    op("CreateBucket", "s3:CreateBucket", Write, false),
-    op("HeadBucket", "s3:ListBucket", Read, false),
-    op("GetBucketLocation", "s3:GetBucketLocation", Read, false),
-    op("DeleteBucket", "s3:DeleteBucket", Write, false),
-    op("ListObjects", "s3:ListBucket", Read, false),
-    op("ListObjectsV2", "s3:ListBucket", Read, false),
-    op("ListObjectVersions", "s3:ListBucketVersions", Read, false),
+    op("ListBuckets", "s3:ListAllMyBuckets", false),
+    op("CreateBucket", "s3:CreateBucket", false),
+    op("HeadBucket", "s3:ListBucket", false),
+    op("GetBucketLocation", "s3:GetBucketLocation", false),
+    op("DeleteBucket", "s3:DeleteBucket", false),
+    op("ListObjects", "s3:ListBucket", false),
+    op("ListObjectsV2", "s3:ListBucket", false),
+    op("ListObjectVersions", "s3:ListBucketVersions", false),
     op(
         "ListMultipartUploads",
         "s3:ListBucketMultipartUploads",
-        Read,
         false,
     ),
-    op("GetBucketTagging", "s3:GetBucketTagging", Read, false),
-    op("PutBucketTagging", "s3:PutBucketTagging", Write, false),
-    op("DeleteBucketTagging", "s3:PutBucketTagging", Write, false),
-    op("GetBucketAcl", "s3:GetBucketAcl", ReadAcp, false),
-    op("PutBucketAcl", "s3:PutBucketAcl", WriteAcp, false),
+    op("GetBucketTagging", "s3:GetBucketTagging", false),
+    op("PutBucketTagging", "s3:PutBucketTagging", false),
+    op("DeleteBucketTagging", "s3:PutBucketTagging", false),
+    op("GetBucketAcl", "s3:GetBucketAcl", false),
+    op("PutBucketAcl", "s3:PutBucketAcl", false),
     Op {
-        policy_op: true,
-        ..op("GetBucketPolicy", "s3:GetBucketPolicy", Read, false)
+        grantable: Grantable::OwnerAlways,
+        ..op("GetBucketPolicy", "s3:GetBucketPolicy", false)
     },
     Op {
-        policy_op: true,
-        ..op("PutBucketPolicy", "s3:PutBucketPolicy", Write, false)
+        grantable: Grantable::OwnerAlways,
+        ..op("PutBucketPolicy", "s3:PutBucketPolicy", false)
     },
     Op {
-        policy_op: true,
-        ..op("DeleteBucketPolicy", "s3:DeleteBucketPolicy", Write, false)
+        grantable: Grantable::OwnerAlways,
+        ..op("DeleteBucketPolicy", "s3:DeleteBucketPolicy", false)
     },
-    op(
-        "GetBucketPolicyStatus",
-        "s3:GetBucketPolicyStatus",
-        Read,
-        false,
-    ),
+    op("GetBucketPolicyStatus", "s3:GetBucketPolicyStatus", false),
     op(
         "GetBucketOwnershipControls",
         "s3:GetBucketOwnershipControls",
-        Read,
         false,
     ),
-    op(
-        "PutBucketOwnershipControls",
-        "s3:PutBucketOwnershipControls",
-        Write,
-        false,
-    ),
-    op(
-        "DeleteBucketOwnershipControls",
-        "s3:PutBucketOwnershipControls",
-        Write,
-        false,
-    ),
-    op("GetBucketVersioning", "s3:GetBucketVersioning", Read, false),
-    op(
-        "PutBucketVersioning",
-        "s3:PutBucketVersioning",
-        Write,
-        false,
-    ),
+    Op {
+        grantable: Grantable::OwnerOnly,
+        ..op(
+            "PutBucketOwnershipControls",
+            "s3:PutBucketOwnershipControls",
+            false,
+        )
+    },
+    Op {
+        grantable: Grantable::OwnerOnly,
+        ..op(
+            "DeleteBucketOwnershipControls",
+            "s3:PutBucketOwnershipControls",
+            false,
+        )
+    },
+    op("GetBucketVersioning", "s3:GetBucketVersioning", false),
+    op("PutBucketVersioning", "s3:PutBucketVersioning", false),
     op(
         "GetObjectLockConfiguration",
         "s3:GetBucketObjectLockConfiguration",
-        Read,
         false,
     ),
     op(
         "PutObjectLockConfiguration",
         "s3:PutBucketObjectLockConfiguration",
-        Write,
         false,
     ),
-    op("GetBucketCors", "s3:GetBucketCORS", Read, false),
-    op("PutBucketCors", "s3:PutBucketCORS", Write, false),
-    op("DeleteBucketCors", "s3:PutBucketCORS", Write, false),
-    op("GetBucketWebsite", "s3:GetBucketWebsite", Read, false),
-    op("PutBucketWebsite", "s3:PutBucketWebsite", Write, false),
-    op(
-        "DeleteBucketWebsite",
-        "s3:DeleteBucketWebsite",
-        Write,
-        false,
-    ),
+    op("GetBucketCors", "s3:GetBucketCORS", false),
+    op("PutBucketCors", "s3:PutBucketCORS", false),
+    op("DeleteBucketCors", "s3:PutBucketCORS", false),
+    op("GetBucketWebsite", "s3:GetBucketWebsite", false),
+    op("PutBucketWebsite", "s3:PutBucketWebsite", false),
+    op("DeleteBucketWebsite", "s3:DeleteBucketWebsite", false),
     Op {
         every_key: true,
-        ..op("DeleteObjects", "s3:DeleteObject", Write, false)
+        ..op("DeleteObjects", "s3:DeleteObject", false)
     },
-    op("GetObject", "s3:GetObject", Read, true),
-    op("GetObjectVersion", "s3:GetObjectVersion", Read, true),
-    op("HeadObject", "s3:GetObject", Read, true),
-    op("GetObjectAttributes", "s3:GetObjectAttributes", Read, true),
-    op("PutObject", "s3:PutObject", Write, true),
+    op("GetObject", "s3:GetObject", true),
+    op("GetObjectVersion", "s3:GetObjectVersion", true),
+    op("HeadObject", "s3:GetObject", true),
+    op("GetObjectAttributes", "s3:GetObjectAttributes", true),
+    op("PutObject", "s3:PutObject", true),
     Op {
         copies: true,
-        ..op("CopyObject", "s3:PutObject", Write, true)
+        ..op("CopyObject", "s3:PutObject", true)
     },
-    op("DeleteObject", "s3:DeleteObject", Write, true),
-    op("GetObjectTagging", "s3:GetObjectTagging", Read, true),
-    op("PutObjectTagging", "s3:PutObjectTagging", Write, true),
-    op("DeleteObjectTagging", "s3:DeleteObjectTagging", Write, true),
-    op("GetObjectAcl", "s3:GetObjectAcl", ReadAcp, true),
-    op("PutObjectAcl", "s3:PutObjectAcl", Write, true),
-    op("GetObjectRetention", "s3:GetObjectRetention", Read, true),
-    op("PutObjectRetention", "s3:PutObjectRetention", Write, true),
-    op("GetObjectLegalHold", "s3:GetObjectLegalHold", Read, true),
-    op("PutObjectLegalHold", "s3:PutObjectLegalHold", Write, true),
-    op("RestoreObject", "s3:RestoreObject", Write, true),
-    op("SelectObjectContent", "s3:GetObject", Read, true),
-    op("CreateMultipartUpload", "s3:PutObject", Write, true),
-    op("UploadPart", "s3:PutObject", Write, true),
+    op("DeleteObject", "s3:DeleteObject", true),
+    op("GetObjectTagging", "s3:GetObjectTagging", true),
+    op("PutObjectTagging", "s3:PutObjectTagging", true),
+    op("DeleteObjectTagging", "s3:DeleteObjectTagging", true),
+    op("GetObjectAcl", "s3:GetObjectAcl", true),
+    op("PutObjectAcl", "s3:PutObjectAcl", true),
+    op("GetObjectRetention", "s3:GetObjectRetention", true),
+    op("PutObjectRetention", "s3:PutObjectRetention", true),
+    op("GetObjectLegalHold", "s3:GetObjectLegalHold", true),
+    op("PutObjectLegalHold", "s3:PutObjectLegalHold", true),
+    op("RestoreObject", "s3:RestoreObject", true),
+    op("SelectObjectContent", "s3:GetObject", true),
+    op("CreateMultipartUpload", "s3:PutObject", true),
+    op("UploadPart", "s3:PutObject", true),
     Op {
         copies: true,
-        ..op("UploadPartCopy", "s3:PutObject", Write, true)
+        ..op("UploadPartCopy", "s3:PutObject", true)
     },
-    op("CompleteMultipartUpload", "s3:PutObject", Write, true),
-    op(
-        "AbortMultipartUpload",
-        "s3:AbortMultipartUpload",
-        Write,
-        true,
-    ),
-    op("ListParts", "s3:ListMultipartUploadParts", Read, true),
+    op("CompleteMultipartUpload", "s3:PutObject", true),
+    op("AbortMultipartUpload", "s3:AbortMultipartUpload", true),
+    op("ListParts", "s3:ListMultipartUploadParts", true),
 ];
 
 /// The entry of an operation (`None`: not in the table).
@@ -199,16 +209,13 @@ fn versioned(action: &'static str) -> &'static str {
         "s3:GetObjectTagging" => "s3:GetObjectVersionTagging",
         "s3:PutObjectTagging" => "s3:PutObjectVersionTagging",
         "s3:DeleteObjectTagging" => "s3:DeleteObjectVersionTagging",
+        "s3:GetObjectAcl" => "s3:GetObjectVersionAcl",
+        "s3:PutObjectAcl" => "s3:PutObjectVersionAcl",
         other => other,
     }
 }
 
 impl Op {
-    /// Whether a public ACL grant may serve it to anonymous requests.
-    pub fn public_by_acl(&self) -> bool {
-        PUBLIC_BY_ACL.contains(&self.action)
-    }
-
     /// The policy actions a request of this operation needs: its action
     /// (the version's, with `versionId`), and for writes of objects the
     /// tagging and object lock actions its headers ask for.

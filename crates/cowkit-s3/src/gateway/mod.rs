@@ -119,12 +119,37 @@ fn conditions_of<T>(req: &S3Request<T>) -> Option<Conditions> {
         .or_else(|| Conditions::from_headers(&req.headers))
 }
 
-/// A request's streaming trailer (handed over as an extension by the
-/// detour, see [`crate::handler`]).
-fn trailing_of<T>(req: &S3Request<T>) -> Option<&s3s::TrailingHeaders> {
+/// A request's streaming trailer: s3s's (handed over as an extension by
+/// the detour, see [`crate::handler`]), or the handler's own for an
+/// unsigned body it decoded ([`crate::unchunk`]).
+#[derive(Clone, Copy)]
+pub(crate) enum Trailers<'a> {
+    /// s3s decoded the body.
+    S3s(&'a s3s::TrailingHeaders),
+    /// The handler did.
+    Decoded(&'a crate::unchunk::DecodedTrailers),
+}
+
+impl Trailers<'_> {
+    /// `f` of the trailer (`None` until the body has ended).
+    pub(crate) fn read<R>(&self, f: impl FnOnce(&http::HeaderMap) -> R) -> Option<R> {
+        match self {
+            Trailers::S3s(t) => t.read(f),
+            Trailers::Decoded(t) => t.read(f),
+        }
+    }
+}
+
+fn trailing_of<T>(req: &S3Request<T>) -> Option<Trailers<'_>> {
     req.trailing_headers
         .as_ref()
         .or_else(|| req.extensions.get::<s3s::TrailingHeaders>())
+        .map(Trailers::S3s)
+        .or_else(|| {
+            req.extensions
+                .get::<crate::unchunk::DecodedTrailers>()
+                .map(Trailers::Decoded)
+        })
 }
 
 /// Marks a request whose aws-chunked body came without `x-amz-trailer`

@@ -82,9 +82,8 @@ impl Access {
 
     /// The requester, after the checks that do not depend on the
     /// operation: `x-amz-expected-bucket-owner` and
-    /// `x-amz-source-expected-bucket-owner` name the bucket's owner, and
-    /// the account's role lets it ([`crate::accounts::allowed`]: creating
-    /// buckets for `userplus` and admins). Whether it signed goes with it.
+    /// `x-amz-source-expected-bucket-owner` name the bucket's owner.
+    /// Whether it signed goes with it.
     pub(super) fn authenticate(
         &self,
         creds: Option<&s3s::auth::Credentials>,
@@ -102,7 +101,6 @@ impl Access {
         let target = crate::accounts::target(method, uri, headers);
         let (bucket, source) = match &target {
             Target::Bucket { bucket, source } => (Some(bucket.as_str()), source.as_deref()),
-            Target::CreateBucket(b) => (Some(b.as_str()), None),
             _ => (None, None),
         };
         for (h, b) in [
@@ -117,11 +115,8 @@ impl Access {
                 return Err(access_denied());
             }
         }
+        // What the role allows is decided with the operation (authorize).
         let signed = creds.is_some();
-        // An unsigned request has no role: the bucket decides (authorize).
-        if signed && !crate::accounts::allowed(&who, &target) {
-            return Err(access_denied());
-        }
         Ok(Authenticated { who, signed })
     }
 

@@ -171,6 +171,17 @@ impl Handler {
                 .strip
                 .push(http::HeaderName::from_static("x-amz-trailer"));
         }
+        // An unsigned aws-chunked body, which s3s does not decode: the
+        // `Detour` does once the request is authorised.
+        if refused.is_none()
+            && req
+                .headers()
+                .get("x-amz-content-sha256")
+                .is_some_and(|v| v.as_bytes() == b"STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+            && crate::precheck::is_unsigned(req.uri(), req.headers())
+        {
+            rewrite.unchunk = true;
+        }
         // An unsigned request's declared body hash, which s3s does not check.
         if let Some(declared) = refused
             .is_none()
@@ -194,7 +205,7 @@ impl Handler {
             req = http::Request::from_parts(parts, body);
         }
         rewrite.document = document_of(req.method(), req.uri(), req.headers());
-        if !rewrite.strip.is_empty() || rewrite.document.is_some() {
+        if !rewrite.strip.is_empty() || rewrite.document.is_some() || rewrite.unchunk {
             req.extensions_mut().insert(rewrite);
         }
         (req, refused)

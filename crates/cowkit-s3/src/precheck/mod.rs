@@ -147,7 +147,7 @@ pub(crate) fn sha256_mismatch(declared: &str, computed: &str) -> Refusal {
 
 /// Whether the request carries no signature (no `Authorization`, no
 /// presigned query): one a public bucket may take.
-fn is_unsigned(uri: &Uri, headers: &HeaderMap) -> bool {
+pub(crate) fn is_unsigned(uri: &Uri, headers: &HeaderMap) -> bool {
     let query: Vec<(String, String)> = uri.query().map(url_decode_pairs).unwrap_or_default();
     !headers.contains_key(http::header::AUTHORIZATION)
         && param(&query, "X-Amz-Signature").is_none()
@@ -290,6 +290,18 @@ fn check_route(
     if key.is_empty() {
         return Ok(());
     }
+    // An empty version id names no version: S3 refuses it rather than
+    // read it as "the current version" (a DELETE would otherwise make a
+    // delete marker), on every object request that takes a version id.
+    let takes_version = matches!(*method, Method::GET | Method::HEAD | Method::DELETE)
+        || (*method == Method::PUT
+            && ["tagging", "retention", "legal-hold", "acl"]
+                .iter()
+                .any(|s| has(s)))
+        || (*method == Method::POST && has("restore"));
+    if takes_version && param(query, "versionId") == Some("") {
+        return Err(empty_version_id("versionId"));
+    }
     if *method == Method::PUT && has("uploadId") && !has("partNumber") {
         return Err(method_not_allowed(method, "UPLOAD"));
     }
@@ -393,6 +405,12 @@ fn check_access_body(
         )),
         _ => Ok(()),
     }
+}
+
+/// S3's answer to `versionId=` (empty) in the query or a copy source
+/// (`argument` names which).
+fn empty_version_id(argument: &str) -> Refusal {
+    invalid_argument("Version id cannot be the empty string", argument, "")
 }
 
 fn invalid_argument(m: &str, name: &str, value: &str) -> Refusal {
@@ -577,6 +595,9 @@ fn copy_source_refusal(desc: &str, value: &str) -> Refusal {
 pub fn copy_source_key(raw: &str) -> Result<String, Refusal> {
     let s = raw.strip_prefix('/').unwrap_or(raw);
     let path = s.find("?versionId=").map_or(s, |i| &s[..i]);
+    if s.ends_with("?versionId=") && path.len() + "?versionId=".len() == s.len() {
+        return Err(empty_version_id("x-amz-copy-source"));
+    }
     let decoded = strict_percent_decode(path)
         .ok_or_else(|| copy_source_refusal("Invalid copy source encoding", raw))?;
     // A client that percent-encoded the whole source, `?versionId=` with
@@ -587,6 +608,9 @@ pub fn copy_source_key(raw: &str) -> Result<String, Refusal> {
         Some((p, v)) => (p.to_string(), Some(v.to_string())),
         None => (decoded, None),
     };
+    if version.as_deref() == Some("") {
+        return Err(empty_version_id("x-amz-copy-source"));
+    }
     if let Some(v) = version.filter(|v| !crate::versions::id::check(v)) {
         return Err(
             bad_request("InvalidArgument", "Invalid version id specified")

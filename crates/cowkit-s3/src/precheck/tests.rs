@@ -511,3 +511,46 @@ fn issue_27_object_acls_by_bucket_ownership() {
         assert_eq!(e.status, StatusCode::NOT_IMPLEMENTED);
     }
 }
+
+/// `versionId=` (empty) is S3's 400, not "the current version".
+#[test]
+fn issue_38_an_empty_version_id_is_refused() {
+    let check = |m: Method, uri: &str, hs: &[(&str, &str)]| {
+        pc().check(&m, &uri.parse().unwrap(), &headers(hs))
+    };
+    for (m, uri) in [
+        (Method::GET, "/b/k?versionId="),
+        (Method::GET, "/b/k?versionId"),
+        (Method::HEAD, "/b/k?versionId="),
+        (Method::DELETE, "/b/k?versionId="),
+        (Method::GET, "/b/k?tagging&versionId="),
+        (Method::PUT, "/b/k?tagging&versionId="),
+        (Method::PUT, "/b/k?retention&versionId="),
+        (Method::PUT, "/b/k?legal-hold&versionId="),
+        (Method::POST, "/b/k?restore&versionId="),
+    ] {
+        let e = check(m.clone(), uri, &[]).unwrap_err();
+        assert_eq!(
+            (e.status.as_u16(), e.code),
+            (400, "InvalidArgument"),
+            "{m} {uri}"
+        );
+        assert_eq!(e.message, "Version id cannot be the empty string");
+        assert_eq!(
+            e.extra,
+            [
+                ("ArgumentName", "versionId".into()),
+                ("ArgumentValue", String::new())
+            ]
+        );
+    }
+    assert!(check(Method::GET, "/b/k?versionId=abc", &[]).is_ok());
+    assert!(check(Method::GET, "/b?versions&version-id-marker=", &[]).is_ok());
+    // The copy source's, named as S3 names it.
+    for raw in ["src/k?versionId=", "/src/k%3FversionId%3D"] {
+        let e = copy_source_key(raw).unwrap_err();
+        assert_eq!(e.message, "Version id cannot be the empty string", "{raw}");
+        assert_eq!(e.extra[0], ("ArgumentName", "x-amz-copy-source".into()));
+    }
+    assert!(copy_source_key("src/k?versionId=null").is_ok());
+}

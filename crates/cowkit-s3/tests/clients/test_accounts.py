@@ -337,3 +337,26 @@ def test_issue_27_put_bucket_acl_by_a_user_keeps_the_owner(srv):
     assert acl["Owner"]["ID"] == AK
     got = [(g["Grantee"]["Type"], g["Grantee"].get("ID"), g["Permission"]) for g in acl["Grants"]]
     assert got == [("CanonicalUser", AK, "FULL_CONTROL"), ("Group", "all-users", "READ")]
+
+
+def test_issue_38_admin_bodies_must_be_signed(srv):
+    """The admin API refuses a body the signature does not cover
+    (`x-amz-content-sha256: UNSIGNED-PAYLOAD`): whoever sits on the path
+    could change the account it creates. Nothing is created."""
+    body = (b"<Account><Access>mallory</Access><Secret>mallory-secret</Secret><Role>admin</Role>"
+            b"<UserID>0</UserID><GroupID>0</GroupID><ProjectID>0</ProjectID></Account>")
+    st, text = admin(srv, "/create-user", body, headers={"x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
+    assert st == 400 and "<Code>XAdminInvalidRequest</Code>" in text, (st, text)
+    # A streaming marker is refused before (no admin call takes a stream).
+    st, text = admin(srv, "/create-user", body,
+                     headers={"x-amz-content-sha256": "STREAMING-UNSIGNED-PAYLOAD-TRAILER"})
+    assert st == 400, text
+    st, text = admin(srv, "/list-users")
+    assert st == 200 and "mallory" not in text, text
+    # A non-admin still hears only that it is not an admin.
+    create_user(srv, "plain", "user")
+    st, text = admin(srv, "/list-users", ak="plain", sk="plain-secret",
+                     headers={"x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
+    assert st == 403 and "<Code>XAdminAccessDenied</Code>" in text, text
+    # The signed body still works.
+    create_user(srv, "signed", "user")

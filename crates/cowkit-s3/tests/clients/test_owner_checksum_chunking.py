@@ -255,3 +255,54 @@ def test_aws_chunked_framing(srv):
     st, text = signed_put(srv, "/frame/k", base + declared, good)
     assert st == 200, text
     assert s3.get_object(Bucket="frame", Key="k")["Body"].read() == b"dummy data"
+
+
+def test_issue_38_unsigned_aws_chunked_bodies_are_decoded(srv):
+    """An unsigned STREAMING-UNSIGNED-PAYLOAD-TRAILER body (a public
+    bucket's writer) is decoded as a signed one is: stored without its
+    framing, its trailer checksum checked. Before, it was stored with the
+    framing (without a trailer) or refused (with one)."""
+    import json
+    import urllib.error
+    import urllib.request
+    s3 = srv.client()
+    s3.create_bucket(Bucket="pubchunks")
+    s3.put_bucket_policy(Bucket="pubchunks", Policy=json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:PutObject", "Resource": "arn:aws:s3:::pubchunks/*"}]}))
+    data = b"hello world, unsigned"
+
+    def put(key, body, trailer=None, decoded=len(data)):
+        h = {"x-amz-content-sha256": "STREAMING-UNSIGNED-PAYLOAD-TRAILER", "Content-Encoding": "aws-chunked",
+             "x-amz-decoded-content-length": str(decoded)}
+        if trailer:
+            h["x-amz-trailer"] = trailer
+        req = urllib.request.Request(f"{srv.endpoint}/pubchunks/{key}", data=body, method="PUT", headers=h)
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    framed = b"%x\r\n" % len(data) + data + b"\r\n0\r\n"
+    crc32 = base64.b64encode(__import__("zlib").crc32(data).to_bytes(4, "big")).decode()
+    sha256 = base64.b64encode(hashlib.sha256(data).digest()).decode()
+    assert put("plain", framed + b"\r\n") == (200, "")
+    st, text = put("crc32", framed + f"x-amz-checksum-crc32:{crc32}\r\n\r\n".encode(), "x-amz-checksum-crc32")
+    assert st == 200, text
+    st, text = put("sha256", framed + f"x-amz-checksum-sha256:{sha256}\r\n\r\n".encode(), "x-amz-checksum-sha256")
+    assert st == 200, text
+    for key in ["plain", "crc32", "sha256"]:
+        assert s3.get_object(Bucket="pubchunks", Key=key)["Body"].read() == data, key
+    h = s3.head_object(Bucket="pubchunks", Key="crc32", ChecksumMode="ENABLED")
+    assert h["ChecksumCRC32"] == crc32 and h["ContentLength"] == len(data)
+    # A trailer that does not match, a length that does not, a framing
+    # that is not aws-chunked: refused, nothing stored.
+    st, text = put("bad", framed + b"x-amz-checksum-crc32:AAAAAA==\r\n\r\n", "x-amz-checksum-crc32")
+    assert st == 400 and "<Code>BadDigest</Code>" in text, text
+    st, text = put("bad", framed + b"\r\n", decoded=len(data) + 1)
+    assert st == 400 and "<Code>IncompleteBody</Code>" in text, text
+    st, text = put("bad", b"zz\r\n" + data + b"\r\n0\r\n\r\n")
+    assert st == 400, text
+    with pytest.raises(ClientError) as e:
+        s3.head_object(Bucket="pubchunks", Key="bad")
+    assert status(e) == 404

@@ -434,3 +434,55 @@ def test_issue_27_fleet_race_on_a_versioned_locked_bucket(srv, s3):
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
+
+
+def raw_signed(srv, method, path, headers=None):
+    """A request signed by botocore with the server's key pair, sent as is
+    (botocore would leave an empty `versionId=` out): (status, body)."""
+    import urllib.error
+    import urllib.request
+
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    from conftest import AK, SK
+    req = AWSRequest(method=method, url=srv.endpoint + path,
+                     headers={"x-amz-content-sha256": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+                              **(headers or {})})
+    SigV4Auth(Credentials(AK, SK), "s3", "us-east-1").add_auth(req)
+    r = urllib.request.Request(req.url, method=method, headers=dict(req.headers.items()))
+    try:
+        with urllib.request.urlopen(r, timeout=30) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def test_issue_38_an_empty_version_id_is_refused(srv, s3):
+    """`versionId=` names no version: S3's 400 InvalidArgument on every
+    request that takes a version id, not the current version (a GET) or a
+    new delete marker (a DELETE)."""
+    s3.put_bucket_versioning(Bucket="vbk", VersioningConfiguration={"Status": "Enabled"})
+    v = s3.put_object(Bucket="vbk", Key="k", Body=b"current")["VersionId"]
+    for method, path in [("GET", "/vbk/k?versionId="), ("DELETE", "/vbk/k?versionId="),
+                         ("GET", "/vbk/k?tagging&versionId="), ("GET", "/vbk/k?retention&versionId="),
+                         ("GET", "/vbk/k?acl&versionId=")]:
+        st, text = raw_signed(srv, method, path)
+        assert st == 400, (method, path, st, text)
+        assert "<Code>InvalidArgument</Code>" in text, text
+        assert "<Message>Version id cannot be the empty string</Message>" in text, text
+        assert "<ArgumentName>versionId</ArgumentName>" in text, text
+    st, _ = raw_signed(srv, "HEAD", "/vbk/k?versionId=")
+    assert st == 400
+    # Nothing was deleted, no delete marker made.
+    vs = s3.list_object_versions(Bucket="vbk")
+    assert [x["VersionId"] for x in vs["Versions"]] == [v]
+    assert "DeleteMarkers" not in vs
+    assert body(s3, "vbk", "k") == b"current"
+    # A copy source's empty version id, named as S3 names it.
+    with pytest.raises(ClientError) as e:
+        s3.copy_object(Bucket="vbk", Key="c", CopySource="vbk/k?versionId=")
+    assert (status(e), code(e)) == (400, "InvalidArgument")
+    assert e.value.response["Error"]["Message"] == "Version id cannot be the empty string"
+    assert e.value.response["Error"]["ArgumentName"] == "x-amz-copy-source"
