@@ -149,6 +149,23 @@ impl Place {
     /// the same directory.
     pub fn of(f: &FileInfo, rename: &HashMap<Name, OsString>) -> Result<Place> {
         let rel = RelPath::new(&f.path)?;
+        if rel.is_root() {
+            // A package that owns `/` (Fedora's `filesystem`) owns the
+            // root directory itself: nothing is created there, its
+            // metadata is applied to the root as rpm applies it. Anything
+            // but a directory cannot be the root.
+            if f.kind != Kind::Directory {
+                return Err(Error::BadPath(cowkit_fs::root::BadPath {
+                    path: f.path.to_string(),
+                    why: "it names the root itself, and is not a directory",
+                }));
+            }
+            return Ok(Place {
+                rel,
+                parent: Vec::new(),
+                name: OsString::new(),
+            });
+        }
         let rel = match rename.get(&f.path) {
             Some(name) => {
                 let (parent, _) = rel.split().ok_or_else(|| {
@@ -644,8 +661,14 @@ impl<'r> Target<'r> {
             .filter_map(|(f, p)| Some((f, p.as_ref()?)))
             .filter(|(f, _)| f.kind == Kind::Directory)
             .collect();
+        // The root itself (a package owning `/`) comes last.
         dirs.sort_by_key(|(_, p)| {
-            std::cmp::Reverse(p.rel.as_bytes().iter().filter(|&&b| b == b'/').count())
+            let depth = if p.rel.is_root() {
+                0
+            } else {
+                p.rel.as_bytes().iter().filter(|&&b| b == b'/').count() + 1
+            };
+            std::cmp::Reverse(depth)
         });
         for (f, p) in &dirs {
             let path = self.display(p);
