@@ -32,6 +32,7 @@ use serde::Serialize;
 
 mod config;
 mod extents;
+pub mod fate;
 pub mod interrupt;
 mod load;
 pub mod nosync;
@@ -227,6 +228,9 @@ pub struct Options {
     /// new last component): rpm's `.rpmnew`, or a temporary name for a
     /// new version that is dropped afterwards.
     pub rename: std::collections::HashMap<cowkit_archive::files::Name, std::ffi::OsString>,
+    /// Files (header indices) not placed: rpm's actions that skip them
+    /// ([`fate::Action`]).
+    pub skip: std::collections::HashSet<u32>,
     /// The header digest (rpm's `%{SHA256HEADER}`) the package must have:
     /// a transaction checked one file and installs another with the same
     /// header (its extents file).
@@ -314,6 +318,7 @@ impl Default for Options {
             verify: false,
             clone_tail: false,
             rename: std::collections::HashMap::new(),
+            skip: std::collections::HashSet::new(),
             expect_header: None,
             gate: None,
         }
@@ -500,7 +505,9 @@ fn finish(
     use cowkit_archive::files::Kind;
     for (f, p) in files.files.iter().zip(places) {
         let Some(p) = p else {
-            s.ghosts += 1;
+            if f.ghost {
+                s.ghosts += 1;
+            }
             continue;
         };
         match f.kind {
