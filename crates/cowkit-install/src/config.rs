@@ -153,22 +153,20 @@ pub(crate) fn erase_files(
             }
             continue;
         }
-        match cowkit_fs::dir::stat_at(&dir, &name)
+        let Some(st) = cowkit_fs::dir::stat_at(&dir, &name)
             .map_err(|e| IoError::new("stat", path.clone(), e))?
-        {
-            Some(st) if st.st_mode & 0o170000 == 0o040000 => {
-                // The package had a file here, a directory is there now.
-                match rustix::fs::unlinkat(&dir, name.as_os_str(), rustix::fs::AtFlags::REMOVEDIR) {
-                    Ok(()) => n += 1,
-                    Err(_) => {}
-                }
-            }
-            Some(_) => {
-                unlink(&dir, &name, &path)?;
-                n += 1;
-            }
-            None => {}
-        }
+        else {
+            continue;
+        };
+        let removed = if st.st_mode & 0o170000 == 0o040000 {
+            // The package had a file here, a directory is there now: left
+            // when not empty, as rpm leaves it.
+            rustix::fs::unlinkat(&dir, name.as_os_str(), rustix::fs::AtFlags::REMOVEDIR).is_ok()
+        } else {
+            unlink(&dir, &name, &path)?;
+            true
+        };
+        n += u64::from(removed);
     }
     dirs.sort_by_key(|d| std::cmp::Reverse(d.len()));
     for d in dirs {

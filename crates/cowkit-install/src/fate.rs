@@ -699,10 +699,28 @@ impl Decider<'_> {
             if self.action(s, fx).skipping() {
                 continue;
             }
-            let me = self.facts(s, fx);
-            let Some(list) = recs.get(&me.path) else {
+            let path: &[u8] = match s {
+                Side::Add(i) => self.pkgs[i].files.files[fx].path.as_bytes(),
+                Side::Erase(k) => self.erased[k].installed.files[fx].path.as_bytes(),
+            };
+            let Some(list) = recs.get(path) else {
                 continue;
             };
+            // The common case, cheaply: a new file nothing else has, and
+            // no config file whose disk copy matters.
+            if let Side::Add(i) = s {
+                let cfg = self.pkgs[i]
+                    .flags
+                    .get(fx)
+                    .is_some_and(|f| f & flag::CONFIG != 0);
+                if list.len() == 1 && !cfg {
+                    if self.action(s, fx) == Action::Unknown {
+                        self.set(s, fx, Action::Create);
+                    }
+                    continue;
+                }
+            }
+            let me = self.facts(s, fx);
             let j = list
                 .iter()
                 .position(|r| *r == (s, fx))
