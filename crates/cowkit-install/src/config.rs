@@ -67,6 +67,7 @@ pub(crate) fn apply_fates(
     root: &Root,
     p: &Pkg,
     actions: &[Action],
+    kept: impl Fn(u32) -> bool,
     opts: &mut Options,
     sum: &mut TxSummary,
 ) -> Result<()> {
@@ -81,6 +82,9 @@ pub(crate) fn apply_fates(
         };
         if !a.writes() {
             opts.skip.insert(f.index);
+            if a == Action::Skip && kept(f.index) {
+                sum.config.push(note("kept"));
+            }
             if a != Action::Skip && !f.ghost {
                 sum.not_installed += 1;
             }

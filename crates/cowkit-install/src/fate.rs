@@ -490,6 +490,9 @@ pub(crate) struct Owner {
 pub(crate) struct Fates {
     pub(crate) added: Vec<Vec<Action>>,
     pub(crate) erased: Vec<Vec<Action>>,
+    /// New files (package, header index) skipped because the edited
+    /// config file on disk is kept: the new version is the old one.
+    pub(crate) kept: std::collections::HashSet<(usize, usize)>,
 }
 
 impl Fates {
@@ -684,6 +687,14 @@ impl Decider<'_> {
         if cfg {
             let a = self.disk.decide_fate(of, &nf, true)?;
             self.set(s, fx, a);
+            let edited = a == Action::Skip
+                && nf.flags & flag::GHOST == 0
+                && matches!(self.disk.lstat(&nf.path)?, OnDisk::Is { .. });
+            if edited {
+                self.fates.kept.insert((i, fx));
+            } else {
+                self.fates.kept.remove(&(i, fx));
+            }
         }
         Ok(())
     }
@@ -871,6 +882,7 @@ pub(crate) fn decide(
                 .iter()
                 .map(|e| vec![Action::Unknown; e.installed.files.len()])
                 .collect(),
+            kept: Default::default(),
         },
     };
     let sides: Vec<Side> = elements

@@ -85,6 +85,13 @@ pub enum Error {
     /// The root's rpm database refused or failed.
     #[error(transparent)]
     Db(#[from] cowkit_rpmdb::Error),
+    /// Package files whose paths cannot be placed inside the root: the
+    /// transaction is refused whole, before anything is touched.
+    #[error("cannot place these packages' files inside the root: {}", .problems.join("; "))]
+    Unplaceable {
+        /// One line per package, naming it and its first such path.
+        problems: Vec<String>,
+    },
     /// Scriptlets or triggers that cowkit cannot run as rpm would.
     #[error("cannot run these as rpm would: {}", .problems.join("; "))]
     Unsupported {

@@ -440,7 +440,9 @@ impl Runner<'_> {
                 }
             }
             let mut o = self.opts.install.clone();
-            decided.push(apply_fates(self.root, p, actions, &mut o, &mut self.sum).map(|_| o));
+            let kept = |fx: u32| self.fates.kept.contains(&(i, fx as usize));
+            decided
+                .push(apply_fates(self.root, p, actions, kept, &mut o, &mut self.sum).map(|_| o));
         }
         let results = place_parallel(
             self.root,
@@ -519,7 +521,9 @@ impl Runner<'_> {
         let mut o = self.opts.install.clone();
         o.threads = o.threads.max(self.opts.jobs);
         o.expect_header = Some(p.digest.clone());
-        apply_fates(self.root, p, &self.fates.added[i], &mut o, &mut self.sum)?;
+        let fates = self.fates;
+        let kept = |fx: u32| fates.kept.contains(&(i, fx as usize));
+        apply_fates(self.root, p, &fates.added[i], kept, &mut o, &mut self.sum)?;
         install_staged(self.root, &self.owners, p, &o, progress, self.stager)
     }
 

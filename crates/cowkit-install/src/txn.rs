@@ -387,6 +387,8 @@ pub fn prepare<'r>(root: &'r Root, packages: &[PathBuf], opts: &TxOptions) -> Re
     // Declared after `scratch`: dropped (waiting for rpm) before it.
     let gate: Option<Overlap>;
     let pkgs = read_packages(packages)?;
+    // A package that cannot be placed refuses the whole transaction.
+    refuse::unplaceable(&pkgs)?;
     let checked = if opts.db {
         let db = found
             .as_ref()

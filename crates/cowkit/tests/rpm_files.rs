@@ -520,3 +520,53 @@ fn multilib_colours() {
     t.step(&[], &[&x32]);
     t.step(&[], &[&x64]);
 }
+
+/// A package whose file cannot be placed inside the root (a `..`
+/// component) refuses the whole transaction before anything is touched:
+/// the other package of the transaction is not placed and nothing is
+/// registered (cowkit used to place and register the others and fail
+/// that one alone, after the fact).
+#[test]
+fn unplaceable_package_refuses_the_whole_transaction() {
+    let Some((dir, pk)) = setup("unplaceable_package_refuses_the_whole_transaction") else {
+        return;
+    };
+    let good = noarch(
+        &pk,
+        "ck-good",
+        "1",
+        "mkdir -p \"$B/usr/share/ck-good\"\necho x > \"$B/usr/share/ck-good/f\"",
+        "/usr/share/ck-good",
+    );
+    let bad = pk.join("ck-dotdot.rpm");
+    std::fs::write(
+        &bad,
+        cowkit_testutil::forge::Package::new(
+            "ck-dotdot",
+            vec![cowkit_testutil::forge::File::regular(
+                "/usr/share/ck-dotdot/../escape",
+                b"x\n",
+            )],
+        )
+        .build(),
+    )
+    .unwrap();
+    let root = mkdir(&dir.path().join("root"));
+    let r = run(cowkit()
+        .arg("install")
+        .arg("--root")
+        .arg(&root)
+        .arg("--dbpath")
+        .arg(dbpath())
+        .arg("--nodeps")
+        .arg(&good)
+        .arg(&bad));
+    assert!(!r.ok, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("ck-dotdot") && r.stderr.contains("`..` component"),
+        "{}",
+        r.stderr
+    );
+    let left: Vec<String> = snapshot(&root).into_keys().collect();
+    assert!(left.is_empty(), "the root changed: {left:?}");
+}
