@@ -1,57 +1,20 @@
-//! Files already in the root that a transaction's package meets: config
-//! files decided as rpm decides them (`.rpmnew`, `.rpmsave`, `.rpmorig`),
-//! and the files of an old version that the new one no longer has.
+//! rpm's file actions ([`crate::fate`]) carried out on what is already in
+//! the root: `.rpmnew` names, `.rpmsave`/`.rpmorig` renames, files not
+//! installed, and the files of erased packages.
 
-use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
-use std::io::Read;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
-use cowkit_archive::files::{DigestAlgo, Kind};
 use cowkit_fs::root::{RelPath, Root};
 use cowkit_fs::IoError;
-use cowkit_rpmdb::{Installed, Rpm};
+use cowkit_rpmdb::Installed;
 
+use crate::fate::Action;
 use crate::txn::{ConfigNote, Pkg, TxSummary};
 use crate::{Options, Result};
 
-/// rpm's `%config(noreplace)` file flag.
-const NOREPLACE: u32 = 1 << 4;
-/// rpm's `%config` file flag.
-pub(crate) const CONFIG: u32 = 1;
-/// rpm's `%ghost` file flag.
-const GHOST: u32 = 1 << 6;
-
-/// Who else owns files: the transaction's packages, and the database.
-pub(crate) struct Others<'a> {
-    pub(crate) pkgs: &'a [Pkg],
-    pub(crate) rpm: Option<&'a Rpm>,
-}
-
-impl Others<'_> {
-    /// Of `paths` (files of the installed `name`), those another package
-    /// of the transaction or another installed package owns.
-    fn owned(&self, paths: &[&str], name: &str) -> Result<HashSet<String>> {
-        let mut out: HashSet<String> = paths
-            .iter()
-            .filter(|path| {
-                self.pkgs
-                    .iter()
-                    .any(|p| p.name != name && p.files.find(path).is_some())
-            })
-            .map(|p| p.to_string())
-            .collect();
-        if let Some(rpm) = self.rpm {
-            for (path, owner) in rpm.owners(paths)? {
-                if owner != name {
-                    out.insert(path);
-                }
-            }
-        }
-        Ok(out)
-    }
-}
+use crate::fate::flag::GHOST;
 
 /// The parent directory of `path` (absolute, from a header) inside the
 /// root, opened, and the last component; `None` when the parent is
@@ -72,39 +35,6 @@ fn parent_of(
     }
 }
 
-/// The digest of the regular file `name` in `dir` with `algo`, or `None`
-/// when it is missing or not a regular file.
-fn digest_on_disk(
-    dir: impl AsFd,
-    name: &OsStr,
-    path: &Path,
-    algo: DigestAlgo,
-) -> Result<Option<String>> {
-    let Some(st) = cowkit_fs::dir::stat_at(dir.as_fd(), name)
-        .map_err(|e| IoError::new("stat", path.to_path_buf(), e))?
-    else {
-        return Ok(None);
-    };
-    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
-        return Ok(None);
-    }
-    let Some(mut f) = cowkit_fs::dir::open_read_opt(dir, name, path)? else {
-        return Ok(None);
-    };
-    let mut h = algo.hasher();
-    let mut buf = vec![0u8; 64 << 10];
-    loop {
-        let n = f
-            .read(&mut buf)
-            .map_err(|e| IoError::new("read", path.to_path_buf(), e))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(Some(hex::encode(h.finish())))
-}
-
 pub(crate) fn unlink(dir: impl AsFd, name: impl rustix::path::Arg, path: &Path) -> Result<()> {
     match rustix::fs::unlinkat(dir, name, rustix::fs::AtFlags::empty()) {
         Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
@@ -119,160 +49,128 @@ fn with_suffix(name: &OsStr, suffix: &str) -> OsString {
     to
 }
 
-fn rename_beside(dir: impl AsFd, name: &OsStr, suffix: &str, path: &Path) -> Result<()> {
+/// Rename `name` to `name` + `suffix`; `false` when it is not there.
+fn rename_beside(dir: impl AsFd, name: &OsStr, suffix: &str, path: &Path) -> Result<bool> {
     let to = with_suffix(name, suffix);
-    rustix::fs::renameat(dir.as_fd(), name, dir.as_fd(), to.as_os_str())
-        .map_err(|e| IoError::new("rename", path.to_path_buf(), e))?;
-    Ok(())
+    match rustix::fs::renameat(dir.as_fd(), name, dir.as_fd(), to.as_os_str()) {
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::NOENT) => Ok(false),
+        Err(e) => Err(IoError::new("rename", path.to_path_buf(), e).into()),
+    }
 }
 
-type Discard = Vec<(std::os::fd::OwnedFd, String, PathBuf)>;
-
-/// rpm's decisions for the package's config files that exist on disk:
-/// an unchanged one is replaced; one the user edited is kept with the new
-/// version beside it (`%config(noreplace)`: `.rpmnew`) or saved
-/// (`%config`: `.rpmsave`, or `.rpmorig` when no installed package owned
-/// it) and replaced. Renames of new files go into `opts.rename`; files
-/// to drop after the install (new versions that change nothing) are
-/// returned.
-pub(crate) fn decide_config(
+/// Carry out rpm's actions for the files of a package about to be placed
+/// (`actions`, by header index): files not installed go into
+/// `opts.skip`, `.rpmnew` names into `opts.rename`; the files on disk
+/// that rpm saves (`.rpmsave`) or backs up (`.rpmorig`) are renamed now.
+pub(crate) fn apply_fates(
     root: &Root,
     p: &Pkg,
-    old: Option<&Installed>,
+    actions: &[Action],
+    kept: impl Fn(u32) -> bool,
     opts: &mut Options,
     sum: &mut TxSummary,
-) -> Result<Discard> {
-    let mut discard = Vec::new();
-    let old_files: HashMap<&str, &cowkit_rpmdb::InstalledFile> = old
-        .map(|o| o.files.iter().map(|f| (f.path.as_str(), f)).collect())
-        .unwrap_or_default();
+) -> Result<()> {
     for f in &p.files.files {
-        let flags = p.flags.get(f.index as usize).copied().unwrap_or(0);
-        if flags & CONFIG == 0
-            || f.ghost
-            || f.kind != Kind::Regular
-            || !p.files.link_set(f).is_empty()
-        {
-            continue;
-        }
-        let Some((dir, name, path)) = parent_of(root, &f.path)? else {
-            continue;
-        };
-        let new = f.digest.as_deref().map(hex::encode).unwrap_or_default();
-        // The database's file lists are text: a name that is not UTF-8
-        // is not found there, and counts as not owned before.
-        let owned = f
-            .path
-            .to_str()
-            .and_then(|p| old_files.get(p))
-            .filter(|o| o.flags & CONFIG != 0);
-        let algo = match owned {
-            Some(_) => old
-                .and_then(|o| DigestAlgo::from_rpm(o.digest_algo))
-                .unwrap_or(p.files.algo),
-            None => p.files.algo,
-        };
-        let Some(disk) = digest_on_disk(&dir, &name, &path, algo)? else {
-            continue;
-        };
+        let a = actions
+            .get(f.index as usize)
+            .copied()
+            .unwrap_or(Action::Create);
         let note = |action| ConfigNote {
             path: f.path.to_string(),
             action,
         };
-        match owned {
-            Some(o) => {
-                // Unchanged, or already the new version (an interrupted
-                // transaction placed it): replaced, as rpm does.
-                if disk == o.digest || (p.files.algo == algo && disk == new) {
+        if !a.writes() {
+            opts.skip.insert(f.index);
+            if a == Action::Skip && kept(f.index) {
+                sum.config.push(note("kept"));
+            }
+            if a != Action::Skip && !f.ghost {
+                sum.not_installed += 1;
+            }
+            continue;
+        }
+        if f.ghost {
+            continue;
+        }
+        match a {
+            Action::AltName => {
+                let Some(name) = RelPath::new(&f.path)?
+                    .split()
+                    .map(|(_, n)| n.to_os_string())
+                else {
                     continue;
-                }
-                if new == o.digest {
-                    // Edited, and the new version changes nothing: keep.
-                    let tmp = cowkit_fs::dir::temp_name();
-                    opts.rename.insert(f.path.clone(), OsString::from(&tmp));
-                    discard.push((dir, tmp, path));
-                    sum.config.push(note("kept"));
-                } else if flags & NOREPLACE != 0 {
-                    opts.rename
-                        .insert(f.path.clone(), with_suffix(&name, ".rpmnew"));
-                    sum.config.push(note("rpmnew"));
+                };
+                opts.rename
+                    .insert(f.path.clone(), with_suffix(&name, ".rpmnew"));
+                sum.config.push(note("rpmnew"));
+            }
+            Action::Save | Action::Backup => {
+                let (suffix, what) = if a == Action::Save {
+                    (".rpmsave", "rpmsave")
                 } else {
-                    rename_beside(&dir, &name, ".rpmsave", &path)?;
-                    sum.config.push(note("rpmsave"));
+                    (".rpmorig", "rpmorig")
+                };
+                if let Some((dir, name, path)) = parent_of(root, &f.path)? {
+                    if rename_beside(&dir, &name, suffix, &path)? {
+                        sum.config.push(note(what));
+                    }
                 }
             }
-            None => {
-                if p.files.algo == algo && disk == new {
-                    continue;
-                }
-                if flags & NOREPLACE != 0 {
-                    opts.rename
-                        .insert(f.path.clone(), with_suffix(&name, ".rpmnew"));
-                    sum.config.push(note("rpmnew"));
-                } else {
-                    rename_beside(&dir, &name, ".rpmorig", &path)?;
-                    sum.config.push(note("rpmorig"));
-                }
-            }
+            _ => {}
         }
     }
-    Ok(discard)
+    Ok(())
 }
 
-/// Remove the old version's files that the new one does not have (an
-/// edited config file is saved as `.rpmsave`); directories only when
-/// empty, deepest first. Files in another state than "normal" (replaced
-/// by another package, not installed) are left.
-pub(crate) fn remove_old_files(
+/// Carry out rpm's actions for the files of an erased package
+/// (`actions`, by its installed file index): `erase` removes a file
+/// (directories only when empty, deepest first), `save` renames an edited
+/// config file to `.rpmsave`; every other action leaves the file.
+/// Returns how many entries were removed.
+pub(crate) fn erase_files(
     root: &Root,
-    p: &Pkg,
     o: &Installed,
-    others: &Others<'_>,
+    actions: &[Action],
     sum: &mut TxSummary,
 ) -> Result<u64> {
     let mut n = 0;
     let mut dirs = Vec::new();
-    let algo = DigestAlgo::from_rpm(o.digest_algo).unwrap_or(p.files.algo);
-    let gone: Vec<&str> = o
-        .files
-        .iter()
-        .filter(|f| p.files.find(&f.path).is_none() && f.state == 0)
-        .map(|f| f.path.as_str())
-        .collect();
-    // Files another package owns stay: one of the transaction's (a file
-    // that moved between packages), or another installed one (rpm skips
-    // those too).
-    let kept = others.owned(&gone, &o.name)?;
-    for f in &o.files {
-        if p.files.find(&f.path).is_some() || f.state != 0 || kept.contains(f.path.as_str()) {
+    for (fx, f) in o.files.iter().enumerate() {
+        let a = actions.get(fx).copied().unwrap_or(Action::Skip);
+        if a != Action::Erase && a != Action::Save {
             continue;
         }
-        if f.mode & 0o170000 == 0o040000 {
+        if a == Action::Erase && f.mode & 0o170000 == 0o040000 {
             dirs.push(f.path.as_str());
             continue;
         }
         let Some((dir, name, path)) = parent_of(root, &f.path)? else {
             continue;
         };
-        if f.flags & CONFIG != 0 && f.flags & GHOST == 0 {
-            if let Some(d) = digest_on_disk(&dir, &name, &path, algo)? {
-                if d != f.digest {
-                    rename_beside(&dir, &name, ".rpmsave", &path)?;
-                    sum.config.push(ConfigNote {
-                        path: f.path.clone(),
-                        action: "rpmsave",
-                    });
-                    continue;
-                }
+        if a == Action::Save {
+            if f.flags & GHOST == 0 && rename_beside(&dir, &name, ".rpmsave", &path)? {
+                sum.config.push(ConfigNote {
+                    path: f.path.clone(),
+                    action: "rpmsave",
+                });
             }
+            continue;
         }
-        if cowkit_fs::dir::stat_at(&dir, &name)
+        let Some(st) = cowkit_fs::dir::stat_at(&dir, &name)
             .map_err(|e| IoError::new("stat", path.clone(), e))?
-            .is_some()
-        {
+        else {
+            continue;
+        };
+        let removed = if st.st_mode & 0o170000 == 0o040000 {
+            // The package had a file here, a directory is there now: left
+            // when not empty, as rpm leaves it.
+            rustix::fs::unlinkat(&dir, name.as_os_str(), rustix::fs::AtFlags::REMOVEDIR).is_ok()
+        } else {
             unlink(&dir, &name, &path)?;
-            n += 1;
-        }
+            true
+        };
+        n += u64::from(removed);
     }
     dirs.sort_by_key(|d| std::cmp::Reverse(d.len()));
     for d in dirs {
@@ -283,7 +181,8 @@ pub(crate) fn remove_old_files(
             Ok(()) => n += 1,
             Err(rustix::io::Errno::NOENT)
             | Err(rustix::io::Errno::NOTEMPTY)
-            | Err(rustix::io::Errno::EXIST) => {}
+            | Err(rustix::io::Errno::EXIST)
+            | Err(rustix::io::Errno::NOTDIR) => {}
             Err(e) => return Err(IoError::new("remove directory", path, e).into()),
         }
     }

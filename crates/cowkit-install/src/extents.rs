@@ -47,7 +47,7 @@ pub(crate) fn install_open(
     crate::check_expected(x.package(), path, opts)?;
     let files = x.files();
     let mut target = Target::new(root, owners, progress, opts.gate.as_ref());
-    let places = target.prepare(files, &opts.rename)?;
+    let places = target.prepare(files, &opts.rename, &opts.skip)?;
     let items = work_items(files);
     // Threads take batches of files that are next to each other in the
     // header (mostly one directory), so that they seldom wait for the
@@ -197,16 +197,26 @@ impl<'j, 'a, 't> Worker<'j, 'a, 't> {
         } = *self.job;
         self.packed.load(x, batch)?;
         for &set in batch {
+            // The content is the set's first file's; it goes to the first
+            // member that is installed (rpm's actions may skip some).
             let first = &files.files[set[0] as usize];
-            let place = places[set[0] as usize].as_ref().expect("not a ghost");
-            target.regular(first, place, |dst, dst_path| {
+            let live: Vec<u32> = set
+                .iter()
+                .copied()
+                .filter(|&m| places[m as usize].is_some())
+                .collect();
+            let Some((&head, rest)) = live.split_first() else {
+                continue;
+            };
+            let place = places[head as usize].as_ref().expect("installed");
+            target.regular(&files.files[head as usize], place, |dst, dst_path| {
                 self.fill(first, set, dst, dst_path)
             })?;
             progress.on_bytes(first.size);
             self.s.files += 1;
             progress.on_file();
-            for &m in &set[1..] {
-                target.hardlink(place, places[m as usize].as_ref().expect("not a ghost"))?;
+            for &m in rest {
+                target.hardlink(place, places[m as usize].as_ref().expect("installed"))?;
                 self.s.files += 1;
                 progress.on_file();
                 self.s.hardlinks += 1;

@@ -32,6 +32,7 @@ use serde::Serialize;
 
 mod config;
 mod extents;
+pub mod fate;
 pub mod interrupt;
 pub mod journal;
 mod load;
@@ -86,6 +87,13 @@ pub enum Error {
     /// The root's rpm database refused or failed.
     #[error(transparent)]
     Db(#[from] cowkit_rpmdb::Error),
+    /// Package files whose paths cannot be placed inside the root: the
+    /// transaction is refused whole, before anything is touched.
+    #[error("cannot place these packages' files inside the root: {}", .problems.join("; "))]
+    Unplaceable {
+        /// One line per package, naming it and its first such path.
+        problems: Vec<String>,
+    },
     /// Scriptlets or triggers that cowkit cannot run as rpm would.
     #[error("cannot run these as rpm would: {}", .problems.join("; "))]
     Unsupported {
@@ -248,6 +256,9 @@ pub struct Options {
     /// new last component): rpm's `.rpmnew`, or a temporary name for a
     /// new version that is dropped afterwards.
     pub rename: std::collections::HashMap<cowkit_archive::files::Name, std::ffi::OsString>,
+    /// Files (header indices) not placed: rpm's actions that skip them
+    /// ([`fate::Action`]).
+    pub skip: std::collections::HashSet<u32>,
     /// The header digest (rpm's `%{SHA256HEADER}`) the package must have:
     /// a transaction checked one file and installs another with the same
     /// header (its extents file).
@@ -335,6 +346,7 @@ impl Default for Options {
             verify: false,
             clone_tail: false,
             rename: std::collections::HashMap::new(),
+            skip: std::collections::HashSet::new(),
             expect_header: None,
             gate: None,
         }
@@ -521,7 +533,9 @@ fn finish(
     use cowkit_archive::files::Kind;
     for (f, p) in files.files.iter().zip(places) {
         let Some(p) = p else {
-            s.ghosts += 1;
+            if f.ghost {
+                s.ghosts += 1;
+            }
             continue;
         };
         match f.kind {

@@ -33,6 +33,12 @@ pub(crate) struct Pkg {
     pub(crate) files: FileList,
     /// rpm's file flags, by header index.
     pub(crate) flags: Vec<u32>,
+    /// rpm's file colours (`FILECOLORS`: 1 ELF32, 2 ELF64), by header
+    /// index; empty when the header has none.
+    pub(crate) colors: Vec<u32>,
+    /// The files' languages (`FILELANGS`, `|`-separated), by header
+    /// index; empty when the header has none.
+    pub(crate) langs: Vec<String>,
     /// The extents file as read for the check, kept open for the install
     /// (which then does not parse its header again); taken once.
     pub(crate) opened: Mutex<Option<cowkit_extents::open::ExtentsFile>>,
@@ -102,7 +108,16 @@ impl Pkg {
         } else {
             Vec::new()
         };
+        let colors = h
+            .get_entry_data_as_u32_array(IndexTag::RPMTAG_FILECOLORS)
+            .unwrap_or_default();
+        let langs = h
+            .get_entry_data_as_string_array(IndexTag::RPMTAG_FILELANGS)
+            .map(|v| v.into_iter().map(str::to_string).collect())
+            .unwrap_or_default();
         Ok(Pkg {
+            colors,
+            langs,
             path: path.to_path_buf(),
             digest: p.header_digest().to_string(),
             name,

@@ -77,6 +77,30 @@ pub(crate) fn install_beside(
     Err(Error::InstallOnly { problems })
 }
 
+/// Every package file whose path cannot be placed inside the root (an
+/// empty, `.` or `..` component, a NUL byte, `/` as anything but a
+/// directory), in one error: the whole transaction is refused before
+/// anything is touched, instead of that package failing after others
+/// were placed.
+pub(crate) fn unplaceable(pkgs: &[Pkg]) -> Result<()> {
+    let none = std::collections::HashMap::new();
+    let problems: Vec<String> = pkgs
+        .iter()
+        .filter_map(|p| {
+            p.files.files.iter().find_map(|f| {
+                crate::target::Place::of(f, &none)
+                    .err()
+                    .map(|e| format!("{}: {e}", p.nevra))
+            })
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Unplaceable { problems })
+    }
+}
+
 /// Everything that cowkit cannot run as rpm would, in one error: every
 /// scriptlet and trigger the transaction's plan runs when nothing fails
 /// (new packages', erased packages', installed packages' triggers) is

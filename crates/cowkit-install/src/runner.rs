@@ -9,9 +9,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use cowkit_fs::root::Root;
-use cowkit_rpmdb::{Installed, Rpm};
+use cowkit_rpmdb::Installed;
 
-use crate::config::{decide_config, remove_old_files, unlink, Others, CONFIG};
+use crate::config::{apply_fates, erase_files};
+use crate::fate::Action;
 use crate::pkg::Pkg;
 use crate::plan::{plain, Db, DbFile, PlanEntry, Run, Step};
 use crate::scripts::{Lua, Phase, RunContext, Scriptlet};
@@ -143,7 +144,8 @@ struct Runner<'a> {
     lua: Option<Box<dyn Lua>>,
     progress: &'a dyn Progress,
     stager: Option<&'a Stager>,
-    check_rpm: Option<Rpm>,
+    /// Every file's action.
+    fates: &'a crate::fate::Fates,
     /// The session answering scriptlets' sync calls, if any.
     nosync: Option<&'a cowkit_nosync::scoped::Session>,
     failed: HashSet<usize>,
@@ -167,6 +169,7 @@ pub(crate) fn run(
         stager,
         gate,
         plan,
+        fates,
         inputs: _,
     } = prepared;
     let mut opts = opts;
@@ -182,7 +185,7 @@ pub(crate) fn run(
         lua: None,
         progress,
         stager: stager.as_ref(),
-        check_rpm: found.as_ref().map(|db| Rpm::new(root.path(), db)),
+        fates: &fates,
         nosync,
         failed: HashSet::new(),
         placed: Vec::new(),
@@ -252,6 +255,17 @@ pub(crate) fn run(
         found,
         scratch,
         beside: &indb.beside,
+        states: placed
+            .iter()
+            .filter(|&&i| fates.added[i].iter().any(|a| a.state() != 0))
+            .map(|&i| {
+                (
+                    pkgs[i].name.clone(),
+                    pkgs[i].nevra.clone(),
+                    fates.states_of(i),
+                )
+            })
+            .collect(),
     };
     crate::txn::register(registration, &mut r.sum)?;
     if let Some(j) = &journal {
@@ -476,11 +490,15 @@ impl Runner<'_> {
         // config files are looked at); a package whose decision fails
         // fails alone.
         let mut decided: Vec<Result<Options>> = Vec::with_capacity(pkgs.len());
-        for p in &pkgs {
-            // Deciding may rename a config file already on disk: not
-            // before the check passed.
+        for (&(i, _), p) in batch.iter().zip(&pkgs) {
+            let actions = &self.fates.added[i];
+            // Renaming a file already on disk (`.rpmsave`, `.rpmorig`):
+            // not before the check passed.
             if let Some(g) = &self.opts.install.gate {
-                if p.flags.iter().any(|f| f & CONFIG != 0) {
+                if actions
+                    .iter()
+                    .any(|a| matches!(a, Action::Save | Action::Backup))
+                {
                     if let Err(e) = g.pass() {
                         decided.push(Err(e));
                         continue;
@@ -488,7 +506,9 @@ impl Runner<'_> {
                 }
             }
             let mut o = self.opts.install.clone();
-            decided.push(decide_config(self.root, p, None, &mut o, &mut self.sum).map(|_| o));
+            let kept = |fx: u32| self.fates.kept.contains(&(i, fx as usize));
+            decided
+                .push(apply_fates(self.root, p, actions, kept, &mut o, &mut self.sum).map(|_| o));
         }
         let results = place_parallel(
             self.root,
@@ -563,16 +583,13 @@ impl Runner<'_> {
 
     fn place(&mut self, i: usize, progress: &dyn Progress) -> Result<Summary> {
         let p = &self.pkgs[i];
-        let old = self.old_of(i).cloned();
         let mut o = self.opts.install.clone();
         o.threads = o.threads.max(self.opts.jobs);
         o.expect_header = Some(p.digest.clone());
-        let discard = decide_config(self.root, p, old.as_ref(), &mut o, &mut self.sum)?;
-        let s = install_staged(self.root, &self.owners, p, &o, progress, self.stager)?;
-        for (dir, name, path) in discard {
-            unlink(&dir, &name, &path)?;
-        }
-        Ok(s)
+        let fates = self.fates;
+        let kept = |fx: u32| fates.kept.contains(&(i, fx as usize));
+        apply_fates(self.root, p, &fates.added[i], kept, &mut o, &mut self.sum)?;
+        install_staged(self.root, &self.owners, p, &o, progress, self.stager)
     }
 
     /// One erase element: skipped when the package replacing it failed
@@ -599,13 +616,12 @@ impl Runner<'_> {
                     }
                 }
                 Step::Remove => {
-                    let others = Others {
-                        pkgs: self.pkgs,
-                        rpm: self.check_rpm.as_ref(),
-                    };
-                    let p = &self.pkgs[o.by];
-                    self.sum.old_files_removed +=
-                        remove_old_files(self.root, p, &o.installed, &others, &mut self.sum)?;
+                    self.sum.old_files_removed += erase_files(
+                        self.root,
+                        &o.installed,
+                        &self.fates.erased[e],
+                        &mut self.sum,
+                    )?;
                 }
                 Step::Place => {}
             }

@@ -28,12 +28,25 @@ pub(crate) fn install(
     crate::check_expected(&pkg, path, opts)?;
     let files = pkg.files()?;
     let mut target = Target::new(root, owners, progress, opts.gate.as_ref());
-    let places = target.prepare(&files, &opts.rename)?;
+    let places = target.prepare(&files, &opts.rename, &opts.skip)?;
     let mut s = Summary::default();
     let mut buf = vec![0u8; CHUNK];
     read_payload(&pkg, &files, input, |entry| -> Result<()> {
         let file = entry.file;
-        let place = places[file.index as usize].as_ref().expect("not a ghost");
+        // The content arrives with `file`; it goes to the first member of
+        // its hardlink set that is installed (rpm's actions may skip some).
+        let mut live: Vec<u32> = std::iter::once(file.index)
+            .chain(entry.links.iter().copied().filter(|&m| m != file.index))
+            .filter(|&m| places[m as usize].is_some())
+            .collect();
+        if live.is_empty() {
+            // Not installed: read (and verified) all the same.
+            entry.finish()?;
+            return Ok(());
+        }
+        let head = live.remove(0);
+        let place = places[head as usize].as_ref().expect("installed");
+        let file = &files.files[head as usize];
         target.regular(file, place, |dst, dst_path| {
             let mut dst = dst;
             loop {
@@ -63,9 +76,9 @@ pub(crate) fn install(
         s.files += 1;
         progress.on_file();
         s.tally.record_written(file.size);
-        // The content arrived with `file`; link every other member to it.
-        for &m in entry.links.iter().filter(|&&m| m != file.index) {
-            target.hardlink(place, places[m as usize].as_ref().expect("not a ghost"))?;
+        // Every other installed member is linked to it.
+        for &m in &live {
+            target.hardlink(place, places[m as usize].as_ref().expect("installed"))?;
             s.files += 1;
             progress.on_file();
             s.hardlinks += 1;

@@ -108,6 +108,10 @@ pub(crate) struct Target<'r> {
     dirs: HashMap<Vec<u8>, Dir>,
     /// New directory trees not renamed into place yet.
     stages: Vec<Stage>,
+    /// The directories the package lists (relative paths): where one
+    /// finds a file or a symlink that does not lead to a directory, it
+    /// replaces it, as rpm does.
+    pkg_dirs: std::collections::HashSet<Vec<u8>>,
     /// Regular files and hardlinks made in them (reported placed, and
     /// taken away again if the install fails before they are published).
     fresh_files: std::sync::atomic::AtomicU64,
@@ -149,6 +153,23 @@ impl Place {
     /// the same directory.
     pub fn of(f: &FileInfo, rename: &HashMap<Name, OsString>) -> Result<Place> {
         let rel = RelPath::new(&f.path)?;
+        if rel.is_root() {
+            // A package that owns `/` (Fedora's `filesystem`) owns the
+            // root directory itself: nothing is created there, its
+            // metadata is applied to the root as rpm applies it. Anything
+            // but a directory cannot be the root.
+            if f.kind != Kind::Directory {
+                return Err(Error::BadPath(cowkit_fs::root::BadPath {
+                    path: f.path.to_string(),
+                    why: "it names the root itself, and is not a directory",
+                }));
+            }
+            return Ok(Place {
+                rel,
+                parent: Vec::new(),
+                name: OsString::new(),
+            });
+        }
         let rel = match rename.get(&f.path) {
             Some(name) => {
                 let (parent, _) = rel.split().ok_or_else(|| {
@@ -187,6 +208,7 @@ impl<'r> Target<'r> {
             owners,
             dirs: HashMap::new(),
             stages: Vec::new(),
+            pkg_dirs: Default::default(),
             fresh_files: Default::default(),
             progress,
             gate,
@@ -208,12 +230,13 @@ impl<'r> Target<'r> {
         &mut self,
         files: &FileList,
         rename: &HashMap<Name, OsString>,
+        skip: &std::collections::HashSet<u32>,
     ) -> Result<Vec<Option<Place>>> {
         let places = files
             .files
             .iter()
             .map(|f| {
-                if f.ghost {
+                if f.ghost || skip.contains(&f.index) {
                     Ok(None)
                 } else {
                     Place::of(f, rename).map(Some)
@@ -226,6 +249,7 @@ impl<'r> Target<'r> {
             wanted.push(&p.parent);
             if f.kind == Kind::Directory {
                 wanted.push(p.rel.as_bytes());
+                self.pkg_dirs.insert(p.rel.as_bytes().to_vec());
             }
         }
         // With every parent, shallowest first: a directory is made after
@@ -300,7 +324,30 @@ impl<'r> Target<'r> {
         }
         match self.root.open_dir(&RelPath::new(rel)?) {
             Ok(fd) => return Ok((fd, false)),
-            Err(e) if cowkit_fs::error::errno_of(&e) == Some(Errno::NOENT) => {}
+            Err(e)
+                if matches!(
+                    cowkit_fs::error::errno_of(&e),
+                    Some(Errno::NOENT) | Some(Errno::NOTDIR)
+                ) =>
+            {
+                // A directory of the package where a file, or a symlink
+                // that leads to no directory, is: rpm removes it and
+                // makes the directory (`fsmVerify`). Elsewhere the error
+                // stands.
+                let there = dir::stat_at(&pfd, OsStr::from_bytes(name))
+                    .map_err(sys("stat", path.clone()))?;
+                match there {
+                    None => {}
+                    Some(st)
+                        if self.pkg_dirs.contains(rel) && st.st_mode & 0o170000 != 0o040000 =>
+                    {
+                        self.visible()?;
+                        rustix::fs::unlinkat(&pfd, OsStr::from_bytes(name), AtFlags::empty())
+                            .map_err(sys("remove", path.clone()))?;
+                    }
+                    Some(_) => return Err(e.into()),
+                }
+            }
             Err(e) => return Err(e.into()),
         }
         let ppath = self.root.display(&RelPath::new(parent)?);
@@ -644,8 +691,14 @@ impl<'r> Target<'r> {
             .filter_map(|(f, p)| Some((f, p.as_ref()?)))
             .filter(|(f, _)| f.kind == Kind::Directory)
             .collect();
+        // The root itself (a package owning `/`) comes last.
         dirs.sort_by_key(|(_, p)| {
-            std::cmp::Reverse(p.rel.as_bytes().iter().filter(|&&b| b == b'/').count())
+            let depth = if p.rel.is_root() {
+                0
+            } else {
+                p.rel.as_bytes().iter().filter(|&&b| b == b'/').count() + 1
+            };
+            std::cmp::Reverse(depth)
         });
         for (f, p) in &dirs {
             let path = self.display(p);

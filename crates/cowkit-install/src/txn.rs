@@ -76,6 +76,9 @@ pub struct TxOptions {
     /// Starts rpm's Lua for `<lua>` scriptlets (the CLI's
     /// `cowkit_rpmlua::LuaHost`); without it they are refused up front.
     pub lua: Option<LuaStarter>,
+    /// Which files are installed: docs, languages, excluded and net
+    /// shared paths, colours ([`crate::fate::Policy`]).
+    pub files: crate::fate::Policy,
 }
 
 /// Starts rpm's Lua for a transaction's `<lua>` scriptlets, chrooted into
@@ -182,6 +185,9 @@ pub struct TxSummary {
     /// their arguments and file lists (`--test` only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub plan: Vec<crate::plan::PlanEntry>,
+    /// Every file's action, element by element (`--test` only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub files_plan: Vec<FileAction>,
     /// Install-only packages installed beside their installed versions
     /// ([`InstallOnly::Beside`]): (new NEVRA, the versions kept).
     pub installed_beside: Vec<(String, Vec<String>)>,
@@ -196,6 +202,9 @@ pub struct TxSummary {
     pub old_files_removed: u64,
     /// Config files that were not simply replaced.
     pub config: Vec<ConfigNote>,
+    /// Files of the placed packages not installed, as rpm records them
+    /// (docs, languages, excluded or net shared paths, another colour).
+    pub not_installed: u64,
     /// Packages that failed.
     pub failed: Vec<PackageFailure>,
     /// Only checked and planned (`--test`).
@@ -235,6 +244,8 @@ pub struct Prepared<'r> {
     /// What the transaction runs when nothing fails (empty without
     /// scriptlets).
     pub(crate) plan: Vec<crate::plan::PlanEntry>,
+    /// Every file's action.
+    pub(crate) fates: crate::fate::Fates,
     /// What holds the package files given to [`prepare`] (see
     /// [`Prepared::release_before_final_sync`]).
     pub(crate) inputs: Option<Box<dyn Send>>,
@@ -394,14 +405,18 @@ pub(crate) fn prepare_inner<'r>(
     // from the headers: it runs while they are read (waited for if
     // anything below fails, before the scratch database goes).
     let early = match (&scratch, pre_register) {
-        (Some(s), true) => {
-            Some(Rpm::new(root.path(), s.db()).start_check_and_register(packages, &check)?)
-        }
+        (Some(s), true) => Some(
+            Rpm::new(root.path(), s.db())
+                .with_file_args(file_args(&opts.files))
+                .start_check_and_register(packages, &check)?,
+        ),
         _ => None,
     };
     // Declared after `scratch`: dropped (waiting for rpm) before it.
     let gate: Option<Overlap>;
     let pkgs = read_packages(packages)?;
+    // A package that cannot be placed refuses the whole transaction.
+    refuse::unplaceable(&pkgs)?;
     let checked = if opts.db {
         let db = found
             .as_ref()
@@ -409,7 +424,7 @@ pub(crate) fn prepare_inner<'r>(
             .expect("one of them");
         let fresh = scratch.is_some();
         let c = check_in_db(
-            &Rpm::new(root.path(), db),
+            &Rpm::new(root.path(), db).with_file_args(file_args(&opts.files)),
             packages,
             &pkgs,
             opts,
@@ -435,6 +450,22 @@ pub(crate) fn prepare_inner<'r>(
         crate::runner::simulate(&pkgs, &checked)
     };
     refuse::unsupported(&plan, opts.lua.is_some())?;
+    // Every file's action, decided before anything is touched.
+    let owners = match (&found, opts.db) {
+        (Some(db), true) => file_owners(&Rpm::new(root.path(), db), &pkgs, &checked)?,
+        _ => Vec::new(),
+    };
+    let fates = crate::fate::decide(
+        root,
+        &pkgs,
+        &checked.elements,
+        &checked.erased,
+        &owners,
+        &opts.files,
+    )?;
+    if opts.test {
+        sum.files_plan = file_plan(&pkgs, &checked, &fates);
+    }
     sum.db = found.clone();
     sum.order = checked
         .order
@@ -453,8 +484,127 @@ pub(crate) fn prepare_inner<'r>(
         stager: None,
         gate,
         plan,
+        fates,
         inputs: None,
     })
+}
+
+/// The options that tell rpm's check and registration the same file
+/// policy cowkit follows.
+fn file_args(p: &crate::fate::Policy) -> Vec<std::ffi::OsString> {
+    let mut v: Vec<std::ffi::OsString> = Vec::new();
+    if p.nodocs {
+        v.push("--excludedocs".into());
+    }
+    for x in &p.exclude {
+        v.push("--excludepath".into());
+        v.push(x.into());
+    }
+    v.push("--define".into());
+    v.push(
+        match &p.langs {
+            Some(l) => format!("_install_langs {}", l.join(":")),
+            None => "_install_langs all".to_string(),
+        }
+        .into(),
+    );
+    if !p.netshared.is_empty() {
+        v.push("--define".into());
+        v.push(format!("_netsharedpath {}", p.netshared.join(":")).into());
+    }
+    v
+}
+
+/// The installed packages, other than those the transaction erases, that
+/// own a path whose action depends on them: the new packages' config
+/// files and coloured files, and the erased packages' files no new
+/// package has (another owner keeps them). One rpm query, none when
+/// there is no such path.
+fn file_owners(rpm: &Rpm, pkgs: &[Pkg], indb: &InDb) -> Result<Vec<crate::fate::Owner>> {
+    let mut paths: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+    for p in pkgs {
+        for f in &p.files.files {
+            let i = f.index as usize;
+            let cfg = p
+                .flags
+                .get(i)
+                .is_some_and(|x| x & crate::fate::flag::CONFIG != 0);
+            let colored = p.colors.get(i).is_some_and(|&c| c != 0);
+            if cfg || colored {
+                if let Some(s) = f.path.to_str() {
+                    paths.insert(s);
+                }
+            }
+        }
+    }
+    for e in &indb.erased {
+        for f in &e.installed.files {
+            if pkgs.iter().all(|p| p.files.find(&f.path).is_none()) {
+                paths.insert(&f.path);
+            }
+        }
+    }
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    let paths: Vec<&str> = paths.into_iter().collect();
+    let erased: Vec<u32> = indb.erased.iter().map(|e| e.inst).collect();
+    let mut by: std::collections::BTreeMap<u32, crate::fate::Owner> = Default::default();
+    for o in rpm.owner_files(&paths)? {
+        if erased.contains(&o.inst) {
+            continue;
+        }
+        by.entry(o.inst)
+            .or_insert_with(|| crate::fate::Owner {
+                inst: o.inst,
+                algo: o.algo,
+                files: Vec::new(),
+            })
+            .files
+            .push(o.file);
+    }
+    Ok(by.into_values().collect())
+}
+
+/// Every file's action, for `--test`: the files of each element in
+/// order.
+fn file_plan(pkgs: &[Pkg], indb: &InDb, fates: &crate::fate::Fates) -> Vec<FileAction> {
+    let mut v = Vec::new();
+    for e in &indb.elements {
+        match *e {
+            Elem::Add(i) => {
+                for f in &pkgs[i].files.files {
+                    v.push(FileAction {
+                        element: pkgs[i].nevra.clone(),
+                        path: f.path.to_string(),
+                        action: fates.added[i][f.index as usize],
+                    });
+                }
+            }
+            Elem::Erase(k) => {
+                let o = &indb.erased[k].installed;
+                for (fx, f) in o.files.iter().enumerate() {
+                    v.push(FileAction {
+                        element: o.nevra.clone(),
+                        path: f.path.clone(),
+                        action: fates.erased[k][fx],
+                    });
+                }
+            }
+        }
+    }
+    v
+}
+
+/// One file's action in the printed plan.
+#[derive(Clone, Debug, Serialize)]
+pub struct FileAction {
+    /// The element (NEVRA) it belongs to.
+    pub element: String,
+    /// The file.
+    pub path: String,
+    /// rpm's action for it.
+    pub action: crate::fate::Action,
 }
 
 /// A new root's database is built aside: rpm checks the transaction and
@@ -773,6 +923,9 @@ pub(crate) struct Registration<'a, 'r> {
     pub(crate) scratch: Option<cowkit_rpmdb::Scratch<'r>>,
     /// Install-only packages placed beside their installed versions.
     pub(crate) beside: &'a [usize],
+    /// The placed packages with files in another state than normal:
+    /// (name, NEVRA, each file's state).
+    pub(crate) states: Vec<(String, String, Vec<u8>)>,
 }
 
 /// One registration of the placed packages: a new root's database
@@ -787,6 +940,7 @@ pub(crate) fn register(reg: Registration<'_, '_>, sum: &mut TxSummary) -> Result
         found,
         scratch,
         beside,
+        states,
     } = reg;
     if !opts.db || placed.is_empty() {
         return Ok(());
@@ -825,7 +979,7 @@ pub(crate) fn register(reg: Registration<'_, '_>, sum: &mut TxSummary) -> Result
     if !moved {
         // Upgrades with `-U`, install-only packages beside their installed
         // versions with `-i` (one call when there is only one kind).
-        let rpm = Rpm::new(root.path(), &db);
+        let rpm = Rpm::new(root.path(), &db).with_file_args(file_args(&opts.files));
         for install in [false, true] {
             let group: Vec<PathBuf> = placed
                 .iter()
@@ -842,6 +996,10 @@ pub(crate) fn register(reg: Registration<'_, '_>, sum: &mut TxSummary) -> Result
             }
         }
     }
+    // rpm's header-only registration records every file "normal": the
+    // files rpm would not have installed get their states as its install
+    // records them.
+    Rpm::new(root.path(), &db).record_file_states(&states)?;
     sum.seconds.register = t.elapsed().as_secs_f64();
     sum.registered = paths.len() as u64;
     sum.db = Some(db);

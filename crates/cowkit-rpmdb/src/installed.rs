@@ -32,6 +32,18 @@ pub struct InstalledFile {
     /// rpm's file state (0 normal, 1 replaced, 2 not installed, 3 net
     /// shared, 4 wrong color, 5 missing).
     pub state: u32,
+    /// Size in bytes.
+    pub size: u64,
+    /// Owner name.
+    pub user: String,
+    /// Group name.
+    pub group: String,
+    /// Symlink target (empty for other files).
+    pub link: String,
+    /// rpm's file colour (1 ELF32, 2 ELF64, 0 none).
+    pub color: u32,
+    /// Device number (`FILERDEVS`).
+    pub rdev: u32,
 }
 
 /// An installed package.
@@ -229,6 +241,13 @@ fn package(tags: &Tags) -> std::result::Result<Installed, String> {
     let flags = ints(tags, "Fileflags");
     let digests = strings(tags, "Filedigests");
     let states = ints(tags, "Filestates");
+    let sizes = ints(tags, "Filesizes");
+    let longsizes = ints(tags, "Longfilesizes");
+    let users = strings(tags, "Fileusername");
+    let groups = strings(tags, "Filegroupname");
+    let links = strings(tags, "Filelinktos");
+    let colors = ints(tags, "Filecolors");
+    let rdevs = ints(tags, "Filerdevs");
     let mut files = Vec::with_capacity(base.len());
     for (i, b) in base.iter().enumerate() {
         let d = idx
@@ -241,6 +260,12 @@ fn package(tags: &Tags) -> std::result::Result<Installed, String> {
             flags: flags.get(i).copied().unwrap_or(0) as u32,
             digest: digests.get(i).copied().unwrap_or("").to_string(),
             state: states.get(i).copied().unwrap_or(0) as u32,
+            size: longsizes.get(i).or(sizes.get(i)).copied().unwrap_or(0),
+            user: users.get(i).copied().unwrap_or("").to_string(),
+            group: groups.get(i).copied().unwrap_or("").to_string(),
+            link: links.get(i).copied().unwrap_or("").to_string(),
+            color: colors.get(i).copied().unwrap_or(0) as u32,
+            rdev: rdevs.get(i).copied().unwrap_or(0) as u32,
         });
     }
     Ok(Installed {

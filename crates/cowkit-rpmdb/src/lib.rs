@@ -37,6 +37,7 @@ pub mod triggers;
 pub mod vercmp;
 
 pub use installed::{Installed, InstalledFile, Script};
+pub use query::OwnedFile;
 
 /// What can go wrong.
 #[derive(Debug, thiserror::Error)]
@@ -504,6 +505,9 @@ pub struct Rpm {
     root: PathBuf,
     dbpath: String,
     force_debian: bool,
+    /// What the transaction's file policy adds to its check and
+    /// registration (`--excludedocs`, `--excludepath`, `--define`s).
+    file_args: Vec<OsString>,
 }
 
 impl Rpm {
@@ -519,7 +523,17 @@ impl Rpm {
             root: std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf()),
             dbpath: db.path.clone(),
             force_debian,
+            file_args: Vec::new(),
         }
+    }
+
+    /// The same, with `args` added to every check and registration: the
+    /// options that decide which files rpm takes as installed
+    /// (`--excludedocs`, `--excludepath P`, `--define '_install_langs
+    /// ...'`), so that rpm records what cowkit placed.
+    pub fn with_file_args(mut self, args: Vec<OsString>) -> Rpm {
+        self.file_args = args;
+        self
     }
 
     /// The database path inside the root.
@@ -560,7 +574,8 @@ impl Rpm {
             c.arg("--force-debian");
         }
         c.args(HEADER_ONLY)
-            .args(["--justdb", "--noscripts", "--notriggers"]);
+            .args(["--justdb", "--noscripts", "--notriggers"])
+            .args(&self.file_args);
         if check.nodeps {
             c.arg("--nodeps");
         }

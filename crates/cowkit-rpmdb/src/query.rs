@@ -156,3 +156,173 @@ impl Rpm {
         Ok(v)
     }
 }
+
+/// The Python program of [`Rpm::record_file_states`].
+const STATES_PY: &str = include_str!("states.py");
+
+/// One installed file of a package that owns some asked path
+/// ([`Rpm::owner_files`]).
+#[derive(Clone, Debug)]
+pub struct OwnedFile {
+    /// The owning package's database instance.
+    pub inst: u32,
+    /// Its file digest algorithm (rpm's number; 1 when absent).
+    pub algo: u32,
+    /// The file.
+    pub file: crate::InstalledFile,
+}
+
+impl Rpm {
+    /// The installed files at `paths`, with every owning package's view
+    /// of them (state, flags, mode, size, colour, digest, owner, link
+    /// target), from one `rpm -qf`. Unowned paths are left out.
+    pub fn owner_files(&self, paths: &[&str]) -> Result<Vec<OwnedFile>> {
+        if paths.is_empty() {
+            return Ok(Vec::new());
+        }
+        let wanted: std::collections::HashSet<&str> = paths.iter().copied().collect();
+        let mut c = self.command();
+        c.args([
+            "-qf",
+            "--qf",
+            "[%{=DBINSTANCE}\\t%{=FILEDIGESTALGO}\\t%{FILESTATES}\\t%{FILEFLAGS}\\t%{FILEMODES}\\t\
+             %{FILESIZES}\\t%{FILECOLORS}\\t%{FILERDEVS}\\t%{FILEDIGESTS}\\t%{FILEUSERNAME}\\t\
+             %{FILEGROUPNAME}\\t%{FILELINKTOS}\\t%{FILENAMES}\\n]",
+        ])
+        .args(paths);
+        let out = self.run(c)?;
+        let Ok(text) = std::str::from_utf8(&out.stdout) else {
+            return Err(Error::NotUtf8Installed(vec![
+                "(an owner of the transaction's files)".into(),
+            ]));
+        };
+        let mut seen = std::collections::HashSet::new();
+        let mut v = Vec::new();
+        for line in text.lines() {
+            // "file X is not owned by any package" and the like.
+            let f: Vec<&str> = line.splitn(13, '\t').collect();
+            if f.len() != 13 {
+                continue;
+            }
+            let bad = || Error::Answer {
+                what: "-qf (owners' files)",
+                why: format!("unexpected line `{line}`"),
+            };
+            let path = f[12];
+            if !wanted.contains(path) {
+                // A link target with a tab in it would shift the fields.
+                if f[11].contains('\t') || path.contains('\t') {
+                    return Err(bad());
+                }
+                continue;
+            }
+            let n = |s: &str| -> Result<u64> {
+                if s == "(none)" {
+                    Ok(0)
+                } else {
+                    s.parse().map_err(|_| bad())
+                }
+            };
+            let inst = n(f[0])? as u32;
+            if !seen.insert((inst, path.to_string())) {
+                continue;
+            }
+            let algo = match f[1] {
+                "(none)" => 1,
+                a => a.parse().map_err(|_| bad())?,
+            };
+            v.push(OwnedFile {
+                inst,
+                algo,
+                file: crate::InstalledFile {
+                    path: path.to_string(),
+                    state: n(f[2])? as u32,
+                    flags: n(f[3])? as u32,
+                    mode: n(f[4])? as u32,
+                    size: n(f[5])?,
+                    color: n(f[6])? as u32,
+                    rdev: n(f[7])? as u32,
+                    digest: f[8].to_string(),
+                    user: f[9].to_string(),
+                    group: f[10].to_string(),
+                    link: f[11].to_string(),
+                },
+            });
+        }
+        Ok(v)
+    }
+
+    /// Record the file states of packages registered header-only, which
+    /// rpm leaves "normal": `packages` are (name, NEVRA, one state number
+    /// per file); states 2 (not installed), 3 (net shared) and 4 (wrong
+    /// color) are written, as rpm's own install records them. rpm's code
+    /// does the writing (librpm's header rewrite, the one rpm uses to
+    /// mark replaced files, under rpm's transaction lock), run by
+    /// `COWKIT_PYTHON` or `/usr/bin/python3` with rpm's Python bindings.
+    pub fn record_file_states(&self, packages: &[(String, String, Vec<u8>)]) -> Result<()> {
+        if packages.is_empty() {
+            return Ok(());
+        }
+        use std::io::Write;
+        let python = std::env::var_os("COWKIT_PYTHON").unwrap_or_else(|| "/usr/bin/python3".into());
+        let mut c = Command::new(&python);
+        c.env("LC_ALL", "C")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .args(["-I", "-c", STATES_PY])
+            .arg(&self.root)
+            .arg(&self.dbpath);
+        let mut child = c.spawn().map_err(|source| Error::Spawn {
+            program: python.clone().into(),
+            source,
+        })?;
+        let mut input = String::new();
+        for (name, nevra, states) in packages {
+            let s: String = states.iter().map(|d| char::from(b'0' + d % 10)).collect();
+            input.push_str(&format!("{name}\t{nevra}\t{s}\n"));
+        }
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin
+                .write_all(input.as_bytes())
+                .map_err(|source| Error::Spawn {
+                    program: python.clone().into(),
+                    source,
+                })?;
+        }
+        let out = child.wait_with_output().map_err(|source| Error::Spawn {
+            program: python.into(),
+            source,
+        })?;
+        if !out.status.success() {
+            return Err(rpm_failed("python3 -c (file states)", &out));
+        }
+        Ok(())
+    }
+
+    /// What the host's rpm expands each of `names` (`%{?NAME}`) to, in
+    /// one `rpm --eval`.
+    pub fn host_macros(names: &[&str]) -> Result<Vec<String>> {
+        let program = std::env::var_os("COWKIT_RPM").map_or_else(|| "rpm".into(), PathBuf::from);
+        let mut c = Command::new(&program);
+        c.env("LC_ALL", "C").stdin(Stdio::null());
+        for n in names {
+            c.arg("--eval").arg(format!("%{{?{n}}}"));
+        }
+        let out = c
+            .output()
+            .map_err(|source| Error::Spawn { program, source })?;
+        if !out.status.success() {
+            return Err(rpm_failed("--eval", &out));
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        let v: Vec<String> = text.lines().map(|l| l.trim().to_string()).collect();
+        if v.len() != names.len() {
+            return Err(Error::Answer {
+                what: "--eval",
+                why: format!("{} lines for {} macros", v.len(), names.len()),
+            });
+        }
+        Ok(v)
+    }
+}

@@ -125,7 +125,7 @@ COWKIT_JSON=1 (--json), COWKIT_NOSCRIPTS=1 (--noscripts), COWKIT_DBPATH
 (--dbpath), COWKIT_DOWNLOADER (--downloader). Without --installroot, and for commands that install nothing
 (remove, list, ...), the real dnf runs (COWKIT_DNF, or the first `dnf` on
 PATH that is not cowkit). Refused when cowkit installs, as it cannot honour
-them exactly: --nodocs, --setopt=tsflags=..., --comment, --downloaddir
+them exactly: --setopt=tsflags=... other than nodocs, --comment, --downloaddir
 without --downloadonly; --downloadonly, --assumeno and --help go to dnf.";
 
 /// One `cowkit dnf` run, from either form.
@@ -639,7 +639,7 @@ fn install(
     // 3. One transaction. rpm checks and orders the downloaded packages
     // (the same headers as their extents files) while the misses are
     // transcoded.
-    let opts = tx_options(args, root);
+    let opts = tx_options(args, root)?;
     let t = Instant::now();
     let (prepared, cached) = std::thread::scope(|s| {
         let check = s.spawn(|| prepare(root, rpms, &opts));
@@ -665,8 +665,18 @@ fn install(
 }
 
 /// The options of `cowkit dnf`'s transaction on `root`.
-fn tx_options(args: &Request, root: &Root) -> TxOptions {
-    TxOptions {
+fn tx_options(args: &Request, root: &Root) -> Result<TxOptions, CliError> {
+    // dnf's nodocs and install_langs are rpm's `--excludedocs` and
+    // `%_install_langs`: the command line's, else its configuration's.
+    let (conf_nodocs, conf_langs) =
+        crate::dnfcli::files_in_config(args.line.config.as_deref(), &args.root);
+    let files = cowkit_install::fate::Policy::from_host(
+        args.line.nodocs || conf_nodocs,
+        Vec::new(),
+        args.line.install_langs.clone().or(conf_langs),
+    )
+    .map_err(|e| CliError::new("cannot read rpm's file policy", e))?;
+    Ok(TxOptions {
         install: Options {
             clone_tail: cowkit_install::clone_tail_pays_off(root),
             ..Options::default()
@@ -681,8 +691,9 @@ fn tx_options(args: &Request, root: &Root) -> TxOptions {
         install_only: cowkit_install::InstallOnly::Beside,
         lua: crate::lua::starter(),
         keep_syncs: args.keep_syncs,
+        files,
         ..TxOptions::default()
-    }
+    })
 }
 
 /// The cache entries `entries` (in dnf's order) installed as one
@@ -692,7 +703,7 @@ fn install_entries(
     root: &Root,
     entries: &[PathBuf],
 ) -> Result<Result<cowkit_install::TxSummary, cowkit_install::Error>, CliError> {
-    let opts = tx_options(args, root);
+    let opts = tx_options(args, root)?;
     Ok(prepare(root, entries, &opts).and_then(|p| p.run(&cowkit_install::NoProgress)))
 }
 

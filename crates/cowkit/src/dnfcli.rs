@@ -129,6 +129,10 @@ pub struct Line {
     pub dnf_only: Option<String>,
     /// What cowkit cannot honour if it installs.
     pub refused: Vec<Refusal>,
+    /// `--nodocs` or `--setopt=tsflags=nodocs`: rpm's `--excludedocs`.
+    pub nodocs: bool,
+    /// `--setopt=install_langs=…`: rpm's `%_install_langs` (`:`-joined).
+    pub install_langs: Option<String>,
 }
 
 /// A command line dnf itself would take, but cowkit cannot read.
@@ -162,10 +166,8 @@ impl std::fmt::Display for LineError {
 
 impl std::error::Error for LineError {}
 
-const TSFLAGS: &str = "cowkit runs the transaction itself and implements none of rpm's \
-                       transaction flags (tsflags: test, noscripts, nodocs, justdb, notriggers, …)";
-const NODOCS: &str = "cowkit installs every file of a package: rpm's --excludedocs \
-                      (dnf's --nodocs, tsflags=nodocs) is not implemented";
+const TSFLAGS: &str = "cowkit runs the transaction itself and implements only the transaction \
+                       flag nodocs (not test, noscripts, justdb, notriggers, …)";
 const DESTDIR: &str = "without --downloadonly dnf refuses it, and cowkit downloads into a \
                        directory of its own";
 const COMMENT: &str = "cowkit writes no dnf history transaction for what it installs, so the \
@@ -307,7 +309,7 @@ impl Line {
             ("--help", _) | ("--version", _) | ("--downloadonly", _) | ("--assumeno", _) => {
                 self.dnf_only = Some(name.to_string())
             }
-            ("--nodocs", _) => self.refuse(shown(), NODOCS),
+            ("--nodocs", _) => self.nodocs = true,
             ("--destdir", _) => *destdir = Some(shown()),
             ("--comment", _) => self.refuse(shown(), COMMENT),
             ("--config", _) => self.config = value.map(PathBuf::from),
@@ -315,7 +317,20 @@ impl Line {
                 let v = value.expect("takes a value").to_string_lossy();
                 let (key, val) = v.split_once('=').unwrap_or((&v, ""));
                 match key.trim() {
-                    "tsflags" if !val.trim().is_empty() => self.refuse(shown(), TSFLAGS),
+                    "tsflags" => {
+                        for flag in list(val) {
+                            if flag.eq_ignore_ascii_case("nodocs") {
+                                self.nodocs = true;
+                            } else {
+                                self.refuse(shown(), TSFLAGS);
+                                break;
+                            }
+                        }
+                    }
+                    "install_langs" => {
+                        let langs = list(val);
+                        self.install_langs = Some(langs.join(":"));
+                    }
                     "keepcache" => match parse_bool(val) {
                         Some(b) => self.keepcache = Some(b),
                         None => self.refuse(shown(), "not a boolean dnf knows"),
@@ -326,6 +341,47 @@ impl Line {
             _ => {}
         }
     }
+}
+
+/// A dnf list option's items (separated by commas or white space).
+fn list(val: &str) -> Vec<&str> {
+    val.split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|x| !x.is_empty())
+        .collect()
+}
+
+/// The `[main]` value of `key` in dnf's configuration file (`--config`'s,
+/// else the root's `/etc/dnf/dnf.conf`, else the host's), if set.
+pub fn main_option(config: Option<&Path>, root: &Path, key: &str) -> Option<String> {
+    let text = match config {
+        Some(c) => read_conf(c)?,
+        None => read_conf(&root.join("etc/dnf/dnf.conf"))
+            .or_else(|| read_conf(Path::new("/etc/dnf/dnf.conf")))?,
+    };
+    let mut main = false;
+    let mut found = None;
+    for l in text.lines() {
+        let l = l.trim();
+        if l.starts_with('[') {
+            main = l == "[main]";
+        } else if main {
+            if let Some((k, v)) = l.split_once('=') {
+                if k.trim() == key {
+                    found = Some(v.trim().to_string());
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Whether dnf's configuration turns `tsflags=nodocs` on, and its
+/// `install_langs` (`:`-joined), as [`main_option`] finds them.
+pub fn files_in_config(config: Option<&Path>, root: &Path) -> (bool, Option<String>) {
+    let nodocs = main_option(config, root, "tsflags")
+        .is_some_and(|v| list(&v).iter().any(|f| f.eq_ignore_ascii_case("nodocs")));
+    let langs = main_option(config, root, "install_langs").map(|v| list(&v).join(":"));
+    (nodocs, langs)
 }
 
 /// The option `name` (`--installroot`) stands for; an error for a prefix
@@ -481,13 +537,22 @@ mod tests {
         let named: Vec<_> = l.refused.iter().map(|r| r.option.as_str()).collect();
         assert_eq!(
             named,
-            [
-                "--nodocs",
-                "--setopt=tsflags=test",
-                "--comment=x",
-                "--downloaddir=/d"
-            ]
+            ["--setopt=tsflags=test", "--comment=x", "--downloaddir=/d"]
         );
+        // nodocs and install_langs are rpm's `--excludedocs` and
+        // `%_install_langs`, honoured.
+        assert!(l.nodocs);
+        let l = parse(&[
+            "--installroot=/r",
+            "--setopt=tsflags=nodocs",
+            "--setopt=install_langs=en,de_DE",
+            "install",
+            "a",
+        ])
+        .unwrap();
+        assert!(l.refused.is_empty());
+        assert!(l.nodocs);
+        assert_eq!(l.install_langs.as_deref(), Some("en:de_DE"));
         for only in ["--downloadonly", "--assumeno", "--help", "-h", "--version"] {
             let l = parse(&["--installroot=/r", only, "install", "a"]).unwrap();
             assert!(!l.installs(), "{only}");

@@ -76,6 +76,14 @@ pub struct Args {
     /// Run no scriptlets (like `rpm --noscripts`).
     #[arg(long)]
     noscripts: bool,
+    /// Do not install documentation files (rpm's `--excludedocs`; also
+    /// `--nodocs`, dnf's spelling).
+    #[arg(long, alias = "nodocs")]
+    excludedocs: bool,
+    /// Do not install the files under PATH (an absolute path; rpm's
+    /// `--excludepath`); may be repeated.
+    #[arg(long, value_name = "PATH")]
+    excludepath: Vec<String>,
     /// Let scriptlets' sync calls (`fsync`, `sync`, `syncfs`, ...) reach
     /// the kernel. By default, in a root other than `/`, they are answered
     /// without running (the root is being built: a crash loses it anyway)
@@ -289,6 +297,14 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
             .hint("create the root directory first (`mkdir -p`)")
     })?;
     let jobs = crate::output::jobs(args.jobs);
+    if let Some(bad) = args.excludepath.iter().find(|p| !p.starts_with('/')) {
+        return Err(CliError::msg(format!(
+            "--excludepath `{bad}` is not an absolute path (rpm refuses it too: exclude paths must begin with a /)"
+        )));
+    }
+    let files =
+        cowkit_install::fate::Policy::from_host(args.excludedocs, args.excludepath.clone(), None)
+            .map_err(|e| CliError::new("cannot read rpm's file policy", e))?;
     let opts = TxOptions {
         install: Options {
             chain: match args.reflink {
@@ -315,6 +331,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         install_only: cowkit_install::InstallOnly::Refuse,
         lua: crate::lua::starter(),
         keep_syncs: args.keep_syncs,
+        files,
     };
     let bar = ProgressBar::new(0);
     if quiet || args.json || args.test {
