@@ -271,7 +271,7 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
         .map_err(|e| CliError::new("cannot find the root's rpm database", e))?;
     // A transaction a killed run left unfinished is finished before dnf
     // reads the database.
-    let recovered = crate::install::recover(&root, &tx_options(args, &root), &[])?;
+    let recovered = crate::install::recover(&root, &tx_options(args, &root)?, &[])?;
 
     if !forward {
         drop(recovered);
