@@ -75,6 +75,7 @@ for t in data:
         what = "group" if x["group"] else "process"
         out.append(f"- killed ({what}) at {x['ms']} ms: rpm -qa {' '.join(x['qa'])}; "
                    f"rpm -Va {x['verify'][:4]}; unowned {x['unowned_extra'][:4]}; "
+                   f"temporaries {x['temporaries'][:4]}{' and the journal' if x['journal_left'] else ''}; "
                    f"second run: {' / '.join(x['second_run_stderr'][:3])}")
     out.append("")
 open(dst, "w").write("\n".join(out))

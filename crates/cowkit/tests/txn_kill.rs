@@ -316,10 +316,12 @@ fn an_upgrade_killed_anywhere_is_finished_by_the_next_run() {
     let dir = d.path();
     let s = setup(dir, Tool::Cowkit);
     let kills = [
+        Kill::At("journal-temp-placing"),
         Kill::At("journal-written"),
         Kill::At("pretrans-done"),
         Kill::At("element-2"),
         Kill::At("element-6"),
+        Kill::At("journal-temp-registering"),
         Kill::At("placed"),
         Kill::At("registered"),
         Kill::InRegistration(5),
@@ -403,6 +405,9 @@ fn kill_bench() {
                 "verify_clean": after.verify == s.want.verify,
                 "no_unowned": after.unowned == s.want.unowned,
                 "no_temporaries": after.temporaries.is_empty() && !after.journal,
+                "temporaries": after.temporaries,
+                "journal_left": after.journal,
+                "temporaries_after_kill": between.temporaries,
                 "second_run_stderr": stderr.lines().take(6).collect::<Vec<_>>(),
                 "qa": after.qa,
                 "unowned_extra": after.unowned.difference(&s.want.unowned).collect::<Vec<_>>(),
