@@ -41,7 +41,7 @@ log "$RUNS runs per tool on $FS_DIR"
   cargo test -p cowkit --test txn_kill -- --ignored --exact kill_bench --nocapture)
 
 python3 - "$json" "$base.md" "$FS_DIR" "$RUNS" "$SEED" <<'PY'
-import json, os, platform, subprocess, sys
+import json, os, platform, re, subprocess, sys
 src, dst, fs_dir, runs, seed = sys.argv[1:]
 data = json.load(open(src))
 fstype = subprocess.run(["findmnt", "-n", "-o", "FSTYPE", "--target", fs_dir],
@@ -57,15 +57,23 @@ out.append(f"- cowkit {rev}; {rpmv}; roots on {fstype}; {runs} runs per tool, se
 out.append("- each run: a copy of the root with version 1 of the test repository, the upgrade to version 2 "
            "(6 packages) killed with SIGKILL after a random delay within an unkilled upgrade's time "
            "(odd runs the process group, even runs the process alone), then the same command again\n")
-out.append("| tool | unkilled upgrade | runs | killed | old and new registered after the kill | `rpm -qa` exact | `rpm -Va` clean | nothing owned by nothing | no temporaries | all four |")
-out.append("|---|---|---|---|---|---|---|---|---|---|")
+out.append("| tool | unkilled upgrade | runs | killed | old and new registered after the kill | temporaries after the kill | `rpm -qa` exact | `rpm -Va` clean | nothing owned by nothing | no temporaries | all four |")
+out.append("|---|---|---|---|---|---|---|---|---|---|---|")
 for t in data:
     r = t["runs"]
     n = lambda k: sum(1 for x in r if x[k])
     allok = sum(1 for x in r if x["qa_exact"] and x["verify_clean"] and x["no_unowned"] and x["no_temporaries"])
     name = "cowkit install" if t["tool"] == "cowkit" else "rpm -U"
     out.append(f"| {name} | {t['upgrade_ms']} ms | {len(r)} | {n('killed')} | {n('duplicates_after_kill')} | "
+               f"{n('temporaries_after_kill')} | "
                f"{n('qa_exact')} | {n('verify_clean')} | {n('no_unowned')} | {n('no_temporaries')} | {allok} |")
+out.append("")
+for t in data:
+    shape = lambda p: re.sub(r"/rpm-tmp\.[^/]+$", "/rpm-tmp.*",
+                             re.sub(r"/\.ck[0-9a-f]+\.[0-9a-f]+$", "/.ck<pid>.<n>", "/" + p))[1:]
+    left = sorted({shape(p) for x in t["runs"] for p in x["temporaries_after_kill"]})
+    name = "cowkit install" if t["tool"] == "cowkit" else "rpm -U"
+    out.append(f"- {name}: temporaries the kills left: {', '.join(left) or 'none'}")
 out.append("")
 for t in data:
     bad = [x for x in t["runs"] if not (x["qa_exact"] and x["verify_clean"] and x["no_unowned"] and x["no_temporaries"])]
@@ -75,6 +83,7 @@ for t in data:
         what = "group" if x["group"] else "process"
         out.append(f"- killed ({what}) at {x['ms']} ms: rpm -qa {' '.join(x['qa'])}; "
                    f"rpm -Va {x['verify'][:4]}; unowned {x['unowned_extra'][:4]}; "
+                   f"temporaries {x['temporaries'][:4]}{' and the journal' if x['journal_left'] else ''}; "
                    f"second run: {' / '.join(x['second_run_stderr'][:3])}")
     out.append("")
 open(dst, "w").write("\n".join(out))

@@ -126,7 +126,17 @@ impl Journal {
             path: path.join(JOURNAL),
             why: format!("cannot encode it: {e}"),
         })?;
-        cowkit_fs::dir::write_file_at(&dir, JOURNAL, &path.join(JOURNAL), &data, 0o600, true)?;
+        let target = path.join(JOURNAL);
+        // Under a temporary name (`.ck<pid>.<n>`) until it is whole and
+        // durable; one a kill leaves is removed by the next [`recover`].
+        let mut f = cowkit_fs::dir::NewFile::named(std::os::fd::AsFd::as_fd(&dir), &path, 0o600)?;
+        f.write_all(&data)?;
+        f.sync()?;
+        crash_point(match self.stage {
+            Stage::Placing => "journal-temp-placing",
+            Stage::Registering => "journal-temp-registering",
+        });
+        f.commit(std::os::fd::AsFd::as_fd(&dir), JOURNAL, &target)?;
         cowkit_fs::dir::sync_dir(&dir, &path)?;
         Ok(())
     }
@@ -159,6 +169,17 @@ fn db_dir(root: &Root, dbpath: &str) -> Result<(OwnedFd, PathBuf)> {
         });
     }
     Ok((dir, path))
+}
+
+/// Remove from the database directory of `dbpath` the temporary names
+/// (`.ck<pid>.<n>`) of cowkit processes that no longer exist: a journal a
+/// kill interrupted while it was being written. Returns how many.
+fn sweep(root: &Root, dbpath: &str) -> Result<usize> {
+    let (dir, dir_path) = db_dir(root, dbpath)?;
+    Ok(cowkit_fs::dir::remove_stale_temporaries(
+        std::os::fd::AsFd::as_fd(&dir),
+        &dir_path,
+    )?)
 }
 
 /// Read the journal of `dbpath`, if there is one: bounded, and only one
@@ -224,7 +245,10 @@ pub(crate) fn read(root: &Root, dbpath: &str) -> Result<Option<Journal>> {
 
 /// The test hook for kill safety: with `COWKIT_TXN_CRASH_AT=<point>` in
 /// the environment, the process sends itself `SIGKILL` at that point (no
-/// destructor, no flush). Points: `journal-written`, `pretrans-done`,
+/// destructor, no flush). Points: `journal-temp-placing` and
+/// `journal-temp-registering` (the journal of that stage is written and
+/// synced under its temporary name, not renamed yet), `journal-written`,
+/// `pretrans-done`,
 /// `element-N` (after the N-th element, from 1), `placed` (the journal
 /// says `registering`, rpm not started), `registered` (rpm is done, the
 /// journal not removed yet). Unset, each point costs one comparison.
@@ -259,6 +283,11 @@ pub(crate) fn crash_point(point: &str) {
 ///   registered (`rpm -U`/`-i --justdb`, which erases their old versions),
 ///   then any header of the erase list still registered is erased.
 ///
+/// Before that, the rpm program must be of the generation cowkit runs
+/// transactions as ([`cowkit_rpmdb::check_generation`]). Temporary names a
+/// killed run left in the database directory (a journal being written) are
+/// removed, journal or not.
+///
 /// With `--test` or without a database nothing is done.
 pub fn recover(root: &Root, opts: &TxOptions, packages: &[PathBuf]) -> Result<Option<Recovery>> {
     if opts.test || !opts.db {
@@ -268,8 +297,13 @@ pub fn recover(root: &Root, opts: &TxOptions, packages: &[PathBuf]) -> Result<Op
         return Ok(None);
     };
     let Some(j) = read(root, &db.path)? else {
+        sweep(root, &db.path)?;
         return Ok(None);
     };
+    // Finishing registers through rpm: only the generation whose rules
+    // cowkit runs transactions by, checked before anything is done.
+    cowkit_rpmdb::check_generation()?;
+    sweep(root, &db.path)?;
     let journal = root
         .display(&RelPath::new(db.path.trim_start_matches('/'))?)
         .join(JOURNAL);

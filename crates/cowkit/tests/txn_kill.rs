@@ -316,10 +316,12 @@ fn an_upgrade_killed_anywhere_is_finished_by_the_next_run() {
     let dir = d.path();
     let s = setup(dir, Tool::Cowkit);
     let kills = [
+        Kill::At("journal-temp-placing"),
         Kill::At("journal-written"),
         Kill::At("pretrans-done"),
         Kill::At("element-2"),
         Kill::At("element-6"),
+        Kill::At("journal-temp-registering"),
         Kill::At("placed"),
         Kill::At("registered"),
         Kill::InRegistration(5),
@@ -358,6 +360,35 @@ fn an_upgrade_killed_anywhere_is_finished_by_the_next_run() {
     // The kills inside the registration left old and new versions
     // registered side by side: the state the next run must finish.
     assert!(inside >= 1, "no kill landed inside the registration");
+
+    // Finishing registers through rpm: an rpm of another generation is
+    // refused before the interrupted transaction is touched.
+    let root = dir.join("other-rpm");
+    copy_root(&s.base, &root);
+    assert!(killed_run(Tool::Cowkit, &s, &root, &Kill::At("placed")));
+    assert!(outcome(&root).journal);
+    let other = dir.join("rpm-4.20.1");
+    std::fs::write(
+        &other,
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'RPM version 4.20.1'; exit 0; fi\nexec rpm \"$@\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&other, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let before = snapshot(&root);
+    let out = upgrade(&root, &s.v2)
+        .env("COWKIT_RPM", &other)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "rpm 4.20.1 taken:\n{stderr}");
+    assert!(stderr.contains("4.20.1"), "{stderr}");
+    assert_eq!(snapshot(&root), before, "the root changed:\n{stderr}");
+    // With rpm 4.18 the registration is finished (and the same packages,
+    // now installed, are refused as rpm refuses them).
+    let out = upgrade(&root, &s.v2).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("done: registered"), "{stderr}");
+    assert_eq!(outcome(&root), s.want, "{stderr}");
 }
 
 /// The benchmark's runs (see the module docs).
@@ -403,6 +434,9 @@ fn kill_bench() {
                 "verify_clean": after.verify == s.want.verify,
                 "no_unowned": after.unowned == s.want.unowned,
                 "no_temporaries": after.temporaries.is_empty() && !after.journal,
+                "temporaries": after.temporaries,
+                "journal_left": after.journal,
+                "temporaries_after_kill": between.temporaries,
                 "second_run_stderr": stderr.lines().take(6).collect::<Vec<_>>(),
                 "qa": after.qa,
                 "unowned_extra": after.unowned.difference(&s.want.unowned).collect::<Vec<_>>(),
