@@ -80,6 +80,11 @@ pub struct UploadRecord {
     /// Object lock legal hold for the object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub legal_hold: Option<bool>,
+    /// The access key that started the upload (S3's initiator, who may
+    /// list its parts and abort it); `None` for uploads recorded without
+    /// one, which only the bucket's owner, an admin or a policy may.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initiator: Option<String>,
 }
 
 /// What a new upload's object will carry besides its bytes.
@@ -99,6 +104,8 @@ pub struct NewUpload {
     pub retention: Option<crate::versions::Retention>,
     /// Object lock legal hold.
     pub legal_hold: Option<bool>,
+    /// The access key that starts the upload.
+    pub initiator: Option<String>,
 }
 
 /// What is kept about one part.
@@ -332,6 +339,7 @@ impl Store {
             tags: new.tags,
             retention: new.retention,
             legal_hold: new.legal_hold,
+            initiator: new.initiator,
         };
         self.write_json(dir.as_fd(), "upload.json", &p.join("upload.json"), &rec)?;
         if self.opts.fsync {
