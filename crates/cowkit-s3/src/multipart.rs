@@ -219,8 +219,8 @@ impl Plan {
 pub enum Prepared {
     /// The same complete had already succeeded: its answer.
     Done(CompletedRecord),
-    /// The parts to assemble.
-    Assemble(Plan),
+    /// The parts to assemble (boxed: the plan is large beside a record).
+    Assemble(Box<Plan>),
 }
 
 /// The outcome of an assembled complete.

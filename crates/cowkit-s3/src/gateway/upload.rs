@@ -449,7 +449,7 @@ pub(super) async fn complete_multipart_upload(
         .await?;
     let mut plan = plan;
     plan.bypass_governance(bypass);
-    assemble(g, plan, (i.upload_id, i.bucket, i.key), host).await
+    assemble(g, *plan, (i.upload_id, i.bucket, i.key), host).await
 }
 
 /// CompleteMultipartUpload's answer for the completed upload `r`.
