@@ -1,7 +1,7 @@
 //! Multipart uploads and the zero-copy complete.
 //!
 //! ```text
-//! DIR/.cowkit-s3/uploads/<id>/upload.json     bucket, key, content type, metadata, start
+//! DIR/.cowkit-s3/uploads/<id>/upload.json     bucket, key, content type, metadata, start, initiator
 //! DIR/.cowkit-s3/uploads/<id>/p00001          part 1's bytes
 //! DIR/.cowkit-s3/uploads/<id>/p00001.json     part 1's record: number, size, MD5, inode
 //! DIR/.cowkit-s3/uploads/<id>/completed.json  after a complete: its answer, for retries
