@@ -470,6 +470,8 @@ impl Authz {
         }
         let cx = ask.context();
         let resource = ask.resource(op.object);
+        // S3 lets an upload's initiator list its parts and abort it.
+        let initiator = !owner && self.initiated(who, op, &ask);
         for action in op.actions(&ask) {
             // A matching Deny refuses, for the owner too; an Allow lets in.
             let decision = match &b.policy {
@@ -486,14 +488,32 @@ impl Authz {
             match decision {
                 Decision::Deny => return Err(explicit_deny(&who.access_key, action, &resource)),
                 Decision::Allow => {}
-                // Without a statement: the owner's account may, others
-                // what an ACL grant gives them (not under
-                // BucketOwnerEnforced, where ACLs are disabled).
-                Decision::NoMatch if owner || b.acl_grants(me, action) => {}
+                // Without a statement: the owner's account may (and an
+                // upload's initiator what it may), others what an ACL
+                // grant gives them (not under BucketOwnerEnforced, where
+                // ACLs are disabled).
+                Decision::NoMatch if owner || initiator || b.acl_grants(me, action) => {}
                 Decision::NoMatch => return Err(access_denied()),
             }
         }
         Ok(())
+    }
+
+    /// Whether `who` started the upload an AbortMultipartUpload or
+    /// ListParts names (its `uploadId` on this bucket and key, recorded
+    /// with `who` as its initiator). Any other operation, or an upload
+    /// that cannot be read: no.
+    fn initiated(&self, who: &Principal, op: &Op, ask: &Ask<'_>) -> bool {
+        if !matches!(op.name, "AbortMultipartUpload" | "ListParts") {
+            return false;
+        }
+        let pairs = crate::precheck::query_pairs(ask.query.unwrap_or(""));
+        let Some((_, id)) = pairs.iter().find(|(k, _)| k == "uploadId") else {
+            return false;
+        };
+        self.store
+            .upload_record(id, ask.bucket, ask.key)
+            .is_ok_and(|r| r.initiator.as_deref() == Some(who.access_key.as_str()))
     }
 
     /// An unsigned request: what the bucket makes public (a policy

@@ -1,7 +1,7 @@
 //! Multipart uploads and the zero-copy complete.
 //!
 //! ```text
-//! DIR/.cowkit-s3/uploads/<id>/upload.json     bucket, key, content type, metadata, start
+//! DIR/.cowkit-s3/uploads/<id>/upload.json     bucket, key, content type, metadata, start, initiator
 //! DIR/.cowkit-s3/uploads/<id>/p00001          part 1's bytes
 //! DIR/.cowkit-s3/uploads/<id>/p00001.json     part 1's record: number, size, MD5, inode
 //! DIR/.cowkit-s3/uploads/<id>/completed.json  after a complete: its answer, for retries
@@ -80,6 +80,11 @@ pub struct UploadRecord {
     /// Object lock legal hold for the object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub legal_hold: Option<bool>,
+    /// The access key that started the upload (S3's initiator, who may
+    /// list its parts and abort it); `None` for uploads recorded without
+    /// one, which only the bucket's owner, an admin or a policy may.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initiator: Option<String>,
 }
 
 /// What a new upload's object will carry besides its bytes.
@@ -99,6 +104,8 @@ pub struct NewUpload {
     pub retention: Option<crate::versions::Retention>,
     /// Object lock legal hold.
     pub legal_hold: Option<bool>,
+    /// The access key that starts the upload.
+    pub initiator: Option<String>,
 }
 
 /// What is kept about one part.
@@ -212,8 +219,8 @@ impl Plan {
 pub enum Prepared {
     /// The same complete had already succeeded: its answer.
     Done(CompletedRecord),
-    /// The parts to assemble.
-    Assemble(Plan),
+    /// The parts to assemble (boxed: the plan is large beside a record).
+    Assemble(Box<Plan>),
 }
 
 /// The outcome of an assembled complete.
@@ -332,6 +339,7 @@ impl Store {
             tags: new.tags,
             retention: new.retention,
             legal_hold: new.legal_hold,
+            initiator: new.initiator,
         };
         self.write_json(dir.as_fd(), "upload.json", &p.join("upload.json"), &rec)?;
         if self.opts.fsync {

@@ -61,10 +61,10 @@ const fn op(name: &'static str, action: &'static str, object: bool) -> Op {
 /// (`s3:PutObjectRetention`, `s3:PutObjectLegalHold`,
 /// `s3:BypassGovernanceRetention`), the bucket's configuration, its
 /// policy, its ownership controls and `s3:DeleteBucket` are granted by no
-/// ACL. `s3:AbortMultipartUpload` and `s3:ListMultipartUploadParts`,
-/// which S3 allows an upload's initiator, are granted by `WRITE` (the
-/// permission that let it initiate the upload: the gateway does not
-/// record initiators).
+/// ACL; nor are `s3:AbortMultipartUpload` and `s3:ListMultipartUploadParts`,
+/// which S3 allows the bucket's owner and the upload's initiator
+/// ([`crate::multipart::UploadRecord::initiator`]) and whoever a policy
+/// allows them, not `WRITE` grantees.
 pub fn acl_permission(action: &str) -> Option<Permission> {
     Some(match action {
         "s3:ListBucket"
@@ -74,11 +74,7 @@ pub fn acl_permission(action: &str) -> Option<Permission> {
         | "s3:GetObjectVersion"
         | "s3:GetObjectAttributes"
         | "s3:GetObjectVersionAttributes" => Permission::Read,
-        "s3:PutObject"
-        | "s3:DeleteObject"
-        | "s3:DeleteObjectVersion"
-        | "s3:AbortMultipartUpload"
-        | "s3:ListMultipartUploadParts" => Permission::Write,
+        "s3:PutObject" | "s3:DeleteObject" | "s3:DeleteObjectVersion" => Permission::Write,
         "s3:GetBucketAcl" | "s3:GetObjectAcl" | "s3:GetObjectVersionAcl" => Permission::ReadAcp,
         "s3:PutBucketAcl" | "s3:PutObjectAcl" | "s3:PutObjectVersionAcl" => Permission::WriteAcp,
         _ => return None,

@@ -91,13 +91,10 @@ fn issue_38_acl_permissions_grant_what_aws_lists() {
         ("s3:GetObjectVersion", Read),
         ("s3:GetObjectAttributes", Read),
         ("s3:GetObjectVersionAttributes", Read),
-        // WRITE on a bucket: create, overwrite and delete objects (and
-        // the multipart steps of an upload the grantee may start).
+        // WRITE on a bucket: create, overwrite and delete objects.
         ("s3:PutObject", Write),
         ("s3:DeleteObject", Write),
         ("s3:DeleteObjectVersion", Write),
-        ("s3:AbortMultipartUpload", Write),
-        ("s3:ListMultipartUploadParts", Write),
         // READ_ACP and WRITE_ACP: the ACLs.
         ("s3:GetBucketAcl", ReadAcp),
         ("s3:GetObjectAcl", ReadAcp),
@@ -658,6 +655,92 @@ fn issue_38_rule_admin_and_owner_may_do_everything() {
     assert_eq!(m.ask(Some("alice"), "PutBucketVersioning", "", &[]), "ok");
 }
 
+/// S3 lets the bucket's owner and an upload's initiator list its parts
+/// and abort it (and whoever a policy allows `s3:AbortMultipartUpload`,
+/// `s3:ListMultipartUploadParts`); no ACL grants either, so a `WRITE`
+/// grantee (or everyone, on `public-read-write`) cannot abort or list the
+/// owner's uploads or another grantee's.
+#[test]
+fn issue_38_rule_an_upload_is_its_initiators() {
+    let m = Model::new("initiator");
+    let start = |who: &str| {
+        m.store
+            .create_upload_with(
+                "bkt",
+                "k",
+                crate::multipart::NewUpload {
+                    initiator: Some(who.into()),
+                    ..Default::default()
+                },
+            )
+            .unwrap()
+    };
+    let (mine, bobs) = (start("alice"), start("bob"));
+    for op in ["AbortMultipartUpload", "ListParts"] {
+        let q = |id: &str| format!("uploadId={id}");
+        // The initiator, and the owner whoever started it.
+        assert_eq!(m.ask_q(Some("bob"), op, "k", &[], Some(&q(&bobs))), "ok");
+        assert_eq!(m.ask_q(Some("alice"), op, "k", &[], Some(&q(&bobs))), "ok");
+        assert_eq!(m.ask_q(Some("alice"), op, "k", &[], Some(&q(&mine))), "ok");
+        // A WRITE or FULL_CONTROL grantee, on an upload not its own.
+        for who in ["bob", "erin"] {
+            assert_eq!(
+                m.ask_q(Some(who), op, "k", &[], Some(&q(&mine))),
+                "AccessDenied",
+                "{who} {op}"
+            );
+        }
+        assert_eq!(
+            m.ask_q(Some("erin"), op, "k", &[], Some(&q(&bobs))),
+            "AccessDenied"
+        );
+        // The upload is the initiator's on its own key only.
+        assert_eq!(
+            m.ask_q(Some("bob"), op, "other", &[], Some(&q(&bobs))),
+            "AccessDenied"
+        );
+        // Without an upload id, or one that names no upload.
+        assert_eq!(m.ask(Some("bob"), op, "k", &[]), "AccessDenied");
+        assert_eq!(
+            m.ask_q(Some("bob"), op, "k", &[], Some("uploadId=0123")),
+            "AccessDenied"
+        );
+        // Unsigned, on a public-read-write bucket.
+        m.set_acl(&Acl::canned("alice", "public-read-write").unwrap());
+        assert_eq!(
+            m.ask_q(None, op, "k", &[], Some(&q(&mine))),
+            "AccessDenied",
+            "public {op}"
+        );
+        m.set_acl(
+            &Acl::from_headers(
+                "alice",
+                &crate::acl::GrantHeaders {
+                    write: Some("id=bob".into()),
+                    full_control: Some("id=erin".into()),
+                    ..Default::default()
+                },
+                &|k| People.exists(k),
+            )
+            .unwrap(),
+        );
+    }
+    // A policy may allow them; a Deny refuses the initiator too.
+    let q = format!("uploadId={mine}");
+    m.set_policy(Some(
+        r#"{"Statement":[{"Effect":"Allow","Principal":{"AWS":"erin"},"Action":"s3:AbortMultipartUpload","Resource":"arn:aws:s3:::bkt/*"}]}"#,
+    ));
+    assert_eq!(
+        m.ask_q(Some("erin"), "AbortMultipartUpload", "k", &[], Some(&q)),
+        "ok"
+    );
+    m.set_policy(Some(
+        r#"{"Statement":[{"Effect":"Deny","Principal":{"AWS":"bob"},"Action":"s3:ListMultipartUploadParts","Resource":"arn:aws:s3:::bkt/*"}]}"#,
+    ));
+    let q = format!("uploadId={bobs}");
+    assert_ne!(m.ask_q(Some("bob"), "ListParts", "k", &[], Some(&q)), "ok");
+}
+
 #[test]
 fn issue_38_rule_acl_grants_map_as_aws_lists() {
     let m = Model::new("acl");
@@ -684,7 +767,9 @@ fn issue_38_rule_acl_grants_map_as_aws_lists() {
         m.ask_q(Some("carol"), "GetObject", "k", &[], Some("versionId=v1")),
         "ok"
     );
-    // WRITE: object writes and deletions, the multipart steps.
+    // WRITE: object writes and deletions, the multipart steps (aborting
+    // an upload and listing its parts: its initiator's, see
+    // issue_38_rule_an_upload_is_its_initiators).
     for (op, key) in [
         ("PutObject", "k"),
         ("DeleteObject", "k"),
@@ -692,8 +777,6 @@ fn issue_38_rule_acl_grants_map_as_aws_lists() {
         ("CreateMultipartUpload", "k"),
         ("UploadPart", "k"),
         ("CompleteMultipartUpload", "k"),
-        ("AbortMultipartUpload", "k"),
-        ("ListParts", "k"),
     ] {
         assert_eq!(m.ask(Some("bob"), op, key, &[]), "ok", "WRITE {op}");
         assert_eq!(

@@ -8,6 +8,10 @@ pub(super) async fn create_multipart_upload(
     req: S3Request<CreateMultipartUploadInput>,
 ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
     let headers = stored_headers(&req.headers);
+    let initiator = req
+        .extensions
+        .get::<crate::accounts::Principal>()
+        .map(|p| p.access_key.clone());
     let i = req.input;
     let checksum = upload_checksum(i.checksum_algorithm.as_ref(), i.checksum_type.as_ref())?;
     let lock = super::versioning::LockHeaders::of(
@@ -21,6 +25,7 @@ pub(super) async fn create_multipart_upload(
         checksum,
         headers,
         tags: header_tags(i.tagging.as_deref())?,
+        initiator,
         ..Default::default()
     };
     let (b, k) = (i.bucket.clone(), i.key.clone());
@@ -444,7 +449,7 @@ pub(super) async fn complete_multipart_upload(
         .await?;
     let mut plan = plan;
     plan.bypass_governance(bypass);
-    assemble(g, plan, (i.upload_id, i.bucket, i.key), host).await
+    assemble(g, *plan, (i.upload_id, i.bucket, i.key), host).await
 }
 
 /// CompleteMultipartUpload's answer for the completed upload `r`.

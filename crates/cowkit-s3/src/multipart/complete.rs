@@ -101,7 +101,7 @@ impl Store {
         let checksum = object_checks(upload.checksum, &parts, checks)?;
         let etag = multipart_etag(parts.iter().map(|r| r.md5.as_str()));
         crate::fault::point("complete-prepared");
-        Ok(Prepared::Assemble(Plan {
+        Ok(Prepared::Assemble(Box::new(Plan {
             _lock: lock,
             id: id.to_string(),
             dir,
@@ -112,12 +112,12 @@ impl Store {
             etag,
             checksum,
             bypass_governance: false,
-        }))
+        })))
     }
 
     /// Assemble and commit a validated complete.
-    pub fn complete_assemble(&self, plan: Plan) -> Result<Completed> {
-        let (done, parts) = self.complete_commit(plan)?;
+    pub fn complete_assemble(&self, plan: Box<Plan>) -> Result<Completed> {
+        let (done, parts) = self.complete_commit(*plan)?;
         if let Some(parts) = parts {
             self.remove_part_files(parts)?;
         }

@@ -328,3 +328,34 @@ def test_issue_38_a_user_cannot_create_buckets_by_any_spelling(srv):
     status, text = signed(srv, "PUT", "/new2?x-id=CreateBucket", "alice")
     assert status == 200, text
     assert [b["Name"] for b in client_of(srv, "alice").list_buckets()["Buckets"]] == ["new2"]
+
+
+def test_issue_38_an_upload_is_aborted_and_listed_by_its_initiator_and_the_owner(srv):
+    """S3 leaves aborting an upload and listing its parts to the bucket's
+    owner and the upload's initiator (and policies): a WRITE or
+    FULL_CONTROL grant, or everyone's WRITE on a public-read-write bucket,
+    does not give them for someone else's upload."""
+    alice, bob, erin = (client_of(srv, w) for w in ("alice", "bob", "erin"))
+    alice.create_bucket(Bucket="uploads", ObjectOwnership="BucketOwnerPreferred")
+    alice.put_bucket_acl(Bucket="uploads", GrantWrite='id="bob"', GrantFullControl='id="erin"')
+    owners = alice.create_multipart_upload(Bucket="uploads", Key="k")["UploadId"]
+    alice.upload_part(Bucket="uploads", Key="k", UploadId=owners, PartNumber=1, Body=b"alice's part")
+    bobs = bob.create_multipart_upload(Bucket="uploads", Key="k")["UploadId"]
+    bob.upload_part(Bucket="uploads", Key="k", UploadId=bobs, PartNumber=1, Body=b"bob's part")
+    for c in (bob, erin):
+        refused(lambda: c.list_parts(Bucket="uploads", Key="k", UploadId=owners))
+        refused(lambda: c.abort_multipart_upload(Bucket="uploads", Key="k", UploadId=owners))
+    refused(lambda: erin.abort_multipart_upload(Bucket="uploads", Key="k", UploadId=bobs))
+    # Its initiator lists and aborts its own; the owner any.
+    assert [p["PartNumber"] for p in bob.list_parts(Bucket="uploads", Key="k", UploadId=bobs)["Parts"]] == [1]
+    assert [p["PartNumber"] for p in alice.list_parts(Bucket="uploads", Key="k", UploadId=bobs)["Parts"]] == [1]
+    bob.abort_multipart_upload(Bucket="uploads", Key="k", UploadId=bobs)
+    # Everyone's WRITE: no abort of the owner's upload either.
+    alice.put_bucket_acl(Bucket="uploads", ACL="public-read-write")
+    anon = anonymous(srv)
+    refused(lambda: anon.abort_multipart_upload(Bucket="uploads", Key="k", UploadId=owners))
+    refused(lambda: anon.list_parts(Bucket="uploads", Key="k", UploadId=owners))
+    refused(lambda: bob.abort_multipart_upload(Bucket="uploads", Key="k", UploadId=owners))
+    ups = alice.list_multipart_uploads(Bucket="uploads").get("Uploads", [])
+    assert [u["UploadId"] for u in ups] == [owners]
+    alice.abort_multipart_upload(Bucket="uploads", Key="k", UploadId=owners)
