@@ -425,26 +425,7 @@ const MAX_CONF: u64 = 1 << 20;
 /// within [`MAX_CONF`]; one that cannot be read says nothing (dnf itself
 /// then fails on it).
 pub fn keepcache_in_config(config: Option<&Path>, root: &Path) -> Option<bool> {
-    let text = match config {
-        Some(c) => read_conf(c)?,
-        None => read_conf(&root.join("etc/dnf/dnf.conf"))
-            .or_else(|| read_conf(Path::new("/etc/dnf/dnf.conf")))?,
-    };
-    let mut main = false;
-    let mut found = None;
-    for l in text.lines() {
-        let l = l.trim();
-        if l.starts_with('[') {
-            main = l == "[main]";
-        } else if main {
-            if let Some((k, v)) = l.split_once('=') {
-                if k.trim() == "keepcache" {
-                    found = parse_bool(v);
-                }
-            }
-        }
-    }
-    found
+    main_option(config, root, "keepcache").and_then(|v| parse_bool(&v))
 }
 
 /// A regular file's first [`MAX_CONF`] bytes, as text.
