@@ -752,8 +752,14 @@ fn the_cache_is_shared_by_concurrent_builds_and_may_live_elsewhere() {
             s.spawn(|| cowkit_dnf(&repo.dir, &b, &dnf_cache, &ck_cache, &["install", repo.top]));
         (ta.join().unwrap(), tb.join().unwrap())
     });
-    assert!(ra.ok, "{}", ra.stderr);
-    assert!(rb.ok, "{}", rb.stderr);
+    for r in [&ra, &rb] {
+        assert!(
+            r.ok,
+            "stderr:\n{}\nstdout:\n{}",
+            r.stderr,
+            String::from_utf8_lossy(&r.stdout)
+        );
+    }
     let entries = cowkit_testutil::tree::regular_files(&ck_cache.join("rpme"));
     assert_eq!(entries.len(), MAIN.len(), "{entries:?}");
     assert_eq!(
