@@ -231,6 +231,27 @@ pub(crate) fn finish(show: &Show<'_>, total: &TxSummary, extra: impl Serialize) 
         .as_ref()
         .and_then(|n| n.final_sync_error.as_ref());
     let ok = total.failed.is_empty() && sync_error.is_none();
+    // What failed is said on stderr in either form: a `--json` reader
+    // finds it in the report too, a person reading the log finds it here.
+    for f in &total.failed {
+        report_error(&CliError::from_chain(
+            format!("cannot install `{}`", f.package.display()),
+            &f.error,
+        ));
+        if f.placed_files > 0 {
+            eprintln!(
+                "note: {} file(s) of {} had been placed before it failed; they stay, as with rpm",
+                f.placed_files, f.nevra
+            );
+        }
+    }
+    if let Some(chain) = sync_error {
+        report_error(&CliError::from_chain(
+            "the final sync of the root failed: what the transaction wrote may not be on disk"
+                .to_string(),
+            chain,
+        ));
+    }
     if show.json {
         print_json(&Report {
             root: show.root,
@@ -238,29 +259,8 @@ pub(crate) fn finish(show: &Show<'_>, total: &TxSummary, extra: impl Serialize) 
             extra,
             summary: total,
         });
-    } else {
-        for f in &total.failed {
-            report_error(&CliError::from_chain(
-                format!("cannot install `{}`", f.package.display()),
-                &f.error,
-            ));
-            if f.placed_files > 0 {
-                eprintln!(
-                    "note: {} file(s) of {} had been placed before it failed; they stay, as with rpm",
-                    f.placed_files, f.nevra
-                );
-            }
-        }
-        if !show.quiet {
-            print_text(show, total);
-        }
-        if let Some(chain) = sync_error {
-            report_error(&CliError::from_chain(
-                "the final sync of the root failed: what the transaction wrote may not be on disk"
-                    .to_string(),
-                chain,
-            ));
-        }
+    } else if !show.quiet {
+        print_text(show, total);
     }
     if ok {
         ExitCode::SUCCESS

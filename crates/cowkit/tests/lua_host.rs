@@ -1088,3 +1088,69 @@ fn a_host_that_died_between_scriptlets_is_replaced_before_the_next() {
         "{names:?}"
     );
 }
+
+/// What a `<lua>` scriptlet's `rpm.expand` gives is what it gives under
+/// rpm: rpm 4.18 expands a transaction's scriptlets' macros from its
+/// configuration, whatever `--dbpath` said (Debian's
+/// `%_dbpath` is `%(bash -c 'echo ~/.rpmdb')`, run on the host even when
+/// the root has a `bash` of its own that cannot run there).
+#[test]
+fn lua_scriptlets_expand_macros_as_rpm_does() {
+    if !as_root(
+        "lua_scriptlets_expand_macros_as_rpm_does",
+        "packages are installed as root",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir_in(tmp()).unwrap();
+    let d = mkdir(&dir.path().join("pkgs"));
+    let pkg = package(
+        &d,
+        "expand-lua",
+        "",
+        "mkdir -p $B/usr/share/expand-lua\necho a > $B/usr/share/expand-lua/f",
+        "/usr/share/expand-lua",
+        "%post -p <lua>\n\
+         local f = assert(io.open(\"/expanded\", \"w\"))\n\
+         f:write(rpm.expand(\"%{_dbpath} %{?foo} %{_prefix}\"))\n\
+         f:close()\n",
+    );
+    let cases: [(&str, &[&str], bool); 3] = [
+        ("no options", &[], false),
+        ("--dbpath", &["--dbpath", "/var/lib/rpm"], false),
+        ("a bash in the root that cannot run there", &[], true),
+    ];
+    for (n, (what, opts, bash)) in cases.into_iter().enumerate() {
+        let expanded = |who: &str| {
+            let root = new_root(&dir.path().join(format!("{who}-{n}")));
+            if bash {
+                // Dynamically linked, without its libraries in the root.
+                mkdir(&root.join("usr/bin"));
+                std::fs::copy("/bin/bash", root.join("usr/bin/bash")).unwrap();
+                std::fs::copy("/bin/bash", root.join("bin/bash")).unwrap();
+            }
+            let mut cmd = if who == "rpm" {
+                let mut c = Command::new("rpm");
+                c.env("HOME", cowkit_testutil::repo::HOME)
+                    .arg("--root")
+                    .arg(&root)
+                    .args(["-U", "--nodeps"]);
+                c
+            } else {
+                let mut c = cowkit();
+                c.env("HOME", cowkit_testutil::repo::HOME)
+                    .args(["install", "--root"])
+                    .arg(&root);
+                c
+            };
+            let out = cmd.args(opts).arg(&pkg).output().unwrap();
+            assert!(
+                out.status.success(),
+                "{who}, {what}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            std::fs::read_to_string(root.join("expanded")).unwrap()
+        };
+        assert_eq!(expanded("cowkit"), expanded("rpm"), "{what}");
+    }
+}
