@@ -233,7 +233,12 @@ pub(crate) fn run(
             r.sum.order = order.iter().map(|&i| pkgs[i].nevra.clone()).collect();
         }
     }
-    let placed: Vec<usize> = r.placed.iter().map(|&(i, _)| i).collect();
+    // In the order rpm was given them at the check (a batch is placed in
+    // parallel and ends in any order): rpm's registration then orders
+    // them as its check did, and the database lists them, and numbers
+    // their install times (`SOURCE_DATE_EPOCH`), as rpm would.
+    let mut placed: Vec<usize> = r.placed.iter().map(|&(i, _)| i).collect();
+    placed.sort_unstable();
     if let Some(s) = &mut scratch {
         s.keep_owned(|dir| placed.iter().any(|&i| pkgs[i].files.find(dir).is_some()));
     }
