@@ -138,6 +138,18 @@ pub enum Error {
         /// The other.
         second: PathBuf,
     },
+    /// A directory of the root is a symlink that rpm does not follow: it
+    /// follows a symlink to a directory only when root or the
+    /// directory's owner owns the link (`fsmOpenat` in `lib/fsm.c`).
+    #[error("`{}` is a symlink owned by uid {link_uid} to a directory owned by uid {dir_uid}: rpm follows only symlinks owned by root or by the directory's owner", path.display())]
+    UnsafeSymlink {
+        /// The symlink.
+        path: PathBuf,
+        /// Its owner.
+        link_uid: u32,
+        /// The owner of the directory it leads to.
+        dir_uid: u32,
+    },
     /// rpm's Lua (the host process running `<lua>` scriptlets) failed.
     #[error("rpm's Lua")]
     Lua(#[source] Box<dyn std::error::Error + Send + Sync>),

@@ -141,6 +141,31 @@ fn sweep_once(dir: &OwnedFd, st: &rustix::fs::Stat, path: &std::path::Path) -> R
     Ok(())
 }
 
+/// `Some` refusal when `name` in `parent` is a symlink (now opened as
+/// the directory `target`) that rpm 4.18 would not follow: one owned by
+/// neither root nor the directory's owner (`fsmOpenat`, the fix for
+/// CVE-2021-35939). As rpm does, the directory is opened before the link
+/// is looked at: a link changed in between was changed by its owner or
+/// root.
+fn unsafe_symlink(
+    parent: impl AsFd,
+    name: &OsStr,
+    target: &OwnedFd,
+    path: &std::path::Path,
+) -> Result<Option<Error>> {
+    let link = rustix::fs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW)
+        .map_err(sys("stat", path.to_path_buf()))?;
+    if FileType::from_raw_mode(link.st_mode) != FileType::Symlink || link.st_uid == 0 {
+        return Ok(None);
+    }
+    let dir = rustix::fs::fstat(target).map_err(sys("stat", path.to_path_buf()))?;
+    Ok((link.st_uid != dir.st_uid).then(|| Error::UnsafeSymlink {
+        path: path.to_path_buf(),
+        link_uid: link.st_uid,
+        dir_uid: dir.st_uid,
+    }))
+}
+
 /// A validated path of the package, with its parent and name.
 pub(crate) struct Place {
     pub rel: RelPath,
@@ -323,7 +348,18 @@ impl<'r> Target<'r> {
             return Ok((fd, true));
         }
         match self.root.open_dir(&RelPath::new(rel)?) {
-            Ok(fd) => return Ok((fd, false)),
+            Ok(fd) => match unsafe_symlink(&pfd, OsStr::from_bytes(name), &fd, &path)? {
+                None => return Ok((fd, false)),
+                // rpm does not follow it. A directory of the package
+                // replaces it (`fsmVerify`); any other path through it
+                // fails as rpm's `ensureDir` fails.
+                Some(_) if self.pkg_dirs.contains(rel) => {
+                    self.visible()?;
+                    rustix::fs::unlinkat(&pfd, OsStr::from_bytes(name), AtFlags::empty())
+                        .map_err(sys("remove", path.clone()))?;
+                }
+                Some(e) => return Err(e),
+            },
             Err(e)
                 if matches!(
                     cowkit_fs::error::errno_of(&e),

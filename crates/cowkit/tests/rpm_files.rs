@@ -570,3 +570,42 @@ fn unplaceable_package_refuses_the_whole_transaction() {
     let left: Vec<String> = snapshot(&root).into_keys().collect();
     assert!(left.is_empty(), "the root changed: {left:?}");
 }
+
+/// An admin's symlink in place of a directory: rpm follows it only when
+/// root or the directory's owner owns the link (`fsmOpenat`, the fix of
+/// CVE-2021-35939). Where the package owns the directory, rpm replaces
+/// an unsafe link by the directory (rpmreplace.at's "upgrade invalid
+/// locally symlinked directory"); where the path only passes through
+/// it, the package fails. A link owned by root, or by the directory's
+/// owner, is followed.
+#[test]
+fn symlinked_directories_followed_only_when_safe() {
+    let Some((dir, pk)) = setup("symlinked_directories_followed_only_when_safe") else {
+        return;
+    };
+    // Files below /opt/ck-pass, which the package does not own.
+    let pass = noarch(
+        &pk,
+        "ck-pass",
+        "1",
+        "mkdir -p \"$B/opt/ck-pass\"\necho p > \"$B/opt/ck-pass/f\"",
+        "/opt/ck-pass/f",
+    );
+    for (n, (link_owner, dir_owner)) in [("65534", "0"), ("0", "65534"), ("65534", "65534")]
+        .into_iter()
+        .enumerate()
+    {
+        let t = Twin::new(&dir.path().join(n.to_string()));
+        t.edit(|r| {
+            run_ok(
+                Command::new("sh").arg("-c").arg(format!(
+                    "mkdir -p {r}/opt/real && chown {dir_owner}:{dir_owner} {r}/opt/real && \
+                     ln -s real {r}/opt/ck-pass && chown -h {link_owner}:{link_owner} {r}/opt/ck-pass",
+                    r = r.display()
+                )),
+                "the admin's symlink",
+            );
+        });
+        t.step(&[], &[&pass]);
+    }
+}
