@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::io::Errno;
 
-use crate::copy::{Method, Reason};
+use crate::method::{Method, Reason};
 
 /// A system call on one file or directory failed: what was being done, the
 /// path concerned, and the kernel's answer.

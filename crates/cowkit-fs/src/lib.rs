@@ -47,6 +47,7 @@ pub mod dir;
 pub mod error;
 pub mod fiemap;
 pub mod meta;
+pub mod method;
 pub mod mountinfo;
 pub mod probe;
 pub mod root;
