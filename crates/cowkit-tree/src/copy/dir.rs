@@ -14,7 +14,7 @@ use cowkit_fs::meta::{Current, On, Xattr};
 use rustix::fs::{FileType, Mode};
 use rustix::io::Errno;
 
-use super::entry::{stat_entry, Entry, Src};
+use super::listed::{stat_entry, Entry, Src};
 use super::{fail, fail_io, Ctx, Fail, Task, Worker};
 use crate::walk::{self, Descent, Held, Id};
 

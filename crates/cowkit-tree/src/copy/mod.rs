@@ -10,6 +10,7 @@
 mod dir;
 mod entry;
 mod links;
+mod listed;
 
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -30,8 +31,8 @@ use crate::walk::{self, Budget};
 use crate::{EntryError, Error, Progress};
 
 use dir::{Child, DirNode, NewEntries};
-use entry::{Entry, EntryPaths, Src};
 pub use links::Links;
+use listed::{Entry, EntryPaths, Src};
 
 /// Which parts of the metadata are copied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
