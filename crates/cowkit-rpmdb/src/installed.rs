@@ -4,18 +4,8 @@ use std::collections::HashMap;
 
 use quick_xml::events::Event;
 
+use crate::triggers::Script;
 use crate::{Error, Result};
-
-/// A scriptlet of an installed package.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Script {
-    /// The body (empty when the scriptlet is only a program).
-    pub body: String,
-    /// The interpreter and its arguments (`["/bin/sh"]` when absent).
-    pub prog: Vec<String>,
-    /// rpm's scriptlet flags (expand 1, qformat 2, critical 4).
-    pub flags: u32,
-}
 
 /// One file of an installed package.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -36,8 +36,9 @@ mod query;
 pub mod triggers;
 pub mod vercmp;
 
-pub use installed::{Installed, InstalledFile, Script};
+pub use installed::{Installed, InstalledFile};
 pub use query::OwnedFile;
+pub use triggers::Script;
 
 /// What can go wrong.
 #[derive(Debug, thiserror::Error)]

@@ -6,7 +6,17 @@
 //! belongs to) and one array of *scripts* (body, interpreter, flags; file
 //! triggers also a priority) indexed by that number (rpm's `tix`).
 
-use crate::installed::Script;
+/// A scriptlet as a header holds it (an installed package's, or a
+/// trigger's).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Script {
+    /// The body (empty when the scriptlet is only a program).
+    pub body: String,
+    /// The interpreter and its arguments (`["/bin/sh"]` when absent).
+    pub prog: Vec<String>,
+    /// rpm's scriptlet flags (expand 1, qformat 2, critical 4).
+    pub flags: u32,
+}
 
 /// The three kinds of triggers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
