@@ -834,7 +834,7 @@ fn verify(crc: &Crc) -> Result<(), Error> {
     }
     Err(Error::CrcMismatch {
         offset: crc.entry_offset,
-        name: crate::rpm::printable(&crc.name, 200),
+        name: crate::name::printable(&crc.name, 200),
         expected: crc.expected,
         actual: crc.sum,
     })

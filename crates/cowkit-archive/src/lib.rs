@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 
 pub mod cpio;
+pub mod digest;
 pub mod files;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;

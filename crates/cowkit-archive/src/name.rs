@@ -61,7 +61,7 @@ impl Name {
 pub fn escape_bytes(b: &[u8]) -> String {
     let mut out = String::new();
     for chunk in b.utf8_chunks() {
-        out.push_str(&crate::rpm::printable(chunk.valid().as_bytes(), usize::MAX));
+        out.push_str(&printable(chunk.valid().as_bytes(), usize::MAX));
         for x in chunk.invalid() {
             out.push_str(&format!("\\x{x:02X}"));
         }
@@ -165,6 +165,25 @@ impl std::borrow::Borrow<[u8]> for Name {
     fn borrow(&self) -> &[u8] {
         &self.0
     }
+}
+
+/// `bytes` for a one-line message: lossy UTF-8, control characters and
+/// quotes escaped, at most `max` characters (then `…`).
+pub fn printable(bytes: &[u8], max: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == max {
+            out.push('…');
+            break;
+        }
+        if c.is_control() || c == '`' || c == '\\' {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -166,7 +166,7 @@ pub enum Error {
         /// The file.
         path: crate::name::Name,
         /// The algorithm.
-        algo: crate::files::DigestAlgo,
+        algo: crate::digest::DigestAlgo,
         /// From the header.
         expected: String,
         /// Computed.
@@ -376,24 +376,7 @@ fn not_compressed_as(c: Compressor, found: &[u8]) -> String {
     }
 }
 
-/// `bytes` for a one-line message: lossy UTF-8, control characters and
-/// quotes escaped, at most `max` characters (then `…`).
-pub fn printable(bytes: &[u8], max: usize) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let mut out = String::new();
-    for (i, c) in text.chars().enumerate() {
-        if i == max {
-            out.push('…');
-            break;
-        }
-        if c.is_control() || c == '`' || c == '\\' {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
+pub use crate::name::printable;
 
 /// Whether `head`, the first bytes of a payload, can start a stream of
 /// compressor `c`.
