@@ -38,7 +38,8 @@ pub(crate) fn install_only_provide(p: &Pkg) -> Option<&'static str> {
 /// install-only package that has an installed version: `rpm -U` would
 /// erase that version. [`InstallOnly::Beside`] installs beside, as dnf
 /// asks rpm to (an install element, not an upgrade, among the others):
-/// the packages (indices) to install beside.
+/// the packages (indices) to install beside. [`InstallOnly::Every`]: all
+/// of them.
 pub(crate) fn install_beside(
     pkgs: &[Pkg],
     instances: &[Installed],
@@ -61,6 +62,10 @@ pub(crate) fn install_beside(
             beside.push((i, p, what, old));
         }
     }
+    if mode == InstallOnly::Every {
+        // rpm's `-i`: every package is an install element.
+        return Ok((0..pkgs.len()).collect());
+    }
     if beside.is_empty() || mode == InstallOnly::Beside {
         return Ok(beside.into_iter().map(|(i, ..)| i).collect());
     }
@@ -68,13 +73,64 @@ pub(crate) fn install_beside(
         .iter()
         .map(|(_, p, what, old)| {
             format!(
-                "{} is install-only (it provides `{what}`): `rpm -U` would erase the installed {}, dnf installs it beside; cowkit install does neither",
+                "{} is install-only (it provides `{what}`): `rpm -U` would erase the installed {}, dnf installs it beside, and so does `cowkit install -i` (rpm's `-i`)",
                 p.nevra,
                 old.join(", ")
             )
         })
         .collect();
     Err(Error::InstallOnly { problems })
+}
+
+/// Two package files of one NEVRA: rpm keeps one of them (it leaves the
+/// same package given again out of the transaction), and its answer names
+/// the NEVRA, so cowkit keeps the first only when both are the same
+/// package (one header digest). Two different packages of one NEVRA are
+/// refused, and without the database (`db` false), where rpm decides
+/// nothing, any two.
+pub(crate) fn same_nevra(pkgs: &[Pkg], db: bool) -> Result<()> {
+    let mut seen: std::collections::HashMap<&str, &Pkg> = std::collections::HashMap::new();
+    for p in pkgs {
+        let Some(first) = seen.insert(&p.nevra, p) else {
+            continue;
+        };
+        let why = if !db {
+            "without the database, cowkit does not leave a package given twice out as rpm does"
+        } else if first.digest != p.digest {
+            "they are different packages (their headers differ), and rpm's answer names the NEVRA it keeps, not which file"
+        } else {
+            continue;
+        };
+        return Err(Error::Duplicate {
+            nevra: p.nevra.clone(),
+            why,
+            first: first.path.clone(),
+            second: p.path.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// Whether rpm may leave some of `pkgs` out of the transaction as it adds
+/// them: two share a name, or one obsoletes another's name. (rpm decides
+/// which; this only tells whether its answer must be waited for before
+/// any file is placed.)
+pub(crate) fn may_leave_out(pkgs: &[Pkg]) -> bool {
+    let mut names = HashSet::new();
+    if !pkgs.iter().all(|p| names.insert(p.name.as_str())) {
+        return true;
+    }
+    pkgs.iter()
+        .any(|p| p.obsoletes.iter().any(|o| names.contains(o.as_str())))
+}
+
+/// rpm left packages out of a transaction whose files were being placed
+/// on the assumption that it would not.
+pub(crate) fn left_out(ordered: usize, given: usize) -> Error {
+    Error::Db(cowkit_rpmdb::Error::Answer {
+        what: "--test -vv -U",
+        why: format!("it ordered {ordered} element(s) for {given} package(s)"),
+    })
 }
 
 /// Every package file whose path cannot be placed inside the root (an
