@@ -255,6 +255,7 @@ pub(crate) fn run(
         found,
         scratch,
         beside: &indb.beside,
+        added: &indb.added,
         states: placed
             .iter()
             .filter(|&&i| fates.added[i].iter().any(|a| a.state() != 0))

@@ -670,6 +670,11 @@ pub(crate) struct InDb {
     pub(crate) kept: HashMap<String, Vec<String>>,
     /// What rpm said of the packages it left out ([`cowkit_rpmdb::Plan::dropped`]).
     pub(crate) dropped: Vec<String>,
+    /// The packages in the order rpm's transaction set holds them (the
+    /// order given, a replacing package in the replaced one's place): the
+    /// registration gives them to rpm in this order, so that rpm orders
+    /// them as its check did.
+    pub(crate) added: Vec<usize>,
 }
 
 /// [`InDb`], and rpm's check still running beside the placement.
@@ -725,13 +730,18 @@ fn check_in_db(
     }
     let mut order = refuse::plan_order(&plan, &nevras)?;
     let (mut beside, mut nevras) = (beside, nevras);
+    let mut added: Vec<usize> = (0..pkgs.len()).collect();
     if order.len() < pkgs.len() {
-        let mut keep = vec![false; pkgs.len()];
-        for &i in &order {
-            keep[i] = true;
+        let held = refuse::add_order(&nevras, &order, &plan.dropped);
+        refuse::keep_ordered(pkgs, &order);
+        // Indices among the packages kept.
+        let mut kept_at = vec![0; nevras.len()];
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        for (k, &i) in sorted.iter().enumerate() {
+            kept_at[i] = k;
         }
-        let mut k = keep.into_iter();
-        pkgs.retain(|_| k.next().unwrap_or(false));
+        added = held.iter().map(|&i| kept_at[i]).collect();
         beside = refuse::install_beside(pkgs, &instances, opts.install_only)?;
         nevras = pkgs.iter().map(|p| p.nevra.clone()).collect();
         order = refuse::plan_order(&plan, &nevras)?;
@@ -757,6 +767,7 @@ fn check_in_db(
             beside,
             kept,
             dropped: plan.dropped,
+            added,
         },
         gate,
     })
@@ -944,6 +955,8 @@ pub(crate) struct Registration<'a, 'r> {
     pub(crate) scratch: Option<cowkit_rpmdb::Scratch<'r>>,
     /// Install-only packages placed beside their installed versions.
     pub(crate) beside: &'a [usize],
+    /// Every package, in the order rpm's check held them ([`InDb::added`]).
+    pub(crate) added: &'a [usize],
     /// The placed packages with files in another state than normal:
     /// (name, NEVRA, each file's state).
     pub(crate) states: Vec<(String, String, Vec<u8>)>,
@@ -961,6 +974,7 @@ pub(crate) fn register(reg: Registration<'_, '_>, sum: &mut TxSummary) -> Result
         found,
         scratch,
         beside,
+        added,
         states,
     } = reg;
     if !opts.db || placed.is_empty() {
@@ -1002,9 +1016,11 @@ pub(crate) fn register(reg: Registration<'_, '_>, sum: &mut TxSummary) -> Result
         // versions with `-i` (one call when there is only one kind).
         let rpm = Rpm::new(root.path(), &db).with_file_args(file_args(&opts.files));
         for install in [false, true] {
-            let group: Vec<PathBuf> = placed
+            // In the order rpm's check held them, not the order placed:
+            // rpm orders packages nothing else orders by how they come.
+            let group: Vec<PathBuf> = added
                 .iter()
-                .filter(|i| beside.contains(i) == install)
+                .filter(|i| placed.contains(i) && beside.contains(i) == install)
                 .map(|&i| pkgs[i].path.clone())
                 .collect();
             if !group.is_empty() {
