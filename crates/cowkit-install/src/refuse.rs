@@ -58,7 +58,8 @@ pub(crate) fn install_beside(
         let old = installed(&p.name);
         // dnf adds every install as rpm's install element: two versions of
         // an install-only name in one transaction both go in, beside.
-        let twice = mode == InstallOnly::Beside && pkgs.iter().filter(|q| q.name == p.name).count() > 1;
+        let twice =
+            mode == InstallOnly::Beside && pkgs.iter().filter(|q| q.name == p.name).count() > 1;
         if old.is_empty() && !twice {
             continue;
         }
@@ -333,13 +334,17 @@ mod tests {
             ["package v-1-1.noarch was already added, replacing with v-2-1.noarch".to_string()];
         assert_eq!(add_order(&nevras, &[2, 1], &replaced), [2, 1]);
         // Skipped packages move nothing.
-        let skipped =
-            ["package v-1-1.noarch was already added, skipping v-2-1.noarch".to_string()];
+        let skipped = ["package v-1-1.noarch was already added, skipping v-2-1.noarch".to_string()];
         assert_eq!(add_order(&nevras, &[1, 0], &skipped), [0, 1]);
         // A chain: v-1 replaced by v-2, v-2 by o (which obsoletes v).
-        let nevras: Vec<String> = ["v-1-1.noarch", "a-1-1.noarch", "v-2-1.noarch", "o-1-1.noarch"]
-            .map(String::from)
-            .to_vec();
+        let nevras: Vec<String> = [
+            "v-1-1.noarch",
+            "a-1-1.noarch",
+            "v-2-1.noarch",
+            "o-1-1.noarch",
+        ]
+        .map(String::from)
+        .to_vec();
         let chain = [
             "package v-1-1.noarch was already added, replacing with v-2-1.noarch".to_string(),
             "package v-2-1.noarch was already added, replacing with o-1-1.noarch".to_string(),
@@ -353,8 +358,14 @@ mod tests {
         let obs = ["deptest-two".to_string()];
         assert!(!may_leave_out_in(&[("a", none), ("b", none)]));
         assert!(may_leave_out_in(&[("v", none), ("v", none)]));
-        assert!(may_leave_out_in(&[("deptest-two", none), ("deptest-one", &obs)]));
-        assert!(may_leave_out_in(&[("deptest-one", &obs), ("deptest-two", none)]));
+        assert!(may_leave_out_in(&[
+            ("deptest-two", none),
+            ("deptest-one", &obs)
+        ]));
+        assert!(may_leave_out_in(&[
+            ("deptest-one", &obs),
+            ("deptest-two", none)
+        ]));
         // Obsoleting what is not in the transaction leaves nothing out.
         assert!(!may_leave_out_in(&[("deptest-one", &obs)]));
     }

@@ -358,8 +358,18 @@ fn cowkit_dnf_installs_two_kernels_of_one_transaction_as_dnf_does() {
     let r = cowkit_dnf(&t, &t.repo.v1, &base);
     assert!(r.ok, "cowkit dnf install failed:\n{}", r.stderr);
     assert_same_roots(&t.a, &t.b, &t.dnf_cache, "dnf install (no kernel)");
-    let k1 = t.repo.rpm("kernel-core-6.1.0").to_str().unwrap().to_string();
-    let k2 = t.repo.rpm("kernel-core-6.2.0").to_str().unwrap().to_string();
+    let k1 = t
+        .repo
+        .rpm("kernel-core-6.1.0")
+        .to_str()
+        .unwrap()
+        .to_string();
+    let k2 = t
+        .repo
+        .rpm("kernel-core-6.2.0")
+        .to_str()
+        .unwrap()
+        .to_string();
     let kernels = ["install", k1.as_str(), k2.as_str()];
     plain_dnf(&t.repo.v1, &t.a, &t.dnf_cache, &kernels);
     let both: Vec<String> = nevras(&t.a)
@@ -368,7 +378,11 @@ fn cowkit_dnf_installs_two_kernels_of_one_transaction_as_dnf_does() {
         .collect();
     assert_eq!(both.len(), 2, "dnf installs both kernels: {both:?}");
     let r = cowkit_dnf(&t, &t.repo.v1, &kernels);
-    assert!(r.ok, "cowkit dnf install of two kernels failed:\n{}", r.stderr);
+    assert!(
+        r.ok,
+        "cowkit dnf install of two kernels failed:\n{}",
+        r.stderr
+    );
     assert_same_roots(&t.a, &t.b, &t.dnf_cache, "dnf install of two kernels");
 }
 
