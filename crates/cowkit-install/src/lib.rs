@@ -128,11 +128,16 @@ pub enum Error {
     /// `syncfs` of the root's filesystems (a writeback error).
     #[error("scriptlets without sync calls")]
     Nosync(#[source] cowkit_nosync::Error),
-    /// One package given twice.
-    #[error("`{first}` and `{second}` are the same package, {nevra}")]
+    /// Two package files of one NEVRA that cowkit cannot tell apart as
+    /// rpm would: different packages (rpm's check names the NEVRA it keeps,
+    /// not the file), or any two without the database (`--no-db`: nothing
+    /// decides as rpm would which one goes).
+    #[error("`{}` and `{}` are both {nevra}: {why}", .first.display(), .second.display())]
     Duplicate {
         /// Its NEVRA.
         nevra: String,
+        /// Why that is refused.
+        why: &'static str,
         /// One file.
         first: PathBuf,
         /// The other.

@@ -233,12 +233,10 @@ pub(crate) fn run(
             r.sum.order = order.iter().map(|&i| pkgs[i].nevra.clone()).collect();
         }
     }
-    // In the order rpm was given them at the check (a batch is placed in
-    // parallel and ends in any order): rpm's registration then orders
-    // them as its check did, and the database lists them, and numbers
-    // their install times (`SOURCE_DATE_EPOCH`), as rpm would.
-    let mut placed: Vec<usize> = r.placed.iter().map(|&(i, _)| i).collect();
-    placed.sort_unstable();
+    // Which were placed; registration hands them to rpm in the order its
+    // check held them (`InDb::added`), not the order a parallel batch
+    // finished in.
+    let placed: Vec<usize> = r.placed.iter().map(|&(i, _)| i).collect();
     if let Some(s) = &mut scratch {
         s.keep_owned(|dir| placed.iter().any(|&i| pkgs[i].files.find(dir).is_some()));
     }
@@ -260,6 +258,7 @@ pub(crate) fn run(
         found,
         scratch,
         beside: &indb.beside,
+        added: &indb.added,
         states: placed
             .iter()
             .filter(|&&i| fates.added[i].iter().any(|a| a.state() != 0))

@@ -112,6 +112,11 @@ pub enum InstallOnly {
     /// Only for a transaction that upgrades nothing else: one rpm
     /// transaction is `-i` or `-U` for all its packages.
     Beside,
+    /// Every package is installed beside the installed versions of its
+    /// name, none is upgraded, as `rpm -i` does: the whole transaction is
+    /// rpm's `-i` (two versions of one name given together are both
+    /// installed).
+    Every,
 }
 
 /// What happened to a config file.
@@ -191,6 +196,12 @@ pub struct TxSummary {
     /// Install-only packages installed beside their installed versions
     /// ([`InstallOnly::Beside`]): (new NEVRA, the versions kept).
     pub installed_beside: Vec<(String, Vec<String>)>,
+    /// Packages given that rpm left out of the transaction, in rpm's
+    /// words (`package A was already added, skipping B`: an older version
+    /// of a name given twice, the same package again, a package another
+    /// one obsoletes). They are not installed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<String>,
     /// Packages registered in the database.
     pub registered: u64,
     /// Scriptlets run.
@@ -399,7 +410,7 @@ pub(crate) fn prepare_inner<'r>(
     let check = Check {
         nodeps: opts.nodeps,
         replacefiles: opts.replacefiles,
-        install: false,
+        install: opts.install_only == InstallOnly::Every,
     };
     // rpm's check and registration into a scratch database needs nothing
     // from the headers: it runs while they are read (waited for if
@@ -414,7 +425,7 @@ pub(crate) fn prepare_inner<'r>(
     };
     // Declared after `scratch`: dropped (waiting for rpm) before it.
     let gate: Option<Overlap>;
-    let pkgs = read_packages(packages)?;
+    let mut pkgs = read_packages(packages, opts.db)?;
     // A package that cannot be placed refuses the whole transaction.
     refuse::unplaceable(&pkgs)?;
     let checked = if opts.db {
@@ -426,7 +437,7 @@ pub(crate) fn prepare_inner<'r>(
         let c = check_in_db(
             &Rpm::new(root.path(), db).with_file_args(file_args(&opts.files)),
             packages,
-            &pkgs,
+            &mut pkgs,
             opts,
             fresh,
             early,
@@ -467,6 +478,7 @@ pub(crate) fn prepare_inner<'r>(
         sum.files_plan = file_plan(&pkgs, &checked, &fates);
     }
     sum.db = found.clone();
+    sum.dropped = checked.dropped.clone();
     sum.order = checked
         .order
         .iter()
@@ -627,22 +639,16 @@ fn new_root_scratch<'r>(
     })
 }
 
-/// The headers of `packages`; the same package twice is refused.
-fn read_packages(packages: &[PathBuf]) -> Result<Vec<Pkg>> {
+/// The headers of `packages`. The same package given twice is rpm's to
+/// leave out (its check says which it keeps); two different packages of
+/// one NEVRA are refused: rpm's answer names the NEVRA it keeps, not
+/// which of them.
+fn read_packages(packages: &[PathBuf], db: bool) -> Result<Vec<Pkg>> {
     let pkgs = packages
         .iter()
         .map(|p| Pkg::read(p, packages.len() <= KEEP_OPEN))
         .collect::<Result<Vec<_>>>()?;
-    let mut seen: HashMap<&str, &Path> = HashMap::new();
-    for p in &pkgs {
-        if let Some(first) = seen.insert(&p.nevra, &p.path) {
-            return Err(Error::Duplicate {
-                nevra: p.nevra.clone(),
-                first: first.to_path_buf(),
-                second: p.path.clone(),
-            });
-        }
-    }
+    refuse::same_nevra(&pkgs, db)?;
     Ok(pkgs)
 }
 
@@ -662,6 +668,13 @@ pub(crate) struct InDb {
     pub(crate) beside: Vec<usize>,
     /// Then the installed versions kept, by name.
     pub(crate) kept: HashMap<String, Vec<String>>,
+    /// What rpm said of the packages it left out ([`cowkit_rpmdb::Plan::dropped`]).
+    pub(crate) dropped: Vec<String>,
+    /// The packages in the order rpm's transaction set holds them (the
+    /// order given, a replacing package in the replaced one's place): the
+    /// registration gives them to rpm in this order, so that rpm orders
+    /// them as its check did.
+    pub(crate) added: Vec<usize>,
 }
 
 /// [`InDb`], and rpm's check still running beside the placement.
@@ -673,10 +686,15 @@ struct Checked {
 /// rpm's check and order of the transaction in `rpm`'s database (`fresh`:
 /// a new root's scratch database, empty, whose check `early` started),
 /// the erasures it implies and the database the triggers see.
+///
+/// rpm leaves out of a transaction the packages it finds redundant as it
+/// adds them (an older version of a name given twice in an upgrade, the
+/// same package again, a package another one obsoletes): those are taken
+/// out of `pkgs`, and the transaction is the packages rpm kept.
 fn check_in_db(
     rpm: &Rpm,
     packages: &[PathBuf],
-    pkgs: &[Pkg],
+    pkgs: &mut Vec<Pkg>,
     opts: &TxOptions,
     fresh: bool,
     early: Option<cowkit_rpmdb::PendingCheck>,
@@ -690,14 +708,6 @@ fn check_in_db(
         rpm.installed(&names)?
     };
     let beside = refuse::install_beside(pkgs, &instances, opts.install_only)?;
-    let mut kept: HashMap<String, Vec<String>> = HashMap::new();
-    for i in &instances {
-        if beside.iter().any(|&b| pkgs[b].name == i.name) {
-            kept.entry(i.name.clone())
-                .or_default()
-                .push(i.nevra.clone());
-        }
-    }
     // With nothing else upgraded, the whole transaction is rpm's `-i`;
     // otherwise rpm's `-U` checks and orders it (its erasures of the kept
     // versions are dropped) and `-i` checks the install-only packages
@@ -718,7 +728,33 @@ fn check_in_db(
     if !beside.is_empty() && !all_i {
         plan = mixed_plan(rpm, packages, &beside, check)?;
     }
-    let order = refuse::plan_order(&plan, &nevras)?;
+    let mut order = refuse::plan_order(&plan, &nevras)?;
+    let (mut beside, mut nevras) = (beside, nevras);
+    let mut added: Vec<usize> = (0..pkgs.len()).collect();
+    if order.len() < pkgs.len() {
+        let held = refuse::add_order(&nevras, &order, &plan.dropped);
+        refuse::keep_ordered(pkgs, &order);
+        // Indices among the packages kept.
+        let mut kept_at = vec![0; nevras.len()];
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        for (k, &i) in sorted.iter().enumerate() {
+            kept_at[i] = k;
+        }
+        added = held.iter().map(|&i| kept_at[i]).collect();
+        beside = refuse::install_beside(pkgs, &instances, opts.install_only)?;
+        nevras = pkgs.iter().map(|p| p.nevra.clone()).collect();
+        order = refuse::plan_order(&plan, &nevras)?;
+    }
+    let pkgs: &[Pkg] = pkgs;
+    let mut kept: HashMap<String, Vec<String>> = HashMap::new();
+    for i in &instances {
+        if beside.iter().any(|&b| pkgs[b].name == i.name) {
+            kept.entry(i.name.clone())
+                .or_default()
+                .push(i.nevra.clone());
+        }
+    }
     let erased = erasures(rpm, pkgs, &plan.erase, instances)?;
     let (db, erased_at) = database(rpm, pkgs, erased, fresh)?;
     let elements = refuse::elements(&plan, &nevras, &erased_at)?;
@@ -730,6 +766,8 @@ fn check_in_db(
             db,
             beside,
             kept,
+            dropped: plan.dropped,
+            added,
         },
         gate,
     })
@@ -748,8 +786,10 @@ fn rpm_plan(
     check: Check,
 ) -> Result<(cowkit_rpmdb::Plan, Option<Overlap>)> {
     let nevras: Vec<String> = pkgs.iter().map(|p| p.nevra.clone()).collect();
+    // Where rpm may leave packages out, the files wait for its answer.
     let overlap = early.is_some()
         && !opts.no_overlap
+        && !refuse::may_leave_out(pkgs)
         && (opts.noscripts
             || pkgs
                 .iter()
@@ -762,6 +802,9 @@ fn rpm_plan(
             let gate = Overlap {
                 gate: crate::Gate::new(move || {
                     let order = refuse::plan_order(&pending.wait()?, &names)?;
+                    if order.len() != names.len() {
+                        return Err(refuse::left_out(order.len(), names.len()));
+                    }
                     *answer.lock().unwrap_or_else(|e| e.into_inner()) = Some(order);
                     Ok(())
                 }),
@@ -772,6 +815,7 @@ fn rpm_plan(
                 order: nevras.clone(),
                 erase: Vec::new(),
                 elements: nevras.iter().map(|n| (true, n.clone())).collect(),
+                dropped: Vec::new(),
             };
             (plan, Some(gate))
         }
@@ -807,19 +851,7 @@ fn mixed_plan(
         .enumerate()
         .map(|(i, p)| (p.clone(), beside.contains(&i)))
         .collect();
-    let elements = rpm.order_mixed(&how)?;
-    let pick = |added: bool| -> Vec<String> {
-        elements
-            .iter()
-            .filter(|(a, _)| *a == added)
-            .map(|(_, n)| n.clone())
-            .collect()
-    };
-    Ok(cowkit_rpmdb::Plan {
-        order: pick(true),
-        erase: pick(false),
-        elements,
-    })
+    Ok(rpm.order_mixed(&how)?)
 }
 
 /// The database the triggers see (empty for a new root) and the erased
@@ -923,6 +955,8 @@ pub(crate) struct Registration<'a, 'r> {
     pub(crate) scratch: Option<cowkit_rpmdb::Scratch<'r>>,
     /// Install-only packages placed beside their installed versions.
     pub(crate) beside: &'a [usize],
+    /// Every package, in the order rpm's check held them ([`InDb::added`]).
+    pub(crate) added: &'a [usize],
     /// The placed packages with files in another state than normal:
     /// (name, NEVRA, each file's state).
     pub(crate) states: Vec<(String, String, Vec<u8>)>,
@@ -940,6 +974,7 @@ pub(crate) fn register(reg: Registration<'_, '_>, sum: &mut TxSummary) -> Result
         found,
         scratch,
         beside,
+        added,
         states,
     } = reg;
     if !opts.db || placed.is_empty() {
@@ -981,9 +1016,11 @@ pub(crate) fn register(reg: Registration<'_, '_>, sum: &mut TxSummary) -> Result
         // versions with `-i` (one call when there is only one kind).
         let rpm = Rpm::new(root.path(), &db).with_file_args(file_args(&opts.files));
         for install in [false, true] {
-            let group: Vec<PathBuf> = placed
+            // In the order rpm's check held them, not the order placed:
+            // rpm orders packages nothing else orders by how they come.
+            let group: Vec<PathBuf> = added
                 .iter()
-                .filter(|i| beside.contains(i) == install)
+                .filter(|i| placed.contains(i) && beside.contains(i) == install)
                 .map(|&i| pkgs[i].path.clone())
                 .collect();
             if !group.is_empty() {

@@ -469,6 +469,11 @@ pub struct Plan {
     /// Both, in the one order rpm processes them: `(true, NEVRA)` an
     /// install, `(false, NEVRA)` an erasure.
     pub elements: Vec<(bool, String)>,
+    /// What rpm said of the packages it left out of the transaction, in
+    /// its words ([`dropped`]): another version of the same name, the
+    /// same package again, or a package another one obsoletes. Those
+    /// packages are not in [`Plan::order`].
+    pub dropped: Vec<String>,
 }
 
 /// An rpm check (and registration) running in the background
@@ -650,7 +655,10 @@ impl Rpm {
         let stderr = self.transaction_output(out, "-vv -U")?;
         let elements = elements(&stderr);
         let (order, erase) = order(&stderr);
-        if order.len() != n {
+        // rpm leaves out packages it finds redundant when it adds them
+        // (and says so): fewer elements than packages is its answer, none
+        // or more is not.
+        if order.len() > n || (order.is_empty() && n > 0) {
             return Err(Error::Answer {
                 what: "--test -vv -U",
                 why: format!("it ordered {} element(s) for {} package(s)", order.len(), n),
@@ -660,6 +668,7 @@ impl Rpm {
             order,
             erase,
             elements,
+            dropped: dropped(&stderr),
         })
     }
 
@@ -934,6 +943,25 @@ pub fn problems(stderr: &str) -> Vec<String> {
     out
 }
 
+/// What rpm says, when verbose, of each package it leaves out as it adds
+/// the transaction's packages: `package A was already added, skipping B`
+/// (B is an older version of A's name, the same package again, or a
+/// package A obsoletes) and `package A was already added, replacing with
+/// B` (A is left out: B is newer, or obsoletes it). The lines without
+/// rpm's `warning: ` prefix.
+pub fn dropped(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("warning: "))
+        .filter(|l| {
+            l.starts_with("package ")
+                && (l.contains(" was already added, skipping ")
+                    || l.contains(" was already added, replacing with "))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
 /// The transaction order from rpm's `-vv` trace: after `tsorting
 /// packages`, one line per element, `D: ORDER PRED SUCC DEPTH +NEVRA`
 /// (`-` for erasures): installs and erasures.
@@ -997,6 +1025,23 @@ mod tests {
         assert_eq!(i, ["conf2-1.0-1.noarch", "pkga-1:1.0-1.noarch"]);
         assert_eq!(e, ["old-1.0-1.noarch"]);
         assert!(order("D: nothing\n").0.is_empty());
+    }
+
+    #[test]
+    fn dropped_from_trace() {
+        let t = "D: loading keyring\n\
+                 warning: package versiontest-1.0-1.noarch was already added, replacing with versiontest-2.0-1.noarch\n\
+                 warning: package versiontest-2.0-1.noarch was already added, skipping versiontest-1.0-1.noarch\n\
+                 warning: package versiontest-2.0-1.noarch: header V4 RSA/SHA256 Signature, key ID 1: NOKEY\n\
+                 D: package x was already added, skipping y\n";
+        assert_eq!(
+            dropped(t),
+            [
+                "package versiontest-1.0-1.noarch was already added, replacing with versiontest-2.0-1.noarch",
+                "package versiontest-2.0-1.noarch was already added, skipping versiontest-1.0-1.noarch",
+            ]
+        );
+        assert!(dropped("warning: package a was added\n").is_empty());
     }
 
     #[test]

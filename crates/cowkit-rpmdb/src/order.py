@@ -3,6 +3,8 @@
 # it with rpm's Python bindings. Reads nothing but its arguments:
 #   ROOT DBPATH (i|u):PACKAGE...
 # Prints one line per element in rpm's order: "+NEVRA" or "-NEVRA".
+# Verbose, as `rpm -v`: rpm's warnings about the packages it leaves out as
+# it adds them ("package A was already added, skipping B") go to stderr.
 import os
 import sys
 
@@ -10,6 +12,7 @@ import rpm
 
 root, dbpath = sys.argv[1], sys.argv[2]
 rpm.addMacro("_dbpath", dbpath)
+rpm.setVerbosity(rpm.RPMLOG_INFO)
 ts = rpm.TransactionSet(root)
 ts.setVSFlags(rpm._RPMVSF_NOSIGNATURES | rpm._RPMVSF_NODIGESTS)
 for arg in sys.argv[3:]:

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use crate::{rpm_failed, Error, Result, Rpm};
+use crate::{rpm_failed, Error, Plan, Result, Rpm};
 
 /// The Python program of [`Rpm::order_mixed`].
 const ORDER_PY: &str = include_str!("order.py");
@@ -118,7 +118,10 @@ impl Rpm {
     /// command line cannot express: asked of rpm's Python bindings (dnf's
     /// own way to build a transaction), `COWKIT_PYTHON` or
     /// `/usr/bin/python3`. Headers are not verified here (the check did).
-    pub fn order_mixed(&self, packages: &[(PathBuf, bool)]) -> Result<Vec<(bool, String)>> {
+    /// Packages rpm leaves out as it adds them (another version of the
+    /// same name, the same package again, an obsoleted one) are not in the
+    /// plan's order, and rpm's words for them are in [`Plan::dropped`].
+    pub fn order_mixed(&self, packages: &[(PathBuf, bool)]) -> Result<Plan> {
         let python = std::env::var_os("COWKIT_PYTHON").unwrap_or_else(|| "/usr/bin/python3".into());
         let mut c = Command::new(&python);
         c.env("LC_ALL", "C")
@@ -153,7 +156,18 @@ impl Rpm {
                 }
             }
         }
-        Ok(v)
+        let pick = |added: bool| -> Vec<String> {
+            v.iter()
+                .filter(|(a, _)| *a == added)
+                .map(|(_, n)| n.clone())
+                .collect()
+        };
+        Ok(Plan {
+            order: pick(true),
+            erase: pick(false),
+            dropped: crate::dropped(&String::from_utf8_lossy(&out.stderr)),
+            elements: v,
+        })
     }
 }
 

@@ -36,9 +36,17 @@ pub struct Args {
     /// `.rpm` files. Installed as one transaction in rpm's order; a newer
     /// version of an installed package upgrades it (`rpm -U`), except an
     /// install-only one (a kernel), which is refused: `cowkit dnf`
-    /// installs it beside the old one, as dnf does.
+    /// installs it beside the old one, as dnf does, and so does `-i`.
+    /// Packages rpm leaves out as it adds them (an older version of a name
+    /// given twice, the same package again, one another obsoletes) are
+    /// not installed, with rpm's warning.
     #[arg(required = true)]
     packages: Vec<PathBuf>,
+    /// Install every package beside the installed versions of its name,
+    /// never upgrading them (rpm's `-i`/`--install`): two versions given
+    /// together are both installed.
+    #[arg(short = 'i', long = "beside")]
+    beside: bool,
     /// Parallel jobs (default: the number of CPUs).
     #[arg(short, long)]
     jobs: Option<usize>,
@@ -328,7 +336,11 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         test: args.test,
         script_stdout_to_stderr: args.json,
         no_overlap: args.check_first,
-        install_only: cowkit_install::InstallOnly::Refuse,
+        install_only: if args.beside {
+            cowkit_install::InstallOnly::Every
+        } else {
+            cowkit_install::InstallOnly::Refuse
+        },
         lua: crate::lua::starter(),
         keep_syncs: args.keep_syncs,
         files,
@@ -471,7 +483,7 @@ fn hint_for(e: &cowkit_install::Error) -> Option<&'static str> {
             "install the install-only packages in a transaction of their own (e.g. `cowkit dnf -- upgrade kernel*`, then `cowkit dnf -- upgrade --exclude 'kernel*'`)",
         ),
         Error::InstallOnly { .. } => Some(
-            "`cowkit dnf -- install PKG.rpm` installs it beside the old version, as dnf does; to replace the old version, erase it first (`rpm -e`)",
+            "`cowkit install -i` (rpm's `-i`) or `cowkit dnf -- install PKG.rpm` installs it beside the old version, as dnf does; to replace the old version, erase it first (`rpm -e`)",
         ),
         Error::RelativeRoot { .. } => Some("give the root as an absolute path"),
         Error::Db(Db::Problems { problems }) if problems.iter().any(|p| p.contains("is needed by")) => {
@@ -499,6 +511,11 @@ fn hint_for(e: &cowkit_install::Error) -> Option<&'static str> {
 }
 
 fn print_text(args: &Show<'_>, total: &TxSummary) {
+    // rpm's own words (it prints them with `-v`) for the packages it left
+    // out: they are not installed.
+    for d in &total.dropped {
+        eprintln!("warning: {d}");
+    }
     if total.test {
         eprintln!(
             "test only: {} package(s) would be installed in this order, nothing was changed:",

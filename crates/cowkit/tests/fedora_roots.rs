@@ -335,6 +335,49 @@ fn issue_26_cowkit_install_runs_fedora_shaped_scriptlets_as_rpm_does() {
     }
 }
 
+/// Two versions of the install-only kernel in one dnf transaction (both
+/// named from the v2 repository, which has both): dnf adds every install
+/// as rpm's install element, so rpm keeps both, and so must `cowkit dnf`
+/// (an upgrade would keep only the newer one).
+#[test]
+fn cowkit_dnf_installs_two_kernels_of_one_transaction_as_dnf_does() {
+    if !as_root(
+        "cowkit_dnf_installs_two_kernels_of_one_transaction_as_dnf_does",
+        "scriptlets run chrooted",
+    ) {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let t = Twin::new(dir.path());
+    let base: Vec<&str> = [&["install"][..], &INSTALL[..]]
+        .concat()
+        .into_iter()
+        .filter(|p| *p != "kernel-core")
+        .collect();
+    plain_dnf(&t.repo.v1, &t.a, &t.dnf_cache, &base);
+    let r = cowkit_dnf(&t, &t.repo.v1, &base);
+    assert!(r.ok, "cowkit dnf install failed:\n{}", r.stderr);
+    assert_same_roots(&t.a, &t.b, &t.dnf_cache, "dnf install (no kernel)");
+    let kernels = [
+        "install",
+        "kernel-core-6.1.0-1.fc40",
+        "kernel-core-6.2.0-1.fc40",
+    ];
+    plain_dnf(&t.repo.v2, &t.a, &t.dnf_cache, &kernels);
+    let both: Vec<String> = nevras(&t.a)
+        .into_iter()
+        .filter(|n| n.starts_with("kernel-core-"))
+        .collect();
+    assert_eq!(both.len(), 2, "dnf installs both kernels: {both:?}");
+    let r = cowkit_dnf(&t, &t.repo.v2, &kernels);
+    assert!(
+        r.ok,
+        "cowkit dnf install of two kernels failed:\n{}",
+        r.stderr
+    );
+    assert_same_roots(&t.a, &t.b, &t.dnf_cache, "dnf install of two kernels");
+}
+
 /// The comparison itself: plain dnf on both twins gives equal roots after
 /// every step and afterwards, so a difference the cowkit tests report is
 /// cowkit's, and the exclusions hide nothing the packages make.

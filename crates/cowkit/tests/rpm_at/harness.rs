@@ -97,15 +97,17 @@ pub enum Outcome {
     Broken(String),
 }
 
-/// cowkit's spelling of rpm's install options: `-U` and `-i` are `cowkit
-/// install` (which upgrades like `-U`); `--nodb` is `--no-db`; options
-/// cowkit shares keep their names; any other is passed as rpm spells it
-/// (cowkit refuses what it does not know).
+/// cowkit's spelling of rpm's install options: `-U` is `cowkit install`
+/// (which upgrades like `-U`), `-i` is `cowkit install -i` (beside, never
+/// upgrading); `--nodb` is `--no-db`; options cowkit shares keep their
+/// names; any other is passed as rpm spells it (cowkit refuses what it
+/// does not know).
 pub fn cowkit_args(rpm: &[String]) -> Vec<String> {
     rpm.iter()
-        .filter(|a| !matches!(a.as_str(), "-U" | "-i" | "-Uv" | "-iv"))
+        .filter(|a| !matches!(a.as_str(), "-U" | "-Uv"))
         .map(|a| match a.as_str() {
             "--nodb" => "--no-db".to_string(),
+            "-iv" => "-i".to_string(),
             other => other.to_string(),
         })
         .collect()

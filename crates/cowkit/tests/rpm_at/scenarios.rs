@@ -867,7 +867,7 @@ fn rpmi() -> Vec<Scenario> {
         ),
         (
             "two versions in one -i",
-            vec![rpm(&["-i"], &["1", "2"]), q(&format!("{one}\n{two}"))],
+            vec![rpm(&["-i"], &["1", "2"]), q(&format!("{two}\n{one}"))],
         ),
         (
             "one version twice in one -i",
