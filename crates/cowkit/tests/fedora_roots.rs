@@ -274,7 +274,7 @@ fn file_states(root: &Path) -> Vec<String> {
         rpm_in(root).args([
             "-qa",
             "--qf",
-            "[%{NEVRA} %{FILESTATES:fstate} %{FILENAMES}\\n]",
+            "[%{=NEVRA} %{FILESTATES:fstate} %{FILENAMES}\\n]",
         ]),
         "rpm -qa --qf FILESTATES",
     );
