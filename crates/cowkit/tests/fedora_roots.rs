@@ -12,10 +12,17 @@
 //! - the scriptlet log, byte for byte (every scriptlet and trigger logs
 //!   its package, kind, arguments and file list, in the order run);
 //! - `rpm -qa` (NEVRA) and `rpm -Va`;
+//! - the database's file states (`%{FILESTATES:fstate}`: normal, not
+//!   installed, wrong color, replaced) of every file of every package, and
+//!   the root directory's mode and owner (`filesystem` owns `/`);
 //! - the trees: type, mode, content, link target, owner, capabilities and
 //!   every other extended attribute, hardlink groups, and the mtime of
 //!   every non-directory entry whose mtime rpm sets from the package (at
 //!   most the v2 build day); but for [`EXCLUDED`].
+//!
+//! The dnf steps run in three settings of dnf (see [`Setting`]): its
+//! defaults, `--setopt=tsflags=nodocs`, and two ways of asking for
+//! languages (dnf 4's non-option `install_langs`, rpm's `%_install_langs`).
 //!
 //! [`plain_dnf_twice_gives_equal_roots`] runs plain dnf on both twins: it
 //! shows that the comparison itself is deterministic and that the
