@@ -33,7 +33,7 @@
 //!
 //! `filesystem` also owns `/` (`%dir %attr(555,root,root) /`) and
 //! `%attr(555,root,root) /boot`, as Fedora's `filesystem.spec` has them.
-//! The ELF files are written by [`elf`] (a few bytes of header and code,
+//! The ELF files are written by the module itself (a few bytes of header and code,
 //! no toolchain needed) and built with `rpmbuild --target`.
 //!
 //! [`build`] makes `v1/` (install) and `v2/` (the v1 packages and the v2
