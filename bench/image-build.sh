@@ -32,8 +32,9 @@
 # `install ck-suite libreoffice-core libboost1.74-dev`.
 #
 # Sets `fedora` (results YYYY-MM-DD-image-build-fedora) and `fedora-bare`
-# (-fedora-bare: the same without payload, Fedora's w19.zstdio): the 14 v1
-# packages of crates/cowkit-testutil/src/fedora.rs (the scriptlet shapes of Fedora's own packages: Lua %pretrans/%pre/%post,
+# (-fedora-bare: the same without payload, Fedora's w19.zstdio): 14 of the v1
+# packages of crates/cowkit-testutil/src/fedora.rs (the repository's multilib
+# pairs and font package are built but not installed here) (the scriptlet shapes of Fedora's own packages: Lua %pretrans/%pre/%post,
 # glibc-common's ldconfig %transfiletriggerin, systemd's file triggers,
 # name triggers, an install-only kernel, ...), rebuilt by the example
 # build-fedora-repo with FEDORA_PAYLOAD deterministic files added to each

@@ -149,8 +149,15 @@ impl Pkg {
         self.provides.iter().any(|p| p.name == what)
     }
 
-    /// It as a database entry (instance given when added).
-    pub(crate) fn db_pkg(&self) -> DbPkg {
+    /// It as a database entry (instance given when added), its files
+    /// counted installed as rpm records them after `actions` (when
+    /// decided: "not installed" and "wrong color" files are not).
+    pub(crate) fn db_pkg(&self, actions: Option<&[crate::fate::Action]>) -> DbPkg {
+        let installed = |fx: usize| {
+            actions
+                .and_then(|a| a.get(fx))
+                .is_none_or(|a| matches!(a.state(), 0 | 3))
+        };
         DbPkg {
             inst: 0,
             name: self.name.clone(),
@@ -160,7 +167,8 @@ impl Pkg {
                 .files
                 .files
                 .iter()
-                .map(|f| (f.path.as_bytes().to_vec(), true))
+                .enumerate()
+                .map(|(fx, f)| (f.path.as_bytes().to_vec(), installed(fx)))
                 .collect(),
             triggers: self.triggers.clone(),
             prefixes: self.prefixes.clone(),

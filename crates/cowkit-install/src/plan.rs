@@ -181,7 +181,16 @@ impl Db {
 
     /// The steps of installing `te` (not in the database yet); it is in
     /// the database afterwards, as instance the returned number.
-    pub(crate) fn install(&mut self, te: DbPkg, scripts: &[Scriptlet]) -> (Vec<Step>, u32) {
+    /// `skipping` says, per file of `te`, whether its action skips it
+    /// (rpm's `XFA_SKIPPING`: not placed by this element); rpm gives the
+    /// element's file triggers only the other files (`matchFilesNext`),
+    /// and the database's only the files recorded installed.
+    pub(crate) fn install(
+        &mut self,
+        te: DbPkg,
+        skipping: &[bool],
+        scripts: &[Scriptlet],
+    ) -> (Vec<Step>, u32) {
         use crate::scripts::Phase;
         let mut out: Vec<Step> = Vec::new();
         let arg = self.count(&te.name) + 1;
@@ -200,7 +209,13 @@ impl Db {
             out.push(Step::Run(plain(&te.nevra, &te.prefixes, s, arg)));
         }
         out.push(Step::Place);
-        let files: Vec<DbFile> = te.files.clone();
+        let files: Vec<DbFile> = te
+            .files
+            .iter()
+            .enumerate()
+            .map(|(fx, f)| (f.0.clone(), !skipping.get(fx).copied().unwrap_or(false)))
+            .collect();
+        let states: Vec<bool> = te.files.iter().map(|f| f.1).collect();
         // rpm counts the element's own files installed (for the database
         // side of its triggers) only once the element is done.
         let inst = self.add(te);
@@ -239,7 +254,11 @@ impl Db {
                 .into_iter()
                 .map(Step::Run),
         );
-        self.set_installed(inst, true);
+        if let Some(p) = self.pkgs.iter_mut().find(|p| p.inst == inst) {
+            for (f, on) in p.files.iter_mut().zip(states) {
+                f.1 = on;
+            }
+        }
         (out, inst)
     }
 

@@ -14,7 +14,7 @@ use cowkit_rpmdb::Installed;
 use crate::config::{apply_fates, erase_files};
 use crate::fate::Action;
 use crate::pkg::Pkg;
-use crate::plan::{plain, Db, DbFile, PlanEntry, Run, Step};
+use crate::plan::{plain, Db, DbFile, DbPkg, PlanEntry, Run, Step};
 use crate::scripts::{Lua, Phase, RunContext, Scriptlet};
 use crate::txn::{install_staged, InDb, PackageFailure, Prepared, Stager, TxOptions, TxSummary};
 use crate::{Error, Options, Owners, Progress, Result, Summary};
@@ -89,7 +89,7 @@ pub(crate) fn simulate(pkgs: &[Pkg], indb: &InDb) -> Vec<PlanEntry> {
     for e in &indb.elements {
         let (nevra, steps) = match *e {
             Elem::Add(i) => {
-                let (steps, inst) = db.install(pkgs[i].db_pkg(), &pkgs[i].scripts);
+                let (steps, inst) = db.install(pkgs[i].db_pkg(None), &[], &pkgs[i].scripts);
                 new.push((i, inst));
                 (pkgs[i].nevra.as_str(), steps)
             }
@@ -473,9 +473,8 @@ impl Runner<'_> {
             if self.failed.contains(&i) || self.old_of(i).is_some() {
                 break;
             }
-            let (steps, inst) = self
-                .db
-                .install(self.pkgs[i].db_pkg(), &self.pkgs[i].scripts);
+            let (te, skipping) = self.te(i);
+            let (steps, inst) = self.db.install(te, &skipping, &self.pkgs[i].scripts);
             let quiet = steps
                 .iter()
                 .all(|s| matches!(s, Step::Place) || self.opts.noscripts);
@@ -546,11 +545,23 @@ impl Runner<'_> {
         self.placed.push((i, inst));
     }
 
+    /// Package `i` as the database entry its install adds (its files'
+    /// states as its actions leave them) and, per file, whether its
+    /// action skips it.
+    fn te(&self, i: usize) -> (DbPkg, Vec<bool>) {
+        let actions = &self.fates.added[i];
+        (
+            self.pkgs[i].db_pkg(Some(actions)),
+            actions.iter().map(|a| a.skipping()).collect(),
+        )
+    }
+
     /// One install element, step by step; a critical scriptlet or the
     /// placement failing stops it and takes it out of the database.
     fn install_one(&mut self, i: usize) -> Result<()> {
         let p = &self.pkgs[i];
-        let (steps, inst) = self.db.install(p.db_pkg(), &p.scripts);
+        let (te, skipping) = self.te(i);
+        let (steps, inst) = self.db.install(te, &skipping, &p.scripts);
         for step in steps {
             match step {
                 Step::Run(run) => {

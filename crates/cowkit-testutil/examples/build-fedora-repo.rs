@@ -78,6 +78,12 @@ fn main() {
                 .to_string();
             let src = dir.join("payload").join(&name);
             std::fs::create_dir_all(&src).unwrap();
+            // Both arches of a multilib pair get the same payload (a path
+            // they share must be the same file, as their `%license` is).
+            let k = specs
+                .iter()
+                .position(|(_, s)| s.starts_with(&format!("Name: {name}\n")))
+                .unwrap_or(k);
             for i in 0..files {
                 let seed = (k * 1000 + i + 1) as u64;
                 payload_file(&src.join(format!("data-{i}.bin")), seed, mib << 20);
@@ -93,7 +99,11 @@ fn main() {
                 let Some((file, spec)) = jobs.get(i) else {
                     break;
                 };
-                cowkit_testutil::rpm::rpmbuild(spec, &args[3], &repo.join(file));
+                // `<name>-<version>-<release>.<arch>.rpm`: an arch package
+                // is built with `rpmbuild --target`.
+                let arch = file.trim_end_matches(".rpm").rsplit('.').next();
+                let target = arch.filter(|a| *a != "noarch");
+                cowkit_testutil::rpm::rpmbuild_for(spec, &args[3], target, &repo.join(file));
             });
         }
     });

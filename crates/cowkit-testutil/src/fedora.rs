@@ -27,6 +27,14 @@
 //! | `shared-mime-info` | `%post` `touch --no-create`; `%transfiletriggerin`/`%transfiletriggerpostun -- /usr/share/mime` running `update-mime-database` (a stand-in writing `mime.cache`) | `shared-mime-info.spec` |
 //! | `procps` → `procps-ng` | v2 renames: `Obsoletes: procps < 3.2.9`, `Provides: procps = 3.2.9-1`; shell `%post`/`%preun`/`%postun` | `procps-ng.spec` |
 //! | `kernel-core` | `Provides: installonlypkg(kernel)`, 6.1.0 in v1 and 6.2.0 in v2 (installed beside); `%posttrans` `kernel-install add`, `%preun` `kernel-install remove`, `%ghost /boot/vmlinuz-<version>` | `kernel.spec` |
+//! | `cyrus-sasl-lib` (x86_64 and i686) | a multilib pair: both own `/usr/sbin/saslpasswd2`, a real ELF of each class (rpm colours it 2 and 1: the x86_64 file is installed, the i686 one recorded "wrong color"), `%{_libdir}/libsasl2.so.3*`, `%dir /etc/sasl2`, the same `%license COPYING` and `%doc AUTHORS`; 2.1.28 in v1, 2.1.29 in v2 (new ELFs) | `cyrus-sasl.spec` (`%files lib`) |
+//! | `krb5-libs` (x86_64 and i686) | a multilib pair sharing the config `%verify(not md5 size mtime) %config(noreplace) /etc/krb5.conf` (changed in v2; the tests edit it between install and upgrade) and the `%lang(de)`, `%lang(fr)`, `%lang(pt_BR)` catalogues of `-f %{gettext_domain}.lang` (`%find_lang`); `%{_libdir}/libkrb5.so.3` | `krb5.spec` (`%files libs`) |
+//! | `dejavu-sans-fonts` | a `%config(noreplace)` symlink `/etc/fonts/conf.d/57-dejavu-sans-fonts.conf` → its file in `/usr/share/fontconfig/conf.avail`, absolute in v1 and relative in v2 (retargeted); `%license`, `%doc` | Fedora font packages (the `ln -s` of `%{_fontconfig_templatedir}` files into `%{_fontconfig_confdir}` listed `%config(noreplace)`) |
+//!
+//! `filesystem` also owns `/` (`%dir %attr(555,root,root) /`) and
+//! `%attr(555,root,root) /boot`, as Fedora's `filesystem.spec` has them.
+//! The ELF files are written by the module itself (a few bytes of header and code,
+//! no toolchain needed) and built with `rpmbuild --target`.
 //!
 //! [`build`] makes `v1/` (install) and `v2/` (the v1 packages and the v2
 //! ones, for `dnf upgrade`), each indexed with `createrepo_c`.
@@ -36,7 +44,7 @@ use std::process::Command;
 use std::time::{Duration, SystemTime};
 
 use crate::repo::{host_busybox, Build, Sections};
-use crate::rpm::rpmbuild;
+use crate::rpm::rpmbuild_for;
 use crate::run_ok;
 use crate::tree::mkdir;
 
@@ -44,7 +52,7 @@ use crate::tree::mkdir;
 pub const LOG: &str = "/var/log/scriptlets.log";
 
 /// What `dnf install` is given on an empty root (v1).
-pub const INSTALL: [&str; 14] = [
+pub const INSTALL: [&str; 19] = [
     "setup",
     "filesystem",
     "coreutils-single",
@@ -59,11 +67,35 @@ pub const INSTALL: [&str; 14] = [
     "shared-mime-info",
     "procps",
     "kernel-core",
+    // A multilib pair is installed as users do: the i686 package named
+    // by its arch next to the x86_64 one.
+    "cyrus-sasl-lib.x86_64",
+    "cyrus-sasl-lib.i686",
+    "krb5-libs.x86_64",
+    "krb5-libs.i686",
+    "dejavu-sans-fonts",
 ];
 
 /// What `dnf remove` is given after the upgrade (`mod_legacy` goes with
-/// `httpd`, which it requires; the old kernel by its full name).
-pub const REMOVE: [&str; 3] = ["httpd", "mandoc", "kernel-core-6.1.0-1.fc40"];
+/// `httpd`, which it requires; the old kernel by its full name; one arch
+/// of each multilib pair: the i686 krb5-libs, whose files the x86_64 one
+/// shares, and the x86_64 cyrus-sasl-lib, whose `saslpasswd2` won over
+/// the i686 one's).
+pub const REMOVE: [&str; 5] = [
+    "httpd",
+    "mandoc",
+    "kernel-core-6.1.0-1.fc40",
+    "krb5-libs.i686",
+    "cyrus-sasl-lib.x86_64",
+];
+
+/// The languages of krb5-libs' `%lang` message catalogues
+/// (`/usr/share/locale/<lang>/LC_MESSAGES/mit-krb5.mo`).
+pub const KRB5_LANGS: [&str; 3] = ["de", "fr", "pt_BR"];
+
+/// krb5-libs' shared `%config(noreplace)` file, which the tests edit
+/// between install and upgrade as an admin would.
+pub const KRB5_CONF: &str = "/etc/krb5.conf";
 
 /// The payload compressor (Fedora's).
 pub const PAYLOAD: &str = "w19.zstdio";
@@ -80,10 +112,12 @@ pub struct FedoraRepo {
     pub v1: PathBuf,
     /// The v1 and v2 packages with `repodata/`.
     pub v2: PathBuf,
-    /// The v1 package files (in `v1`), in the order of [`INSTALL`].
+    /// The v1 package files (in `v1`), in the order of [`INSTALL`]
+    /// (the multilib pairs x86_64 first).
     pub v1_rpms: Vec<PathBuf>,
     /// The v2-only package files (in `v2`): zlib, systemd, httpd,
-    /// procps-ng, kernel-core 6.2.0.
+    /// procps-ng, kernel-core 6.2.0, both arches of cyrus-sasl-lib and
+    /// krb5-libs, dejavu-sans-fonts.
     pub v2_rpms: Vec<PathBuf>,
 }
 
@@ -109,6 +143,8 @@ struct Pkg {
     name: &'static str,
     version: &'static str,
     v2: bool,
+    /// `noarch`, or the architecture it is built for (`rpmbuild --target`).
+    arch: &'static str,
     sections: Sections,
 }
 
@@ -124,8 +160,15 @@ impl Pkg {
             name,
             version,
             v2,
+            arch: "noarch",
             sections: Sections::default(),
         }
+    }
+
+    /// Built for `arch` (`x86_64`, `i686`) instead of `noarch`.
+    fn arch(mut self, arch: &'static str) -> Pkg {
+        self.arch = arch;
+        self
     }
 
     fn label(&self) -> String {
@@ -188,7 +231,7 @@ impl Pkg {
     }
 
     fn file_name(&self) -> String {
-        format!("{}-{}-1.fc40.noarch.rpm", self.name, self.version)
+        format!("{}-{}-1.fc40.{}.rpm", self.name, self.version, self.arch)
     }
 
     fn spec(&self) -> String {
@@ -197,12 +240,17 @@ impl Pkg {
         } else {
             "Thu Jan 01 2015"
         };
-        crate::repo::spec_text(
+        let spec = crate::repo::spec_text(
             (self.name, self.version, "1.fc40"),
             "cowkit Fedora-shaped repository",
             date,
             &self.sections,
-        )
+        );
+        if self.arch == "noarch" {
+            spec
+        } else {
+            spec.replacen("BuildArch: noarch\n", "", 1)
+        }
     }
 }
 
@@ -268,6 +316,73 @@ fn man(path: &str, text: &str) -> String {
     format!("mkdir -p \"$B{dir}\"\nprintf '%%s\\n' '{text}' | gzip -n -9 > \"$B{path}\"")
 }
 
+/// `%install` lines writing `bytes` to `path` (`printf` with octal
+/// escapes, so the spec holds them), making its directory; `mode` for
+/// `chmod`.
+fn put_bytes(path: &str, mode: &str, bytes: &[u8]) -> String {
+    let dir = &path[..path.rfind('/').unwrap()];
+    let octal: String = bytes.iter().map(|b| format!("\\{b:03o}")).collect();
+    format!("mkdir -p \"$B{dir}\"\nprintf '{octal}' > \"$B{path}\"\nchmod {mode} \"$B{path}\"")
+}
+
+/// A minimal static ELF executable that exits with status `code`: 32-bit
+/// i386 (`bits` 32) or 64-bit x86-64 (64). rpm colours a file by its
+/// `file` classification ("ELF 32-bit" is colour 1, "ELF 64-bit" 2), so
+/// a multilib pair's shared path needs real ELF files of each class.
+fn elf(bits: u8, code: u8) -> Vec<u8> {
+    let mut v = Vec::new();
+    let mut put = |b: &[u8]| v.extend_from_slice(b);
+    if bits == 64 {
+        // mov eax, 60 (exit); mov edi, CODE; syscall
+        let text = [0xb8, 60, 0, 0, 0, 0xbf, code, 0, 0, 0, 0x0f, 0x05];
+        let (base, eh, ph) = (0x40_0000u64, 64u16, 56u16);
+        let start = u64::from(eh + ph);
+        let size = start + text.len() as u64;
+        put(&[0x7f, b'E', b'L', b'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        put(&2u16.to_le_bytes()); // ET_EXEC
+        put(&0x3eu16.to_le_bytes()); // EM_X86_64
+        put(&1u32.to_le_bytes());
+        put(&(base + start).to_le_bytes()); // entry
+        put(&u64::from(eh).to_le_bytes()); // phoff
+        put(&0u64.to_le_bytes()); // shoff
+        put(&0u32.to_le_bytes()); // flags
+        for h in [eh, ph, 1, 0, 0, 0] {
+            put(&h.to_le_bytes());
+        }
+        put(&1u32.to_le_bytes()); // PT_LOAD
+        put(&5u32.to_le_bytes()); // R+X
+        put(&0u64.to_le_bytes()); // offset
+        put(&base.to_le_bytes());
+        put(&base.to_le_bytes());
+        put(&size.to_le_bytes());
+        put(&size.to_le_bytes());
+        put(&0x1000u64.to_le_bytes());
+        put(&text);
+    } else {
+        // mov eax, 1 (exit); mov ebx, CODE; int 0x80
+        let text = [0xb8, 1, 0, 0, 0, 0xbb, code, 0, 0, 0, 0xcd, 0x80];
+        let (base, eh, ph) = (0x804_8000u32, 52u16, 32u16);
+        let start = u32::from(eh + ph);
+        let size = start + text.len() as u32;
+        put(&[0x7f, b'E', b'L', b'F', 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        put(&2u16.to_le_bytes());
+        put(&3u16.to_le_bytes()); // EM_386
+        put(&1u32.to_le_bytes());
+        put(&(base + start).to_le_bytes());
+        put(&u32::from(eh).to_le_bytes());
+        put(&0u32.to_le_bytes());
+        put(&0u32.to_le_bytes());
+        for h in [eh, ph, 1, 0, 0, 0] {
+            put(&h.to_le_bytes());
+        }
+        for w in [1, 0, base, base, size, size, 5, 0x1000] {
+            put(&w.to_le_bytes());
+        }
+        put(&text);
+    }
+    v
+}
+
 /// `fork`/`exec`/`wait` of `/sbin/ldconfig` from Lua, as glibc's
 /// `post_exec` does it where `rpm.spawn` is missing (rpm 4.18).
 const LUA_LDCONFIG: &str = "local pid = posix.fork()\n\
@@ -289,7 +404,10 @@ mod packages;
 pub fn build(work: &Path) -> FedoraRepo {
     let busybox = host_busybox();
     let pkgs = packages::all(&busybox);
-    let mut specs: Vec<String> = pkgs.iter().map(|p| p.spec()).collect();
+    let mut specs: Vec<String> = pkgs
+        .iter()
+        .map(|p| format!("{}\n{}", p.file_name(), p.spec()))
+        .collect();
     specs.push(PAYLOAD.to_string());
     let done = crate::repo::cached_build(work, "fedora-repo", &specs, &busybox, "v2", |part| {
         build_into(part, &pkgs)
@@ -326,7 +444,8 @@ fn build_into(dir: &Path, pkgs: &[Pkg]) {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some(p) = pkgs.get(i) else { break };
-                rpmbuild(&p.spec(), PAYLOAD, &built.join(p.file_name()));
+                let target = (p.arch != "noarch").then_some(p.arch);
+                rpmbuild_for(&p.spec(), PAYLOAD, target, &built.join(p.file_name()));
             });
         }
     });

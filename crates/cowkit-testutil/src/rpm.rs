@@ -211,6 +211,12 @@ pub fn build_rpm_in(dir: &Path, name: &str, install: &str, files: &str, payload:
 /// `dst`, removed afterwards) and put the package at `dst` (atomically:
 /// concurrent builds of one spec are fine).
 pub fn rpmbuild(spec: &str, payload: &str, dst: &Path) {
+    rpmbuild_for(spec, payload, None, dst)
+}
+
+/// [`rpmbuild`] for the architecture `target` (`rpmbuild --target`, for
+/// a spec without `BuildArch`), or the spec's own (`None`).
+pub fn rpmbuild_for(spec: &str, payload: &str, target: Option<&str>, dst: &Path) {
     let parent = mkdir(dst.parent().unwrap());
     let top = tempfile::tempdir_in(&parent).unwrap();
     for d in ["SPECS", "RPMS", "BUILD", "BUILDROOT", "SOURCES", "SRPMS"] {
@@ -218,17 +224,22 @@ pub fn rpmbuild(spec: &str, payload: &str, dst: &Path) {
     }
     let spec_path = top.path().join("SPECS/test.spec");
     std::fs::write(&spec_path, spec).unwrap();
+    let mut cmd = Command::new("rpmbuild");
+    cmd.arg("--define")
+        .arg(format!("_topdir {}", top.path().display()))
+        .arg("--define")
+        .arg(format!("_binary_payload {payload}"));
+    if let Some(t) = target {
+        cmd.args(["--target", t]);
+    }
     run_ok(
-        Command::new("rpmbuild")
-            .arg("--define")
-            .arg(format!("_topdir {}", top.path().display()))
-            .arg("--define")
-            .arg(format!("_binary_payload {payload}"))
-            .args(["--nodeps", "-bb"])
-            .arg(&spec_path),
+        cmd.args(["--nodeps", "-bb"]).arg(&spec_path),
         &format!("rpmbuild (Debian package `rpm`) of\n{spec}\n"),
     );
-    let built = std::fs::read_dir(top.path().join("RPMS/noarch"))
+    let arch_dir = top
+        .path()
+        .join(format!("RPMS/{}", target.unwrap_or("noarch")));
+    let built = std::fs::read_dir(arch_dir)
         .unwrap()
         .next()
         .expect("rpmbuild made a package")

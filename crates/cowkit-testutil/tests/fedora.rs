@@ -53,7 +53,7 @@ fn dnf_runs_every_scriptlet_of_the_fedora_shaped_repository() {
         let spec_dir = o.join("specs");
         std::fs::create_dir_all(&spec_dir).unwrap();
         for (name, text) in specs() {
-            std::fs::write(spec_dir.join(name.replace(".noarch.rpm", ".spec")), text).unwrap();
+            std::fs::write(spec_dir.join(name.replace(".rpm", ".spec")), text).unwrap();
         }
     }
     let mut before = 0;

@@ -666,16 +666,13 @@ fn install(
 
 /// The options of `cowkit dnf`'s transaction on `root`.
 fn tx_options(args: &Request, root: &Root) -> Result<TxOptions, CliError> {
-    // dnf's nodocs and install_langs are rpm's `--excludedocs` and
-    // `%_install_langs`: the command line's, else its configuration's.
-    let (conf_nodocs, conf_langs) =
-        crate::dnfcli::files_in_config(args.line.config.as_deref(), &args.root);
-    let files = cowkit_install::fate::Policy::from_host(
-        args.line.nodocs || conf_nodocs,
-        Vec::new(),
-        args.line.install_langs.clone().or(conf_langs),
-    )
-    .map_err(|e| CliError::new("cannot read rpm's file policy", e))?;
+    // dnf's nodocs is rpm's `--excludedocs`: the command line's, else its
+    // configuration's. The languages are rpm's own `%_install_langs`, as
+    // for dnf's rpm (dnf 4 has no option for them).
+    let conf_nodocs = crate::dnfcli::nodocs_in_config(args.line.config.as_deref(), &args.root);
+    let files =
+        cowkit_install::fate::Policy::from_host(args.line.nodocs || conf_nodocs, Vec::new(), None)
+            .map_err(|e| CliError::new("cannot read rpm's file policy", e))?;
     Ok(TxOptions {
         install: Options {
             clone_tail: cowkit_install::clone_tail_pays_off(root),

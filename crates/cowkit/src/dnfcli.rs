@@ -131,8 +131,6 @@ pub struct Line {
     pub refused: Vec<Refusal>,
     /// `--nodocs` or `--setopt=tsflags=nodocs`: rpm's `--excludedocs`.
     pub nodocs: bool,
-    /// `--setopt=install_langs=…`: rpm's `%_install_langs` (`:`-joined).
-    pub install_langs: Option<String>,
 }
 
 /// A command line dnf itself would take, but cowkit cannot read.
@@ -327,10 +325,6 @@ impl Line {
                             }
                         }
                     }
-                    "install_langs" => {
-                        let langs = list(val);
-                        self.install_langs = Some(langs.join(":"));
-                    }
                     "keepcache" => match parse_bool(val) {
                         Some(b) => self.keepcache = Some(b),
                         None => self.refuse(shown(), "not a boolean dnf knows"),
@@ -375,13 +369,13 @@ pub fn main_option(config: Option<&Path>, root: &Path, key: &str) -> Option<Stri
     found
 }
 
-/// Whether dnf's configuration turns `tsflags=nodocs` on, and its
-/// `install_langs` (`:`-joined), as [`main_option`] finds them.
-pub fn files_in_config(config: Option<&Path>, root: &Path) -> (bool, Option<String>) {
-    let nodocs = main_option(config, root, "tsflags")
-        .is_some_and(|v| list(&v).iter().any(|f| f.eq_ignore_ascii_case("nodocs")));
-    let langs = main_option(config, root, "install_langs").map(|v| list(&v).join(":"));
-    (nodocs, langs)
+/// Whether dnf's configuration turns `tsflags=nodocs` on, as
+/// [`main_option`] finds it. (dnf 4 has no `install_langs`: given, it
+/// warns and installs every language; the languages come from rpm's own
+/// `%_install_langs`.)
+pub fn nodocs_in_config(config: Option<&Path>, root: &Path) -> bool {
+    main_option(config, root, "tsflags")
+        .is_some_and(|v| list(&v).iter().any(|f| f.eq_ignore_ascii_case("nodocs")))
 }
 
 /// The option `name` (`--installroot`) stands for; an error for a prefix
@@ -520,8 +514,7 @@ mod tests {
             named,
             ["--setopt=tsflags=test", "--comment=x", "--downloaddir=/d"]
         );
-        // nodocs and install_langs are rpm's `--excludedocs` and
-        // `%_install_langs`, honoured.
+        // nodocs is rpm's `--excludedocs`, honoured.
         assert!(l.nodocs);
         let l = parse(&[
             "--installroot=/r",
@@ -531,9 +524,10 @@ mod tests {
             "a",
         ])
         .unwrap();
+        // dnf 4 has no install_langs (it warns, and installs every
+        // language): neither refused nor taken.
         assert!(l.refused.is_empty());
         assert!(l.nodocs);
-        assert_eq!(l.install_langs.as_deref(), Some("en:de_DE"));
         for only in ["--downloadonly", "--assumeno", "--help", "-h", "--version"] {
             let l = parse(&["--installroot=/r", only, "install", "a"]).unwrap();
             assert!(!l.installs(), "{only}");

@@ -558,4 +558,46 @@ fn issue_26_mkosi_builds_the_same_root_through_cowkit() {
             }
         }
     }
+    // The database's file states (not installed, wrong color) agree.
+    let states = |root: &Path| -> Vec<String> {
+        let out = run_ok(
+            Command::new("rpm")
+                .arg(format!("--root={}", root.display()))
+                .args(["--dbpath=/var/lib/rpm", "-qa", "--qf"])
+                .arg("[%{=NEVRA} %{FILESTATES:fstate} %{FILENAMES}\\n]"),
+            "rpm -qa --qf FILESTATES",
+        );
+        let mut v: Vec<String> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        v.sort();
+        v
+    };
+    // The scriptlet log (under `var/log`, left out of the trees) is the
+    // same, byte for byte, where the repository writes one.
+    let log = |root: &Path| std::fs::read(root.join("var/log/scriptlets.log")).ok();
+    assert!(
+        log(&plain) == log(&via),
+        "the scriptlet logs differ\n--- mkosi ---\n{}\n--- through cowkit ---\n{}",
+        String::from_utf8_lossy(&log(&plain).unwrap_or_default()),
+        String::from_utf8_lossy(&log(&via).unwrap_or_default())
+    );
+    let sp = states(&plain);
+    assert_eq!(sp, states(&via), "file states");
+    if std::env::var_os("COWKIT_MKOSI_REPO").is_none() {
+        // mkosi's default (no `--with-docs`) is dnf's `--nodocs`: the
+        // `%doc` files of the Fedora-shaped repository are left out, the
+        // `%license` ones installed; the multilib pair's losing file is
+        // "wrong color".
+        for line in [
+            "cyrus-sasl-lib-2.1.28-1.fc40.x86_64 not installed /usr/share/doc/cyrus-sasl-lib/AUTHORS",
+            "cyrus-sasl-lib-2.1.28-1.fc40.x86_64 normal /usr/share/licenses/cyrus-sasl-lib/COPYING",
+            "cyrus-sasl-lib-2.1.28-1.fc40.i686 wrong color /usr/sbin/saslpasswd2",
+            "bash-5.2.26-1.fc40.noarch not installed /usr/share/man/man1/bash.1.gz",
+        ] {
+            assert!(sp.iter().any(|l| l == line), "no `{line}` in\n{}", sp.join("\n"));
+        }
+    }
 }

@@ -12,10 +12,17 @@
 //! - the scriptlet log, byte for byte (every scriptlet and trigger logs
 //!   its package, kind, arguments and file list, in the order run);
 //! - `rpm -qa` (NEVRA) and `rpm -Va`;
+//! - the database's file states (`%{FILESTATES:fstate}`: normal, not
+//!   installed, wrong color, replaced) of every file of every package, and
+//!   the root directory's mode and owner (`filesystem` owns `/`);
 //! - the trees: type, mode, content, link target, owner, capabilities and
 //!   every other extended attribute, hardlink groups, and the mtime of
 //!   every non-directory entry whose mtime rpm sets from the package (at
 //!   most the v2 build day); but for [`EXCLUDED`].
+//!
+//! The dnf steps run in three settings of dnf (see [`Setting`]): its
+//! defaults, `--setopt=tsflags=nodocs`, and two ways of asking for
+//! languages (dnf 4's non-option `install_langs`, rpm's `%_install_langs`).
 //!
 //! [`plain_dnf_twice_gives_equal_roots`] runs plain dnf on both twins: it
 //! shows that the comparison itself is deterministic and that the
@@ -32,7 +39,9 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use common::{as_root, cowkit, run, tmp, Run};
-use cowkit_testutil::fedora::{build, FedoraRepo, EPOCH_V2, INSTALL, LOG, REMOVE};
+use cowkit_testutil::fedora::{
+    build, FedoraRepo, EPOCH_V2, INSTALL, KRB5_CONF, KRB5_LANGS, LOG, REMOVE,
+};
 use cowkit_testutil::repo::{dbpath, dnf, rpm_in, verify};
 use cowkit_testutil::tree::{diff, hardlink_groups, mkdir, snapshot, Tree};
 use cowkit_testutil::{run_ok, scratch, Fs};
@@ -75,17 +84,87 @@ struct Twin {
     b: PathBuf,
     dnf_cache: PathBuf,
     ck_cache: PathBuf,
+    setting: Setting,
+    /// `HOME` of every dnf run ([`Setting::LangsMacro`]'s has an
+    /// `.rpmmacros`).
+    home: PathBuf,
+}
+
+/// How dnf is configured for a whole run (every dnf command of it, plain
+/// and through cowkit, gets the same).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Setting {
+    /// dnf's defaults.
+    Default,
+    /// `--setopt=tsflags=nodocs`: rpm leaves `%doc` files out (not
+    /// `%license` ones) and records them "not installed".
+    NoDocs,
+    /// `--setopt=install_langs=de,pt`: dnf 4 has no such option; it warns
+    /// ("Main config did not have a install_langs attr. before setopt")
+    /// and installs every language.
+    LangsSetopt,
+    /// rpm's own `%_install_langs de:pt` in the rpm configuration dnf's
+    /// rpm reads (`~/.rpmmacros` here, as `/etc/rpm/macros.image-language-conf`
+    /// in Fedora's images): `de` files installed; `fr` and `pt_BR` ones
+    /// recorded "not installed" (rpm takes a language only when it is
+    /// named exactly: `pt` is not `pt_BR`).
+    LangsMacro,
+}
+
+impl Setting {
+    fn args(self) -> &'static [&'static str] {
+        match self {
+            Setting::Default | Setting::LangsMacro => &[],
+            Setting::NoDocs => &["--setopt=tsflags=nodocs"],
+            Setting::LangsSetopt => &["--setopt=install_langs=de,pt"],
+        }
+    }
 }
 
 impl Twin {
     fn new(d: &Path) -> Twin {
+        Twin::with(d, Setting::Default)
+    }
+
+    fn with(d: &Path, setting: Setting) -> Twin {
+        let home = if setting == Setting::LangsMacro {
+            let h = mkdir(&d.join("home"));
+            // The database stays where Debian's rpm has it for HOME=/root.
+            std::fs::write(
+                h.join(".rpmmacros"),
+                format!("%_install_langs de:pt\n%_dbpath {}\n", dbpath()),
+            )
+            .unwrap();
+            h
+        } else {
+            PathBuf::from(cowkit_testutil::repo::HOME)
+        };
         Twin {
             repo: build(tmp()),
             a: mkdir(&d.join("a")),
             b: mkdir(&d.join("b")),
             dnf_cache: d.join("dnf-cache"),
             ck_cache: d.join("cowkit-cache"),
+            setting,
+            home,
         }
+    }
+
+    /// Plain dnf with this run's setting on `root`.
+    fn plain(&self, repo: &Path, root: &Path, cmd: &[&str]) -> Output {
+        let out = dnf(repo, root, &self.dnf_cache)
+            .env("HOME", &self.home)
+            .args(self.setting.args())
+            .args(cmd)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "dnf {cmd:?}: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
     }
 
     fn repo_for(&self, step: &str) -> &Path {
@@ -97,23 +176,12 @@ impl Twin {
     }
 }
 
-/// Plain `dnf` (the options of `cowkit_testutil::repo::dnf`) on `root`.
-fn plain_dnf(repo: &Path, root: &Path, cache: &Path, cmd: &[&str]) -> Output {
-    let out = dnf(repo, root, cache).args(cmd).output().unwrap();
-    assert!(
-        out.status.success(),
-        "dnf {cmd:?}: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
 /// `cowkit dnf --root ROOT --cache CK --dbpath DB -- <the same dnf
 /// arguments> CMD`.
 fn cowkit_dnf(t: &Twin, repo: &Path, cmd: &[&str]) -> Run {
     let dnf_args = common::dnf_args(repo, &t.b, &t.dnf_cache);
     run(cowkit()
+        .env("HOME", &t.home)
         .args(["dnf", "--json", "--root"])
         .arg(&t.b)
         .arg("--cache")
@@ -122,6 +190,7 @@ fn cowkit_dnf(t: &Twin, repo: &Path, cmd: &[&str]) -> Run {
         .arg(dbpath())
         .arg("--")
         .args(dnf_args)
+        .args(t.setting.args())
         .args(cmd))
 }
 
@@ -206,8 +275,36 @@ fn xattrs(root: &Path, tree: &Tree) -> BTreeMap<String, Vec<(String, Vec<u8>)>> 
     all
 }
 
-/// Roots `a` and `b` agree on the log, `rpm -qa`, `rpm -Va` and the trees
-/// (see the module documentation).
+/// Every package's file states in the database, as rpm shows them:
+/// `NEVRA state path` lines, sorted.
+fn file_states(root: &Path) -> Vec<String> {
+    let out = run_ok(
+        rpm_in(root).args([
+            "-qa",
+            "--qf",
+            "[%{=NEVRA} %{FILESTATES:fstate} %{FILENAMES}\\n]",
+        ]),
+        "rpm -qa --qf FILESTATES",
+    );
+    let mut l: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    l.sort();
+    l
+}
+
+/// The mode and owner of the root directory itself (`filesystem` owns
+/// `/`).
+fn root_meta(root: &Path) -> (u32, u32, u32) {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(root).unwrap();
+    (m.mode() & 0o7777, m.uid(), m.gid())
+}
+
+/// Roots `a` and `b` agree on the log, `rpm -qa`, `rpm -Va`, the
+/// database's file states and the trees (see the module documentation).
 fn assert_same_roots(a: &Path, b: &Path, cache: &Path, what: &str) {
     let (la, lb) = (log(a), log(b));
     assert!(
@@ -216,6 +313,23 @@ fn assert_same_roots(a: &Path, b: &Path, cache: &Path, what: &str) {
     );
     assert_eq!(nevras(a), nevras(b), "{what}: rpm -qa");
     assert_eq!(verify(a), verify(b), "{what}: rpm -Va");
+    let (fa, fb) = (file_states(a), file_states(b));
+    let differ: Vec<_> = fa
+        .iter()
+        .filter(|l| !fb.contains(l))
+        .map(|l| format!("dnf:    {l}"))
+        .chain(
+            fb.iter()
+                .filter(|l| !fa.contains(l))
+                .map(|l| format!("cowkit: {l}")),
+        )
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "{what}: the database's file states differ:\n{}",
+        differ.join("\n")
+    );
+    assert_eq!(root_meta(a), root_meta(b), "{what}: the root directory");
     let (ta, tb) = (comparable(a, cache), comparable(b, cache));
     let d = diff(&ta, &tb, |e| {
         (
@@ -263,12 +377,7 @@ fn afterwards_on_both(t: &Twin) {
     }
     assert_same_roots(&t.a, &t.b, &t.dnf_cache, "rpm -U mandoc");
     for root in [&t.a, &t.b] {
-        plain_dnf(
-            &t.repo.v2,
-            root,
-            &t.dnf_cache,
-            &["remove", "shared-mime-info"],
-        );
+        t.plain(&t.repo.v2, root, &["remove", "shared-mime-info"]);
     }
     assert_same_roots(&t.a, &t.b, &t.dnf_cache, "dnf remove shared-mime-info");
 }
@@ -285,15 +394,147 @@ fn issue_26_cowkit_dnf_builds_fedora_shaped_roots_as_dnf_does() {
         return;
     }
     let Some(dir) = scratch(Fs::Xfs) else { return };
-    let t = Twin::new(dir.path());
+    let t = cowkit_dnf_as_dnf(dir.path(), Setting::Default);
+    afterwards_on_both(&t);
+}
+
+/// Install, upgrade and removal by plain dnf on root A and `cowkit dnf`
+/// on B with `setting`, compared after each step; after the install, the
+/// Fedora shapes are checked on A (what dnf made: the comparison is not
+/// vacuous) and krb5-libs' shared config is edited on both.
+fn cowkit_dnf_as_dnf(d: &Path, setting: Setting) -> Twin {
+    let t = Twin::with(d, setting);
     for (step, cmd) in steps() {
         let repo = t.repo_for(step);
-        plain_dnf(repo, &t.a, &t.dnf_cache, &cmd);
+        t.plain(repo, &t.a, &cmd);
         let r = cowkit_dnf(&t, repo, &cmd);
-        assert!(r.ok, "cowkit dnf {step} failed:\n{}", r.stderr);
-        assert_same_roots(&t.a, &t.b, &t.dnf_cache, &format!("dnf {step}"));
+        assert!(
+            r.ok,
+            "cowkit dnf {step} ({setting:?}) failed:\n{}",
+            r.stderr
+        );
+        assert_same_roots(
+            &t.a,
+            &t.b,
+            &t.dnf_cache,
+            &format!("dnf {step} ({setting:?})"),
+        );
+        if step == "install" {
+            shapes_installed(&t.a, setting);
+            admin_edits(&t.a);
+            admin_edits(&t.b);
+        }
     }
-    afterwards_on_both(&t);
+    t
+}
+
+/// The admin's edit of krb5-libs' shared `%config(noreplace)` file
+/// between install and upgrade (v2 changes it too: rpm keeps the edit and
+/// writes the new one as `.rpmnew`).
+fn admin_edits(root: &Path) {
+    let p = root.join(KRB5_CONF.trim_start_matches('/'));
+    let mut text = std::fs::read_to_string(&p).unwrap();
+    text.push_str("    default_realm = EXAMPLE.ORG\n");
+    std::fs::write(&p, text).unwrap();
+}
+
+/// What rpm made of the Fedora shapes on `root` after the v1 install with
+/// `setting`, from its database and tree.
+fn shapes_installed(root: &Path, setting: Setting) {
+    let states = file_states(root);
+    let has = |line: &str| {
+        assert!(
+            states.iter().any(|l| l == line),
+            "{setting:?}: no `{line}` in\n{}",
+            states.join("\n")
+        )
+    };
+    has("cyrus-sasl-lib-2.1.28-1.fc40.x86_64 normal /usr/sbin/saslpasswd2");
+    has("cyrus-sasl-lib-2.1.28-1.fc40.i686 wrong color /usr/sbin/saslpasswd2");
+    let sasl = std::fs::read(root.join("usr/sbin/saslpasswd2")).unwrap();
+    assert_eq!(sasl[4], 2, "the 64-bit ELF won");
+    assert_eq!(root_meta(root).0, 0o555, "filesystem's `/`");
+    let doc = if setting == Setting::NoDocs {
+        "not installed"
+    } else {
+        "normal"
+    };
+    for arch in ["x86_64", "i686"] {
+        has(&format!(
+            "cyrus-sasl-lib-2.1.28-1.fc40.{arch} {doc} /usr/share/doc/cyrus-sasl-lib/AUTHORS"
+        ));
+        has(&format!(
+            "cyrus-sasl-lib-2.1.28-1.fc40.{arch} normal /usr/share/licenses/cyrus-sasl-lib/COPYING"
+        ));
+        has(&format!(
+            "krb5-libs-1.21.2-1.fc40.{arch} normal {KRB5_CONF}"
+        ));
+        for lang in KRB5_LANGS {
+            let state = if setting == Setting::LangsMacro && lang != "de" {
+                "not installed"
+            } else {
+                "normal"
+            };
+            has(&format!(
+                "krb5-libs-1.21.2-1.fc40.{arch} {state} /usr/share/locale/{lang}/LC_MESSAGES/mit-krb5.mo"
+            ));
+        }
+    }
+    assert_eq!(
+        root.join("usr/share/doc/cyrus-sasl-lib/AUTHORS").exists(),
+        setting != Setting::NoDocs
+    );
+    assert!(
+        std::fs::symlink_metadata(root.join("etc/fonts/conf.d/57-dejavu-sans-fonts.conf"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
+
+/// `cowkit dnf` as plain dnf with `--setopt=tsflags=nodocs` (mkosi's
+/// default): `%doc` files left out and recorded "not installed" alike,
+/// `%license` files installed.
+#[test]
+fn cowkit_dnf_with_tsflags_nodocs_as_dnf() {
+    if !as_root(
+        "cowkit_dnf_with_tsflags_nodocs_as_dnf",
+        "scriptlets run chrooted",
+    ) {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    cowkit_dnf_as_dnf(dir.path(), Setting::NoDocs);
+}
+
+/// `cowkit dnf` as plain dnf given `--setopt=install_langs=de,pt`, which
+/// dnf 4 does not have (it warns and installs every language): cowkit
+/// installs every language too.
+#[test]
+fn cowkit_dnf_with_install_langs_setopt_as_dnf() {
+    if !as_root(
+        "cowkit_dnf_with_install_langs_setopt_as_dnf",
+        "scriptlets run chrooted",
+    ) {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    cowkit_dnf_as_dnf(dir.path(), Setting::LangsSetopt);
+}
+
+/// `cowkit dnf` as plain dnf with rpm's `%_install_langs de:pt` in the
+/// rpm configuration: the `fr` and `pt_BR` catalogues of both arches left
+/// out and recorded "not installed", `de` installed.
+#[test]
+fn cowkit_dnf_with_rpm_install_langs_as_dnf() {
+    if !as_root(
+        "cowkit_dnf_with_rpm_install_langs_as_dnf",
+        "scriptlets run chrooted",
+    ) {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    cowkit_dnf_as_dnf(dir.path(), Setting::LangsMacro);
 }
 
 /// `cowkit install` of the package files against `rpm -U` of the same
@@ -393,9 +634,14 @@ fn plain_dnf_twice_gives_equal_roots() {
     let t = Twin::new(dir.path());
     for (step, cmd) in steps() {
         let repo = t.repo_for(step);
-        plain_dnf(repo, &t.a, &t.dnf_cache, &cmd);
-        plain_dnf(repo, &t.b, &t.dnf_cache, &cmd);
+        t.plain(repo, &t.a, &cmd);
+        t.plain(repo, &t.b, &cmd);
         assert_same_roots(&t.a, &t.b, &t.dnf_cache, &format!("dnf {step}"));
+        if step == "install" {
+            shapes_installed(&t.a, Setting::Default);
+            admin_edits(&t.a);
+            admin_edits(&t.b);
+        }
     }
     assert!(
         log(&t.a).contains("glibc-common-2.39 transfiletriggerin(2000000)"),

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::{man, put, Pkg, LOG, LUA_LDCONFIG};
+use super::{elf, man, put, put_bytes, Pkg, KRB5_LANGS, LOG, LUA_LDCONFIG};
 use crate::repo::Build;
 
 /// The busybox applets `coreutils-single` links in `/usr/bin` (`sh` is
@@ -29,7 +29,31 @@ pub(super) fn all(busybox: &Path) -> Vec<Pkg> {
     v.extend([mod_legacy(), mandoc(), shared_mime_info()]);
     v.extend([procps(), procps_ng()]);
     v.extend([kernel("6.1.0", false), kernel("6.2.0", true)]);
+    for arch in MULTILIB {
+        v.extend([
+            cyrus_sasl_lib("2.1.28", false, arch),
+            cyrus_sasl_lib("2.1.29", true, arch),
+        ]);
+        v.extend([
+            krb5_libs("1.21.2", false, arch),
+            krb5_libs("1.21.3", true, arch),
+        ]);
+    }
+    v.extend([dejavu_fonts("2.37", false), dejavu_fonts("2.38", true)]);
     v
+}
+
+/// The architectures of the multilib pairs (`x86_64` first: the
+/// preferred colour).
+pub(super) const MULTILIB: [&str; 2] = ["x86_64", "i686"];
+
+/// `%{_libdir}` and the ELF class (`__isa_bits`) of `arch`.
+fn libdir_bits(arch: &str) -> (&'static str, u8) {
+    if arch == "i686" {
+        ("/usr/lib", 32)
+    } else {
+        ("/usr/lib64", 64)
+    }
 }
 
 /// `%install` lines writing the script `body` (no `EOF` line) to `path`,
@@ -112,6 +136,7 @@ fn filesystem() -> Pkg {
         .iter()
         .map(|d| match *d {
             "/root" => "%dir %attr(0550,root,root) /root\n".to_string(),
+            "/boot" => "%attr(555,root,root) /boot\n".to_string(),
             "/tmp" | "/var/tmp" => format!("%dir %attr(1777,root,root) {d}\n"),
             "/proc" | "/sys" => format!("%dir %attr(0555,root,root) {d}\n"),
             _ => format!("%dir {d}\n"),
@@ -124,7 +149,9 @@ fn filesystem() -> Pkg {
             "ln -s usr/bin \"$B/bin\"\nln -s usr/sbin \"$B/sbin\"\n\
              ln -s usr/lib \"$B/lib\"\nln -s usr/lib64 \"$B/lib64\"",
         )
-        .files(&format!("{listed}/bin\n/sbin\n/lib\n/lib64"))
+        .files(&format!(
+            "%dir %attr(555,root,root) /\n{listed}/bin\n/sbin\n/lib\n/lib64"
+        ))
         .lua_then_log(
             "%pretrans -p <lua>",
             "pretrans",
@@ -703,4 +730,124 @@ fn kernel(version: &'static str, v2: bool) -> Pkg {
             &format!("/bin/kernel-install remove {version} || exit $?"),
         )
         .sh("%postun", "postun", "")
+}
+
+/// A multilib library package with programs: both arches own
+/// `/usr/sbin/saslpasswd2` (an ELF of each class: rpm installs the
+/// x86_64 one and records the i686 one as "wrong color"), the same
+/// `%license` and `%doc` files, and a library each in its `%{_libdir}`.
+fn cyrus_sasl_lib(version: &'static str, v2: bool, arch: &'static str) -> Pkg {
+    let (lib, bits) = libdir_bits(arch);
+    let code = if v2 { 29 } else { 28 };
+    Pkg::new("cyrus-sasl-lib", version, v2)
+        .arch(arch)
+        .pre("Requires: glibc")
+        .install(&put_bytes(
+            &format!("{lib}/libsasl2.so.3.0.0"),
+            "0755",
+            &elf(bits, code),
+        ))
+        .install(&format!(
+            "ln -s libsasl2.so.3.0.0 \"$B{lib}/libsasl2.so.3\""
+        ))
+        .install(&put_bytes(
+            "/usr/sbin/saslpasswd2",
+            "0755",
+            &elf(bits, code + 100),
+        ))
+        .install("mkdir -p \"$B/etc/sasl2\"")
+        .install(&put(
+            "/usr/share/licenses/cyrus-sasl-lib/COPYING",
+            "0644",
+            "Copyright (c) Carnegie Mellon University",
+        ))
+        .install(&put(
+            "/usr/share/doc/cyrus-sasl-lib/AUTHORS",
+            "0644",
+            &format!("cyrus-sasl {version} authors"),
+        ))
+        .files(&format!(
+            "%license /usr/share/licenses/cyrus-sasl-lib/COPYING\n\
+             %doc /usr/share/doc/cyrus-sasl-lib/AUTHORS\n\
+             {lib}/libsasl2.so.3.0.0\n{lib}/libsasl2.so.3\n\
+             %dir /etc/sasl2\n/usr/sbin/saslpasswd2"
+        ))
+}
+
+/// The other multilib pair: both arches own the `%config(noreplace)`
+/// `/etc/krb5.conf` (changed in v2, edited by the admin in the tests) and
+/// the `%lang` message catalogues `%find_lang` lists.
+fn krb5_libs(version: &'static str, v2: bool, arch: &'static str) -> Pkg {
+    let (lib, bits) = libdir_bits(arch);
+    let conf = if v2 {
+        "[libdefaults]\n    dns_lookup_realm = false\n    rdns = false"
+    } else {
+        "[libdefaults]\n    dns_lookup_realm = false"
+    };
+    let mut p = Pkg::new("krb5-libs", version, v2)
+        .arch(arch)
+        .pre("Requires: glibc")
+        .install(&put("/etc/krb5.conf", "0644", conf))
+        .install("mkdir -p \"$B/etc/krb5.conf.d\"")
+        .install(&put_bytes(
+            &format!("{lib}/libkrb5.so.3"),
+            "0755",
+            &elf(bits, if v2 { 3 } else { 2 }),
+        ))
+        .files(&format!(
+            "%verify(not md5 size mtime) %config(noreplace) /etc/krb5.conf\n\
+             %dir /etc/krb5.conf.d\n{lib}/libkrb5.so.3"
+        ));
+    for lang in KRB5_LANGS {
+        let mo = format!("/usr/share/locale/{lang}/LC_MESSAGES/mit-krb5.mo");
+        p = p
+            .install(&put(&mo, "0644", &format!("mit-krb5 {version} {lang}")))
+            .files(&format!("%lang({lang}) {mo}"));
+    }
+    p
+}
+
+/// A font package: its fontconfig file in `conf.avail` and the
+/// `%config(noreplace)` symlink to it in `/etc/fonts/conf.d`, absolute in
+/// v1 and relative in v2 (retargeted); `%license` and `%doc` files.
+fn dejavu_fonts(version: &'static str, v2: bool) -> Pkg {
+    let avail = "/usr/share/fontconfig/conf.avail/57-dejavu-sans-fonts.conf";
+    let target = if v2 {
+        "../../../usr/share/fontconfig/conf.avail/57-dejavu-sans-fonts.conf"
+    } else {
+        avail
+    };
+    Pkg::new("dejavu-sans-fonts", version, v2)
+        .install(&put(
+            "/usr/share/fonts/dejavu-sans-fonts/DejaVuSans.ttf",
+            "0644",
+            &format!("DejaVu Sans {version}"),
+        ))
+        .install(&put(
+            avail,
+            "0644",
+            &format!("<fontconfig><!-- dejavu {version} --></fontconfig>"),
+        ))
+        .install(&format!(
+            "mkdir -p \"$B/etc/fonts/conf.d\"\n\
+             ln -s {target} \"$B/etc/fonts/conf.d/57-dejavu-sans-fonts.conf\""
+        ))
+        .install(&put(
+            "/usr/share/licenses/dejavu-sans-fonts/LICENSE",
+            "0644",
+            "Bitstream Vera Fonts Copyright",
+        ))
+        .install(&put(
+            "/usr/share/doc/dejavu-sans-fonts/README.md",
+            "0644",
+            &format!("DejaVu fonts {version}"),
+        ))
+        .files(&format!(
+            "%dir /usr/share/fonts/dejavu-sans-fonts\n\
+             /usr/share/fonts/dejavu-sans-fonts/DejaVuSans.ttf\n\
+             {avail}\n\
+             %config(noreplace) /etc/fonts/conf.d/57-dejavu-sans-fonts.conf\n\
+             %license /usr/share/licenses/dejavu-sans-fonts/LICENSE\n\
+             %doc /usr/share/doc/dejavu-sans-fonts/README.md"
+        ))
 }
