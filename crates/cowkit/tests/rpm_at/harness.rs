@@ -21,15 +21,20 @@ pub enum Step {
     Sh(String),
     /// `rpm ARGS PKGS` on A (`-U`, `-i`, with the scenario's options) and
     /// `cowkit install` with the same options in cowkit's spelling on B
-    /// ([`cowkit_args`]); `env` set for both.
+    /// ([`cowkit_args`]); `env` set for both; `want`: what the scenario
+    /// expects of rpm (its stdout, the scriptlets' output, is compared
+    /// with cowkit's when given).
     Rpm {
         args: Vec<String>,
         pkgs: Vec<String>,
         env: Vec<(String, String)>,
+        want: Want,
     },
     /// `rpm -e ARGS` on both roots: cowkit has no erase of its own. What
-    /// cowkit registered and placed before decides what rpm erases.
-    Erase(Vec<String>),
+    /// cowkit registered and placed before decides what rpm erases (and
+    /// which scriptlets and triggers run: the stdouts are compared when
+    /// `want.stdout` is given).
+    Erase { args: Vec<String>, want: Want },
     /// What these paths (and the names beginning with them: `.rpmnew`,
     /// `.rpmsave`, `.rpmorig`) are in both roots ([`show`]); `want` is the
     /// answer the scenario expects of rpm (a port that does not reproduce
@@ -41,23 +46,46 @@ pub enum Step {
     /// Shell run in both roots (as [`Step::Sh`]), its output compared;
     /// `want` as for [`Step::Show`].
     Out { cmd: String, want: Option<String> },
-    /// `rpm -q ARGS` (or any rpm query) in both roots, outputs compared;
-    /// `want` as for [`Step::Show`].
+    /// `rpm -q ARGS` (or any rpm query) in both roots, outputs and exit
+    /// statuses compared; `want` as for [`Step::Show`], `status` the exit
+    /// status the scenario expects of rpm. An argument `pkg:LABEL` is the
+    /// built package of that label, copied into the root as
+    /// `/build/LABEL.rpm` (`rpm -Vp` reads it there).
     Query {
         args: Vec<String>,
         want: Option<String>,
+        status: Option<i32>,
     },
+}
+
+/// What a scenario expects of one run of rpm (a port whose rpm does
+/// otherwise is broken).
+#[derive(Clone, Debug, Default)]
+pub struct Want {
+    /// Its exit status.
+    pub status: Option<i32>,
+    /// Its whole stdout (what the scriptlets print, `-v` lines); cowkit's
+    /// (or, for an erase, the other root's) must be the same.
+    pub stdout: Option<String>,
+    /// Text its stderr holds (rpm's own message; cowkit's words are its
+    /// own and not compared).
+    pub stderr: Option<String>,
+    /// `stdout` is rpm's own (its `-v` lines): checked, not compared with
+    /// cowkit's.
+    pub own_stdout: bool,
 }
 
 impl Step {
     fn label(&self) -> String {
         match self {
             Step::Sh(s) => format!("sh `{s}`"),
-            Step::Rpm { args, pkgs, env } => {
+            Step::Rpm {
+                args, pkgs, env, ..
+            } => {
                 let env: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v} ")).collect();
                 format!("{}rpm {} {}", env.concat(), args.join(" "), pkgs.join(" "))
             }
-            Step::Erase(a) => format!("rpm -e {}", a.join(" ")),
+            Step::Erase { args, .. } => format!("rpm -e {}", args.join(" ")),
             Step::Show { paths, .. } => format!("show {}", paths.join(" ")),
             Step::Query { args, .. } => format!("rpm {}", args.join(" ")),
             Step::Out { cmd, .. } => format!("sh `{cmd}`"),
@@ -274,6 +302,8 @@ pub fn show(root: &Path, paths: &[String]) -> String {
 /// What one command did.
 struct Ran {
     ok: bool,
+    status: Option<i32>,
+    stdout: String,
     stderr: String,
 }
 
@@ -281,8 +311,41 @@ fn ran(cmd: &mut Command) -> Ran {
     let out = cmd.output().unwrap();
     Ran {
         ok: out.status.success(),
+        status: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
+}
+
+/// How rpm's run `r` is not what the scenario expects (`want`), if it is
+/// not.
+fn unwanted(r: &Ran, want: &Want) -> Option<String> {
+    if let Some(s) = want.status {
+        if r.status != Some(s) {
+            return Some(format!(
+                "rpm's exit status is {:?}, the scenario expects {s} ({})",
+                r.status,
+                gist(&r.stderr)
+            ));
+        }
+    }
+    if let Some(o) = &want.stdout {
+        if r.stdout.trim_end() != o.trim_end() {
+            return Some(format!(
+                "rpm's stdout is `{}`, the scenario expects `{o}`",
+                r.stdout.trim_end()
+            ));
+        }
+    }
+    if let Some(e) = &want.stderr {
+        if !r.stderr.contains(e.as_str()) {
+            return Some(format!(
+                "rpm's stderr is `{}`, the scenario expects it to say `{e}`",
+                r.stderr.trim_end()
+            ));
+        }
+    }
+    None
 }
 
 /// The first lines of a message, on one line.
@@ -345,23 +408,40 @@ pub fn run_scenario(
                 }
             }
             Step::Show { want, .. } | Step::Query { want, .. } | Step::Out { want, .. } => {
-                let look = |r: &Path| match step {
-                    Step::Query { args, .. } => {
-                        let out = rpm_in(r).args(args).output().unwrap();
-                        lines(&out, true).join("\n")
+                // What the step shows of a root, and its exit status.
+                let look = |r: &Path| -> (String, Option<i32>) {
+                    match step {
+                        Step::Query { args, .. } => {
+                            let args: Vec<std::ffi::OsString> = args
+                                .iter()
+                                .map(|a| match a.strip_prefix("pkg:") {
+                                    // rpm reads it inside the root (as
+                                    // rpm's scenarios' `/build/RPMS`).
+                                    Some(l) => {
+                                        std::fs::create_dir_all(r.join("build")).unwrap();
+                                        let inside = format!("/build/{l}.rpm");
+                                        std::fs::copy(pkg(l), r.join(&inside[1..])).unwrap();
+                                        inside.into()
+                                    }
+                                    None => a.into(),
+                                })
+                                .collect();
+                            let out = rpm_in(r).args(args).output().unwrap();
+                            (lines(&out, true).join("\n"), out.status.code())
+                        }
+                        Step::Out { cmd, .. } => {
+                            let out = Command::new("sh")
+                                .args(["-c", cmd])
+                                .current_dir(r)
+                                .output()
+                                .unwrap();
+                            (lines(&out, true).join("\n"), None)
+                        }
+                        Step::Show { paths, .. } => (show(r, paths), None),
+                        _ => unreachable!(),
                     }
-                    Step::Out { cmd, .. } => {
-                        let out = Command::new("sh")
-                            .args(["-c", cmd])
-                            .current_dir(r)
-                            .output()
-                            .unwrap();
-                        lines(&out, true).join("\n")
-                    }
-                    Step::Show { paths, .. } => show(r, paths),
-                    _ => unreachable!(),
                 };
-                let (sa, sb) = (look(&a), look(&b));
+                let ((sa, ca), (sb, cb)) = (look(&a), look(&b));
                 if let Some(w) = want {
                     if &sa != w {
                         return Outcome::Broken(format!(
@@ -369,17 +449,42 @@ pub fn run_scenario(
                         ));
                     }
                 }
+                if let Step::Query {
+                    status: Some(s), ..
+                } = step
+                {
+                    if ca != Some(*s) {
+                        return Outcome::Broken(format!(
+                            "{at}: rpm's exit status in its root is {ca:?}, the scenario expects {s}"
+                        ));
+                    }
+                }
                 if sa != sb {
                     return Outcome::Differs(format!("{at}: rpm `{sa}`, cowkit `{sb}`"));
                 }
+                if ca != cb {
+                    return Outcome::Differs(format!(
+                        "{at}: exit status {ca:?} in rpm's root, {cb:?} in cowkit's"
+                    ));
+                }
             }
-            Step::Erase(args) => {
+            Step::Erase { args, want } => {
                 let before = (state(&a), state(&b));
                 if let Some(d) = state_diff(&before.0, &before.1) {
                     return Outcome::Differs(format!("before {at}: {d}"));
                 }
                 let ra = ran(rpm_in(&a).arg("-e").args(args));
                 let rb = ran(rpm_in(&b).arg("-e").args(args));
+                if let Some(why) = unwanted(&ra, want) {
+                    return Outcome::Broken(format!("{at}: {why}"));
+                }
+                if want.stdout.is_some() && ra.stdout != rb.stdout {
+                    return Outcome::Differs(format!(
+                        "{at}: stdout `{}` in rpm's root, `{}` in cowkit's",
+                        ra.stdout.trim_end(),
+                        rb.stdout.trim_end()
+                    ));
+                }
                 if ra.ok != rb.ok {
                     return Outcome::Differs(format!(
                         "{at}: exit status 0 = {} in rpm's root, {} in cowkit's: {}",
@@ -392,7 +497,12 @@ pub fn run_scenario(
                     return Outcome::Differs(format!("after {at}: {d}"));
                 }
             }
-            Step::Rpm { args, pkgs, env } => {
+            Step::Rpm {
+                args,
+                pkgs,
+                env,
+                want,
+            } => {
                 let before_b = state(&b);
                 let mut rpm = rpm_in(&a);
                 rpm.args(args).args(files_in(&a, pkgs));
@@ -411,9 +521,16 @@ pub fn run_scenario(
                     ck.env(k, v);
                 }
                 let ra = ran(&mut rpm);
+                if let Some(why) = unwanted(&ra, want) {
+                    return Outcome::Broken(format!("{at}: {why}"));
+                }
                 let rb = ran(&mut ck);
                 let after_b = state(&b);
-                if ra.ok && !rb.ok {
+                // cowkit's option parser refusing a step rpm failed
+                // (as the scenario expects) after changing its root is a
+                // refusal too: cowkit did not run the step.
+                let parser = rb.stderr.contains("unexpected argument");
+                if !rb.ok && (ra.ok || parser) {
                     return if after_b == before_b {
                         let how = if rb.stderr.contains("unexpected argument") {
                             "option parser"
@@ -434,6 +551,13 @@ pub fn run_scenario(
                     return Outcome::Differs(format!(
                         "{at}: rpm failed ({}), cowkit succeeded",
                         gist(&ra.stderr)
+                    ));
+                }
+                if want.stdout.is_some() && !want.own_stdout && ra.stdout != rb.stdout {
+                    return Outcome::Differs(format!(
+                        "{at}: stdout `{}` from rpm, `{}` from cowkit",
+                        ra.stdout.trim_end(),
+                        rb.stdout.trim_end()
                     ));
                 }
                 if let Some(d) = state_diff(&state(&a), &after_b) {
