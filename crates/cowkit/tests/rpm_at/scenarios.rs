@@ -1,5 +1,5 @@
-//! The install, upgrade, erase, config and replacement scenarios of rpm
-//! 4.18's test suite (`tests/*.at` at `rpm-4.18.0-release`), one per
+//! The install, upgrade, erase, config, replacement, conflict, order,
+//! verify and scriptlet scenarios of rpm 4.18's test suite (`tests/*.at` at `rpm-4.18.0-release`), one per
 //! `AT_CHECK`, as steps on twin roots. Ids are `FILE-SETUP.CHECK`: the
 //! ordinal of the `AT_SETUP` in its file and of the `AT_CHECK` in it.
 //!
@@ -918,7 +918,7 @@ fn rpmi() -> Vec<Scenario> {
         ),
         (
             "two versions in one -i",
-            vec![rpm(&["-i"], &["1", "2"]), q(&format!("{one}\n{two}"))],
+            vec![rpm(&["-i"], &["1", "2"]), q(&format!("{two}\n{one}"))],
         ),
         (
             "one version twice in one -i",
