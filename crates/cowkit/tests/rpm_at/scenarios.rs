@@ -2146,16 +2146,16 @@ fn script() -> Vec<Scenario> {
         ],
     ));
 
-    let foo = "/foo/aaaa\n/foo/copyllo\n/foo/hello\n/foo/hello-bar\n/foo/hello-foo\n/foo/hello-world\n/foo/zzzz\n";
+    let in_foo = "/foo/aaaa\n/foo/copyllo\n/foo/hello\n/foo/hello-bar\n/foo/hello-foo\n/foo/hello-world\n/foo/zzzz\n";
     let bin = "/usr/bin/hello\n";
     let installed = format!(
-        "filetriggerin(/foo*):\n{foo}\nfiletriggerin(/foo*)<lua>:\n{foo}\n\
+        "filetriggerin(/foo*):\n{in_foo}\nfiletriggerin(/foo*)<lua>:\n{in_foo}\n\
          filetriggerin(/usr/bin*): 0\n{bin}\nfiletriggerin(/usr/bin*)<lua>: 0\n{bin}\n\
-         transfiletriggerin(/usr/bin*): 0\n{bin}\ntransfiletriggerin(/foo*):\n{foo}"
+         transfiletriggerin(/usr/bin*): 0\n{bin}\ntransfiletriggerin(/foo*):\n{in_foo}"
     );
     let erased = format!(
-        "transfiletriggerun(/usr/bin*): 0\n{bin}\ntransfiletriggerun(/foo*):\n{foo}\n\
-         filetriggerun(/foo*):\n{foo}\nfiletriggerpostun(/foo*):\n{foo}\n\
+        "transfiletriggerun(/usr/bin*): 0\n{bin}\ntransfiletriggerun(/foo*):\n{in_foo}\n\
+         filetriggerun(/foo*):\n{in_foo}\nfiletriggerpostun(/foo*):\n{in_foo}\n\
          filetriggerun(/usr/bin*): 0\n{bin}\nfiletriggerpostun(/usr/bin*): 0\n{bin}\n\
          transfiletriggerpostun(/usr/bin*): 0\n\ntransfiletriggerpostun(/foo*):\n"
     );
