@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# rpm 4.18's own install/upgrade/erase/config/replace scenarios, each run by
-# the real rpm and by `cowkit install` on twin roots (the test
-# crates/cowkit/tests/rpm_at.rs), written as a markdown table: scenario,
-# outcome, first difference or cowkit's refusal.
+# rpm 4.18's own install/upgrade/erase/config/replace/conflict/order/
+# verify/scriptlet scenarios (rpm's tests/*.at, the files its module docs
+# list), each run by the real rpm and by `cowkit install` on twin roots (the
+# test crates/cowkit/tests/rpm_at.rs), written as a markdown table:
+# scenario, outcome, first difference or cowkit's refusal.
 #
 #   scripts/rpm-at-report.sh [OUT]
 #

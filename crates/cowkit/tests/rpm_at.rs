@@ -1,12 +1,16 @@
-//! rpm 4.18's own install, upgrade, erase, config-file and file-replacement
-//! scenarios (`tests/rpmconfig.at`, `rpmconfig2.at`, `rpmconfig3.at`,
-//! `rpmreplace.at`, `rpmi.at`, `rpme.at` of `rpm-4.18.0-release`), each
-//! run on twin roots: every install step once by the real `rpm` and once
-//! by `cowkit install` (erase steps by `rpm -e` on both: cowkit has no
+//! rpm 4.18's own install, upgrade, erase, config-file, file-replacement,
+//! file-conflict, ordering, verify-after-install and scriptlet scenarios
+//! (`tests/rpmconfig.at`, `rpmconfig2.at`, `rpmconfig3.at`,
+//! `rpmreplace.at`, `rpmi.at`, `rpme.at`, `rpmconflict.at`, `rpmorder.at`,
+//! `rpmverify.at`, `rpmscript.at` of `rpm-4.18.0-release`), each run on
+//! twin roots: every install step once by the real `rpm` and once by
+//! `cowkit install` (erase steps by `rpm -e` on both: cowkit has no
 //! erase), compared after every step by exit status, the scenario's checks
-//! (file contents, `.rpmnew`/`.rpmsave`/`.rpmorig`, `rpm -q` answers),
-//! `rpm -qa` with every file's state, `rpm -Va` and the tree (type, mode,
-//! owner, content, link target).
+//! (file contents, `.rpmnew`/`.rpmsave`/`.rpmorig`, `rpm -q` and `rpm -V`
+//! answers, what the scriptlets and triggers print), `rpm -qa` with every
+//! file's state, `rpm -Va` and the tree (type, mode, owner, content, link
+//! target). rpm's side is held to the scenario's own expectations (exit
+//! status, output, message): a port that rpm does not pass is broken.
 //!
 //! Each scenario ends equal, differing (the first difference), or refused
 //! (cowkit refused a step rpm did, before touching its root). The expected

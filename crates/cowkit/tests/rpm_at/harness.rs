@@ -21,15 +21,20 @@ pub enum Step {
     Sh(String),
     /// `rpm ARGS PKGS` on A (`-U`, `-i`, with the scenario's options) and
     /// `cowkit install` with the same options in cowkit's spelling on B
-    /// ([`cowkit_args`]); `env` set for both.
+    /// ([`cowkit_args`]); `env` set for both; `want`: what the scenario
+    /// expects of rpm (its stdout, the scriptlets' output, is compared
+    /// with cowkit's when given).
     Rpm {
         args: Vec<String>,
         pkgs: Vec<String>,
         env: Vec<(String, String)>,
+        want: Want,
     },
     /// `rpm -e ARGS` on both roots: cowkit has no erase of its own. What
-    /// cowkit registered and placed before decides what rpm erases.
-    Erase(Vec<String>),
+    /// cowkit registered and placed before decides what rpm erases (and
+    /// which scriptlets and triggers run: the stdouts are compared when
+    /// `want.stdout` is given).
+    Erase { args: Vec<String>, want: Want },
     /// What these paths (and the names beginning with them: `.rpmnew`,
     /// `.rpmsave`, `.rpmorig`) are in both roots ([`show`]); `want` is the
     /// answer the scenario expects of rpm (a port that does not reproduce
@@ -41,23 +46,46 @@ pub enum Step {
     /// Shell run in both roots (as [`Step::Sh`]), its output compared;
     /// `want` as for [`Step::Show`].
     Out { cmd: String, want: Option<String> },
-    /// `rpm -q ARGS` (or any rpm query) in both roots, outputs compared;
-    /// `want` as for [`Step::Show`].
+    /// `rpm -q ARGS` (or any rpm query) in both roots, outputs and exit
+    /// statuses compared; `want` as for [`Step::Show`], `status` the exit
+    /// status the scenario expects of rpm. An argument `pkg:LABEL` is the
+    /// built package of that label, copied into the root as
+    /// `/build/LABEL.rpm` (`rpm -Vp` reads it there).
     Query {
         args: Vec<String>,
         want: Option<String>,
+        status: Option<i32>,
     },
+}
+
+/// What a scenario expects of one run of rpm (a port whose rpm does
+/// otherwise is broken).
+#[derive(Clone, Debug, Default)]
+pub struct Want {
+    /// Its exit status.
+    pub status: Option<i32>,
+    /// Its whole stdout (what the scriptlets print, `-v` lines); cowkit's
+    /// (or, for an erase, the other root's) must be the same.
+    pub stdout: Option<String>,
+    /// Text its stderr holds (rpm's own message; cowkit's words are its
+    /// own and not compared).
+    pub stderr: Option<String>,
+    /// `stdout` is rpm's own (its `-v` lines): checked, not compared with
+    /// cowkit's.
+    pub own_stdout: bool,
 }
 
 impl Step {
     fn label(&self) -> String {
         match self {
             Step::Sh(s) => format!("sh `{s}`"),
-            Step::Rpm { args, pkgs, env } => {
+            Step::Rpm {
+                args, pkgs, env, ..
+            } => {
                 let env: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v} ")).collect();
                 format!("{}rpm {} {}", env.concat(), args.join(" "), pkgs.join(" "))
             }
-            Step::Erase(a) => format!("rpm -e {}", a.join(" ")),
+            Step::Erase { args, .. } => format!("rpm -e {}", args.join(" ")),
             Step::Show { paths, .. } => format!("show {}", paths.join(" ")),
             Step::Query { args, .. } => format!("rpm {}", args.join(" ")),
             Step::Out { cmd, .. } => format!("sh `{cmd}`"),
@@ -276,6 +304,8 @@ pub fn show(root: &Path, paths: &[String]) -> String {
 /// What one command did.
 struct Ran {
     ok: bool,
+    status: Option<i32>,
+    stdout: String,
     stderr: String,
 }
 
@@ -283,8 +313,41 @@ fn ran(cmd: &mut Command) -> Ran {
     let out = cmd.output().unwrap();
     Ran {
         ok: out.status.success(),
+        status: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
+}
+
+/// How rpm's run `r` is not what the scenario expects (`want`), if it is
+/// not.
+fn unwanted(r: &Ran, want: &Want) -> Option<String> {
+    if let Some(s) = want.status {
+        if r.status != Some(s) {
+            return Some(format!(
+                "rpm's exit status is {:?}, the scenario expects {s} ({})",
+                r.status,
+                gist(&r.stderr)
+            ));
+        }
+    }
+    if let Some(o) = &want.stdout {
+        if r.stdout.trim_end() != o.trim_end() {
+            return Some(format!(
+                "rpm's stdout is `{}`, the scenario expects `{o}`",
+                r.stdout.trim_end()
+            ));
+        }
+    }
+    if let Some(e) = &want.stderr {
+        if !r.stderr.contains(e.as_str()) {
+            return Some(format!(
+                "rpm's stderr is `{}`, the scenario expects it to say `{e}`",
+                r.stderr.trim_end()
+            ));
+        }
+    }
+    None
 }
 
 /// The first lines of a message, on one line.
@@ -303,19 +366,46 @@ fn gist(s: &str) -> String {
     g
 }
 
+/// A query's arguments in root `r`: `pkg:LABEL` is the built package
+/// `pkg(LABEL)`, copied into the root as `/build/LABEL.rpm` (rpm reads it
+/// inside the root, as rpm's scenarios' `/build/RPMS`).
+fn query_args(r: &Path, args: &[String], pkg: &dyn Fn(&str) -> PathBuf) -> Vec<std::ffi::OsString> {
+    args.iter()
+        .map(|a| match a.strip_prefix("pkg:") {
+            Some(l) => {
+                std::fs::create_dir_all(r.join("build")).unwrap();
+                let inside = format!("/build/{l}.rpm");
+                std::fs::copy(pkg(l), r.join(&inside[1..])).unwrap();
+                inside.into()
+            }
+            None => a.into(),
+        })
+        .collect()
+}
+
+/// The packages of a step, in root `root`: `root:PATH` is a file in the
+/// root, any other label a built package.
+fn files_in(root: &Path, labels: &[String], pkg: &dyn Fn(&str) -> PathBuf) -> Vec<PathBuf> {
+    labels
+        .iter()
+        .map(|l| match l.strip_prefix("root:") {
+            Some(p) => root.join(p),
+            None => pkg(l),
+        })
+        .collect()
+}
+
 /// Run `sc` in `dir` (made; roots `dir/rpm` and `dir/cowkit`) with the
-/// built packages `built` (spec text → package file).
+/// built packages `built` (spec text → package file). After a difference
+/// or a refusal, the rest of the scenario still runs in rpm's root alone,
+/// held to the scenario's expectations: a port rpm does not pass is
+/// broken wherever that shows.
 pub fn run_scenario(
     sc: &Scenario,
     dir: &Path,
     built: &BTreeMap<String, PathBuf>,
     cowkit: &Path,
 ) -> Outcome {
-    let a = dir.join("rpm");
-    let b = dir.join("cowkit");
-    std::fs::create_dir_all(&a).unwrap();
-    run_ok(rpm_in(&a).arg("--initdb"), "rpm --initdb");
-    run_ok(Command::new("cp").arg("-a").arg(&a).arg(&b), "cp -a");
     let pkg = |label: &str| -> PathBuf {
         let spec = &sc
             .pkgs
@@ -325,17 +415,107 @@ pub fn run_scenario(
             .1;
         built[&build_key(spec)].clone()
     };
-    // `root:PATH`: a file in each root, not a built package.
-    let files_in = |root: &Path, labels: &[String]| -> Vec<PathBuf> {
-        labels
-            .iter()
-            .map(|l| match l.strip_prefix("root:") {
-                Some(p) => root.join(p),
-                None => pkg(l),
-            })
-            .collect()
-    };
+    let mut ended_at = 0;
+    let o = run_twins(sc, dir, &pkg, cowkit, &mut ended_at);
+    if matches!(o, Outcome::Equal | Outcome::Broken(_)) {
+        return o;
+    }
+    let a = dir.join("rpm");
+    for (i, step) in sc.steps.iter().enumerate().skip(ended_at + 1) {
+        if let Some(why) = rpm_side(step, &a, &pkg) {
+            return Outcome::Broken(format!(
+                "step {} (`{}`), in rpm's root alone after the scenario ended ({}): {why}",
+                i + 1,
+                step.label(),
+                match &o {
+                    Outcome::Differs(d) | Outcome::Refused(d) => gist(d),
+                    _ => String::new(),
+                }
+            ));
+        }
+    }
+    o
+}
+
+/// `step` in rpm's root `a` alone: how rpm does not do what the scenario
+/// expects, if it does not.
+fn rpm_side(step: &Step, a: &Path, pkg: &dyn Fn(&str) -> PathBuf) -> Option<String> {
+    match step {
+        Step::Sh(cmd) => {
+            run_ok(Command::new("sh").args(["-ec", cmd]).current_dir(a), "sh");
+            None
+        }
+        Step::Rpm {
+            args,
+            pkgs,
+            env,
+            want,
+        } => {
+            let mut rpm = rpm_in(a);
+            rpm.args(args).args(files_in(a, pkgs, pkg));
+            for (k, v) in env {
+                rpm.env(k, v);
+            }
+            unwanted(&ran(&mut rpm), want)
+        }
+        Step::Erase { args, want } => unwanted(&ran(rpm_in(a).arg("-e").args(args)), want),
+        Step::Query { args, want, status } => {
+            let out = rpm_in(a).args(query_args(a, args, pkg)).output().unwrap();
+            let got = lines(&out, true).join("\n");
+            match (want, status) {
+                (Some(w), _) if &got != w => {
+                    Some(format!("rpm shows `{got}`, the scenario expects `{w}`"))
+                }
+                (_, Some(s)) if out.status.code() != Some(*s) => Some(format!(
+                    "rpm's exit status is {:?}, the scenario expects {s}",
+                    out.status.code()
+                )),
+                _ => None,
+            }
+        }
+        Step::Out { cmd, want } => {
+            let out = Command::new("sh")
+                .args(["-c", cmd])
+                .current_dir(a)
+                .output()
+                .unwrap();
+            let got = lines(&out, true).join("\n");
+            match want {
+                Some(w) if &got != w => Some(format!(
+                    "rpm's root shows `{got}`, the scenario expects `{w}`"
+                )),
+                _ => None,
+            }
+        }
+        Step::Show { paths, want } => {
+            let got = show(a, paths);
+            match want {
+                Some(w) if &got != w => Some(format!(
+                    "rpm's root shows `{got}`, the scenario expects `{w}`"
+                )),
+                _ => None,
+            }
+        }
+    }
+}
+
+/// The scenario on both roots, up to its end; `ended_at` is the index of
+/// the step it ended at.
+fn run_twins(
+    sc: &Scenario,
+    dir: &Path,
+    pkg: &dyn Fn(&str) -> PathBuf,
+    cowkit: &Path,
+    ended_at: &mut usize,
+) -> Outcome {
+    let a = dir.join("rpm");
+    let b = dir.join("cowkit");
+    std::fs::create_dir_all(&a).unwrap();
+    run_ok(rpm_in(&a).arg("--initdb"), "rpm --initdb");
+    run_ok(Command::new("cp").arg("-a").arg(&a).arg(&b), "cp -a");
+    let files_in = |root: &Path, labels: &[String]| files_in(root, labels, pkg);
     for (i, step) in sc.steps.iter().enumerate() {
+        *ended_at = i;
         let at = format!("step {} (`{}`)", i + 1, step.label());
         match step {
             Step::Sh(cmd) => {
@@ -347,23 +527,27 @@ pub fn run_scenario(
                 }
             }
             Step::Show { want, .. } | Step::Query { want, .. } | Step::Out { want, .. } => {
-                let look = |r: &Path| match step {
-                    Step::Query { args, .. } => {
-                        let out = rpm_in(r).args(args).output().unwrap();
-                        lines(&out, true).join("\n")
+                // What the step shows of a root, and its exit status.
+                let look = |r: &Path| -> (String, Option<i32>) {
+                    match step {
+                        Step::Query { args, .. } => {
+                            let args = query_args(r, args, pkg);
+                            let out = rpm_in(r).args(args).output().unwrap();
+                            (lines(&out, true).join("\n"), out.status.code())
+                        }
+                        Step::Out { cmd, .. } => {
+                            let out = Command::new("sh")
+                                .args(["-c", cmd])
+                                .current_dir(r)
+                                .output()
+                                .unwrap();
+                            (lines(&out, true).join("\n"), None)
+                        }
+                        Step::Show { paths, .. } => (show(r, paths), None),
+                        _ => unreachable!(),
                     }
-                    Step::Out { cmd, .. } => {
-                        let out = Command::new("sh")
-                            .args(["-c", cmd])
-                            .current_dir(r)
-                            .output()
-                            .unwrap();
-                        lines(&out, true).join("\n")
-                    }
-                    Step::Show { paths, .. } => show(r, paths),
-                    _ => unreachable!(),
                 };
-                let (sa, sb) = (look(&a), look(&b));
+                let ((sa, ca), (sb, cb)) = (look(&a), look(&b));
                 if let Some(w) = want {
                     if &sa != w {
                         return Outcome::Broken(format!(
@@ -371,17 +555,42 @@ pub fn run_scenario(
                         ));
                     }
                 }
+                if let Step::Query {
+                    status: Some(s), ..
+                } = step
+                {
+                    if ca != Some(*s) {
+                        return Outcome::Broken(format!(
+                            "{at}: rpm's exit status in its root is {ca:?}, the scenario expects {s}"
+                        ));
+                    }
+                }
                 if sa != sb {
                     return Outcome::Differs(format!("{at}: rpm `{sa}`, cowkit `{sb}`"));
                 }
+                if ca != cb {
+                    return Outcome::Differs(format!(
+                        "{at}: exit status {ca:?} in rpm's root, {cb:?} in cowkit's"
+                    ));
+                }
             }
-            Step::Erase(args) => {
+            Step::Erase { args, want } => {
                 let before = (state(&a), state(&b));
                 if let Some(d) = state_diff(&before.0, &before.1) {
                     return Outcome::Differs(format!("before {at}: {d}"));
                 }
                 let ra = ran(rpm_in(&a).arg("-e").args(args));
                 let rb = ran(rpm_in(&b).arg("-e").args(args));
+                if let Some(why) = unwanted(&ra, want) {
+                    return Outcome::Broken(format!("{at}: {why}"));
+                }
+                if want.stdout.is_some() && ra.stdout != rb.stdout {
+                    return Outcome::Differs(format!(
+                        "{at}: stdout `{}` in rpm's root, `{}` in cowkit's",
+                        ra.stdout.trim_end(),
+                        rb.stdout.trim_end()
+                    ));
+                }
                 if ra.ok != rb.ok {
                     return Outcome::Differs(format!(
                         "{at}: exit status 0 = {} in rpm's root, {} in cowkit's: {}",
@@ -394,7 +603,12 @@ pub fn run_scenario(
                     return Outcome::Differs(format!("after {at}: {d}"));
                 }
             }
-            Step::Rpm { args, pkgs, env } => {
+            Step::Rpm {
+                args,
+                pkgs,
+                env,
+                want,
+            } => {
                 let before_b = state(&b);
                 let mut rpm = rpm_in(&a);
                 rpm.args(args).args(files_in(&a, pkgs));
@@ -413,9 +627,17 @@ pub fn run_scenario(
                     ck.env(k, v);
                 }
                 let ra = ran(&mut rpm);
+                if let Some(why) = unwanted(&ra, want) {
+                    return Outcome::Broken(format!("{at}: {why}"));
+                }
                 let rb = ran(&mut ck);
                 let after_b = state(&b);
-                if ra.ok && !rb.ok {
+                // cowkit's option parser refusing a step rpm failed
+                // (as the scenario expects) after changing its root is a
+                // refusal too: cowkit did not run the step. (When rpm's
+                // failure left its root as it was, both ended alike.)
+                let parser = rb.stderr.contains("unexpected argument");
+                if !rb.ok && (ra.ok || (parser && state(&a) != after_b)) {
                     return if after_b == before_b {
                         let how = if rb.stderr.contains("unexpected argument") {
                             "option parser"
@@ -436,6 +658,13 @@ pub fn run_scenario(
                     return Outcome::Differs(format!(
                         "{at}: rpm failed ({}), cowkit succeeded",
                         gist(&ra.stderr)
+                    ));
+                }
+                if want.stdout.is_some() && !want.own_stdout && ra.stdout != rb.stdout {
+                    return Outcome::Differs(format!(
+                        "{at}: stdout `{}` from rpm, `{}` from cowkit",
+                        ra.stdout.trim_end(),
+                        rb.stdout.trim_end()
                     ));
                 }
                 if let Some(d) = state_diff(&state(&a), &after_b) {

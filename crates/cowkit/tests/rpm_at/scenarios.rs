@@ -1,5 +1,5 @@
-//! The install, upgrade, erase, config and replacement scenarios of rpm
-//! 4.18's test suite (`tests/*.at` at `rpm-4.18.0-release`), one per
+//! The install, upgrade, erase, config, replacement, conflict, order,
+//! verify and scriptlet scenarios of rpm 4.18's test suite (`tests/*.at` at `rpm-4.18.0-release`), one per
 //! `AT_CHECK`, as steps on twin roots. Ids are `FILE-SETUP.CHECK`: the
 //! ordinal of the `AT_SETUP` in its file and of the `AT_CHECK` in it.
 //!
@@ -10,7 +10,7 @@
 //! defaults on x86_64 and are left out too; every other option is passed
 //! as the scenario passes it.
 
-use super::harness::{Scenario, Step};
+use super::harness::{Scenario, Step, Want};
 use super::specs::{self, Cfg, Spec, Ty};
 
 fn s(x: &str) -> String {
@@ -21,12 +21,51 @@ fn v(xs: &[&str]) -> Vec<String> {
     xs.iter().map(|x| s(x)).collect()
 }
 
+/// `rpm ARGS PKGS` / `cowkit install`, what rpm must do.
+fn rpm_w(args: &[&str], pkgs: &[&str], want: Want) -> Step {
+    Step::Rpm {
+        args: v(args),
+        pkgs: v(pkgs),
+        env: vec![],
+        want,
+    }
+}
+
+/// What rpm must do: its exit status, its stdout (compared with
+/// cowkit's), text its stderr holds.
+fn w(status: Option<i32>, stdout: Option<&str>, stderr: Option<&str>) -> Want {
+    Want {
+        status,
+        stdout: stdout.map(s),
+        stderr: stderr.map(s),
+        own_stdout: false,
+    }
+}
+
+/// `rpm -e ARGS` on both roots, what rpm must do.
+fn e_w(args: &[&str], want: Want) -> Step {
+    Step::Erase {
+        args: v(args),
+        want,
+    }
+}
+
+/// A query whose output and exit status rpm's root must give.
+fn query_st(args: &[&str], want: Option<&str>, status: i32) -> Step {
+    Step::Query {
+        args: v(args),
+        want: want.map(s),
+        status: Some(status),
+    }
+}
+
 /// `rpm ARGS PKGS` / `cowkit install`.
 fn rpm(args: &[&str], pkgs: &[&str]) -> Step {
     Step::Rpm {
         args: v(args),
         pkgs: v(pkgs),
         env: vec![],
+        want: Want::default(),
     }
 }
 
@@ -35,7 +74,10 @@ fn u(pkgs: &[&str]) -> Step {
 }
 
 fn e(args: &[&str]) -> Step {
-    Step::Erase(v(args))
+    Step::Erase {
+        args: v(args),
+        want: Want::default(),
+    }
 }
 
 fn sh(cmd: &str) -> Step {
@@ -53,6 +95,7 @@ fn query(args: &[&str], want: Option<&str>) -> Step {
     Step::Query {
         args: v(args),
         want: want.map(s),
+        status: None,
     }
 }
 
@@ -82,6 +125,10 @@ pub fn all() -> Vec<Scenario> {
     out.extend(replace());
     out.extend(rpmi());
     out.extend(rpme());
+    out.extend(conflict());
+    out.extend(order());
+    out.extend(verify());
+    out.extend(script());
     out
 }
 
@@ -768,6 +815,7 @@ fn rpmi() -> Vec<Scenario> {
                 args: v(&["-i", "--nodeps"]),
                 pkgs: v(&["hello"]),
                 env: time_env("97445"),
+                want: Want::default(),
             },
             query(&["-q", "--tid", "97445"], Some("hello-2.0-1.x86_64")),
             query(&["-q", "--qf", "%{INSTALLTIME}", "hello"], Some("97445")),
@@ -784,6 +832,7 @@ fn rpmi() -> Vec<Scenario> {
                 args: v(&["-i", "--nodeps"]),
                 pkgs: v(&["foo", "hello"]),
                 env: time_env("1445412535"),
+                want: Want::default(),
             },
             query(&["-q", "--tid", "1445412535"], None),
             query(&["-qa", "--qf", "%{NAME} %{INSTALLTIME}\\n"], None),
@@ -819,6 +868,7 @@ fn rpmi() -> Vec<Scenario> {
             args: v(&["-i"]),
             pkgs: v(&["root:no_such_file"]),
             env: vec![],
+            want: Want::default(),
         }],
     ));
     out.push(sc(
@@ -833,6 +883,7 @@ fn rpmi() -> Vec<Scenario> {
                 args: v(&["-Uv"]),
                 pkgs: v(&["root:not_an.rpm"]),
                 env: vec![],
+                want: Want::default(),
             },
         ],
     ));
@@ -1207,6 +1258,955 @@ fn rpme() -> Vec<Scenario> {
         vec![
             nd(&["x64"]),
             e(&["--define", "_netsharedpath /usr/share", "hello"]),
+        ],
+    ));
+    out
+}
+
+// ---------------------------------------------------------------------------
+// rpmconflict.at
+
+fn conflict() -> Vec<Scenario> {
+    let file = "rpmconflict.at";
+    // Each package's file holds `data`, or its own name.
+    let pair = |data: Option<&str>| {
+        vec![
+            ("one", specs::conflicttest("one", data.unwrap_or("one"), "")),
+            ("two", specs::conflicttest("two", data.unwrap_or("two"), "")),
+        ]
+    };
+    let st = |n| rpm_w(&["-U"], &[], w(Some(n), None, None));
+    let with = |step: Step, pkgs: &[&str]| match step {
+        Step::Rpm {
+            args, env, want, ..
+        } => Step::Rpm {
+            args,
+            pkgs: v(pkgs),
+            env,
+            want,
+        },
+        other => other,
+    };
+    let mut out = vec![
+        sc(
+            "rpmconflict-1.1",
+            file,
+            "packages with file conflicts",
+            "a package whose file conflicts with an installed one's",
+            pair(None),
+            vec![u(&["one"]), with(st(1), &["two"])],
+        ),
+        sc(
+            "rpmconflict-1.2",
+            file,
+            "packages with file conflicts",
+            "two packages whose files conflict, in one transaction",
+            pair(None),
+            vec![with(st(2), &["one", "two"])],
+        ),
+        sc(
+            "rpmconflict-2.1",
+            file,
+            "shareable files",
+            "a package sharing an identical file with an installed one",
+            pair(Some("same_stuff")),
+            vec![u(&["one"]), with(st(0), &["two"])],
+        ),
+        sc(
+            "rpmconflict-2.2",
+            file,
+            "shareable files",
+            "two packages sharing an identical file, in one transaction",
+            pair(Some("same_stuff")),
+            vec![with(st(0), &["one", "two"])],
+        ),
+        sc(
+            "rpmconflict-3.1",
+            file,
+            "non-conflicting identical basenames",
+            "one package, the same basename in two directories",
+            vec![("p", specs::selfconflict())],
+            vec![sh("rm -rf opt/mydir"), with(st(0), &["p"])],
+        ),
+        sc(
+            "rpmconflict-4.1",
+            file,
+            "conflicting identical basenames",
+            "one package, the same basename in two directories one of which is the admin's symlink to the other",
+            vec![("p", specs::selfconflict())],
+            vec![
+                sh("rm -rf opt/mydir && mkdir -p opt/mydir/one && ln -s one opt/mydir/two"),
+                rpm_w(
+                    &["-U"],
+                    &["p"],
+                    w(
+                        Some(1),
+                        Some(""),
+                        Some("file /opt/mydir/two/somefile conflicts between attempted installs of selfconflict-1.0-1.noarch and selfconflict-1.0-1.noarch"),
+                    ),
+                ),
+            ],
+        ),
+    ];
+
+    // Colored (ELF) files of a multilib pair: rpm's default prefers the
+    // 64-bit one; `_prefer_color 1` the 32-bit one.
+    let both = || {
+        vec![
+            ("x64", specs::hello("x86_64")),
+            ("x32", specs::hello("i686")),
+        ]
+    };
+    let states = &["-q", "--qf", "[%{filestates:fstate},]\\n"];
+    let q = |pkgs: &[&str], want: &str| {
+        let mut a = states.to_vec();
+        a.extend_from_slice(pkgs);
+        query(&a, Some(want))
+    };
+    let normal = "normal,normal,normal,normal,normal,";
+    let wrong = "wrong color,normal,normal,normal,normal,";
+    let both_q = ["hello.i686", "hello.x86_64"];
+    for (setup, prefer, title) in [
+        (5, None, "multilib elf conflict, prefer 64bit"),
+        (
+            8,
+            Some("_prefer_color 1"),
+            "multilib elf conflict, prefer 32bit",
+        ),
+    ] {
+        let mut args = vec!["-U", "--nodeps"];
+        if let Some(d) = prefer {
+            args.extend(["--define", d]);
+        }
+        // Which package's file loses: i686's when 64-bit is preferred.
+        let (q32, q64) = if prefer.is_none() {
+            (wrong, normal)
+        } else {
+            (normal, wrong)
+        };
+        let titles: [&'static str; 3] = if prefer.is_none() {
+            [
+                "multilib elf conflict, prefer 64bit 1",
+                "multilib elf conflict, prefer 64bit 2",
+                "multilib elf conflict, prefer 64bit 3",
+            ]
+        } else {
+            [
+                "multilib elf conflict, prefer 32bit 1",
+                "multilib elf conflict, prefer 32bit 2",
+                "multilib elf conflict, prefer 32bit 3",
+            ]
+        };
+        out.push(sc(
+            &format!("rpmconflict-{setup}.1"),
+            file,
+            titles[0],
+            &format!("{title}: the pair in one transaction"),
+            both(),
+            vec![
+                rpm(&args, &["x32", "x64"]),
+                q(&both_q, &format!("{q32}\n{q64}")),
+            ],
+        ));
+        out.push(sc(
+            &format!("rpmconflict-{}.1", setup + 1),
+            file,
+            titles[1],
+            &format!("{title}: i686, then x86_64"),
+            both(),
+            vec![
+                rpm(&args, &["x32"]),
+                q(&["hello.i686"], normal),
+                rpm(&args, &["x64"]),
+                q(&both_q, &format!("{q32}\n{q64}")),
+            ],
+        ));
+        out.push(sc(
+            &format!("rpmconflict-{}.1", setup + 2),
+            file,
+            titles[2],
+            &format!("{title}: x86_64, then i686"),
+            both(),
+            vec![
+                rpm(&args, &["x64"]),
+                q(&["hello.x86_64"], normal),
+                rpm(&args, &["x32"]),
+                q(&both_q, &format!("{q32}\n{q64}")),
+            ],
+        ));
+    }
+
+    let hs = || {
+        vec![
+            ("x64", specs::hello("x86_64")),
+            ("hs", specs::hello_script()),
+        ]
+    };
+    let nd = |pkgs: &[&str], status, says: &str| {
+        rpm_w(
+            &["-U", "--nodeps"],
+            pkgs,
+            w(Some(status), Some(""), Some(says)),
+        )
+    };
+    out.push(sc(
+        "rpmconflict-11.1",
+        file,
+        "multilib elf vs non-elf file conflict 1",
+        "an ELF file and a text file at one path, in one transaction",
+        hs(),
+        vec![nd(
+            &["x64", "hs"],
+            2,
+            "file /usr/bin/hello conflicts between attempted installs of hello-2.0-1.x86_64 and hello-script-1.0-1.noarch",
+        )],
+    ));
+    out.push(sc(
+        "rpmconflict-12.1",
+        file,
+        "multilib elf vs non-elf file conflict 2",
+        "a text file over an installed ELF file",
+        hs(),
+        vec![
+            rpm(&["-U", "--nodeps"], &["x64"]),
+            nd(
+                &["hs"],
+                1,
+                "file /usr/bin/hello from install of hello-script-1.0-1.noarch conflicts with file from package hello-2.0-1.x86_64",
+            ),
+        ],
+    ));
+    out.push(sc(
+        "rpmconflict-13.1",
+        file,
+        "multilib elf vs non-elf file conflict 3",
+        "an ELF file over an installed text file",
+        hs(),
+        vec![
+            rpm(&["-U", "--nodeps"], &["hs"]),
+            nd(
+                &["x64"],
+                1,
+                "file /usr/bin/hello from install of hello-2.0-1.x86_64 conflicts with file from package hello-script-1.0-1.noarch",
+            ),
+        ],
+    ));
+    let says = "file /usr/share/symlinktest from install of symlinktest-1.0-2.noarch conflicts with file from package symlinktest-1.0-1.noarch";
+    for (n, (title, first_link)) in [
+        ("replacing directory with symlink", false),
+        ("replacing symlink with directory", true),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        out.push(sc(
+            &format!("rpmconflict-{}.1", 14 + n),
+            file,
+            title,
+            "an upgrade turning a directory into a symlink or back: a conflict",
+            vec![
+                ("1", specs::symlinktest("1", first_link)),
+                ("2", specs::symlinktest("2", !first_link)),
+            ],
+            vec![
+                sh("rm -rf usr/share/symlinktest* usr/lib/symlinktest*"),
+                u(&["1"]),
+                rpm_w(&["-U"], &["2"], w(Some(2), Some(""), Some(says))),
+            ],
+        ));
+    }
+    let mv = &["usr/share/my.version"][..];
+    out.push(sc(
+        "rpmconflict-16.1",
+        file,
+        "real file with shared ghost",
+        "a file and another package's %ghost at its path: the file stays until its package is erased",
+        vec![
+            ("one", specs::conflicttest("one", "one", "")),
+            ("two", specs::conflicttest("two", "two", "%ghost")),
+        ],
+        vec![
+            show(mv, ""),
+            u(&["one", "two"]),
+            show(mv, "usr/share/my.version=one"),
+            e(&["conflicttwo"]),
+            show(mv, "usr/share/my.version=one"),
+            e(&["conflictone"]),
+            show(mv, ""),
+        ],
+    ));
+    out
+}
+
+// ---------------------------------------------------------------------------
+// rpmorder.at
+
+fn order() -> Vec<Scenario> {
+    let file = "rpmorder.at";
+    let rows: [(&'static str, [&str; 3]); 3] = [
+        (
+            "basic install/erase order 1",
+            [
+                "Requires: deptest-two",
+                "OrderWithRequires: deptest-three",
+                "",
+            ],
+        ),
+        (
+            "basic install/erase order 2",
+            ["Recommends: deptest-two", "Suggests: deptest-three", ""],
+        ),
+        (
+            "basic install/erase order 3",
+            ["", "Supplements: deptest-one", "Enhances: deptest-two"],
+        ),
+    ];
+    let mut out = Vec::new();
+    for (n, (title, deps)) in rows.into_iter().enumerate() {
+        let installed =
+            "deptest-three-1.0-1.noarch\ndeptest-two-1.0-1.noarch\ndeptest-one-1.0-1.noarch";
+        out.push(sc(
+            &format!("rpmorder-{}.1", n + 1),
+            file,
+            title,
+            "three packages given out of their dependencies' order, registered only (--justdb) and erased so",
+            vec![
+                ("one", specs::deptest("one", deps[0])),
+                ("two", specs::deptest("two", deps[1])),
+                ("three", specs::deptest("three", deps[2])),
+            ],
+            vec![
+                rpm_w(
+                    &["-Uv", "--justdb"],
+                    &["two", "three", "one"],
+                    Want {
+                        status: Some(0),
+                        stdout: Some(format!(
+                            "Verifying packages...\nPreparing packages...\n{installed}"
+                        )),
+                        stderr: None,
+                        own_stdout: true,
+                    },
+                ),
+                // The order the packages were registered in.
+                query(&["-qa", "--qf", "%{NEVRA}\\n"], Some(installed)),
+                e_w(
+                    &["-v", "--justdb", "deptest-three", "deptest-one", "deptest-two"],
+                    w(
+                        Some(0),
+                        Some("Preparing packages...\ndeptest-one-1.0-1.noarch\ndeptest-two-1.0-1.noarch\ndeptest-three-1.0-1.noarch"),
+                        None,
+                    ),
+                ),
+            ],
+        ));
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------
+// rpmverify.at: each scenario installs (some erase) before verifying. The
+// `--fsmdebug` twins of the minimize-writes checks (12.2, 14.2) are left
+// out: what they count is rpm's debug log, which cowkit has no part in.
+// `/data/RPMS/hello-1.0-1.ppc64.rpm` (installed with --ignorearch) is
+// built here for x86_64.
+
+fn verify() -> Vec<Scenario> {
+    let file = "rpmverify.at";
+    let va = ["-Va", "--nodeps", "--nouser", "--nogroup"];
+    let h1 = || vec![("h", specs::hello1("i386"))];
+    let plain = || rpm(&["-U", "--nodeps", "--noscripts"], &["h"]);
+    let mutilate = sh(
+        "rm -f usr/share/doc/hello-1.0/FAQ && chmod u-x usr/local/bin/hello && \
+         dd if=/dev/zero of=usr/local/bin/hello conv=notrunc bs=1 seek=5 count=6 2>/dev/null",
+    );
+    let mutilated = ".M5....T.    /usr/local/bin/hello\nmissing   d /usr/share/doc/hello-1.0/FAQ";
+    let root = ("root", "root");
+    let rt = |ty| vec![("1", specs::replacetest("1.0", ty, root, None))];
+    let mut out = vec![
+        sc(
+            "rpmverify-1.1",
+            file,
+            "dependency problems",
+            "a package installed with --nodeps, its dependency missing",
+            vec![("one", specs::deptest("one", "Requires: deptest-two"))],
+            vec![
+                rpm(&["-U", "--nodeps"], &["one"]),
+                query_st(
+                    &["-Va", "--nofiles"],
+                    Some("Unsatisfied dependencies for deptest-one-1.0-1.noarch:\n\tdeptest-two is needed by (installed) deptest-one-1.0-1.noarch"),
+                    1,
+                ),
+            ],
+        ),
+        sc(
+            "rpmverify-2.1",
+            file,
+            "files with no problems",
+            "install (--nodeps --noscripts), verify",
+            h1(),
+            vec![plain(), query_st(&va, Some(""), 0)],
+        ),
+        sc(
+            "rpmverify-3.1",
+            file,
+            "files with no problems in verbose mode",
+            "install (--nodeps --noscripts), verify verbosely",
+            h1(),
+            vec![
+                plain(),
+                query_st(
+                    &["-Vva", "--nodeps", "--nouser", "--nogroup"],
+                    Some(".........    /usr/local/bin/hello\n.........    /usr/share/doc/hello-1.0\n.........  d /usr/share/doc/hello-1.0/FAQ"),
+                    0,
+                ),
+            ],
+        ),
+        sc(
+            "rpmverify-4.1",
+            file,
+            "directory replaced with a directory symlink",
+            "the package's directory moved and replaced by the admin's symlink to it",
+            rt(Ty::DataDir("README1")),
+            vec![
+                u(&["1"]),
+                sh("mv opt/foo opt/was && ln -s was opt/foo"),
+                query_st(
+                    &["-Vv", "replacetest"],
+                    Some(".........    /opt/foo\n.........    /opt/foo/README1\n.........    /opt/goo\n.........    /opt/zoo"),
+                    0,
+                ),
+            ],
+        ),
+        sc(
+            "rpmverify-5.1",
+            file,
+            "directory replaced with an invalid directory symlink",
+            "the package's directory moved and replaced by a symlink of another owner (bin)",
+            rt(Ty::DataDir("README1")),
+            vec![
+                u(&["1"]),
+                sh("mv opt/foo opt/was && ln -s was opt/foo && chown -h bin opt/foo"),
+                query_st(
+                    &["-Vv", "--nouser", "--nogroup", "replacetest"],
+                    Some("....L....    /opt/foo\n.........    /opt/foo/README1\n.........    /opt/goo\n.........    /opt/zoo"),
+                    1,
+                ),
+            ],
+        ),
+        sc(
+            "rpmverify-6.1",
+            file,
+            "verify from db, with problems present",
+            "install, then a file removed, one changed",
+            h1(),
+            vec![plain(), mutilate.clone(), query_st(&va, Some(mutilated), 1)],
+        ),
+        sc(
+            "rpmverify-7.1",
+            file,
+            "verify from package, with problems present",
+            "install, then a file removed, one changed; verified against the package",
+            h1(),
+            vec![
+                plain(),
+                mutilate,
+                query_st(
+                    &["-Vp", "--nodeps", "--nouser", "--nogroup", "pkg:h"],
+                    Some(mutilated),
+                    1,
+                ),
+            ],
+        ),
+    ];
+    let mut filters = vec![sc(
+        "rpmverify-8.1",
+        file,
+        "verify file attribute filtering",
+        "files of every virtual attribute, verified with each filter",
+        vec![("p", specs::vattrtest())],
+        vec![
+            u(&["p"]),
+            sh("touch opt/vattrtest/g && chmod 644 opt/vattrtest/g"),
+        ],
+    )];
+    let ok = |f: &str| format!(".........  {f} /opt/vattrtest/{f}");
+    let dir = ".........    /opt/vattrtest";
+    for (filter, want) in [
+        (
+            "--noconfig",
+            vec![
+                dir.to_string(),
+                ok("a"),
+                ok("d"),
+                ok("g"),
+                ok("l"),
+                ok("m"),
+                ok("r"),
+            ],
+        ),
+        (
+            "--noghost",
+            vec![
+                dir.to_string(),
+                ok("a"),
+                ok("c"),
+                ".........  c /opt/vattrtest/cn".to_string(),
+                ok("d"),
+                ok("l"),
+                ok("m"),
+                ok("r"),
+            ],
+        ),
+        (
+            "--noartifact",
+            vec![
+                dir.to_string(),
+                ok("c"),
+                ".........  c /opt/vattrtest/cn".to_string(),
+                ok("d"),
+                ok("g"),
+                ok("l"),
+                ok("m"),
+                ok("r"),
+            ],
+        ),
+        ("-A", vec![ok("a")]),
+        (
+            "-c",
+            vec![ok("c"), ".........  c /opt/vattrtest/cn".to_string()],
+        ),
+        ("-d", vec![ok("d")]),
+        ("-L", vec![ok("l")]),
+    ] {
+        filters[0].steps.push(query(
+            &["-Vv", "--nouser", "--nogroup", filter, "vattrtest"],
+            Some(&want.join("\n")),
+        ));
+    }
+    out.append(&mut filters);
+    out.push(sc(
+        "rpmverify-9.1",
+        file,
+        "verifyscript failure",
+        "a <lua> %verifyscript that fails",
+        vec![("p", specs::verifyscript())],
+        vec![
+            rpm(&["-U", "--nodeps"], &["p"]),
+            sh("rm -f var/checkme"),
+            query_st(&["-V", "--nodeps", "verifyscript"], None, 1),
+        ],
+    ));
+    out.push(sc(
+        "rpmverify-10.1",
+        file,
+        "verifyscript success",
+        "a <lua> %verifyscript that succeeds",
+        vec![("p", specs::verifyscript())],
+        vec![
+            rpm(&["-U", "--nodeps"], &["p"]),
+            sh("mkdir -p var && touch var/checkme"),
+            query_st(&["-V", "--nodeps", "verifyscript"], Some(""), 0),
+        ],
+    ));
+    out.push(sc(
+        "rpmverify-11.1",
+        file,
+        "shared file timestamp behavior",
+        "a file shared by two packages with different mtimes, in the order given (--noorder); the first one erased",
+        vec![
+            ("one", specs::conflicttest_at("one", "same_stuff", "2017-03-17 17:17:00")),
+            ("two", specs::conflicttest_at("two", "same_stuff", "2017-03-17 17:17:01")),
+        ],
+        vec![
+            rpm(&["-U", "--noorder"], &["one", "two"]),
+            e(&["conflicttwo"]),
+            query_st(&["-Va", "--nouser", "--nogroup"], Some(""), 0),
+        ],
+    ));
+
+    // _minimize_writes: files and symlinks.
+    let mw = ["-U", "--define", "_minimize_writes 1"];
+    let mw_old = ["-U", "--oldpackage", "--define", "_minimize_writes 1"];
+    let vrt = || {
+        query_st(
+            &["-Va", "--nouser", "--nogroup", "replacetest"],
+            Some(""),
+            0,
+        )
+    };
+    let tf = &["opt/foo"][..];
+    let files = vec![
+        ("1", specs::replacetest("1.0", Ty::File("foo"), root, None)),
+        ("2", specs::replacetest("2.0", Ty::File("foo"), root, None)),
+        ("3", specs::replacetest("3.0", Ty::File("fox"), root, None)),
+        ("4", specs::replacetest("4.0", Ty::File("fox"), root, None)),
+    ];
+    out.push(sc(
+        "rpmverify-12.1",
+        file,
+        "minimize writes (files)",
+        "upgrades with _minimize_writes: unchanged, changed, over a modified file, back",
+        files,
+        vec![
+            rpm(&["-i"], &["1"]),
+            show(tf, "opt/foo=foo"),
+            sh("touch -t 201703171717 opt/foo"),
+            rpm(&mw, &["2"]),
+            vrt(),
+            show(tf, "opt/foo=foo"),
+            rpm(&mw, &["3"]),
+            vrt(),
+            show(tf, "opt/foo=fox"),
+            sh("echo xx > opt/foo"),
+            show(tf, "opt/foo=xx"),
+            rpm(&mw, &["4"]),
+            vrt(),
+            show(tf, "opt/foo=fox"),
+            sh("touch -t 201703171717 opt/foo"),
+            rpm(&mw_old, &["3"]),
+            vrt(),
+            show(tf, "opt/foo=fox"),
+        ],
+    ));
+    let vav = |want: &str| query_st(&["-Vav", "--nouser", "--nogroup"], Some(want), 0);
+    out.push(sc(
+        "rpmverify-13.1",
+        file,
+        "minimize writes (hardlinks)",
+        "an upgrade with _minimize_writes adding a hardlink to an unchanged file",
+        vec![("0", specs::hlbreak("0")), ("1", specs::hlbreak("1"))],
+        vec![
+            rpm(&mw, &["0"]),
+            vav(".........    /opt/file2"),
+            rpm(&mw, &["1"]),
+            vav(".........    /opt/file1\n.........    /opt/file2"),
+        ],
+    ));
+    let links = vec![
+        ("1", specs::replacetest("1.0", Ty::Link("doh"), root, None)),
+        ("2", specs::replacetest("2.0", Ty::Link("doh"), root, None)),
+        ("3", specs::replacetest("3.0", Ty::Link("fox"), root, None)),
+        ("4", specs::replacetest("4.0", Ty::Link("fox"), root, None)),
+    ];
+    out.push(sc(
+        "rpmverify-14.1",
+        file,
+        "minimize writes (symlinks)",
+        "upgrades with _minimize_writes: unchanged, changed, over a modified link, back",
+        links,
+        vec![
+            rpm(&["-i"], &["1"]),
+            show(tf, "opt/foo->doh"),
+            rpm(&mw, &["2"]),
+            vrt(),
+            show(tf, "opt/foo->doh"),
+            rpm(&mw, &["3"]),
+            vrt(),
+            show(tf, "opt/foo->fox"),
+            sh("ln -sfn xx opt/foo"),
+            show(tf, "opt/foo->xx"),
+            rpm(&mw, &["4"]),
+            vrt(),
+            show(tf, "opt/foo->fox"),
+            rpm(&mw_old, &["3"]),
+            vrt(),
+            show(tf, "opt/foo->fox"),
+        ],
+    ));
+    let suid = |ver| {
+        let mut p = specs::replacetest(ver, Ty::File("foo"), root, None);
+        p.files = s("%defattr(-,root,root,-)\n%attr(2755,-,-) /opt/*");
+        p
+    };
+    out.push(sc(
+        "rpmverify-15.1",
+        file,
+        "minimize writes (SUID files)",
+        "setgid files upgraded with _minimize_writes, then a modified mode, back",
+        vec![("1", suid("1.0")), ("2", suid("2.0"))],
+        vec![
+            sh("rm -rf opt/foo opt/foo.rpm*"),
+            u(&["1"]),
+            vrt(),
+            rpm(&mw, &["2"]),
+            vrt(),
+            sh("chmod 777 opt/foo"),
+            rpm(&mw_old, &["1"]),
+            vrt(),
+        ],
+    ));
+    out.push(sc(
+        "rpmverify-16.1",
+        file,
+        "verify empty/no capabilities 1",
+        "files with empty capabilities installed with --nocaps",
+        vec![("p", specs::capstest())],
+        vec![
+            rpm(&["-U", "--nocaps"], &["p"]),
+            query_st(
+                &["-Va", "--nouser", "--nogroup"],
+                Some("........P    /a/emptyCaps1\n........P    /a/emptyCaps2"),
+                1,
+            ),
+        ],
+    ));
+    out.push(sc(
+        "rpmverify-17.1",
+        file,
+        "verify empty/no capabilities 2",
+        "files without capabilities installed with --nocaps",
+        vec![("h", specs::hello1("x86_64"))],
+        vec![
+            rpm(&["-U", "--nocaps", "--nodeps", "--noscripts"], &["h"]),
+            query_st(&va, Some(""), 0),
+        ],
+    ));
+    out.push(sc(
+        "rpmverify-18.1",
+        file,
+        "rpm --restore",
+        "install, a mode and an mtime changed, rpm --restore",
+        h1(),
+        vec![
+            plain(),
+            sh("touch usr/share/doc/hello-1.0/FAQ && chmod a-x usr/local/bin/hello"),
+            query_st(
+                &va,
+                Some(
+                    ".M.......    /usr/local/bin/hello\n.......T.  d /usr/share/doc/hello-1.0/FAQ",
+                ),
+                1,
+            ),
+            query_st(&["--restore", "hello"], Some(""), 0),
+            query_st(&va, Some(""), 0),
+        ],
+    ));
+    out
+}
+
+// ---------------------------------------------------------------------------
+// rpmscript.at
+
+/// The root's shell for scriptlets (rpm's scenarios run in a copy of the
+/// host, which has one): a static busybox as `/bin/sh`, `cat` and `wc`.
+fn shell() -> Step {
+    sh("mkdir -p bin && cp /usr/bin/busybox bin/busybox && for a in sh cat wc; do ln -s busybox bin/$a; done")
+}
+
+fn script() -> Vec<Scenario> {
+    let file = "rpmscript.at";
+    let mut out = Vec::new();
+
+    // Each scriptlet failing, then not, in turn.
+    let def = |phase: &str, code: u8| format!("exit{phase} {code}");
+    let q = |want: &str| query(&["-q", "scriptfail"], Some(want));
+    let (one, two) = ("scriptfail-1.0-1.noarch", "scriptfail-2.0-1.noarch");
+    let none = "package scriptfail is not installed";
+    let mut steps = vec![shell(), u(&["fakeshell"])];
+    let ud = |d: String, pkg: &str, want: Want| rpm_w(&["-U", "--define", &d], &[pkg], want);
+    let fail = |tag: &str, nevra: &str, then: &str| {
+        format!("error: %{tag}({nevra}) scriptlet failed, exit status 1\nerror: {nevra}: {then}")
+    };
+    steps.extend([
+        ud(
+            def("pretrans", 1),
+            "1",
+            w(
+                Some(1),
+                Some(""),
+                Some(&fail("pretrans", one, "install skipped")),
+            ),
+        ),
+        q(none),
+        ud(def("pretrans", 0), "1", w(Some(0), Some(""), None)),
+        q(one),
+        e(&["scriptfail"]),
+        ud(
+            def("pre", 1),
+            "1",
+            w(
+                Some(1),
+                Some(""),
+                Some(&fail("prein", one, "install failed")),
+            ),
+        ),
+        q(none),
+        ud(def("pre", 0), "1", w(Some(0), Some(""), None)),
+        q(one),
+        e_w(
+            &["--define", &def("preun", 1), "scriptfail"],
+            w(Some(1), Some(""), Some(&fail("preun", one, "erase failed"))),
+        ),
+        q(one),
+        e_w(
+            &["--define", &def("preun", 0), "scriptfail"],
+            w(Some(0), Some(""), None),
+        ),
+        q(none),
+    ]);
+    for (phase, tag, code, first, last) in [
+        ("post", "post", 1, true, two),
+        ("post", "post", 0, true, two),
+        ("posttrans", "posttrans", 1, false, one),
+        ("posttrans", "posttrans", 0, false, one),
+        ("postun", "postun", 1, true, two),
+        ("postun", "postun", 0, true, two),
+    ] {
+        let (pkg, failed) = if first { ("2", two) } else { ("1", one) };
+        // %postun's failure is the old package's.
+        let failed = if phase == "postun" { one } else { failed };
+        if first {
+            steps.push(u(&["1"]));
+        }
+        let warn = format!("warning: %{tag}({failed}) scriptlet failed, exit status 1");
+        steps.push(ud(
+            def(phase, code),
+            pkg,
+            w(Some(0), Some(""), (code == 1).then_some(warn.as_str())),
+        ));
+        steps.push(q(last));
+        steps.push(e(&["scriptfail"]));
+    }
+    out.push(sc(
+        "rpmscript-1.1",
+        file,
+        "basic script failures 1",
+        "each scriptlet failing (exit 1 by --define), then not: install, erase, upgrade",
+        vec![
+            ("fakeshell", specs::fakeshell()),
+            ("1", specs::scriptfail("1.0")),
+            ("2", specs::scriptfail("2.0")),
+        ],
+        steps,
+    ));
+
+    let sp = || {
+        vec![
+            ("fakeshell", specs::fakeshell()),
+            ("s1", specs::scripts("1")),
+            ("s2", specs::scripts("2")),
+        ]
+    };
+    let out_w = |o: &str| w(Some(0), Some(o), None);
+    let install1 = "scripts-1.0-1 PRETRANS 1\nscripts-1.0-1 PRE 1\nscripts-1.0-1 POST 1\nscripts-1.0-1 POSTTRANS 1";
+    out.push(sc(
+        "rpmscript-2.1",
+        file,
+        "basic scripts and arguments",
+        "every scriptlet's output and argument: install, upgrade, verify, erase",
+        sp(),
+        vec![
+            shell(),
+            u(&["fakeshell"]),
+            query(&["-Vvp", "pkg:s1"], Some("scripts-1.0-1 VERIFY 0")),
+            rpm_w(&["-U"], &["s1"], out_w(install1)),
+            rpm_w(
+                &["-U"],
+                &["s2"],
+                out_w("scripts-1.0-2 PRETRANS 2\nscripts-1.0-2 PRE 2\nscripts-1.0-2 POST 2\nscripts-1.0-1 PREUN 1\nscripts-1.0-1 POSTUN 1\nscripts-1.0-2 POSTTRANS 2"),
+            ),
+            query(&["-Vv", "scripts"], Some("scripts-1.0-2 VERIFY 1")),
+            e_w(&["scripts"], out_w("scripts-1.0-2 PREUN 0\nscripts-1.0-2 POSTUN 0")),
+        ],
+    ));
+
+    let mut pk = sp();
+    pk.push(("t1", specs::triggers("1", "scripts")));
+    pk.push(("t2", specs::triggers("2", "scripts")));
+    out.push(sc(
+        "rpmscript-3.1",
+        file,
+        "basic trigger scripts and arguments",
+        "triggers on a package's install, upgrade and erase, and the triggering package's upgrade",
+        pk,
+        vec![
+            shell(),
+            u(&["fakeshell"]),
+            rpm_w(&["-U"], &["t1"], out_w("")),
+            rpm_w(
+                &["-U"],
+                &["s1"],
+                out_w("scripts-1.0-1 PRETRANS 1\ntriggers-1.0-1 TRIGGERPREIN 1 0\nscripts-1.0-1 PRE 1\nscripts-1.0-1 POST 1\ntriggers-1.0-1 TRIGGERIN 1 1\nscripts-1.0-1 POSTTRANS 1"),
+            ),
+            rpm_w(
+                &["-U"],
+                &["s2"],
+                out_w("scripts-1.0-2 PRETRANS 2\ntriggers-1.0-1 TRIGGERPREIN 1 1\nscripts-1.0-2 PRE 2\nscripts-1.0-2 POST 2\ntriggers-1.0-1 TRIGGERIN 1 2\ntriggers-1.0-1 TRIGGERUN 1 1\nscripts-1.0-1 PREUN 1\nscripts-1.0-1 POSTUN 1\ntriggers-1.0-1 TRIGGERPOSTUN 1 1\nscripts-1.0-2 POSTTRANS 2"),
+            ),
+            rpm_w(
+                &["-U"],
+                &["t2"],
+                out_w("triggers-1.0-2 TRIGGERPREIN 1 1\ntriggers-1.0-2 TRIGGERIN 2 1\ntriggers-1.0-1 TRIGGERUN 1 1"),
+            ),
+            e_w(
+                &["scripts"],
+                out_w("triggers-1.0-2 TRIGGERUN 1 0\nscripts-1.0-2 PREUN 0\nscripts-1.0-2 POSTUN 0\ntriggers-1.0-2 TRIGGERPOSTUN 1 0"),
+            ),
+        ],
+    ));
+
+    let in_foo = "/foo/aaaa\n/foo/copyllo\n/foo/hello\n/foo/hello-bar\n/foo/hello-foo\n/foo/hello-world\n/foo/zzzz\n";
+    let bin = "/usr/bin/hello\n";
+    let installed = format!(
+        "filetriggerin(/foo*):\n{in_foo}\nfiletriggerin(/foo*)<lua>:\n{in_foo}\n\
+         filetriggerin(/usr/bin*): 0\n{bin}\nfiletriggerin(/usr/bin*)<lua>: 0\n{bin}\n\
+         transfiletriggerin(/usr/bin*): 0\n{bin}\ntransfiletriggerin(/foo*):\n{in_foo}"
+    );
+    let erased = format!(
+        "transfiletriggerun(/usr/bin*): 0\n{bin}\ntransfiletriggerun(/foo*):\n{in_foo}\n\
+         filetriggerun(/foo*):\n{in_foo}\nfiletriggerpostun(/foo*):\n{in_foo}\n\
+         filetriggerun(/usr/bin*): 0\n{bin}\nfiletriggerpostun(/usr/bin*): 0\n{bin}\n\
+         transfiletriggerpostun(/usr/bin*): 0\n\ntransfiletriggerpostun(/foo*):\n"
+    );
+    out.push(sc(
+        "rpmscript-4.1",
+        file,
+        "basic file trigger scripts",
+        "file triggers of every kind (shell and <lua>) on two packages' install and erase",
+        vec![
+            ("fakeshell", specs::fakeshell()),
+            ("ft", specs::filetriggers()),
+            ("hs", specs::hello_script()),
+            ("hl", specs::hlinktest(false)),
+        ],
+        vec![
+            shell(),
+            u(&["fakeshell"]),
+            u(&["ft"]),
+            rpm_w(&["-U"], &["hs", "hl"], out_w(&installed)),
+            e_w(&["hello-script", "hlinktest"], out_w(&erased)),
+        ],
+    ));
+
+    out.push(sc(
+        "rpmscript-5.1",
+        file,
+        "basic file triggers 2",
+        "file triggers of a package installed after, and upgraded over, three versions of another installed side by side",
+        vec![
+            ("fakeshell", specs::fakeshell()),
+            ("p1", specs::parallel("1.0")),
+            ("p2", specs::parallel("2.0")),
+            ("p3", specs::parallel("3.0")),
+            ("t1", specs::parallel_trigger("1.0")),
+            ("t2", specs::parallel_trigger("2.0")),
+        ],
+        vec![
+            shell(),
+            u(&["fakeshell"]),
+            rpm(&["-i"], &["p1", "p2", "p3"]),
+            rpm_w(
+                &["-U"],
+                &["t1"],
+                out_w("%filetriggerin: 0\n36\n%transfiletriggerin: 0\n36"),
+            ),
+            rpm_w(
+                &["-U"],
+                &["t2"],
+                out_w("%transfiletriggerun: 0\n36\n%filetriggerin: 0\n36\n%transfiletriggerin: 0\n36"),
+            ),
+            e_w(&["parallel-trigger"], out_w("%transfiletriggerun: 0\n36")),
         ],
     ));
     out
