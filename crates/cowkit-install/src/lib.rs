@@ -190,6 +190,13 @@ pub enum Error {
         /// Who else could write it.
         why: String,
     },
+    /// Transaction options that cannot be honoured together, or not as
+    /// rpm honours them.
+    #[error("{why}")]
+    Options {
+        /// Which options, and why.
+        why: String,
+    },
     /// A package could not be staged for installing (decoded by the
     /// confined worker).
     #[error("cannot decode `{path}`: {why}")]

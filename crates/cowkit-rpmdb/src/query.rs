@@ -303,9 +303,21 @@ impl Rpm {
     /// What the host's rpm expands each of `names` (`%{?NAME}`) to, in
     /// one `rpm --eval`.
     pub fn host_macros(names: &[&str]) -> Result<Vec<String>> {
+        Self::host_macros_defined(names, &[])
+    }
+
+    /// [`Rpm::host_macros`] with `defines` (`NAME`, `VALUE`) given to rpm
+    /// first, as `--define 'NAME VALUE'` on its command line.
+    pub fn host_macros_defined(
+        names: &[&str],
+        defines: &[(String, String)],
+    ) -> Result<Vec<String>> {
         let program = std::env::var_os("COWKIT_RPM").map_or_else(|| "rpm".into(), PathBuf::from);
         let mut c = Command::new(&program);
         c.env("LC_ALL", "C").stdin(Stdio::null());
+        for (n, v) in defines {
+            c.arg("--define").arg(format!("{n} {v}"));
+        }
         for n in names {
             c.arg("--eval").arg(format!("%{{?{n}}}"));
         }
