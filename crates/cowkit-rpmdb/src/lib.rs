@@ -1050,6 +1050,40 @@ mod tests {
     }
 
     #[test]
+    fn check_as_rpm_options() {
+        let c = Check::default();
+        assert_eq!((c.mode(), c.filters()), ("-U", vec![]));
+        let c = Check {
+            install: true,
+            ..Check::default()
+        };
+        assert_eq!(c.mode(), "-i");
+        // rpm's --force: these three filters.
+        let force = Check {
+            replacefiles: true,
+            oldpackage: true,
+            replacepkgs: true,
+            ..Check::default()
+        };
+        assert_eq!(
+            force.filters(),
+            ["--replacefiles", "--oldpackage", "--replacepkgs"]
+        );
+        let c = Check {
+            reinstall: true,
+            nodeps: true,
+            ..Check::default()
+        };
+        assert_eq!((c.mode(), c.filters()), ("--reinstall", vec!["--nodeps"]));
+        let c = Check {
+            freshen: true,
+            oldpackage: true,
+            ..Check::default()
+        };
+        assert_eq!((c.mode(), c.filters()), ("-F", vec!["--oldpackage"]));
+    }
+
+    #[test]
     fn triggers_from_answer() {
         let t = parse_triggers(
             "t-trig-1-1.noarch\tt\t65536\tt-a\nt-trig-1-1.noarch\tt\t131072\tt-a\n\
