@@ -130,6 +130,10 @@ pub struct Policy {
     pub color: u32,
     /// `%_prefer_color` (2 when unset).
     pub prefcolor: u32,
+    /// `%_minimize_writes`: a file (not a config file, no hardlinks) that
+    /// replaces an installed one with the same content, whose copy on disk
+    /// has that content, is touched instead of written (rpm's `FA_TOUCH`).
+    pub min_writes: bool,
     /// Macros given for the transaction (`--define 'NAME VALUE'`), each
     /// one [`define`] accepts: the policy was read with them, and rpm's
     /// check and registration get them too.
@@ -180,13 +184,6 @@ pub fn define(text: &str) -> std::result::Result<(String, String), String> {
         "_minimize_writes" if !number() => {
             Err(format!("--define `{text}`: `{name}` takes a number"))
         }
-        // Off: rpm's default, what cowkit does.
-        "_minimize_writes" if value.trim_start_matches('0').is_empty() => {
-            Ok((name.to_string(), value.to_string()))
-        }
-        "_minimize_writes" => Err(format!(
-            "--define `{text}`: with `{name}` on, rpm leaves a file whose content is already the package's in place and only sets its metadata (the inode and its other hardlinks stay); cowkit writes it again"
-        )),
         n if DEFINABLE.contains(&n) => Ok((name.to_string(), value.to_string())),
         _ => Err(format!(
             "--define `{text}`: cowkit does not know what `%{name}` changes in rpm's transaction, so it cannot honour it as rpm would (it honours {})",
@@ -220,6 +217,7 @@ impl Policy {
                 "_excludedocs",
                 "_install_langs",
                 "_netsharedpath",
+                "_minimize_writes",
             ],
             &defines,
         )?;
@@ -252,6 +250,7 @@ impl Policy {
                 0 => 2,
                 c => c,
             },
+            min_writes: num(&m[5]) != 0,
             defines,
         })
     }
@@ -274,6 +273,8 @@ struct Facts {
     rdev: u32,
     color: u32,
     state: u32,
+    /// Hardlinks in its package, itself included (`rpmfilesFLinks`).
+    nlink: u32,
 }
 
 fn new_facts(p: &Pkg, f: &FileInfo) -> Facts {
@@ -291,6 +292,7 @@ fn new_facts(p: &Pkg, f: &FileInfo) -> Facts {
         rdev: f.rdev,
         color: p.colors.get(i).copied().unwrap_or(0),
         state: 0,
+        nlink: p.files.link_set(f).len().max(1) as u32,
     }
 }
 
@@ -308,6 +310,7 @@ fn old_facts(f: &InstalledFile, algo: u32) -> Facts {
         rdev: f.rdev,
         color: f.color,
         state: f.state,
+        nlink: f.nlink,
     }
 }
 
@@ -472,6 +475,29 @@ impl Disk<'_> {
                 None => Ok(false),
                 Some(t) => Ok(f.link.as_ref() != Some(&t)),
             }
+        }
+    }
+
+    /// `rpmfileContentsEqual`: whether the file on disk at `new`'s path is
+    /// the same type as `old` and `new` and has `new`'s content: for a
+    /// regular file `old` and `new` have the same digest and the disk's
+    /// is that digest too; for a symlink its target is `new`'s.
+    fn contents_equal(&self, old: &Facts, new: &Facts) -> Result<bool> {
+        let OnDisk::Is { what: disk, size } = self.lstat(&new.path)? else {
+            return Ok(false);
+        };
+        if size != new.size || disk != what(new.mode) || disk != what(old.mode) {
+            return Ok(false);
+        }
+        match disk {
+            What::Reg => {
+                if old.algo != new.algo || new.digest.is_none() || old.digest != new.digest {
+                    return Ok(false);
+                }
+                Ok(self.digest(&new.path, new.algo)? == new.digest)
+            }
+            What::Link => Ok(new.link.is_some() && self.readlink(&new.path)? == new.link),
+            _ => Ok(false),
         }
     }
 
@@ -773,6 +799,17 @@ impl Decider<'_> {
             } else {
                 self.fates.kept.remove(&(i, fx));
             }
+        }
+        // `%_minimize_writes`: a file already as the package has it is
+        // only touched (rpm cannot touch hardlinked files).
+        if self.policy.min_writes
+            && !cfg
+            && self.action(s, fx) == Action::Unknown
+            && of.nlink == 1
+            && nf.nlink == 1
+            && self.disk.contents_equal(of, &nf)?
+        {
+            self.set(s, fx, Action::Touch);
         }
         Ok(())
     }
@@ -1079,9 +1116,11 @@ mod tests {
             ok("_minimize_writes 0"),
             ("_minimize_writes".into(), "0".into())
         );
+        assert_eq!(
+            ok("_minimize_writes 1"),
+            ("_minimize_writes".into(), "1".into())
+        );
         let no = |t: &str| define(t).unwrap_err();
-        assert!(no("_minimize_writes 1").contains("_minimize_writes"));
-        assert!(no("_minimize_writes 1").contains("inode"));
         assert!(no("_minimize_writes yes").contains("takes a number"));
         assert!(no("_transaction_color x").contains("takes a number"));
         let other = no("_dbpath /x");

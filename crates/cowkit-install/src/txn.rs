@@ -460,7 +460,12 @@ pub(crate) fn prepare_inner<'r>(
     refuse::unsupported(&plan, opts.lua.is_some())?;
     // Every file's action, decided before anything is touched.
     let owners = match (&found, opts.db) {
-        (Some(db), true) => file_owners(&Rpm::new(root.path(), db), &pkgs, &checked)?,
+        (Some(db), true) => file_owners(
+            &Rpm::new(root.path(), db),
+            &pkgs,
+            &checked,
+            opts.files.min_writes,
+        )?,
         _ => Vec::new(),
     };
     let fates = crate::fate::decide(
@@ -571,10 +576,16 @@ fn file_args(p: &crate::fate::Policy) -> Vec<std::ffi::OsString> {
 
 /// The installed packages, other than those the transaction erases, that
 /// own a path whose action depends on them: the new packages' config
-/// files and coloured files, and the erased packages' files no new
-/// package has (another owner keeps them). One rpm query, none when
-/// there is no such path.
-fn file_owners(rpm: &Rpm, pkgs: &[Pkg], indb: &InDb) -> Result<Vec<crate::fate::Owner>> {
+/// files and coloured files (with `min_writes`, every regular file and
+/// symlink: `%_minimize_writes` touches those that are the same), and the
+/// erased packages' files no new package has (another owner keeps them).
+/// One rpm query, none when there is no such path.
+fn file_owners(
+    rpm: &Rpm,
+    pkgs: &[Pkg],
+    indb: &InDb,
+    min_writes: bool,
+) -> Result<Vec<crate::fate::Owner>> {
     let mut paths: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
     for p in pkgs {
         for f in &p.files.files {
@@ -584,7 +595,12 @@ fn file_owners(rpm: &Rpm, pkgs: &[Pkg], indb: &InDb) -> Result<Vec<crate::fate::
                 .get(i)
                 .is_some_and(|x| x & crate::fate::flag::CONFIG != 0);
             let colored = p.colors.get(i).is_some_and(|&c| c != 0);
-            if cfg || colored {
+            let same = min_writes
+                && matches!(
+                    f.kind,
+                    cowkit_archive::files::Kind::Regular | cowkit_archive::files::Kind::Symlink
+                );
+            if cfg || colored || same {
                 if let Some(s) = f.path.to_str() {
                     paths.insert(s);
                 }

@@ -100,7 +100,7 @@ pub struct Args {
     /// Define an rpm macro for the transaction, `'NAME VALUE'` (rpm's
     /// `--define`); may be repeated. Only macros cowkit honours exactly:
     /// `_transaction_color`, `_prefer_color`, `_netsharedpath`,
-    /// `_install_langs`, `_excludedocs`, `_minimize_writes 0`; any other
+    /// `_install_langs`, `_excludedocs`, `_minimize_writes`; any other
     /// is refused.
     #[arg(long, value_name = "'NAME VALUE'")]
     define: Vec<String>,
