@@ -759,7 +759,13 @@ fn check_in_db(
     } else {
         rpm.installed(&names)?
     };
-    let beside = refuse::install_beside(pkgs, &instances, opts.install_only)?;
+    // A reinstall replaces the installed package of the same NEVRA and
+    // nothing else: no other version of an install-only name is erased.
+    let beside = if opts.reinstall {
+        Vec::new()
+    } else {
+        refuse::install_beside(pkgs, &instances, opts.install_only)?
+    };
     let mut kept: HashMap<String, Vec<String>> = HashMap::new();
     for i in &instances {
         if beside.iter().any(|&b| pkgs[b].name == i.name) {
