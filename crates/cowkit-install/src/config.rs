@@ -105,6 +105,9 @@ pub(crate) fn apply_fates(
                     .insert(f.path.clone(), with_suffix(&name, ".rpmnew"));
                 sum.config.push(note("rpmnew"));
             }
+            Action::Touch => {
+                opts.touch.insert(f.index);
+            }
             Action::Save | Action::Backup => {
                 let (suffix, what) = if a == Action::Save {
                     (".rpmsave", "rpmsave")

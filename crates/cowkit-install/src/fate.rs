@@ -130,6 +130,66 @@ pub struct Policy {
     pub color: u32,
     /// `%_prefer_color` (2 when unset).
     pub prefcolor: u32,
+    /// `%_minimize_writes`: a file (not a config file, no hardlinks) that
+    /// replaces an installed one with the same content, whose copy on disk
+    /// has that content, is touched instead of written (rpm's `FA_TOUCH`).
+    pub min_writes: bool,
+    /// Macros given for the transaction (`--define 'NAME VALUE'`), each
+    /// one [`define`] accepts: the policy was read with them, and rpm's
+    /// check and registration get them too.
+    pub defines: Vec<(String, String)>,
+}
+
+/// The macros a transaction may be given (`--define 'NAME VALUE'`) and
+/// what each changes: only those whose every effect on an install cowkit
+/// carries out as rpm does. rpm's other macros may change anything rpm
+/// does (where files go, how scriptlets run, what is verified), which
+/// cowkit cannot know.
+pub const DEFINABLE: [&str; 6] = [
+    "_transaction_color",
+    "_prefer_color",
+    "_netsharedpath",
+    "_install_langs",
+    "_excludedocs",
+    "_minimize_writes",
+];
+
+/// `--define TEXT` as rpm reads it (`NAME VALUE`, split at the first
+/// blank), when cowkit honours it exactly; otherwise why not, naming the
+/// macro.
+pub fn define(text: &str) -> std::result::Result<(String, String), String> {
+    let text = text.trim_start();
+    let (name, value) = match text.find([' ', '\t']) {
+        Some(at) => (&text[..at], text[at..].trim()),
+        None => (text, ""),
+    };
+    let valid = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid {
+        return Err(format!(
+            "--define `{text}`: `{name}` is not a macro name cowkit accepts (NAME VALUE, without `%` or options)"
+        ));
+    }
+    if value.is_empty() {
+        return Err(format!("--define `{text}`: no value for `{name}`"));
+    }
+    let number = || value.chars().all(|c| c.is_ascii_digit());
+    match name {
+        "_transaction_color" | "_prefer_color" if !number() => Err(format!(
+            "--define `{text}`: `{name}` takes a number (rpm's colour bits)"
+        )),
+        "_minimize_writes" if !number() => {
+            Err(format!("--define `{text}`: `{name}` takes a number"))
+        }
+        n if DEFINABLE.contains(&n) => Ok((name.to_string(), value.to_string())),
+        _ => Err(format!(
+            "--define `{text}`: cowkit does not know what `%{name}` changes in rpm's transaction, so it cannot honour it as rpm would (it honours {})",
+            DEFINABLE.join(", ")
+        )),
+    }
 }
 
 impl Policy {
@@ -139,13 +199,28 @@ impl Policy {
     /// `--excludedocs` (`nodocs`), `--excludepath`s (`exclude`) and an
     /// `%_install_langs` given instead of the host's (`langs`).
     pub fn from_host(nodocs: bool, exclude: Vec<String>, langs: Option<String>) -> Result<Policy> {
-        let m = cowkit_rpmdb::Rpm::host_macros(&[
-            "_transaction_color",
-            "_prefer_color",
-            "_excludedocs",
-            "_install_langs",
-            "_netsharedpath",
-        ])?;
+        Self::from_host_defined(nodocs, exclude, langs, Vec::new())
+    }
+
+    /// [`Policy::from_host`] with the macros `defines` (each one that
+    /// [`define`] accepted) given to rpm as it reads the host's.
+    pub fn from_host_defined(
+        nodocs: bool,
+        exclude: Vec<String>,
+        langs: Option<String>,
+        defines: Vec<(String, String)>,
+    ) -> Result<Policy> {
+        let m = cowkit_rpmdb::Rpm::host_macros_defined(
+            &[
+                "_transaction_color",
+                "_prefer_color",
+                "_excludedocs",
+                "_install_langs",
+                "_netsharedpath",
+                "_minimize_writes",
+            ],
+            &defines,
+        )?;
         let num = |s: &str| -> u32 {
             match s.chars().next() {
                 Some('y' | 'Y') => 1,
@@ -175,6 +250,8 @@ impl Policy {
                 0 => 2,
                 c => c,
             },
+            min_writes: num(&m[5]) != 0,
+            defines,
         })
     }
 }
@@ -196,6 +273,8 @@ struct Facts {
     rdev: u32,
     color: u32,
     state: u32,
+    /// Hardlinks in its package, itself included (`rpmfilesFLinks`).
+    nlink: u32,
 }
 
 fn new_facts(p: &Pkg, f: &FileInfo) -> Facts {
@@ -213,6 +292,7 @@ fn new_facts(p: &Pkg, f: &FileInfo) -> Facts {
         rdev: f.rdev,
         color: p.colors.get(i).copied().unwrap_or(0),
         state: 0,
+        nlink: p.files.link_set(f).len().max(1) as u32,
     }
 }
 
@@ -230,6 +310,7 @@ fn old_facts(f: &InstalledFile, algo: u32) -> Facts {
         rdev: f.rdev,
         color: f.color,
         state: f.state,
+        nlink: f.nlink,
     }
 }
 
@@ -394,6 +475,29 @@ impl Disk<'_> {
                 None => Ok(false),
                 Some(t) => Ok(f.link.as_ref() != Some(&t)),
             }
+        }
+    }
+
+    /// `rpmfileContentsEqual`: whether the file on disk at `new`'s path is
+    /// the same type as `old` and `new` and has `new`'s content: for a
+    /// regular file `old` and `new` have the same digest and the disk's
+    /// is that digest too; for a symlink its target is `new`'s.
+    fn contents_equal(&self, old: &Facts, new: &Facts) -> Result<bool> {
+        let OnDisk::Is { what: disk, size } = self.lstat(&new.path)? else {
+            return Ok(false);
+        };
+        if size != new.size || disk != what(new.mode) || disk != what(old.mode) {
+            return Ok(false);
+        }
+        match disk {
+            What::Reg => {
+                if old.algo != new.algo || new.digest.is_none() || old.digest != new.digest {
+                    return Ok(false);
+                }
+                Ok(self.digest(&new.path, new.algo)? == new.digest)
+            }
+            What::Link => Ok(new.link.is_some() && self.readlink(&new.path)? == new.link),
+            _ => Ok(false),
         }
     }
 
@@ -696,6 +800,17 @@ impl Decider<'_> {
                 self.fates.kept.remove(&(i, fx));
             }
         }
+        // `%_minimize_writes`: a file already as the package has it is
+        // only touched (rpm cannot touch hardlinked files).
+        if self.policy.min_writes
+            && !cfg
+            && self.action(s, fx) == Action::Unknown
+            && of.nlink == 1
+            && nf.nlink == 1
+            && self.disk.contents_equal(of, &nf)?
+        {
+            self.set(s, fx, Action::Touch);
+        }
         Ok(())
     }
 
@@ -980,5 +1095,41 @@ mod tests {
         assert!(!lang_ok(Some("fr"), &langs));
         assert!(lang_ok(Some("fr|en"), &langs));
         assert!(lang_ok(Some("fr"), &None));
+    }
+
+    #[test]
+    fn defines_honoured_or_refused_by_name() {
+        let ok = |t: &str| define(t).unwrap();
+        assert_eq!(
+            ok("_transaction_color 2"),
+            ("_transaction_color".into(), "2".into())
+        );
+        assert_eq!(
+            ok("_netsharedpath /usr/share"),
+            ("_netsharedpath".into(), "/usr/share".into())
+        );
+        assert_eq!(
+            ok(" _install_langs\ten:de "),
+            ("_install_langs".into(), "en:de".into())
+        );
+        assert_eq!(
+            ok("_minimize_writes 0"),
+            ("_minimize_writes".into(), "0".into())
+        );
+        assert_eq!(
+            ok("_minimize_writes 1"),
+            ("_minimize_writes".into(), "1".into())
+        );
+        let no = |t: &str| define(t).unwrap_err();
+        assert!(no("_minimize_writes yes").contains("takes a number"));
+        assert!(no("_transaction_color x").contains("takes a number"));
+        let other = no("_dbpath /x");
+        assert!(
+            other.contains("%_dbpath") && other.contains("cannot honour"),
+            "{other}"
+        );
+        assert!(no("%_transaction_color 2").contains("not a macro name"));
+        assert!(no("f(x) body").contains("not a macro name"));
+        assert!(no("_transaction_color").contains("no value"));
     }
 }

@@ -88,6 +88,15 @@ pub(crate) struct Journal {
     pub(crate) dbpath: String,
     /// The registration takes `--replacefiles`.
     pub(crate) replacefiles: bool,
+    /// The registration takes `--oldpackage` (a downgrade).
+    #[serde(default)]
+    pub(crate) oldpackage: bool,
+    /// The registration takes `--replacepkgs`.
+    #[serde(default)]
+    pub(crate) replacepkgs: bool,
+    /// The registration is rpm's `--reinstall`.
+    #[serde(default)]
+    pub(crate) reinstall: bool,
     pub(crate) add: Vec<Add>,
     pub(crate) erase: Vec<Old>,
 }
@@ -108,12 +117,15 @@ pub struct Recovery {
 
 impl Journal {
     /// The journal of a transaction about to start.
-    pub(crate) fn new(dbpath: &str, replacefiles: bool, add: Vec<Add>, erase: Vec<Old>) -> Self {
+    pub(crate) fn new(dbpath: &str, opts: &TxOptions, add: Vec<Add>, erase: Vec<Old>) -> Self {
         Journal {
             format: FORMAT,
             stage: Stage::Placing,
             dbpath: dbpath.to_string(),
-            replacefiles,
+            replacefiles: opts.replacefiles,
+            oldpackage: opts.oldpackage,
+            replacepkgs: opts.replacepkgs,
+            reinstall: opts.reinstall,
             add,
             erase,
         }
@@ -405,7 +417,12 @@ fn roll_forward(
 ) -> Result<()> {
     let rpm = Rpm::new(root.path(), db);
     let heads = rpm.headers()?;
-    let has_digest = |h: &[(u32, String, String)], d: &str| h.iter().any(|(_, x, _)| x == d);
+    // A header the transaction erases is not its new package's, even
+    // with the same digest (a reinstall): rpm never reuses an instance.
+    let has_digest = |h: &[(u32, String, String)], d: &str| {
+        h.iter()
+            .any(|(i, x, _)| x == d && !j.erase.iter().any(|o| o.instance == *i))
+    };
     let has_old = |h: &[(u32, String, String)], o: &Old| {
         h.iter().any(|(i, _, n)| *i == o.instance && *n == o.nevra)
     };
@@ -460,6 +477,10 @@ fn roll_forward(
                     nodeps: true,
                     replacefiles: j.replacefiles,
                     install: beside,
+                    oldpackage: j.oldpackage,
+                    replacepkgs: j.replacepkgs,
+                    reinstall: j.reinstall && !beside,
+                    freshen: false,
                 },
             )?;
         }

@@ -207,6 +207,13 @@ pub enum Error {
         /// Who else could write it.
         why: String,
     },
+    /// Transaction options that cannot be honoured together, or not as
+    /// rpm honours them.
+    #[error("{why}")]
+    Options {
+        /// Which options, and why.
+        why: String,
+    },
     /// A package could not be staged for installing (decoded by the
     /// confined worker).
     #[error("cannot decode `{path}`: {why}")]
@@ -276,6 +283,10 @@ pub struct Options {
     /// Files (header indices) not placed: rpm's actions that skip them
     /// ([`fate::Action`]).
     pub skip: std::collections::HashSet<u32>,
+    /// Files (header indices, regular files and symlinks without
+    /// hardlinks) that rpm touches ([`fate::Action::Touch`]): when the
+    /// entry is there, only its metadata is set; otherwise it is created.
+    pub touch: std::collections::HashSet<u32>,
     /// The header digest (rpm's `%{SHA256HEADER}`) the package must have:
     /// a transaction checked one file and installs another with the same
     /// header (its extents file).
@@ -364,6 +375,7 @@ impl Default for Options {
             clone_tail: false,
             rename: std::collections::HashMap::new(),
             skip: std::collections::HashSet::new(),
+            touch: std::collections::HashSet::new(),
             expect_header: None,
             gate: None,
         }
@@ -418,6 +430,9 @@ pub struct Summary {
     pub files: u64,
     /// Of which hardlinks to another member.
     pub hardlinks: u64,
+    /// Regular files and symlinks rpm touches (already the package's on
+    /// disk: only their metadata set), counted in `files`/`symlinks`.
+    pub touched: u64,
     /// Directories of the packages.
     pub directories: u64,
     /// Symlinks.
@@ -446,6 +461,7 @@ impl Summary {
         self.packages += other.packages;
         self.files += other.files;
         self.hardlinks += other.hardlinks;
+        self.touched += other.touched;
         self.directories += other.directories;
         self.symlinks += other.symlinks;
         self.nodes += other.nodes;
@@ -558,7 +574,11 @@ fn finish(
         match f.kind {
             Kind::Regular | Kind::Directory => {}
             Kind::Symlink => {
-                target.symlink(f, p)?;
+                if opts.touch.contains(&f.index) && target.touch(f, p)? {
+                    s.touched += 1;
+                } else {
+                    target.symlink(f, p)?;
+                }
                 s.symlinks += 1;
             }
             _ => {

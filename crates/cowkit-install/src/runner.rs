@@ -197,6 +197,32 @@ pub(crate) fn run(
         }
         return Ok(r.sum);
     }
+    if opts.justdb {
+        // rpm's `--justdb`: one registration of every package (rpm's own
+        // `--justdb` transaction, which erases the replaced headers and
+        // records the file states rpm records without installing);
+        // nothing placed, removed or run.
+        for e in &indb.erased {
+            r.note_erased(e);
+        }
+        r.sum.installed = indb.order.iter().map(|&i| pkgs[i].nevra.clone()).collect();
+        if let Some(s) = &mut scratch {
+            s.keep_owned(|_| false);
+        }
+        let registration = crate::txn::Registration {
+            root,
+            opts: &opts,
+            pkgs: &pkgs,
+            placed: &indb.order,
+            found,
+            scratch,
+            beside: &indb.beside,
+            added: &indb.added,
+            states: Vec::new(),
+        };
+        crate::txn::register(registration, &mut r.sum)?;
+        return Ok(r.sum);
+    }
     // The journal: written before the first change to the root, so that
     // a run killed from here on is finished by the next one.
     let journal = match (&found, opts.db) {
@@ -313,7 +339,7 @@ fn begin_journal(
             by: pkgs[e.by].nevra.clone(),
         })
         .collect();
-    let j = Journal::new(dbpath, opts.replacefiles, add, erase);
+    let j = Journal::new(dbpath, opts, add, erase);
     j.write(root)?;
     Ok(j)
 }

@@ -605,6 +605,55 @@ impl<'r> Target<'r> {
         Ok(())
     }
 
+    /// rpm's touch (`FA_TOUCH`: a file whose content on disk is already
+    /// the package's, with `%_minimize_writes` or a config file): the
+    /// regular file or symlink at `p`, when it is there and of `f`'s type,
+    /// keeps its content and inode and gets `f`'s owner, mode,
+    /// capabilities and times, as rpm's `fsmSetmeta` gives them.
+    /// `Ok(false)` when it is not there (removed since the decision, e.g.
+    /// by a `%pre`) or is of another type: the caller creates it then, as
+    /// rpm does ("vanished unexpectedly").
+    pub fn touch(&self, f: &FileInfo, p: &Place) -> Result<bool> {
+        if self.in_fresh_dir(p) || !matches!(f.kind, Kind::Regular | Kind::Symlink) {
+            return Ok(false);
+        }
+        let dir = self.dir(p)?;
+        let path = self.display(p);
+        let st = match rustix::fs::statat(&dir, p.name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            Err(Errno::NOENT) => return Ok(false),
+            Err(e) => return Err(sys("stat", path)(e)),
+        };
+        let want = if f.kind == Kind::Regular {
+            FileType::RegularFile
+        } else {
+            FileType::Symlink
+        };
+        if FileType::from_raw_mode(st.st_mode) != want {
+            return Ok(false);
+        }
+        self.visible()?;
+        let mut meta = self.meta_as(f, &path, st.st_uid, st.st_gid)?;
+        if f.kind == Kind::Symlink {
+            meta.xattrs.clear();
+            meta.mode = None;
+        }
+        let name = CString::new(p.name.as_bytes()).map_err(|_| {
+            Error::BadPath(cowkit_fs::root::BadPath {
+                path: p.rel.escaped(),
+                why: "it contains a NUL byte",
+            })
+        })?;
+        meta::apply_on(
+            On::At(dir.as_fd(), &name),
+            &path,
+            &meta,
+            Current::default(),
+            Policy::STRICT,
+        )?;
+        Ok(true)
+    }
+
     /// Make `member` a hardlink of the already installed `first`.
     pub fn hardlink(&self, first: &Place, member: &Place) -> Result<()> {
         let dir = self.dir(member)?;

@@ -56,6 +56,18 @@ pub struct TxOptions {
     pub nodeps: bool,
     /// Let files replace other packages' files.
     pub replacefiles: bool,
+    /// Allow downgrades: a package older than the installed version of
+    /// its name replaces it (rpm's `--oldpackage`).
+    pub oldpackage: bool,
+    /// Allow a package whose NEVRA is installed: it replaces the installed
+    /// one (rpm's `--replacepkgs`).
+    pub replacepkgs: bool,
+    /// Reinstall: each package replaces the installed package of the same
+    /// NEVRA, and only that one (rpm's `--reinstall`).
+    pub reinstall: bool,
+    /// Only register the packages: no file is placed or removed and no
+    /// scriptlet or trigger runs (rpm's `--justdb`).
+    pub justdb: bool,
     /// Run no scriptlets.
     pub noscripts: bool,
     /// Check and plan only.
@@ -407,11 +419,7 @@ pub(crate) fn prepare_inner<'r>(
     };
     let scratch = new_root_scratch(root, &found, opts)?;
     let pre_register = scratch.is_some() && !opts.test;
-    let check = Check {
-        nodeps: opts.nodeps,
-        replacefiles: opts.replacefiles,
-        install: opts.install_only == InstallOnly::Every,
-    };
+    let check = rpm_check(opts, opts.install_only == InstallOnly::Every);
     // rpm's check and registration into a scratch database needs nothing
     // from the headers: it runs while they are read (waited for if
     // anything below fails, before the scratch database goes).
@@ -455,7 +463,7 @@ pub(crate) fn prepare_inner<'r>(
     // The plan as it runs when nothing fails: every run is looked at
     // before anything is touched, `--test` shows it, and whether any runs
     // decides the nosync session.
-    let plan = if opts.noscripts {
+    let plan = if opts.noscripts || opts.justdb {
         Vec::new()
     } else {
         crate::runner::simulate(&pkgs, &checked)
@@ -463,7 +471,12 @@ pub(crate) fn prepare_inner<'r>(
     refuse::unsupported(&plan, opts.lua.is_some())?;
     // Every file's action, decided before anything is touched.
     let owners = match (&found, opts.db) {
-        (Some(db), true) => file_owners(&Rpm::new(root.path(), db), &pkgs, &checked)?,
+        (Some(db), true) => file_owners(
+            &Rpm::new(root.path(), db),
+            &pkgs,
+            &checked,
+            opts.files.min_writes,
+        )?,
         _ => Vec::new(),
     };
     let fates = crate::fate::decide(
@@ -501,6 +514,48 @@ pub(crate) fn prepare_inner<'r>(
     })
 }
 
+/// rpm's check (and registration) of a transaction with `opts`:
+/// `install` for rpm's `-i` (install-only packages beside their installed
+/// versions), else `-U`, or `--reinstall`.
+pub(crate) fn rpm_check(opts: &TxOptions, install: bool) -> Check {
+    Check {
+        nodeps: opts.nodeps,
+        replacefiles: opts.replacefiles,
+        install,
+        oldpackage: opts.oldpackage,
+        replacepkgs: opts.replacepkgs,
+        reinstall: opts.reinstall && !install,
+        freshen: false,
+    }
+}
+
+/// The packages among `packages` that rpm's `-F` (freshen) keeps with
+/// `opts`' filters (`--oldpackage`), in the order given: those whose
+/// name is installed in an older version (with `--oldpackage` also a
+/// newer one). rpm leaves the others out silently. A root without a
+/// database keeps none.
+pub fn freshen(root: &Root, packages: &[PathBuf], opts: &TxOptions) -> Result<Vec<PathBuf>> {
+    if !opts.db {
+        return Err(Error::Options {
+            why: "freshening (`-F`) needs the root's database: it upgrades only installed packages"
+                .into(),
+        });
+    }
+    cowkit_rpmdb::check_generation()?;
+    let Some(db) = cowkit_rpmdb::find(root, opts.dbpath.as_deref())? else {
+        return Ok(Vec::new());
+    };
+    let pkgs = read_packages(packages, true)?;
+    let keeps = Rpm::new(root.path(), &db)
+        .with_file_args(file_args(&opts.files))
+        .freshen_keeps(packages, &rpm_check(opts, false))?;
+    Ok(pkgs
+        .into_iter()
+        .filter(|p| keeps.contains(&p.nevra))
+        .map(|p| p.path)
+        .collect())
+}
+
 /// The options that tell rpm's check and registration the same file
 /// policy cowkit follows.
 fn file_args(p: &crate::fate::Policy) -> Vec<std::ffi::OsString> {
@@ -524,15 +579,25 @@ fn file_args(p: &crate::fate::Policy) -> Vec<std::ffi::OsString> {
         v.push("--define".into());
         v.push(format!("_netsharedpath {}", p.netshared.join(":")).into());
     }
+    for (n, val) in &p.defines {
+        v.push("--define".into());
+        v.push(format!("{n} {val}").into());
+    }
     v
 }
 
 /// The installed packages, other than those the transaction erases, that
 /// own a path whose action depends on them: the new packages' config
-/// files and coloured files, and the erased packages' files no new
-/// package has (another owner keeps them). One rpm query, none when
-/// there is no such path.
-fn file_owners(rpm: &Rpm, pkgs: &[Pkg], indb: &InDb) -> Result<Vec<crate::fate::Owner>> {
+/// files and coloured files (with `min_writes`, every regular file and
+/// symlink: `%_minimize_writes` touches those that are the same), and the
+/// erased packages' files no new package has (another owner keeps them).
+/// One rpm query, none when there is no such path.
+fn file_owners(
+    rpm: &Rpm,
+    pkgs: &[Pkg],
+    indb: &InDb,
+    min_writes: bool,
+) -> Result<Vec<crate::fate::Owner>> {
     let mut paths: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
     for p in pkgs {
         for f in &p.files.files {
@@ -542,7 +607,12 @@ fn file_owners(rpm: &Rpm, pkgs: &[Pkg], indb: &InDb) -> Result<Vec<crate::fate::
                 .get(i)
                 .is_some_and(|x| x & crate::fate::flag::CONFIG != 0);
             let colored = p.colors.get(i).is_some_and(|&c| c != 0);
-            if cfg || colored {
+            let same = min_writes
+                && matches!(
+                    f.kind,
+                    cowkit_archive::files::Kind::Regular | cowkit_archive::files::Kind::Symlink
+                );
+            if cfg || colored || same {
                 if let Some(s) = f.path.to_str() {
                     paths.insert(s);
                 }
@@ -707,7 +777,21 @@ fn check_in_db(
     } else {
         rpm.installed(&names)?
     };
-    let beside = refuse::install_beside(pkgs, &instances, opts.install_only)?;
+    // A reinstall replaces the installed package of the same NEVRA and
+    // nothing else: no other version of an install-only name is erased.
+    let beside = if opts.reinstall {
+        Vec::new()
+    } else {
+        refuse::install_beside(pkgs, &instances, opts.install_only)?
+    };
+    let mut kept: HashMap<String, Vec<String>> = HashMap::new();
+    for i in &instances {
+        if beside.iter().any(|&b| pkgs[b].name == i.name) {
+            kept.entry(i.name.clone())
+                .or_default()
+                .push(i.nevra.clone());
+        }
+    }
     // With nothing else upgraded, the whole transaction is rpm's `-i`;
     // otherwise rpm's `-U` checks and orders it (its erasures of the kept
     // versions are dropped) and `-i` checks the install-only packages
@@ -718,11 +802,7 @@ fn check_in_db(
         .any(|(i, p)| !beside.contains(&i) && instances.iter().any(|x| x.name == p.name));
     let all_i = !beside.is_empty() && !upgrades;
     let nevras: Vec<String> = pkgs.iter().map(|p| p.nevra.clone()).collect();
-    let check = Check {
-        nodeps: opts.nodeps,
-        replacefiles: opts.replacefiles,
-        install: all_i,
-    };
+    let check = rpm_check(opts, all_i);
     let (plan, gate) = rpm_plan(rpm, packages, pkgs, opts, early, check)?;
     let mut plan = plan;
     if !beside.is_empty() && !all_i {
@@ -790,6 +870,7 @@ fn rpm_plan(
     let overlap = early.is_some()
         && !opts.no_overlap
         && !refuse::may_leave_out(pkgs)
+        && !opts.justdb
         && (opts.noscripts
             || pkgs
                 .iter()
@@ -904,6 +985,7 @@ fn erasures(
     if !missing.is_empty() {
         instances.extend(rpm.installed(&missing)?);
     }
+    let arch = |nevra: &str| nevra.rsplit_once('.').map(|(_, a)| a.to_string());
     let mut out = Vec::new();
     let mut problems = Vec::new();
     for nevra in erase {
@@ -913,10 +995,20 @@ fn erasures(
             ));
             continue;
         };
-        let by = pkgs.iter().position(|p| p.name == o.name).or_else(|| {
-            pkgs.iter()
-                .position(|p| p.obsoletes.iter().any(|n| n == &o.name))
-        });
+        // The same package reinstalled, else the same name and arch (one
+        // of a multilib pair), else the same name, else what obsoletes it.
+        let by = pkgs
+            .iter()
+            .position(|p| p.nevra == o.nevra)
+            .or_else(|| {
+                pkgs.iter()
+                    .position(|p| p.name == o.name && arch(&p.nevra) == arch(&o.nevra))
+            })
+            .or_else(|| pkgs.iter().position(|p| p.name == o.name))
+            .or_else(|| {
+                pkgs.iter()
+                    .position(|p| p.obsoletes.iter().any(|n| n == &o.name))
+            });
         match by {
             Some(by) => out.push((nevra.clone(), o.clone(), by)),
             None => problems.push(format!(
@@ -1026,8 +1118,7 @@ pub(crate) fn register(reg: Registration<'_, '_>, sum: &mut TxSummary) -> Result
             if !group.is_empty() {
                 let how = Check {
                     nodeps: true,
-                    replacefiles: opts.replacefiles,
-                    install,
+                    ..rpm_check(opts, install)
                 };
                 rpm.register_as(&group, &how)?;
             }

@@ -34,6 +34,31 @@ pub struct InstalledFile {
     pub color: u32,
     /// Device number (`FILERDEVS`).
     pub rdev: u32,
+    /// How many files of its package are hardlinks of it, itself
+    /// included (rpm's `rpmfilesFLinks`: regular, not `%ghost` files with
+    /// equal `FILEDEVICES` and `FILEINODES`); 1 for any other.
+    pub nlink: u32,
+}
+
+/// rpm's hardlink counts of a package's files (`rpmfilesFLinks`): per
+/// file, how many regular, not `%ghost` files share its device and inode
+/// number (1 for every other file, and for a file whose inode is 0).
+pub(crate) fn link_counts(modes: &[u32], flags: &[u32], devs: &[u64], inodes: &[u64]) -> Vec<u32> {
+    let key = |i: usize| -> Option<(u64, u64)> {
+        let reg = modes.get(i).is_some_and(|m| m & 0o170000 == 0o100000);
+        let ghost = flags.get(i).is_some_and(|f| f & 64 != 0);
+        let ino = inodes.get(i).copied().unwrap_or(0);
+        (reg && !ghost && ino > 0).then(|| (devs.get(i).copied().unwrap_or(0), ino))
+    };
+    let mut count: std::collections::HashMap<(u64, u64), u32> = Default::default();
+    for i in 0..modes.len() {
+        if let Some(k) = key(i) {
+            *count.entry(k).or_default() += 1;
+        }
+    }
+    (0..modes.len())
+        .map(|i| key(i).map_or(1, |k| count[&k]))
+        .collect()
 }
 
 /// An installed package.
@@ -238,6 +263,12 @@ fn package(tags: &Tags) -> std::result::Result<Installed, String> {
     let links = strings(tags, "Filelinktos");
     let colors = ints(tags, "Filecolors");
     let rdevs = ints(tags, "Filerdevs");
+    let nlinks = link_counts(
+        &modes.iter().map(|&m| m as u32).collect::<Vec<_>>(),
+        &flags.iter().map(|&f| f as u32).collect::<Vec<_>>(),
+        &ints(tags, "Filedevices"),
+        &ints(tags, "Fileinodes"),
+    );
     let mut files = Vec::with_capacity(base.len());
     for (i, b) in base.iter().enumerate() {
         let d = idx
@@ -256,6 +287,7 @@ fn package(tags: &Tags) -> std::result::Result<Installed, String> {
             link: links.get(i).copied().unwrap_or("").to_string(),
             color: colors.get(i).copied().unwrap_or(0) as u32,
             rdev: rdevs.get(i).copied().unwrap_or(0) as u32,
+            nlink: nlinks.get(i).copied().unwrap_or(1),
         });
     }
     Ok(Installed {
@@ -278,6 +310,23 @@ fn package(tags: &Tags) -> std::result::Result<Installed, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hardlink_counts_as_rpm_counts_them() {
+        let (reg, dir, ghost) = (0o100644, 0o40755, 64);
+        // Two regular files on one inode, a third alone, a directory and a
+        // %ghost with the same numbers, a file without an inode.
+        let modes = [reg, reg, reg, dir, reg, reg];
+        let flags = [0, 0, 0, 0, ghost, 0];
+        let devs = [1, 1, 1, 1, 1, 1];
+        let inodes = [7, 7, 8, 7, 7, 0];
+        assert_eq!(
+            link_counts(&modes, &flags, &devs, &inodes),
+            [2, 2, 1, 1, 1, 1]
+        );
+        // Another device: another inode.
+        assert_eq!(link_counts(&[reg, reg], &[0, 0], &[1, 2], &[5, 5]), [1, 1]);
+    }
 
     #[test]
     fn parses_rpm_xml() {

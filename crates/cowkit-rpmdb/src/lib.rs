@@ -446,15 +446,50 @@ pub struct Check {
     /// install-only packages such as kernels) instead of upgrading them
     /// (`rpm -U`).
     pub install: bool,
+    /// Allow a package older than the installed version of its name: a
+    /// downgrade (`--oldpackage`, rpm's `RPMPROB_FILTER_OLDPACKAGE`).
+    pub oldpackage: bool,
+    /// Allow a package whose NEVRA is installed: it replaces the installed
+    /// one (`--replacepkgs`, rpm's `RPMPROB_FILTER_REPLACEPKG`).
+    pub replacepkgs: bool,
+    /// Reinstall: each package replaces the installed package of the same
+    /// NEVRA (`rpm --reinstall`, rpm's `RPMTE_REINSTALL` elements).
+    pub reinstall: bool,
+    /// Freshen: only packages whose name is installed in an older version
+    /// are upgraded, the others left out silently (`rpm -F`).
+    pub freshen: bool,
 }
 
 impl Check {
     fn mode(&self) -> &'static str {
-        if self.install {
+        if self.reinstall {
+            "--reinstall"
+        } else if self.freshen {
+            "-F"
+        } else if self.install {
             "-i"
         } else {
             "-U"
         }
+    }
+
+    /// rpm's problem filters this check passes (`--oldpackage`,
+    /// `--replacepkgs`, `--replacefiles`) and `--nodeps`.
+    fn filters(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.nodeps {
+            v.push("--nodeps");
+        }
+        if self.replacefiles {
+            v.push("--replacefiles");
+        }
+        if self.oldpackage {
+            v.push("--oldpackage");
+        }
+        if self.replacepkgs {
+            v.push("--replacepkgs");
+        }
+        v
     }
 }
 
@@ -581,13 +616,8 @@ impl Rpm {
         }
         c.args(HEADER_ONLY)
             .args(["--justdb", "--noscripts", "--notriggers"])
-            .args(&self.file_args);
-        if check.nodeps {
-            c.arg("--nodeps");
-        }
-        if check.replacefiles {
-            c.arg("--replacefiles");
-        }
+            .args(&self.file_args)
+            .args(check.filters());
     }
 
     /// Ask rpm whether installing (or upgrading to) `packages` in one
@@ -648,6 +678,27 @@ impl Rpm {
         let c = self.check_command(packages, check, test);
         let out = self.run(c)?;
         self.plan(out, packages.len())
+    }
+
+    /// The NEVRAs of the packages among `packages` that `rpm -F` keeps
+    /// (each upgrades an installed older version of its name; with
+    /// `check.oldpackage` also a newer one), in rpm's order: rpm's own
+    /// choice, from a `--test -F` of them with `check`'s filters. None
+    /// kept is no error (rpm then runs no transaction and succeeds).
+    pub fn freshen_keeps(&self, packages: &[PathBuf], check: &Check) -> Result<Vec<String>> {
+        let c = self.check_command(
+            packages,
+            &Check {
+                freshen: true,
+                reinstall: false,
+                install: false,
+                ..*check
+            },
+            true,
+        );
+        let out = self.run(c)?;
+        let stderr = self.transaction_output(out, "--test -vv -F")?;
+        Ok(order(&stderr).0)
     }
 
     /// rpm's plan from the output of a `-vv -U` run for `n` packages.
@@ -1042,6 +1093,40 @@ mod tests {
             ]
         );
         assert!(dropped("warning: package a was added\n").is_empty());
+    }
+
+    #[test]
+    fn check_as_rpm_options() {
+        let c = Check::default();
+        assert_eq!((c.mode(), c.filters()), ("-U", vec![]));
+        let c = Check {
+            install: true,
+            ..Check::default()
+        };
+        assert_eq!(c.mode(), "-i");
+        // rpm's --force: these three filters.
+        let force = Check {
+            replacefiles: true,
+            oldpackage: true,
+            replacepkgs: true,
+            ..Check::default()
+        };
+        assert_eq!(
+            force.filters(),
+            ["--replacefiles", "--oldpackage", "--replacepkgs"]
+        );
+        let c = Check {
+            reinstall: true,
+            nodeps: true,
+            ..Check::default()
+        };
+        assert_eq!((c.mode(), c.filters()), ("--reinstall", vec!["--nodeps"]));
+        let c = Check {
+            freshen: true,
+            oldpackage: true,
+            ..Check::default()
+        };
+        assert_eq!((c.mode(), c.filters()), ("-F", vec!["--oldpackage"]));
     }
 
     #[test]

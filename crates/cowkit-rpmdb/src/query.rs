@@ -189,7 +189,8 @@ pub struct OwnedFile {
 impl Rpm {
     /// The installed files at `paths`, with every owning package's view
     /// of them (state, flags, mode, size, colour, digest, owner, link
-    /// target), from one `rpm -qf`. Unowned paths are left out.
+    /// target, hardlink count), from one `rpm -qf`. Unowned paths are left
+    /// out.
     pub fn owner_files(&self, paths: &[&str]) -> Result<Vec<OwnedFile>> {
         if paths.is_empty() {
             return Ok(Vec::new());
@@ -200,8 +201,8 @@ impl Rpm {
             "-qf",
             "--qf",
             "[%{=DBINSTANCE}\\t%{=FILEDIGESTALGO}\\t%{FILESTATES}\\t%{FILEFLAGS}\\t%{FILEMODES}\\t\
-             %{FILESIZES}\\t%{FILECOLORS}\\t%{FILERDEVS}\\t%{FILEDIGESTS}\\t%{FILEUSERNAME}\\t\
-             %{FILEGROUPNAME}\\t%{FILELINKTOS}\\t%{FILENAMES}\\n]",
+             %{FILESIZES}\\t%{FILECOLORS}\\t%{FILERDEVS}\\t%{FILEDEVICES}\\t%{FILEINODES}\\t\
+             %{FILEDIGESTS}\\t%{FILEUSERNAME}\\t%{FILEGROUPNAME}\\t%{FILELINKTOS}\\t%{FILENAMES}\\n]",
         ])
         .args(paths);
         let out = self.run(c)?;
@@ -210,25 +211,25 @@ impl Rpm {
                 "(an owner of the transaction's files)".into(),
             ]));
         };
+        const N: usize = 15;
+        // Every file of every owner (rpm prints an owner once per path it
+        // owns: each file is taken once), for the hardlink counts.
         let mut seen = std::collections::HashSet::new();
-        let mut v = Vec::new();
+        let mut all: Vec<(u32, u32, crate::InstalledFile, u64, u64)> = Vec::new();
         for line in text.lines() {
             // "file X is not owned by any package" and the like.
-            let f: Vec<&str> = line.splitn(13, '\t').collect();
-            if f.len() != 13 {
+            let f: Vec<&str> = line.splitn(N, '\t').collect();
+            if f.len() != N {
                 continue;
             }
             let bad = || Error::Answer {
                 what: "-qf (owners' files)",
                 why: format!("unexpected line `{line}`"),
             };
-            let path = f[12];
-            if !wanted.contains(path) {
-                // A link target with a tab in it would shift the fields.
-                if f[11].contains('\t') || path.contains('\t') {
-                    return Err(bad());
-                }
-                continue;
+            let path = f[N - 1];
+            // A link target with a tab in it would shift the fields.
+            if !wanted.contains(path) && (f[N - 2].contains('\t') || path.contains('\t')) {
+                return Err(bad());
             }
             let n = |s: &str| -> Result<u64> {
                 if s == "(none)" {
@@ -245,10 +246,10 @@ impl Rpm {
                 "(none)" => 1,
                 a => a.parse().map_err(|_| bad())?,
             };
-            v.push(OwnedFile {
+            all.push((
                 inst,
                 algo,
-                file: crate::InstalledFile {
+                crate::InstalledFile {
                     path: path.to_string(),
                     state: n(f[2])? as u32,
                     flags: n(f[3])? as u32,
@@ -256,14 +257,35 @@ impl Rpm {
                     size: n(f[5])?,
                     color: n(f[6])? as u32,
                     rdev: n(f[7])? as u32,
-                    digest: f[8].to_string(),
-                    user: f[9].to_string(),
-                    group: f[10].to_string(),
-                    link: f[11].to_string(),
+                    digest: f[10].to_string(),
+                    user: f[11].to_string(),
+                    group: f[12].to_string(),
+                    link: f[13].to_string(),
+                    nlink: 1,
                 },
-            });
+                n(f[8])?,
+                n(f[9])?,
+            ));
         }
-        Ok(v)
+        let mut by_inst: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+        for (i, r) in all.iter().enumerate() {
+            by_inst.entry(r.0).or_default().push(i);
+        }
+        for idx in by_inst.values() {
+            let modes: Vec<u32> = idx.iter().map(|&i| all[i].2.mode).collect();
+            let flags: Vec<u32> = idx.iter().map(|&i| all[i].2.flags).collect();
+            let devs: Vec<u64> = idx.iter().map(|&i| all[i].3).collect();
+            let inodes: Vec<u64> = idx.iter().map(|&i| all[i].4).collect();
+            let counts = crate::installed::link_counts(&modes, &flags, &devs, &inodes);
+            for (k, &i) in idx.iter().enumerate() {
+                all[i].2.nlink = counts[k];
+            }
+        }
+        Ok(all
+            .into_iter()
+            .filter(|r| wanted.contains(r.2.path.as_str()))
+            .map(|(inst, algo, file, _, _)| OwnedFile { inst, algo, file })
+            .collect())
     }
 
     /// Record the file states of packages registered header-only, which
@@ -317,9 +339,21 @@ impl Rpm {
     /// What the host's rpm expands each of `names` (`%{?NAME}`) to, in
     /// one `rpm --eval`.
     pub fn host_macros(names: &[&str]) -> Result<Vec<String>> {
+        Self::host_macros_defined(names, &[])
+    }
+
+    /// [`Rpm::host_macros`] with `defines` (`NAME`, `VALUE`) given to rpm
+    /// first, as `--define 'NAME VALUE'` on its command line.
+    pub fn host_macros_defined(
+        names: &[&str],
+        defines: &[(String, String)],
+    ) -> Result<Vec<String>> {
         let program = std::env::var_os("COWKIT_RPM").map_or_else(|| "rpm".into(), PathBuf::from);
         let mut c = Command::new(&program);
         c.env("LC_ALL", "C").stdin(Stdio::null());
+        for (n, v) in defines {
+            c.arg("--define").arg(format!("{n} {v}"));
+        }
         for n in names {
             c.arg("--eval").arg(format!("%{{?{n}}}"));
         }

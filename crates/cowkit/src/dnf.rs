@@ -125,7 +125,7 @@ COWKIT_JSON=1 (--json), COWKIT_NOSCRIPTS=1 (--noscripts), COWKIT_DBPATH
 (--dbpath), COWKIT_DOWNLOADER (--downloader). Without --installroot, and for commands that install nothing
 (remove, list, ...), the real dnf runs (COWKIT_DNF, or the first `dnf` on
 PATH that is not cowkit). Refused when cowkit installs, as it cannot honour
-them exactly: --setopt=tsflags=... other than nodocs, --comment, --downloaddir
+them exactly: --setopt=tsflags=... other than nodocs and justdb, --comment, --downloaddir
 without --downloadonly; --downloadonly, --assumeno and --help go to dnf.";
 
 /// One `cowkit dnf` run, from either form.
@@ -271,7 +271,7 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
         .map_err(|e| CliError::new("cannot find the root's rpm database", e))?;
     // A transaction a killed run left unfinished is finished before dnf
     // reads the database.
-    let recovered = crate::install::recover(&root, &tx_options(args, &root)?, &[])?;
+    let recovered = crate::install::recover(&root, &tx_options(args, &root, false)?, &[])?;
 
     if !forward {
         drop(recovered);
@@ -330,6 +330,11 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
         )));
     }
     extra.resolve_seconds = t.elapsed().as_secs_f64();
+    // dnf's reinstalls are rpm's `--reinstall` elements: all or none.
+    let reinstall = crate::dnf_order::reinstalls(&home.path().join("order")).map_err(|why| {
+        CliError::msg(why)
+            .hint("reinstall these packages in a transaction of their own (`dnf reinstall PKG`)")
+    })?;
     let plan = match dnf_downloads {
         None => crate::dnf_plan::Plan::read(&plan_path)?,
         Some(_) => None,
@@ -337,7 +342,7 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
     let reasons = match (dnf_downloads, plan) {
         (_, Some(plan)) if plan.why.is_empty() => {
             drop(download);
-            return streamed(args, &root, &cache, &plan, extra);
+            return streamed(args, &root, &cache, &plan, extra, reinstall);
         }
         (_, Some(plan)) => plan.why,
         (Some(why), None) => vec![why],
@@ -354,7 +359,7 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
     extra.downloaded_by = "dnf";
     extra.fallback_reasons = reasons;
 
-    let total = match install(args, &root, &cache, &rpms, download, &mut extra)? {
+    let total = match install(args, &root, &cache, &rpms, download, &mut extra, reinstall)? {
         Ok(total) => total,
         Err(e) => return refused(&args.root, args.json, e),
     };
@@ -452,6 +457,7 @@ fn streamed(
     cache: &Cache,
     plan: &crate::dnf_plan::Plan,
     mut extra: Extra,
+    reinstall: bool,
 ) -> Result<ExitCode, CliError> {
     extra.downloaded_by = "cowkit";
     extra.downloaded = plan.packages.len();
@@ -479,7 +485,7 @@ fn streamed(
             fetched.cached
         );
     }
-    let total = match install_entries(args, root, &fetched.paths)? {
+    let total = match install_entries(args, root, &fetched.paths, reinstall)? {
         Ok(total) => total,
         Err(e) => return refused(&args.root, args.json, e),
     };
@@ -633,13 +639,14 @@ fn install(
     rpms: &[PathBuf],
     download: cowkit_fs::workdir::WorkDir,
     extra: &mut Extra,
+    reinstall: bool,
 ) -> Result<Result<cowkit_install::TxSummary, cowkit_install::Error>, CliError> {
     // 2. The cache: hits by header digest, misses transcoded in parallel.
     let jobs = crate::output::jobs(args.jobs);
     // 3. One transaction. rpm checks and orders the downloaded packages
     // (the same headers as their extents files) while the misses are
     // transcoded.
-    let opts = tx_options(args, root)?;
+    let opts = tx_options(args, root, reinstall)?;
     let t = Instant::now();
     let (prepared, cached) = std::thread::scope(|s| {
         let check = s.spawn(|| prepare(root, rpms, &opts));
@@ -664,8 +671,9 @@ fn install(
     Ok(prepared.run(&cowkit_install::NoProgress))
 }
 
-/// The options of `cowkit dnf`'s transaction on `root`.
-fn tx_options(args: &Request, root: &Root) -> Result<TxOptions, CliError> {
+/// The options of `cowkit dnf`'s transaction on `root` (`reinstall`:
+/// every package is a reinstall, [`crate::dnf_order::reinstalls`]).
+fn tx_options(args: &Request, root: &Root, reinstall: bool) -> Result<TxOptions, CliError> {
     // dnf's nodocs is rpm's `--excludedocs`: the command line's, else its
     // configuration's. The languages are rpm's own `%_install_langs`, as
     // for dnf's rpm (dnf 4 has no option for them).
@@ -682,6 +690,12 @@ fn tx_options(args: &Request, root: &Root) -> Result<TxOptions, CliError> {
         db: true,
         dbpath: args.dbpath.clone(),
         noscripts: args.noscripts,
+        // dnf lets rpm downgrade (its problem filter always holds
+        // RPMPROB_FILTER_OLDPACKAGE): `dnf downgrade` and distro-sync.
+        oldpackage: true,
+        reinstall,
+        // `--setopt=tsflags=justdb`: rpm's `--justdb`.
+        justdb: args.line.justdb,
         script_stdout_to_stderr: args.json,
         // dnf installs install-only packages (kernels) beside the old
         // versions (rpm -i), where `rpm -U` would erase them.
@@ -699,8 +713,9 @@ fn install_entries(
     args: &Request,
     root: &Root,
     entries: &[PathBuf],
+    reinstall: bool,
 ) -> Result<Result<cowkit_install::TxSummary, cowkit_install::Error>, CliError> {
-    let opts = tx_options(args, root)?;
+    let opts = tx_options(args, root, reinstall)?;
     Ok(prepare(root, entries, &opts).and_then(|p| p.run(&cowkit_install::NoProgress)))
 }
 

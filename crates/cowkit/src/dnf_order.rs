@@ -242,6 +242,50 @@ pub fn sort(rpms: &mut [PathBuf], order: &Path) -> bool {
     true
 }
 
+/// How dnf's transaction, as `order` gives it, is handed to rpm: `false`
+/// for install and upgrade elements (downgrades are upgrades to rpm, with
+/// dnf's `RPMPROB_FILTER_OLDPACKAGE`), `true` when every package is a
+/// reinstall (dnf's `addReinstall`: rpm's `--reinstall`). A transaction
+/// that mixes reinstalls with other packages cannot be checked and
+/// registered as one rpm command line: why, as an error. Without an
+/// order file, `false` (rpm's check then refuses a reinstall as
+/// "already installed").
+pub fn reinstalls(order: &Path) -> Result<bool, String> {
+    let Ok(text) = std::fs::read_to_string(order) else {
+        return Ok(false);
+    };
+    reinstalls_in(&text)
+}
+
+fn reinstalls_in(text: &str) -> Result<bool, String> {
+    let hows: Vec<(&str, &str)> = text
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .filter(|(how, _)| *how != "e")
+        .collect();
+    let r: Vec<&str> = hows
+        .iter()
+        .filter(|(how, _)| *how == "r")
+        .map(|(_, n)| *n)
+        .collect();
+    if r.is_empty() {
+        return Ok(false);
+    }
+    if r.len() == hows.len() {
+        return Ok(true);
+    }
+    let others: Vec<&str> = hows
+        .iter()
+        .filter(|(how, _)| *how != "r")
+        .map(|(_, n)| *n)
+        .collect();
+    Err(format!(
+        "dnf's transaction reinstalls {} and installs or upgrades {}: cowkit checks and registers a transaction as one rpm command line, which reinstalls all its packages or none",
+        r.join(", "),
+        others.join(", ")
+    ))
+}
+
 /// `name-E:V-R.A` as its file is named: `name-V-R.A`.
 fn without_epoch(nevra: &str) -> String {
     // The epoch sits after the last `-` before the version.
@@ -272,6 +316,23 @@ mod tests {
             "kbd-2.6-1.fc40.x86_64"
         );
         assert_eq!(without_epoch("a-b-c-1.0-2.noarch"), "a-b-c-1.0-2.noarch");
+    }
+
+    #[test]
+    fn reinstalls_all_or_none() {
+        assert_eq!(
+            reinstalls_in("u\ta-2-1.noarch\ni\tb-1-1.noarch\n"),
+            Ok(false)
+        );
+        assert_eq!(reinstalls_in(""), Ok(false));
+        assert_eq!(
+            reinstalls_in("r\ta-1-1.noarch\nr\tb-1-1.noarch\n"),
+            Ok(true)
+        );
+        let mixed = reinstalls_in("r\ta-1-1.noarch\nu\tb-2-1.noarch\n").unwrap_err();
+        assert!(mixed.contains("reinstalls a-1-1.noarch") && mixed.contains("b-2-1.noarch"));
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(reinstalls(&dir.path().join("none")), Ok(false));
     }
 
     #[test]

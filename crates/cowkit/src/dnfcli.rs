@@ -131,6 +131,8 @@ pub struct Line {
     pub refused: Vec<Refusal>,
     /// `--nodocs` or `--setopt=tsflags=nodocs`: rpm's `--excludedocs`.
     pub nodocs: bool,
+    /// `--setopt=tsflags=justdb`: rpm's `--justdb`.
+    pub justdb: bool,
 }
 
 /// A command line dnf itself would take, but cowkit cannot read.
@@ -165,7 +167,7 @@ impl std::fmt::Display for LineError {
 impl std::error::Error for LineError {}
 
 const TSFLAGS: &str = "cowkit runs the transaction itself and implements only the transaction \
-                       flag nodocs (not test, noscripts, justdb, notriggers, …)";
+                       flags nodocs and justdb (not test, noscripts, notriggers, …)";
 const DESTDIR: &str = "without --downloadonly dnf refuses it, and cowkit downloads into a \
                        directory of its own";
 const COMMENT: &str = "cowkit writes no dnf history transaction for what it installs, so the \
@@ -319,6 +321,8 @@ impl Line {
                         for flag in list(val) {
                             if flag.eq_ignore_ascii_case("nodocs") {
                                 self.nodocs = true;
+                            } else if flag.eq_ignore_ascii_case("justdb") {
+                                self.justdb = true;
                             } else {
                                 self.refuse(shown(), TSFLAGS);
                                 break;
@@ -528,6 +532,17 @@ mod tests {
         // language): neither refused nor taken.
         assert!(l.refused.is_empty());
         assert!(l.nodocs);
+        assert!(!l.justdb);
+        // justdb is rpm's `--justdb`, honoured.
+        let l = parse(&[
+            "--installroot=/r",
+            "--setopt=tsflags=justdb,nodocs",
+            "install",
+            "a",
+        ])
+        .unwrap();
+        assert!(l.refused.is_empty());
+        assert!(l.justdb && l.nodocs);
         for only in ["--downloadonly", "--assumeno", "--help", "-h", "--version"] {
             let l = parse(&["--installroot=/r", only, "install", "a"]).unwrap();
             assert!(!l.installs(), "{only}");

@@ -81,6 +81,37 @@ pub struct Args {
     /// Let files of these packages replace other installed packages' files.
     #[arg(long)]
     replacefiles: bool,
+    /// Allow downgrades: a package older than the installed version of its
+    /// name replaces it (rpm's `--oldpackage`).
+    #[arg(long)]
+    oldpackage: bool,
+    /// Allow a package that is installed already (the same NEVRA): it
+    /// replaces the installed one (rpm's `--replacepkgs`).
+    #[arg(long)]
+    replacepkgs: bool,
+    /// `--replacepkgs --replacefiles --oldpackage`, as rpm's `--force`.
+    #[arg(long)]
+    force: bool,
+    /// Reinstall: each package replaces the installed package of the same
+    /// NEVRA, and only that one (rpm's `--reinstall`).
+    #[arg(long, conflicts_with = "freshen")]
+    reinstall: bool,
+    /// Upgrade only the packages whose name is installed in an older
+    /// version (with `--oldpackage`, also a newer one); the others are left
+    /// out silently, as by rpm's `-F`/`--freshen`.
+    #[arg(short = 'F', long)]
+    freshen: bool,
+    /// Only register the packages in the database: no file is placed or
+    /// removed and no scriptlet or trigger runs (rpm's `--justdb`).
+    #[arg(long, conflicts_with = "no_db")]
+    justdb: bool,
+    /// Define an rpm macro for the transaction, `'NAME VALUE'` (rpm's
+    /// `--define`); may be repeated. Only macros cowkit honours exactly:
+    /// `_transaction_color`, `_prefer_color`, `_netsharedpath`,
+    /// `_install_langs`, `_excludedocs`, `_minimize_writes`; any other
+    /// is refused.
+    #[arg(long, value_name = "'NAME VALUE'")]
+    define: Vec<String>,
     /// Run no scriptlets (like `rpm --noscripts`).
     #[arg(long)]
     noscripts: bool,
@@ -310,9 +341,23 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
             "--excludepath `{bad}` is not an absolute path (rpm refuses it too: exclude paths must begin with a /)"
         )));
     }
-    let files =
-        cowkit_install::fate::Policy::from_host(args.excludedocs, args.excludepath.clone(), None)
-            .map_err(|e| CliError::new("cannot read rpm's file policy", e))?;
+    let defines = args
+        .define
+        .iter()
+        .map(|d| cowkit_install::fate::define(d))
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(|why| {
+            CliError::msg(why).hint(
+                "leave the macro out, or run rpm itself for this transaction (`rpm --root DIR --define ... -U PKG`)",
+            )
+        })?;
+    let files = cowkit_install::fate::Policy::from_host_defined(
+        args.excludedocs,
+        args.excludepath.clone(),
+        None,
+        defines,
+    )
+    .map_err(|e| CliError::new("cannot read rpm's file policy", e))?;
     let opts = TxOptions {
         install: Options {
             chain: match args.reflink {
@@ -331,7 +376,11 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         db: !args.no_db,
         dbpath: args.dbpath.clone(),
         nodeps: args.nodeps,
-        replacefiles: args.replacefiles,
+        replacefiles: args.replacefiles || args.force,
+        oldpackage: args.oldpackage || args.force,
+        replacepkgs: args.replacepkgs || args.force,
+        reinstall: args.reinstall,
+        justdb: args.justdb,
         noscripts: args.noscripts,
         test: args.test,
         script_stdout_to_stderr: args.json,
@@ -365,9 +414,39 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
             return refused_with(&args.root, args.json, e);
         }
     };
-    let result = match cowkit_install::prepare(&root, &args.packages, &opts) {
+    // `-F`: rpm's own choice of the packages to upgrade; the others are
+    // left out silently, and with none left nothing is done (as rpm).
+    let packages = if args.freshen {
+        match cowkit_install::txn::freshen(&root, &args.packages, &opts) {
+            Ok(p) => p,
+            Err(e) => {
+                bar.finish_and_clear();
+                return refused(&args.root, args.json, e);
+            }
+        }
+    } else {
+        args.packages.clone()
+    };
+    if packages.is_empty() {
+        bar.finish_and_clear();
+        let total = TxSummary {
+            recovered,
+            ..TxSummary::default()
+        };
+        return Ok(finish(
+            &Show {
+                root: &args.root,
+                json: args.json,
+                quiet: true,
+                verify: false,
+            },
+            &total,
+            (),
+        ));
+    }
+    let result = match cowkit_install::prepare(&root, &packages, &opts) {
         Ok(mut prepared) => {
-            match stager(&root, &args.packages, &args.key, !args.no_confine) {
+            match stager(&root, &packages, &args.key, !args.no_confine) {
                 Ok(Some(s)) => prepared.stage_with(s),
                 Ok(None) => {}
                 Err(e) => {
@@ -493,9 +572,14 @@ fn hint_for(e: &cowkit_install::Error) -> Option<&'static str> {
             Some("`--replacefiles` lets these packages replace installed packages' files")
         }
         Error::Db(Db::Problems { problems })
+            if problems.iter().any(|p| p.contains("which is newer than")) =>
+        {
+            Some("`--oldpackage` lets an older version replace the installed one (a downgrade)")
+        }
+        Error::Db(Db::Problems { problems })
             if problems.iter().any(|p| p.contains("already installed")) =>
         {
-            Some("`rpm -q` shows what is installed; nothing needs doing for these packages")
+            Some("`rpm -q` shows what is installed; nothing needs doing for these packages (`--reinstall` installs them again)")
         }
         Error::Db(Db::Macros { .. }) => {
             Some("`--dbpath DIR` says where the root's database is (e.g. /usr/lib/sysimage/rpm)")

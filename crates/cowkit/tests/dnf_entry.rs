@@ -286,7 +286,7 @@ fn issue_26_options_cowkit_cannot_honour_are_refused_by_name() {
     for (opt, why) in [
         (&["--setopt=tsflags=noscripts"][..], "transaction flag"),
         (&["--setopt", "tsflags=test"], "transaction flag"),
-        (&["--setopt=tsflags=nodocs,justdb"], "transaction flag"),
+        (&["--setopt=tsflags=nodocs,notriggers"], "transaction flag"),
         (&["--comment=built"], "no dnf history"),
         (&["--downloaddir=/tmp/x"], "without --downloadonly"),
         (&["--setopt=keepcache=maybe"], "not a boolean"),

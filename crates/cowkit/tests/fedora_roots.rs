@@ -595,7 +595,7 @@ fn cowkit_dnf_installs_two_kernels_of_one_transaction_as_dnf_does() {
         .into_iter()
         .filter(|p| *p != "kernel-core")
         .collect();
-    plain_dnf(&t.repo.v1, &t.a, &t.dnf_cache, &base);
+    t.plain(&t.repo.v1, &t.a, &base);
     let r = cowkit_dnf(&t, &t.repo.v1, &base);
     assert!(r.ok, "cowkit dnf install failed:\n{}", r.stderr);
     assert_same_roots(&t.a, &t.b, &t.dnf_cache, "dnf install (no kernel)");
@@ -604,7 +604,7 @@ fn cowkit_dnf_installs_two_kernels_of_one_transaction_as_dnf_does() {
         "kernel-core-6.1.0-1.fc40",
         "kernel-core-6.2.0-1.fc40",
     ];
-    plain_dnf(&t.repo.v2, &t.a, &t.dnf_cache, &kernels);
+    t.plain(&t.repo.v2, &t.a, &kernels);
     let both: Vec<String> = nevras(&t.a)
         .into_iter()
         .filter(|n| n.starts_with("kernel-core-"))

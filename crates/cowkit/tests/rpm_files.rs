@@ -609,3 +609,66 @@ fn symlinked_directories_followed_only_when_safe() {
         t.step(&[], &[&pass]);
     }
 }
+
+/// `--define '_minimize_writes 1'`: a file (and a symlink) that an upgrade
+/// does not change, and that is unchanged on disk, is only touched, as
+/// rpm touches it (`FA_TOUCH`): the inode stays, the new mode and times
+/// are set. A changed file, a hardlinked one (rpm cannot touch those) and
+/// every file without the macro get a new inode, in both roots.
+#[test]
+fn minimize_writes_touches_unchanged_files() {
+    let Some((dir, pk)) = setup("minimize_writes_touches_unchanged_files") else {
+        return;
+    };
+    let build = |v: &str, changed: &str, mode: &str| {
+        noarch(
+            &pk,
+            "mw",
+            v,
+            &format!(
+                "mkdir -p $B/opt/mw\necho same > $B/opt/mw/same\necho {changed} > $B/opt/mw/changed\n\
+                 echo hl > $B/opt/mw/h1\nln $B/opt/mw/h1 $B/opt/mw/h2\nln -s same $B/opt/mw/link\n\
+                 touch -d @{} $B/opt/mw/*",
+                if v == "1" { 1_000_000 } else { 2_000_000 }
+            ),
+            &format!("%dir /opt/mw\n%attr({mode},root,root) /opt/mw/same\n/opt/mw/changed\n/opt/mw/h1\n/opt/mw/h2\n/opt/mw/link"),
+        )
+    };
+    let v1 = build("1", "a", "644");
+    let v2 = build("2", "b", "600");
+    let v3 = build("3", "c", "640");
+    use std::os::unix::fs::MetadataExt;
+    let inodes = |root: &Path| -> Vec<u64> {
+        ["same", "changed", "h1", "link"]
+            .iter()
+            .map(|n| {
+                std::fs::symlink_metadata(root.join("opt/mw").join(n))
+                    .unwrap()
+                    .ino()
+            })
+            .collect()
+    };
+    let t = Twin::new(dir.path());
+    let on = ["--define", "_minimize_writes 1"];
+    t.step(&on, &[&v1]);
+    let before = (inodes(&t.rpm), inodes(&t.ck));
+    t.step(&on, &[&v2]);
+    let after = (inodes(&t.rpm), inodes(&t.ck));
+    let kept =
+        |b: &[u64], a: &[u64]| -> Vec<bool> { b.iter().zip(a).map(|(x, y)| x == y).collect() };
+    assert_eq!(kept(&before.0, &after.0), [true, false, false, true], "rpm");
+    assert_eq!(
+        kept(&before.1, &after.1),
+        [true, false, false, true],
+        "cowkit"
+    );
+    // Without the macro: written again.
+    t.step(&["--define", "_minimize_writes 0"], &[&v3]);
+    let last = (inodes(&t.rpm), inodes(&t.ck));
+    assert_eq!(kept(&after.0, &last.0), [false, false, false, false], "rpm");
+    assert_eq!(
+        kept(&after.1, &last.1),
+        [false, false, false, false],
+        "cowkit"
+    );
+}

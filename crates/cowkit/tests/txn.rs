@@ -627,6 +627,73 @@ fn cowkit_dnf_builds_what_dnf_builds_and_caches_transcodes() {
     assert!(!installed(&b).contains_key("ck-doc"));
 }
 
+/// `dnf downgrade` and `dnf reinstall` (with scriptlets and edited
+/// config files) and `--setopt=tsflags=justdb` through `cowkit dnf`: the
+/// same roots, databases, `rpm -Va` and scriptlet logs as plain dnf.
+#[test]
+fn cowkit_dnf_downgrades_and_reinstalls_as_dnf_does() {
+    if !as_root(
+        "cowkit_dnf_downgrades_and_reinstalls_as_dnf_does",
+        "scriptlets run chrooted",
+    ) {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let repo = build_repo(tmp());
+    let d = dir.path();
+    let (a, b) = (mkdir(&d.join("dnf")), mkdir(&d.join("cowkit")));
+    let dnf_cache = d.join("dnf-cache");
+    let ck_cache = d.join("cowkit-cache");
+    let both = |repo_dir: &Path, cmd: &[&str], what: &str| {
+        run_ok(
+            dnf(repo_dir, &a, &dnf_cache).args(cmd),
+            &format!("dnf {what}"),
+        );
+        let r = cowkit_dnf(repo_dir, &b, &dnf_cache, &ck_cache, cmd);
+        assert!(r.ok, "cowkit dnf {what}: {}", r.stderr);
+        assert_eq!(installed(&a), installed(&b), "{what}");
+        assert_eq!(verify(&a), verify(&b), "{what}");
+        assert_same_trees(&a, &b, &dnf_cache, &format!("cowkit dnf {what}"));
+        assert_eq!(log(&a), log(&b), "scriptlets of {what}");
+        r
+    };
+    both(&repo.dir, &["install", repo.top], "install");
+    both(&repo.upgrade_dir, &["upgrade"], "upgrade");
+    edit_configs(&a);
+    edit_configs(&b);
+    // Version 2 back to 1: scriptlets with the downgrade's arguments, the
+    // edited config files kept or saved as rpm decides.
+    let r = both(
+        &repo.upgrade_dir,
+        &["downgrade", "ck-scripts", "ck-config"],
+        "downgrade",
+    );
+    assert_eq!(
+        r.json()["upgraded"].as_array().unwrap().len(),
+        2,
+        "{}",
+        r.json()
+    );
+    assert_eq!(installed(&b)["ck-scripts"], installed(&b)["ck-filesystem"]);
+    // The same version again, over a removed file.
+    std::fs::remove_file(a.join("usr/share/ck-scripts/version")).unwrap();
+    std::fs::remove_file(b.join("usr/share/ck-scripts/version")).unwrap();
+    both(
+        &repo.upgrade_dir,
+        &["reinstall", "ck-scripts", "ck-config"],
+        "reinstall",
+    );
+    assert!(b.join("usr/share/ck-scripts/version").exists());
+    // Only the database: the files of the package are not placed.
+    let r = both(
+        &repo.upgrade_dir,
+        &["--setopt=tsflags=justdb", "install", "ck-lua"],
+        "install with tsflags=justdb",
+    );
+    assert_eq!(r.json()["files"], 0, "{}", r.json());
+    assert!(installed(&b).contains_key("ck-lua"));
+}
+
 /// Config files that exist, owned by no package, when a package brings
 /// them: the same `.rpmnew`/`.rpmorig` as `rpm -U`, with rpm's words.
 #[test]

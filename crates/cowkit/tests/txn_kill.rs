@@ -304,6 +304,69 @@ fn duplicates(qa: &[String]) -> bool {
     set.len() != names.len()
 }
 
+/// A reinstall (`--reinstall`, the installed package replaced by the same
+/// package) killed after its files were placed: the next run registers it
+/// again as rpm's `--reinstall` does, and does not take the header it
+/// replaces, which has the same digest, for the new one (which would
+/// erase the package from the database).
+#[test]
+fn a_reinstall_killed_before_its_registration_is_finished() {
+    if !as_root(
+        "a_reinstall_killed_before_its_registration_is_finished",
+        "rpm --root",
+    ) {
+        return;
+    }
+    let Some(d) = scratch(Fs::Xfs) else { return };
+    let repo = build_repo(tmp());
+    let root = mkdir(&d.path().join("root"));
+    let install = |args: &[&str], pkg: &Path, crash: Option<&str>| {
+        let mut c = cowkit();
+        c.args(["install", "--nodeps", "--root"])
+            .arg(&root)
+            .arg("--dbpath")
+            .arg(dbpath())
+            .args(args)
+            .arg(pkg)
+            .stdin(Stdio::null())
+            .env_remove("COWKIT_RPM");
+        match crash {
+            Some(at) => c.env("COWKIT_TXN_CRASH_AT", at),
+            None => c.env_remove("COWKIT_TXN_CRASH_AT"),
+        };
+        c.output().unwrap()
+    };
+    let fs = repo.rpm("ck-filesystem");
+    let out = install(&[], fs, None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let before = outcome(&root);
+    let out = install(&["--reinstall"], fs, Some("placed"));
+    assert_eq!(out.status.signal(), Some(9), "{out:?}");
+    assert!(outcome(&root).journal, "no journal after the kill");
+    // Another package: the interrupted reinstall is finished first.
+    let out = install(&[], repo.rpm("ck-data"), None);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("killed run left"), "{said}");
+    let after = outcome(&root);
+    let mut want = before.qa.clone();
+    want.extend(
+        after
+            .qa
+            .iter()
+            .filter(|n| n.starts_with("ck-data-"))
+            .cloned(),
+    );
+    want.sort();
+    assert_eq!(after.qa, want, "{said}");
+    assert!(!after.journal);
+    assert!(after.temporaries.is_empty(), "{:?}", after.temporaries);
+}
+
 #[test]
 fn an_upgrade_killed_anywhere_is_finished_by_the_next_run() {
     if !as_root(

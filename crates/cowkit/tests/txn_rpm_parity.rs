@@ -535,6 +535,41 @@ fn issue_26_install_only_packages_are_never_upgraded_away() {
     );
     assert!(ck_dnf.join("boot/t-kern-1").exists() && ck_dnf.join("boot/t-kern-2").exists());
 
+    // A reinstall replaces that version only, the other kernel stays:
+    // `dnf reinstall` and `cowkit dnf` alike, `rpm --reinstall` and
+    // `cowkit install --reinstall` alike (neither refused as an upgrade).
+    std::fs::remove_file(dnf_root.join("boot/t-kern-2")).unwrap();
+    std::fs::remove_file(ck_dnf.join("boot/t-kern-2")).unwrap();
+    run_ok(
+        dnf(&repo, &dnf_root, &dnf_cache).args(["reinstall", "t-kern-2-1.noarch"]),
+        "dnf reinstall",
+    );
+    let r = cowkit_dnf(
+        &repo,
+        &ck_dnf,
+        &dnf_cache,
+        &d.join("ck-cache"),
+        &["reinstall", "t-kern-2-1.noarch"],
+    );
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(kernels(&ck_dnf), kernels(&dnf_root));
+    assert_eq!(log(&ck_dnf), log(&dnf_root), "scriptlets of the reinstall");
+    assert!(ck_dnf.join("boot/t-kern-2").exists());
+    // (dnf's own state, its history and logs, is dnf's only.)
+    let boot = |r: &Path| cowkit_testutil::tree::under(&state(r).0, "boot");
+    let delta = diff(&boot(&dnf_root), &boot(&ck_dnf), |e| {
+        (e.shape(), e.uid, e.gid)
+    });
+    assert!(delta.is_empty(), "{delta:#?}");
+    let rpm_re = twin(&start, &d.join("rpm-reinstall"));
+    rpm_ok(&rpm_re, &["--reinstall"], &[&k1]);
+    let ck_re = twin(&start, &d.join("cowkit-reinstall"));
+    let r = install(&ck_re, &["--reinstall"], &[&k1]);
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(kernels(&ck_re), kernels(&rpm_re));
+    assert_eq!(log(&ck_re), log(&rpm_re), "scriptlets of rpm --reinstall");
+    assert_same_roots(&rpm_re, &ck_re);
+
     // dnf's `installonly_limit` (3) erases the oldest kernel when a fourth
     // comes; cowkit dnf erases nothing it was not asked to: it runs dnf
     // with `installonly_limit=0`, so that dnf's plan keeps them all too.
