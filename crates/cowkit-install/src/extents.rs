@@ -46,7 +46,8 @@ pub(crate) fn install_open(
     }
     crate::check_expected(x.package(), path, opts)?;
     let files = x.files();
-    let mut target = Target::new(root, owners, progress, opts.gate.as_ref());
+    let mut target =
+        Target::new(root, owners, progress, opts.gate.as_ref()).without_caps(opts.nocaps);
     let places = target.prepare(files, &opts.rename, &opts.skip)?;
     let items = work_items(files);
     // Threads take batches of files that are next to each other in the

@@ -287,6 +287,9 @@ pub struct Options {
     /// hardlinks) that rpm touches ([`fate::Action::Touch`]): when the
     /// entry is there, only its metadata is set; otherwise it is created.
     pub touch: std::collections::HashSet<u32>,
+    /// Set no file capabilities (rpm's `--nocaps`): the database still
+    /// records them.
+    pub nocaps: bool,
     /// The header digest (rpm's `%{SHA256HEADER}`) the package must have:
     /// a transaction checked one file and installs another with the same
     /// header (its extents file).
@@ -376,6 +379,7 @@ impl Default for Options {
             rename: std::collections::HashMap::new(),
             skip: std::collections::HashSet::new(),
             touch: std::collections::HashSet::new(),
+            nocaps: false,
             expect_header: None,
             gate: None,
         }

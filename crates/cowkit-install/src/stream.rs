@@ -27,7 +27,8 @@ pub(crate) fn install(
     let pkg = Package::read(&mut input)?;
     crate::check_expected(&pkg, path, opts)?;
     let files = pkg.files()?;
-    let mut target = Target::new(root, owners, progress, opts.gate.as_ref());
+    let mut target =
+        Target::new(root, owners, progress, opts.gate.as_ref()).without_caps(opts.nocaps);
     let places = target.prepare(&files, &opts.rename, &opts.skip)?;
     let mut s = Summary::default();
     let mut buf = vec![0u8; CHUNK];

@@ -120,6 +120,8 @@ pub(crate) struct Target<'r> {
     euid: u32,
     egid: u32,
     umask: u32,
+    /// Set no file capabilities (rpm's `--nocaps`).
+    nocaps: bool,
 }
 
 /// Remove the temporary names (`.ck<pid>.<n>`) that an install killed
@@ -240,7 +242,15 @@ impl<'r> Target<'r> {
             euid: rustix::process::geteuid().as_raw(),
             egid: rustix::process::getegid().as_raw(),
             umask: dir::process_umask().unwrap_or(0o022),
+            nocaps: false,
         }
+    }
+
+    /// Leave file capabilities unset, as rpm's `--nocaps` does (the
+    /// database still records them).
+    pub fn without_caps(mut self, nocaps: bool) -> Self {
+        self.nocaps = nocaps;
+        self
     }
 
     pub fn display(&self, p: &Place) -> PathBuf {
@@ -527,7 +537,7 @@ impl<'r> Target<'r> {
             });
         }
         let mut xattrs = Vec::new();
-        if let Some(text) = &f.caps {
+        if let Some(text) = f.caps.as_ref().filter(|_| !self.nocaps) {
             let value = cowkit_fs::caps::from_text(text).map_err(|source| Error::Caps {
                 path: path.to_path_buf(),
                 source,

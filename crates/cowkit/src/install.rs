@@ -112,6 +112,10 @@ pub struct Args {
     /// is refused.
     #[arg(long, value_name = "'NAME VALUE'")]
     define: Vec<String>,
+    /// Set no file capabilities (rpm's `--nocaps`); the database still
+    /// records them.
+    #[arg(long)]
+    nocaps: bool,
     /// Run no scriptlets (like `rpm --noscripts`).
     #[arg(long)]
     noscripts: bool,
@@ -370,6 +374,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
             threads: 1,
             verify: args.verify,
             clone_tail: args.clone_tail || cowkit_install::clone_tail_pays_off(&root),
+            nocaps: args.nocaps,
             ..Options::default()
         },
         jobs,

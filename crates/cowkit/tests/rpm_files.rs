@@ -672,3 +672,35 @@ fn minimize_writes_touches_unchanged_files() {
         "cowkit"
     );
 }
+
+/// `--nocaps`: rpm sets no file capabilities (its database still records
+/// them, so `rpm -V` then shows the file's `P`); without it the
+/// capability is set. The same in both roots, both ways.
+#[test]
+fn nocaps_leaves_capabilities_unset() {
+    let Some((dir, pk)) = setup("nocaps_leaves_capabilities_unset") else {
+        return;
+    };
+    let build = |v: &str| {
+        noarch(
+            &pk,
+            "ck-caps",
+            v,
+            "mkdir -p $B/usr/libexec/ck-caps\necho x > $B/usr/libexec/ck-caps/ping",
+            "%caps(cap_net_raw=ep) /usr/libexec/ck-caps/ping",
+        )
+    };
+    let (v1, v2) = (build("1"), build("2"));
+    let t = Twin::new(dir.path());
+    t.step(&["--nocaps"], &[&v1]);
+    assert_eq!(
+        cowkit_testutil::tree::caps_of(&t.ck.join("usr/libexec/ck-caps/ping")),
+        None,
+        "cowkit set a capability under --nocaps"
+    );
+    t.step(&[], &[&v2]);
+    assert!(
+        cowkit_testutil::tree::caps_of(&t.ck.join("usr/libexec/ck-caps/ping")).is_some(),
+        "no capability without --nocaps"
+    );
+}

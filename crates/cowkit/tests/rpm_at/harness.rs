@@ -632,12 +632,13 @@ fn run_twins(
                 }
                 let rb = ran(&mut ck);
                 let after_b = state(&b);
-                // cowkit's option parser refusing a step rpm failed
-                // (as the scenario expects) after changing its root is a
-                // refusal too: cowkit did not run the step. (When rpm's
-                // failure left its root as it was, both ended alike.)
-                let parser = rb.stderr.contains("unexpected argument");
-                if !rb.ok && (ra.ok || (parser && state(&a) != after_b)) {
+                // cowkit refusing a step (by its option parser or its
+                // check, its root untouched) that rpm failed (as the
+                // scenario expects) after changing its root is a refusal
+                // too: cowkit did not run the step. (When rpm's failure
+                // left its root as it was, both ended alike.)
+                let untouched = after_b == before_b;
+                if !rb.ok && (ra.ok || (untouched && state(&a) != after_b)) {
                     return if after_b == before_b {
                         let how = if rb.stderr.contains("unexpected argument") {
                             "option parser"
