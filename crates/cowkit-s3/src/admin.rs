@@ -25,7 +25,8 @@ use std::sync::Arc;
 
 use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 
-use crate::accounts::{Account, Accounts, AccountsError, Principal, Role, Update};
+use crate::accounts::{Account, Accounts, Principal, Role, Update};
+use crate::error::AccountsError;
 use crate::store::Store;
 
 /// Whether a request is for the admin API (S3 has no `PATCH`).
@@ -343,7 +344,7 @@ impl Admin {
         let me = self.clone();
         tokio::task::spawn_blocking(move || f(&me))
             .await
-            .map_err(crate::error::internal)?
+            .map_err(crate::answer::internal)?
     }
 
     /// Answer one admin request (its signature verified, its caller an
@@ -433,7 +434,7 @@ impl Admin {
             return Err(user_not_found());
         }
         crate::authz::set_bucket_owner(&self.store, &bucket, &owner)
-            .map_err(crate::error::to_s3_error)?;
+            .map_err(crate::answer::to_s3_error)?;
         Ok(answer(http::StatusCode::OK, None))
     }
 
@@ -442,7 +443,7 @@ impl Admin {
         let list: Vec<(String, String)> = self
             .store
             .list_buckets()
-            .map_err(crate::error::to_s3_error)?
+            .map_err(crate::answer::to_s3_error)?
             .into_iter()
             .map(|b| (b.name, b.owner.unwrap_or_else(|| root.clone())))
             .collect();
@@ -475,13 +476,13 @@ impl Admin {
             return Err(user_not_found());
         }
         let (rest, tags) =
-            crate::tagging::take_create_bucket_tags(doc).map_err(crate::error::to_s3_error)?;
+            crate::tagging::take_create_bucket_tags(doc).map_err(crate::answer::to_s3_error)?;
         self.check_location(&rest)?;
         let tags = match tags {
             Some(pairs) => crate::tagging::check_bucket_set(
                 pairs.iter().map(|(k, v)| (k.as_deref(), v.as_deref())),
             )
-            .map_err(crate::error::tag_error)?,
+            .map_err(crate::answer::tag_error)?,
             None => Vec::new(),
         };
         let h = |k: &str| {
@@ -517,7 +518,7 @@ impl Admin {
             }
             Ok(())
         };
-        made(&self.store).map_err(crate::error::to_s3_error)?;
+        made(&self.store).map_err(crate::answer::to_s3_error)?;
         Ok(answer(http::StatusCode::CREATED, None))
     }
 

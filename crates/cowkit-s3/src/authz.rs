@@ -446,7 +446,7 @@ impl Authz {
         bucket: &str,
         key: &str,
     ) -> Result<(), S3Error> {
-        let Some(b) = self.bucket(bucket).map_err(crate::error::to_s3_error)? else {
+        let Some(b) = self.bucket(bucket).map_err(crate::answer::to_s3_error)? else {
             return Ok(()); // The operation answers NoSuchBucket.
         };
         let me = Requester::Key(&who.access_key);
@@ -526,7 +526,10 @@ impl Authz {
         if ask.bucket.is_empty() {
             return Err(access_denied());
         }
-        let Some(b) = self.bucket(ask.bucket).map_err(crate::error::to_s3_error)? else {
+        let Some(b) = self
+            .bucket(ask.bucket)
+            .map_err(crate::answer::to_s3_error)?
+        else {
             return Err(access_denied());
         };
         match op.grantable {

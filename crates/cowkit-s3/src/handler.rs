@@ -239,7 +239,7 @@ async fn take_apart(
         }
         Document::CreateBucket => {
             let (doc, tags) = crate::tagging::take_create_bucket_tags(&text)
-                .map_err(crate::error::to_s3_error)?;
+                .map_err(crate::answer::to_s3_error)?;
             if let Some(t) = tags {
                 extensions.insert(crate::gateway::CreateBucketTags(t));
             }

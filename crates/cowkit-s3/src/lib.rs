@@ -40,6 +40,7 @@
 pub mod accounts;
 pub mod acl;
 pub mod admin;
+pub mod answer;
 pub mod authz;
 pub mod body;
 pub mod checksum;

@@ -152,7 +152,7 @@ pub(super) async fn delete_bucket(
     g.run(move |s| {
         // Older versions and delete markers keep a bucket, as on S3.
         if crate::versions::has_versions(s, &b)? {
-            return Err(crate::versions::VersionError::BucketHasVersions { bucket: b }.into());
+            return Err(crate::error::VersionError::BucketHasVersions { bucket: b }.into());
         }
         s.delete_bucket(&b)?;
         crate::versions::forget_bucket(s, &b);

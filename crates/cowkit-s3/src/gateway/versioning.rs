@@ -4,8 +4,9 @@
 //! ask of them (version ids shown, lock headers, the governance bypass).
 
 use super::*;
+use crate::error::VersionError;
 use crate::store::ObjectMeta;
-use crate::versions::{self, listing, lock, LockConfig, Retention, Status, VersionError};
+use crate::versions::{self, listing, lock, LockConfig, Retention, Status};
 
 /// Whether the request asked to override a GOVERNANCE retention on
 /// `bucket`/`key` (`x-amz-bypass-governance-retention: true`: deletes,
@@ -195,7 +196,7 @@ fn lock_rule(c: &ObjectLockConfiguration) -> S3Result<Option<lock::DefaultRetent
                 "Default retention period must be a positive integer value."
             };
             let mut e = S3Error::with_message(S3ErrorCode::InvalidArgument, msg);
-            crate::respond::with_error_elements(
+            crate::answer::with_error_elements(
                 &mut e,
                 &[
                     ("ArgumentName", name),
@@ -223,7 +224,7 @@ pub(super) async fn put_object_lock_configuration(
     let rule = lock_rule(&conf)?;
     let unversioned_ok = g.store.options().object_lock_without_versioning;
     if st.lock.is_none() && st.status != Status::Enabled && !unversioned_ok {
-        return Err(VersionError::LockNeedsVersioning.to_s3());
+        return Err(to_s3_error(VersionError::LockNeedsVersioning.into()));
     }
     let b = i.bucket;
     g.run(move |s| {
@@ -247,7 +248,7 @@ pub(super) async fn get_object_lock_configuration(
     let b = req.input.bucket;
     let st = g.run(move |s| versions::bucket_state(s, &b)).await?;
     let Some(l) = st.lock else {
-        return Err(VersionError::LockConfigurationNotFound.to_s3());
+        return Err(to_s3_error(VersionError::LockConfigurationNotFound.into()));
     };
     let rule = l.rule.map(|r| ObjectLockRule {
         default_retention: Some(DefaultRetention {
@@ -282,7 +283,7 @@ fn retention_of(r: Option<&ObjectLockRetention>) -> S3Result<Retention> {
             S3ErrorCode::InvalidArgument,
             "The retain until date must be in the future!",
         );
-        crate::respond::with_error_elements(
+        crate::answer::with_error_elements(
             &mut e,
             &[
                 ("ArgumentName", "x-amz-object-lock-retain-until-date"),
@@ -356,7 +357,7 @@ pub(super) async fn get_object_retention(
     let i = req.input;
     let m = lock_record(g, i.bucket, i.key, i.version_id).await?;
     let Some(r) = m.retention else {
-        return Err(VersionError::NoObjectLock.to_s3());
+        return Err(to_s3_error(VersionError::NoObjectLock.into()));
     };
     Ok(S3Response::new(GetObjectRetentionOutput {
         retention: Some(ObjectLockRetention {
@@ -403,7 +404,7 @@ pub(super) async fn get_object_legal_hold(
     let i = req.input;
     let m = lock_record(g, i.bucket, i.key, i.version_id).await?;
     let Some(on) = m.legal_hold else {
-        return Err(VersionError::NoObjectLock.to_s3());
+        return Err(to_s3_error(VersionError::NoObjectLock.into()));
     };
     let status = if on { "ON" } else { "OFF" };
     Ok(S3Response::new(GetObjectLegalHoldOutput {
@@ -422,7 +423,7 @@ pub(super) async fn list_object_versions(
     if let Some(n) = i.max_keys.filter(|n| *n < 0) {
         let mut e =
             S3Error::with_message(S3ErrorCode::InvalidArgument, "max-keys cannot be negative");
-        crate::respond::with_error_elements(
+        crate::answer::with_error_elements(
             &mut e,
             &[
                 ("ArgumentName", "maxKeys"),

@@ -151,10 +151,10 @@ impl Access {
                 authz.check(&who2, signed, &ask)
             })
             .await
-            .map_err(crate::error::internal)??;
+            .map_err(crate::answer::internal)??;
         }
         if let Some(RefuseOnceAuthorised(r)) = cx.extensions_mut().remove() {
-            return Err(crate::respond::refusal_error(r));
+            return Err(crate::answer::refusal_error(r));
         }
         cx.extensions_mut().insert(crate::authz::Caller {
             principal: who.clone(),

@@ -408,7 +408,7 @@ impl Uploads {
             Ok(r) => r,
             Err(e) => {
                 let e: s3s::StdError = e.into();
-                return error_response(&crate::error::internal(e));
+                return error_response(&crate::answer::internal(e));
             }
         };
         if !res.status().is_success() {

@@ -77,7 +77,7 @@ impl Store {
                 match checks.parts.get(i).cloned().flatten() {
                     Some((a, _)) if a != algo => {
                         return Err(Error::PartChecksum {
-                            algorithm: a,
+                            algorithm: a.name(),
                             part: *n,
                         })
                     }

@@ -36,11 +36,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use cowkit_fs::root::RelPath;
 use rustix::fs::AtFlags;
 use rustix::io::Errno;
-use s3s::{S3Error, S3ErrorCode};
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
-use crate::error::{io, Error, Result};
+use crate::error::{io, Error, Result, VersionError};
 use crate::fsutil;
 use crate::store::{ObjectInfo, ObjectMeta, Store};
 
@@ -80,122 +79,6 @@ struct VersioningRecord {
 const VERSIONING: &str = "versioning.json";
 const OBJECT_LOCK: &str = "object-lock.json";
 const VERSIONS: &str = "versions";
-
-/// The S3 errors of versioning and object lock.
-#[derive(Debug, thiserror::Error)]
-pub enum VersionError {
-    /// Not a version id this gateway makes (or `null`).
-    #[error("Invalid version id specified")]
-    InvalidVersionId {
-        /// What the request gave.
-        version: String,
-    },
-    /// No such version of the key.
-    #[error("The specified version does not exist.")]
-    NoSuchVersion {
-        /// The key.
-        key: String,
-        /// The version.
-        version: String,
-    },
-    /// The version read is a delete marker (`by_id`: named by its id,
-    /// 405; else the key's current version is one, 404).
-    #[error("The specified method is not allowed against this resource.")]
-    DeleteMarker {
-        /// The marker's version id.
-        version: String,
-        /// Named by its id.
-        by_id: bool,
-    },
-    /// Retention or a legal hold protects the version.
-    #[error("Access Denied because object protected by object lock.")]
-    ObjectLocked {
-        /// The key.
-        key: String,
-    },
-    /// Object lock headers or calls on a bucket without object lock.
-    #[error("Bucket is missing Object Lock Configuration")]
-    MissingLockConfiguration,
-    /// GetObjectLockConfiguration of a bucket without one.
-    #[error("Object Lock configuration does not exist for this bucket.")]
-    LockConfigurationNotFound,
-    /// A version without retention (or a legal hold) was asked for it.
-    #[error("The specified object does not have a ObjectLock configuration.")]
-    NoObjectLock,
-    /// Object lock on a bucket whose versioning is not enabled.
-    #[error("Versioning must be 'Enabled' on the bucket to apply a Object Lock configuration")]
-    LockNeedsVersioning,
-    /// DeleteBucket of a bucket that holds only older versions or delete
-    /// markers.
-    #[error(
-        "The bucket you tried to delete is not empty. You must delete all versions in the bucket."
-    )]
-    BucketHasVersions {
-        /// The bucket.
-        bucket: String,
-    },
-    /// Suspending versioning of a bucket with object lock.
-    #[error("An Object Lock configuration is present on this bucket, so the versioning state cannot be changed.")]
-    LockKeepsVersioning,
-}
-
-impl VersionError {
-    /// The S3 error.
-    pub fn to_s3(&self) -> S3Error {
-        use http::StatusCode as H;
-        let (code, status) = match self {
-            VersionError::InvalidVersionId { version } => {
-                let mut e = S3Error::with_message(S3ErrorCode::InvalidArgument, self.to_string());
-                crate::respond::with_error_elements(
-                    &mut e,
-                    &[("ArgumentName", "versionId"), ("ArgumentValue", version)],
-                );
-                return e;
-            }
-            VersionError::NoSuchVersion { .. } => (S3ErrorCode::NoSuchVersion, H::NOT_FOUND),
-            VersionError::DeleteMarker { version, by_id } => {
-                let (code, status) = if *by_id {
-                    (S3ErrorCode::MethodNotAllowed, H::METHOD_NOT_ALLOWED)
-                } else {
-                    (S3ErrorCode::NoSuchKey, H::NOT_FOUND)
-                };
-                let msg = if *by_id {
-                    self.to_string()
-                } else {
-                    "The specified key does not exist.".to_string()
-                };
-                let mut e = S3Error::with_message(code, msg);
-                e.set_status_code(status);
-                let mut h = http::HeaderMap::new();
-                h.insert(
-                    "x-amz-delete-marker",
-                    http::HeaderValue::from_static("true"),
-                );
-                if let Ok(v) = http::HeaderValue::from_str(version) {
-                    h.insert("x-amz-version-id", v);
-                }
-                e.set_headers(h);
-                return e;
-            }
-            VersionError::ObjectLocked { .. } => (S3ErrorCode::AccessDenied, H::FORBIDDEN),
-            VersionError::MissingLockConfiguration => (S3ErrorCode::InvalidRequest, H::BAD_REQUEST),
-            VersionError::LockConfigurationNotFound => (
-                S3ErrorCode::Custom("ObjectLockConfigurationNotFoundError".into()),
-                H::NOT_FOUND,
-            ),
-            VersionError::NoObjectLock => (
-                S3ErrorCode::Custom("NoSuchObjectLockConfiguration".into()),
-                H::BAD_REQUEST,
-            ),
-            VersionError::LockNeedsVersioning => (S3ErrorCode::InvalidBucketState, H::CONFLICT),
-            VersionError::BucketHasVersions { .. } => (S3ErrorCode::BucketNotEmpty, H::CONFLICT),
-            VersionError::LockKeepsVersioning => (S3ErrorCode::InvalidBucketState, H::BAD_REQUEST),
-        };
-        let mut e = S3Error::with_message(code, self.to_string());
-        e.set_status_code(status);
-        e
-    }
-}
 
 /// Now, in seconds since the epoch.
 pub fn now_secs() -> i64 {
