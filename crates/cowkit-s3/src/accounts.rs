@@ -231,7 +231,7 @@ pub enum Target {
 pub fn copy_source_bucket(v: &str) -> String {
     let v = v.trim_start_matches('/');
     let b = v.split(['/', '?']).next().unwrap_or("");
-    crate::precheck::query_pairs(&format!("b={b}"))
+    crate::text::query_pairs(&format!("b={b}"))
         .pop()
         .map_or_else(String::new, |(_, v)| v)
 }

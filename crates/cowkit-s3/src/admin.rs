@@ -291,7 +291,7 @@ pub struct Admin {
 
 /// The one query parameter `name` of `uri`.
 fn query(uri: &http::Uri, name: &str) -> Option<String> {
-    crate::precheck::query_pairs(uri.query().unwrap_or(""))
+    crate::text::query_pairs(uri.query().unwrap_or(""))
         .into_iter()
         .find(|(k, _)| k == name)
         .map(|(_, v)| v)

@@ -9,7 +9,7 @@ use crate::checksum::base64_lite;
 use crate::conditions::{Outcome, WriteOutcome};
 use crate::error::{Error, TagError, VersionError};
 use crate::names::MAX_KEY_LEN;
-use crate::precheck::Refusal;
+use crate::refusal::Refusal;
 
 /// A response header carrying an extra element of an error document
 /// (`Name=value`; s3s 0.14 writes only Code, Message, Resource and

@@ -297,7 +297,7 @@ pub struct Ask<'a> {
 
 impl Ask<'_> {
     fn param(&self, name: &str) -> Option<String> {
-        crate::precheck::query_pairs(self.query.unwrap_or(""))
+        crate::text::query_pairs(self.query.unwrap_or(""))
             .into_iter()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v)
@@ -507,7 +507,7 @@ impl Authz {
         if !matches!(op.name, "AbortMultipartUpload" | "ListParts") {
             return false;
         }
-        let pairs = crate::precheck::query_pairs(ask.query.unwrap_or(""));
+        let pairs = crate::text::query_pairs(ask.query.unwrap_or(""));
         let Some((_, id)) = pairs.iter().find(|(k, _)| k == "uploadId") else {
             return false;
         };
@@ -592,7 +592,7 @@ impl Bucket {
 /// headers (`response-*`), as S3 answers.
 fn public_overrides(op: &Op, ask: &Ask<'_>) -> Result<(), S3Error> {
     let overrides = matches!(op.name, "GetObject" | "HeadObject")
-        && crate::precheck::query_pairs(ask.query.unwrap_or(""))
+        && crate::text::query_pairs(ask.query.unwrap_or(""))
             .iter()
             .any(|(k, _)| k.starts_with("response-"));
     if overrides {

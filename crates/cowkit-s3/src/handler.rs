@@ -33,7 +33,8 @@ mod prepare;
 
 use crate::error::Result;
 use crate::gateway::{S3Gateway, ACCESS_LOG};
-use crate::precheck::{Prechecks, Refusal};
+use crate::precheck::Prechecks;
+use crate::refusal::Refusal;
 use crate::respond::{refusal_response, shape};
 use crate::server::Config;
 use crate::store::Store;

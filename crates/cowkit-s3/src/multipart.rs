@@ -268,11 +268,6 @@ pub fn multipart_etag<'a>(md5s: impl IntoIterator<Item = &'a str>) -> String {
     format!("{}-{n}", hex::encode(h.finalize()))
 }
 
-/// An ETag as given by a client, without quotes or a `W/` prefix.
-pub fn bare_etag(s: &str) -> &str {
-    s.trim().trim_start_matches("W/").trim_matches('"')
-}
-
 impl Store {
     /// The lock of upload `id` in `bucket`, once the bucket is found (its
     /// absence is named first, as S3 does) and `id` has an upload id's

@@ -11,7 +11,7 @@ use s3s::S3Response;
 
 use crate::answer::{standard_message, ERROR_ELEMENT};
 use crate::checksum::Checksum;
-use crate::precheck::Refusal;
+use crate::refusal::Refusal;
 
 /// What a successful response needs beyond what s3s 0.14 writes (a
 /// response extension the gateway adds, `shape` applies): s3s's DTOs
@@ -132,7 +132,7 @@ fn standard_error(mut res: s3s::HttpResponse) -> s3s::HttpResponse {
     let Some(msg) = code.as_ref().and_then(standard_message) else {
         return res;
     };
-    let msg = crate::precheck::xml_escape(msg);
+    let msg = crate::text::xml_escape(msg);
     let fixed = match between("<Message>", "</Message>") {
         Some((ms, me)) => format!("{}{msg}{}", &text[..ms], &text[me..]),
         None => {
@@ -158,7 +158,7 @@ fn error_elements(mut res: s3s::HttpResponse) -> s3s::HttpResponse {
         .iter()
         .filter_map(|v| v.to_str().ok()?.split_once('='))
         .filter(|(k, _)| !k.is_empty() && k.bytes().all(|c| c.is_ascii_alphanumeric()))
-        .map(|(k, v)| format!("<{k}>{}</{k}>", crate::precheck::xml_escape(v)))
+        .map(|(k, v)| format!("<{k}>{}</{k}>", crate::text::xml_escape(v)))
         .collect();
     res.headers_mut().remove(name);
     let Some(body) = res.body().bytes() else {
@@ -219,7 +219,7 @@ fn insert_at(
     let (at, _) = text.match_indices(&close).nth(nth - 1)?;
     Some((
         at,
-        format!("<{name}>{}</{name}>", crate::precheck::xml_escape(value)),
+        format!("<{name}>{}</{name}>", crate::text::xml_escape(value)),
     ))
 }
 

@@ -39,7 +39,7 @@ fn add_object_headers<T>(
     );
     for (k, v) in uri
         .query()
-        .map(crate::precheck::query_pairs)
+        .map(crate::text::query_pairs)
         .unwrap_or_default()
     {
         if let Some(h) = k.strip_prefix("response-") {

@@ -15,7 +15,8 @@ use super::*;
 use crate::form::parse::{self, BodyStream, FileBody, FileError};
 use crate::form::policy::Policy;
 use crate::form::sign::{self, Signed};
-use crate::precheck::{xml_escape, Refusal};
+use crate::refusal::Refusal;
+use crate::text::xml_escape;
 use http::StatusCode;
 
 /// What PostObject needs of the server.

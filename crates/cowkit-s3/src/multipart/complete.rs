@@ -2,6 +2,7 @@
 //! the parts cloned into one new file, committed, and recorded for retries.
 
 use super::*;
+use crate::text::bare_etag;
 
 impl Store {
     /// Validate a complete. Takes the upload's lock (waiting for a part
