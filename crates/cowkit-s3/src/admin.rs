@@ -354,7 +354,7 @@ impl Admin {
         let doc = body
             .store_all_limited(crate::limits::MAX_ADMIN_BODY)
             .await
-            .map_err(crate::handler::body_error)?;
+            .map_err(crate::answer::body_error)?;
         let doc = String::from_utf8(doc.to_vec()).map_err(|_| malformed_xml())?;
         let path = req.uri.path().trim_end_matches('/').to_string();
         let uri = req.uri.clone();

@@ -332,3 +332,18 @@ fn version_error(v: &VersionError) -> S3Error {
     e.set_status_code(status);
     e
 }
+
+/// The S3 error for a request body that could not be read whole (s3s
+/// 0.14 does not export its error type: its text names the mismatch).
+pub(crate) fn body_error(e: s3s::StdError) -> s3s::S3Error {
+    log::debug!("request body: {e}");
+    if e.to_string().contains("Sha256Mismatch") {
+        let mut err = s3s::S3Error::with_message(
+            s3s::S3ErrorCode::Custom("XAmzContentSHA256Mismatch".into()),
+            "The provided 'x-amz-content-sha256' header does not match what was computed.",
+        );
+        err.set_status_code(http::StatusCode::BAD_REQUEST);
+        return err;
+    }
+    s3s::s3_error!(IncompleteBody, "The request body terminated unexpectedly")
+}

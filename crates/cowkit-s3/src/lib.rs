@@ -47,6 +47,7 @@ pub mod checksum;
 pub mod chunked;
 mod civil;
 pub mod conditions;
+pub mod config;
 pub mod config_doc;
 pub mod cors;
 pub mod error;
