@@ -514,7 +514,7 @@ impl Admin {
             s.create_bucket_owned(bucket, tags, recorded)?;
             crate::authz::init_bucket(s, bucket, &acl, ownership)?;
             if lock {
-                crate::versions::enable_lock_on_new_bucket(s, bucket)?;
+                crate::store::versions::enable_lock_on_new_bucket(s, bucket)?;
             }
             Ok(())
         };

@@ -532,7 +532,7 @@ impl Store {
         range: Option<(u64, u64)>,
     ) -> Result<(PartRecord, cowkit_fs::Copied)> {
         let (src, info) = match src_version {
-            Some(v) => crate::versions::open_version(self, src_bucket, src_key, v)?,
+            Some(v) => crate::store::versions::open_version(self, src_bucket, src_key, v)?,
             None => self.open_object(src_bucket, src_key)?,
         };
         let size = info.meta.size;
