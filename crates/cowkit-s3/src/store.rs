@@ -33,6 +33,7 @@ use rustix::io::Errno;
 
 mod buckets;
 mod fleet;
+mod uploads;
 pub mod versions;
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
