@@ -5,7 +5,7 @@
 //! The gateway asks through the response: a successful one carries a
 //! [`Shape`] extension (extra XML elements, a status); an error carries
 //! [`ERROR_ELEMENT`] headers, the one channel s3s 0.14 gives an
-//! [`S3Error`] (it has headers, no extensions), taken off here.
+//! [`s3s::S3Error`] (it has headers, no extensions), taken off here.
 
 use s3s::S3Response;
 
