@@ -1,4 +1,7 @@
-//! Multipart uploads and the zero-copy complete.
+//! Multipart uploads and the zero-copy complete: the records of an
+//! upload, its parts and its complete, and the plan of a complete. The
+//! store does them (`store::uploads`, the complete in
+//! `store::uploads::complete`).
 //!
 //! ```text
 //! DIR/.cowkit-s3/uploads/<id>/upload.json     bucket, key, content type, metadata, start, initiator

@@ -1,5 +1,8 @@
 //! The storage backend: buckets are directories under the root, objects are
 //! plain files, the gateway's own records live in `DIR/.cowkit-s3/`.
+//! Every `impl Store` is here or in the files below `store/`: buckets
+//! (`buckets`), uploads and the complete (`uploads`), the fleet's locks and
+//! sweep (`fleet`), what versioning keeps on disk (`versions`).
 //!
 //! ```text
 //! DIR/<bucket>/<key>                         the object's bytes
