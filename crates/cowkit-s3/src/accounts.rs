@@ -31,6 +31,8 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
+use crate::error::AccountsError;
+
 /// The file's name in its directory.
 pub const FILE: &str = "accounts.json";
 /// The lock file beside it.
@@ -125,57 +127,6 @@ pub struct Update {
     pub group_id: Option<i64>,
     /// See `user_id`.
     pub project_id: Option<i64>,
-}
-
-/// What can go wrong with the store.
-#[derive(Debug, thiserror::Error)]
-pub enum AccountsError {
-    /// A system call failed.
-    #[error(transparent)]
-    Fs(#[from] cowkit_fs::Error),
-    /// The file or its directory can be changed by someone else.
-    #[error("`{}` can be changed by someone other than this server's user and root ({why}): whoever can write it can make themselves an admin", path.display())]
-    Untrusted {
-        /// The file or directory.
-        path: PathBuf,
-        /// Who else can change it.
-        why: String,
-    },
-    /// The file is larger than [`MAX_FILE`].
-    #[error("`{}` holds more than {MAX_FILE} bytes", path.display())]
-    TooLarge {
-        /// The file.
-        path: PathBuf,
-    },
-    /// The file cannot be read as an account list.
-    #[error("`{}` is not a valid account list: {why}", path.display())]
-    Corrupt {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong.
-        why: String,
-    },
-    /// An account given to the store breaks a rule.
-    #[error("{0}")]
-    Invalid(String),
-    /// An account with this access key exists already.
-    #[error("an account with access key `{access}` exists already")]
-    Exists {
-        /// The access key.
-        access: String,
-    },
-    /// No account has this access key.
-    #[error("no account has access key `{access}`")]
-    NotFound {
-        /// The access key.
-        access: String,
-    },
-}
-
-impl From<cowkit_fs::IoError> for AccountsError {
-    fn from(e: cowkit_fs::IoError) -> Self {
-        AccountsError::Fs(e.into())
-    }
 }
 
 type Result<T, E = AccountsError> = std::result::Result<T, E>;
@@ -280,7 +231,7 @@ pub enum Target {
 pub fn copy_source_bucket(v: &str) -> String {
     let v = v.trim_start_matches('/');
     let b = v.split(['/', '?']).next().unwrap_or("");
-    crate::precheck::query_pairs(&format!("b={b}"))
+    crate::text::query_pairs(&format!("b={b}"))
         .pop()
         .map_or_else(String::new, |(_, v)| v)
 }
@@ -414,7 +365,10 @@ impl Accounts {
             .read_to_end(&mut buf)
             .map_err(|e| cowkit_fs::IoError::new("read", &path, e))?;
         if buf.len() as u64 > MAX_FILE {
-            return Err(AccountsError::TooLarge { path });
+            return Err(AccountsError::TooLarge {
+                path,
+                max: MAX_FILE,
+            });
         }
         parse(&buf, &path)
     }

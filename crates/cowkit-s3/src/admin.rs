@@ -25,7 +25,8 @@ use std::sync::Arc;
 
 use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 
-use crate::accounts::{Account, Accounts, AccountsError, Principal, Role, Update};
+use crate::accounts::{Account, Accounts, Principal, Role, Update};
+use crate::error::AccountsError;
 use crate::store::Store;
 
 /// Whether a request is for the admin API (S3 has no `PATCH`).
@@ -290,7 +291,7 @@ pub struct Admin {
 
 /// The one query parameter `name` of `uri`.
 fn query(uri: &http::Uri, name: &str) -> Option<String> {
-    crate::precheck::query_pairs(uri.query().unwrap_or(""))
+    crate::text::query_pairs(uri.query().unwrap_or(""))
         .into_iter()
         .find(|(k, _)| k == name)
         .map(|(_, v)| v)
@@ -343,7 +344,7 @@ impl Admin {
         let me = self.clone();
         tokio::task::spawn_blocking(move || f(&me))
             .await
-            .map_err(crate::error::internal)?
+            .map_err(crate::answer::internal)?
     }
 
     /// Answer one admin request (its signature verified, its caller an
@@ -353,7 +354,7 @@ impl Admin {
         let doc = body
             .store_all_limited(crate::limits::MAX_ADMIN_BODY)
             .await
-            .map_err(crate::handler::body_error)?;
+            .map_err(crate::answer::body_error)?;
         let doc = String::from_utf8(doc.to_vec()).map_err(|_| malformed_xml())?;
         let path = req.uri.path().trim_end_matches('/').to_string();
         let uri = req.uri.clone();
@@ -433,7 +434,7 @@ impl Admin {
             return Err(user_not_found());
         }
         crate::authz::set_bucket_owner(&self.store, &bucket, &owner)
-            .map_err(crate::error::to_s3_error)?;
+            .map_err(crate::answer::to_s3_error)?;
         Ok(answer(http::StatusCode::OK, None))
     }
 
@@ -442,7 +443,7 @@ impl Admin {
         let list: Vec<(String, String)> = self
             .store
             .list_buckets()
-            .map_err(crate::error::to_s3_error)?
+            .map_err(crate::answer::to_s3_error)?
             .into_iter()
             .map(|b| (b.name, b.owner.unwrap_or_else(|| root.clone())))
             .collect();
@@ -475,13 +476,13 @@ impl Admin {
             return Err(user_not_found());
         }
         let (rest, tags) =
-            crate::tagging::take_create_bucket_tags(doc).map_err(crate::error::to_s3_error)?;
+            crate::tagging::take_create_bucket_tags(doc).map_err(crate::answer::to_s3_error)?;
         self.check_location(&rest)?;
         let tags = match tags {
             Some(pairs) => crate::tagging::check_bucket_set(
                 pairs.iter().map(|(k, v)| (k.as_deref(), v.as_deref())),
             )
-            .map_err(crate::error::tag_error)?,
+            .map_err(crate::answer::tag_error)?,
             None => Vec::new(),
         };
         let h = |k: &str| {
@@ -513,11 +514,11 @@ impl Admin {
             s.create_bucket_owned(bucket, tags, recorded)?;
             crate::authz::init_bucket(s, bucket, &acl, ownership)?;
             if lock {
-                crate::versions::enable_lock_on_new_bucket(s, bucket)?;
+                crate::store::versions::enable_lock_on_new_bucket(s, bucket)?;
             }
             Ok(())
         };
-        made(&self.store).map_err(crate::error::to_s3_error)?;
+        made(&self.store).map_err(crate::answer::to_s3_error)?;
         Ok(answer(http::StatusCode::CREATED, None))
     }
 

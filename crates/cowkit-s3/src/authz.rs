@@ -297,7 +297,7 @@ pub struct Ask<'a> {
 
 impl Ask<'_> {
     fn param(&self, name: &str) -> Option<String> {
-        crate::precheck::query_pairs(self.query.unwrap_or(""))
+        crate::text::query_pairs(self.query.unwrap_or(""))
             .into_iter()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v)
@@ -446,7 +446,7 @@ impl Authz {
         bucket: &str,
         key: &str,
     ) -> Result<(), S3Error> {
-        let Some(b) = self.bucket(bucket).map_err(crate::error::to_s3_error)? else {
+        let Some(b) = self.bucket(bucket).map_err(crate::answer::to_s3_error)? else {
             return Ok(()); // The operation answers NoSuchBucket.
         };
         let me = Requester::Key(&who.access_key);
@@ -507,7 +507,7 @@ impl Authz {
         if !matches!(op.name, "AbortMultipartUpload" | "ListParts") {
             return false;
         }
-        let pairs = crate::precheck::query_pairs(ask.query.unwrap_or(""));
+        let pairs = crate::text::query_pairs(ask.query.unwrap_or(""));
         let Some((_, id)) = pairs.iter().find(|(k, _)| k == "uploadId") else {
             return false;
         };
@@ -526,7 +526,10 @@ impl Authz {
         if ask.bucket.is_empty() {
             return Err(access_denied());
         }
-        let Some(b) = self.bucket(ask.bucket).map_err(crate::error::to_s3_error)? else {
+        let Some(b) = self
+            .bucket(ask.bucket)
+            .map_err(crate::answer::to_s3_error)?
+        else {
             return Err(access_denied());
         };
         match op.grantable {
@@ -589,7 +592,7 @@ impl Bucket {
 /// headers (`response-*`), as S3 answers.
 fn public_overrides(op: &Op, ask: &Ask<'_>) -> Result<(), S3Error> {
     let overrides = matches!(op.name, "GetObject" | "HeadObject")
-        && crate::precheck::query_pairs(ask.query.unwrap_or(""))
+        && crate::text::query_pairs(ask.query.unwrap_or(""))
             .iter()
             .any(|(k, _)| k.starts_with("response-"));
     if overrides {

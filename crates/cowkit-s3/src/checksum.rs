@@ -8,10 +8,6 @@
 use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 
-use s3s::S3Result;
-
-use crate::error::{invalid_request, to_s3_error, Error};
-
 /// A checksum algorithm S3 knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Algorithm {
@@ -462,8 +458,6 @@ pub fn take_part_checksums(xml: &str) -> (String, Vec<PartChecksum>) {
     (out, found)
 }
 
-// What a request says about its checksums, checked as S3 checks them.
-
 /// Minimal base64 decoding for `Content-MD5`.
 pub(crate) mod base64_lite {
     /// `s` decoded, stopping at the first `=`.
@@ -492,146 +486,8 @@ pub(crate) mod base64_lite {
     }
 }
 
-/// What a request says about its additional checksum.
-#[derive(Debug, Default)]
-pub(crate) struct WantChecksum {
-    /// `x-amz-checksum-*` header: algorithm and value.
-    pub value: Option<(Algorithm, String)>,
-    /// `x-amz-sdk-checksum-algorithm`.
-    pub sdk: Option<Algorithm>,
-    /// The algorithm of `x-amz-trailer`.
-    pub trailer: Option<Algorithm>,
-}
-
-impl WantChecksum {
-    /// The algorithm the body's checksum is computed with.
-    pub fn algorithm(&self) -> Option<Algorithm> {
-        self.value
-            .as_ref()
-            .map(|v| v.0)
-            .or(self.trailer)
-            .or(self.sdk)
-    }
-}
-
 /// S3's message for a checksum algorithm it does not know.
 pub(crate) const UNSUPPORTED_ALGORITHM: &str = "Checksum algorithm provided is unsupported. Please try again with any of the valid types: [CRC32, CRC32C, CRC64NVME, MD5, SHA1, SHA256, SHA512, XXHASH128, XXHASH3, XXHASH64]";
-
-/// The checksum headers of a request, checked as S3 checks them.
-pub(crate) fn want_checksum(h: &http::HeaderMap) -> S3Result<WantChecksum> {
-    want_checksum_of(h, false)
-}
-
-/// [`want_checksum`]; `composite` accepts `BASE64-N` values (the object
-/// checksum a CompleteMultipartUpload may give).
-pub(crate) fn want_checksum_of(h: &http::HeaderMap, composite: bool) -> S3Result<WantChecksum> {
-    let hv = |k: &str| h.get(k).map(|v| v.to_str().unwrap_or("").to_string());
-    let mut values = Vec::new();
-    for a in crate::checksum::ALL {
-        if let Some(v) = hv(&a.header()) {
-            values.push((a, v));
-        }
-    }
-    if values.len() > 1 {
-        return Err(invalid_request(
-            "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.",
-        ));
-    }
-    let mut w = WantChecksum::default();
-    if let Some((a, v)) = values.pop() {
-        let bare = match v.rsplit_once('-') {
-            Some((b, n)) if composite && n.parse::<u32>().is_ok() => b,
-            _ => v.as_str(),
-        };
-        if crate::checksum::decode(a, bare).is_none() {
-            return Err(invalid_request(format!(
-                "Value for {} header is invalid.",
-                a.header()
-            )));
-        }
-        w.value = Some((a, v));
-    }
-    if let Some(t) = hv("x-amz-trailer") {
-        let a = t
-            .trim()
-            .strip_prefix("x-amz-checksum-")
-            .and_then(Algorithm::parse)
-            .ok_or_else(|| {
-                invalid_request("The value specified in the x-amz-trailer header is not supported")
-            })?;
-        w.trailer = Some(a);
-    }
-    // A checksum in a header and another in the trailer are two as well.
-    if w.value.is_some() && w.trailer.is_some() {
-        return Err(invalid_request(
-            "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.",
-        ));
-    }
-    if let Some(sdk) = hv("x-amz-sdk-checksum-algorithm") {
-        let a = Algorithm::parse(&sdk).ok_or_else(|| invalid_request(UNSUPPORTED_ALGORITHM))?;
-        if let Some((v, _)) = &w.value {
-            if *v != a {
-                return Err(invalid_request(
-                    "Value for x-amz-sdk-checksum-algorithm header is invalid.",
-                ));
-            }
-        }
-        if let Some(t) = w.trailer {
-            if t != a {
-                return Err(invalid_request(
-                    "Value for x-amz-sdk-checksum-algorithm header is invalid.",
-                ));
-            }
-        }
-        if w.value.is_none() && w.trailer.is_none() {
-            return Err(invalid_request("x-amz-sdk-checksum-algorithm specified, but no corresponding x-amz-checksum-* or x-amz-trailer headers were found."));
-        }
-        w.sdk = Some(a);
-    }
-    Ok(w)
-}
-
-/// Check a received body's checksum against the header or the trailer.
-pub(crate) fn verify_checksum(
-    want: &WantChecksum,
-    got: &Option<(Algorithm, String)>,
-    trailers: Option<crate::gateway::Trailers<'_>>,
-) -> S3Result<()> {
-    let Some((algo, value)) = got else {
-        return Ok(());
-    };
-    let expected = match &want.value {
-        Some((a, v)) if a == algo => Some(v.clone()),
-        _ if want.trailer == Some(*algo) => {
-            let t = trailers
-                .and_then(|t| {
-                    t.read(|h| {
-                        h.get(algo.header())
-                            .map(|v| v.to_str().unwrap_or("").to_string())
-                    })
-                })
-                .flatten();
-            match t {
-                Some(v) if crate::checksum::decode(*algo, &v).is_none() => {
-                    return Err(invalid_request(format!(
-                        "Value for {} trailing header is invalid.",
-                        algo.header()
-                    )))
-                }
-                t => t,
-            }
-        }
-        _ => None,
-    };
-    if let Some(e) = expected {
-        if e.trim() != value {
-            return Err(to_s3_error(Error::ChecksumMismatch {
-                algorithm: algo.name(),
-            }));
-        }
-    }
-    Ok(())
-}
 
 #[cfg(test)]
 mod tests {

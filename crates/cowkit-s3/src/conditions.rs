@@ -245,7 +245,7 @@ fn evaluate(h: [Option<&str>; 4], cur: Current<'_>) -> Outcome {
 /// Whether a condition's list of entity tags (or `*`) names `etag`;
 /// quotes and a weak `W/` prefix are optional.
 pub fn etag_matches(list: &str, etag: &str) -> bool {
-    let etag = crate::multipart::bare_etag(etag);
+    let etag = crate::text::bare_etag(etag);
     list.split(',').map(str::trim).any(|t| {
         t == "*" || {
             let t = t.strip_prefix("W/").unwrap_or(t);
@@ -307,7 +307,7 @@ pub fn parse_http_date(s: &str) -> Option<i64> {
     if hms.next().is_some() || !(1..=31).contains(&day) || h > 23 || mi > 59 || se > 60 {
         return None;
     }
-    Some(crate::precheck::days_from_civil(year, month, day) * 86400 + h * 3600 + mi * 60 + se)
+    Some(crate::civil::days_from_civil(year, month, day) * 86400 + h * 3600 + mi * 60 + se)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 use http::StatusCode;
 use md5::Digest;
 
-use crate::precheck::Refusal;
+use crate::refusal::Refusal;
 
 /// The largest document a request may carry, when it is a PutBucketCors
 /// (a `PUT` with `?cors`; PutBucketWebsite is bounded by the prechecks) whose body is

@@ -7,7 +7,7 @@
 use http::StatusCode;
 use s3s::dto::CORSRule;
 
-use crate::precheck::Refusal;
+use crate::refusal::Refusal;
 
 /// The bucket record holding the rules (`meta/<bucket>/cors.json`).
 pub const RECORD: &str = "cors.json";

@@ -1,11 +1,7 @@
-//! Typed errors of the gateway, carrying the names and paths involved.
+//! Typed errors of the gateway, carrying the names and paths involved:
+//! what went wrong, not how S3 answers it (that is [`crate::answer`]).
 
 use std::path::PathBuf;
-
-use s3s::{s3_error, S3Error, S3ErrorCode, S3Result};
-
-use crate::conditions::{Outcome, WriteOutcome};
-use crate::respond::with_error_elements;
 
 /// Everything that can go wrong in the storage backend.
 #[derive(Debug, thiserror::Error)]
@@ -148,10 +144,10 @@ pub enum Error {
     },
     /// A complete named a part with a checksum of another algorithm than
     /// the upload's.
-    #[error("The {} you specified for part {part} did not match what we received.", algorithm.name().to_ascii_lowercase())]
+    #[error("The {} you specified for part {part} did not match what we received.", algorithm.to_ascii_lowercase())]
     PartChecksum {
-        /// The algorithm given.
-        algorithm: crate::checksum::Algorithm,
+        /// The name of the algorithm given (`CRC32`, ...).
+        algorithm: &'static str,
         /// The part.
         part: i32,
     },
@@ -163,13 +159,13 @@ pub enum Error {
     MalformedXml,
     /// A tag set breaks S3's rules.
     #[error(transparent)]
-    InvalidTag(#[from] crate::tagging::TagError),
+    InvalidTag(#[from] TagError),
     /// Versioning or object lock refused the request.
     #[error(transparent)]
-    Version(#[from] crate::versions::VersionError),
+    Version(#[from] VersionError),
     /// The account store cannot be used.
     #[error(transparent)]
-    Accounts(#[from] crate::accounts::AccountsError),
+    Accounts(#[from] AccountsError),
     /// The body did not match its Content-MD5.
     #[error("the body's MD5 is {actual}, the request said {expected}")]
     BadDigest {
@@ -197,245 +193,139 @@ pub(crate) fn io(
     Error::from(cowkit_fs::IoError::new(op, path, e))
 }
 
-// The S3 errors the gateway answers with: a store error mapped to the
-// code and message S3 gives, and the gateway's own refusals.
-
-/// Map a store error to the S3 error a client expects.
-pub fn to_s3_error(e: Error) -> S3Error {
-    use S3ErrorCode as C;
-    let (code, status) = match &e {
-        Error::Fs(fe)
-            if matches!(
-                cowkit_fs::error::errno_of(fe),
-                Some(rustix::io::Errno::NOSPC | rustix::io::Errno::DQUOT)
-            ) =>
-        {
-            log::error!("{}", crate::error_chain(&e));
-            let mut err = S3Error::with_message(
-                C::Custom("InsufficientStorage".into()),
-                "No space left on device.",
-            );
-            err.set_status_code(hyper::StatusCode::INSUFFICIENT_STORAGE);
-            return err;
-        }
-        Error::Fs(_) | Error::Corrupt { .. } | Error::Accounts(_) => {
-            log::error!("{}", crate::error_chain(&e));
-            (C::InternalError, None)
-        }
-        Error::NoSuchBucket { .. } => (C::NoSuchBucket, None),
-        Error::BucketExists { .. } => (C::BucketAlreadyOwnedByYou, None),
-        Error::BucketTaken { .. } => (C::BucketAlreadyExists, None),
-        Error::BucketNotEmpty { .. } => (C::BucketNotEmpty, None),
-        Error::InvalidBucketName { .. } => (C::InvalidBucketName, None),
-        Error::InvalidKey { key, .. } if key.len() > crate::names::MAX_KEY_LEN => {
-            (C::KeyTooLongError, None)
-        }
-        Error::InvalidKey { .. } => (C::InvalidArgument, None),
-        Error::KeyPath { .. } => {
-            // S3 answers a dot segment in the path with a bare 400, which
-            // clients report as code `400`, message `Bad Request` (the
-            // aws CLI's "An error occurred (400) ... Bad Request"); the
-            // same in an error document, for clients that need one.
-            let mut err = S3Error::with_message(C::Custom("400".into()), "Bad Request");
-            err.set_status_code(hyper::StatusCode::BAD_REQUEST);
-            log::debug!("{e}");
-            return err;
-        }
-        Error::KeyConflict { .. } => (
-            C::Custom("KeyConflict".into()),
-            Some(hyper::StatusCode::CONFLICT),
-        ),
-        Error::NoSuchKey { .. } => (C::NoSuchKey, None),
-        Error::NoSuchUpload { .. } => (C::NoSuchUpload, None),
-        Error::InvalidPart { .. } => (C::InvalidPart, None),
-        Error::InvalidPartOrder { .. } => (C::InvalidPartOrder, None),
-        Error::EntityTooSmall { .. } => (C::EntityTooSmall, None),
-        Error::InvalidArgument(_) => (C::InvalidArgument, None),
-        Error::InvalidRange { .. } => (C::InvalidRange, None),
-        Error::BadDigest { expected, actual } => return bad_digest(expected, actual),
-        Error::InvalidRequest(m) => return S3Error::with_message(C::InvalidRequest, m.clone()),
-        Error::ChecksumMismatch { .. } | Error::PartChecksum { .. } => {
-            return S3Error::with_message(C::BadDigest, e.to_string())
-        }
-        Error::MalformedXml => (C::MalformedXML, None),
-        Error::Version(v) => return v.to_s3(),
-        Error::InvalidTag(t) => return tag_error(*t),
-        Error::DirectoryObjectContainsData => {
-            let mut err = S3Error::with_message(
-                C::Custom("DirectoryObjectContainsData".into()),
-                e.to_string(),
-            );
-            err.set_status_code(hyper::StatusCode::BAD_REQUEST);
-            return err;
-        }
-    };
-    let msg = match code {
-        C::InternalError => "internal error; see the server log".to_string(),
-        _ => match standard_message(&code) {
-            Some(m) => {
-                log::debug!("{code:?}: {e}");
-                m.to_string()
-            }
-            None => e.to_string(),
-        },
-    };
-    let mut err = S3Error::with_message(code, msg);
-    if let Some(s) = status {
-        err.set_status_code(s);
-    }
-    err
+/// Why a tag set is refused; each maps to one S3 error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TagError {
+    /// The `x-amz-tagging` header is not URL-encoded `key=value` pairs
+    /// with distinct keys (S3: `InvalidArgument`).
+    #[error("The header 'x-amz-tagging' shall be encoded as UTF-8 then URLEncoded URL query parameters without tag name duplicates.")]
+    Encoding,
+    /// A key is empty, too long or holds a character S3 refuses
+    /// (`InvalidTag`).
+    #[error("The TagKey you have provided is invalid")]
+    Key,
+    /// A value is too long or holds a character S3 refuses (`InvalidTag`).
+    #[error("The TagValue you have provided is invalid")]
+    Value,
+    /// Two tags of a `<Tagging>` document have the same key (`InvalidTag`).
+    #[error("Cannot provide multiple Tags with the same key")]
+    Duplicate,
+    /// More than [`crate::tagging::MAX_OBJECT_TAGS`] tags on an object (`BadRequest`).
+    #[error("Object tags cannot be greater than 10")]
+    TooMany,
+    /// More than [`crate::tagging::MAX_BUCKET_TAGS`] tags on a bucket (`BadRequest`).
+    #[error("Bucket tag count cannot be greater than 50")]
+    TooManyOnBucket,
 }
 
-/// S3's `BadDigest` for a `Content-MD5` that did not match: it names both
-/// digests, the one computed in base64, the one given in hex.
-fn bad_digest(expected: &str, actual: &str) -> S3Error {
-    use base64::Engine as _;
-    let calculated = hex::decode(actual)
-        .map(|b| base64::engine::general_purpose::STANDARD.encode(b))
-        .unwrap_or_else(|_| actual.to_string());
-    let given = crate::checksum::base64_lite::decode(expected)
-        .map(hex::encode)
-        .unwrap_or_else(|| expected.to_string());
-    let mut err = S3Error::with_message(
-        S3ErrorCode::BadDigest,
-        "The Content-MD5 you specified did not match what we received.",
-    );
-    with_error_elements(
-        &mut err,
-        &[
-            ("CalculatedDigest", &calculated),
-            ("ExpectedDigest", &given),
-        ],
-    );
-    err
+/// The S3 errors of versioning and object lock.
+#[derive(Debug, thiserror::Error)]
+pub enum VersionError {
+    /// Not a version id this gateway makes (or `null`).
+    #[error("Invalid version id specified")]
+    InvalidVersionId {
+        /// What the request gave.
+        version: String,
+    },
+    /// No such version of the key.
+    #[error("The specified version does not exist.")]
+    NoSuchVersion {
+        /// The key.
+        key: String,
+        /// The version.
+        version: String,
+    },
+    /// The version read is a delete marker (`by_id`: named by its id,
+    /// 405; else the key's current version is one, 404).
+    #[error("The specified method is not allowed against this resource.")]
+    DeleteMarker {
+        /// The marker's version id.
+        version: String,
+        /// Named by its id.
+        by_id: bool,
+    },
+    /// Retention or a legal hold protects the version.
+    #[error("Access Denied because object protected by object lock.")]
+    ObjectLocked {
+        /// The key.
+        key: String,
+    },
+    /// Object lock headers or calls on a bucket without object lock.
+    #[error("Bucket is missing Object Lock Configuration")]
+    MissingLockConfiguration,
+    /// GetObjectLockConfiguration of a bucket without one.
+    #[error("Object Lock configuration does not exist for this bucket.")]
+    LockConfigurationNotFound,
+    /// A version without retention (or a legal hold) was asked for it.
+    #[error("The specified object does not have a ObjectLock configuration.")]
+    NoObjectLock,
+    /// Object lock on a bucket whose versioning is not enabled.
+    #[error("Versioning must be 'Enabled' on the bucket to apply a Object Lock configuration")]
+    LockNeedsVersioning,
+    /// DeleteBucket of a bucket that holds only older versions or delete
+    /// markers.
+    #[error(
+        "The bucket you tried to delete is not empty. You must delete all versions in the bucket."
+    )]
+    BucketHasVersions {
+        /// The bucket.
+        bucket: String,
+    },
+    /// Suspending versioning of a bucket with object lock.
+    #[error("An Object Lock configuration is present on this bucket, so the versioning state cannot be changed.")]
+    LockKeepsVersioning,
 }
 
-/// The message S3 gives with `code` (clients and conformance suites compare
-/// it); the details go to the debug log.
-pub fn standard_message(code: &S3ErrorCode) -> Option<&'static str> {
-    use S3ErrorCode as C;
-    Some(match code {
-        C::NoSuchBucket => "The specified bucket does not exist.",
-        C::NoSuchKey => "The specified key does not exist.",
-        C::NoSuchUpload => "The specified multipart upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.",
-        C::BucketNotEmpty => "The bucket you tried to delete is not empty.",
-        C::BucketAlreadyOwnedByYou => "Your previous request to create the named bucket succeeded and you already own it.",
-        C::BucketAlreadyExists => "The requested bucket name is not available. The bucket namespace is shared by all users of the system. Please select a different name and try again.",
-        C::InvalidBucketName => "The specified bucket is not valid.",
-        C::InvalidPart => "One or more of the specified parts could not be found.  The part may not have been uploaded, or the specified entity tag may not match the part's entity tag.",
-        C::InvalidPartOrder => "The list of parts was not in ascending order. Parts must be ordered by part number.",
-        C::EntityTooSmall => "Your proposed upload is smaller than the minimum allowed size",
-        C::BadDigest => "The Content-MD5 you specified did not match what we received.",
-        C::InvalidRange => "The requested range is not satisfiable",
-        C::KeyTooLongError => "Your key is too long.",
-        C::InvalidDigest => "The Content-Md5 you specified is not valid.",
-        C::MalformedXML => "The XML you provided was not well-formed or did not validate against our published schema.",
-        C::MetadataTooLarge => "Your metadata headers exceed the maximum allowed metadata size",
-        C::PreconditionFailed => "At least one of the pre-conditions you specified did not hold.",
-        C::SignatureDoesNotMatch => "The request signature we calculated does not match the signature you provided. Check your key and signing method.",
-        C::MethodNotAllowed => "The specified method is not allowed against this resource.",
-        C::InvalidAccessKeyId => "The AWS Access Key Id you provided does not exist in our records.",
-        _ => return None,
-    })
+/// What can go wrong with the account store ([`crate::accounts`]).
+#[derive(Debug, thiserror::Error)]
+pub enum AccountsError {
+    /// A system call failed.
+    #[error(transparent)]
+    Fs(#[from] cowkit_fs::Error),
+    /// The file or its directory can be changed by someone else.
+    #[error("`{}` can be changed by someone other than this server's user and root ({why}): whoever can write it can make themselves an admin", path.display())]
+    Untrusted {
+        /// The file or directory.
+        path: PathBuf,
+        /// Who else can change it.
+        why: String,
+    },
+    /// The file is larger than the store reads
+    /// ([`crate::accounts::MAX_FILE`]).
+    #[error("`{}` holds more than {max} bytes", path.display())]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The largest file read.
+        max: u64,
+    },
+    /// The file cannot be read as an account list.
+    #[error("`{}` is not a valid account list: {why}", path.display())]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+    /// An account given to the store breaks a rule.
+    #[error("{0}")]
+    Invalid(String),
+    /// An account with this access key exists already.
+    #[error("an account with access key `{access}` exists already")]
+    Exists {
+        /// The access key.
+        access: String,
+    },
+    /// No account has this access key.
+    #[error("no account has access key `{access}`")]
+    NotFound {
+        /// The access key.
+        access: String,
+    },
 }
 
-/// S3's answer to a refused tag set.
-pub(crate) fn tag_error(t: crate::tagging::TagError) -> S3Error {
-    use crate::tagging::TagError as T;
-    let msg = t.to_string();
-    match t {
-        T::Encoding => {
-            let mut e = S3Error::with_message(S3ErrorCode::InvalidArgument, msg);
-            with_error_elements(&mut e, &[("ArgumentName", "x-amz-tagging")]);
-            e
-        }
-        T::Key | T::Value | T::Duplicate => S3Error::with_message(S3ErrorCode::InvalidTag, msg),
-        T::TooMany | T::TooManyOnBucket => {
-            let mut e = S3Error::with_message(S3ErrorCode::Custom("BadRequest".into()), msg);
-            e.set_status_code(http::StatusCode::BAD_REQUEST);
-            e
-        }
-    }
-}
-
-/// An internal error: logged, answered without its details.
-pub(crate) fn internal(e: impl std::fmt::Display) -> S3Error {
-    log::error!("{e}");
-    s3_error!(InternalError, "internal error; see the server log")
-}
-
-/// `e` with HTTP status `status`.
-pub(crate) fn with_status(mut e: S3Error, status: http::StatusCode) -> S3Error {
-    e.set_status_code(status);
-    e
-}
-
-/// S3's answer to a header asking for what is not implemented.
-pub(crate) fn not_implemented_header() -> S3Error {
-    S3Error::with_message(
-        S3ErrorCode::NotImplemented,
-        "A header you provided implies functionality that is not implemented.",
-    )
-}
-
-/// S3's `PreconditionFailed`.
-pub(crate) fn precondition_failed() -> S3Error {
-    S3Error::with_message(
-        S3ErrorCode::PreconditionFailed,
-        "At least one of the pre-conditions you specified did not hold.",
-    )
-}
-
-/// A write condition's outcome as S3 answers it.
-pub(crate) fn write_outcome(o: WriteOutcome, bucket: &str, key: &str) -> S3Result<()> {
-    match o {
-        WriteOutcome::Proceed => Ok(()),
-        WriteOutcome::PreconditionFailed => Err(precondition_failed()),
-        WriteOutcome::NotImplemented => Err(not_implemented_header()),
-        WriteOutcome::NoSuchKey => Err(to_s3_error(Error::NoSuchKey {
-            bucket: bucket.to_string(),
-            key: key.to_string(),
-        })),
-    }
-}
-
-/// A read condition's outcome as S3 answers it.
-pub(crate) fn read_outcome(o: Outcome) -> S3Result<()> {
-    match o {
-        Outcome::Proceed => Ok(()),
-        Outcome::PreconditionFailed => Err(precondition_failed()),
-        Outcome::NotModified => Err(S3Error::with_message(
-            S3ErrorCode::NotModified,
-            "Not Modified",
-        )),
-    }
-}
-
-/// S3's `InvalidRequest` with message `m`.
-pub(crate) fn invalid_request(m: impl Into<String>) -> S3Error {
-    S3Error::with_message(S3ErrorCode::InvalidRequest, m.into())
-}
-
-/// A body that failed because the watch of its aws-chunked framing
-/// refused it (see [`crate::chunked`]) gets that refusal, not `e`. (A body
-/// without the SHA-256 its unsigned request declared is answered by the
-/// handler, for every operation: [`crate::payload`].)
-pub(crate) fn chunk_refusal(ext: &http::Extensions, e: S3Error) -> S3Error {
-    match ext
-        .get::<crate::chunked::ChunkVerdict>()
-        .and_then(|v| v.get())
-    {
-        Some(c) => {
-            use crate::chunked::ChunkError as C;
-            let code = match c {
-                C::TooSmall => S3ErrorCode::Custom("InvalidChunkSizeError".into()),
-                C::MalformedTrailer => S3ErrorCode::Custom("MalformedTrailerError".into()),
-                C::Incomplete => S3ErrorCode::IncompleteBody,
-            };
-            let mut err = S3Error::with_message(code, c.to_string());
-            err.set_status_code(http::StatusCode::BAD_REQUEST);
-            err
-        }
-        None => e,
+impl From<cowkit_fs::IoError> for AccountsError {
+    fn from(e: cowkit_fs::IoError) -> Self {
+        AccountsError::Fs(e.into())
     }
 }

@@ -25,7 +25,8 @@ use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::path::{Component, Path, PathBuf};
 
-use crate::server::{Config, Handler};
+use crate::config::Config;
+use crate::handler::Handler;
 
 struct Rig {
     rt: tokio::runtime::Runtime,

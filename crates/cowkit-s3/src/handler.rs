@@ -31,11 +31,12 @@ mod form_upload;
 mod leftover;
 mod prepare;
 
+use crate::config::Config;
 use crate::error::Result;
 use crate::gateway::{S3Gateway, ACCESS_LOG};
-use crate::precheck::{Prechecks, Refusal};
+use crate::precheck::Prechecks;
+use crate::refusal::Refusal;
 use crate::respond::{refusal_response, shape};
-use crate::server::Config;
 use crate::store::Store;
 
 /// What the `Detour` does to a request once s3s has verified its
@@ -227,7 +228,7 @@ async fn take_apart(
     let doc = body
         .store_all_limited(MAX_DOCUMENT)
         .await
-        .map_err(body_error)?;
+        .map_err(crate::answer::body_error)?;
     let text = String::from_utf8_lossy(&doc);
     let doc = match d {
         Document::Complete => {
@@ -239,7 +240,7 @@ async fn take_apart(
         }
         Document::CreateBucket => {
             let (doc, tags) = crate::tagging::take_create_bucket_tags(&text)
-                .map_err(crate::error::to_s3_error)?;
+                .map_err(crate::answer::to_s3_error)?;
             if let Some(t) = tags {
                 extensions.insert(crate::gateway::CreateBucketTags(t));
             }
@@ -309,21 +310,6 @@ fn decoded_body_headers(headers: &mut http::HeaderMap) {
             headers.remove(http::header::CONTENT_ENCODING);
         }
     }
-}
-
-/// The S3 error for a request body that could not be read whole (s3s
-/// 0.14 does not export its error type: its text names the mismatch).
-pub(crate) fn body_error(e: s3s::StdError) -> s3s::S3Error {
-    log::debug!("request body: {e}");
-    if e.to_string().contains("Sha256Mismatch") {
-        let mut err = s3s::S3Error::with_message(
-            s3s::S3ErrorCode::Custom("XAmzContentSHA256Mismatch".into()),
-            "The provided 'x-amz-content-sha256' header does not match what was computed.",
-        );
-        err.set_status_code(http::StatusCode::BAD_REQUEST);
-        return err;
-    }
-    s3s::s3_error!(IncompleteBody, "The request body terminated unexpectedly")
 }
 
 /// Everything that answers one request: the prechecks, s3s with the

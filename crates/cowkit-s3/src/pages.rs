@@ -184,7 +184,7 @@ pub fn max_buckets(v: Option<i32>) -> S3Result<usize> {
                 S3ErrorCode::InvalidArgument,
                 "Argument max-buckets must be an integer between 1 and 10000.",
             );
-            crate::respond::with_error_elements(
+            crate::answer::with_error_elements(
                 &mut e,
                 &[
                     ("ArgumentName", "max-buckets"),

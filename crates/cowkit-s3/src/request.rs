@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use s3s::dto::*;
 use s3s::{s3_error, S3Error, S3ErrorCode, S3Result};
 
+use crate::answer::{invalid_request, tag_error, to_s3_error, with_error_elements, with_status};
 use crate::checksum::{Algorithm, PartChecksum, Type, UNSUPPORTED_ALGORITHM};
-use crate::error::{invalid_request, tag_error, to_s3_error, with_status, Error};
-use crate::multipart::bare_etag;
-use crate::respond::with_error_elements;
+use crate::error::Error;
+use crate::text::bare_etag;
 
 /// The tags of an `x-amz-tagging` header (none without one).
 pub(crate) fn header_tags(h: Option<&str>) -> S3Result<Vec<crate::tagging::Tag>> {

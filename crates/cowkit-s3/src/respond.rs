@@ -5,40 +5,13 @@
 //! The gateway asks through the response: a successful one carries a
 //! [`Shape`] extension (extra XML elements, a status); an error carries
 //! [`ERROR_ELEMENT`] headers, the one channel s3s 0.14 gives an
-//! [`S3Error`] (it has headers, no extensions), taken off here.
+//! [`s3s::S3Error`] (it has headers, no extensions), taken off here.
 
-use s3s::{S3Error, S3Response};
+use s3s::S3Response;
 
+use crate::answer::{standard_message, ERROR_ELEMENT};
 use crate::checksum::Checksum;
-use crate::precheck::Refusal;
-
-/// A response header carrying an extra element of an error document
-/// (`Name=value`; s3s 0.14 writes only Code, Message, Resource and
-/// RequestId): `shape` moves them into the XML.
-pub const ERROR_ELEMENT: &str = "x-cowkit-error-element";
-
-/// A [`Refusal`] as an s3s error (its extra elements carried as
-/// [`ERROR_ELEMENT`] headers).
-pub(crate) fn refusal_error(r: Refusal) -> S3Error {
-    let code = s3s::S3ErrorCode::from_bytes(r.code.as_bytes())
-        .unwrap_or_else(|| s3s::S3ErrorCode::Custom(r.code.into()));
-    let mut e = S3Error::with_message(code, r.message);
-    e.set_status_code(r.status);
-    let extra: Vec<(&str, &str)> = r.extra.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    with_error_elements(&mut e, &extra);
-    e
-}
-
-/// Give `err` extra `<Error>` elements (see [`ERROR_ELEMENT`]).
-pub(crate) fn with_error_elements(err: &mut S3Error, elements: &[(&str, &str)]) {
-    let mut h = http::HeaderMap::new();
-    for (k, v) in elements {
-        if let Ok(v) = http::HeaderValue::from_str(&format!("{k}={v}")) {
-            h.append(ERROR_ELEMENT, v);
-        }
-    }
-    err.set_headers(h);
-}
+use crate::refusal::Refusal;
 
 /// What a successful response needs beyond what s3s 0.14 writes (a
 /// response extension the gateway adds, `shape` applies): s3s's DTOs
@@ -156,10 +129,10 @@ fn standard_error(mut res: s3s::HttpResponse) -> s3s::HttpResponse {
                 | C::InvalidRange
         )
     });
-    let Some(msg) = code.as_ref().and_then(crate::error::standard_message) else {
+    let Some(msg) = code.as_ref().and_then(standard_message) else {
         return res;
     };
-    let msg = crate::precheck::xml_escape(msg);
+    let msg = crate::text::xml_escape(msg);
     let fixed = match between("<Message>", "</Message>") {
         Some((ms, me)) => format!("{}{msg}{}", &text[..ms], &text[me..]),
         None => {
@@ -173,7 +146,7 @@ fn standard_error(mut res: s3s::HttpResponse) -> s3s::HttpResponse {
 }
 
 /// Extra elements the gateway gave an error (see
-/// [`crate::respond::ERROR_ELEMENT`]) moved into its XML document.
+/// [`ERROR_ELEMENT`]) moved into its XML document.
 fn error_elements(mut res: s3s::HttpResponse) -> s3s::HttpResponse {
     let name = ERROR_ELEMENT;
     if !res.headers().contains_key(name) {
@@ -185,7 +158,7 @@ fn error_elements(mut res: s3s::HttpResponse) -> s3s::HttpResponse {
         .iter()
         .filter_map(|v| v.to_str().ok()?.split_once('='))
         .filter(|(k, _)| !k.is_empty() && k.bytes().all(|c| c.is_ascii_alphanumeric()))
-        .map(|(k, v)| format!("<{k}>{}</{k}>", crate::precheck::xml_escape(v)))
+        .map(|(k, v)| format!("<{k}>{}</{k}>", crate::text::xml_escape(v)))
         .collect();
     res.headers_mut().remove(name);
     let Some(body) = res.body().bytes() else {
@@ -246,7 +219,7 @@ fn insert_at(
     let (at, _) = text.match_indices(&close).nth(nth - 1)?;
     Some((
         at,
-        format!("<{name}>{}</{name}>", crate::precheck::xml_escape(value)),
+        format!("<{name}>{}</{name}>", crate::text::xml_escape(value)),
     ))
 }
 
@@ -355,8 +328,8 @@ mod tests {
 
     #[test]
     fn error_elements_go_into_the_document() {
-        let mut e = S3Error::new(s3s::S3ErrorCode::InvalidArgument);
-        with_error_elements(&mut e, &[("ArgumentName", "versionId")]);
+        let mut e = s3s::S3Error::new(s3s::S3ErrorCode::InvalidArgument);
+        crate::answer::with_error_elements(&mut e, &[("ArgumentName", "versionId")]);
         let mut res = xml("<Error><Code>InvalidArgument</Code></Error>");
         *res.status_mut() = http::StatusCode::BAD_REQUEST;
         *res.headers_mut() = e.headers().unwrap().clone();

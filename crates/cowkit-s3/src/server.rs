@@ -3,7 +3,6 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use hyper_util::rt::TokioExecutor;
@@ -15,36 +14,10 @@ use std::sync::Arc;
 use crate::error::{io, Result};
 use crate::limits::{admit, refuse, Answer, Guarded, Limits, Registry, Slot, Throttle, TimedBody};
 use crate::sendfile::SendfileIo;
-use crate::store::{Options, Store};
+use crate::store::Store;
 
-pub use crate::handler::Handler;
-
-/// Everything `cowkit s3 serve` needs.
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// The directory served.
-    pub root: PathBuf,
-    /// Where to listen.
-    pub listen: SocketAddr,
-    /// Access key and secret key; requests must be signed with them.
-    pub credentials: Option<(String, String)>,
-    /// Allow unsigned requests.
-    pub anonymous: bool,
-    /// The directory of the account store ([`crate::accounts`]); `None`:
-    /// `DIR/.cowkit-s3/`.
-    pub accounts_dir: Option<PathBuf>,
-    /// The region requests must be signed for (`us-east-1` by default).
-    pub region: String,
-    /// Storage options.
-    pub store: Options,
-    /// Send GET bodies with `sendfile` on HTTP/1 connections
-    /// ([`crate::sendfile`]; `cowkit s3 serve` turns it on unless given
-    /// `--no-sendfile`); otherwise the `pread` body ([`crate::body`]).
-    pub sendfile: bool,
-    /// Timeouts for peers that stop talking, and the connection caps
-    /// ([`crate::limits`]).
-    pub limits: Limits,
-}
+pub use crate::config::Config;
+use crate::handler::Handler;
 
 /// A bound, not yet running server.
 pub struct Server {

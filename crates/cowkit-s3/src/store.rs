@@ -1,5 +1,8 @@
 //! The storage backend: buckets are directories under the root, objects are
 //! plain files, the gateway's own records live in `DIR/.cowkit-s3/`.
+//! Every `impl Store` is here or in the files below `store/`: buckets
+//! (`buckets`), uploads and the complete (`uploads`), the fleet's locks and
+//! sweep (`fleet`), what versioning keeps on disk (`versions`).
 //!
 //! ```text
 //! DIR/<bucket>/<key>                         the object's bytes
@@ -32,6 +35,9 @@ use rustix::fs::{AtFlags, FileType};
 use rustix::io::Errno;
 
 mod buckets;
+mod fleet;
+mod uploads;
+pub mod versions;
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
@@ -121,7 +127,7 @@ pub struct ObjectMeta {
     pub delete_marker: bool,
     /// Object lock retention of this version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retention: Option<crate::versions::Retention>,
+    pub retention: Option<crate::versions::lock::Retention>,
     /// Object lock legal hold of this version (`None`: never set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub legal_hold: Option<bool>,
@@ -136,6 +142,19 @@ pub struct ObjectMeta {
 }
 
 impl ObjectMeta {
+    /// The record of a new object made from it (a copy): its version
+    /// and object lock are its own.
+    pub fn as_new(self) -> ObjectMeta {
+        ObjectMeta {
+            version_id: None,
+            seq: String::new(),
+            delete_marker: false,
+            retention: None,
+            legal_hold: None,
+            ..self
+        }
+    }
+
     /// This record, or the one it replaced when that one describes the
     /// file `st` (a writer between its record and its rename, or a crash
     /// there); without `prev` either way.
@@ -435,8 +454,7 @@ impl Store {
             }
         };
         let mut pfd = make_parent()?;
-        if let Err(e) = crate::versions::before_commit(
-            self,
+        if let Err(e) = self.before_commit(
             bucket,
             key,
             pfd.as_fd(),
@@ -806,7 +824,7 @@ impl Store {
             cowkit_fs::Handle::new(&src, &src_path),
             cowkit_fs::Handle::new(dst.file(), &dst.path()),
         )?;
-        let mut meta = crate::versions::as_new(info.meta);
+        let mut meta = info.meta.as_new();
         edit(&mut meta, &src)?;
         let meta = self.commit_object(bucket, key, dst, meta)?;
         Ok((meta, copied))

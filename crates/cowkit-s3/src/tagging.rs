@@ -8,7 +8,8 @@
 //! object's record (see `store`), in the order given.
 //!
 //! ```
-//! use cowkit_s3::tagging::{parse_header, Tag, TagError};
+//! use cowkit_s3::error::TagError;
+//! use cowkit_s3::tagging::{parse_header, Tag};
 //!
 //! let tags = parse_header("project=blue&team=a+b")?;
 //! assert_eq!(tags[1], Tag { key: "team".into(), value: "a b".into() });
@@ -17,6 +18,8 @@
 //! ```
 
 use serde::{Deserialize, Serialize};
+
+use crate::error::TagError;
 
 /// The most tags an object may have.
 pub const MAX_OBJECT_TAGS: usize = 10;
@@ -34,31 +37,6 @@ pub struct Tag {
     pub key: String,
     /// The value (may be empty).
     pub value: String,
-}
-
-/// Why a tag set is refused; each maps to one S3 error.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum TagError {
-    /// The `x-amz-tagging` header is not URL-encoded `key=value` pairs
-    /// with distinct keys (S3: `InvalidArgument`).
-    #[error("The header 'x-amz-tagging' shall be encoded as UTF-8 then URLEncoded URL query parameters without tag name duplicates.")]
-    Encoding,
-    /// A key is empty, too long or holds a character S3 refuses
-    /// (`InvalidTag`).
-    #[error("The TagKey you have provided is invalid")]
-    Key,
-    /// A value is too long or holds a character S3 refuses (`InvalidTag`).
-    #[error("The TagValue you have provided is invalid")]
-    Value,
-    /// Two tags of a `<Tagging>` document have the same key (`InvalidTag`).
-    #[error("Cannot provide multiple Tags with the same key")]
-    Duplicate,
-    /// More than [`MAX_OBJECT_TAGS`] tags on an object (`BadRequest`).
-    #[error("Object tags cannot be greater than 10")]
-    TooMany,
-    /// More than [`MAX_BUCKET_TAGS`] tags on a bucket (`BadRequest`).
-    #[error("Bucket tag count cannot be greater than 50")]
-    TooManyOnBucket,
 }
 
 /// Whether `c` may appear in a tag key or value.

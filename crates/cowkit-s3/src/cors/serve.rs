@@ -8,7 +8,7 @@ use http::StatusCode;
 
 use super::{allow, forbidden, not_enabled, request_headers, Preflight};
 use crate::error::Error;
-use crate::precheck::Refusal;
+use crate::refusal::Refusal;
 use crate::store::Store;
 
 /// The bucket a path-style request names (`None`: the service).

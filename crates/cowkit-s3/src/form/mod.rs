@@ -25,7 +25,7 @@ pub mod sign;
 
 use http::StatusCode;
 
-use crate::precheck::Refusal;
+use crate::refusal::Refusal;
 
 /// AWS's `InvalidArgument` naming a form field.
 pub(crate) fn invalid_argument(message: String, name: &str, value: &str) -> Refusal {

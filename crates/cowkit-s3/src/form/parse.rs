@@ -13,7 +13,7 @@ use bytes::{Bytes, BytesMut};
 use futures_util::{Stream, StreamExt};
 
 use super::{malformed, too_much_before_file};
-use crate::precheck::Refusal;
+use crate::refusal::Refusal;
 
 /// What a form may hold before its file.
 #[derive(Debug, Clone, Copy)]
@@ -94,7 +94,7 @@ impl Reader<'_> {
             }
             Some(Err(e)) => {
                 log::debug!("form body: {e}");
-                Err(crate::precheck::Refusal::new(
+                Err(crate::refusal::Refusal::new(
                     http::StatusCode::BAD_REQUEST,
                     "IncompleteBody",
                     "The request body terminated unexpectedly",

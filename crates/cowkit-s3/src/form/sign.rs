@@ -9,7 +9,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
 use super::{invalid_argument, missing_field};
-use crate::precheck::Refusal;
+use crate::refusal::Refusal;
 
 /// The five fields that make a signed form, in the order they are
 /// reported missing.

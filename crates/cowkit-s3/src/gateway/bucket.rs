@@ -102,7 +102,7 @@ pub(super) async fn create_bucket(
         }
         crate::authz::init_bucket(s, &b, &acl, ownership)?;
         if lock {
-            crate::versions::enable_lock_on_new_bucket(s, &b)?;
+            crate::store::versions::enable_lock_on_new_bucket(s, &b)?;
         }
         Ok(())
     })
@@ -151,11 +151,11 @@ pub(super) async fn delete_bucket(
     let b = req.input.bucket;
     g.run(move |s| {
         // Older versions and delete markers keep a bucket, as on S3.
-        if crate::versions::has_versions(s, &b)? {
-            return Err(crate::versions::VersionError::BucketHasVersions { bucket: b }.into());
+        if crate::store::versions::has_versions(s, &b)? {
+            return Err(crate::error::VersionError::BucketHasVersions { bucket: b }.into());
         }
         s.delete_bucket(&b)?;
-        crate::versions::forget_bucket(s, &b);
+        crate::store::versions::forget_bucket(s, &b);
         Ok(())
     })
     .await?;

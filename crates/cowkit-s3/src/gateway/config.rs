@@ -6,7 +6,8 @@ use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 
 use super::S3Gateway;
-use crate::respond::{refusal_error, set_status};
+use crate::answer::refusal_error;
+use crate::respond::set_status;
 
 pub(super) async fn put_bucket_cors(
     g: &S3Gateway,

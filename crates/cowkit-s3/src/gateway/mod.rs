@@ -16,15 +16,13 @@ use md5::Digest;
 use s3s::dto::*;
 use s3s::{s3_error, S3Error, S3ErrorCode, S3Request, S3Response, S3Result, S3};
 
-use crate::checksum::{
-    verify_checksum, want_checksum, want_checksum_of, Algorithm, Checksum, Hasher, Type,
-    WantChecksum,
-};
-use crate::conditions::{Conditions, Current, WriteOutcome};
-use crate::error::{
+use crate::answer::{
     chunk_refusal, internal, invalid_request, not_implemented_header, read_outcome, tag_error,
-    to_s3_error, with_status, write_outcome, Error,
+    to_s3_error, with_status, write_outcome,
 };
+use crate::checksum::{Algorithm, Checksum, Hasher, Type};
+use crate::conditions::{Conditions, Current, WriteOutcome};
+use crate::error::Error;
 use crate::fsutil::NewFile;
 use crate::list::{self, Listing};
 use crate::multipart::{Completed, PartFiles, Prepared};
@@ -37,7 +35,7 @@ use crate::request::{
 };
 use crate::respond::{add_xml_checksum, add_xml_element, set_status};
 use crate::store::Store;
-use receive::{check_received, drain};
+use receive::{check_received, drain, want_checksum, want_checksum_of};
 
 /// Set the `checksum_*` fields and `checksum_type` of an output.
 macro_rules! put_checksum {

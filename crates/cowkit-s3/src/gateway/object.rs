@@ -39,7 +39,7 @@ fn add_object_headers<T>(
     );
     for (k, v) in uri
         .query()
-        .map(crate::precheck::query_pairs)
+        .map(crate::text::query_pairs)
         .unwrap_or_default()
     {
         if let Some(h) = k.strip_prefix("response-") {
@@ -321,7 +321,7 @@ async fn read(
             };
             let attempt = || {
                 let opened = match &v {
-                    Some(v) => crate::versions::open_version_once(s, &b, &k, v)?,
+                    Some(v) => crate::store::versions::open_version_once(s, &b, &k, v)?,
                     None => s.open_object_once(&b, &k)?,
                 };
                 Ok(match opened {
@@ -335,10 +335,10 @@ async fn read(
             };
             let (f, i, body) = crate::stale::reopen(shown, attempt).map_err(|e| match &v {
                 Some(_) => e,
-                None => crate::versions::missing_key(s, &b, &k, e),
+                None => crate::store::versions::missing_key(s, &b, &k, e),
             })?;
             let versioned =
-                crate::versions::bucket_state(s, &b)?.status != crate::versions::Status::Off;
+                crate::store::versions::bucket_state(s, &b)?.status != crate::versions::Status::Off;
             Ok((f, i, body, versioned))
         })
         .await?;
@@ -503,7 +503,7 @@ pub(super) async fn delete_object(
         write_outcome(cond.delete(cur.as_ref().map(current)), &b, &k)?;
     }
     let d = g
-        .run(move |s| crate::versions::delete(s, &b, &k, v.as_deref(), bypass))
+        .run(move |s| crate::store::versions::delete(s, &b, &k, v.as_deref(), bypass))
         .await?;
     Ok(S3Response::new(DeleteObjectOutput {
         delete_marker: d.delete_marker.then_some(true),
@@ -526,7 +526,7 @@ pub(super) async fn get_object_attributes(
     let (b, k) = (i.bucket.clone(), i.key.clone());
     let (_, info) = g
         .run(move |s| match &v {
-            Some(v) => crate::versions::open_version(s, &b, &k, v),
+            Some(v) => crate::store::versions::open_version(s, &b, &k, v),
             None => s.open_object(&b, &k),
         })
         .await?;
@@ -598,7 +598,7 @@ pub(super) async fn copy_object(
         .run(move |s| {
             let src_path = s.dir().join(&sb).join(&sk);
             let source = match &sv {
-                Some(v) => crate::versions::open_version(s, &sb, &sk, v)?,
+                Some(v) => crate::store::versions::open_version(s, &sb, &sk, v)?,
                 None => s.open_object(&sb, &sk)?,
             };
             let bypass = crate::authz::may_bypass_governance(s, &who, &b, &k, false)?;
@@ -663,7 +663,7 @@ pub(super) async fn get_object_tagging(
     let (b, k) = (i.bucket, i.key);
     let m = g
         .run(move |s| match &v {
-            Some(v) => crate::versions::read(s, &b, &k, Some(v)),
+            Some(v) => crate::store::versions::read(s, &b, &k, Some(v)),
             None => s.open_object(&b, &k).map(|(_, i)| i.meta),
         })
         .await?;
@@ -695,7 +695,7 @@ async fn set_version_tags(
 ) -> S3Result<Option<String>> {
     g.run(move |s| match v {
         Some(v) => {
-            crate::versions::update(s, &b, &k, Some(&v), |m| {
+            crate::store::versions::update(s, &b, &k, Some(&v), |m| {
                 m.tags = tags;
                 Ok(())
             })?;
@@ -735,7 +735,7 @@ pub(super) async fn delete_objects(
             Ok(keys
                 .into_iter()
                 .map(|(k, v)| {
-                    let r = crate::versions::delete(s, &bucket, &k, v.as_deref(), bypass);
+                    let r = crate::store::versions::delete(s, &bucket, &k, v.as_deref(), bypass);
                     (k, v, r)
                 })
                 .collect::<Vec<_>>())

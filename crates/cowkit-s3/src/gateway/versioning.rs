@@ -4,8 +4,9 @@
 //! ask of them (version ids shown, lock headers, the governance bypass).
 
 use super::*;
+use crate::error::VersionError;
 use crate::store::ObjectMeta;
-use crate::versions::{self, listing, lock, LockConfig, Retention, Status, VersionError};
+use crate::versions::{self, listing, lock, LockConfig, Retention, Status};
 
 /// Whether the request asked to override a GOVERNANCE retention on
 /// `bucket`/`key` (`x-amz-bypass-governance-retention: true`: deletes,
@@ -117,7 +118,10 @@ impl LockHeaders {
         if !self.any {
             return Ok(());
         }
-        if versions::bucket_state(s, bucket)?.lock.is_none() {
+        if crate::store::versions::bucket_state(s, bucket)?
+            .lock
+            .is_none()
+        {
             return Err(Error::InvalidRequest(
                 "Bucket is missing ObjectLockConfiguration".into(),
             ));
@@ -145,11 +149,11 @@ pub(super) async fn put_bucket_versioning(
     };
     let b = i.bucket;
     g.run(move |s| {
-        let st = versions::bucket_state(s, &b)?;
+        let st = crate::store::versions::bucket_state(s, &b)?;
         if st.lock.is_some() && status == Status::Suspended {
             return Err(VersionError::LockKeepsVersioning.into());
         }
-        versions::set_status(s, &b, status)
+        crate::store::versions::set_status(s, &b, status)
     })
     .await?;
     Ok(S3Response::new(PutBucketVersioningOutput::default()))
@@ -160,7 +164,9 @@ pub(super) async fn get_bucket_versioning(
     req: S3Request<GetBucketVersioningInput>,
 ) -> S3Result<S3Response<GetBucketVersioningOutput>> {
     let b = req.input.bucket;
-    let st = g.run(move |s| versions::bucket_state(s, &b)).await?;
+    let st = g
+        .run(move |s| crate::store::versions::bucket_state(s, &b))
+        .await?;
     Ok(S3Response::new(GetBucketVersioningOutput {
         status: st
             .status
@@ -195,7 +201,7 @@ fn lock_rule(c: &ObjectLockConfiguration) -> S3Result<Option<lock::DefaultRetent
                 "Default retention period must be a positive integer value."
             };
             let mut e = S3Error::with_message(S3ErrorCode::InvalidArgument, msg);
-            crate::respond::with_error_elements(
+            crate::answer::with_error_elements(
                 &mut e,
                 &[
                     ("ArgumentName", name),
@@ -213,7 +219,9 @@ pub(super) async fn put_object_lock_configuration(
 ) -> S3Result<S3Response<PutObjectLockConfigurationOutput>> {
     let i = req.input;
     let b = i.bucket.clone();
-    let st = g.run(move |s| versions::bucket_state(s, &b)).await?;
+    let st = g
+        .run(move |s| crate::store::versions::bucket_state(s, &b))
+        .await?;
     let Some(conf) = i.object_lock_configuration else {
         return Err(S3Error::with_message(
             S3ErrorCode::MissingRequestBodyError,
@@ -223,11 +231,11 @@ pub(super) async fn put_object_lock_configuration(
     let rule = lock_rule(&conf)?;
     let unversioned_ok = g.store.options().object_lock_without_versioning;
     if st.lock.is_none() && st.status != Status::Enabled && !unversioned_ok {
-        return Err(VersionError::LockNeedsVersioning.to_s3());
+        return Err(to_s3_error(VersionError::LockNeedsVersioning.into()));
     }
     let b = i.bucket;
     g.run(move |s| {
-        versions::set_lock(
+        crate::store::versions::set_lock(
             s,
             &b,
             &LockConfig {
@@ -245,9 +253,11 @@ pub(super) async fn get_object_lock_configuration(
     req: S3Request<GetObjectLockConfigurationInput>,
 ) -> S3Result<S3Response<GetObjectLockConfigurationOutput>> {
     let b = req.input.bucket;
-    let st = g.run(move |s| versions::bucket_state(s, &b)).await?;
+    let st = g
+        .run(move |s| crate::store::versions::bucket_state(s, &b))
+        .await?;
     let Some(l) = st.lock else {
-        return Err(VersionError::LockConfigurationNotFound.to_s3());
+        return Err(to_s3_error(VersionError::LockConfigurationNotFound.into()));
     };
     let rule = l.rule.map(|r| ObjectLockRule {
         default_retention: Some(DefaultRetention {
@@ -282,7 +292,7 @@ fn retention_of(r: Option<&ObjectLockRetention>) -> S3Result<Retention> {
             S3ErrorCode::InvalidArgument,
             "The retain until date must be in the future!",
         );
-        crate::respond::with_error_elements(
+        crate::answer::with_error_elements(
             &mut e,
             &[
                 ("ArgumentName", "x-amz-object-lock-retain-until-date"),
@@ -296,7 +306,7 @@ fn retention_of(r: Option<&ObjectLockRetention>) -> S3Result<Retention> {
 
 /// The bucket exists and has object lock (blocking).
 fn lock_enabled(s: &Store, bucket: &str) -> crate::Result<()> {
-    match versions::bucket_state(s, bucket)?.lock {
+    match crate::store::versions::bucket_state(s, bucket)?.lock {
         Some(_) => Ok(()),
         None => Err(VersionError::MissingLockConfiguration.into()),
     }
@@ -315,7 +325,7 @@ pub(super) async fn put_object_retention(
     let (b, k) = (i.bucket, i.key);
     g.run(move |s| {
         lock_enabled(s, &b)?;
-        versions::update(s, &b, &k, v.as_deref(), |m| {
+        crate::store::versions::update(s, &b, &k, v.as_deref(), |m| {
             if !lock::may_replace(
                 m.retention.as_ref(),
                 Some(&new),
@@ -342,7 +352,7 @@ async fn lock_record(
 ) -> S3Result<ObjectMeta> {
     let v = version_param(version_id.as_deref()).map(str::to_string);
     g.run(move |s| {
-        let m = versions::read(s, &b, &k, v.as_deref())?;
+        let m = crate::store::versions::read(s, &b, &k, v.as_deref())?;
         lock_enabled(s, &b)?;
         Ok(m)
     })
@@ -356,7 +366,7 @@ pub(super) async fn get_object_retention(
     let i = req.input;
     let m = lock_record(g, i.bucket, i.key, i.version_id).await?;
     let Some(r) = m.retention else {
-        return Err(VersionError::NoObjectLock.to_s3());
+        return Err(to_s3_error(VersionError::NoObjectLock.into()));
     };
     Ok(S3Response::new(GetObjectRetentionOutput {
         retention: Some(ObjectLockRetention {
@@ -387,7 +397,7 @@ pub(super) async fn put_object_legal_hold(
     let (b, k) = (i.bucket, i.key);
     g.run(move |s| {
         lock_enabled(s, &b)?;
-        versions::update(s, &b, &k, v.as_deref(), |m| {
+        crate::store::versions::update(s, &b, &k, v.as_deref(), |m| {
             m.legal_hold = Some(on);
             Ok(())
         })
@@ -403,7 +413,7 @@ pub(super) async fn get_object_legal_hold(
     let i = req.input;
     let m = lock_record(g, i.bucket, i.key, i.version_id).await?;
     let Some(on) = m.legal_hold else {
-        return Err(VersionError::NoObjectLock.to_s3());
+        return Err(to_s3_error(VersionError::NoObjectLock.into()));
     };
     let status = if on { "ON" } else { "OFF" };
     Ok(S3Response::new(GetObjectLegalHoldOutput {
@@ -422,7 +432,7 @@ pub(super) async fn list_object_versions(
     if let Some(n) = i.max_keys.filter(|n| *n < 0) {
         let mut e =
             S3Error::with_message(S3ErrorCode::InvalidArgument, "max-keys cannot be negative");
-        crate::respond::with_error_elements(
+        crate::answer::with_error_elements(
             &mut e,
             &[
                 ("ArgumentName", "maxKeys"),
@@ -439,7 +449,9 @@ pub(super) async fn list_object_versions(
         max_keys: i.max_keys.unwrap_or(1000).clamp(0, 1000) as usize,
     };
     let b = i.bucket.clone();
-    let page = g.run(move |s| versions::list(s, &b, &q)).await?;
+    let page = g
+        .run(move |s| crate::store::versions::list(s, &b, &q))
+        .await?;
     let enc = list::Encoder::new(i.encoding_type.as_ref().map(|e| e.as_str()));
     let mut out_versions = Vec::new();
     let mut markers = Vec::new();

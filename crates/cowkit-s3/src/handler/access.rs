@@ -42,7 +42,7 @@ pub(super) struct Authenticated {
 /// extension): a copy source key with dot segments, so that a caller not
 /// allowed to read what the key names is told only that.
 #[derive(Debug, Clone)]
-pub(super) struct RefuseOnceAuthorised(pub(super) crate::precheck::Refusal);
+pub(super) struct RefuseOnceAuthorised(pub(super) crate::refusal::Refusal);
 
 /// "Access Denied." with the full stop, as the conformance suite compares
 /// it (the code and the 403 are S3's either way).
@@ -151,10 +151,10 @@ impl Access {
                 authz.check(&who2, signed, &ask)
             })
             .await
-            .map_err(crate::error::internal)??;
+            .map_err(crate::answer::internal)??;
         }
         if let Some(RefuseOnceAuthorised(r)) = cx.extensions_mut().remove() {
-            return Err(crate::respond::refusal_error(r));
+            return Err(crate::answer::refusal_error(r));
         }
         cx.extensions_mut().insert(crate::authz::Caller {
             principal: who.clone(),

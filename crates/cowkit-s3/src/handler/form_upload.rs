@@ -15,7 +15,8 @@ use super::*;
 use crate::form::parse::{self, BodyStream, FileBody, FileError};
 use crate::form::policy::Policy;
 use crate::form::sign::{self, Signed};
-use crate::precheck::{xml_escape, Refusal};
+use crate::refusal::Refusal;
+use crate::text::xml_escape;
 use http::StatusCode;
 
 /// What PostObject needs of the server.
@@ -408,7 +409,7 @@ impl Uploads {
             Ok(r) => r,
             Err(e) => {
                 let e: s3s::StdError = e.into();
-                return error_response(&crate::error::internal(e));
+                return error_response(&crate::answer::internal(e));
             }
         };
         if !res.status().is_success() {

@@ -8,7 +8,7 @@
 
 use super::{access, Document, Handler, Rewrite};
 use crate::conditions::Conditions;
-use crate::precheck::Refusal;
+use crate::refusal::Refusal;
 
 impl Handler {
     /// A copy's `x-amz-copy-source` of the wrong shape (refused after the
@@ -257,7 +257,7 @@ fn document_of(
 ) -> Option<Document> {
     if method == http::Method::POST
         && uri.query().is_some_and(|q| {
-            crate::precheck::query_pairs(q)
+            crate::text::query_pairs(q)
                 .iter()
                 .any(|(k, _)| k == "uploadId")
         })

@@ -381,7 +381,7 @@ pub fn date_nanos(s: &str) -> Option<i128> {
         let digits: String = frac.chars().take(9).collect();
         digits.parse::<i128>().ok()? * 10i128.pow(9 - digits.len() as u32)
     };
-    let days = crate::precheck::days_from_civil(y, mo, da);
+    let days = crate::civil::days_from_civil(y, mo, da);
     let secs = days * 86_400 + h * 3600 + mi * 60 + se - offset;
     Some(i128::from(secs) * 1_000_000_000 + nanos)
 }

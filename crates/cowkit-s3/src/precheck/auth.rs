@@ -4,6 +4,7 @@
 //! expiry), SigV2 headers refused, `x-amz-*` headers that were not signed.
 
 use super::*;
+use crate::civil::days_from_civil;
 
 /// Go's `%q` for the ASCII strings these messages quote.
 pub(super) fn q(s: &str) -> String {
@@ -47,17 +48,6 @@ pub(crate) fn parse_amz_date(s: &str) -> Option<i64> {
 
 pub(super) fn valid_ymd(s: &str) -> bool {
     s.len() == 8 && parse_amz_date(&format!("{s}T000000Z")).is_some()
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 pub(crate) fn now_secs() -> i64 {

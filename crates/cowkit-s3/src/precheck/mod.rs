@@ -16,8 +16,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub(crate) mod auth;
 
-pub(crate) use auth::days_from_civil;
 use auth::*;
+
+use crate::refusal::Refusal;
+use crate::text::query_pairs;
 
 /// The most user metadata (`x-amz-meta-*` names and values) S3 accepts.
 pub const MAX_METADATA: usize = 2048;
@@ -25,67 +27,6 @@ pub const MAX_METADATA: usize = 2048;
 pub const MAX_EXPIRES: i64 = 604_800;
 /// How far a presigned URL's date may be in the future.
 const MAX_SKEW: Duration = Duration::from_secs(15 * 60);
-
-/// An S3 error answered without going further.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    /// HTTP status.
-    pub status: StatusCode,
-    /// S3 error code.
-    pub code: &'static str,
-    /// The message S3 gives.
-    pub message: String,
-    /// Extra elements of the `<Error>` document.
-    pub extra: Vec<(&'static str, String)>,
-}
-
-impl Refusal {
-    pub(crate) fn new(
-        status: StatusCode,
-        code: &'static str,
-        message: impl Into<String>,
-    ) -> Refusal {
-        Refusal {
-            status,
-            code,
-            message: message.into(),
-            extra: Vec::new(),
-        }
-    }
-
-    pub(crate) fn with(mut self, name: &'static str, value: impl Into<String>) -> Refusal {
-        self.extra.push((name, value.into()));
-        self
-    }
-
-    /// The `<Error>` XML document.
-    pub fn to_xml(&self) -> String {
-        let mut s = String::from(r#"<?xml version="1.0" encoding="UTF-8"?><Error>"#);
-        s += &format!("<Code>{}</Code>", self.code);
-        s += &format!("<Message>{}</Message>", xml_escape(&self.message));
-        for (k, v) in &self.extra {
-            s += &format!("<{k}>{}</{k}>", xml_escape(v));
-        }
-        s += "</Error>";
-        s
-    }
-}
-
-/// Escape text for XML.
-pub fn xml_escape(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&apos;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
 
 /// What the checks need to know about the server.
 #[derive(Debug, Clone)]
@@ -148,7 +89,7 @@ pub(crate) fn sha256_mismatch(declared: &str, computed: &str) -> Refusal {
 /// Whether the request carries no signature (no `Authorization`, no
 /// presigned query): one a public bucket may take.
 pub(crate) fn is_unsigned(uri: &Uri, headers: &HeaderMap) -> bool {
-    let query: Vec<(String, String)> = uri.query().map(url_decode_pairs).unwrap_or_default();
+    let query: Vec<(String, String)> = uri.query().map(query_pairs).unwrap_or_default();
     !headers.contains_key(http::header::AUTHORIZATION)
         && param(&query, "X-Amz-Signature").is_none()
         && param(&query, "Signature").is_none()
@@ -167,7 +108,7 @@ impl Prechecks {
     /// Check a request's head; `Err` is the answer to send.
     pub fn check(&self, method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<(), Refusal> {
         check_header_size(headers)?;
-        let query: Vec<(String, String)> = uri.query().map(url_decode_pairs).unwrap_or_default();
+        let query: Vec<(String, String)> = uri.query().map(query_pairs).unwrap_or_default();
         let get = |k: &str| param(&query, k);
         check_route(method, uri, &query, headers)?;
         if let Some(auth) = headers.get(http::header::AUTHORIZATION) {
@@ -227,7 +168,7 @@ pub fn signs_header(uri: &Uri, headers: &HeaderMap, name: &str) -> bool {
             .find_map(|c| c.trim().strip_prefix("SignedHeaders="))
             .map(str::to_string),
         None => uri.query().and_then(|q| {
-            url_decode_pairs(q)
+            query_pairs(q)
                 .into_iter()
                 .find(|(k, _)| k == "X-Amz-SignedHeaders")
                 .map(|(_, v)| v)
@@ -832,47 +773,6 @@ fn check_headers(method: &Method, headers: &HeaderMap) -> Result<(), Refusal> {
 
 fn param<'a>(query: &'a [(String, String)], k: &str) -> Option<&'a str> {
     query.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
-}
-
-/// A query string's pairs, percent-decoded.
-pub fn query_pairs(q: &str) -> Vec<(String, String)> {
-    url_decode_pairs(q)
-}
-
-/// `a=b&c=d` with percent-decoding (`+` stays a plus, as in S3 queries).
-fn url_decode_pairs(q: &str) -> Vec<(String, String)> {
-    q.split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            (pct_decode(k), pct_decode(v))
-        })
-        .collect()
-}
-
-fn pct_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        // Bytes, not `&s[..]`: a `%` followed by a multi-byte character
-        // is no escape, and must not split the character (found by the
-        // `s3_request` fuzzer: a panic in the request's task).
-        if b[i] == b'%' {
-            let hex = |c: u8| (c as char).to_digit(16);
-            if let (Some(h), Some(l)) = (
-                b.get(i + 1).copied().and_then(hex),
-                b.get(i + 2).copied().and_then(hex),
-            ) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]

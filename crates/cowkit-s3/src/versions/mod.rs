@@ -1,4 +1,6 @@
-//! Bucket versioning and object lock on top of the [`Store`].
+//! Bucket versioning and object lock: their states, rules and version
+//! ids. What they do to the files is the store's
+//! ([`crate::store::versions`]).
 //!
 //! The current version of a key stays the plain file `DIR/<bucket>/<key>`
 //! with its record, so a POSIX reader still sees the bucket as a tree. The
@@ -28,26 +30,14 @@ pub mod id;
 pub mod listing;
 pub mod lock;
 
-use std::fs::File;
-use std::os::fd::{AsFd, OwnedFd};
-use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use cowkit_fs::root::RelPath;
-use rustix::fs::AtFlags;
-use rustix::io::Errno;
-use s3s::{S3Error, S3ErrorCode};
 use serde::{Deserialize, Serialize};
-use sha2::Digest;
 
-use crate::error::{io, Error, Result};
-use crate::fsutil;
-use crate::store::{ObjectInfo, ObjectMeta, Store};
+use crate::error::{Result, VersionError};
+use crate::store::ObjectMeta;
 
 pub use lock::{LockConfig, Retention};
-
-mod ops;
-pub use ops::*;
 
 /// A bucket's versioning state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,131 +59,6 @@ impl Status {
             Status::Enabled => Some("Enabled"),
             Status::Suspended => Some("Suspended"),
         }
-    }
-}
-
-#[derive(Serialize, Deserialize)]
-struct VersioningRecord {
-    status: Status,
-}
-
-const VERSIONING: &str = "versioning.json";
-const OBJECT_LOCK: &str = "object-lock.json";
-const VERSIONS: &str = "versions";
-
-/// The S3 errors of versioning and object lock.
-#[derive(Debug, thiserror::Error)]
-pub enum VersionError {
-    /// Not a version id this gateway makes (or `null`).
-    #[error("Invalid version id specified")]
-    InvalidVersionId {
-        /// What the request gave.
-        version: String,
-    },
-    /// No such version of the key.
-    #[error("The specified version does not exist.")]
-    NoSuchVersion {
-        /// The key.
-        key: String,
-        /// The version.
-        version: String,
-    },
-    /// The version read is a delete marker (`by_id`: named by its id,
-    /// 405; else the key's current version is one, 404).
-    #[error("The specified method is not allowed against this resource.")]
-    DeleteMarker {
-        /// The marker's version id.
-        version: String,
-        /// Named by its id.
-        by_id: bool,
-    },
-    /// Retention or a legal hold protects the version.
-    #[error("Access Denied because object protected by object lock.")]
-    ObjectLocked {
-        /// The key.
-        key: String,
-    },
-    /// Object lock headers or calls on a bucket without object lock.
-    #[error("Bucket is missing Object Lock Configuration")]
-    MissingLockConfiguration,
-    /// GetObjectLockConfiguration of a bucket without one.
-    #[error("Object Lock configuration does not exist for this bucket.")]
-    LockConfigurationNotFound,
-    /// A version without retention (or a legal hold) was asked for it.
-    #[error("The specified object does not have a ObjectLock configuration.")]
-    NoObjectLock,
-    /// Object lock on a bucket whose versioning is not enabled.
-    #[error("Versioning must be 'Enabled' on the bucket to apply a Object Lock configuration")]
-    LockNeedsVersioning,
-    /// DeleteBucket of a bucket that holds only older versions or delete
-    /// markers.
-    #[error(
-        "The bucket you tried to delete is not empty. You must delete all versions in the bucket."
-    )]
-    BucketHasVersions {
-        /// The bucket.
-        bucket: String,
-    },
-    /// Suspending versioning of a bucket with object lock.
-    #[error("An Object Lock configuration is present on this bucket, so the versioning state cannot be changed.")]
-    LockKeepsVersioning,
-}
-
-impl VersionError {
-    /// The S3 error.
-    pub fn to_s3(&self) -> S3Error {
-        use http::StatusCode as H;
-        let (code, status) = match self {
-            VersionError::InvalidVersionId { version } => {
-                let mut e = S3Error::with_message(S3ErrorCode::InvalidArgument, self.to_string());
-                crate::respond::with_error_elements(
-                    &mut e,
-                    &[("ArgumentName", "versionId"), ("ArgumentValue", version)],
-                );
-                return e;
-            }
-            VersionError::NoSuchVersion { .. } => (S3ErrorCode::NoSuchVersion, H::NOT_FOUND),
-            VersionError::DeleteMarker { version, by_id } => {
-                let (code, status) = if *by_id {
-                    (S3ErrorCode::MethodNotAllowed, H::METHOD_NOT_ALLOWED)
-                } else {
-                    (S3ErrorCode::NoSuchKey, H::NOT_FOUND)
-                };
-                let msg = if *by_id {
-                    self.to_string()
-                } else {
-                    "The specified key does not exist.".to_string()
-                };
-                let mut e = S3Error::with_message(code, msg);
-                e.set_status_code(status);
-                let mut h = http::HeaderMap::new();
-                h.insert(
-                    "x-amz-delete-marker",
-                    http::HeaderValue::from_static("true"),
-                );
-                if let Ok(v) = http::HeaderValue::from_str(version) {
-                    h.insert("x-amz-version-id", v);
-                }
-                e.set_headers(h);
-                return e;
-            }
-            VersionError::ObjectLocked { .. } => (S3ErrorCode::AccessDenied, H::FORBIDDEN),
-            VersionError::MissingLockConfiguration => (S3ErrorCode::InvalidRequest, H::BAD_REQUEST),
-            VersionError::LockConfigurationNotFound => (
-                S3ErrorCode::Custom("ObjectLockConfigurationNotFoundError".into()),
-                H::NOT_FOUND,
-            ),
-            VersionError::NoObjectLock => (
-                S3ErrorCode::Custom("NoSuchObjectLockConfiguration".into()),
-                H::BAD_REQUEST,
-            ),
-            VersionError::LockNeedsVersioning => (S3ErrorCode::InvalidBucketState, H::CONFLICT),
-            VersionError::BucketHasVersions { .. } => (S3ErrorCode::BucketNotEmpty, H::CONFLICT),
-            VersionError::LockKeepsVersioning => (S3ErrorCode::InvalidBucketState, H::BAD_REQUEST),
-        };
-        let mut e = S3Error::with_message(code, self.to_string());
-        e.set_status_code(status);
-        e
     }
 }
 
@@ -221,19 +86,6 @@ pub fn version_of(m: &ObjectMeta) -> &str {
     m.version_id.as_deref().unwrap_or(id::NULL)
 }
 
-/// `m` as the record of a new object made from it (a copy): its version
-/// and object lock are its own.
-pub fn as_new(m: ObjectMeta) -> ObjectMeta {
-    ObjectMeta {
-        version_id: None,
-        seq: String::new(),
-        delete_marker: false,
-        retention: None,
-        legal_hold: None,
-        ..m
-    }
-}
-
 // ---- bucket state -------------------------------------------------------
 
 /// A bucket's versioning status and object lock.
@@ -243,177 +95,4 @@ pub struct BucketState {
     pub status: Status,
     /// Object lock, when enabled.
     pub lock: Option<LockConfig>,
-}
-
-fn meta_path(s: &Store, bucket: &str) -> PathBuf {
-    s.sys_path().join("meta").join(bucket)
-}
-
-/// The bucket's versioning and object lock (the bucket must exist).
-pub fn bucket_state(s: &Store, bucket: &str) -> Result<BucketState> {
-    s.bucket_dir(bucket)?;
-    let p = meta_path(s, bucket);
-    let v: Option<VersioningRecord> = fsutil::read_json(
-        s.meta.as_fd(),
-        &format!("{bucket}/{VERSIONING}"),
-        &p.join(VERSIONING),
-    )?;
-    let lock: Option<LockConfig> = fsutil::read_json(
-        s.meta.as_fd(),
-        &format!("{bucket}/{OBJECT_LOCK}"),
-        &p.join(OBJECT_LOCK),
-    )?;
-    Ok(BucketState {
-        status: v.map(|v| v.status).unwrap_or_default(),
-        lock: lock.filter(|l| l.enabled),
-    })
-}
-
-fn write_bucket_record<T: Serialize>(s: &Store, bucket: &str, name: &str, v: &T) -> Result<()> {
-    let p = meta_path(s, bucket);
-    let m = fsutil::mkdir_open(s.meta.as_fd(), bucket, &p)?;
-    s.write_json(m.as_fd(), name, &p.join(name), v)
-}
-
-/// Set the bucket's versioning status (`Off` is not a status one can set).
-pub fn set_status(s: &Store, bucket: &str, status: Status) -> Result<()> {
-    s.bucket_dir(bucket)?;
-    write_bucket_record(s, bucket, VERSIONING, &VersioningRecord { status })
-}
-
-/// Set the bucket's object lock configuration.
-pub fn set_lock(s: &Store, bucket: &str, lock: &LockConfig) -> Result<()> {
-    s.bucket_dir(bucket)?;
-    write_bucket_record(s, bucket, OBJECT_LOCK, lock)
-}
-
-/// Object lock on a bucket being made: as on S3, it turns versioning on
-/// (unless the server keeps lock buckets unversioned, as VersityGW
-/// without versioning does).
-pub fn enable_lock_on_new_bucket(s: &Store, bucket: &str) -> Result<()> {
-    set_lock(s, bucket, &LockConfig::enabled())?;
-    if !s.options().object_lock_without_versioning {
-        set_status(s, bucket, Status::Enabled)?;
-    }
-    Ok(())
-}
-
-// ---- the versions directory of a key ------------------------------------
-
-/// `versions/<bucket>/<h>`, shown as a path; opened (and made, with
-/// `create`) below the gateway's own directory.
-struct KeyDir {
-    fd: OwnedFd,
-    path: PathBuf,
-}
-
-fn key_hash(key: &str) -> String {
-    hex::encode(sha2::Sha256::digest(key.as_bytes()))
-}
-
-fn bucket_versions(s: &Store, bucket: &str, create: bool) -> Result<Option<(OwnedFd, PathBuf)>> {
-    let vp = s.sys_path().join(VERSIONS);
-    let bp = vp.join(bucket);
-    if create {
-        let v = fsutil::mkdir_open(s.sys.as_fd(), VERSIONS, &vp)?;
-        return Ok(Some((fsutil::mkdir_open(v.as_fd(), bucket, &bp)?, bp)));
-    }
-    let Some(v) = fsutil::open_dir_opt(s.sys.as_fd(), VERSIONS, &vp)? else {
-        return Ok(None);
-    };
-    Ok(fsutil::open_dir_opt(v.as_fd(), bucket, &bp)?.map(|fd| (fd, bp)))
-}
-
-fn key_dir(s: &Store, bucket: &str, key: &str, create: bool) -> Result<Option<KeyDir>> {
-    let Some((b, bp)) = bucket_versions(s, bucket, create)? else {
-        return Ok(None);
-    };
-    let h = key_hash(key);
-    let path = bp.join(&h);
-    let fd = if create {
-        Some(fsutil::mkdir_open(b.as_fd(), &h, &path)?)
-    } else {
-        fsutil::open_dir_opt(b.as_fd(), h.as_str(), &path)?
-    };
-    Ok(fd.map(|fd| KeyDir { fd, path }))
-}
-
-/// The record of version `v` (checked: a version id) in `d`, when it is
-/// one of `key`'s.
-fn read_in(d: &KeyDir, key: &str, v: &str) -> Result<Option<ObjectMeta>> {
-    let name = format!("{v}.json");
-    let m: Option<ObjectMeta> = match fsutil::read_json(d.fd.as_fd(), &name, &d.path.join(&name)) {
-        Ok(m) => m,
-        Err(Error::Corrupt { .. }) => None,
-        Err(e) => return Err(e),
-    };
-    Ok(m.filter(|m| m.key == key && version_of(m) == v))
-}
-
-/// Every older version and delete marker of `key` (records), in no order.
-fn older_in(d: &KeyDir, key: &str) -> Result<Vec<ObjectMeta>> {
-    let mut out = Vec::new();
-    for (name, _) in fsutil::read_names(d.fd.as_fd(), &d.path)? {
-        let Some(v) = name.strip_suffix(".json").filter(|v| id::check(v)) else {
-            continue;
-        };
-        if let Some(m) = read_in(d, key, v)? {
-            out.push(m);
-        }
-    }
-    Ok(out)
-}
-
-/// The file time of an older version (its data file's, or a delete
-/// marker's record's).
-fn time_in(d: &KeyDir, m: &ObjectMeta) -> SystemTime {
-    let v = version_of(m);
-    let name = if m.delete_marker {
-        format!("{v}.json")
-    } else {
-        v.to_string()
-    };
-    rustix::fs::statat(&d.fd, name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
-        .map_or(UNIX_EPOCH, |st| crate::store::mtime(&st))
-}
-
-fn remove_in(d: &KeyDir, m: &ObjectMeta) -> Result<()> {
-    let v = version_of(m);
-    for name in [v.to_string(), format!("{v}.json")] {
-        match rustix::fs::unlinkat(&d.fd, name.as_str(), AtFlags::empty()) {
-            Ok(()) | Err(Errno::NOENT) => {}
-            Err(e) => return Err(io("remove", d.path.join(&name), e)),
-        }
-    }
-    Ok(())
-}
-
-/// Open an older version's bytes, checked to be the file its record
-/// describes.
-fn open_in(d: &KeyDir, m: ObjectMeta) -> Result<Option<(File, ObjectInfo)>> {
-    let v = version_of(&m).to_string();
-    crate::fault::stale("open-object", "open", || d.path.join(&v))?;
-    let Some(f) = fsutil::open_opt(d.fd.as_fd(), &v, &d.path.join(&v))? else {
-        return Ok(None);
-    };
-    let st = rustix::fs::fstat(&f).map_err(|e| io("stat", d.path.join(&v), e))?;
-    if st.st_ino != m.ino || st.st_size as u64 != m.size {
-        return Ok(None);
-    }
-    Ok(Some((
-        f,
-        ObjectInfo {
-            meta: m,
-            mtime: crate::store::mtime(&st),
-        },
-    )))
-}
-
-/// The key's parent directory and file name (the key must exist as a
-/// path: the caller found its file).
-fn key_parent(s: &Store, bucket: &str, key: &str) -> Result<(OwnedFd, RelPath, String)> {
-    let rel = Store::rel(bucket, key)?;
-    let (parent, name) = rel.split().expect("a key is not the root");
-    let name = name.to_string_lossy().into_owned();
-    Ok((s.root.open_dir(&parent)?, rel, name))
 }

@@ -2,6 +2,7 @@
 //! the parts cloned into one new file, committed, and recorded for retries.
 
 use super::*;
+use crate::text::bare_etag;
 
 impl Store {
     /// Validate a complete. Takes the upload's lock (waiting for a part
@@ -77,7 +78,7 @@ impl Store {
                 match checks.parts.get(i).cloned().flatten() {
                     Some((a, _)) if a != algo => {
                         return Err(Error::PartChecksum {
-                            algorithm: a,
+                            algorithm: a.name(),
                             part: *n,
                         })
                     }

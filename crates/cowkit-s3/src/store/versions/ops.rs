@@ -7,8 +7,9 @@ use std::os::fd::{AsFd, BorrowedFd};
 use rustix::fs::AtFlags;
 use rustix::io::Errno;
 
-use super::listing::{self, Entry, Page};
 use super::*;
+use crate::versions::listing::{self, Entry, Page};
+use crate::versions::{check_id, lock, now_secs};
 
 /// The key's current version, as a read finds it (`None`: no file).
 fn current(s: &Store, bucket: &str, key: &str) -> Result<Option<ObjectMeta>> {
@@ -81,56 +82,59 @@ fn drop_null(s: &Store, bucket: &str, key: &str, bypass: bool) -> Result<()> {
     Ok(())
 }
 
-/// Called by [`Store::commit_object`] under the key's lock, before the new
-/// record and rename: gives `meta` its version id, order and default
-/// retention, keeps the current version (`name` in `pfd`) where the
-/// bucket keeps versions, and refuses to replace a locked one where it
-/// does not.
-pub fn before_commit(
-    s: &Store,
-    bucket: &str,
-    key: &str,
-    pfd: BorrowedFd<'_>,
-    name: &str,
-    meta: &mut ObjectMeta,
-) -> Result<()> {
-    let st = bucket_state(s, bucket)?;
-    if st.status == Status::Off && st.lock.is_none() {
-        return Ok(());
-    }
-    if let Some(rule) = st.lock.as_ref().and_then(|l| l.rule) {
-        if meta.retention.is_none() {
-            meta.retention = Some(rule.at(now_secs()));
+impl Store {
+    /// Called by [`Store::commit_object`] under the key's lock, before the new
+    /// record and rename: gives `meta` its version id, order and default
+    /// retention, keeps the current version (`name` in `pfd`) where the
+    /// bucket keeps versions, and refuses to replace a locked one where it
+    /// does not.
+    pub(crate) fn before_commit(
+        &self,
+        bucket: &str,
+        key: &str,
+        pfd: BorrowedFd<'_>,
+        name: &str,
+        meta: &mut ObjectMeta,
+    ) -> Result<()> {
+        let s = self;
+        let st = bucket_state(s, bucket)?;
+        if st.status == Status::Off && st.lock.is_none() {
+            return Ok(());
         }
-    }
-    let bypass = meta.bypass_governance;
-    let cur = current(s, bucket, key)?;
-    match st.status {
-        Status::Off => {
-            if let Some(cur) = &cur {
-                check_unlocked(cur, bypass)?;
+        if let Some(rule) = st.lock.as_ref().and_then(|l| l.rule) {
+            if meta.retention.is_none() {
+                meta.retention = Some(rule.at(now_secs()));
             }
         }
-        Status::Enabled => {
-            let v = id::new_id();
-            meta.version_id = Some(v.clone());
-            meta.seq = v;
-            if let Some(cur) = &cur {
-                keep(s, bucket, pfd, name, cur)?;
+        let bypass = meta.bypass_governance;
+        let cur = current(s, bucket, key)?;
+        match st.status {
+            Status::Off => {
+                if let Some(cur) = &cur {
+                    check_unlocked(cur, bypass)?;
+                }
+            }
+            Status::Enabled => {
+                let v = id::new_id();
+                meta.version_id = Some(v.clone());
+                meta.seq = v;
+                if let Some(cur) = &cur {
+                    keep(s, bucket, pfd, name, cur)?;
+                }
+            }
+            Status::Suspended => {
+                meta.version_id = None;
+                meta.seq = id::new_id();
+                match &cur {
+                    Some(c) if c.version_id.is_some() => keep(s, bucket, pfd, name, c)?,
+                    Some(c) => check_unlocked(c, bypass)?,
+                    None => {}
+                }
+                drop_null(s, bucket, key, bypass)?;
             }
         }
-        Status::Suspended => {
-            meta.version_id = None;
-            meta.seq = id::new_id();
-            match &cur {
-                Some(c) if c.version_id.is_some() => keep(s, bucket, pfd, name, c)?,
-                Some(c) => check_unlocked(c, bypass)?,
-                None => {}
-            }
-            drop_null(s, bucket, key, bypass)?;
-        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// What a delete did.
