@@ -629,25 +629,48 @@ impl<'r> Target<'r> {
         }
         let dir = self.dir(p)?;
         let path = self.display(p);
+        if f.kind == Kind::Regular {
+            // Through a descriptor of the file itself: an entry swapped
+            // for a symlink after the decision cannot lead the owner,
+            // mode and capabilities elsewhere (nor a fifo block).
+            let fd = match rustix::fs::openat(
+                &dir,
+                p.name.as_os_str(),
+                OFlags::RDONLY
+                    | OFlags::NOFOLLOW
+                    | OFlags::NONBLOCK
+                    | OFlags::NOCTTY
+                    | OFlags::CLOEXEC,
+                Mode::empty(),
+            ) {
+                Ok(fd) => fd,
+                Err(Errno::NOENT) | Err(Errno::LOOP) => return Ok(false),
+                Err(e) => return Err(sys("open", path)(e)),
+            };
+            let st = rustix::fs::fstat(&fd).map_err(sys("stat", path.clone()))?;
+            if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+                return Ok(false);
+            }
+            self.visible()?;
+            let meta = self.meta_as(f, &path, st.st_uid, st.st_gid)?;
+            let file = File::from(fd);
+            meta::apply(Handle::new(&file, &path), &meta, Some(&st))?;
+            return Ok(true);
+        }
         let st = match rustix::fs::statat(&dir, p.name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => st,
             Err(Errno::NOENT) => return Ok(false),
             Err(e) => return Err(sys("stat", path)(e)),
         };
-        let want = if f.kind == Kind::Regular {
-            FileType::RegularFile
-        } else {
-            FileType::Symlink
-        };
-        if FileType::from_raw_mode(st.st_mode) != want {
+        if FileType::from_raw_mode(st.st_mode) != FileType::Symlink {
             return Ok(false);
         }
         self.visible()?;
+        // A symlink has no mode or capabilities of its own; owner and
+        // times are set without following it.
         let mut meta = self.meta_as(f, &path, st.st_uid, st.st_gid)?;
-        if f.kind == Kind::Symlink {
-            meta.xattrs.clear();
-            meta.mode = None;
-        }
+        meta.xattrs.clear();
+        meta.mode = None;
         let name = CString::new(p.name.as_bytes()).map_err(|_| {
             Error::BadPath(cowkit_fs::root::BadPath {
                 path: p.rel.escaped(),
