@@ -492,6 +492,95 @@ fn shapes_installed(root: &Path, setting: Setting) {
     );
 }
 
+/// After install and upgrade: `dnf downgrade` of the multilib pairs (the
+/// shared config the admin edited, the shared ELF path) and of the
+/// package with the config symlink, then `dnf reinstall` of a pair and of
+/// systemd (file triggers, Lua `%posttrans`), by plain dnf on A and
+/// `cowkit dnf` on B with `setting`, compared after each.
+fn downgrade_and_reinstall_as_dnf(d: &Path, setting: Setting) {
+    let t = Twin::with(d, setting);
+    let steps: [(&str, &Path, Vec<&str>); 4] = [
+        (
+            "install",
+            &t.repo.v1,
+            [&["install"][..], &INSTALL[..]].concat(),
+        ),
+        ("upgrade", &t.repo.v2, vec!["upgrade"]),
+        (
+            "downgrade",
+            &t.repo.v2,
+            vec![
+                "downgrade",
+                "krb5-libs",
+                "cyrus-sasl-lib",
+                "dejavu-sans-fonts",
+            ],
+        ),
+        (
+            "reinstall",
+            &t.repo.v2,
+            vec!["reinstall", "krb5-libs", "systemd"],
+        ),
+    ];
+    for (step, repo, cmd) in steps {
+        t.plain(repo, &t.a, &cmd);
+        let r = cowkit_dnf(&t, repo, &cmd);
+        assert!(
+            r.ok,
+            "cowkit dnf {step} ({setting:?}) failed:\n{}",
+            r.stderr
+        );
+        assert_same_roots(
+            &t.a,
+            &t.b,
+            &t.dnf_cache,
+            &format!("dnf {step} ({setting:?})"),
+        );
+        if step == "install" {
+            admin_edits(&t.a);
+            admin_edits(&t.b);
+        }
+        if step == "downgrade" {
+            // The downgrade took effect on dnf's root (the comparison
+            // above is not vacuous).
+            let krb5: Vec<String> = nevras(&t.a)
+                .into_iter()
+                .filter(|n| n.starts_with("krb5-libs-"))
+                .collect();
+            assert!(
+                !krb5.is_empty() && krb5.iter().all(|n| n.starts_with("krb5-libs-1.21.2-")),
+                "dnf's downgrade: {krb5:?}"
+            );
+        }
+    }
+}
+
+/// `cowkit dnf downgrade` and `reinstall` of Fedora's shapes as plain dnf.
+#[test]
+fn cowkit_dnf_downgrades_and_reinstalls_fedora_shapes_as_dnf() {
+    if !as_root(
+        "cowkit_dnf_downgrades_and_reinstalls_fedora_shapes_as_dnf",
+        "scriptlets run chrooted",
+    ) {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    downgrade_and_reinstall_as_dnf(dir.path(), Setting::Default);
+}
+
+/// The same with `--setopt=tsflags=nodocs`.
+#[test]
+fn cowkit_dnf_downgrades_and_reinstalls_with_nodocs_as_dnf() {
+    if !as_root(
+        "cowkit_dnf_downgrades_and_reinstalls_with_nodocs_as_dnf",
+        "scriptlets run chrooted",
+    ) {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    downgrade_and_reinstall_as_dnf(dir.path(), Setting::NoDocs);
+}
+
 /// `cowkit dnf` as plain dnf with `--setopt=tsflags=nodocs` (mkosi's
 /// default): `%doc` files left out and recorded "not installed" alike,
 /// `%license` files installed.
