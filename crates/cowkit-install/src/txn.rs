@@ -779,19 +779,14 @@ fn check_in_db(
     };
     // A reinstall replaces the installed package of the same NEVRA and
     // nothing else: no other version of an install-only name is erased.
-    let beside = if opts.reinstall {
-        Vec::new()
-    } else {
-        refuse::install_beside(pkgs, &instances, opts.install_only)?
-    };
-    let mut kept: HashMap<String, Vec<String>> = HashMap::new();
-    for i in &instances {
-        if beside.iter().any(|&b| pkgs[b].name == i.name) {
-            kept.entry(i.name.clone())
-                .or_default()
-                .push(i.nevra.clone());
+    let beside_of = |pkgs: &[Pkg]| -> Result<Vec<usize>> {
+        if opts.reinstall {
+            Ok(Vec::new())
+        } else {
+            refuse::install_beside(pkgs, &instances, opts.install_only)
         }
-    }
+    };
+    let beside = beside_of(pkgs)?;
     // With nothing else upgraded, the whole transaction is rpm's `-i`;
     // otherwise rpm's `-U` checks and orders it (its erasures of the kept
     // versions are dropped) and `-i` checks the install-only packages
@@ -822,7 +817,7 @@ fn check_in_db(
             kept_at[i] = k;
         }
         added = held.iter().map(|&i| kept_at[i]).collect();
-        beside = refuse::install_beside(pkgs, &instances, opts.install_only)?;
+        beside = beside_of(pkgs)?;
         nevras = pkgs.iter().map(|p| p.nevra.clone()).collect();
         order = refuse::plan_order(&plan, &nevras)?;
     }
