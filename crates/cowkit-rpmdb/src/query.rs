@@ -2,8 +2,10 @@
 //! transaction's triggers need: instances, every installed file, and the
 //! order of a transaction one `rpm` command line cannot express.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
 
 use crate::{rpm_failed, Error, Plan, Result, Rpm};
 
@@ -343,12 +345,44 @@ impl Rpm {
     }
 
     /// [`Rpm::host_macros`] with `defines` (`NAME`, `VALUE`) given to rpm
-    /// first, as `--define 'NAME VALUE'` on its command line.
+    /// first, as `--define 'NAME VALUE'` on its command line. The host's
+    /// macros do not change while cowkit runs: each question is asked of
+    /// rpm once per process (a recovery and the transaction after it ask
+    /// the same).
     pub fn host_macros_defined(
         names: &[&str],
         defines: &[(String, String)],
     ) -> Result<Vec<String>> {
+        type Question = (PathBuf, Vec<String>, Vec<(String, String)>);
+        static ASKED: OnceLock<Mutex<HashMap<Question, Vec<String>>>> = OnceLock::new();
         let program = std::env::var_os("COWKIT_RPM").map_or_else(|| "rpm".into(), PathBuf::from);
+        let question: Question = (
+            program.clone(),
+            names.iter().map(|n| n.to_string()).collect(),
+            defines.to_vec(),
+        );
+        let asked = ASKED.get_or_init(Default::default);
+        if let Some(v) = asked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&question)
+        {
+            return Ok(v.clone());
+        }
+        let v = Self::ask_macros(program, names, defines)?;
+        asked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(question, v.clone());
+        Ok(v)
+    }
+
+    /// One `rpm --eval` of `names` by `program`, after `defines`.
+    fn ask_macros(
+        program: PathBuf,
+        names: &[&str],
+        defines: &[(String, String)],
+    ) -> Result<Vec<String>> {
         let mut c = Command::new(&program);
         c.env("LC_ALL", "C").stdin(Stdio::null());
         for (n, v) in defines {
