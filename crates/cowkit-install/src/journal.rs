@@ -277,6 +277,17 @@ pub(crate) fn crash_point(point: &str) {
     }
 }
 
+/// Whether `root` holds a journal a killed run left ([`recover`] has a
+/// transaction to finish), its database found with `dbpath`. Only reads:
+/// a caller that needs costly options only for a recovery asks this
+/// first.
+pub fn pending(root: &Root, dbpath: Option<&str>) -> Result<bool> {
+    let Some(db) = cowkit_rpmdb::find(root, dbpath)? else {
+        return Ok(false);
+    };
+    Ok(read(root, &db.path)?.is_some())
+}
+
 /// Finish the transaction a killed run left on `root`, if its journal is
 /// there, before anything else reads the database. `packages` are those
 /// of the transaction about to run (none for `cowkit dnf`, whose resolver

@@ -48,9 +48,32 @@ mod target;
 pub mod txn;
 mod verify;
 
-pub use journal::{recover, Recovery};
+pub use journal::{pending as recovery_pending, recover, Recovery};
 pub use owners::Owners;
 pub use txn::{prepare, transaction, InstallOnly, Prepared, Stager, TxOptions, TxSummary};
+
+/// The host rpm's answers a transaction needs (its generation, the macros
+/// of its file policy), asked on a thread of their own while the caller
+/// does something else (dnf resolving): each is kept for the process, so
+/// the transaction that follows finds them answered. A failure is left
+/// for the transaction to ask again and report. Joined when dropped.
+pub struct AskedAhead(Option<std::thread::JoinHandle<()>>);
+
+/// Ask the host rpm's answers ahead ([`AskedAhead`]).
+pub fn ask_host_ahead() -> AskedAhead {
+    AskedAhead(Some(std::thread::spawn(|| {
+        let _ = cowkit_rpmdb::check_generation();
+        let _ = fate::Policy::from_host(false, Vec::new(), None);
+    })))
+}
+
+impl Drop for AskedAhead {
+    fn drop(&mut self) {
+        if let Some(t) = self.0.take() {
+            let _ = t.join();
+        }
+    }
+}
 
 /// What can go wrong installing.
 #[derive(Debug, thiserror::Error)]

@@ -271,7 +271,14 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
         .map_err(|e| CliError::new("cannot find the root's rpm database", e))?;
     // A transaction a killed run left unfinished is finished before dnf
     // reads the database.
-    let recovered = crate::install::recover(&root, &tx_options(args, &root, false)?, &[])?;
+    // (Its options, which ask the host's rpm, only when there is one.)
+    let pending = cowkit_install::recovery_pending(&root, args.dbpath.as_deref())
+        .map_err(|e| CliError::new("cannot look for a transaction a killed run left", e))?;
+    let recovered = if pending {
+        crate::install::recover(&root, &tx_options(args, &root, false)?, &[])?
+    } else {
+        None
+    };
 
     if !forward {
         drop(recovered);
@@ -314,6 +321,8 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
     // Who downloads: decided before dnf runs where cowkit can tell.
     let dnf_downloads = dnf_downloads(args)?;
     let plan_path = home.path().join("plan");
+    // What the transaction asks the host's rpm is asked while dnf runs.
+    let ahead = cowkit_install::ask_host_ahead();
     let t = Instant::now();
     let status = resolve_and_download(
         args,
@@ -330,6 +339,7 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
         )));
     }
     extra.resolve_seconds = t.elapsed().as_secs_f64();
+    drop(ahead);
     // dnf's reinstalls are rpm's `--reinstall` elements: all or none.
     let reinstall = crate::dnf_order::reinstalls(&home.path().join("order")).map_err(|why| {
         CliError::msg(why)

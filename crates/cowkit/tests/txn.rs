@@ -627,6 +627,62 @@ fn cowkit_dnf_builds_what_dnf_builds_and_caches_transcodes() {
     assert!(!installed(&b).contains_key("ck-doc"));
 }
 
+/// A `cowkit dnf upgrade` killed after placing its files leaves its
+/// journal; the next `cowkit dnf` finishes that transaction before dnf
+/// reads the database (the root's options are asked of rpm only then), and
+/// the root ends as plain dnf's upgrade leaves it.
+#[test]
+fn a_killed_cowkit_dnf_upgrade_is_finished_before_dnf_reads_the_database() {
+    if !as_root(
+        "a_killed_cowkit_dnf_upgrade_is_finished_before_dnf_reads_the_database",
+        "scriptlets run chrooted",
+    ) {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let repo = build_repo(tmp());
+    let d = dir.path();
+    let (a, b) = (mkdir(&d.join("dnf")), mkdir(&d.join("cowkit")));
+    let dnf_cache = d.join("dnf-cache");
+    let ck_cache = d.join("cowkit-cache");
+    run_ok(
+        dnf(&repo.dir, &a, &dnf_cache).args(["install", repo.top]),
+        "dnf install",
+    );
+    let r = cowkit_dnf(&repo.dir, &b, &dnf_cache, &ck_cache, &["install", repo.top]);
+    assert!(r.ok, "{}", r.stderr);
+    run_ok(
+        dnf(&repo.upgrade_dir, &a, &dnf_cache).args(["upgrade"]),
+        "dnf upgrade",
+    );
+    let journal = b
+        .join(dbpath().trim_start_matches('/'))
+        .join("cowkit-journal");
+    let killed = run(cowkit()
+        .env("COWKIT_TXN_CRASH_AT", "placed")
+        .args(["dnf", "--json", "--root"])
+        .arg(&b)
+        .arg("--cache")
+        .arg(&ck_cache)
+        .arg("--dbpath")
+        .arg(dbpath())
+        .arg("--")
+        .args(common::dnf_args(&repo.upgrade_dir, &b, &dnf_cache))
+        .arg("upgrade"));
+    assert!(!killed.ok, "not killed: {}", killed.stderr);
+    assert!(journal.exists(), "no journal after the kill");
+    let r = cowkit_dnf(&repo.upgrade_dir, &b, &dnf_cache, &ck_cache, &["upgrade"]);
+    assert!(r.ok, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("holds a transaction a killed run left"),
+        "the journal was not finished first: {}",
+        r.stderr
+    );
+    assert!(!journal.exists());
+    assert_eq!(installed(&a), installed(&b));
+    assert_eq!(verify(&a), verify(&b));
+}
+
 /// `dnf downgrade` and `dnf reinstall` (with scriptlets and edited
 /// config files) and `--setopt=tsflags=justdb` through `cowkit dnf`: the
 /// same roots, databases, `rpm -Va` and scriptlet logs as plain dnf.
