@@ -55,7 +55,7 @@
 #                 after it (each round): `rpm -i --justdb --noscripts
 #                 --notriggers` of the same package files into an empty
 #                 root, and `cowkit cp -a` of the finished root, the floor
-#                 of the issue-26 goal ratio
+#                 of the goal ratio (the warm transaction against its floor)
 # The mount is synced (untimed) before every timed command; the times are
 # of the command alone (rpm 4.18 and cowkit both leave file data to
 # writeback). In round 1 the roots are checked: same `rpm -qa`, and

@@ -297,7 +297,7 @@ def main():
             r["method"], r["resolve"], s["transcode"], s["check"], s["check_wait"], s["place"], s["scriptlets"], s["register"]))
     lines += [
         "",
-        "Goal (issue 26): cowkit's transaction part against the sum of what cannot be avoided "
+        "Goal: cowkit's transaction part against the sum of what cannot be avoided "
         "(medians, s). `rpm -i --justdb --noscripts --notriggers --nodigest --nosignature` (rpm's own "
         "check + registration of the same %d package files into an empty root, without reading the "
         "payloads for their digests, which a warm cowkit cache does not read either) = %.3f "

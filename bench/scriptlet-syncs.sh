@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Scriptlets that sync, in a root being built (issue 26): one `cowkit
+# Scriptlets that sync, in a root being built: one `cowkit
 # install` transaction of N packages whose %post writes a file the way
 # systemd-sysusers or ldconfig do (temporary file, fsync, rename, fsync of
 # the directory; every SYNC_EVERY-th one also runs `sync`), side by side,
@@ -214,7 +214,7 @@ for r in rows:
     by.setdefault(r["kind"], []).append(r)
 med = lambda k, f="seconds": st.median(x[f] for x in by[k] if x.get(f) is not None)
 n = int(n)
-print(f"# Scriptlets that sync, in a root being built (issue 26)\n")
+print(f"# Scriptlets that sync, in a root being built\n")
 print(f"Machine: {cpus} CPUs, Linux {kernel}; roots on {fs} (the rig's loop XFS); "
       f"load average {l0} at the start, {l1} at the end (other jobs building on the same machine).")
 print(f"{n} packages, each `%post` writes {size} bytes like systemd-sysusers/ldconfig "

@@ -36,7 +36,7 @@ fn symlink_claiming(size: u64, carried: u64) -> File {
 }
 
 #[test]
-fn issue_14_symlink_sizes_are_checked_against_the_target_before_reading() {
+fn symlink_sizes_are_checked_against_the_target_before_reading() {
     let p = forge::Package::new("s", vec![symlink_claiming(2 << 30, 2 << 30)]);
     let e = walk(&p.build()).unwrap_err();
     assert!(matches!(e, Error::EntryMismatch { .. }), "{e}");
@@ -56,7 +56,7 @@ fn issue_14_symlink_sizes_are_checked_against_the_target_before_reading() {
 }
 
 #[test]
-fn issue_14_lzma_dictionary_over_the_memlimit_is_refused() {
+fn lzma_dictionary_over_the_memlimit_is_refused() {
     let mut p = forge::Package::new("l", vec![File::regular("/a", &[1; 1000])]);
     p.compressor = "lzma".into();
     let mut payload = forge::compress("lzma", &p.archive());
@@ -72,7 +72,7 @@ fn issue_14_lzma_dictionary_over_the_memlimit_is_refused() {
 }
 
 #[test]
-fn issue_14_item_11_a_lying_compressor_tag_is_named() {
+fn a_lying_compressor_tag_is_named() {
     for (real, said) in [
         ("zstd", "xz"),
         ("xz", "zstd"),
@@ -92,7 +92,7 @@ fn issue_14_item_11_a_lying_compressor_tag_is_named() {
 }
 
 #[test]
-fn issue_14_item_11_a_truncated_payload_is_a_truncated_package() {
+fn a_truncated_payload_is_a_truncated_package() {
     for c in ["zstd", "xz", "gzip", "bzip2", "lzma", ""] {
         let mut p = forge::Package::new("t", vec![File::regular("/a", &[9; 50_000])]);
         p.compressor = c.into();
@@ -116,7 +116,7 @@ fn issue_14_item_11_a_truncated_payload_is_a_truncated_package() {
 }
 
 #[test]
-fn issue_14_data_after_the_trailer_is_bounded() {
+fn data_after_the_trailer_is_bounded() {
     let p = forge::Package::new("t", vec![File::regular("/a", b"hi\n")]);
     let mut archive = p.archive();
     archive.push(Piece::Repeat {

@@ -16,7 +16,7 @@ fn chmod(p: &Path, mode: u32) {
 }
 
 #[test]
-fn issue_25_an_entry_that_is_a_symlink_is_damaged_and_replaced_not_followed() {
+fn an_entry_that_is_a_symlink_is_damaged_and_replaced_not_followed() {
     let d = tempfile::tempdir().unwrap();
     let target = d.path().join("target");
     std::fs::write(&target, "not yours\n").unwrap();
@@ -50,7 +50,7 @@ fn issue_25_an_entry_that_is_a_symlink_is_damaged_and_replaced_not_followed() {
 }
 
 #[test]
-fn issue_25_an_entry_others_may_write_is_damaged() {
+fn an_entry_others_may_write_is_damaged() {
     let d = tempfile::tempdir().unwrap();
     let cache = Cache::open(&d.path().join("cache")).unwrap();
     let entry = cache.path_for(DIGEST).unwrap();
@@ -63,7 +63,7 @@ fn issue_25_an_entry_others_may_write_is_damaged() {
 }
 
 #[test]
-fn issue_25_cache_directories_others_can_write_are_refused() {
+fn cache_directories_others_can_write_are_refused() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().join("cache");
     let cache = Cache::open(&dir).unwrap();

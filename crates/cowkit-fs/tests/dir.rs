@@ -200,7 +200,7 @@ fn listing_and_lookups_do_not_follow_symlinks() {
 }
 
 #[test]
-fn issue14_live_named_temporaries_can_be_removed_by_a_signal_handler() {
+fn live_named_temporaries_can_be_removed_by_a_signal_handler() {
     let Some(t) = scratch(Fs::Xfs) else { return };
     let fd = open(t.path());
     let a = NewFile::named(fd.as_fd(), t.path(), 0o644).unwrap();
@@ -217,7 +217,7 @@ fn issue14_live_named_temporaries_can_be_removed_by_a_signal_handler() {
 }
 
 #[test]
-fn issue14_stale_temporaries_of_dead_processes_are_swept() {
+fn stale_temporaries_of_dead_processes_are_swept() {
     let Some(t) = scratch(Fs::Xfs) else { return };
     let mut child = std::process::Command::new("true").spawn().unwrap();
     let dead = child.id();

@@ -200,7 +200,7 @@ fn symlink_metadata_is_applied_to_the_link_not_its_target() {
 /// as much as it is given); name lists and values longer than that are
 /// asked their size and still read whole.
 #[test]
-fn issue_28_xattrs_longer_than_the_first_try_are_read_whole() {
+fn xattrs_longer_than_the_first_try_are_read_whole() {
     for fs in [Fs::Xfs, Fs::Tmpfs] {
         let Some(dir) = scratch(fs) else { continue };
         let p = dir.path().join("f");

@@ -116,7 +116,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn issue_26_the_running_system_keeps_its_syncs() {
+    fn the_running_system_keeps_its_syncs() {
         assert!(!suppress_syncs(Path::new("/"), false));
         assert!(!suppress_syncs(Path::new("/."), false));
         assert!(!suppress_syncs(Path::new("/usr/.."), false));

@@ -16,7 +16,7 @@ fn answered(r: &cowkit_nosync::scoped::Report, call: &str) -> u64 {
 }
 
 #[test]
-fn issue_26_a_session_answers_every_command_once_set_up() {
+fn a_session_answers_every_command_once_set_up() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("f");
     let session = Session::start(dir.path()).unwrap();
@@ -42,7 +42,7 @@ fn issue_26_a_session_answers_every_command_once_set_up() {
 }
 
 #[test]
-fn issue_26_a_closed_descriptor_still_gets_ebadf() {
+fn a_closed_descriptor_still_gets_ebadf() {
     let dir = tempfile::tempdir().unwrap();
     let session = Session::start(dir.path()).unwrap();
     let mut c = Command::new("python3");

@@ -24,7 +24,7 @@ fn t(method: &str, uri: &str, h: &[(&str, &str)]) -> Target {
 }
 
 #[test]
-fn issue_27_store_file_parsed_and_checked() {
+fn store_file_parsed_and_checked() {
     let path = Path::new("/x/accounts.json");
     let ok = br#"{"accounts":[{"access":"alice","secret":"s/3+cr=t","role":"user","userID":5},
         {"access":"bob","secret":"x","role":"userplus"},{"access":"root2","secret":"y","role":"admin"}]}"#;
@@ -54,7 +54,7 @@ fn issue_27_store_file_parsed_and_checked() {
 }
 
 #[test]
-fn issue_27_access_and_secret_rules() {
+fn access_and_secret_rules() {
     assert!(check_access("test-user-AbC123_.~+=@").is_ok());
     for bad in ["", "a:b", "a/b", "a b", "ä", "a?b", &"x".repeat(129)] {
         assert!(check_access(bad).is_err(), "{bad:?}");
@@ -71,7 +71,7 @@ fn issue_27_access_and_secret_rules() {
 }
 
 #[test]
-fn issue_27_targets_of_requests() {
+fn targets_of_requests() {
     assert_eq!(t("GET", "/", &[]), Target::ListBuckets);
     let bucket = |b: &str, s: Option<&str>| Target::Bucket {
         bucket: b.into(),
@@ -105,7 +105,7 @@ fn issue_27_targets_of_requests() {
 }
 
 #[test]
-fn issue_27_roles_decide() {
+fn roles_decide() {
     // Only userplus and admin create buckets; what an account may do in a
     // bucket is the bucket's to say (authz: owner, ACL, policy).
     assert!(!may_create_buckets(&p("alice", Role::User)));
@@ -129,7 +129,7 @@ fn acc(ak: &str, role: Role) -> Account {
 }
 
 #[test]
-fn issue_27_store_round_trip() {
+fn store_round_trip() {
     let d = cowkit_testutil::TempDir::new().unwrap();
     let a = Accounts::open_dir(&d.path().join("acc"), key_pair(), false).unwrap();
     assert_eq!(a.find("root").unwrap().unwrap().role, Role::Admin);
@@ -179,7 +179,7 @@ fn issue_27_store_round_trip() {
 }
 
 #[test]
-fn issue_27_store_others_can_write_is_refused() {
+fn store_others_can_write_is_refused() {
     let d = cowkit_testutil::TempDir::new().unwrap();
     let dir = d.path().join("acc");
     let a = Accounts::open_dir(&dir, key_pair(), false).unwrap();
@@ -198,7 +198,7 @@ fn issue_27_store_others_can_write_is_refused() {
 }
 
 #[test]
-fn issue_27_store_size_is_bounded() {
+fn store_size_is_bounded() {
     let d = cowkit_testutil::TempDir::new().unwrap();
     let dir = d.path().join("acc");
     let a = Accounts::open_dir(&dir, key_pair(), false).unwrap();

@@ -547,7 +547,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn issue_27_versitygw_create_user_body() {
+    fn versitygw_create_user_body() {
         // What `versitygw admin create-user` sends (Go's encoding/xml).
         let doc = "<Account><Access>test-user-x</Access><Secret>s&amp;cret</Secret>\
             <Role>userplus</Role><UserID>3</UserID><GroupID>0</GroupID><ProjectID>0</ProjectID>\
@@ -578,7 +578,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_27_versitygw_update_user_body() {
+    fn versitygw_update_user_body() {
         let u = parse_update(
             "<?xml version=\"1.0\"?>\n<MutableProps xmlns=\"x\">\n  <Secret>new</Secret>\n  <Role></Role>\n  <UserID>7</UserID>\n</MutableProps>",
         )
@@ -592,7 +592,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_27_admin_documents() {
+    fn admin_documents() {
         let a = Account {
             access: "a<b".into(),
             secret: "never shown".into(),

@@ -518,7 +518,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_27_crc_combination_equals_one_pass_and_crc_fast() {
+    fn crc_combination_equals_one_pass_and_crc_fast() {
         // Lengths around block and word boundaries, an empty part, and
         // the shape of the 820-part bench (5 MiB parts).
         let data: Vec<u8> = (0..70_000u32)

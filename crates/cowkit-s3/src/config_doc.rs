@@ -96,7 +96,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn issue_27_documents_bounded_and_their_md5_checked() {
+    fn documents_bounded_and_their_md5_checked() {
         let put = http::Method::PUT;
         let h = http::HeaderMap::new();
         let uri = |s: &str| s.parse::<http::Uri>().unwrap();

@@ -660,7 +660,7 @@ mod tests {
     /// one never gives way, and with every one busy the newcomer is
     /// refused.
     #[tokio::test(start_paused = true)]
-    async fn issue_25_the_oldest_waiting_connection_gives_way_never_a_busy_one() {
+    async fn the_oldest_waiting_connection_gives_way_never_a_busy_one() {
         let r = registry(3, 3);
         let a = admitted(r.admit(ip(2)));
         tokio::time::advance(Duration::from_secs(1)).await;
@@ -687,7 +687,7 @@ mod tests {
     /// An address at its cap gives way from its own connections: another
     /// address's are left alone.
     #[tokio::test(start_paused = true)]
-    async fn issue_25_an_address_at_its_cap_gives_way_from_its_own() {
+    async fn an_address_at_its_cap_gives_way_from_its_own() {
         let r = registry(10, 2);
         let other = admitted(r.admit(ip(1)));
         tokio::time::advance(Duration::from_secs(1)).await;
@@ -706,7 +706,7 @@ mod tests {
     /// The watch ends a head after the header timeout, an idle connection
     /// after the idle timeout, and never a busy one.
     #[tokio::test(start_paused = true)]
-    async fn issue_25_heads_and_idle_connections_time_out_busy_ones_do_not() {
+    async fn heads_and_idle_connections_time_out_busy_ones_do_not() {
         let limits = Limits {
             header_timeout: Duration::from_secs(5),
             idle_timeout: Duration::from_secs(20),

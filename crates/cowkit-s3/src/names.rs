@@ -203,7 +203,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_27_lexical_keys_resolve_dot_segments() {
+    fn lexical_keys_resolve_dot_segments() {
         for (k, want) in [
             ("private.txt", "private.txt"),
             ("a//b", "a//b"),

@@ -234,7 +234,7 @@ mod bucket_tests {
     }
 
     #[test]
-    fn issue_27_list_buckets_pages_by_name() {
+    fn list_buckets_pages_by_name() {
         let all = ["a", "b", "c", "d", "e"];
         assert_eq!(
             page(&all, "", None, 3),
@@ -252,7 +252,7 @@ mod bucket_tests {
     }
 
     #[test]
-    fn issue_27_list_buckets_prefix_before_paging() {
+    fn list_buckets_prefix_before_paging() {
         let all = ["my-a", "my-b", "other", "my-c", "zz"];
         let mut all = all.to_vec();
         all.sort();
@@ -268,7 +268,7 @@ mod bucket_tests {
     }
 
     #[test]
-    fn issue_27_max_buckets_range() {
+    fn max_buckets_range() {
         assert_eq!(max_buckets(None).unwrap(), 10_000);
         assert_eq!(max_buckets(Some(1)).unwrap(), 1);
         assert_eq!(max_buckets(Some(10_000)).unwrap(), 10_000);

@@ -102,7 +102,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn issue_27_unsigned_bodies_are_held_to_their_declared_hash() {
+    async fn unsigned_bodies_are_held_to_their_declared_hash() {
         let abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
         assert_eq!(read("abc", abc).await, (Ok(b"abc".to_vec()), None));
         assert_eq!(

@@ -320,7 +320,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_38_bodies_decode_in_any_pieces() {
+    fn bodies_decode_in_any_pieces() {
         let body = b"2000\r\n"
             .iter()
             .copied()
@@ -338,7 +338,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_38_malformed_bodies_are_refused() {
+    fn malformed_bodies_are_refused() {
         let long = format!("{}\r\n", "1".repeat(MAX_LINE + 1));
         for (raw, declared) in [
             (&b"B\r\nhello world\r\n0\r\n"[..], 11),

@@ -181,7 +181,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_27_website_configurations_checked_as_s3_checks_them() {
+    fn website_configurations_checked_as_s3_checks_them() {
         assert_eq!(check(&index("index.html")), Ok(()));
         assert_eq!(check(&index("")), Err(WebsiteError::IndexSuffix));
         assert_eq!(check(&index("/index.html")), Err(WebsiteError::IndexSuffix));
@@ -215,7 +215,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_27_routing_rules_checked_as_s3_checks_them() {
+    fn routing_rules_checked_as_s3_checks_them() {
         assert_eq!(check(&with_rule(host(), None)), Ok(()));
         assert_eq!(
             check(&with_rule(Redirect::default(), None)),

@@ -192,8 +192,8 @@ fn run_all(test: &str, dir: &Path, name: &str) -> Vec<String> {
 /// valid EROFS (the kernel and fsck.erofs take entries naming one nid as
 /// links): the image reads, its inode once.
 #[test]
-fn issue_25_hardlinks_of_one_inode_with_large_xattrs_read_within_bounds() {
-    const NAME: &str = "issue_25_hardlinks_of_one_inode_with_large_xattrs_read_within_bounds";
+fn hardlinks_of_one_inode_with_large_xattrs_read_within_bounds() {
+    const NAME: &str = "hardlinks_of_one_inode_with_large_xattrs_read_within_bounds";
     if let Ok(spec) = std::env::var(CHILD_ENV) {
         return child(&spec);
     }
@@ -213,8 +213,8 @@ fn issue_25_hardlinks_of_one_inode_with_large_xattrs_read_within_bounds() {
 /// whole file into memory. It is still a valid image (the kernel mounts
 /// it): read within bounds, one reference found.
 #[test]
-fn issue_25_image_grown_to_4_gib_with_a_hole_reads_within_bounds() {
-    const NAME: &str = "issue_25_image_grown_to_4_gib_with_a_hole_reads_within_bounds";
+fn image_grown_to_4_gib_with_a_hole_reads_within_bounds() {
+    const NAME: &str = "image_grown_to_4_gib_with_a_hole_reads_within_bounds";
     if let Ok(spec) = std::env::var(CHILD_ENV) {
         return child(&spec);
     }
@@ -281,7 +281,7 @@ fn directory_cycles_and_hardlinked_directories_are_refused() {
 /// refused: no two parts of an image may overlap. The old reader read
 /// the blocks once per directory.
 #[test]
-fn issue_25_directories_sharing_blocks_are_refused() {
+fn directories_sharing_blocks_are_refused() {
     let mut v = vec![
         entry("", Kind::Dir),
         entry("p", Kind::Dir),
@@ -307,7 +307,7 @@ fn issue_25_directories_sharing_blocks_are_refused() {
 /// names deep with 20,000 hardlinks at the bottom (a 0.5 MB image) would
 /// keep 78 MB of paths: refused by the bound on bytes kept per byte read.
 #[test]
-fn issue_25_deep_paths_of_many_entries_are_bounded() {
+fn deep_paths_of_many_entries_are_bounded() {
     let mut v = vec![entry("", Kind::Dir)];
     let mut base = String::new();
     for i in 0..15 {
@@ -332,7 +332,7 @@ fn issue_25_deep_paths_of_many_entries_are_bounded() {
 
 /// The 74,752 hardlinks share one inode's xattrs: read once.
 #[test]
-fn issue_25_hardlinks_share_one_inode() {
+fn hardlinks_share_one_inode() {
     let img = hardlink_bomb();
     let r = erofs::Reader::new(&img).unwrap();
     let w = r.walk().unwrap();
@@ -347,7 +347,7 @@ fn issue_25_hardlinks_share_one_inode() {
 /// A redirect that is not `/ab/cdef…` (an object's path) is refused by
 /// `objects`, naming the file; the old reader passed any bytes on.
 #[test]
-fn issue_25_redirects_that_are_not_objects_are_refused() {
+fn redirects_that_are_not_objects_are_refused() {
     let img = small();
     let rel = format!("/{}/{}", &DIGEST[..2], &DIGEST[2..]);
     let at = img

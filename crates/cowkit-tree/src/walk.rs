@@ -245,7 +245,7 @@ mod tests {
     /// Issue 28: the one `..` re-find that both walks use refuses a
     /// directory that was moved away from the parent it was opened in.
     #[test]
-    fn issue_28_reopen_parent_checks_identity() {
+    fn reopen_parent_checks_identity() {
         let Some(t) = cowkit_testutil::scratch(cowkit_testutil::Fs::Tmpfs) else {
             return;
         };

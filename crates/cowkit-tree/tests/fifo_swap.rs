@@ -37,7 +37,7 @@ fn swap_until(src: &Path, stop: &AtomicBool) -> u64 {
 }
 
 #[test]
-fn issue14_copy_never_blocks_on_a_file_swapped_for_a_fifo() {
+fn copy_never_blocks_on_a_file_swapped_for_a_fifo() {
     let Some(t) = scratch(Fs::Xfs) else { return };
     let src = t.path().join("src");
     std::fs::create_dir(&src).unwrap();

@@ -52,9 +52,9 @@ fn shared(path: &Path) -> u64 {
 }
 
 #[test]
-fn issue_28_demo_installs_equal_roots_that_share_blocks() {
+fn demo_installs_equal_roots_that_share_blocks() {
     if !as_root(
-        "issue_28_demo_installs_equal_roots_that_share_blocks",
+        "demo_installs_equal_roots_that_share_blocks",
         "dnf installs as root",
     ) {
         return;

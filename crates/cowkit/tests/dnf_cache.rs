@@ -204,8 +204,8 @@ fn next_run_leaves_nothing(d: &Path, root: &Path, cache: &Path) {
 /// and as rpm leaves it: a SIGHUP to a cowkit started with SIGHUP ignored
 /// changes nothing; SIGTERM then ends it as before.
 #[test]
-fn issue_26_a_signal_ignored_on_entry_stays_ignored() {
-    if !as_root("issue_26_a_signal_ignored_on_entry_stays_ignored", "root") {
+fn a_signal_ignored_on_entry_stays_ignored() {
+    if !as_root("a_signal_ignored_on_entry_stays_ignored", "root") {
         return;
     }
     let d = tempfile::tempdir_in(tmp()).unwrap();
@@ -235,9 +235,9 @@ fn issue_26_a_signal_ignored_on_entry_stays_ignored() {
 /// Ctrl-C (SIGINT) and SIGTERM: the download directory and the scratch
 /// database go at once, and cowkit dies of the signal.
 #[test]
-fn issue_25_sigint_and_sigterm_remove_the_download_and_the_scratch_database() {
+fn sigint_and_sigterm_remove_the_download_and_the_scratch_database() {
     if !as_root(
-        "issue_25_sigint_and_sigterm_remove_the_download_and_the_scratch_database",
+        "sigint_and_sigterm_remove_the_download_and_the_scratch_database",
         "root",
     ) {
         return;
@@ -260,9 +260,9 @@ fn issue_25_sigint_and_sigterm_remove_the_download_and_the_scratch_database() {
 /// SIGKILL leaves the download (a full copy of the packages) and the
 /// scratch database: the next run on that cache and root removes them.
 #[test]
-fn issue_25_what_a_killed_cowkit_dnf_leaves_goes_with_the_next_run() {
+fn what_a_killed_cowkit_dnf_leaves_goes_with_the_next_run() {
     if !as_root(
-        "issue_25_what_a_killed_cowkit_dnf_leaves_goes_with_the_next_run",
+        "what_a_killed_cowkit_dnf_leaves_goes_with_the_next_run",
         "root",
     ) {
         return;
@@ -282,9 +282,9 @@ fn issue_25_what_a_killed_cowkit_dnf_leaves_goes_with_the_next_run() {
 /// scratch database (and the scriptlet's own file) behind; the next
 /// install into that root removes them.
 #[test]
-fn issue_25_a_post_that_kills_cowkit_leaves_no_scratch_database_after_the_next_run() {
+fn a_post_that_kills_cowkit_leaves_no_scratch_database_after_the_next_run() {
     if !as_root(
-        "issue_25_a_post_that_kills_cowkit_leaves_no_scratch_database_after_the_next_run",
+        "a_post_that_kills_cowkit_leaves_no_scratch_database_after_the_next_run",
         "root",
     ) {
         return;
@@ -351,9 +351,9 @@ fn header_digest(rpm: &Path) -> String {
 /// again, while root builds: the run is refused before anything is
 /// downloaded, and the file keeps its mode.
 #[test]
-fn issue_25_a_fan_out_directory_of_another_user_is_refused_and_no_mode_changes() {
+fn a_fan_out_directory_of_another_user_is_refused_and_no_mode_changes() {
     if !as_root(
-        "issue_25_a_fan_out_directory_of_another_user_is_refused_and_no_mode_changes",
+        "a_fan_out_directory_of_another_user_is_refused_and_no_mode_changes",
         "root",
     ) {
         return;
@@ -433,9 +433,9 @@ fn issue_25_a_fan_out_directory_of_another_user_is_refused_and_no_mode_changes()
 /// directory are refused up front with a hint; dnf is not run. A cache
 /// under a sticky world-writable directory (`/tmp`) is fine.
 #[test]
-fn issue_25_a_cache_others_can_write_is_refused_up_front() {
+fn a_cache_others_can_write_is_refused_up_front() {
     if !as_root(
-        "issue_25_a_cache_others_can_write_is_refused_up_front",
+        "a_cache_others_can_write_is_refused_up_front",
         "root",
     ) {
         return;

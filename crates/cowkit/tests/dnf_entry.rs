@@ -134,8 +134,8 @@ fn log(root: &Path) -> String {
 /// (a link to cowkit): equal trees, packages, `rpm -Va`, scriptlet logs;
 /// a removal through the link runs the real dnf on cowkit's database.
 #[test]
-fn issue_26_dnf_command_line_and_dnf_link_build_what_the_root_form_builds() {
-    let name = "issue_26_dnf_command_line_and_dnf_link_build_what_the_root_form_builds";
+fn dnf_command_line_and_dnf_link_build_what_the_root_form_builds() {
+    let name = "dnf_command_line_and_dnf_link_build_what_the_root_form_builds";
     if !as_root(name, "scriptlets run chrooted") {
         return;
     }
@@ -212,7 +212,7 @@ fn issue_26_dnf_command_line_and_dnf_link_build_what_the_root_form_builds() {
 /// arguments unchanged and returns its status; a `COWKIT_DNF` that is
 /// cowkit itself, and a `dnf` started by the dnf cowkit runs, are refused.
 #[test]
-fn issue_26_without_installroot_the_real_dnf_runs_unchanged() {
+fn without_installroot_the_real_dnf_runs_unchanged() {
     let d = tempfile::tempdir_in(tmp()).unwrap();
     let shim = shim_dir(&d.path().join("shim"));
     let fake = d.path().join("real");
@@ -270,7 +270,7 @@ fn issue_26_without_installroot_the_real_dnf_runs_unchanged() {
 /// goes to dnf; a command that installs nothing goes to dnf whatever its
 /// options.
 #[test]
-fn issue_26_options_cowkit_cannot_honour_are_refused_by_name() {
+fn options_cowkit_cannot_honour_are_refused_by_name() {
     let d = tempfile::tempdir_in(tmp()).unwrap();
     let fake = d.path().join("real");
     let dnf = fake_dnf(&fake);
@@ -367,7 +367,7 @@ fn issue_26_options_cowkit_cannot_honour_are_refused_by_name() {
 /// `--shim-dir` makes a link only in a directory nobody else can change,
 /// never replaces another `dnf`, and is idempotent.
 #[test]
-fn issue_26_shim_dir_is_refused_where_others_can_write() {
+fn shim_dir_is_refused_where_others_can_write() {
     let d = tempfile::tempdir_in(tmp()).unwrap();
     let shim = d.path().join("shim");
     shim_dir(&shim);
@@ -435,8 +435,8 @@ fn rpm_qa(root: &Path) -> Vec<String> {
 /// module state (`var/lib/dnf`, `var/log`, `etc/dnf`: cowkit's dnf run only
 /// resolves and downloads), and the times of files scriptlets write.
 #[test]
-fn issue_26_mkosi_builds_the_same_root_through_cowkit() {
-    let name = "issue_26_mkosi_builds_the_same_root_through_cowkit";
+fn mkosi_builds_the_same_root_through_cowkit() {
+    let name = "mkosi_builds_the_same_root_through_cowkit";
     if !as_root(name, "mkosi builds as root") {
         return;
     }

@@ -326,8 +326,8 @@ fn assert_nothing_of_broken(w: &World, r: &Run) {
 }
 
 #[test]
-fn issue_29_streamed_entries_equal_transcodes_and_a_second_build_downloads_nothing() {
-    if !as_root("issue_29_streamed_entries", "chrooted scriptlets") {
+fn streamed_entries_equal_transcodes_and_a_second_build_downloads_nothing() {
+    if !as_root("streamed_entries", "chrooted scriptlets") {
         return;
     }
     let Some(w) = World::new() else { return };
@@ -366,7 +366,7 @@ fn issue_29_streamed_entries_equal_transcodes_and_a_second_build_downloads_nothi
 /// A build from a server that misbehaves with `mode` on [`BROKEN`],
 /// with one attempt allowed and short timeouts.
 fn broken_build(mode: &str) -> Option<(World, Run)> {
-    if !as_root("issue_29_broken_mirror", "chrooted scriptlets") {
+    if !as_root("broken_mirror", "chrooted scriptlets") {
         return None;
     }
     let w = World::new()?;
@@ -381,7 +381,7 @@ fn broken_build(mode: &str) -> Option<(World, Run)> {
 }
 
 #[test]
-fn issue_29_a_wrong_checksum_leaves_nothing() {
+fn a_wrong_checksum_leaves_nothing() {
     let Some((w, r)) = broken_build("corrupt") else {
         return;
     };
@@ -390,7 +390,7 @@ fn issue_29_a_wrong_checksum_leaves_nothing() {
 }
 
 #[test]
-fn issue_29_a_truncated_body_leaves_nothing() {
+fn a_truncated_body_leaves_nothing() {
     let Some((w, r)) = broken_build("truncate") else {
         return;
     };
@@ -398,7 +398,7 @@ fn issue_29_a_truncated_body_leaves_nothing() {
 }
 
 #[test]
-fn issue_29_a_longer_body_leaves_nothing() {
+fn a_longer_body_leaves_nothing() {
     let Some((w, r)) = broken_build("longer") else {
         return;
     };
@@ -407,7 +407,7 @@ fn issue_29_a_longer_body_leaves_nothing() {
 }
 
 #[test]
-fn issue_29_a_changed_header_leaves_nothing() {
+fn a_changed_header_leaves_nothing() {
     let Some((w, r)) = broken_build("header") else {
         return;
     };
@@ -416,7 +416,7 @@ fn issue_29_a_changed_header_leaves_nothing() {
 }
 
 #[test]
-fn issue_29_a_stalled_connection_times_out_and_leaves_nothing() {
+fn a_stalled_connection_times_out_and_leaves_nothing() {
     let Some((w, r)) = broken_build("stall") else {
         return;
     };
@@ -425,8 +425,8 @@ fn issue_29_a_stalled_connection_times_out_and_leaves_nothing() {
 }
 
 #[test]
-fn issue_29_a_broken_mirror_falls_back_to_the_next() {
-    if !as_root("issue_29_mirror_fallback", "chrooted scriptlets") {
+fn a_broken_mirror_falls_back_to_the_next() {
+    if !as_root("mirror_fallback", "chrooted scriptlets") {
         return;
     }
     let Some(w) = World::new() else { return };
@@ -464,8 +464,8 @@ fn issue_29_a_broken_mirror_falls_back_to_the_next() {
 }
 
 #[test]
-fn issue_29_an_interrupted_build_leaves_nothing_the_next_trusts() {
-    if !as_root("issue_29_interrupted", "chrooted scriptlets") {
+fn an_interrupted_build_leaves_nothing_the_next_trusts() {
+    if !as_root("interrupted", "chrooted scriptlets") {
         return;
     }
     let Some(w) = World::new() else { return };
@@ -511,8 +511,8 @@ fn issue_29_an_interrupted_build_leaves_nothing_the_next_trusts() {
 }
 
 #[test]
-fn issue_29_dnf_downloads_where_cowkit_cannot_and_says_why() {
-    if !as_root("issue_29_fallback", "chrooted scriptlets") {
+fn dnf_downloads_where_cowkit_cannot_and_says_why() {
+    if !as_root("fallback", "chrooted scriptlets") {
         return;
     }
     let Some(w) = World::new() else { return };
@@ -703,8 +703,8 @@ impl World {
 }
 
 #[test]
-fn issue_29_gpgcheck_signed_packages_install_and_equal_the_downloadonly_entries() {
-    if !as_root("issue_29_gpgcheck_signed", "chrooted scriptlets") {
+fn gpgcheck_signed_packages_install_and_equal_the_downloadonly_entries() {
+    if !as_root("gpgcheck_signed", "chrooted scriptlets") {
         return;
     }
     let Some(w) = World::signed(Signed::ByRepoKey) else {
@@ -779,9 +779,9 @@ fn refused_as_dnf_refuses(test: &str, how: Signed, ours: &[&str], dnfs: &[&str])
 }
 
 #[test]
-fn issue_29_gpgcheck_refuses_an_unsigned_package_as_dnf_does() {
+fn gpgcheck_refuses_an_unsigned_package_as_dnf_does() {
     refused_as_dnf_refuses(
-        "issue_29_gpgcheck_unsigned",
+        "gpgcheck_unsigned",
         Signed::Unsigned,
         &["not signed"],
         &["is not signed", "GPG check FAILED"],
@@ -789,9 +789,9 @@ fn issue_29_gpgcheck_refuses_an_unsigned_package_as_dnf_does() {
 }
 
 #[test]
-fn issue_29_gpgcheck_refuses_a_package_signed_by_another_key_as_dnf_does() {
+fn gpgcheck_refuses_a_package_signed_by_another_key_as_dnf_does() {
     refused_as_dnf_refuses(
-        "issue_29_gpgcheck_other_key",
+        "gpgcheck_other_key",
         Signed::ByOtherKey,
         &["not in the keyring"],
         &["is not installed", "GPG check FAILED"],
@@ -799,9 +799,9 @@ fn issue_29_gpgcheck_refuses_a_package_signed_by_another_key_as_dnf_does() {
 }
 
 #[test]
-fn issue_29_gpgcheck_refuses_a_changed_header_before_decoding_its_payload() {
+fn gpgcheck_refuses_a_changed_header_before_decoding_its_payload() {
     let Some(w) = refused_as_dnf_refuses(
-        "issue_29_gpgcheck_changed_header",
+        "gpgcheck_changed_header",
         Signed::HeaderChanged,
         &["does not verify"],
         &["GPG check FAILED"],
@@ -838,8 +838,8 @@ fn issue_29_gpgcheck_refuses_a_changed_header_before_decoding_its_payload() {
 }
 
 #[test]
-fn issue_29_nogpgcheck_is_honoured_as_dnf_honours_it() {
-    if !as_root("issue_29_nogpgcheck", "chrooted scriptlets") {
+fn nogpgcheck_is_honoured_as_dnf_honours_it() {
+    if !as_root("nogpgcheck", "chrooted scriptlets") {
         return;
     }
     let Some(w) = World::signed(Signed::Unsigned) else {
@@ -865,8 +865,8 @@ fn issue_29_nogpgcheck_is_honoured_as_dnf_honours_it() {
 }
 
 #[test]
-fn issue_29_a_changed_key_file_is_not_trusted_from_the_cache() {
-    if !as_root("issue_29_changed_key", "chrooted scriptlets") {
+fn a_changed_key_file_is_not_trusted_from_the_cache() {
+    if !as_root("changed_key", "chrooted scriptlets") {
         return;
     }
     let Some(w) = World::signed(Signed::ByRepoKey) else {
@@ -889,8 +889,8 @@ fn issue_29_a_changed_key_file_is_not_trusted_from_the_cache() {
 }
 
 #[test]
-fn issue_29_a_root_trusting_other_keys_is_left_to_dnf() {
-    if !as_root("issue_29_root_keys", "chrooted scriptlets") {
+fn a_root_trusting_other_keys_is_left_to_dnf() {
+    if !as_root("root_keys", "chrooted scriptlets") {
         return;
     }
     let Some(w) = World::signed(Signed::ByRepoKey) else {

@@ -97,7 +97,7 @@ fn temporaries(dir: &Path) -> Vec<PathBuf> {
 // Item 5: fifos where regular files are expected.
 
 #[test]
-fn issue14_fifo_as_passwd_and_group_does_not_hang_install() {
+fn fifo_as_passwd_and_group_does_not_hang_install() {
     let Some(t) = scratch(Fs::Xfs) else { return };
     let rpm = fixture_in(tmp(), "w19.zstdio");
     let root = t.path().join("root");
@@ -117,7 +117,7 @@ fn issue14_fifo_as_passwd_and_group_does_not_hang_install() {
 }
 
 #[test]
-fn issue14_fifo_as_ld_so_preload_is_refused_not_waited_on() {
+fn fifo_as_ld_so_preload_is_refused_not_waited_on() {
     let Some(t) = scratch(Fs::Xfs) else { return };
     let root = t.path().join("root");
     std::fs::create_dir_all(root.join("etc")).unwrap();
@@ -195,7 +195,7 @@ fn ends(pid: i32) -> bool {
 }
 
 #[test]
-fn issue14_killed_transcode_leaves_no_file_and_no_worker() {
+fn killed_transcode_leaves_no_file_and_no_worker() {
     use std::io::Write;
     let Some(t) = scratch(Fs::Xfs) else { return };
     let rpm = std::fs::read(fixture_in(tmp(), "w19.zstdio")).unwrap();
@@ -238,7 +238,7 @@ fn issue14_killed_transcode_leaves_no_file_and_no_worker() {
 }
 
 #[test]
-fn issue14_temporaries_left_by_killed_installs_are_swept() {
+fn temporaries_left_by_killed_installs_are_swept() {
     let Some(t) = scratch(Fs::Xfs) else { return };
     let rpm = fixture_in(tmp(), "w19.zstdio");
     let root = t.path().join("root");
@@ -293,7 +293,7 @@ fn as_nobody(dir: &Path, prog: &str, args: &[&str]) -> Output {
 }
 
 #[test]
-fn issue14_install_as_a_user_keeps_the_users_ownership() {
+fn install_as_a_user_keeps_the_users_ownership() {
     if !need(is_root(), "root (to become nobody)") {
         return;
     }
@@ -344,7 +344,7 @@ fn issue14_install_as_a_user_keeps_the_users_ownership() {
 }
 
 #[test]
-fn issue14_cp_a_as_a_user_clears_setuid_it_cannot_keep() {
+fn cp_a_as_a_user_clears_setuid_it_cannot_keep() {
     if !need(is_root(), "root (to become nobody)") {
         return;
     }
@@ -406,7 +406,7 @@ fn visible_tree(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
 }
 
 #[test]
-fn issue15_a_new_root_gets_its_tree_whole_or_not_at_all_when_killed() {
+fn a_new_root_gets_its_tree_whole_or_not_at_all_when_killed() {
     let Some(t) = scratch(Fs::Xfs) else { return };
     // 1,500 files in 30 new directories: long enough to be killed while
     // placing.

@@ -386,9 +386,9 @@ fn afterwards_on_both(t: &Twin) {
 /// root exactly as plain dnf does, running every scriptlet and trigger as
 /// rpm 4.18 does; rpm and dnf work on its root afterwards.
 #[test]
-fn issue_26_cowkit_dnf_builds_fedora_shaped_roots_as_dnf_does() {
+fn cowkit_dnf_builds_fedora_shaped_roots_as_dnf_does() {
     if !as_root(
-        "issue_26_cowkit_dnf_builds_fedora_shaped_roots_as_dnf_does",
+        "cowkit_dnf_builds_fedora_shaped_roots_as_dnf_does",
         "scriptlets run chrooted",
     ) {
         return;
@@ -632,9 +632,9 @@ fn cowkit_dnf_with_rpm_install_langs_as_dnf() {
 /// `cowkit install` refuses, so the second kernel is left out here; the
 /// `cowkit dnf` test has it).
 #[test]
-fn issue_26_cowkit_install_runs_fedora_shaped_scriptlets_as_rpm_does() {
+fn cowkit_install_runs_fedora_shaped_scriptlets_as_rpm_does() {
     if !as_root(
-        "issue_26_cowkit_install_runs_fedora_shaped_scriptlets_as_rpm_does",
+        "cowkit_install_runs_fedora_shaped_scriptlets_as_rpm_does",
         "scriptlets run chrooted",
     ) {
         return;
@@ -962,9 +962,9 @@ fn rpm_and_cowkit(a: &Path, b: &Path, rpm_args: &[&str], pkgs: &[&Path], what: &
 /// the old `%postun` does not run). cowkit must end each case as rpm
 /// does: same success, same log, database and tree.
 #[test]
-fn issue_26_failing_scriptlets_end_as_rpm_ends_them() {
+fn failing_scriptlets_end_as_rpm_ends_them() {
     if !as_root(
-        "issue_26_failing_scriptlets_end_as_rpm_ends_them",
+        "failing_scriptlets_end_as_rpm_ends_them",
         "scriptlets run chrooted",
     ) {
         return;
@@ -999,7 +999,7 @@ fn issue_26_failing_scriptlets_end_as_rpm_ends_them() {
     );
 }
 
-/// The rpm side of [`issue_26_failing_scriptlets_end_as_rpm_ends_them`]
+/// The rpm side of [`failing_scriptlets_end_as_rpm_ends_them`]
 /// pinned: what the cowkit test compares against is what the
 /// documentation there says.
 #[test]
@@ -1216,9 +1216,9 @@ fn interrupt_while_hanging(cmd: std::process::Command, root: &Path) -> (Option<i
 /// process. The next transaction on each root then ends alike, with no
 /// scriptlet directory left behind.
 #[test]
-fn issue_26_a_scriptlet_that_never_ends_holds_the_transaction_as_rpm_does() {
+fn a_scriptlet_that_never_ends_holds_the_transaction_as_rpm_does() {
     if !as_root(
-        "issue_26_a_scriptlet_that_never_ends_holds_the_transaction_as_rpm_does",
+        "a_scriptlet_that_never_ends_holds_the_transaction_as_rpm_does",
         "scriptlets run chrooted",
     ) {
         return;

@@ -196,7 +196,7 @@ fn bad_symlink(size: u64, carried: u64) -> File {
 }
 
 #[test]
-fn issue_14_a_symlink_claiming_2_gib_is_refused_before_reading_it() {
+fn a_symlink_claiming_2_gib_is_refused_before_reading_it() {
     let p = Package::new("symlink2g", vec![bad_symlink(2 << 30, 2 << 30)]);
     let bytes = p.build();
     assert!(bytes.len() < 256 << 10, "{} bytes", bytes.len());
@@ -209,7 +209,7 @@ fn issue_14_a_symlink_claiming_2_gib_is_refused_before_reading_it() {
 }
 
 #[test]
-fn issue_14_a_stripped_symlink_of_2_pow_40_bytes_does_not_abort() {
+fn a_stripped_symlink_of_2_pow_40_bytes_does_not_abort() {
     let mut p = Package::new("stripped40", vec![bad_symlink(1 << 40, 64)]);
     p.cpio = Cpio::Stripped;
     p.long_sizes = true;
@@ -222,7 +222,7 @@ fn issue_14_a_stripped_symlink_of_2_pow_40_bytes_does_not_abort() {
 }
 
 #[test]
-fn issue_14_an_lzma_dictionary_of_4_gib_is_refused_by_the_memory_limit() {
+fn an_lzma_dictionary_of_4_gib_is_refused_by_the_memory_limit() {
     let mut p = Package::new(
         "lzmadict",
         vec![File::regular("/usr/lib/forged/a", &[7; 4096])],
@@ -239,7 +239,7 @@ fn issue_14_an_lzma_dictionary_of_4_gib_is_refused_by_the_memory_limit() {
 }
 
 #[test]
-fn issue_14_a_zstd_window_over_128_mib_is_refused() {
+fn a_zstd_window_over_128_mib_is_refused() {
     let mut p = Package::new(
         "zstdwin",
         vec![File::regular("/usr/lib/forged/a", &[7; 4096])],
@@ -260,7 +260,7 @@ fn issue_14_a_zstd_window_over_128_mib_is_refused() {
 }
 
 #[test]
-fn issue_14_a_lying_compressor_tag_is_named() {
+fn a_lying_compressor_tag_is_named() {
     let mut p = Package::new("liar", vec![File::regular("/usr/lib/forged/a", b"hello\n")]);
     let zstd = forge::compress("zstd", &p.archive());
     p.compressor = "xz".into();
@@ -273,7 +273,7 @@ fn issue_14_a_lying_compressor_tag_is_named() {
 }
 
 #[test]
-fn issue_14_huge_header_counts_are_refused_before_allocating() {
+fn huge_header_counts_are_refused_before_allocating() {
     let p = Package::new(
         "counts",
         vec![File::regular("/usr/lib/forged/a", b"hello\n")],
@@ -297,7 +297,7 @@ fn issue_14_huge_header_counts_are_refused_before_allocating() {
 }
 
 #[test]
-fn issue_14_truncated_packages_say_so_at_every_offset() {
+fn truncated_packages_say_so_at_every_offset() {
     let p = Package::new(
         "trunc",
         vec![File::regular("/usr/lib/forged/a", &[0x5a; 300_000])],
@@ -326,7 +326,7 @@ fn issue_14_truncated_packages_say_so_at_every_offset() {
 }
 
 #[test]
-fn issue_14_item_11_a_truncated_extents_file_is_named() {
+fn a_truncated_extents_file_is_named() {
     let d = arena("rpme");
     let p = Package::new(
         "rpme",
@@ -365,7 +365,7 @@ fn issue_14_item_11_a_truncated_extents_file_is_named() {
 }
 
 #[test]
-fn issue_14_item_11_quiet_transcode_prints_nothing() {
+fn quiet_transcode_prints_nothing() {
     let d = arena("quiet");
     let p = Package::new("quiet", vec![File::regular("/usr/lib/forged/a", b"hi\n")]);
     std::fs::write(d.join("p.rpm"), p.build()).unwrap();
@@ -382,7 +382,7 @@ fn issue_14_item_11_quiet_transcode_prints_nothing() {
 }
 
 #[test]
-fn issue_14_item_10_append_mode_stdout_is_refused() {
+fn append_mode_stdout_is_refused() {
     let d = arena("append");
     let p = Package::new(
         "append",
@@ -431,7 +431,7 @@ fn transcode_to_read_write_stdout(d: &Path, name: &str, offset: u64) -> std::pro
 }
 
 #[test]
-fn issue_25_item_8_read_write_stdout_over_a_longer_file() {
+fn read_write_stdout_over_a_longer_file() {
     let d = arena("read-write-stdout");
     // A cloned extent with zero blocks (holes where the output can seek)
     // and data around them.
@@ -491,7 +491,7 @@ fn issue_25_item_8_read_write_stdout_over_a_longer_file() {
 }
 
 #[test]
-fn issue_14_item_10_block_size_is_bounded() {
+fn block_size_is_bounded() {
     let d = arena("bs");
     let p = Package::new("bs", vec![File::regular("/usr/lib/forged/a", b"hi\n")]);
     std::fs::write(d.join("p.rpm"), p.build()).unwrap();
@@ -517,7 +517,7 @@ fn issue_14_item_10_block_size_is_bounded() {
 }
 
 #[test]
-fn issue_14_control_characters_in_names_are_escaped() {
+fn control_characters_in_names_are_escaped() {
     let mut f = File::regular("/usr/lib/forged/a", b"hello\n");
     f.entry_name = Some(b"./usr/lib/\x1b[31mred\x07".to_vec());
     let p = Package::new("names", vec![f]);

@@ -199,9 +199,9 @@ fn nobody_reads(s: &Scene, rel: &str) -> Result<Vec<u8>, String> {
 /// devices. `--trusted` is refused for a store root does not own; on
 /// root's own store it mounts with setuid honoured.
 #[test]
-fn issue_25_a_users_image_mounts_nosuid_nodev() {
+fn a_users_image_mounts_nosuid_nodev() {
     if !as_root(
-        "issue_25_a_users_image_mounts_nosuid_nodev",
+        "a_users_image_mounts_nosuid_nodev",
         "mounts, setpriv",
     ) {
         return;
@@ -276,9 +276,9 @@ fn issue_25_a_users_image_mounts_nosuid_nodev() {
 /// objects layer is opened without following links: the mount is refused,
 /// naming `objects`, and nobody reads nothing of the host.
 #[test]
-fn issue_25_objects_symlinked_to_root_reads_no_host_file() {
+fn objects_symlinked_to_root_reads_no_host_file() {
     if !as_root(
-        "issue_25_objects_symlinked_to_root_reads_no_host_file",
+        "objects_symlinked_to_root_reads_no_host_file",
         "mounts, setpriv",
     ) {
         return;
@@ -317,9 +317,9 @@ fn issue_25_objects_symlinked_to_root_reads_no_host_file() {
 /// it: a `..` chain and an absolute host path, both at root's 0600 file,
 /// read nothing of it.
 #[test]
-fn issue_25_redirects_stay_inside_the_objects() {
+fn redirects_stay_inside_the_objects() {
     if !as_root(
-        "issue_25_redirects_stay_inside_the_objects",
+        "redirects_stay_inside_the_objects",
         "mounts, setpriv",
     ) {
         return;
@@ -346,9 +346,9 @@ fn issue_25_redirects_stay_inside_the_objects() {
 /// Root does not write into a store another user owns, nor into one that
 /// others can write: refused up front with the path, why and a hint.
 #[test]
-fn issue_25_root_refuses_to_write_into_a_users_store() {
+fn root_refuses_to_write_into_a_users_store() {
     if !as_root(
-        "issue_25_root_refuses_to_write_into_a_users_store",
+        "root_refuses_to_write_into_a_users_store",
         "mounts, setpriv",
     ) {
         return;

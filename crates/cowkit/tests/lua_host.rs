@@ -394,8 +394,8 @@ fn check_rpm_log(log: &str) {
 }
 
 #[test]
-fn issue_26_lua_scriptlets_run_as_rpm_runs_them() {
-    if !as_root("issue_26_lua_scriptlets_run_as_rpm_runs_them", "chroot") {
+fn lua_scriptlets_run_as_rpm_runs_them() {
+    if !as_root("lua_scriptlets_run_as_rpm_runs_them", "chroot") {
         return;
     }
     cowkit_rpmlua::available().expect("rpm's Lua loads on this machine");
@@ -458,9 +458,9 @@ fn issue_26_lua_scriptlets_run_as_rpm_runs_them() {
 }
 
 #[test]
-fn issue_26_a_root_the_host_cannot_enter_is_refused_with_the_reason() {
+fn a_root_the_host_cannot_enter_is_refused_with_the_reason() {
     if !as_root(
-        "issue_26_a_root_the_host_cannot_enter_is_refused_with_the_reason",
+        "a_root_the_host_cannot_enter_is_refused_with_the_reason",
         "chroot",
     ) {
         return;
@@ -490,9 +490,9 @@ fn issue_26_a_root_the_host_cannot_enter_is_refused_with_the_reason() {
 }
 
 #[test]
-fn issue_26_a_missing_rpm_library_is_refused_naming_it() {
+fn a_missing_rpm_library_is_refused_naming_it() {
     if !as_root(
-        "issue_26_a_missing_rpm_library_is_refused_naming_it",
+        "a_missing_rpm_library_is_refused_naming_it",
         "mount namespace",
     ) {
         return;
@@ -533,9 +533,9 @@ fn issue_26_a_missing_rpm_library_is_refused_naming_it() {
 }
 
 #[test]
-fn issue_26_a_scriptlet_that_kills_the_host_is_an_error_not_an_outcome() {
+fn a_scriptlet_that_kills_the_host_is_an_error_not_an_outcome() {
     if !as_root(
-        "issue_26_a_scriptlet_that_kills_the_host_is_an_error_not_an_outcome",
+        "a_scriptlet_that_kills_the_host_is_an_error_not_an_outcome",
         "chroot",
     ) {
         return;
@@ -815,9 +815,9 @@ fn killed(d: &Path, [hang, after]: &[PathBuf; 2], kind: Kind, phase: &str, rpm: 
 /// Lua in its own process and would die with it; the shell side is
 /// checked against rpm.
 #[test]
-fn issue_38_a_killed_lua_host_fails_its_scriptlet_and_the_transaction_goes_on() {
+fn a_killed_lua_host_fails_its_scriptlet_and_the_transaction_goes_on() {
     if !as_root(
-        "issue_38_a_killed_lua_host_fails_its_scriptlet_and_the_transaction_goes_on",
+        "a_killed_lua_host_fails_its_scriptlet_and_the_transaction_goes_on",
         "chroot",
     ) {
         return;
@@ -956,9 +956,9 @@ fn issue_38_a_killed_lua_host_fails_its_scriptlet_and_the_transaction_goes_on() 
 /// kills that process after 60 s, so that a `run` waiting for it fails
 /// the test instead of hanging it.)
 #[test]
-fn issue_38_a_dead_host_is_seen_dead_while_its_forked_child_lives() {
+fn a_dead_host_is_seen_dead_while_its_forked_child_lives() {
     if !as_root(
-        "issue_38_a_dead_host_is_seen_dead_while_its_forked_child_lives",
+        "a_dead_host_is_seen_dead_while_its_forked_child_lives",
         "chroot",
     ) {
         return;

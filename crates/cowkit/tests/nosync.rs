@@ -862,7 +862,7 @@ fn alive(pid: i32) -> bool {
 }
 
 #[test]
-fn issue14_sigterm_after_the_command_exited_reaches_the_daemon_it_left() {
+fn sigterm_after_the_command_exited_reaches_the_daemon_it_left() {
     let _disk = shared();
     use std::io::BufRead;
     let d = scratch();
@@ -932,7 +932,7 @@ fn issue14_sigterm_after_the_command_exited_reaches_the_daemon_it_left() {
 }
 
 #[test]
-fn issue14_a_nested_nosync_does_not_claim_syncs_that_never_ran() {
+fn a_nested_nosync_does_not_claim_syncs_that_never_ran() {
     let _disk = shared();
     let out = nosync(&[
         "--json".as_ref(),
@@ -959,7 +959,7 @@ fn issue14_a_nested_nosync_does_not_claim_syncs_that_never_ran() {
 }
 
 #[test]
-fn issue14_a_huge_stats_file_is_read_only_up_to_its_bound() {
+fn a_huge_stats_file_is_read_only_up_to_its_bound() {
     let _disk = shared();
     // The command can write to the counters file (every process may):
     // 24 MiB of junk lines, more than the bound.
@@ -977,7 +977,7 @@ fn issue14_a_huge_stats_file_is_read_only_up_to_its_bound() {
 }
 
 #[test]
-fn issue14_another_users_tmp_directory_does_not_stop_nosync() {
+fn another_users_tmp_directory_does_not_stop_nosync() {
     let _disk = shared();
     if !need(is_root(), "root (to become nobody)") || !need(have("setpriv"), "setpriv") {
         return;

@@ -156,14 +156,14 @@ fn ctrl_c_twice(daemon_cmd: &str) -> (serde_json::Value, Daemon) {
 }
 
 #[test]
-fn issue_25_a_second_ctrl_c_stops_waiting_for_a_daemon_that_ignores_it() {
+fn a_second_ctrl_c_stops_waiting_for_a_daemon_that_ignores_it() {
     let (v, _daemon) = ctrl_c_twice("sleep 1000");
     // In this mount namespace: syncfs reaches all it can write.
     assert!(v["full_sync_reason"].is_null(), "{v}");
 }
 
 #[test]
-fn issue_25_a_daemon_left_in_another_mount_namespace_gets_sync() {
+fn a_daemon_left_in_another_mount_namespace_gets_sync() {
     if !rustix::process::geteuid().is_root() {
         assert!(!cowkit_testutil::required(), "unshare -m needs root");
         eprintln!("SKIPPED: needs root");

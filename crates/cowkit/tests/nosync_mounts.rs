@@ -168,7 +168,7 @@ fn write_and_wait(payload: &Path, mnt: &Path) -> String {
 }
 
 #[test]
-fn issue_25_a_filesystem_the_command_mounted_is_synced() {
+fn a_filesystem_the_command_mounted_is_synced() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(d) = setup() else {
         return;
@@ -208,7 +208,7 @@ fn issue_25_a_filesystem_the_command_mounted_is_synced() {
 }
 
 #[test]
-fn issue_25_a_mount_in_a_pinned_namespace_falls_back_to_sync() {
+fn a_mount_in_a_pinned_namespace_falls_back_to_sync() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(d) = setup() else {
         return;

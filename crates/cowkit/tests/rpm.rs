@@ -711,7 +711,7 @@ fn byte_tree(dir: &Path) -> std::collections::BTreeMap<Vec<u8>, (char, u32, Vec<
 }
 
 #[test]
-fn issue_25_item_8_names_that_are_not_utf8_install_byte_for_byte() {
+fn names_that_are_not_utf8_install_byte_for_byte() {
     use cowkit_testutil::repo::{dbpath, rpm_in, verify};
     let Some(dir) = scratch(Fs::Xfs) else { return };
     let d = dir.path();

@@ -125,9 +125,9 @@ fn install(dir: &Path, name: &str, args: &[&str]) -> Outcome {
 }
 
 #[test]
-fn issue_26_scriptlet_syncs_are_answered_once_set_up_and_the_root_synced_at_the_end() {
+fn scriptlet_syncs_are_answered_once_set_up_and_the_root_synced_at_the_end() {
     if !as_root(
-        "issue_26_scriptlet_syncs_are_answered_once_set_up_and_the_root_synced_at_the_end",
+        "scriptlet_syncs_are_answered_once_set_up_and_the_root_synced_at_the_end",
         "scriptlets run chrooted",
     ) {
         return;
@@ -162,9 +162,9 @@ fn issue_26_scriptlet_syncs_are_answered_once_set_up_and_the_root_synced_at_the_
 }
 
 #[test]
-fn issue_26_keep_syncs_lets_them_through() {
+fn keep_syncs_lets_them_through() {
     if !as_root(
-        "issue_26_keep_syncs_lets_them_through",
+        "keep_syncs_lets_them_through",
         "scriptlets run chrooted",
     ) {
         return;

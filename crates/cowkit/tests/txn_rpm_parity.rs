@@ -139,9 +139,9 @@ fn assert_refused(
 /// rpm's query of the triggers failed for every package with more than
 /// one entry, and the failure went unseen; then it refused them).
 #[test]
-fn issue_26_installed_triggers_run_as_rpm_runs_them() {
+fn installed_triggers_run_as_rpm_runs_them() {
     if !as_root(
-        "issue_26_installed_triggers_run_as_rpm_runs_them",
+        "installed_triggers_run_as_rpm_runs_them",
         "scriptlets run chrooted",
     ) {
         return;
@@ -209,7 +209,7 @@ fn logs(tag: &str) -> String {
     format!("f=\"\"\nwhile read -r l; do f=\"$f $l\"; done\necho \"{tag} $* files:$f\" >> /log")
 }
 
-/// The packages of [`issue_26_new_packages_triggers_run_as_rpm_runs_them`]
+/// The packages of [`new_packages_triggers_run_as_rpm_runs_them`]
 /// and the upgrade test: a "system" package with file triggers of both
 /// priority classes, transaction file triggers (one on two prefixes, so
 /// that a file under both is listed twice), a "web" package and a module
@@ -312,9 +312,9 @@ fn trigger_set(pk: &Path, v: u32) -> Vec<PathBuf> {
 /// `%posttrans`): cowkit runs what `rpm -i` runs, in its order, with its
 /// arguments and inputs.
 #[test]
-fn issue_26_new_packages_triggers_run_as_rpm_runs_them() {
+fn new_packages_triggers_run_as_rpm_runs_them() {
     if !as_root(
-        "issue_26_new_packages_triggers_run_as_rpm_runs_them",
+        "new_packages_triggers_run_as_rpm_runs_them",
         "scriptlets run chrooted",
     ) {
         return;
@@ -358,9 +358,9 @@ fn issue_26_new_packages_triggers_run_as_rpm_runs_them() {
 /// that `Obsoletes` an installed one, which is erased with its scriptlets
 /// and files in the same transaction, as `rpm -U` does.
 #[test]
-fn issue_26_upgrade_and_obsoletes_erase_as_rpm_does() {
+fn upgrade_and_obsoletes_erase_as_rpm_does() {
     if !as_root(
-        "issue_26_upgrade_and_obsoletes_erase_as_rpm_does",
+        "upgrade_and_obsoletes_erase_as_rpm_does",
         "scriptlets run chrooted",
     ) {
         return;
@@ -391,9 +391,9 @@ fn issue_26_upgrade_and_obsoletes_erase_as_rpm_does() {
 /// PROG`, no body) gets no arguments, as rpm runs it (cowkit used to pass
 /// `1`), and scriptlets get rpm's `PATH` (`%_install_script_path`).
 #[test]
-fn issue_26_program_only_scriptlet_args_and_path_as_rpm() {
+fn program_only_scriptlet_args_and_path_as_rpm() {
     if !as_root(
-        "issue_26_program_only_scriptlet_args_and_path_as_rpm",
+        "program_only_scriptlet_args_and_path_as_rpm",
         "scriptlets run chrooted",
     ) {
         return;
@@ -437,9 +437,9 @@ fn issue_26_program_only_scriptlet_args_and_path_as_rpm() {
 /// the new one beside it. `cowkit install` (rpm -U-like) refuses instead of
 /// erasing a kernel nobody asked to erase; `cowkit dnf` does what dnf does.
 #[test]
-fn issue_26_install_only_packages_are_never_upgraded_away() {
+fn install_only_packages_are_never_upgraded_away() {
     if !as_root(
-        "issue_26_install_only_packages_are_never_upgraded_away",
+        "install_only_packages_are_never_upgraded_away",
         "scriptlets run chrooted",
     ) {
         return;
@@ -611,9 +611,9 @@ fn issue_26_install_only_packages_are_never_upgraded_away() {
 /// installed instances (`rpm -i` of another version) `rpm -U` erases both,
 /// and so does cowkit.
 #[test]
-fn issue_26_installed_lua_postun_runs_as_rpm_runs_it() {
+fn installed_lua_postun_runs_as_rpm_runs_it() {
     if !as_root(
-        "issue_26_installed_lua_postun_runs_as_rpm_runs_it",
+        "installed_lua_postun_runs_as_rpm_runs_it",
         "scriptlets run chrooted",
     ) {
         return;
@@ -654,9 +654,9 @@ fn issue_26_installed_lua_postun_runs_as_rpm_runs_it() {
 /// refuses it (cowkit used to install, and every scriptlet failed in
 /// `chroot`).
 #[test]
-fn issue_26_relative_root_is_refused_like_rpm() {
+fn relative_root_is_refused_like_rpm() {
     if !as_root(
-        "issue_26_relative_root_is_refused_like_rpm",
+        "relative_root_is_refused_like_rpm",
         "scriptlets run chrooted",
     ) {
         return;
@@ -694,9 +694,9 @@ fn issue_26_relative_root_is_refused_like_rpm() {
 /// `RPM_INSTALL_PREFIX` (not in `%pretrans`), and its triggers the
 /// owner's; cowkit gives the same (it used to give none).
 #[test]
-fn issue_26_install_prefixes_as_rpm_gives_them() {
+fn install_prefixes_as_rpm_gives_them() {
     if !as_root(
-        "issue_26_install_prefixes_as_rpm_gives_them",
+        "install_prefixes_as_rpm_gives_them",
         "scriptlets run chrooted",
     ) {
         return;

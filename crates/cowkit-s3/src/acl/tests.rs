@@ -9,7 +9,7 @@ fn known(k: &str) -> bool {
 const ALICE: Requester<'static> = Requester::Key("alice");
 
 #[test]
-fn issue_27_canned_acls() {
+fn canned_acls() {
     let p = Acl::canned("own", "private").unwrap();
     assert_eq!(p, Acl::private("own"));
     assert!(p.allows(Requester::Key("own"), Permission::WriteAcp));
@@ -34,7 +34,7 @@ fn issue_27_canned_acls() {
 }
 
 #[test]
-fn issue_27_grant_headers_in_both_forms() {
+fn grant_headers_in_both_forms() {
     let h = GrantHeaders {
         full_control: Some(r#"id="bob""#.into()),
         read: Some(format!(r#"alice, uri="{ALL_USERS_URI}",alice"#)),
@@ -95,7 +95,7 @@ fn doc(grants: Vec<s3s::dto::Grant>, owner: Option<&str>) -> s3s::dto::AccessCon
 }
 
 #[test]
-fn issue_27_access_control_policy_documents() {
+fn access_control_policy_documents() {
     let ok = doc(
         vec![
             grant("CanonicalUser", Some("alice"), None, "READ"),
@@ -154,7 +154,7 @@ fn issue_27_access_control_policy_documents() {
 }
 
 #[test]
-fn issue_27_ownership_of_a_new_bucket() {
+fn ownership_of_a_new_bucket() {
     use Ownership::*;
     assert_eq!(
         Ownership::for_new_bucket(None, None),

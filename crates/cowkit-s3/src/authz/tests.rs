@@ -14,7 +14,7 @@ fn ask<'a>(op: &'a str, headers: &'a http::HeaderMap, query: Option<&'a str>) ->
 }
 
 #[test]
-fn issue_27_operations_ask_for_their_actions() {
+fn operations_ask_for_their_actions() {
     let mut h = http::HeaderMap::new();
     let get = operation("GetObject").unwrap();
     assert_eq!(get.actions(&ask("GetObject", &h, None)), ["s3:GetObject"]);
@@ -50,7 +50,7 @@ fn issue_27_operations_ask_for_their_actions() {
 /// A retention a request's headers ask for needs its own action, on every
 /// write that can set one (PostObject arrives as a PutObject).
 #[test]
-fn issue_38_lock_headers_ask_for_the_lock_actions() {
+fn lock_headers_ask_for_the_lock_actions() {
     for (header, value, action) in [
         (
             "x-amz-object-lock-mode",
@@ -80,7 +80,7 @@ fn issue_38_lock_headers_ask_for_the_lock_actions() {
 /// AWS's "Mapping of ACL permissions and access policy permissions",
 /// row by row, and what no ACL grants.
 #[test]
-fn issue_38_acl_permissions_grant_what_aws_lists() {
+fn acl_permissions_grant_what_aws_lists() {
     use crate::acl::Permission::{Read, ReadAcp, Write, WriteAcp};
     for (action, perm) in [
         // READ on a bucket: its listings; on an object: its data.
@@ -154,7 +154,7 @@ fn issue_38_acl_permissions_grant_what_aws_lists() {
 }
 
 #[test]
-fn issue_27_condition_keys_of_a_request() {
+fn condition_keys_of_a_request() {
     let mut h = http::HeaderMap::new();
     h.insert("user-agent", "boto3".parse().unwrap());
     h.insert("x-amz-acl", "public-read".parse().unwrap());
@@ -171,7 +171,7 @@ fn issue_27_condition_keys_of_a_request() {
 }
 
 #[test]
-fn issue_27_copy_sources_read() {
+fn copy_sources_read() {
     assert_eq!(
         copy_source("src/a%20b"),
         Some(("src".into(), ("a b".into(), false)))
@@ -253,7 +253,7 @@ fn try_op(
 }
 
 #[test]
-fn issue_27_decisions_for_other_principals() {
+fn decisions_for_other_principals() {
     let t = TempStore::new("decide");
     let store = t.1.clone().unwrap();
     let z = Authz {
@@ -633,7 +633,7 @@ const OBJECT_OPS_NO_ACL: &[&str] = &[
 ];
 
 #[test]
-fn issue_38_rule_admin_and_owner_may_do_everything() {
+fn rule_admin_and_owner_may_do_everything() {
     let m = Model::new("owner");
     for who in ["admin", "alice"] {
         for op in BUCKET_OPS_NO_ACL {
@@ -661,7 +661,7 @@ fn issue_38_rule_admin_and_owner_may_do_everything() {
 /// grantee (or everyone, on `public-read-write`) cannot abort or list the
 /// owner's uploads or another grantee's.
 #[test]
-fn issue_38_rule_an_upload_is_its_initiators() {
+fn rule_an_upload_is_its_initiators() {
     let m = Model::new("initiator");
     let start = |who: &str| {
         m.store
@@ -742,7 +742,7 @@ fn issue_38_rule_an_upload_is_its_initiators() {
 }
 
 #[test]
-fn issue_38_rule_acl_grants_map_as_aws_lists() {
+fn rule_acl_grants_map_as_aws_lists() {
     let m = Model::new("acl");
     // READ: listings and object reads.
     for (op, key) in [
@@ -769,7 +769,7 @@ fn issue_38_rule_acl_grants_map_as_aws_lists() {
     );
     // WRITE: object writes and deletions, the multipart steps (aborting
     // an upload and listing its parts: its initiator's, see
-    // issue_38_rule_an_upload_is_its_initiators).
+    // rule_an_upload_is_its_initiators).
     for (op, key) in [
         ("PutObject", "k"),
         ("DeleteObject", "k"),
@@ -837,7 +837,7 @@ fn issue_38_rule_acl_grants_map_as_aws_lists() {
 /// public-read-write bucket) put a policy allowing itself everything and
 /// denying the owner, took the ownership controls, deleted the bucket.
 #[test]
-fn issue_38_rule_policy_and_ownership_operations_are_the_owners() {
+fn rule_policy_and_ownership_operations_are_the_owners() {
     let m = Model::new("policyops");
     let owner_ops = [
         "PutBucketPolicy",
@@ -883,7 +883,7 @@ fn issue_38_rule_policy_and_ownership_operations_are_the_owners() {
 }
 
 #[test]
-fn issue_38_rule_the_owner_is_never_locked_out_of_the_policy() {
+fn rule_the_owner_is_never_locked_out_of_the_policy() {
     let m = Model::new("lockout");
     m.set_policy(Some(
         r#"{"Statement":[{"Effect":"Deny","Principal":"*","Action":"s3:*","Resource":["arn:aws:s3:::bkt","arn:aws:s3:::bkt/*"]}]}"#,
@@ -909,7 +909,7 @@ fn issue_38_rule_the_owner_is_never_locked_out_of_the_policy() {
 }
 
 #[test]
-fn issue_38_rule_a_policy_allows_and_denies_beside_the_acl() {
+fn rule_a_policy_allows_and_denies_beside_the_acl() {
     let m = Model::new("policy");
     m.set_policy(Some(
         r#"{"Statement":[
@@ -935,7 +935,7 @@ fn issue_38_rule_a_policy_allows_and_denies_beside_the_acl() {
 /// The attack: unsigned writers, a public policy granting only
 /// s3:PutObject, and ACL grantees setting COMPLIANCE until 2099.
 #[test]
-fn issue_38_rule_lock_actions_are_never_granted_by_an_acl_or_a_public_grant() {
+fn rule_lock_actions_are_never_granted_by_an_acl_or_a_public_grant() {
     let m = Model::new("lock");
     m.set_acl(&Acl::canned("alice", "public-read-write").unwrap());
     assert_eq!(m.ask(None, "PutObject", "k", &[]), "ok");
@@ -976,7 +976,7 @@ fn issue_38_rule_lock_actions_are_never_granted_by_an_acl_or_a_public_grant() {
 }
 
 #[test]
-fn issue_38_rule_public_acl_grants_map_as_aws_lists() {
+fn rule_public_acl_grants_map_as_aws_lists() {
     let m = Model::new("public");
     m.set_acl(&Acl::canned("alice", "public-read").unwrap());
     for (op, key) in [
@@ -1009,7 +1009,7 @@ fn issue_38_rule_public_acl_grants_map_as_aws_lists() {
 /// The attack: a `user` made buckets with `PUT /NAME?x-id=CreateBucket`.
 /// The role is decided on the operation s3s parsed, whatever the shape.
 #[test]
-fn issue_38_rule_create_bucket_is_decided_by_role() {
+fn rule_create_bucket_is_decided_by_role() {
     let m = Model::new("create");
     for q in [None, Some("x-id=CreateBucket"), Some("foo=bar")] {
         assert_eq!(

@@ -19,7 +19,7 @@ fn ask(origin: &str, method: &str, headers: &str) -> Preflight {
 }
 
 #[test]
-fn issue_27_rules_checked_as_s3_checks_them() {
+fn rules_checked_as_s3_checks_them() {
     assert_eq!(check_rules(&[]).unwrap_err().code, "MalformedXML");
     assert_eq!(
         check_rules(&[rule(&[], &["GET"], &[])]).unwrap_err().code,
@@ -53,7 +53,7 @@ fn issue_27_rules_checked_as_s3_checks_them() {
 }
 
 #[test]
-fn issue_27_preflight_headers_read_as_s3_reads_them() {
+fn preflight_headers_read_as_s3_reads_them() {
     let h = |pairs: &[(&'static str, &str)]| {
         let mut m = http::HeaderMap::new();
         for (k, v) in pairs {
@@ -92,7 +92,7 @@ fn issue_27_preflight_headers_read_as_s3_reads_them() {
 }
 
 #[test]
-fn issue_27_first_matching_rule_answers() {
+fn first_matching_rule_answers() {
     let mut first = rule(
         &["http://example.com"],
         &["GET", "HEAD"],

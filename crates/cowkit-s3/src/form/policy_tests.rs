@@ -11,7 +11,7 @@ fn doc(conditions: &str) -> String {
 }
 
 #[test]
-fn issue_27_policy_documents_refused_with_aws_messages() {
+fn policy_documents_refused_with_aws_messages() {
     use PolicyError as E;
     let cases: Vec<(String, PolicyError)> = vec![
         (String::new(), E::Empty),
@@ -93,7 +93,7 @@ fn check(conditions: &str, fields: &[(&str, &str)], now: i64) -> Result<(), Viol
 }
 
 #[test]
-fn issue_27_policy_conditions() {
+fn policy_conditions() {
     let ok = |c: &str, f: &[(&str, &str)]| assert_eq!(check(c, f, 0), Ok(()), "{c}");
     ok(
         r#"[["eq", "$Content-Type", "text/plain"]]"#,
@@ -170,7 +170,7 @@ fn issue_27_policy_conditions() {
 }
 
 #[test]
-fn issue_27_expired_policy() {
+fn expired_policy() {
     let p = Policy::parse(&doc("[]")).unwrap();
     assert_eq!(
         p.check(p.expiration, &|_| String::new(), &[]),

@@ -189,7 +189,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_27_signature_fields_checked_as_s3_does() {
+    fn signature_fields_checked_as_s3_does() {
         let good = [
             ("policy", "e30="),
             ("x-amz-signature", "00"),

@@ -532,7 +532,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_27_which_posts_are_form_uploads() {
+    fn which_posts_are_form_uploads() {
         let form = Some("multipart/form-data; boundary=x");
         assert_eq!(route(&post("/b", form)), Some(Ok("b".into())));
         assert_eq!(route(&post("/b/", form)), Some(Ok("b".into())));
@@ -552,7 +552,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_27_fields_become_headers() {
+    fn fields_become_headers() {
         let fields = parse::Fields {
             fields: vec![
                 ("key".into(), "a b/c".into()),

@@ -98,7 +98,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn issue_27_a_body_dropped_unread_comes_back() {
+    fn a_body_dropped_unread_comes_back() {
         let slot = Slot::default();
         drop(Returned::new(
             s3s::Body::from("left".to_string()),

@@ -29,7 +29,7 @@ fn cx(pairs: &[(&str, &str)]) -> Context {
 const ALICE: Requester<'static> = Requester::Key("alice");
 
 #[test]
-fn issue_27_public_read_policy_from_the_aws_guide() {
+fn public_read_policy_from_the_aws_guide() {
     // "Granting read-only permission to anonymous users" (AWS S3 user guide).
     let p = parse(
         r#"{"Version":"2012-10-17","Statement":[{"Sid":"PublicRead","Effect":"Allow",
@@ -58,7 +58,7 @@ fn issue_27_public_read_policy_from_the_aws_guide() {
 }
 
 #[test]
-fn issue_27_explicit_deny_wins_over_allow() {
+fn explicit_deny_wins_over_allow() {
     let p = parse(
         r#"{"Statement":[
         {"Effect":"Allow","Principal":{"AWS":["alice","bob"]},"Action":"s3:*",
@@ -91,7 +91,7 @@ fn issue_27_explicit_deny_wins_over_allow() {
 }
 
 #[test]
-fn issue_27_wildcards_in_actions_and_resources() {
+fn wildcards_in_actions_and_resources() {
     let p = parse(&one(
         "Allow",
         r#""alice""#,
@@ -118,7 +118,7 @@ fn issue_27_wildcards_in_actions_and_resources() {
 }
 
 #[test]
-fn issue_27_conditions_source_ip_prefix_and_dates() {
+fn conditions_source_ip_prefix_and_dates() {
     let p = parse(
         r#"{"Version":"2012-10-17","Statement":[
         {"Effect":"Allow","Principal":"*","Action":"s3:ListBucket","Resource":"arn:aws:s3:::photos",
@@ -171,7 +171,7 @@ fn issue_27_conditions_source_ip_prefix_and_dates() {
 }
 
 #[test]
-fn issue_27_null_numeric_and_if_exists_operators() {
+fn null_numeric_and_if_exists_operators() {
     let p = parse(
         r#"{"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:ListBucket",
         "Resource":"arn:aws:s3:::photos","Condition":{"Null":{"s3:delimiter":"true"},
@@ -193,7 +193,7 @@ fn issue_27_null_numeric_and_if_exists_operators() {
 }
 
 #[test]
-fn issue_27_refusals_with_the_suites_messages() {
+fn refusals_with_the_suites_messages() {
     let msg = |doc: &str| parse(doc).unwrap_err().to_string();
     let first = "Policies must be valid JSON and the first byte must be '{'";
     for doc in ["false", "invalid_json", r#""Statement": []}"#, ""] {
@@ -277,7 +277,7 @@ fn issue_27_refusals_with_the_suites_messages() {
 }
 
 #[test]
-fn issue_27_condition_refusals() {
+fn condition_refusals() {
     let with = |action: &str, cond: &str| {
         parse(&format!(r#"{{"Statement":[{{"Effect":"Allow","Principal":"*","Action":{action},"Resource":"arn:aws:s3:::photos/*","Condition":{cond}}}]}}"#))
             .unwrap_err()
@@ -332,7 +332,7 @@ fn issue_27_condition_refusals() {
 }
 
 #[test]
-fn issue_27_size_and_nesting_bounded() {
+fn size_and_nesting_bounded() {
     let big = format!(
         r#"{{"Statement":[],"Sid":"{}"}}"#,
         "x".repeat(MAX_POLICY_BYTES)
@@ -346,7 +346,7 @@ fn issue_27_size_and_nesting_bounded() {
 }
 
 #[test]
-fn issue_27_dates_read() {
+fn dates_read() {
     use condition::{date_nanos, rfc3339};
     assert_eq!(date_nanos("1970-01-01T00:00:01Z"), Some(1_000_000_000));
     assert_eq!(date_nanos("1970-01-01T01:00:00+01:00"), Some(0));

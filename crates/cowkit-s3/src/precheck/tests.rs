@@ -405,7 +405,7 @@ fn streaming_bodies() {
 }
 
 #[test]
-fn issue_27_acl_headers_on_bucket_puts_and_access_bodies() {
+fn acl_headers_on_bucket_puts_and_access_bodies() {
     let put = |uri: &str, hs: &[(&str, &str)]| {
         let mut h = HeaderMap::new();
         for (k, v) in hs {
@@ -439,7 +439,7 @@ fn issue_27_acl_headers_on_bucket_puts_and_access_bodies() {
 }
 
 #[test]
-fn issue_27_part_number_without_upload_id_names_the_argument() {
+fn part_number_without_upload_id_names_the_argument() {
     let e = pc()
         .check(
             &Method::PUT,
@@ -458,7 +458,7 @@ fn issue_27_part_number_without_upload_id_names_the_argument() {
 }
 
 #[test]
-fn issue_27_copy_source_keys_are_checked_apart_from_their_shape() {
+fn copy_source_keys_are_checked_apart_from_their_shape() {
     // The shape is refused before authorisation; the key after it.
     assert_eq!(
         copy_source_key("b1k/public/../private.txt").as_deref(),
@@ -471,7 +471,7 @@ fn issue_27_copy_source_keys_are_checked_apart_from_their_shape() {
 }
 
 #[test]
-fn issue_27_object_acls_by_bucket_ownership() {
+fn object_acls_by_bucket_ownership() {
     let hs = headers;
     let owner_full = ("x-amz-acl", "bucket-owner-full-control");
     let public = ("x-amz-acl", "public-read");
@@ -505,7 +505,7 @@ fn issue_27_object_acls_by_bucket_ownership() {
 
 /// `versionId=` (empty) is S3's 400, not "the current version".
 #[test]
-fn issue_38_an_empty_version_id_is_refused() {
+fn an_empty_version_id_is_refused() {
     let check = |m: Method, uri: &str, hs: &[(&str, &str)]| {
         pc().check(&m, &uri.parse().unwrap(), &headers(hs))
     };

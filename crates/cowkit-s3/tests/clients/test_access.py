@@ -65,7 +65,7 @@ def grants(acl):
     return [(g["Grantee"]["Type"], g["Grantee"].get("ID"), g["Permission"]) for g in acl["Grants"]]
 
 
-def test_issue_27_bucket_acl_round_trip_and_refusals(srv):
+def test_bucket_acl_round_trip_and_refusals(srv):
     s3 = srv.client()
     s3.create_bucket(Bucket="acl", ObjectOwnership="BucketOwnerPreferred")
     acl = s3.get_bucket_acl(Bucket="acl")
@@ -110,7 +110,7 @@ def test_issue_27_bucket_acl_round_trip_and_refusals(srv):
             "AccessControlListNotSupported", "The bucket does not allow ACLs.")
 
 
-def test_issue_27_ownership_controls(srv):
+def test_ownership_controls(srv):
     s3 = srv.client()
     s3.create_bucket(Bucket="own")
     rules = lambda: s3.get_bucket_ownership_controls(Bucket="own")["OwnershipControls"]["Rules"]
@@ -135,7 +135,7 @@ def test_issue_27_ownership_controls(srv):
     assert ("Group", "all-users", "READ") in grants(s3.get_bucket_acl(Bucket="pub"))
 
 
-def test_issue_27_bucket_policy_put_get_delete(srv):
+def test_bucket_policy_put_get_delete(srv):
     s3 = srv.client()
     s3.create_bucket(Bucket="pol")
     refused(lambda: s3.get_bucket_policy(Bucket="pol"), 404, "NoSuchBucketPolicy",
@@ -179,7 +179,7 @@ def test_issue_27_bucket_policy_put_get_delete(srv):
     refused(lambda: s3.get_bucket_policy(Bucket="pol"), 404, "NoSuchBucketPolicy")
 
 
-def test_issue_27_anonymous_requests_and_public_acls(srv):
+def test_anonymous_requests_and_public_acls(srv):
     s3, anon = srv.client(), anonymous(srv.endpoint)
     s3.create_bucket(Bucket="pub", ObjectOwnership="BucketOwnerPreferred")
     s3.put_object(Bucket="pub", Key="k", Body=b"hello")
@@ -230,7 +230,7 @@ def unsigned_put(srv, path, body, declared, headers=None):
         return e.code, e.read().decode()
 
 
-def test_issue_27_unsigned_bodies_are_held_to_their_declared_sha256(srv):
+def test_unsigned_bodies_are_held_to_their_declared_sha256(srv):
     """An unsigned request's x-amz-content-sha256 (anything but S3's
     markers) is the body's hash: a mismatch is S3's 400 and nothing is
     written; before, the header was ignored."""
@@ -259,7 +259,7 @@ def test_issue_27_unsigned_bodies_are_held_to_their_declared_sha256(srv):
     assert sorted(o["Key"] for o in s3.list_objects_v2(Bucket="hashes")["Contents"]) == ["right", "unsigned"]
 
 
-def test_issue_28_a_wrong_declared_sha256_on_an_xml_body_is_a_400(srv):
+def test_a_wrong_declared_sha256_on_an_xml_body_is_a_400(srv):
     """The same rule for an operation whose XML body s3s reads itself
     (PutObjectTagging through a public policy): S3's 400
     XAmzContentSHA256Mismatch and the tags as they were; before, a 500
@@ -290,7 +290,7 @@ def test_issue_28_a_wrong_declared_sha256_on_an_xml_body_is_a_400(srv):
     assert tags == [{"Key": "new", "Value": "2"}]
 
 
-def test_issue_27_a_refused_request_keeps_its_connection(srv):
+def test_a_refused_request_keeps_its_connection(srv):
     """A request refused before its body is read (here an anonymous
     RestoreObject) is answered, its body (sent after the headers, as Go's
     SDK does under load) is read, and the next request on the connection
@@ -324,7 +324,7 @@ def test_issue_27_a_refused_request_keeps_its_connection(srv):
         assert answers == [(b"403", True)] * 3
 
 
-def test_issue_27_object_acls_answered_by_the_buckets_ownership(srv):
+def test_object_acls_answered_by_the_buckets_ownership(srv):
     """Under BucketOwnerEnforced (a new bucket's default) object ACLs have
     no effect: S3 takes `bucket-owner-full-control` (what tools writing
     into another account's bucket send) and refuses any other ACL with
@@ -358,7 +358,7 @@ def test_issue_27_object_acls_answered_by_the_buckets_ownership(srv):
     assert s3.list_multipart_uploads(Bucket="enforced").get("Uploads", []) == []
 
 
-def test_issue_27_public_policy_with_source_ip_conditions(srv):
+def test_public_policy_with_source_ip_conditions(srv):
     s3, anon = srv.client(), anonymous(srv.endpoint)
     s3.create_bucket(Bucket="ipb")
     s3.put_object(Bucket="ipb", Key="k", Body=b"data")
@@ -376,7 +376,7 @@ def test_issue_27_public_policy_with_source_ip_conditions(srv):
     refused(lambda: anon.get_object(Bucket="ipb", Key="k"), 403, "AccessDenied")
 
 
-def test_issue_27_two_gateways_see_one_policy(srv):
+def test_two_gateways_see_one_policy(srv):
     """A fleet reads bucket records anew: a policy put through one gateway
     holds at once in another on the same root."""
     s3 = srv.client()

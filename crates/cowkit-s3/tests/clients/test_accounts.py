@@ -58,7 +58,7 @@ def code(exc):
     return exc.value.response["Error"]["Code"]
 
 
-def test_issue_27_second_user_cannot_read_or_list_anothers_bucket(srv):
+def test_second_user_cannot_read_or_list_anothers_bucket(srv):
     create_user(srv, "alice", "user")
     create_user(srv, "bob", "userplus")
     alice, bob, root = client_of(srv, "alice"), client_of(srv, "bob"), srv.client()
@@ -102,7 +102,7 @@ def test_issue_27_second_user_cannot_read_or_list_anothers_bucket(srv):
     assert os.listdir(os.path.join(srv.root, "bobs")) == ["secret.txt"]
 
 
-def test_issue_27_unknown_key_refused(srv):
+def test_unknown_key_refused(srv):
     with pytest.raises(ClientError) as e:
         client_of(srv, "nobody").list_buckets()
     assert code(e) == "InvalidAccessKeyId"
@@ -126,7 +126,7 @@ def test_issue_27_unknown_key_refused(srv):
     assert "<Access>x</Access>" not in admin(srv, "/list-users")[1]
 
 
-def test_issue_27_user_without_the_role_cannot_create_buckets(srv):
+def test_user_without_the_role_cannot_create_buckets(srv):
     create_user(srv, "dave", "user")
     create_user(srv, "erin", "userplus")
     with pytest.raises(ClientError) as e:
@@ -164,7 +164,7 @@ def test_issue_27_user_without_the_role_cannot_create_buckets(srv):
     assert st == 404 and "XAdminUserNotFound" in text
 
 
-def test_issue_27_store_written_by_someone_else_refused(srv, tmp_path):
+def test_store_written_by_someone_else_refused(srv, tmp_path):
     create_user(srv, "gina", "user")
     client_of(srv, "gina").list_buckets()
     path = os.path.join(srv.root, ".cowkit-s3", "accounts.json")
@@ -192,7 +192,7 @@ def test_issue_27_store_written_by_someone_else_refused(srv, tmp_path):
     assert "hint:" in r.stderr
 
 
-def test_issue_27_accounts_dir_writable_by_others_refused(tmp_path):
+def test_accounts_dir_writable_by_others_refused(tmp_path):
     acc = tmp_path / "acc"
     acc.mkdir()
     os.chmod(acc, 0o777)
@@ -206,7 +206,7 @@ def test_issue_27_accounts_dir_writable_by_others_refused(tmp_path):
     assert str(acc) in r.stderr and "writable by everyone" in r.stderr, r.stderr
 
 
-def test_issue_27_accounts_dir_shared_by_two_servers(make_server, tmp_path):
+def test_accounts_dir_shared_by_two_servers(make_server, tmp_path):
     acc = tmp_path / "acc"
     a = make_server("xfs", ["--accounts-dir", str(acc)])
     b = make_server("xfs", ["--accounts-dir", str(acc)])
@@ -216,7 +216,7 @@ def test_issue_27_accounts_dir_shared_by_two_servers(make_server, tmp_path):
     assert not os.path.exists(os.path.join(a.root, ".cowkit-s3", "accounts.json"))
 
 
-def test_issue_27_list_buckets_pages_with_region(srv):
+def test_list_buckets_pages_with_region(srv):
     c = srv.client()
     names = ["my-a", "my-b", "my-c", "other-a", "zz-b"]
     for n in names:
@@ -241,7 +241,7 @@ def test_issue_27_list_buckets_pages_with_region(srv):
             "Argument max-buckets must be an integer between 1 and 10000."
 
 
-def test_issue_27_admin_creates_a_bucket_with_acl_ownership_and_lock(srv):
+def test_admin_creates_a_bucket_with_acl_ownership_and_lock(srv):
     """`PATCH /B/create` as VersityGW's suite sends it: owner `x-vgw-owner`,
     a read grant for another account, an ownership setting and object lock;
     a grant naming no account refused with nothing made."""
@@ -286,7 +286,7 @@ def test_issue_27_admin_creates_a_bucket_with_acl_ownership_and_lock(srv):
             "A header you provided implies functionality that is not implemented.")
 
 
-def test_issue_27_policy_reads_dot_segment_keys_as_the_object_they_name(srv):
+def test_policy_reads_dot_segment_keys_as_the_object_they_name(srv):
     """A user allowed `public/*` by a policy must not reach `private.txt`
     by spelling it `public/../private.txt`: refused as AccessDenied (the
     key read as the object it names), and nothing changes; the owner is
@@ -321,7 +321,7 @@ def test_issue_27_policy_reads_dot_segment_keys_as_the_object_they_name(srv):
     assert keys == ["private.txt", "public/ok.txt"]
 
 
-def test_issue_27_put_bucket_acl_by_a_user_keeps_the_owner(srv):
+def test_put_bucket_acl_by_a_user_keeps_the_owner(srv):
     """A user allowed PutBucketAcl by a policy sets the bucket's ACL; the
     canned ACL's FULL_CONTROL grant goes to the bucket's owner, not to the
     user (before, a bucket the server's key made showed the caller)."""
@@ -339,7 +339,7 @@ def test_issue_27_put_bucket_acl_by_a_user_keeps_the_owner(srv):
     assert got == [("CanonicalUser", AK, "FULL_CONTROL"), ("Group", "all-users", "READ")]
 
 
-def test_issue_38_admin_bodies_must_be_signed(srv):
+def test_admin_bodies_must_be_signed(srv):
     """The admin API refuses a body the signature does not cover
     (`x-amz-content-sha256: UNSIGNED-PAYLOAD`): whoever sits on the path
     could change the account it creates. Nothing is created."""

@@ -94,7 +94,7 @@ def attack_bucket_takeover(srv, attacker, bucket):
     refused(lambda: c.get_object(Bucket=bucket, Key="secret"))
 
 
-def test_issue_38_a_write_grantee_cannot_take_the_bucket(srv):
+def test_a_write_grantee_cannot_take_the_bucket(srv):
     alice = client_of(srv, "alice")
     alice.create_bucket(Bucket="owned", ObjectOwnership="BucketOwnerPreferred")
     alice.put_object(Bucket="owned", Key="secret", Body=b"alice's")
@@ -114,7 +114,7 @@ def test_issue_38_a_write_grantee_cannot_take_the_bucket(srv):
     alice.delete_bucket(Bucket="owned")
 
 
-def test_issue_38_any_account_on_a_public_read_write_bucket_cannot_take_it(srv):
+def test_any_account_on_a_public_read_write_bucket_cannot_take_it(srv):
     alice = client_of(srv, "alice")
     alice.create_bucket(Bucket="open", ObjectOwnership="ObjectWriter", ACL="public-read-write")
     alice.put_object(Bucket="open", Key="secret", Body=b"alice's")
@@ -136,7 +136,7 @@ def test_issue_38_any_account_on_a_public_read_write_bucket_cannot_take_it(srv):
     assert [b["Name"] for b in alice.list_buckets()["Buckets"]] == ["open"]
 
 
-def test_issue_38_grantees_cannot_delete_or_retake_an_empty_bucket(srv):
+def test_grantees_cannot_delete_or_retake_an_empty_bucket(srv):
     """The owner's empty bucket, a WRITE grantee's and (public-read-write)
     any account's: not theirs to delete, and so not theirs to make again
     as their own; nor are its ownership controls theirs to remove."""
@@ -156,7 +156,7 @@ def test_issue_38_grantees_cannot_delete_or_retake_an_empty_bucket(srv):
         {"ObjectOwnership": "ObjectWriter"}]
 
 
-def test_issue_38_full_control_grantees_and_policies_still_work(srv):
+def test_full_control_grantees_and_policies_still_work(srv):
     """What stays allowed: FULL_CONTROL grantees read, write and manage the
     ACL; a policy grants another account objects; the owner does
     everything; the root account (an admin) too."""
@@ -194,7 +194,7 @@ def test_issue_38_full_control_grantees_and_policies_still_work(srv):
     assert frank.get_object(Bucket="shared", Key="pub/x")["Body"].read() == b"x"
 
 
-def test_issue_38_the_owner_locked_out_by_its_policy_can_mend_it(srv):
+def test_the_owner_locked_out_by_its_policy_can_mend_it(srv):
     alice = client_of(srv, "alice")
     alice.create_bucket(Bucket="mine")
     alice.put_object(Bucket="mine", Key="k", Body=b"v")
@@ -231,7 +231,7 @@ def assert_nothing_locked(alice, bucket):
     alice.delete_bucket(Bucket=bucket)
 
 
-def test_issue_38_public_writers_cannot_lock_objects(srv):
+def test_public_writers_cannot_lock_objects(srv):
     alice = lock_bucket(srv, "pubrw", ObjectOwnership="ObjectWriter", ACL="public-read-write")
     anon = anonymous(srv)
     anon.put_object(Bucket="pubrw", Key="plain", Body=b"anyone")
@@ -253,7 +253,7 @@ def test_issue_38_public_writers_cannot_lock_objects(srv):
     assert_nothing_locked(alice, "pubrw")
 
 
-def test_issue_38_a_public_put_policy_does_not_give_locks(srv):
+def test_a_public_put_policy_does_not_give_locks(srv):
     alice = lock_bucket(srv, "pubput")
     alice.put_bucket_policy(Bucket="pubput", Policy=policy(
         allow("*", "s3:PutObject", "arn:aws:s3:::pubput/*")))
@@ -276,7 +276,7 @@ def test_issue_38_a_public_put_policy_does_not_give_locks(srv):
     assert_nothing_locked(alice, "pubput")
 
 
-def test_issue_38_acl_grantees_cannot_lock_objects(srv):
+def test_acl_grantees_cannot_lock_objects(srv):
     alice = lock_bucket(srv, "granted", ObjectOwnership="BucketOwnerPreferred")
     alice.put_bucket_acl(Bucket="granted", GrantWrite='id="bob"', GrantFullControl='id="erin"')
     version = alice.head_object(Bucket="granted", Key="owners")["VersionId"]
@@ -307,7 +307,7 @@ def test_issue_38_acl_grantees_cannot_lock_objects(srv):
     assert_nothing_locked(alice, "granted")
 
 
-def test_issue_38_a_user_cannot_create_buckets_by_any_spelling(srv):
+def test_a_user_cannot_create_buckets_by_any_spelling(srv):
     root = srv.client()
     # Every spelling s3s takes as CreateBucket, path-style (the gateway has
     # no virtual-host addressing).
@@ -330,7 +330,7 @@ def test_issue_38_a_user_cannot_create_buckets_by_any_spelling(srv):
     assert [b["Name"] for b in client_of(srv, "alice").list_buckets()["Buckets"]] == ["new2"]
 
 
-def test_issue_38_an_upload_is_aborted_and_listed_by_its_initiator_and_the_owner(srv):
+def test_an_upload_is_aborted_and_listed_by_its_initiator_and_the_owner(srv):
     """S3 leaves aborting an upload and listing its parts to the bucket's
     owner and the upload's initiator (and policies): a WRITE or
     FULL_CONTROL grant, or everyone's WRITE on a public-read-write bucket,

@@ -17,7 +17,7 @@ def error(exc):
     return e["Code"], e["Message"]
 
 
-def test_issue_27_website_put_get_delete(s3):
+def test_website_put_get_delete(s3):
     with pytest.raises(ClientError) as e:
         s3.get_bucket_website(Bucket="site")
     assert error(e) == ("NoSuchWebsiteConfiguration",
@@ -70,7 +70,7 @@ def test_issue_27_website_put_get_delete(s3):
      ("InvalidRequest", "51 routing rules provided, the number of routing rules in a website "
                         "configuration is limited to 50.")),
 ])
-def test_issue_27_website_refusals_change_nothing(s3, config, want):
+def test_website_refusals_change_nothing(s3, config, want):
     kept = {"IndexDocument": {"Suffix": "kept.html"}}
     s3.put_bucket_website(Bucket="site", WebsiteConfiguration=kept)
     with pytest.raises(ClientError) as e:
@@ -82,7 +82,7 @@ def test_issue_27_website_refusals_change_nothing(s3, config, want):
     assert s3.get_bucket_website(Bucket="site")["IndexDocument"] == {"Suffix": "kept.html"}
 
 
-def test_issue_27_website_body_over_128_kib_refused_before_it_is_read(s3):
+def test_website_body_over_128_kib_refused_before_it_is_read(s3):
     rules = [{"Redirect": {"HostName": "example.com", "ReplaceKeyWith": "k" * 4000}}] * 40
     with pytest.raises(ClientError) as e:
         s3.put_bucket_website(Bucket="site", WebsiteConfiguration={

@@ -59,7 +59,7 @@ def crc64nvme(b):
     return b64(crc_reflected(b, 0x9A6C9329AC4BC9B5, 64).to_bytes(8, "big"))
 
 
-def test_issue16_crc_helpers_match_the_check_values():
+def test_crc_helpers_match_the_check_values():
     assert crc_reflected(b"123456789", 0x82F63B78, 32) == 0xE3069283
     assert crc_reflected(b"123456789", 0x9A6C9329AC4BC9B5, 64) == 0xAE8B14860A799888
 
@@ -69,7 +69,7 @@ def s3srv(make_server):
     return make_server("xfs", ["--min-part-size", "4096"])
 
 
-def test_issue16_put_checksums(s3srv):
+def test_put_checksums(s3srv):
     s3 = s3srv.client()
     s3.create_bucket(Bucket="cks")
     body = b"hello checksums" * 100
@@ -130,7 +130,7 @@ def upload(s3, bucket, key, parts, **kw):
     return uid, done
 
 
-def test_issue16_multipart_checksums(s3srv):
+def test_multipart_checksums(s3srv):
     s3 = s3srv.client()
     s3.create_bucket(Bucket="mpu")
     parts = [b"a" * 8192, b"b" * 8192, b"c" * 100]
@@ -167,7 +167,7 @@ def test_issue16_multipart_checksums(s3srv):
     assert code(e) == "InvalidRequest"
 
 
-def test_issue16_part_number_and_attributes(s3srv):
+def test_part_number_and_attributes(s3srv):
     s3 = s3srv.client()
     s3.create_bucket(Bucket="pnum")
     parts = [b"1" * 8192, b"2" * 5000]
@@ -197,7 +197,7 @@ def test_issue16_part_number_and_attributes(s3srv):
     s3.delete_bucket(Bucket="pnum")
 
 
-def test_issue16_refusals(s3srv):
+def test_refusals(s3srv):
     s3 = s3srv.client()
     s3.create_bucket(Bucket="ref")
     # Server-side encryption would be a lie: refused, nothing stored.
@@ -242,7 +242,7 @@ def test_issue16_refusals(s3srv):
     assert code(e) == "InvalidLocationConstraint" and status(e) == 400
 
 
-def test_issue16_raw(make_server):
+def test_raw(make_server):
     # Unsigned requests on an anonymous server: the headers are the client's own.
     srv = make_server("xfs", ["--anonymous"], creds=False)
     for path, data in [("/raw", None), ("/raw/k", b"0123456789")]:
@@ -262,7 +262,7 @@ def test_issue16_raw(make_server):
     assert e.value.code == 400 and b"InvalidDigest" in e.value.read()
 
 
-def test_issue16_directory_objects(s3srv):
+def test_directory_objects(s3srv):
     s3 = s3srv.client()
     s3.create_bucket(Bucket="dirs")
     # A key ending in `/` is a directory: empty, listed, deleted like an object.
@@ -289,7 +289,7 @@ def test_issue16_directory_objects(s3srv):
     s3.delete_bucket(Bucket="dirs")
 
 
-def test_issue16_conditional_put_and_default_checksum(s3srv):
+def test_conditional_put_and_default_checksum(s3srv):
     s3 = s3srv.client()
     s3.create_bucket(Bucket="cond")
     e1 = s3.put_object(Bucket="cond", Key="k", Body=b"one", IfNoneMatch="*")["ETag"]
@@ -311,7 +311,7 @@ def test_issue16_conditional_put_and_default_checksum(s3srv):
     assert r["ChecksumType"] == "FULL_OBJECT" and r["ChecksumCRC64NVME"]
 
 
-def test_issue16_keepalive_error_is_one_document(make_server, tmp_path):
+def test_keepalive_error_is_one_document(make_server, tmp_path):
     """A complete that fails after its keepalive 200 has started (here the disk
     fills while the parts are copied: a small ext4 cannot clone) ends with one
     well-formed Error document, InsufficientStorage, which boto3 raises; the

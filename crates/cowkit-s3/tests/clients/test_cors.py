@@ -49,7 +49,7 @@ def options(srv, path, headers):
         return e.code, {k.lower(): v for k, v in e.headers.items()}, e.read()
 
 
-def test_issue_27_bucket_cors_put_get_delete(srv):
+def test_bucket_cors_put_get_delete(srv):
     s3 = srv.client()
     with pytest.raises(ClientError) as e:
         s3.get_bucket_cors(Bucket="corsb")
@@ -66,7 +66,7 @@ def test_issue_27_bucket_cors_put_get_delete(srv):
     assert error(e)[1] == "NoSuchBucket"
 
 
-def test_issue_27_bucket_cors_refusals(srv):
+def test_bucket_cors_refusals(srv):
     s3 = srv.client()
     for rule, msg in [
         ({"AllowedOrigins": ["*a*"], "AllowedMethods": ["GET"]},
@@ -89,7 +89,7 @@ def test_issue_27_bucket_cors_refusals(srv):
     assert error(e)[1] == "NoSuchCORSConfiguration"
 
 
-def test_issue_27_malformed_documents(srv):
+def test_malformed_documents(srv):
     s3 = srv.client()
     raw_body(s3, "PutBucketCors", b"<CORSConfiguration><CORSRule><AllowedOrigin>")
     with pytest.raises(ClientError) as e:
@@ -103,7 +103,7 @@ def test_issue_27_malformed_documents(srv):
     assert error(e) == (400, "MaxMessageLengthExceeded", "Your request was too big.")
 
 
-def test_issue_27_preflight_allowed_and_refused(srv):
+def test_preflight_allowed_and_refused(srv):
     s3 = srv.client()
     ask = {"Origin": "http://example.com", "Access-Control-Request-Method": "GET",
            "Access-Control-Request-Headers": "X-Amz-Date"}
@@ -135,7 +135,7 @@ def test_issue_27_preflight_allowed_and_refused(srv):
     assert status == 404 and b"NoSuchBucket" in body
 
 
-def test_issue_27_cors_headers_on_actual_requests(srv):
+def test_cors_headers_on_actual_requests(srv):
     s3 = srv.client()
     s3.put_bucket_cors(Bucket="corsb", CORSConfiguration={"CORSRules": RULES})
     s3.put_object(Bucket="corsb", Key="k", Body=b"x")

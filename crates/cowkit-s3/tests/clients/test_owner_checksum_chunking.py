@@ -257,7 +257,7 @@ def test_aws_chunked_framing(srv):
     assert s3.get_object(Bucket="frame", Key="k")["Body"].read() == b"dummy data"
 
 
-def test_issue_38_unsigned_aws_chunked_bodies_are_decoded(srv):
+def test_unsigned_aws_chunked_bodies_are_decoded(srv):
     """An unsigned STREAMING-UNSIGNED-PAYLOAD-TRAILER body (a public
     bucket's writer) is decoded as a signed one is: stored without its
     framing, its trailer checksum checked. Before, it was stored with the

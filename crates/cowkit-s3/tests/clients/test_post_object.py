@@ -77,7 +77,7 @@ def tmp_files(srv):
     return [f for _, _, files in os.walk(tmp) for f in files]
 
 
-def test_issue_27_post_object_success(srv):
+def test_post_object_success(srv):
     fields = {"success_action_status": "201", "Content-Type": "text/plain",
               "x-amz-meta-who": "browser", "tagging":
               "<Tagging><TagSet><Tag><Key>env</Key><Value>test</Value></Tag></TagSet></Tagging>"}
@@ -126,7 +126,7 @@ def refused(srv, p, data, want_status, want_code, fields=None):
     return body
 
 
-def test_issue_27_policy_condition_violated(srv):
+def test_policy_condition_violated(srv):
     p = presign(srv, "${filename}", conditions=[["starts-with", "$key", "up/"]])
     body = refused(srv, p, b"data", 403, "AccessDenied")
     assert element(body, "Message") == \
@@ -138,13 +138,13 @@ def test_issue_27_policy_condition_violated(srv):
     assert element(body, "Message") == "Invalid according to Policy: Extra input fields: x-amz-meta-extra"
 
 
-def test_issue_27_expired_policy(srv):
+def test_expired_policy(srv):
     p = presign(srv, "k", expires=-60)
     body = refused(srv, p, b"data", 403, "AccessDenied")
     assert element(body, "Message") == "Invalid according to Policy: Policy expired."
 
 
-def test_issue_27_bad_signature(srv):
+def test_bad_signature(srv):
     p = presign(srv, "k")
     sig = p["fields"]["x-amz-signature"]
     fields = dict(p["fields"], **{"x-amz-signature": ("0" if sig[0] != "0" else "1") + sig[1:]})
@@ -162,7 +162,7 @@ def test_issue_27_bad_signature(srv):
     refused(srv, p, b"data", 403, "SignatureDoesNotMatch", fields)
 
 
-def test_issue_27_content_length_range(srv):
+def test_content_length_range(srv):
     p = presign(srv, "k", conditions=[["content-length-range", 0, 5]])
     body = refused(srv, p, b"0123456789", 400, "EntityTooLarge")
     assert (element(body, "ProposedSize"), element(body, "MaxSizeAllowed")) == ("10", "5")
@@ -178,7 +178,7 @@ def test_issue_27_content_length_range(srv):
     assert stored(srv) == ["k"]
 
 
-def test_issue_27_oversize_form_fields(srv):
+def test_oversize_form_fields(srv):
     p = presign(srv, "k")
     for fields in [
         dict(p["fields"], **{"x-ignore-pad": "x" * (30 << 10)}),
@@ -188,7 +188,7 @@ def test_issue_27_oversize_form_fields(srv):
         refused(srv, p, b"data", 400, "MaxPostPreDataLengthExceededError", fields)
 
 
-def test_issue_27_unsigned_form_refused(srv):
+def test_unsigned_form_refused(srv):
     status, _, body = post(f"{srv.endpoint}/{BUCKET}", {"key": "k"}, b"data")
     assert (status, element(body, "Message")) == (403, "Access Denied."), body
     assert stored(srv) == []
@@ -199,7 +199,7 @@ def peak_rss_kib(pid):
         return int(next(line for line in f if line.startswith("VmHWM:")).split()[1])
 
 
-def test_issue_27_large_file_streamed(srv):
+def test_large_file_streamed(srv):
     """A 192 MiB file goes to disk as it arrives: the gateway's peak
     memory grows by far less than the file (s3s's PostObject held it
     whole)."""

@@ -54,7 +54,7 @@ def raw_request(method, url, headers=(), body=b""):
     return head.encode() + b"\r\n" + body
 
 
-def test_issue_25_half_sent_head_and_idle_connections_are_closed(make_server):
+def test_half_sent_head_and_idle_connections_are_closed(make_server):
     srv = make_server("xfs", extra=["--header-timeout", "2", "--idle-timeout", "3"])
     # Half a request head, then nothing.
     half = socket.create_connection(addr(srv))
@@ -92,7 +92,7 @@ def test_issue_25_half_sent_head_and_idle_connections_are_closed(make_server):
         s.close()
 
 
-def test_issue_25_stalled_body_and_unread_response_are_cut_off(make_server):
+def test_stalled_body_and_unread_response_are_cut_off(make_server):
     srv = make_server("xfs", extra=["--body-timeout", "2", "--send-timeout", "2"])
     s3 = srv.client()
     s3.create_bucket(Bucket="stall")
@@ -198,7 +198,7 @@ class Attacker:
         self.thread.join()
 
 
-def test_issue_25_idle_and_slow_connections_do_not_lock_out_a_signed_client(make_server):
+def test_idle_and_slow_connections_do_not_lock_out_a_signed_client(make_server):
     cap = 48
     srv = make_server("xfs", extra=[
         "--max-connections", str(cap), "--max-connections-per-ip", "16",
@@ -245,7 +245,7 @@ def limit_both(n):
     return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
 
 
-def test_issue_25_serve_raises_the_open_file_limit_and_fits_its_cap(make_server):
+def test_serve_raises_the_open_file_limit_and_fits_its_cap(make_server):
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     srv = make_server("xfs", preexec=limit_soft(256))
     with open(f"/proc/{srv.info['pid']}/limits") as f:

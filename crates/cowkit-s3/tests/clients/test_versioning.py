@@ -49,7 +49,7 @@ def versions_dir(srv, bucket):
     return os.path.join(srv.root, ".cowkit-s3", "versions", bucket)
 
 
-def test_issue_27_overwrites_keep_old_versions_without_copying(srv, s3):
+def test_overwrites_keep_old_versions_without_copying(srv, s3):
     s3.put_object(Bucket="vbk", Key="k", Body=b"one")
     assert "Status" not in s3.get_bucket_versioning(Bucket="vbk")
     # Unversioned: no version id is shown.
@@ -81,7 +81,7 @@ def test_issue_27_overwrites_keep_old_versions_without_copying(srv, s3):
         (v3, True, 5), (v2, False, 3), ("null", False, 3)]
 
 
-def test_issue_27_delete_markers(srv, s3):
+def test_delete_markers(srv, s3):
     s3.put_bucket_versioning(Bucket="vbk", VersioningConfiguration={"Status": "Enabled"})
     v1 = s3.put_object(Bucket="vbk", Key="d/k", Body=b"one")["VersionId"]
     r = s3.delete_object(Bucket="vbk", Key="d/k")
@@ -121,7 +121,7 @@ def test_issue_27_delete_markers(srv, s3):
     s3.delete_bucket(Bucket="vbk")
 
 
-def test_issue_27_version_ids_are_checked(s3):
+def test_version_ids_are_checked(s3):
     s3.put_bucket_versioning(Bucket="vbk", VersioningConfiguration={"Status": "Enabled"})
     v = s3.put_object(Bucket="vbk", Key="a", Body=b"a")["VersionId"]
     s3.put_object(Bucket="vbk", Key="b", Body=b"b")
@@ -141,7 +141,7 @@ def test_issue_27_version_ids_are_checked(s3):
         s3.head_object(Bucket="vbk", Key="c")
 
 
-def test_issue_27_suspended_writes_replace_the_null_version(srv, s3):
+def test_suspended_writes_replace_the_null_version(srv, s3):
     s3.put_bucket_versioning(Bucket="vbk", VersioningConfiguration={"Status": "Enabled"})
     v1 = s3.put_object(Bucket="vbk", Key="k", Body=b"one")["VersionId"]
     s3.put_bucket_versioning(Bucket="vbk", VersioningConfiguration={"Status": "Suspended"})
@@ -161,7 +161,7 @@ def test_issue_27_suspended_writes_replace_the_null_version(srv, s3):
     assert [m["VersionId"] for m in out["DeleteMarkers"]] == ["null"]
 
 
-def test_issue_27_copy_and_complete_by_version(srv, s3):
+def test_copy_and_complete_by_version(srv, s3):
     s3.put_bucket_versioning(Bucket="vbk", VersioningConfiguration={"Status": "Enabled"})
     v1 = s3.put_object(Bucket="vbk", Key="src", Body=b"old source")["VersionId"]
     s3.put_object(Bucket="vbk", Key="src", Body=b"new source")
@@ -189,7 +189,7 @@ def test_issue_27_copy_and_complete_by_version(srv, s3):
     assert body(s3, "vbk", "p") == b"old source"
 
 
-def test_issue_27_list_object_versions_pages(s3):
+def test_list_object_versions_pages(s3):
     s3.put_bucket_versioning(Bucket="vbk", VersioningConfiguration={"Status": "Enabled"})
     want = []
     for key in ["foo", "bar", "baz"]:
@@ -210,7 +210,7 @@ def test_issue_27_list_object_versions_pages(s3):
     assert {v["Key"] for v in out["Versions"]} == {"bar"}
 
 
-def test_issue_27_object_lock_retention_and_legal_hold(s3):
+def test_object_lock_retention_and_legal_hold(s3):
     s3.create_bucket(Bucket="lbk", ObjectLockEnabledForBucket=True)
     # Object lock turns versioning on, as on S3.
     assert s3.get_bucket_versioning(Bucket="lbk")["Status"] == "Enabled"
@@ -290,7 +290,7 @@ def test_issue_27_object_lock_retention_and_legal_hold(s3):
     assert code(e) == "InvalidRequest"
 
 
-def test_issue_27_object_lock_without_versioning(make_server):
+def test_object_lock_without_versioning(make_server):
     srv = make_server("xfs", ["--object-lock-without-versioning"])
     s3 = srv.client()
     s3.create_bucket(Bucket="lbk", ObjectLockEnabledForBucket=True)
@@ -309,7 +309,7 @@ def test_issue_27_object_lock_without_versioning(make_server):
         s3.head_object(Bucket="lbk", Key="k")
 
 
-def test_issue_27_governance_bypass_is_the_policys_to_grant(make_server):
+def test_governance_bypass_is_the_policys_to_grant(make_server):
     """As VersityGW decides it: replacing a GOVERNANCE-locked object (a lock
     bucket kept unversioned) needs a bucket policy allowing
     s3:BypassGovernanceRetention, from the admin too; the bypass header on a
@@ -360,7 +360,7 @@ def test_issue_27_governance_bypass_is_the_policys_to_grant(make_server):
         s3.head_object(Bucket="lbk", Key="b")
 
 
-def test_issue_27_retention_and_hold_without_a_document_on_a_missing_bucket(s3):
+def test_retention_and_hold_without_a_document_on_a_missing_bucket(s3):
     """S3 names the missing bucket before the missing document."""
     for call in (lambda: s3.put_object_retention(Bucket="nosuch", Key="k"),
                  lambda: s3.put_object_legal_hold(Bucket="nosuch", Key="k")):
@@ -373,7 +373,7 @@ def test_issue_27_retention_and_hold_without_a_document_on_a_missing_bucket(s3):
     assert code(e) == "MalformedXML"
 
 
-def test_issue_27_fleet_race_on_a_versioned_locked_bucket(srv, s3):
+def test_fleet_race_on_a_versioned_locked_bucket(srv, s3):
     """Two gateways on one root race on a versioned bucket with object lock:
     concurrent overwrites of one key through both keep every version (each
     its own bytes, listed by both gateways alike), a version under legal hold
@@ -459,7 +459,7 @@ def raw_signed(srv, method, path, headers=None):
         return e.code, e.read().decode()
 
 
-def test_issue_38_an_empty_version_id_is_refused(srv, s3):
+def test_an_empty_version_id_is_refused(srv, s3):
     """`versionId=` names no version: S3's 400 InvalidArgument on every
     request that takes a version id, not the current version (a GET) or a
     new delete marker (a DELETE)."""

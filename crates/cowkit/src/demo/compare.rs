@@ -253,7 +253,7 @@ mod tests {
     /// changed mode, content, link target, hardlink or a missing entry
     /// different.
     #[test]
-    fn issue_28_demo_comparison_sees_every_difference() {
+    fn demo_comparison_sees_every_difference() {
         let d = tempfile::tempdir().unwrap();
         let (a, b) = (d.path().join("a"), d.path().join("b"));
         tree(&a);
