@@ -434,10 +434,7 @@ fn a_fan_out_directory_of_another_user_is_refused_and_no_mode_changes() {
 /// under a sticky world-writable directory (`/tmp`) is fine.
 #[test]
 fn a_cache_others_can_write_is_refused_up_front() {
-    if !as_root(
-        "a_cache_others_can_write_is_refused_up_front",
-        "root",
-    ) {
+    if !as_root("a_cache_others_can_write_is_refused_up_front", "root") {
         return;
     }
     let d = tempfile::tempdir_in(tmp()).unwrap();

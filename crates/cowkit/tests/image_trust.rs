@@ -200,10 +200,7 @@ fn nobody_reads(s: &Scene, rel: &str) -> Result<Vec<u8>, String> {
 /// root's own store it mounts with setuid honoured.
 #[test]
 fn a_users_image_mounts_nosuid_nodev() {
-    if !as_root(
-        "a_users_image_mounts_nosuid_nodev",
-        "mounts, setpriv",
-    ) {
+    if !as_root("a_users_image_mounts_nosuid_nodev", "mounts, setpriv") {
         return;
     }
     let Some(s) = scene() else { return };
@@ -318,10 +315,7 @@ fn objects_symlinked_to_root_reads_no_host_file() {
 /// read nothing of it.
 #[test]
 fn redirects_stay_inside_the_objects() {
-    if !as_root(
-        "redirects_stay_inside_the_objects",
-        "mounts, setpriv",
-    ) {
+    if !as_root("redirects_stay_inside_the_objects", "mounts, setpriv") {
         return;
     }
     let Some(s) = scene() else { return };

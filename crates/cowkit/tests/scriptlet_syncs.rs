@@ -163,10 +163,7 @@ fn scriptlet_syncs_are_answered_once_set_up_and_the_root_synced_at_the_end() {
 
 #[test]
 fn keep_syncs_lets_them_through() {
-    if !as_root(
-        "keep_syncs_lets_them_through",
-        "scriptlets run chrooted",
-    ) {
+    if !as_root("keep_syncs_lets_them_through", "scriptlets run chrooted") {
         return;
     }
     let Some(dir) = scratch(Fs::Xfs) else { return };
