@@ -132,18 +132,26 @@ def plan(base, pkgs):
             continue
         want.discard(p)
         ctype, csum = p.returnIdSum()
+        # A package file given on dnf's command line belongs to no
+        # configured repository (its reponame, "@commandline", is not in
+        # base.repos): read from where it was given, no key to check
+        # (why_not refuses localpkg_gpgcheck).
+        rid = p.reponame if p._from_cmdline else p.repo.id
         e = {"nevra": str(p), "name": p.name, "epoch": p.epoch, "version": p.version,
              "release": p.release, "arch": p.arch, "size": p.downloadsize,
-             "checksum": [ctype, csum], "repo": p.repo.id, "urls": [], "local": None}
+             "checksum": [ctype, csum], "repo": rid, "urls": [], "local": None}
         if p._from_cmdline:
-            e["local"] = p.location
+            e["local"] = os.path.abspath(p.location)
         elif p._is_local_pkg():
             e["local"] = p.localPkg()
         else:
             e["urls"] = urls(p)
         out.append(e)
+        if p._from_cmdline:
+            repos[rid] = {"gpgcheck": False, "keys": [], "timeout": 30, "minrate": 1000}
+            continue
         r = p.repo
-        repos[r.id] = {"gpgcheck": bool(r.gpgcheck) and not p._from_cmdline,
+        repos[r.id] = {"gpgcheck": bool(r.gpgcheck),
                        "keys": [k[len("file://"):] for k in (r.gpgkey or [])],
                        "timeout": int(getattr(r, "timeout", 30)),
                        "minrate": int(getattr(r, "minrate", 1000))}

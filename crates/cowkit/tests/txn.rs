@@ -627,6 +627,52 @@ fn cowkit_dnf_builds_what_dnf_builds_and_caches_transcodes() {
     assert!(!installed(&b).contains_key("ck-doc"));
 }
 
+/// A package file given on dnf's command line (dnf's `@commandline`
+/// repository) installs through `cowkit dnf` as through plain dnf, beside
+/// packages of a repository.
+#[test]
+fn cowkit_dnf_installs_package_files_given_on_the_command_line() {
+    if !as_root(
+        "cowkit_dnf_installs_package_files_given_on_the_command_line",
+        "scriptlets run chrooted",
+    ) {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let repo = build_repo(tmp());
+    let d = dir.path();
+    let (a, b) = (mkdir(&d.join("dnf")), mkdir(&d.join("cowkit")));
+    let dnf_cache = d.join("dnf-cache");
+    let ck_cache = d.join("cowkit-cache");
+    let local = d.join("ck-local-1-1.noarch.rpm");
+    rpmbuild(
+        "Name: ck-local\nVersion: 1\nRelease: 1\nSummary: x\nLicense: MIT\nBuildArch: noarch\n\
+         %description\nx\n%install\nmkdir -p %{buildroot}/usr/share/ck-local\n\
+         echo local > %{buildroot}/usr/share/ck-local/file\n\
+         %files\n/usr/share/ck-local\n",
+        "w9.gzdio",
+        &local,
+    );
+    let file = local.to_str().unwrap();
+    run_ok(
+        dnf(&repo.dir, &a, &dnf_cache).args(["install", repo.top, file]),
+        "dnf install",
+    );
+    let r = cowkit_dnf(
+        &repo.dir,
+        &b,
+        &dnf_cache,
+        &ck_cache,
+        &["install", repo.top, file],
+    );
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(installed(&a), installed(&b));
+    assert!(installed(&b).contains_key("ck-local"));
+    assert_eq!(verify(&a), verify(&b));
+    assert_same_trees(&a, &b, &dnf_cache, "with a package file");
+    assert_eq!(log(&a), log(&b), "scriptlets");
+}
+
 /// A `cowkit dnf upgrade` killed after placing its files leaves its
 /// journal; the next `cowkit dnf` finishes that transaction before dnf
 /// reads the database (the root's options are asked of rpm only then), and
