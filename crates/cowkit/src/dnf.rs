@@ -259,6 +259,9 @@ fn refusals(line: &Line) -> Result<(), CliError> {
 /// runs the command itself on the root's database).
 pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
     refusals(&req.line)?;
+    if req.line.installs() {
+        config_tsflags(&req)?;
+    }
     let args = &req;
     crate::install::absolute_root(&args.root)?;
     cowkit_fs::dir::raise_fd_limit();
@@ -678,6 +681,7 @@ fn install(
     // MiB of packages spent outside its parts in
     // bench/results/2026-11-26-image-build-fedora-e46e9c1.md).
     prepared.release_before_final_sync(Box::new(download));
+    dnf_module_state(root)?;
     Ok(prepared.run(&cowkit_install::NoProgress))
 }
 
@@ -687,9 +691,9 @@ fn tx_options(args: &Request, root: &Root, reinstall: bool) -> Result<TxOptions,
     // dnf's nodocs is rpm's `--excludedocs`: the command line's, else its
     // configuration's. The languages are rpm's own `%_install_langs`, as
     // for dnf's rpm (dnf 4 has no option for them).
-    let conf_nodocs = crate::dnfcli::nodocs_in_config(args.line.config.as_deref(), &args.root);
+    let conf = config_tsflags(args)?;
     let files =
-        cowkit_install::fate::Policy::from_host(args.line.nodocs || conf_nodocs, Vec::new(), None)
+        cowkit_install::fate::Policy::from_host(args.line.nodocs || conf.nodocs, Vec::new(), None)
             .map_err(|e| CliError::new("cannot read rpm's file policy", e))?;
     Ok(TxOptions {
         install: Options {
@@ -705,7 +709,7 @@ fn tx_options(args: &Request, root: &Root, reinstall: bool) -> Result<TxOptions,
         oldpackage: true,
         reinstall,
         // `--setopt=tsflags=justdb`: rpm's `--justdb`.
-        justdb: args.line.justdb,
+        justdb: args.line.justdb || conf.justdb,
         script_stdout_to_stderr: args.json,
         // dnf installs install-only packages (kernels) beside the old
         // versions (rpm -i), where `rpm -U` would erase them.
@@ -717,6 +721,24 @@ fn tx_options(args: &Request, root: &Root, reinstall: bool) -> Result<TxOptions,
     })
 }
 
+/// The `tsflags` of dnf's configuration file, unless the command line
+/// set its own (dnf's `--setopt` replaces them); a flag cowkit does not
+/// carry out is refused by name.
+fn config_tsflags(args: &Request) -> Result<crate::dnfcli::ConfigTsflags, CliError> {
+    if args.line.tsflags_given {
+        return Ok(Default::default());
+    }
+    let conf = crate::dnfcli::tsflags_in_config(args.line.config.as_deref(), &args.root);
+    if let Some(r) = &conf.refused {
+        return Err(CliError::msg(format!(
+            "cowkit cannot honour dnf's configuration: `{}`: {}",
+            r.option, r.why
+        ))
+        .hint("remove it from dnf.conf's [main], or run plain dnf for this root"));
+    }
+    Ok(conf)
+}
+
 /// The cache entries `entries` (in dnf's order) installed as one
 /// transaction; the inner error is the transaction's.
 fn install_entries(
@@ -726,7 +748,28 @@ fn install_entries(
     reinstall: bool,
 ) -> Result<Result<cowkit_install::TxSummary, cowkit_install::Error>, CliError> {
     let opts = tx_options(args, root, reinstall)?;
-    Ok(prepare(root, entries, &opts).and_then(|p| p.run(&cowkit_install::NoProgress)))
+    let prepared = match prepare(root, entries, &opts) {
+        Ok(p) => p,
+        Err(e) => return Ok(Err(e)),
+    };
+    dnf_module_state(root)?;
+    Ok(prepared.run(&cowkit_install::NoProgress))
+}
+
+/// dnf 4 saves its module state in the root (`/etc/dnf/modules.d`, made
+/// when missing) right before it hands the checked transaction to rpm; a
+/// root built through cowkit gets it at the same point.
+fn dnf_module_state(root: &Root) -> Result<(), CliError> {
+    let rel = cowkit_fs::root::RelPath::new("etc/dnf/modules.d").expect("a relative path");
+    root.create_dirs(&rel, 0o755).map(drop).map_err(|e| {
+        CliError::new(
+            format!(
+                "cannot make dnf's module state directory `{}`",
+                root.display(&rel).display()
+            ),
+            e,
+        )
+    })
 }
 
 /// dnf runs the command itself (one that installs nothing, or only shows

@@ -133,6 +133,9 @@ pub struct Line {
     pub nodocs: bool,
     /// `--setopt=tsflags=justdb`: rpm's `--justdb`.
     pub justdb: bool,
+    /// `--setopt=tsflags=…` given: the command line's flags replace those
+    /// of dnf's configuration file.
+    pub tsflags_given: bool,
 }
 
 /// A command line dnf itself would take, but cowkit cannot read.
@@ -318,6 +321,7 @@ impl Line {
                 let (key, val) = v.split_once('=').unwrap_or((&v, ""));
                 match key.trim() {
                     "tsflags" => {
+                        self.tsflags_given = true;
                         for flag in list(val) {
                             if flag.eq_ignore_ascii_case("nodocs") {
                                 self.nodocs = true;
@@ -373,13 +377,40 @@ pub fn main_option(config: Option<&Path>, root: &Path, key: &str) -> Option<Stri
     found
 }
 
-/// Whether dnf's configuration turns `tsflags=nodocs` on, as
-/// [`main_option`] finds it. (dnf 4 has no `install_langs`: given, it
-/// warns and installs every language; the languages come from rpm's own
-/// `%_install_langs`.)
-pub fn nodocs_in_config(config: Option<&Path>, root: &Path) -> bool {
-    main_option(config, root, "tsflags")
-        .is_some_and(|v| list(&v).iter().any(|f| f.eq_ignore_ascii_case("nodocs")))
+/// The transaction flags of dnf's configuration file, as
+/// [`main_option`] finds them (`tsflags` in `[main]`).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ConfigTsflags {
+    /// `nodocs`: rpm's `--excludedocs`.
+    pub nodocs: bool,
+    /// `justdb`: rpm's `--justdb`.
+    pub justdb: bool,
+    /// A flag cowkit does not carry out, as `tsflags=FLAG`.
+    pub refused: Option<Refusal>,
+}
+
+/// The `tsflags` of dnf's configuration (see [`ConfigTsflags`]). dnf 4
+/// has no `install_langs`: given, it warns and installs every language;
+/// the languages come from rpm's own `%_install_langs`.
+pub fn tsflags_in_config(config: Option<&Path>, root: &Path) -> ConfigTsflags {
+    let mut t = ConfigTsflags::default();
+    for flag in main_option(config, root, "tsflags")
+        .as_deref()
+        .map(list)
+        .unwrap_or_default()
+    {
+        if flag.eq_ignore_ascii_case("nodocs") {
+            t.nodocs = true;
+        } else if flag.eq_ignore_ascii_case("justdb") {
+            t.justdb = true;
+        } else if t.refused.is_none() {
+            t.refused = Some(Refusal {
+                option: format!("tsflags={flag}"),
+                why: TSFLAGS,
+            });
+        }
+    }
+    t
 }
 
 /// The option `name` (`--installroot`) stands for; an error for a prefix
@@ -455,6 +486,26 @@ mod tests {
     fn parse(args: &[&str]) -> Result<Line, LineError> {
         let v: Vec<OsString> = args.iter().map(OsString::from).collect();
         Line::parse(&v)
+    }
+
+    #[test]
+    fn the_configuration_files_tsflags_are_read_and_unknown_ones_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let conf = dir.path().join("dnf.conf");
+        let flags = |text: &str| {
+            std::fs::write(&conf, text).unwrap();
+            tsflags_in_config(Some(&conf), dir.path())
+        };
+        let t = flags("[main]\ngpgcheck=1\ntsflags=nodocs\n[other]\ntsflags=test\n");
+        assert!(t.nodocs && !t.justdb && t.refused.is_none(), "{t:?}");
+        let t = flags("[main]\ntsflags=justdb, nodocs\n");
+        assert!(t.nodocs && t.justdb && t.refused.is_none(), "{t:?}");
+        let t = flags("[main]\ntsflags=nodocs noscripts\n");
+        assert_eq!(
+            t.refused.map(|r| r.option).as_deref(),
+            Some("tsflags=noscripts")
+        );
+        assert_eq!(flags("[main]\n"), ConfigTsflags::default());
     }
 
     #[test]

@@ -67,10 +67,6 @@ const EXCLUDED: [(&str, &str); 8] = [
     ("var/log/dnf.librepo.log", "librepo's log, with times"),
     ("var/log/hawkey.log", "libdnf's log, with times"),
     (
-        "etc/dnf",
-        "dnf's module state (`etc/dnf/modules.d`), made by dnf, owned by no package",
-    ),
-    (
         "{cache}",
         "the empty copy of dnf's cache path that dnf makes inside the root \
          (see `cowkit_testutil::repo::dnf`), with its parents",

@@ -61,7 +61,6 @@ fn comparable(tree: Tree, cache: &Path) -> Tree {
             || first("var/lib/dnf")
             || first("var/log")
             || first("var/cache")
-            || first("etc/dnf")
             || first(&cache_rel)
             // Parents of the above that only they created.
             || (cache_rel.starts_with(&format!("{p}/")))
@@ -625,6 +624,72 @@ fn cowkit_dnf_builds_what_dnf_builds_and_caches_transcodes() {
     );
     assert!(r.ok, "{}", r.stderr);
     assert!(!installed(&b).contains_key("ck-doc"));
+}
+
+/// `tsflags` in dnf's configuration file count as on the command line:
+/// `justdb` registers without placing, as plain dnf does; a flag cowkit
+/// does not carry out (`noscripts`) is refused by name before the root
+/// is touched.
+#[test]
+fn tsflags_in_dnf_conf_are_honoured_or_refused() {
+    if !as_root(
+        "tsflags_in_dnf_conf_are_honoured_or_refused",
+        "scriptlets run chrooted",
+    ) {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let repo = build_repo(tmp());
+    let d = dir.path();
+    let (a, b, c) = (
+        mkdir(&d.join("dnf")),
+        mkdir(&d.join("cowkit")),
+        mkdir(&d.join("refused")),
+    );
+    let dnf_cache = d.join("dnf-cache");
+    let ck_cache = d.join("cowkit-cache");
+    let conf = |name: &str, flags: &str| -> String {
+        let path = d.join(name);
+        std::fs::write(&path, format!("[main]\ntsflags={flags}\n")).unwrap();
+        format!("--config={}", path.display())
+    };
+    let justdb = conf("justdb.conf", "justdb");
+    run_ok(
+        dnf(&repo.dir, &a, &dnf_cache).args([justdb.as_str(), "install", repo.top]),
+        "dnf install with tsflags=justdb in dnf.conf",
+    );
+    let r = cowkit_dnf(
+        &repo.dir,
+        &b,
+        &dnf_cache,
+        &ck_cache,
+        &[justdb.as_str(), "install", repo.top],
+    );
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(installed(&a), installed(&b));
+    assert!(!installed(&b).is_empty());
+    assert_eq!(verify(&a), verify(&b));
+    assert_same_trees(&a, &b, &dnf_cache, "tsflags=justdb in dnf.conf");
+
+    let noscripts = conf("noscripts.conf", "nodocs,noscripts");
+    let r = cowkit_dnf(
+        &repo.dir,
+        &c,
+        &dnf_cache,
+        &ck_cache,
+        &[noscripts.as_str(), "install", repo.top],
+    );
+    assert!(!r.ok);
+    assert!(
+        r.stderr.contains("`tsflags=noscripts`"),
+        "the flag is not named: {}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_dir(&c).unwrap().count(),
+        0,
+        "the root was touched"
+    );
 }
 
 /// A package file given on dnf's command line (dnf's `@commandline`
