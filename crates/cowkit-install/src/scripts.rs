@@ -249,7 +249,7 @@ impl Scriptlet {
     pub fn runnable(&self, lua: bool) -> std::result::Result<(), &'static str> {
         if self.is_lua() && !lua {
             return Err(
-                "it is a <lua> scriptlet, and rpm's Lua (librpmio.so.9) cannot be loaded here",
+                "it is a <lua> scriptlet, and rpm's Lua (librpmio) cannot be loaded here",
             );
         }
         if self.flags & FLAG_EXPAND != 0 {

@@ -6,7 +6,11 @@
 //! The prototypes are those of rpm 4.18 (`rpmio/rpmlua.h`, which Debian does
 //! not install, `include/rpm/rpmlog.h`, `rpmmacro.h`, `rpmlib.h`,
 //! `lib/rpmug.h`) and Lua 5.3 (`lua.h`), quoted next to each field of
-//! [`Api`]. Nothing here is called before [`load`] has resolved every symbol.
+//! [`Api`]; rpm 4.20 (`librpmio.so.10`, Lua 5.4) keeps every one of them
+//! but `rpmugInit`, which it no longer has (its `rpmChrootSet` only resets
+//! the user and group caches). Which rpm's libraries are loaded is decided
+//! by the `rpm` program cowkit runs ([`Libraries::of_rpm`]). Nothing here
+//! is called before [`load`] has resolved every symbol.
 #![allow(unsafe_code)]
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
@@ -23,6 +27,98 @@ pub const LIBRPMIO: &str = "librpmio.so.9";
 pub const LIBRPM: &str = "librpm.so.9";
 /// The Lua that `librpmio.so.9` is linked against (rpm 4.18 on Debian 12).
 pub const LIBLUA: &str = "liblua5.3.so.0";
+
+/// The libraries of the rpm whose Lua runs the scriptlets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Libraries {
+    /// `librpmio.so.N`, a soname or the path the rpm program loads.
+    pub rpmio: String,
+    /// `librpm.so.N`.
+    pub rpm: String,
+    /// The Lua library `rpmio` is linked against.
+    pub lua: String,
+    /// rpm 4.20's (`librpmio.so.10`): it has no `rpmugInit`, and its
+    /// `runLuaScript` also keeps the package's builder rpm version in Lua's
+    /// registry (which decides only whether rpm warns that `posix.fork`,
+    /// `exec`, `wait` and `redirect2null` are deprecated: a transaction
+    /// under rpm 4.20 refuses `<lua>` scriptlets that name them).
+    pub rpm420: bool,
+}
+
+impl Libraries {
+    /// rpm 4.18's, by soname, as Debian 12 installs them.
+    pub fn rpm418() -> Libraries {
+        Libraries {
+            rpmio: LIBRPMIO.into(),
+            rpm: LIBRPM.into(),
+            lua: LIBLUA.into(),
+            rpm420: false,
+        }
+    }
+
+    /// The libraries the `rpm` program cowkit runs (`COWKIT_RPM`, else
+    /// `rpm` from `PATH`) loads, as `ldd` shows them: rpm 4.20's
+    /// (`librpmio.so.10`) by their paths; rpm 4.18's, or when there is no
+    /// such program, rpm 4.18's by soname. An rpm with other libraries is
+    /// named in the error.
+    pub fn of_rpm() -> Result<Libraries, String> {
+        let program = std::env::var_os("COWKIT_RPM")
+            .map(std::path::PathBuf::from)
+            .or_else(|| {
+                std::env::split_paths(&std::env::var_os("PATH")?)
+                    .map(|d| d.join("rpm"))
+                    .find(|p| p.is_file())
+            });
+        let Some(program) = program else {
+            return Ok(Libraries::rpm418());
+        };
+        let out = std::process::Command::new("ldd")
+            .arg(&program)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run `ldd {}`: {e}", program.display()))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let lib = |prefix: &str| -> Option<(String, String)> {
+            text.lines().find_map(|l| {
+                let (name, rest) = l.trim().split_once(" => ")?;
+                let path = rest.split(" (").next()?.trim();
+                (name.starts_with(prefix) && path.starts_with('/'))
+                    .then(|| (name.to_string(), path.to_string()))
+            })
+        };
+        match lib("librpmio.so.") {
+            Some((n, _)) if n == LIBRPMIO => Ok(Libraries::rpm418()),
+            Some((n, rpmio_path)) if n == "librpmio.so.10" => {
+                match (lib("librpm.so.10"), lib("liblua")) {
+                    (Some((_, rpm_path)), Some((_, lua_path))) => Ok(Libraries {
+                        rpmio: rpmio_path,
+                        rpm: rpm_path,
+                        lua: lua_path,
+                        rpm420: true,
+                    }),
+                    _ => Err(format!(
+                        "`{}` loads {n} but `ldd` shows no librpm.so.10 or liblua beside it",
+                        program.display()
+                    )),
+                }
+            }
+            Some((n, _)) => Err(format!(
+                "`{}` loads {n}: cowkit runs <lua> scriptlets with rpm 4.18's librpmio.so.9 or rpm 4.20's librpmio.so.10 only",
+                program.display()
+            )),
+            None if out.status.success() => Err(format!(
+                "`ldd {}` shows no librpmio: cannot tell which rpm's Lua to load",
+                program.display()
+            )),
+            None => Err(format!(
+                "`ldd {}` failed ({}): cannot tell which rpm's Lua to load",
+                program.display(),
+                out.status
+            )),
+        }
+    }
+}
 
 type LuaState = *mut c_void;
 type LuaCFunction = unsafe extern "C" fn(LuaState) -> c_int;
@@ -79,8 +175,6 @@ api! {
     rpmio rec_priority = "rpmlogRecPriority": unsafe extern "C" fn(LogRec) -> c_int;
     // int rpmReadConfigFiles(const char * file, const char * target);
     rpm read_config = "rpmReadConfigFiles": unsafe extern "C" fn(*const c_char, *const c_char) -> c_int;
-    // int rpmugInit(void);
-    rpm ug_init = "rpmugInit": unsafe extern "C" fn() -> c_int;
     // int lua_getglobal(lua_State *L, const char *name);
     lua getglobal = "lua_getglobal": unsafe extern "C" fn(LuaState, *const c_char) -> c_int;
     // void lua_pushlightuserdata(lua_State *L, void *p);
@@ -112,6 +206,8 @@ struct Libs {
 
 struct Loaded {
     api: Api,
+    /// rpm 4.18's `rpmugInit`; rpm 4.20 has none.
+    ug_init: Option<unsafe extern "C" fn() -> c_int>,
     _libs: Libs,
 }
 
@@ -155,20 +251,32 @@ fn open(file: &str, extra: c_int) -> Result<Library, String> {
 pub fn load() -> Result<(), String> {
     LOADED
         .get_or_init(|| {
-            let rpmio_lib = open(LIBRPMIO, 0)?;
-            let rpm_lib = open(LIBRPM, 0)?;
+            let names = Libraries::of_rpm()?;
+            let rpmio_lib = open(&names.rpmio, 0)?;
+            let rpm_lib = open(&names.rpm, 0)?;
             // The Lua rpm's I/O library was linked against, already loaded
             // by it: `RTLD_NOLOAD` fails if it is another Lua.
-            let lua_lib = open(LIBLUA, libc::RTLD_NOLOAD).map_err(|e| {
-                format!("{LIBRPMIO} does not use Lua 5.3 ({LIBLUA} is not loaded with it): {e}")
+            let lua_lib = open(&names.lua, libc::RTLD_NOLOAD).map_err(|e| {
+                format!(
+                    "{} does not use {} (it is not loaded with it): {e}",
+                    names.rpmio, names.lua
+                )
             })?;
             let libs = Libs {
                 rpmio: rpmio_lib,
                 rpm: rpm_lib,
                 lua: lua_lib,
             };
+            let ug_init = if names.rpm420 {
+                None
+            } else {
+                Some(symbol::<unsafe extern "C" fn() -> c_int>(
+                    &libs.rpm, &names.rpm, "rpmugInit",
+                )?)
+            };
             Ok(Loaded {
                 api: resolve(&libs)?,
+                ug_init,
                 _libs: libs,
             })
         })
@@ -177,11 +285,15 @@ pub fn load() -> Result<(), String> {
         .map_err(Clone::clone)
 }
 
-fn api() -> &'static Api {
+fn loaded() -> &'static Loaded {
     match LOADED.get() {
-        Some(Ok(l)) => &l.api,
+        Some(Ok(l)) => l,
         _ => unreachable!("ffi::load succeeded before any other call"),
     }
+}
+
+fn api() -> &'static Api {
+    &loaded().api
 }
 
 /// `setlocale(LC_ALL, "")`, as `rpmcliInit` does first.
@@ -205,11 +317,14 @@ pub fn define_macro(def: &CStr) -> bool {
     unsafe { (api().define_macro)(ptr::null_mut(), def.as_ptr(), RMIL_CMDLINE) == 0 }
 }
 
-/// `rpmugInit()`: what `rpmChrootSet` does before rpm enters a root, so the
-/// name-service libraries are loaded from the host.
+/// `rpmugInit()`: what rpm 4.18's `rpmChrootSet` does before rpm enters a
+/// root, so the name-service libraries are loaded from the host. rpm 4.20
+/// has none (its `rpmChrootSet` resets caches that are still empty here).
 pub fn ug_init() {
-    // SAFETY: takes nothing; idempotent (pthread_once).
-    unsafe { (api().ug_init)() };
+    if let Some(f) = loaded().ug_init {
+        // SAFETY: takes nothing; idempotent (pthread_once).
+        unsafe { f() };
+    }
 }
 
 /// Logs `msg` through rpm's `rpmlog` at `level` (rpm's default output:
