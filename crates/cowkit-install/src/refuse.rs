@@ -224,12 +224,26 @@ pub(crate) fn unplaceable(pkgs: &[Pkg]) -> Result<()> {
 /// (new packages', erased packages', installed packages' triggers) is
 /// looked at before anything is touched (`plan`:
 /// [`crate::runner::simulate`]'s). `lua`: rpm's Lua can be started.
-pub(crate) fn unsupported(plan: &[PlanEntry], lua: bool) -> Result<()> {
+///
+/// `rpm420`: the rpm that registers the transaction is rpm 4.20, whose file
+/// triggers get other arguments than rpm 4.18's (`lib/rpmtriggers.c`:
+/// `$1` the trigger package's installed count, `%filetrigger*` a `$2`),
+/// which cowkit does not compute yet: the plan's file triggers are refused
+/// by name; and whose `<lua>` scriptlets warn that `posix.fork`, `exec`,
+/// `wait` and `redirect2null` are deprecated or not by the package's
+/// builder rpm version, which cowkit does not pass to rpm's Lua yet: a
+/// `<lua>` scriptlet that names one is refused.
+pub(crate) fn unsupported(plan: &[PlanEntry], lua: bool, rpm420: bool) -> Result<()> {
     let mut problems = Vec::new();
     let mut seen = HashSet::new();
     for e in plan {
         let Some(run) = &e.run else { continue };
-        if let Err(why) = run.script.runnable(lua) {
+        let why = match run.script.runnable(lua) {
+            Err(why) => Some(why),
+            Ok(()) if rpm420 => rpm420_unsupported(run),
+            Ok(()) => None,
+        };
+        if let Some(why) = why {
             let line = format!("{}: {why}", run.name);
             if seen.insert(line.clone()) {
                 problems.push(line);
@@ -241,6 +255,62 @@ pub(crate) fn unsupported(plan: &[PlanEntry], lua: bool) -> Result<()> {
     } else {
         Err(Error::Unsupported { problems })
     }
+}
+
+/// What of `run` cowkit cannot do as rpm 4.20 does (see [`unsupported`]).
+fn rpm420_unsupported(run: &crate::plan::Run) -> Option<&'static str> {
+    if run.name.starts_with("%filetrigger") || run.name.starts_with("%transfiletrigger") {
+        return Some("rpm 4.20 gives file triggers arguments ($1: the trigger package's installed count; $2 for %filetrigger*) that cowkit does not compute yet");
+    }
+    let body = &run.script.body;
+    let deprecated = ["fork", "exec", "wait", "redirect2null"];
+    if run.script.is_lua() && body.contains("posix") && deprecated.iter().any(|d| body.contains(d)) {
+        return Some("it may call posix.fork/exec/wait/redirect2null, which rpm 4.20 warns about by the package's builder rpm version, and cowkit does not give rpm's Lua that version yet");
+    }
+    None
+}
+
+/// rpm 4.20 creates the users and groups a package being installed
+/// provides as sysusers data (`user()`, `group()`, `groupmember()`
+/// provides whose version is a base64 `sysusers.d` line, `rpmdsIsSysuser`)
+/// with `%__systemd_sysusers` before its files; cowkit does not, so such a
+/// package is refused by name (`sysusers`: whether the rpm program has
+/// that macro set).
+pub(crate) fn sysusers(pkgs: &[Pkg], sysusers: bool) -> Result<()> {
+    if !sysusers {
+        return Ok(());
+    }
+    let problems: Vec<String> = pkgs
+        .iter()
+        .filter_map(|p| {
+            let d = p.provides.iter().find(|d| {
+                (d.name.starts_with("user(")
+                    || d.name.starts_with("group(")
+                    || d.name.starts_with("groupmember("))
+                    && d.flags & 8 != 0
+                    && is_base64(&d.version)
+            })?;
+            Some(format!(
+                "{}: it provides `{}` with sysusers data: rpm 4.20 creates that user or group with %__systemd_sysusers before its files, which cowkit does not do",
+                p.nevra, d.name
+            ))
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Unsupported { problems })
+    }
+}
+
+/// Whether rpm's `rpmBase64Decode` would take `s` (non-empty, base64
+/// characters with `=` padding, white space ignored, length a multiple of
+/// four).
+fn is_base64(s: &str) -> bool {
+    let t: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    !t.is_empty()
+        && t.len() % 4 == 0
+        && t.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'=')
 }
 
 /// The installs (indices into `nevras`) in rpm's order.

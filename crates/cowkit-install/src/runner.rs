@@ -51,6 +51,26 @@ impl Erased {
             .collect()
     }
 
+    /// Its `%preuntrans` or `%postuntrans` as rpm 4.20 runs it
+    /// (`runTransScripts` over the erased elements; `$1` from `rpmpsmNew`:
+    /// the installed instances of its name, for `%preuntrans` less one
+    /// unless the erasure depends on an install, which every erasure of a
+    /// `cowkit install` does: it is the old version an install replaces or
+    /// obsoletes).
+    fn untrans(&self, phase: Phase, db: &Db) -> Option<crate::plan::Run> {
+        let o = &self.installed;
+        let s = match phase {
+            Phase::PreUnTrans => o.preuntrans.as_ref(),
+            _ => o.postuntrans.as_ref(),
+        }?;
+        Some(plain(
+            &o.nevra,
+            &o.prefixes,
+            &Scriptlet::of_installed(s, phase),
+            db.count(&o.name),
+        ))
+    }
+
     fn scripts(&self) -> Vec<Scriptlet> {
         let o = &self.installed;
         [(&o.preun, Phase::PreUn), (&o.postun, Phase::PostUn)]
@@ -80,6 +100,9 @@ pub(crate) fn simulate(pkgs: &[Pkg], indb: &InDb) -> Vec<PlanEntry> {
             );
             out.push(entry(&pkgs[i].nevra, "run", Some(r)));
         }
+    }
+    for (nevra, r) in untrans(indb, Phase::PreUnTrans, &db) {
+        out.push(entry(&nevra, "run", Some(r)));
     }
     let erased: Vec<u32> = indb.erased.iter().map(|e| e.inst).collect();
     for r in db.trans_un(&erased) {
@@ -118,11 +141,34 @@ pub(crate) fn simulate(pkgs: &[Pkg], indb: &InDb) -> Vec<PlanEntry> {
             out.push(entry(&pkgs[i].nevra, "run", Some(r)));
         }
     }
+    for (nevra, r) in untrans(indb, Phase::PostUnTrans, &db) {
+        out.push(entry(&nevra, "run", Some(r)));
+    }
     let insts: Vec<u32> = new.iter().map(|&(_, inst)| inst).collect();
     for r in db.trans_in(&insts) {
         out.push(entry("", "run", Some(r)));
     }
     out
+}
+
+/// rpm 4.20's `runTransScripts` of `%preuntrans` or `%postuntrans`: the
+/// erased elements in the transaction's order, each with its element's
+/// NEVRA; nothing under rpm 4.18.
+fn untrans(indb: &InDb, phase: Phase, db: &Db) -> Vec<(String, crate::plan::Run)> {
+    if !indb.rpm420 {
+        return Vec::new();
+    }
+    indb.elements
+        .iter()
+        .filter_map(|e| match *e {
+            Elem::Erase(k) => Some(&indb.erased[k]),
+            Elem::Add(_) => None,
+        })
+        .filter_map(|o| {
+            o.untrans(phase, db)
+                .map(|r| (o.installed.nevra.clone(), r))
+        })
+        .collect()
 }
 
 /// `%posttrans`'s `$1`: the instances installed now, plus one when the
@@ -149,6 +195,8 @@ struct Runner<'a> {
     /// The session answering scriptlets' sync calls, if any.
     nosync: Option<&'a cowkit_nosync::scoped::Session>,
     failed: HashSet<usize>,
+    /// The erased packages whose `%preuntrans` failed (rpm 4.20).
+    untrans_failed: HashSet<String>,
     /// Placed packages and their instances.
     placed: Vec<(usize, u32)>,
 }
@@ -188,6 +236,7 @@ pub(crate) fn run(
         fates: &fates,
         nosync,
         failed: HashSet::new(),
+        untrans_failed: HashSet::new(),
         placed: Vec::new(),
     };
     if opts.test {
@@ -235,6 +284,12 @@ pub(crate) fn run(
     };
     r.pretrans()?;
     crate::journal::crash_point("pretrans-done");
+    for (nevra, run) in untrans(r.indb, Phase::PreUnTrans, &r.db) {
+        if r.script(&run)?.is_some() {
+            // rpm 4.20 marks the element failed: its erasure is skipped.
+            r.untrans_failed.insert(nevra);
+        }
+    }
     let erased: Vec<u32> = indb.erased.iter().map(|e| e.inst).collect();
     for run in r.db.trans_un(&erased) {
         r.script(&run)?;
@@ -445,6 +500,9 @@ impl Runner<'_> {
                 self.script(&plain(&p.nevra, &p.prefixes, s, arg))?;
             }
         }
+        for (_, run) in untrans(self.indb, Phase::PostUnTrans, &self.db) {
+            self.script(&run)?;
+        }
         let insts: Vec<u32> = self.placed.iter().map(|&(_, inst)| inst).collect();
         for run in self.db.trans_in(&insts) {
             self.script(&run)?;
@@ -638,6 +696,14 @@ impl Runner<'_> {
     fn erase_one(&mut self, e: usize) -> Result<()> {
         let o = &self.indb.erased[e];
         if self.failed.contains(&o.by) {
+            return Ok(());
+        }
+        if self.untrans_failed.contains(&o.installed.nevra) {
+            // As when its %preun fails (below): rpm keeps the old version.
+            self.sum.scriptlet_warnings.push(format!(
+                "{}: %preuntrans({}) failed; its files that {} does not have were left in place",
+                o.installed.nevra, o.installed.nevra, self.pkgs[o.by].nevra
+            ));
             return Ok(());
         }
         let steps = self.db.erase(o.inst, &o.gone(self.pkgs), &o.scripts());

@@ -62,6 +62,12 @@ pub enum Phase {
     PreUn,
     /// `%postun`: of an old version, after its files are removed.
     PostUn,
+    /// `%preuntrans` (rpm 4.20): of an old version, before anything of the
+    /// transaction is changed (after every `%pretrans`).
+    PreUnTrans,
+    /// `%postuntrans` (rpm 4.20): of an old version, after the whole
+    /// transaction (after every `%posttrans`).
+    PostUnTrans,
     /// A trigger of any kind (its name is in the plan's [`crate::plan::Run`]).
     Trigger,
 }
@@ -76,6 +82,8 @@ impl Phase {
             Phase::PostTrans => "%posttrans",
             Phase::PreUn => "%preun",
             Phase::PostUn => "%postun",
+            Phase::PreUnTrans => "%preuntrans",
+            Phase::PostUnTrans => "%postuntrans",
             Phase::Trigger => "%trigger",
         }
     }
@@ -89,15 +97,20 @@ impl Phase {
             Phase::PostTrans => "posttrans",
             Phase::PreUn => "preun",
             Phase::PostUn => "postun",
+            Phase::PreUnTrans => "preuntrans",
+            Phase::PostUnTrans => "postuntrans",
             Phase::Trigger => "trigger",
         }
     }
 
     /// rpm stops the package when one of these fails (rpm 4.18
-    /// `lib/rpmscript.c`: pretrans, pre, preun are critical); the others
-    /// only warn.
+    /// `lib/rpmscript.c`: pretrans, pre, preun are critical; rpm 4.20 adds
+    /// preuntrans); the others only warn.
     pub fn critical(self) -> bool {
-        matches!(self, Phase::PreTrans | Phase::Pre | Phase::PreUn)
+        matches!(
+            self,
+            Phase::PreTrans | Phase::Pre | Phase::PreUn | Phase::PreUnTrans
+        )
     }
 
     fn tags(self) -> (IndexTag, IndexTag, IndexTag) {
@@ -113,6 +126,16 @@ impl Phase {
             ),
             Phase::PreUn => (RPMTAG_PREUN, RPMTAG_PREUNPROG, RPMTAG_PREUNFLAGS),
             Phase::PostUn => (RPMTAG_POSTUN, RPMTAG_POSTUNPROG, RPMTAG_POSTUNFLAGS),
+            Phase::PreUnTrans => (
+                RPMTAG_PREUNTRANS,
+                RPMTAG_PREUNTRANSPROG,
+                RPMTAG_PREUNTRANSFLAGS,
+            ),
+            Phase::PostUnTrans => (
+                RPMTAG_POSTUNTRANS,
+                RPMTAG_POSTUNTRANSPROG,
+                RPMTAG_POSTUNTRANSFLAGS,
+            ),
             // Triggers are read by `cowkit_rpmdb::triggers`.
             Phase::Trigger => (
                 RPMTAG_TRIGGERSCRIPTS,
