@@ -628,8 +628,11 @@ impl Rpm {
         let program = program();
         // Debian's rpm warns on every install that alien should be used
         // instead; its own `--force-debian` silences that. Other rpms do
-        // not know the option.
-        let force_debian = Path::new("/etc/debian_version").exists();
+        // not know the option (an rpm 4.20 built on Debian is not
+        // Debian's).
+        let force_debian = Path::new("/etc/debian_version").exists()
+            && generation::of_program(&program)
+                .map_or(true, |v| (v.major, v.minor) == (4, 18));
         Rpm {
             program,
             root: std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf()),
