@@ -1,0 +1,144 @@
+//! rpm 4.20's `%preuntrans` and `%postuntrans` (`lib/transaction.c`,
+//! `lib/psm.c` at `rpm-4.20.1-release`): an installed package's scriptlets
+//! that run when a transaction erases it, before anything is changed and
+//! after the whole transaction. Scenarios in the shape of rpm's own
+//! scriptlet scenarios (`rpmscript.at`), for the rpm 4.20 tier only (rpm
+//! 4.18's `rpmbuild` does not know these sections).
+
+use super::harness::{Scenario, Step, Want};
+use super::specs::{self, Spec};
+
+/// `untrans` 1.0-`rel`: no files; every scriptlet echoing
+/// `untrans-1.0-REL KIND $*` (`lua`: `%preuntrans` and `%postuntrans` in
+/// `<lua>`, printing the same); `fail`: its `%preuntrans` exits 1.
+fn untrans(rel: &str, lua: bool, fail: bool) -> Spec {
+    let mut s = Spec::new("untrans", "1.0");
+    s.release = rel.into();
+    s.files = "%defattr(-,root,root,-)".into();
+    let mut text = String::new();
+    for (p, w) in [
+        ("pretrans", "PRETRANS"),
+        ("pre", "PRE"),
+        ("post", "POST"),
+        ("preun", "PREUN"),
+        ("postun", "POSTUN"),
+        ("posttrans", "POSTTRANS"),
+        ("preuntrans", "PREUNTRANS"),
+        ("postuntrans", "POSTUNTRANS"),
+    ] {
+        let untrans = p.ends_with("untrans");
+        if untrans && lua {
+            text.push_str(&format!(
+                "%{p} -p <lua>\nprint(\"untrans-1.0-{rel} {w} \" .. arg[2])\n"
+            ));
+        } else {
+            let exit = if fail && p == "preuntrans" {
+                "\nexit 1"
+            } else {
+                ""
+            };
+            text.push_str(&format!("%{p}\necho untrans-1.0-{rel} {w} $*{exit}\n"));
+        }
+    }
+    s.scripts = text;
+    s
+}
+
+fn step_u(pkg: &str, status: i32, stdout: &str, stderr: Option<&str>) -> Step {
+    Step::Rpm {
+        args: vec!["-U".into()],
+        pkgs: vec![pkg.into()],
+        env: vec![],
+        want: Want {
+            status: Some(status),
+            stdout: Some(stdout.into()),
+            stderr: stderr.map(str::to_string),
+            own_stdout: false,
+        },
+    }
+}
+
+fn scenario(id: &str, title: &'static str, what: &str, lua: bool, fail: bool) -> Scenario {
+    let one = "untrans-1.0-1";
+    let two = "untrans-1.0-2";
+    let upgrade = if fail {
+        format!(
+            "{two} PRETRANS 2\n{one} PREUNTRANS 1\n{two} PRE 2\n{two} POST 2\n{two} POSTTRANS 2\n{one} POSTUNTRANS 2"
+        )
+    } else {
+        format!(
+            "{two} PRETRANS 2\n{one} PREUNTRANS 1\n{two} PRE 2\n{two} POST 2\n{one} PREUN 1\n{one} POSTUN 1\n{two} POSTTRANS 2\n{one} POSTUNTRANS 1"
+        )
+    };
+    let mut steps = vec![
+        Step::Sh(
+            "mkdir -p bin && cp /usr/bin/busybox bin/busybox && for a in sh cat wc; do ln -s busybox bin/$a; done"
+                .into(),
+        ),
+        Step::Rpm {
+            args: vec!["-U".into()],
+            pkgs: vec!["fakeshell".into()],
+            env: vec![],
+            want: Want::default(),
+        },
+        step_u(
+            "1",
+            0,
+            &format!("{one} PRETRANS 1\n{one} PRE 1\n{one} POST 1\n{one} POSTTRANS 1"),
+            None,
+        ),
+        step_u("2", 0, &upgrade, None),
+    ];
+    if !fail {
+        steps.push(Step::Erase {
+            args: vec!["untrans".into()],
+            want: Want {
+                status: Some(0),
+                stdout: Some(format!(
+                    "{two} PREUNTRANS 0\n{two} PREUN 0\n{two} POSTUN 0\n{two} POSTUNTRANS 0"
+                )),
+                stderr: None,
+                own_stdout: false,
+            },
+        });
+    }
+    Scenario {
+        id: id.into(),
+        file: "rpm 4.20",
+        title,
+        what: what.into(),
+        pkgs: vec![
+            ("fakeshell".into(), specs::fakeshell()),
+            ("1".into(), untrans("1", lua, fail)),
+            ("2".into(), untrans("2", lua, false)),
+        ],
+        steps,
+    }
+}
+
+/// Every `%preuntrans`/`%postuntrans` scenario.
+pub fn all() -> Vec<Scenario> {
+    vec![
+        scenario(
+            "untrans-1.1",
+            "%preuntrans and %postuntrans",
+            "an upgrade and an erase of a package with every scriptlet: the old version's %preuntrans after every %pretrans, its %postuntrans after every %posttrans, their $1",
+            false,
+            false,
+        ),
+        scenario(
+            "untrans-1.2",
+            "<lua> %preuntrans and %postuntrans",
+            "the same with both in <lua> (rpm's Lua, its arg table)",
+            true,
+            false,
+        ),
+        scenario(
+            "untrans-1.3",
+            "a failing %preuntrans",
+            "an upgrade whose old version's %preuntrans fails: rpm 4.20 marks the erasure failed",
+            false,
+            true,
+        ),
+    ]
+}

@@ -1,0 +1,83 @@
+//! rpm's scenarios (`rpm_at.rs`) with rpm 4.20 as both the reference and
+//! the rpm that registers cowkit's root, and the `%preuntrans` and
+//! `%postuntrans` scenarios of rpm 4.20 (`rpm_at/untrans.rs`): packages are
+//! built by rpm 4.20's `rpmbuild`; each scenario must end as
+//! `rpm_at/expected_420.rs` says, or else as `rpm_at/expected.rs` says.
+//!
+//! The tools come from `COWKIT_FEDORA_TOOLS`: the prefix
+//! `scripts/fedora-tools.sh` prints (rpm 4.20 in `PREFIX/bin`). Without it,
+//! or without rpm 4.20 there, the test fails and says so: it never passes
+//! without running. Its `bin` goes first in `PATH` for everything the test
+//! runs (`rpm`, `rpmbuild`, and `cowkit install`, whose rpm is the one in
+//! `PATH`). `COWKIT_RPM_AT_REPORT`, `_ONLY`, `_JOBS` as in `rpm_at.rs`.
+//!
+//! Needs root (rpm `--root`, owners) and the rig's XFS.
+
+mod common;
+
+use common::{as_root, tmp};
+
+#[path = "rpm_at/expected.rs"]
+mod expected;
+#[path = "rpm_at/expected_420.rs"]
+mod expected_420;
+#[path = "rpm_at/harness.rs"]
+mod harness;
+#[path = "rpm_at/run.rs"]
+mod run;
+#[path = "rpm_at/scenarios.rs"]
+mod scenarios;
+#[path = "rpm_at/specs.rs"]
+mod specs;
+#[path = "rpm_at/untrans.rs"]
+mod untrans;
+
+/// The prefix of the Fedora tools, checked: its `bin/rpm` is rpm 4.20.
+fn fedora_tools() -> std::path::PathBuf {
+    let Some(prefix) = std::env::var_os("COWKIT_FEDORA_TOOLS") else {
+        panic!(
+            "COWKIT_FEDORA_TOOLS is not set: this tier runs rpm's scenarios against rpm 4.20; \
+             build or find the tools with `bash scripts/fedora-tools.sh` and set \
+             COWKIT_FEDORA_TOOLS to the prefix it prints"
+        );
+    };
+    let prefix = std::path::PathBuf::from(prefix);
+    let rpm = prefix.join("bin/rpm");
+    let out = std::process::Command::new(&rpm)
+        .arg("--version")
+        .output()
+        .unwrap_or_else(|e| panic!("COWKIT_FEDORA_TOOLS: cannot run {}: {e}", rpm.display()));
+    let v = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && v.starts_with("RPM version 4.20."),
+        "COWKIT_FEDORA_TOOLS: {} is not rpm 4.20 ({})",
+        rpm.display(),
+        v.trim()
+    );
+    prefix
+}
+
+#[test]
+fn rpm_at_scenarios_with_rpm_420_end_as_the_table_says() {
+    let prefix = fedora_tools();
+    if !as_root(
+        "rpm_at_scenarios_with_rpm_420_end_as_the_table_says",
+        "rpm --root, owners",
+    ) {
+        return;
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut dirs = vec![prefix.join("bin")];
+    dirs.extend(std::env::split_paths(&path));
+    // Set before any thread or child starts: the only test of this binary.
+    std::env::set_var("PATH", std::env::join_paths(dirs).expect("a valid PATH"));
+    std::env::remove_var("COWKIT_RPM");
+    let mut all = scenarios::all();
+    all.extend(untrans::all());
+    run::run_table(
+        expected::EXPECTED,
+        expected_420::OVER_420,
+        all,
+        &tmp().join("rpm-at-packages-420"),
+    );
+}
