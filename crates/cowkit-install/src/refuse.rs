@@ -264,7 +264,8 @@ fn rpm420_unsupported(run: &crate::plan::Run) -> Option<&'static str> {
     }
     let body = &run.script.body;
     let deprecated = ["fork", "exec", "wait", "redirect2null"];
-    if run.script.is_lua() && body.contains("posix") && deprecated.iter().any(|d| body.contains(d)) {
+    if run.script.is_lua() && body.contains("posix") && deprecated.iter().any(|d| body.contains(d))
+    {
         return Some("it may call posix.fork/exec/wait/redirect2null, which rpm 4.20 warns about by the package's builder rpm version, and cowkit does not give rpm's Lua that version yet");
     }
     None
@@ -310,7 +311,8 @@ fn is_base64(s: &str) -> bool {
     let t: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
     !t.is_empty()
         && t.len() % 4 == 0
-        && t.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'=')
+        && t.iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'=')
 }
 
 /// The installs (indices into `nevras`) in rpm's order.
@@ -365,6 +367,17 @@ mod tests {
     use std::path::Path;
 
     use super::*;
+
+    #[test]
+    fn sysusers_data_as_rpm_base64_decodes_it() {
+        // `u root 0 "Super User" /root` in base64, as rpmbuild writes it.
+        assert!(is_base64("dSByb290IDAgIlN1cGVyIFVzZXIiIC9yb290"));
+        assert!(is_base64("Zw=="));
+        assert!(!is_base64(""));
+        assert!(!is_base64("1.0"));
+        assert!(!is_base64("1.0-1"));
+        assert!(!is_base64("abc"));
+    }
 
     #[test]
     fn the_same_package_twice_is_rpms_to_leave_out() {

@@ -164,10 +164,7 @@ fn untrans(indb: &InDb, phase: Phase, db: &Db) -> Vec<(String, crate::plan::Run)
             Elem::Erase(k) => Some(&indb.erased[k]),
             Elem::Add(_) => None,
         })
-        .filter_map(|o| {
-            o.untrans(phase, db)
-                .map(|r| (o.installed.nevra.clone(), r))
-        })
+        .filter_map(|o| o.untrans(phase, db).map(|r| (o.installed.nevra.clone(), r)))
         .collect()
 }
 

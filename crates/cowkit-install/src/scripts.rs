@@ -271,9 +271,7 @@ impl Scriptlet {
     /// (`lua`: whether rpm's own Lua is there to run `<lua>` ones).
     pub fn runnable(&self, lua: bool) -> std::result::Result<(), &'static str> {
         if self.is_lua() && !lua {
-            return Err(
-                "it is a <lua> scriptlet, and rpm's Lua (librpmio) cannot be loaded here",
-            );
+            return Err("it is a <lua> scriptlet, and rpm's Lua (librpmio) cannot be loaded here");
         }
         if self.flags & FLAG_EXPAND != 0 {
             return Err("rpm expands its body with rpm's own macros at install time (-e)");

@@ -178,7 +178,11 @@ fn python_with_rpm(script: &str) -> Result<(OsString, Command)> {
     let mut c = Command::new(&python);
     c.args(["-I", "-c"])
         .arg(format!("{PY_PROLOGUE}{script}"))
-        .arg(python_path().map(PathBuf::into_os_string).unwrap_or_default())
+        .arg(
+            python_path()
+                .map(PathBuf::into_os_string)
+                .unwrap_or_default(),
+        )
         .arg(version.to_string());
     Ok((python, c))
 }
@@ -631,8 +635,7 @@ impl Rpm {
         // not know the option (an rpm 4.20 built on Debian is not
         // Debian's).
         let force_debian = Path::new("/etc/debian_version").exists()
-            && generation::of_program(&program)
-                .map_or(true, |v| (v.major, v.minor) == (4, 18));
+            && generation::of_program(&program).map_or(true, |v| (v.major, v.minor) == (4, 18));
         Rpm {
             program,
             root: std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf()),

@@ -78,7 +78,17 @@ impl Libraries {
             .stderr(std::process::Stdio::null())
             .output()
             .map_err(|e| format!("cannot run `ldd {}`: {e}", program.display()))?;
-        let text = String::from_utf8_lossy(&out.stdout);
+        Libraries::from_ldd(
+            &program.display().to_string(),
+            &String::from_utf8_lossy(&out.stdout),
+            &out.status.to_string(),
+            out.status.success(),
+        )
+    }
+
+    /// The libraries in `ldd PROGRAM`'s answer `text` (`status`: its exit
+    /// status, `ok`: whether it succeeded).
+    fn from_ldd(program: &str, text: &str, status: &str, ok: bool) -> Result<Libraries, String> {
         let lib = |prefix: &str| -> Option<(String, String)> {
             text.lines().find_map(|l| {
                 let (name, rest) = l.trim().split_once(" => ")?;
@@ -98,23 +108,18 @@ impl Libraries {
                         rpm420: true,
                     }),
                     _ => Err(format!(
-                        "`{}` loads {n} but `ldd` shows no librpm.so.10 or liblua beside it",
-                        program.display()
+                        "`{program}` loads {n} but `ldd` shows no librpm.so.10 or liblua beside it"
                     )),
                 }
             }
             Some((n, _)) => Err(format!(
-                "`{}` loads {n}: cowkit runs <lua> scriptlets with rpm 4.18's librpmio.so.9 or rpm 4.20's librpmio.so.10 only",
-                program.display()
+                "`{program}` loads {n}: cowkit runs <lua> scriptlets with rpm 4.18's librpmio.so.9 or rpm 4.20's librpmio.so.10 only"
             )),
-            None if out.status.success() => Err(format!(
-                "`ldd {}` shows no librpmio: cannot tell which rpm's Lua to load",
-                program.display()
+            None if ok => Err(format!(
+                "`ldd {program}` shows no librpmio: cannot tell which rpm's Lua to load"
             )),
             None => Err(format!(
-                "`ldd {}` failed ({}): cannot tell which rpm's Lua to load",
-                program.display(),
-                out.status
+                "`ldd {program}` failed ({status}): cannot tell which rpm's Lua to load"
             )),
         }
     }
@@ -271,7 +276,9 @@ pub fn load() -> Result<(), String> {
                 None
             } else {
                 Some(symbol::<unsafe extern "C" fn() -> c_int>(
-                    &libs.rpm, &names.rpm, "rpmugInit",
+                    &libs.rpm,
+                    &names.rpm,
+                    "rpmugInit",
                 )?)
             };
             Ok(Loaded {
@@ -609,4 +616,46 @@ pub fn transaction_signals() -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_libraries_of_the_rpm_program_as_ldd_shows_them() {
+        let debian = "\tlinux-vdso.so.1 (0x00007ffd)\n\tlibrpm.so.9 => /lib/x86_64-linux-gnu/librpm.so.9 (0x00007f)\n\tlibrpmio.so.9 => /lib/x86_64-linux-gnu/librpmio.so.9 (0x00007f)\n\tliblua5.3.so.0 => /lib/x86_64-linux-gnu/liblua5.3.so.0 (0x00007f)\n";
+        assert_eq!(
+            Libraries::from_ldd("rpm", debian, "exit status: 0", true).unwrap(),
+            Libraries::rpm418()
+        );
+        let prefix = "\tlibrpm.so.10 => /usr/local/fedora-tools/lib/librpm.so.10 (0x00007f)\n\tlibrpmio.so.10 => /usr/local/fedora-tools/lib/librpmio.so.10 (0x00007f)\n\tliblua5.4.so.0 => /lib/x86_64-linux-gnu/liblua5.4.so.0 (0x00007f)\n";
+        assert_eq!(
+            Libraries::from_ldd("rpm", prefix, "exit status: 0", true).unwrap(),
+            Libraries {
+                rpmio: "/usr/local/fedora-tools/lib/librpmio.so.10".into(),
+                rpm: "/usr/local/fedora-tools/lib/librpm.so.10".into(),
+                lua: "/lib/x86_64-linux-gnu/liblua5.4.so.0".into(),
+                rpm420: true,
+            }
+        );
+        let e = Libraries::from_ldd(
+            "rpm",
+            "\tlibrpmio.so.8 => /lib/librpmio.so.8 (0x1)\n",
+            "exit status: 0",
+            true,
+        )
+        .unwrap_err();
+        assert!(e.contains("librpmio.so.8"), "{e}");
+        let e = Libraries::from_ldd(
+            "rpm",
+            "\tlibrpmio.so.10 => not found\n",
+            "exit status: 0",
+            true,
+        )
+        .unwrap_err();
+        assert!(e.contains("no librpmio"), "{e}");
+        let e = Libraries::from_ldd("/x/rpm", "", "exit status: 1", false).unwrap_err();
+        assert!(e.contains("failed (exit status: 1)"), "{e}");
+    }
 }

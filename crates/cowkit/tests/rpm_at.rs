@@ -53,4 +53,3 @@ fn rpm_at_scenarios_end_as_the_table_says() {
         &tmp().join("rpm-at-packages"),
     );
 }
-
