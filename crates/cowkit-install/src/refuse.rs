@@ -229,10 +229,8 @@ pub(crate) fn unplaceable(pkgs: &[Pkg]) -> Result<()> {
 /// triggers get other arguments than rpm 4.18's (`lib/rpmtriggers.c`:
 /// `$1` the trigger package's installed count, `%filetrigger*` a `$2`),
 /// which cowkit does not compute yet: the plan's file triggers are refused
-/// by name; and whose `<lua>` scriptlets warn that `posix.fork`, `exec`,
-/// `wait` and `redirect2null` are deprecated or not by the package's
-/// builder rpm version, which cowkit does not pass to rpm's Lua yet: a
-/// `<lua>` scriptlet that names one is refused.
+/// by name; and whose Lua reads the package's builder rpm version
+/// (`RPMVERSION`): a `<lua>` scriptlet of a header without one is refused.
 pub(crate) fn unsupported(plan: &[PlanEntry], lua: bool, rpm420: bool) -> Result<()> {
     let mut problems = Vec::new();
     let mut seen = HashSet::new();
@@ -262,11 +260,8 @@ fn rpm420_unsupported(run: &crate::plan::Run) -> Option<&'static str> {
     if run.name.starts_with("%filetrigger") || run.name.starts_with("%transfiletrigger") {
         return Some("rpm 4.20 gives file triggers arguments ($1: the trigger package's installed count; $2 for %filetrigger*) that cowkit does not compute yet");
     }
-    let body = &run.script.body;
-    let deprecated = ["fork", "exec", "wait", "redirect2null"];
-    if run.script.is_lua() && body.contains("posix") && deprecated.iter().any(|d| body.contains(d))
-    {
-        return Some("it may call posix.fork/exec/wait/redirect2null, which rpm 4.20 warns about by the package's builder rpm version, and cowkit does not give rpm's Lua that version yet");
+    if run.script.is_lua() && run.script.rpmver.is_none() {
+        return Some("its package's header has no RPMVERSION, which rpm 4.20's Lua takes from it (rpm 4.20 itself would fail on it)");
     }
     None
 }

@@ -441,6 +441,7 @@ impl Runner<'_> {
             args: &args,
             files: run.files.as_deref(),
             prefixes: &run.prefixes,
+            rpmver: run.script.rpmver.as_deref(),
         };
         let r = run.script.run(self.root, &how, &mut ctx);
         self.sum.seconds.scriptlets += t.elapsed().as_secs_f64();

@@ -193,6 +193,8 @@ pub struct Invocation<'a> {
     pub files: Option<&'a [Vec<u8>]>,
     /// `RPM_INSTALL_PREFIX*`.
     pub prefixes: &'a [String],
+    /// The version of the rpm that built the scriptlet's package.
+    pub rpmver: Option<&'a str>,
 }
 
 /// What every scriptlet run of a transaction shares.
@@ -216,6 +218,9 @@ pub struct Scriptlet {
     pub prog: Vec<String>,
     /// rpm's flags.
     pub flags: u32,
+    /// The version of the rpm that built its package (`RPMVERSION`): rpm
+    /// 4.20's Lua warns of deprecated calls by it.
+    pub rpmver: Option<String>,
 }
 
 impl Scriptlet {
@@ -237,6 +242,10 @@ impl Scriptlet {
         }
         Some(Scriptlet {
             phase,
+            rpmver: h
+                .get_entry_data_as_string(IndexTag::RPMTAG_RPMVERSION)
+                .ok()
+                .map(str::to_string),
             body: body.unwrap_or("").to_string(),
             prog: if prog.is_empty() {
                 vec!["/bin/sh".to_string()]
@@ -254,6 +263,7 @@ impl Scriptlet {
             body: s.body.clone(),
             prog: s.prog.clone(),
             flags: s.flags,
+            rpmver: s.rpmver.clone(),
         }
     }
 
@@ -302,6 +312,7 @@ impl Scriptlet {
             args,
             files,
             prefixes,
+            rpmver: _,
         } = *how;
         let listed = crate::interrupt::Listed::new(name, self.is_lua());
         if self.is_lua() {

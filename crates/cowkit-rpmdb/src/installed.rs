@@ -238,6 +238,7 @@ fn script(tags: &Tags, body: &str, prog: &str, flags: &str) -> Option<Script> {
             p.iter().map(|s| s.to_string()).collect()
         },
         flags: ints(tags, flags).first().copied().unwrap_or(0) as u32,
+        rpmver: one(tags, "Rpmversion").map(str::to_string),
     })
 }
 

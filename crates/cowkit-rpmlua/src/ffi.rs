@@ -39,9 +39,8 @@ pub struct Libraries {
     pub lua: String,
     /// rpm 4.20's (`librpmio.so.10`): it has no `rpmugInit`, and its
     /// `runLuaScript` also keeps the package's builder rpm version in Lua's
-    /// registry (which decides only whether rpm warns that `posix.fork`,
-    /// `exec`, `wait` and `redirect2null` are deprecated: a transaction
-    /// under rpm 4.20 refuses `<lua>` scriptlets that name them).
+    /// registry (which decides whether rpm warns that `posix.fork`,
+    /// `exec`, `wait` and `redirect2null` are deprecated).
     pub rpm420: bool,
 }
 
@@ -200,7 +199,18 @@ api! {
     lua pushnil = "lua_pushnil": unsafe extern "C" fn(LuaState);
     // void lua_settop(lua_State *L, int idx);  (lua_pop)
     lua settop = "lua_settop": unsafe extern "C" fn(LuaState, c_int);
+    // void lua_settable(lua_State *L, int idx);
+    lua settable = "lua_settable": unsafe extern "C" fn(LuaState, c_int);
+    // int lua_getfield(lua_State *L, int idx, const char *k);
+    lua getfield = "lua_getfield": unsafe extern "C" fn(LuaState, c_int, *const c_char) -> c_int;
 }
+
+/// `LUA_REGISTRYINDEX` of Lua 5.3 and 5.4 (`-LUAI_MAXSTACK - 1000`, with
+/// `LUAI_MAXSTACK` 1000000 on 64-bit builds of both).
+const LUA_REGISTRYINDEX: c_int = -1_001_000;
+
+/// The registry key of rpm 4.20's runLuaScript.
+const RPM_PACKAGE_RPMVERSION: &CStr = c"RPM_PACKAGE_RPMVERSION";
 
 /// The three libraries, kept loaded for the life of the process.
 struct Libs {
@@ -213,6 +223,8 @@ struct Loaded {
     api: Api,
     /// rpm 4.18's `rpmugInit`; rpm 4.20 has none.
     ug_init: Option<unsafe extern "C" fn() -> c_int>,
+    /// rpm 4.20's libraries.
+    rpm420: bool,
     _libs: Libs,
 }
 
@@ -284,6 +296,7 @@ pub fn load() -> Result<(), String> {
             Ok(Loaded {
                 api: resolve(&libs)?,
                 ug_init,
+                rpm420: names.rpm420,
                 _libs: libs,
             })
         })
@@ -421,6 +434,8 @@ pub struct Script<'a> {
     pub prefixes: Option<&'a [CString]>,
     /// `nextFileFunc`'s list.
     pub next_files: Option<Vec<CString>>,
+    /// `script->rpmver` (rpm 4.20): the package's builder rpm version.
+    pub rpmver: Option<&'a CStr>,
 }
 
 /// `runLuaScript`'s result (`rpmRC`).
@@ -456,6 +471,7 @@ pub fn run_lua_script(s: Script<'_>) -> (Rc, Vec<String>) {
         argv,
         prefixes,
         next_files,
+        rpmver,
     } = s;
     let has_next = next_files.is_some();
     if let Some(files) = next_files {
@@ -481,7 +497,7 @@ pub fn run_lua_script(s: Script<'_>) -> (Rc, Vec<String>) {
             (api.setglobal)(l, c"RPM_INSTALL_PREFIX".as_ptr());
         }
     }
-    let rc = run_in_root(api, name, script, argv);
+    let rc = run_in_root(api, name, script, argv, rpmver);
     if prefixes.is_some() {
         // SAFETY: as above.
         unsafe {
@@ -516,7 +532,15 @@ pub fn run_lua_script(s: Script<'_>) -> (Rc, Vec<String>) {
 
 /// The middle of runLuaScript: cwd and umask saved, `chdir("/")`, the run,
 /// the fork check, cwd and umask restored.
-fn run_in_root(api: &Api, name: &CStr, script: &CStr, argv: &[CString]) -> Rc {
+/// With rpm 4.20's libraries, `rpmver` goes into Lua's registry around the
+/// run as 4.20's runLuaScript puts it there.
+fn run_in_root(
+    api: &Api,
+    name: &CStr,
+    script: &CStr,
+    argv: &[CString],
+    rpmver: Option<&CStr>,
+) -> Rc {
     // rpm: `cwd = open(".", O_RDONLY)` (no O_CLOEXEC); nothing runs without it.
     let Ok(cwd) = rustix::fs::open(".", OFlags::RDONLY, Mode::empty()) else {
         return Rc::Fail;
@@ -527,6 +551,19 @@ fn run_in_root(api: &Api, name: &CStr, script: &CStr, argv: &[CString]) -> Rc {
     let mut argv: Vec<*mut c_char> = argv.iter().map(|a| a.as_ptr().cast_mut()).collect();
     argv.push(ptr::null_mut());
     let mut rc = Rc::Fail;
+    let rpm420 = loaded().rpm420;
+    // SAFETY: the global state exists; rpm 4.20's runLuaScript makes these
+    // calls here, on a stack they leave as they found it (a NULL version
+    // pushes nil, as `lua_pushstring` does for rpm).
+    let l = unsafe { (api.get_lua)((api.global_state)()) };
+    if rpm420 {
+        // SAFETY: as above.
+        unsafe {
+            (api.pushstring)(l, RPM_PACKAGE_RPMVERSION.as_ptr());
+            (api.pushstring)(l, rpmver.map_or(ptr::null(), CStr::as_ptr));
+            (api.settable)(l, LUA_REGISTRYINDEX);
+        }
+    }
     if rustix::process::chdir("/").is_ok() {
         // SAFETY: the global state exists; script and name are C strings;
         // `argv` is a NULL-terminated array of C strings that outlive the
@@ -546,6 +583,17 @@ fn run_in_root(api: &Api, name: &CStr, script: &CStr, argv: &[CString]) -> Rc {
     }
     if rustix::process::getpid() != pid {
         forked_child_exit();
+    }
+    if rpm420 {
+        // SAFETY: as above: rpm 4.20's own calls after the run (which set
+        // `registry[version] = nil` and leave the version in place; a
+        // version is always there, the transaction refuses a <lua>
+        // scriptlet without one under rpm 4.20).
+        unsafe {
+            (api.getfield)(l, LUA_REGISTRYINDEX, RPM_PACKAGE_RPMVERSION.as_ptr());
+            (api.pushnil)(l);
+            (api.settable)(l, LUA_REGISTRYINDEX);
+        }
     }
     if let Err(e) = rustix::process::fchdir(&cwd) {
         rpmlog(

@@ -49,6 +49,7 @@
 //!     arg2: false,
 //!     prefixes: None,
 //!     next_files: None,
+//!     rpmver: Some("4.18.0"),
 //! })?;
 //! assert_eq!(out, Outcome::Ok);
 //! host.finish()?;
@@ -114,6 +115,12 @@ pub struct LuaScript<'a> {
     /// returns `nil`, and a further call starts the list again, as rpm 4.18
     /// does.
     pub next_files: Option<&'a [Vec<u8>]>,
+    /// The version of the rpm that built the scriptlet's package
+    /// (`RPMVERSION`). rpm 4.20 keeps it in Lua's registry while the
+    /// scriptlet runs (its Lua warns that `posix.fork`, `exec`, `wait` and
+    /// `redirect2null` are deprecated unless the package was built by an
+    /// older rpm); rpm 4.18 does not use it.
+    pub rpmver: Option<&'a str>,
 }
 
 /// What became of a scriptlet.
