@@ -101,8 +101,8 @@ pub(crate) fn simulate(pkgs: &[Pkg], indb: &InDb) -> Vec<PlanEntry> {
             out.push(entry(&pkgs[i].nevra, "run", Some(r)));
         }
     }
-    for (nevra, r) in untrans(indb, Phase::PreUnTrans, &db) {
-        out.push(entry(&nevra, "run", Some(r)));
+    for (k, r) in untrans(indb, Phase::PreUnTrans, &db) {
+        out.push(entry(&indb.erased[k].installed.nevra, "run", Some(r)));
     }
     let erased: Vec<u32> = indb.erased.iter().map(|e| e.inst).collect();
     for r in db.trans_un(&erased) {
@@ -141,8 +141,8 @@ pub(crate) fn simulate(pkgs: &[Pkg], indb: &InDb) -> Vec<PlanEntry> {
             out.push(entry(&pkgs[i].nevra, "run", Some(r)));
         }
     }
-    for (nevra, r) in untrans(indb, Phase::PostUnTrans, &db) {
-        out.push(entry(&nevra, "run", Some(r)));
+    for (k, r) in untrans(indb, Phase::PostUnTrans, &db) {
+        out.push(entry(&indb.erased[k].installed.nevra, "run", Some(r)));
     }
     let insts: Vec<u32> = new.iter().map(|&(_, inst)| inst).collect();
     for r in db.trans_in(&insts) {
@@ -152,19 +152,20 @@ pub(crate) fn simulate(pkgs: &[Pkg], indb: &InDb) -> Vec<PlanEntry> {
 }
 
 /// rpm 4.20's `runTransScripts` of `%preuntrans` or `%postuntrans`: the
-/// erased elements in the transaction's order, each with its element's
-/// NEVRA; nothing under rpm 4.18.
-fn untrans(indb: &InDb, phase: Phase, db: &Db) -> Vec<(String, crate::plan::Run)> {
+/// erased elements in the transaction's order, each with its index in
+/// `indb.erased`; nothing under rpm 4.18. (rpm runs none of a failed
+/// element: `rpmteOpen` refuses it; the runner skips those.)
+fn untrans(indb: &InDb, phase: Phase, db: &Db) -> Vec<(usize, crate::plan::Run)> {
     if !indb.rpm420 {
         return Vec::new();
     }
     indb.elements
         .iter()
         .filter_map(|e| match *e {
-            Elem::Erase(k) => Some(&indb.erased[k]),
+            Elem::Erase(k) => Some(k),
             Elem::Add(_) => None,
         })
-        .filter_map(|o| o.untrans(phase, db).map(|r| (o.installed.nevra.clone(), r)))
+        .filter_map(|k| indb.erased[k].untrans(phase, db).map(|r| (k, r)))
         .collect()
 }
 
@@ -192,8 +193,9 @@ struct Runner<'a> {
     /// The session answering scriptlets' sync calls, if any.
     nosync: Option<&'a cowkit_nosync::scoped::Session>,
     failed: HashSet<usize>,
-    /// The erased packages whose `%preuntrans` failed (rpm 4.20).
-    untrans_failed: HashSet<String>,
+    /// The erasures (indices into `indb.erased`) that failed: their
+    /// `%preuntrans` (rpm 4.20) or `%preun` failed.
+    erase_failed: HashSet<usize>,
     /// Placed packages and their instances.
     placed: Vec<(usize, u32)>,
 }
@@ -233,7 +235,7 @@ pub(crate) fn run(
         fates: &fates,
         nosync,
         failed: HashSet::new(),
-        untrans_failed: HashSet::new(),
+        erase_failed: HashSet::new(),
         placed: Vec::new(),
     };
     if opts.test {
@@ -281,10 +283,14 @@ pub(crate) fn run(
     };
     r.pretrans()?;
     crate::journal::crash_point("pretrans-done");
-    for (nevra, run) in untrans(r.indb, Phase::PreUnTrans, &r.db) {
+    for (k, run) in untrans(r.indb, Phase::PreUnTrans, &r.db) {
+        if r.failed.contains(&r.indb.erased[k].by) {
+            // rpm marked it failed with the install it depends on.
+            continue;
+        }
         if r.script(&run)?.is_some() {
             // rpm 4.20 marks the element failed: its erasure is skipped.
-            r.untrans_failed.insert(nevra);
+            r.erase_failed.insert(k);
         }
     }
     let erased: Vec<u32> = indb.erased.iter().map(|e| e.inst).collect();
@@ -498,8 +504,10 @@ impl Runner<'_> {
                 self.script(&plain(&p.nevra, &p.prefixes, s, arg))?;
             }
         }
-        for (_, run) in untrans(self.indb, Phase::PostUnTrans, &self.db) {
-            self.script(&run)?;
+        for (k, run) in untrans(self.indb, Phase::PostUnTrans, &self.db) {
+            if !self.failed.contains(&self.indb.erased[k].by) && !self.erase_failed.contains(&k) {
+                self.script(&run)?;
+            }
         }
         let insts: Vec<u32> = self.placed.iter().map(|&(_, inst)| inst).collect();
         for run in self.db.trans_in(&insts) {
@@ -696,7 +704,7 @@ impl Runner<'_> {
         if self.failed.contains(&o.by) {
             return Ok(());
         }
-        if self.untrans_failed.contains(&o.installed.nevra) {
+        if self.erase_failed.contains(&e) {
             // As when its %preun fails (below): rpm keeps the old version.
             self.sum.scriptlet_warnings.push(format!(
                 "{}: %preuntrans({}) failed; its files that {} does not have were left in place",
@@ -717,6 +725,7 @@ impl Runner<'_> {
                             "{}: {} failed; its files that {} does not have were left in place",
                             o.installed.nevra, run.name, self.pkgs[o.by].nevra
                         ));
+                        self.erase_failed.insert(e);
                         return Ok(());
                     }
                 }

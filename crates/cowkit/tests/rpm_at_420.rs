@@ -57,6 +57,17 @@ fn fedora_tools() -> std::path::PathBuf {
     prefix
 }
 
+/// `sc` with rpm held only to the exit statuses its steps expect
+/// ([`harness::Want::unheld`]).
+fn unheld(mut sc: harness::Scenario) -> harness::Scenario {
+    for step in &mut sc.steps {
+        if let harness::Step::Rpm { want, .. } | harness::Step::Erase { want, .. } = step {
+            want.unheld = true;
+        }
+    }
+    sc
+}
+
 #[test]
 fn rpm_at_scenarios_with_rpm_420_end_as_the_table_says() {
     let prefix = fedora_tools();
@@ -72,7 +83,9 @@ fn rpm_at_scenarios_with_rpm_420_end_as_the_table_says() {
     // Set before any thread or child starts: the only test of this binary.
     std::env::set_var("PATH", std::env::join_paths(dirs).expect("a valid PATH"));
     std::env::remove_var("COWKIT_RPM");
-    let mut all = scenarios::all();
+    // rpm 4.18's scenarios hold rpm to rpm 4.18's texts: here only to
+    // their exit statuses (rpm's and cowkit's outputs are still compared).
+    let mut all: Vec<harness::Scenario> = scenarios::all().into_iter().map(unheld).collect();
     all.extend(untrans::all());
     run::run_table(
         expected::EXPECTED,
