@@ -305,7 +305,7 @@ pub(crate) fn sysusers(pkgs: &[Pkg], sysusers: bool) -> Result<()> {
 fn is_base64(s: &str) -> bool {
     let t: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
     !t.is_empty()
-        && t.len() % 4 == 0
+        && t.len().is_multiple_of(4)
         && t.iter()
             .all(|&b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'=')
 }

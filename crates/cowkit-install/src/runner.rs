@@ -124,7 +124,7 @@ pub(crate) fn simulate(pkgs: &[Pkg], indb: &InDb) -> Vec<PlanEntry> {
         };
         for s in steps {
             out.push(match s {
-                Step::Run(r) => entry(nevra, "run", Some(r)),
+                Step::Run(r) => entry(nevra, "run", Some(*r)),
                 Step::Place => entry(nevra, "place", None),
                 Step::Remove => entry(nevra, "remove", None),
             });
