@@ -58,11 +58,15 @@ fn fedora_tools() -> std::path::PathBuf {
 }
 
 /// `sc` with rpm held only to the exit statuses its steps expect
-/// ([`harness::Want::unheld`]).
+/// ([`harness::Want::unheld`]), not to rpm 4.18's texts of what its
+/// commands and queries print (what both roots show is still compared).
 fn unheld(mut sc: harness::Scenario) -> harness::Scenario {
+    use harness::Step;
     for step in &mut sc.steps {
-        if let harness::Step::Rpm { want, .. } | harness::Step::Erase { want, .. } = step {
-            want.unheld = true;
+        match step {
+            Step::Rpm { want, .. } | Step::Erase { want, .. } => want.unheld = true,
+            Step::Query { want, .. } | Step::Out { want, .. } => *want = None,
+            _ => {}
         }
     }
     sc
