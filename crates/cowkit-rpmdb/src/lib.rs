@@ -621,6 +621,8 @@ pub struct Rpm {
     root: PathBuf,
     dbpath: String,
     force_debian: bool,
+    /// rpm 4.20: `--nosysusers` on every check and registration.
+    nosysusers: bool,
     /// What the transaction's file policy adds to its check and
     /// registration (`--excludedocs`, `--excludepath`, `--define`s).
     file_args: Vec<OsString>,
@@ -634,13 +636,20 @@ impl Rpm {
         // instead; its own `--force-debian` silences that. Other rpms do
         // not know the option (an rpm 4.20 built on Debian is not
         // Debian's).
+        let version = generation::of_program(&program).ok();
         let force_debian = Path::new("/etc/debian_version").exists()
-            && generation::of_program(&program).map_or(true, |v| (v.major, v.minor) == (4, 18));
+            && version.is_none_or(|v| (v.major, v.minor) == (4, 18));
+        // rpm 4.20 creates the users and groups of a package's sysusers
+        // provides even in a header-only (`--justdb`) transaction: never
+        // while cowkit only registers (a package that needs them is
+        // refused before).
+        let nosysusers = version.is_some_and(|v| (v.major, v.minor) == (4, 20));
         Rpm {
             program,
             root: std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf()),
             dbpath: db.path.clone(),
             force_debian,
+            nosysusers,
             file_args: Vec::new(),
         }
     }
@@ -690,6 +699,9 @@ impl Rpm {
     fn install_args(&self, c: &mut Command, check: &Check) {
         if self.force_debian {
             c.arg("--force-debian");
+        }
+        if self.nosysusers {
+            c.arg("--nosysusers");
         }
         c.args(HEADER_ONLY)
             .args(["--justdb", "--noscripts", "--notriggers"])

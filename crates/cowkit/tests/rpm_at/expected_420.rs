@@ -6,6 +6,7 @@ use super::expected::Expect::{self, *};
 
 /// Scenario id → expected end under rpm 4.20, over `expected::EXPECTED`.
 pub const OVER_420: &[(&str, Expect)] = &[
+    ("sysusers-1.1", Refused("with sysusers data")),
     ("untrans-1.1", Equal),
     (
         "untrans-1.2",

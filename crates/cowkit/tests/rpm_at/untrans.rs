@@ -3,7 +3,9 @@
 //! that run when a transaction erases it, before anything is changed and
 //! after the whole transaction. Scenarios in the shape of rpm's own
 //! scriptlet scenarios (`rpmscript.at`), for the rpm 4.20 tier only (rpm
-//! 4.18's `rpmbuild` does not know these sections).
+//! 4.18's `rpmbuild` does not know these sections); and a package with a
+//! `sysusers.d` file, whose `user()`/`group()` provides rpm 4.20 turns into
+//! a user and a group in the root.
 
 use super::harness::{Scenario, Step, Want};
 use super::specs::{self, Spec};
@@ -135,9 +137,29 @@ fn scenario(id: &str, title: &'static str, what: &str, lua: bool, fail: bool) ->
     }
 }
 
-/// Every `%preuntrans`/`%postuntrans` scenario.
+/// `supkg` 1.0 with `/usr/lib/sysusers.d/supkg.conf` creating the user
+/// `suuser` (rpm 4.20's `rpmbuild` makes the `user(suuser)` and
+/// `group(suuser)` provides from it).
+fn sysusers() -> Scenario {
+    let mut p = Spec::new("supkg", "1.0");
+    p.install = "mkdir -p \"$B/usr/lib/sysusers.d\"\n\
+                 echo 'u suuser - \"Su user\" /var/lib/su' > \"$B/usr/lib/sysusers.d/supkg.conf\""
+        .into();
+    p.files = "/usr/lib/sysusers.d/supkg.conf".into();
+    Scenario {
+        id: "sysusers-1.1".into(),
+        file: "rpm 4.20",
+        title: "sysusers",
+        what: "a package whose sysusers.d file rpm 4.20 turns into a user and a group".into(),
+        pkgs: vec![("su".into(), p)],
+        steps: vec![step_u("su", 0, "", None)],
+    }
+}
+
+/// Every `%preuntrans`/`%postuntrans` scenario, and the sysusers one.
 pub fn all() -> Vec<Scenario> {
     vec![
+        sysusers(),
         scenario(
             "untrans-1.1",
             "%preuntrans and %postuntrans",
