@@ -72,6 +72,45 @@ fn unheld(mut sc: harness::Scenario) -> harness::Scenario {
     sc
 }
 
+/// A package with sysusers data, into a root without a database: refused,
+/// and the root untouched (rpm 4.20 would create the user even in the
+/// header-only registration cowkit starts early for a new root).
+fn sysusers_into_a_new_root() {
+    let Some(dir) = cowkit_testutil::scratch(cowkit_testutil::Fs::Xfs) else {
+        return;
+    };
+    let pkg = harness::build(
+        &untrans::sysusers_spec(),
+        &tmp().join("rpm-at-packages-420"),
+    );
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cowkit"))
+        .args(["install", "--nodeps", "--root"])
+        .arg(&root)
+        .arg(&pkg)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "installed:\n{err}");
+    assert!(err.contains("with sysusers data"), "{err}");
+    let left: Vec<_> = walkdir(&root);
+    assert!(left.is_empty(), "the root was touched: {left:?}\n{err}");
+}
+
+/// Every path under `dir`.
+fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() && !p.is_symlink() {
+            out.extend(walkdir(&p));
+        }
+        out.push(p);
+    }
+    out
+}
+
 #[test]
 fn rpm_at_scenarios_with_rpm_420_end_as_the_table_says() {
     let prefix = fedora_tools();
@@ -87,6 +126,7 @@ fn rpm_at_scenarios_with_rpm_420_end_as_the_table_says() {
     // Set before any thread or child starts: the only test of this binary.
     std::env::set_var("PATH", std::env::join_paths(dirs).expect("a valid PATH"));
     std::env::remove_var("COWKIT_RPM");
+    sysusers_into_a_new_root();
     // rpm 4.18's scenarios hold rpm to rpm 4.18's texts: here only to
     // their exit statuses (rpm's and cowkit's outputs are still compared).
     let mut all: Vec<harness::Scenario> = scenarios::all().into_iter().map(unheld).collect();

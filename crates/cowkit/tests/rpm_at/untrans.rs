@@ -140,12 +140,18 @@ fn scenario(id: &str, title: &'static str, what: &str, lua: bool, fail: bool) ->
 /// `supkg` 1.0 with `/usr/lib/sysusers.d/supkg.conf` creating the user
 /// `suuser` (rpm 4.20's `rpmbuild` makes the `user(suuser)` and
 /// `group(suuser)` provides from it).
-fn sysusers() -> Scenario {
+pub fn sysusers_spec() -> Spec {
     let mut p = Spec::new("supkg", "1.0");
     p.install = "mkdir -p \"$B/usr/lib/sysusers.d\"\n\
                  echo 'u suuser - \"Su user\" /var/lib/su' > \"$B/usr/lib/sysusers.d/supkg.conf\""
         .into();
     p.files = "/usr/lib/sysusers.d/supkg.conf".into();
+    p
+}
+
+/// [`sysusers_spec`] installed into a root with a database.
+fn sysusers() -> Scenario {
+    let p = sysusers_spec();
     Scenario {
         id: "sysusers-1.1".into(),
         file: "rpm 4.20",
