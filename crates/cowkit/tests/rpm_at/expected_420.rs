@@ -6,6 +6,14 @@ use super::expected::Expect::{self, *};
 
 /// Scenario id → expected end under rpm 4.20, over `expected::EXPECTED`.
 pub const OVER_420: &[(&str, Expect)] = &[
+    (
+        "rpmscript-4.1",
+        Refused("rpm 4.20 gives file triggers arguments"),
+    ),
+    (
+        "rpmscript-5.1",
+        Refused("rpm 4.20 gives file triggers arguments"),
+    ),
     ("sysusers-1.1", Refused("with sysusers data")),
     ("untrans-1.1", Equal),
     (
