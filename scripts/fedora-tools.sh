@@ -52,8 +52,11 @@ check_prefix() {  # the tools the tier uses are there and run
   [ -f "$P/lib/python3/site-packages/rpm/__init__.py" ] ||
     { echo "fedora-tools: rpm's python module missing in $P/lib/python3/site-packages" >&2; return 1; }
   if [ "$MODE" = all ]; then
-    "$P/bin/dnf5" --installroot=/nonexistent --version >/dev/null 2>&1 ||
-      { echo "fedora-tools: $P/bin/dnf5 does not run" >&2; return 1; }
+    # (dnf5 writes its log under its installroot: a scratch one, removed)
+    local r; r=$(mktemp -d)
+    "$P/bin/dnf5" --installroot="$r" --version >/dev/null 2>&1 ||
+      { rm -rf "$r"; echo "fedora-tools: $P/bin/dnf5 does not run" >&2; return 1; }
+    rm -rf "$r"
   fi
 }
 
