@@ -183,6 +183,7 @@ struct HeaderTags<'a>(&'a rpm::Header<IndexTag>);
 fn tag(name: &str) -> Option<IndexTag> {
     use IndexTag::*;
     Some(match name {
+        "Rpmversion" => RPMTAG_RPMVERSION,
         "Triggername" => RPMTAG_TRIGGERNAME,
         "Triggerversion" => RPMTAG_TRIGGERVERSION,
         "Triggerflags" => RPMTAG_TRIGGERFLAGS,

@@ -119,11 +119,17 @@ pub struct PlanEntry {
 /// What an element does, in order.
 #[derive(Clone, Debug)]
 pub(crate) enum Step {
-    Run(Run),
+    Run(Box<Run>),
     /// Place the files of the new package.
     Place,
     /// Remove the files of the erased package.
     Remove,
+}
+
+impl Step {
+    fn run(r: Run) -> Step {
+        Step::Run(Box::new(r))
+    }
 }
 
 impl Db {
@@ -198,15 +204,15 @@ impl Db {
         out.extend(
             self.name_triggers(&te, sense::TRIGGERPREIN, 0)
                 .into_iter()
-                .map(Step::Run),
+                .map(Step::run),
         );
         out.extend(
             self.immed_name_triggers(&te, sense::TRIGGERPREIN, 0)
                 .into_iter()
-                .map(Step::Run),
+                .map(Step::run),
         );
         if let Some(s) = script(Phase::Pre) {
-            out.push(Step::Run(plain(&te.nevra, &te.prefixes, s, arg)));
+            out.push(Step::run(plain(&te.nevra, &te.prefixes, s, arg)));
         }
         out.push(Step::Place);
         let files: Vec<DbFile> = te
@@ -224,35 +230,35 @@ impl Db {
         out.extend(
             self.file_triggers(&files, sense::TRIGGERIN, 1)
                 .into_iter()
-                .map(Step::Run),
+                .map(Step::run),
         );
         out.extend(
             self.immed_file_triggers(&te, TriggerKind::File, sense::TRIGGERIN, 1)
                 .into_iter()
-                .map(Step::Run),
+                .map(Step::run),
         );
         if let Some(s) = script(Phase::Post) {
-            out.push(Step::Run(plain(&te.nevra, &te.prefixes, s, arg)));
+            out.push(Step::run(plain(&te.nevra, &te.prefixes, s, arg)));
         }
         out.extend(
             self.name_triggers(&te, sense::TRIGGERIN, 0)
                 .into_iter()
-                .map(Step::Run),
+                .map(Step::run),
         );
         out.extend(
             self.immed_name_triggers(&te, sense::TRIGGERIN, 0)
                 .into_iter()
-                .map(Step::Run),
+                .map(Step::run),
         );
         out.extend(
             self.file_triggers(&files, sense::TRIGGERIN, 2)
                 .into_iter()
-                .map(Step::Run),
+                .map(Step::run),
         );
         out.extend(
             self.immed_file_triggers(&te, TriggerKind::File, sense::TRIGGERIN, 2)
                 .into_iter()
-                .map(Step::Run),
+                .map(Step::run),
         );
         if let Some(p) = self.pkgs.iter_mut().find(|p| p.inst == inst) {
             for (f, on) in p.files.iter_mut().zip(states) {
@@ -277,42 +283,42 @@ impl Db {
         out.extend(
             self.immed_file_triggers(&te, TriggerKind::File, un, 1)
                 .into_iter()
-                .map(Step::Run),
+                .map(Step::run),
         );
-        out.extend(self.file_triggers(gone, un, 1).into_iter().map(Step::Run));
+        out.extend(self.file_triggers(gone, un, 1).into_iter().map(Step::run));
         out.extend(
             self.immed_name_triggers(&te, un, -1)
                 .into_iter()
-                .map(Step::Run),
+                .map(Step::run),
         );
-        out.extend(self.name_triggers(&te, un, -1).into_iter().map(Step::Run));
+        out.extend(self.name_triggers(&te, un, -1).into_iter().map(Step::run));
         if let Some(s) = script(Phase::PreUn) {
-            out.push(Step::Run(plain(&te.nevra, &te.prefixes, s, arg)));
+            out.push(Step::run(plain(&te.nevra, &te.prefixes, s, arg)));
         }
         out.extend(
             self.immed_file_triggers(&te, TriggerKind::File, un, 2)
                 .into_iter()
-                .map(Step::Run),
+                .map(Step::run),
         );
-        out.extend(self.file_triggers(gone, un, 2).into_iter().map(Step::Run));
+        out.extend(self.file_triggers(gone, un, 2).into_iter().map(Step::run));
         out.push(Step::Remove);
         out.extend(
             self.file_triggers(gone, sense::TRIGGERPOSTUN, 1)
                 .into_iter()
-                .map(Step::Run),
+                .map(Step::run),
         );
         if let Some(s) = script(Phase::PostUn) {
-            out.push(Step::Run(plain(&te.nevra, &te.prefixes, s, arg)));
+            out.push(Step::run(plain(&te.nevra, &te.prefixes, s, arg)));
         }
         out.extend(
             self.name_triggers(&te, sense::TRIGGERPOSTUN, -1)
                 .into_iter()
-                .map(Step::Run),
+                .map(Step::run),
         );
         out.extend(
             self.file_triggers(gone, sense::TRIGGERPOSTUN, 2)
                 .into_iter()
-                .map(Step::Run),
+                .map(Step::run),
         );
         // rpm looks at every installed file of the erased package here,
         // also those a new version keeps.

@@ -224,12 +224,24 @@ pub(crate) fn unplaceable(pkgs: &[Pkg]) -> Result<()> {
 /// (new packages', erased packages', installed packages' triggers) is
 /// looked at before anything is touched (`plan`:
 /// [`crate::runner::simulate`]'s). `lua`: rpm's Lua can be started.
-pub(crate) fn unsupported(plan: &[PlanEntry], lua: bool) -> Result<()> {
+///
+/// `rpm420`: the rpm that registers the transaction is rpm 4.20, whose file
+/// triggers get other arguments than rpm 4.18's (`lib/rpmtriggers.c`:
+/// `$1` the trigger package's installed count, `%filetrigger*` a `$2`),
+/// which cowkit does not compute yet: the plan's file triggers are refused
+/// by name; and whose Lua reads the package's builder rpm version
+/// (`RPMVERSION`): a `<lua>` scriptlet of a header without one is refused.
+pub(crate) fn unsupported(plan: &[PlanEntry], lua: bool, rpm420: bool) -> Result<()> {
     let mut problems = Vec::new();
     let mut seen = HashSet::new();
     for e in plan {
         let Some(run) = &e.run else { continue };
-        if let Err(why) = run.script.runnable(lua) {
+        let why = match run.script.runnable(lua) {
+            Err(why) => Some(why),
+            Ok(()) if rpm420 => rpm420_unsupported(run),
+            Ok(()) => None,
+        };
+        if let Some(why) = why {
             let line = format!("{}: {why}", run.name);
             if seen.insert(line.clone()) {
                 problems.push(line);
@@ -241,6 +253,61 @@ pub(crate) fn unsupported(plan: &[PlanEntry], lua: bool) -> Result<()> {
     } else {
         Err(Error::Unsupported { problems })
     }
+}
+
+/// What of `run` cowkit cannot do as rpm 4.20 does (see [`unsupported`]).
+fn rpm420_unsupported(run: &crate::plan::Run) -> Option<&'static str> {
+    if run.name.starts_with("%filetrigger") || run.name.starts_with("%transfiletrigger") {
+        return Some("rpm 4.20 gives file triggers arguments ($1: the trigger package's installed count; $2 for %filetrigger*) that cowkit does not compute yet");
+    }
+    if run.script.is_lua() && run.script.rpmver.is_none() {
+        return Some("its package's header has no RPMVERSION, which rpm 4.20's Lua takes from it (rpm 4.20 itself would fail on it)");
+    }
+    None
+}
+
+/// rpm 4.20 creates the users and groups a package being installed
+/// provides as sysusers data (`user()`, `group()`, `groupmember()`
+/// provides whose version is a base64 `sysusers.d` line, `rpmdsIsSysuser`)
+/// with `%__systemd_sysusers` before its files; cowkit does not, so such a
+/// package is refused by name (`sysusers`: whether the rpm program has
+/// that macro set).
+pub(crate) fn sysusers(pkgs: &[Pkg], sysusers: bool) -> Result<()> {
+    if !sysusers {
+        return Ok(());
+    }
+    let problems: Vec<String> = pkgs
+        .iter()
+        .filter_map(|p| {
+            let d = p.provides.iter().find(|d| {
+                (d.name.starts_with("user(")
+                    || d.name.starts_with("group(")
+                    || d.name.starts_with("groupmember("))
+                    && d.flags & 8 != 0
+                    && is_base64(&d.version)
+            })?;
+            Some(format!(
+                "{}: it provides `{}` with sysusers data: rpm 4.20 creates that user or group with %__systemd_sysusers before its files, which cowkit does not do",
+                p.nevra, d.name
+            ))
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Unsupported { problems })
+    }
+}
+
+/// Whether rpm's `rpmBase64Decode` would take `s` (non-empty, base64
+/// characters with `=` padding, white space ignored, length a multiple of
+/// four).
+fn is_base64(s: &str) -> bool {
+    let t: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    !t.is_empty()
+        && t.len().is_multiple_of(4)
+        && t.iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'=')
 }
 
 /// The installs (indices into `nevras`) in rpm's order.
@@ -295,6 +362,17 @@ mod tests {
     use std::path::Path;
 
     use super::*;
+
+    #[test]
+    fn sysusers_data_as_rpm_base64_decodes_it() {
+        // `u root 0 "Super User" /root` in base64, as rpmbuild writes it.
+        assert!(is_base64("dSByb290IDAgIlN1cGVyIFVzZXIiIC9yb290"));
+        assert!(is_base64("Zw=="));
+        assert!(!is_base64(""));
+        assert!(!is_base64("1.0"));
+        assert!(!is_base64("1.0-1"));
+        assert!(!is_base64("abc"));
+    }
 
     #[test]
     fn the_same_package_twice_is_rpms_to_leave_out() {

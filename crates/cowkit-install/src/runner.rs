@@ -51,6 +51,26 @@ impl Erased {
             .collect()
     }
 
+    /// Its `%preuntrans` or `%postuntrans` as rpm 4.20 runs it
+    /// (`runTransScripts` over the erased elements; `$1` from `rpmpsmNew`:
+    /// the installed instances of its name, for `%preuntrans` less one
+    /// unless the erasure depends on an install, which every erasure of a
+    /// `cowkit install` does: it is the old version an install replaces or
+    /// obsoletes).
+    fn untrans(&self, phase: Phase, db: &Db) -> Option<crate::plan::Run> {
+        let o = &self.installed;
+        let s = match phase {
+            Phase::PreUnTrans => o.preuntrans.as_ref(),
+            _ => o.postuntrans.as_ref(),
+        }?;
+        Some(plain(
+            &o.nevra,
+            &o.prefixes,
+            &Scriptlet::of_installed(s, phase),
+            db.count(&o.name),
+        ))
+    }
+
     fn scripts(&self) -> Vec<Scriptlet> {
         let o = &self.installed;
         [(&o.preun, Phase::PreUn), (&o.postun, Phase::PostUn)]
@@ -81,6 +101,9 @@ pub(crate) fn simulate(pkgs: &[Pkg], indb: &InDb) -> Vec<PlanEntry> {
             out.push(entry(&pkgs[i].nevra, "run", Some(r)));
         }
     }
+    for (k, r) in untrans(indb, Phase::PreUnTrans, &db) {
+        out.push(entry(&indb.erased[k].installed.nevra, "run", Some(r)));
+    }
     let erased: Vec<u32> = indb.erased.iter().map(|e| e.inst).collect();
     for r in db.trans_un(&erased) {
         out.push(entry("", "run", Some(r)));
@@ -101,7 +124,7 @@ pub(crate) fn simulate(pkgs: &[Pkg], indb: &InDb) -> Vec<PlanEntry> {
         };
         for s in steps {
             out.push(match s {
-                Step::Run(r) => entry(nevra, "run", Some(r)),
+                Step::Run(r) => entry(nevra, "run", Some(*r)),
                 Step::Place => entry(nevra, "place", None),
                 Step::Remove => entry(nevra, "remove", None),
             });
@@ -118,11 +141,32 @@ pub(crate) fn simulate(pkgs: &[Pkg], indb: &InDb) -> Vec<PlanEntry> {
             out.push(entry(&pkgs[i].nevra, "run", Some(r)));
         }
     }
+    for (k, r) in untrans(indb, Phase::PostUnTrans, &db) {
+        out.push(entry(&indb.erased[k].installed.nevra, "run", Some(r)));
+    }
     let insts: Vec<u32> = new.iter().map(|&(_, inst)| inst).collect();
     for r in db.trans_in(&insts) {
         out.push(entry("", "run", Some(r)));
     }
     out
+}
+
+/// rpm 4.20's `runTransScripts` of `%preuntrans` or `%postuntrans`: the
+/// erased elements in the transaction's order, each with its index in
+/// `indb.erased`; nothing under rpm 4.18. (rpm runs none of a failed
+/// element: `rpmteOpen` refuses it; the runner skips those.)
+fn untrans(indb: &InDb, phase: Phase, db: &Db) -> Vec<(usize, crate::plan::Run)> {
+    if !indb.rpm420 {
+        return Vec::new();
+    }
+    indb.elements
+        .iter()
+        .filter_map(|e| match *e {
+            Elem::Erase(k) => Some(k),
+            Elem::Add(_) => None,
+        })
+        .filter_map(|k| indb.erased[k].untrans(phase, db).map(|r| (k, r)))
+        .collect()
 }
 
 /// `%posttrans`'s `$1`: the instances installed now, plus one when the
@@ -149,6 +193,9 @@ struct Runner<'a> {
     /// The session answering scriptlets' sync calls, if any.
     nosync: Option<&'a cowkit_nosync::scoped::Session>,
     failed: HashSet<usize>,
+    /// The erasures (indices into `indb.erased`) that failed: their
+    /// `%preuntrans` (rpm 4.20) or `%preun` failed.
+    erase_failed: HashSet<usize>,
     /// Placed packages and their instances.
     placed: Vec<(usize, u32)>,
 }
@@ -188,6 +235,7 @@ pub(crate) fn run(
         fates: &fates,
         nosync,
         failed: HashSet::new(),
+        erase_failed: HashSet::new(),
         placed: Vec::new(),
     };
     if opts.test {
@@ -235,6 +283,16 @@ pub(crate) fn run(
     };
     r.pretrans()?;
     crate::journal::crash_point("pretrans-done");
+    for (k, run) in untrans(r.indb, Phase::PreUnTrans, &r.db) {
+        if r.failed.contains(&r.indb.erased[k].by) {
+            // rpm marked it failed with the install it depends on.
+            continue;
+        }
+        if r.script(&run)?.is_some() {
+            // rpm 4.20 marks the element failed: its erasure is skipped.
+            r.erase_failed.insert(k);
+        }
+    }
     let erased: Vec<u32> = indb.erased.iter().map(|e| e.inst).collect();
     for run in r.db.trans_un(&erased) {
         r.script(&run)?;
@@ -389,6 +447,7 @@ impl Runner<'_> {
             args: &args,
             files: run.files.as_deref(),
             prefixes: &run.prefixes,
+            rpmver: run.script.rpmver.as_deref(),
         };
         let r = run.script.run(self.root, &how, &mut ctx);
         self.sum.seconds.scriptlets += t.elapsed().as_secs_f64();
@@ -443,6 +502,11 @@ impl Runner<'_> {
             if let Some(s) = p.script(Phase::PostTrans) {
                 let arg = posttrans_arg(&self.db, self.pkgs, self.indb, i);
                 self.script(&plain(&p.nevra, &p.prefixes, s, arg))?;
+            }
+        }
+        for (k, run) in untrans(self.indb, Phase::PostUnTrans, &self.db) {
+            if !self.failed.contains(&self.indb.erased[k].by) && !self.erase_failed.contains(&k) {
+                self.script(&run)?;
             }
         }
         let insts: Vec<u32> = self.placed.iter().map(|&(_, inst)| inst).collect();
@@ -640,6 +704,14 @@ impl Runner<'_> {
         if self.failed.contains(&o.by) {
             return Ok(());
         }
+        if self.erase_failed.contains(&e) {
+            // As when its %preun fails (below): rpm keeps the old version.
+            self.sum.scriptlet_warnings.push(format!(
+                "{}: %preuntrans({}) failed; its files that {} does not have were left in place",
+                o.installed.nevra, o.installed.nevra, self.pkgs[o.by].nevra
+            ));
+            return Ok(());
+        }
         let steps = self.db.erase(o.inst, &o.gone(self.pkgs), &o.scripts());
         for step in steps {
             match step {
@@ -653,6 +725,7 @@ impl Runner<'_> {
                             "{}: {} failed; its files that {} does not have were left in place",
                             o.installed.nevra, run.name, self.pkgs[o.by].nevra
                         ));
+                        self.erase_failed.insert(e);
                         return Ok(());
                     }
                 }

@@ -62,6 +62,12 @@ pub enum Phase {
     PreUn,
     /// `%postun`: of an old version, after its files are removed.
     PostUn,
+    /// `%preuntrans` (rpm 4.20): of an old version, before anything of the
+    /// transaction is changed (after every `%pretrans`).
+    PreUnTrans,
+    /// `%postuntrans` (rpm 4.20): of an old version, after the whole
+    /// transaction (after every `%posttrans`).
+    PostUnTrans,
     /// A trigger of any kind (its name is in the plan's [`crate::plan::Run`]).
     Trigger,
 }
@@ -76,6 +82,8 @@ impl Phase {
             Phase::PostTrans => "%posttrans",
             Phase::PreUn => "%preun",
             Phase::PostUn => "%postun",
+            Phase::PreUnTrans => "%preuntrans",
+            Phase::PostUnTrans => "%postuntrans",
             Phase::Trigger => "%trigger",
         }
     }
@@ -89,15 +97,20 @@ impl Phase {
             Phase::PostTrans => "posttrans",
             Phase::PreUn => "preun",
             Phase::PostUn => "postun",
+            Phase::PreUnTrans => "preuntrans",
+            Phase::PostUnTrans => "postuntrans",
             Phase::Trigger => "trigger",
         }
     }
 
     /// rpm stops the package when one of these fails (rpm 4.18
-    /// `lib/rpmscript.c`: pretrans, pre, preun are critical); the others
-    /// only warn.
+    /// `lib/rpmscript.c`: pretrans, pre, preun are critical; rpm 4.20 adds
+    /// preuntrans); the others only warn.
     pub fn critical(self) -> bool {
-        matches!(self, Phase::PreTrans | Phase::Pre | Phase::PreUn)
+        matches!(
+            self,
+            Phase::PreTrans | Phase::Pre | Phase::PreUn | Phase::PreUnTrans
+        )
     }
 
     fn tags(self) -> (IndexTag, IndexTag, IndexTag) {
@@ -113,6 +126,16 @@ impl Phase {
             ),
             Phase::PreUn => (RPMTAG_PREUN, RPMTAG_PREUNPROG, RPMTAG_PREUNFLAGS),
             Phase::PostUn => (RPMTAG_POSTUN, RPMTAG_POSTUNPROG, RPMTAG_POSTUNFLAGS),
+            Phase::PreUnTrans => (
+                RPMTAG_PREUNTRANS,
+                RPMTAG_PREUNTRANSPROG,
+                RPMTAG_PREUNTRANSFLAGS,
+            ),
+            Phase::PostUnTrans => (
+                RPMTAG_POSTUNTRANS,
+                RPMTAG_POSTUNTRANSPROG,
+                RPMTAG_POSTUNTRANSFLAGS,
+            ),
             // Triggers are read by `cowkit_rpmdb::triggers`.
             Phase::Trigger => (
                 RPMTAG_TRIGGERSCRIPTS,
@@ -170,6 +193,8 @@ pub struct Invocation<'a> {
     pub files: Option<&'a [Vec<u8>]>,
     /// `RPM_INSTALL_PREFIX*`.
     pub prefixes: &'a [String],
+    /// The version of the rpm that built the scriptlet's package.
+    pub rpmver: Option<&'a str>,
 }
 
 /// What every scriptlet run of a transaction shares.
@@ -193,6 +218,9 @@ pub struct Scriptlet {
     pub prog: Vec<String>,
     /// rpm's flags.
     pub flags: u32,
+    /// The version of the rpm that built its package (`RPMVERSION`): rpm
+    /// 4.20's Lua warns of deprecated calls by it.
+    pub rpmver: Option<String>,
 }
 
 impl Scriptlet {
@@ -214,6 +242,10 @@ impl Scriptlet {
         }
         Some(Scriptlet {
             phase,
+            rpmver: h
+                .get_entry_data_as_string(IndexTag::RPMTAG_RPMVERSION)
+                .ok()
+                .map(str::to_string),
             body: body.unwrap_or("").to_string(),
             prog: if prog.is_empty() {
                 vec!["/bin/sh".to_string()]
@@ -231,6 +263,7 @@ impl Scriptlet {
             body: s.body.clone(),
             prog: s.prog.clone(),
             flags: s.flags,
+            rpmver: s.rpmver.clone(),
         }
     }
 
@@ -248,9 +281,7 @@ impl Scriptlet {
     /// (`lua`: whether rpm's own Lua is there to run `<lua>` ones).
     pub fn runnable(&self, lua: bool) -> std::result::Result<(), &'static str> {
         if self.is_lua() && !lua {
-            return Err(
-                "it is a <lua> scriptlet, and rpm's Lua (librpmio.so.9) cannot be loaded here",
-            );
+            return Err("it is a <lua> scriptlet, and rpm's Lua (librpmio) cannot be loaded here");
         }
         if self.flags & FLAG_EXPAND != 0 {
             return Err("rpm expands its body with rpm's own macros at install time (-e)");
@@ -281,6 +312,7 @@ impl Scriptlet {
             args,
             files,
             prefixes,
+            rpmver: _,
         } = *how;
         let listed = crate::interrupt::Listed::new(name, self.is_lua());
         if self.is_lua() {

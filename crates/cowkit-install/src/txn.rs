@@ -468,7 +468,13 @@ pub(crate) fn prepare_inner<'r>(
     } else {
         crate::runner::simulate(&pkgs, &checked)
     };
-    refuse::unsupported(&plan, opts.lua.is_some())?;
+    refuse::unsupported(&plan, opts.lua.is_some(), checked.rpm420)?;
+    if checked.rpm420 {
+        let set = !Rpm::host_macros(&["__systemd_sysusers"])?
+            .first()
+            .is_none_or(String::is_empty);
+        refuse::sysusers(&pkgs, set)?;
+    }
     // Every file's action, decided before anything is touched.
     let owners = match (&found, opts.db) {
         (Some(db), true) => file_owners(
@@ -745,6 +751,9 @@ pub(crate) struct InDb {
     /// registration gives them to rpm in this order, so that rpm orders
     /// them as its check did.
     pub(crate) added: Vec<usize>,
+    /// The rpm that registers the transaction is rpm 4.20: the erased
+    /// packages' `%preuntrans` and `%postuntrans` run.
+    pub(crate) rpm420: bool,
 }
 
 /// [`InDb`], and rpm's check still running beside the placement.
@@ -843,6 +852,8 @@ fn check_in_db(
             kept,
             dropped: plan.dropped,
             added,
+            rpm420: cowkit_rpmdb::check_generation()?
+                == cowkit_rpmdb::generation::Generation::Rpm420,
         },
         gate,
     })

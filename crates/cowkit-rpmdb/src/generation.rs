@@ -1,8 +1,8 @@
 //! Which rpm registers a root. cowkit runs a transaction's scriptlets,
-//! triggers and file decisions itself, as rpm 4.18 runs them; an rpm of
-//! another generation would register what cowkit did by rules it does not
-//! follow, so it is refused before anything is touched, naming what
-//! differs.
+//! triggers and file decisions itself, by the rules of the rpm that
+//! registers it: rpm 4.18 or rpm 4.20 ([`Generation`]). An rpm of another
+//! generation would register what cowkit did by rules it does not follow,
+//! so it is refused before anything is touched, naming what differs.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -42,15 +42,29 @@ pub fn parse(line: &str) -> Option<Version> {
     })
 }
 
-/// What rpm 4.19 and later do in a transaction that cowkit, which runs
-/// transactions as rpm 4.18 does, does not.
-pub const NEWER_THAN_418: &[&str] = &[
-    "`%preuntrans` and `%postuntrans` scriptlets",
-    "`%transfiletriggerpostun` run by every matching prefix",
-    "users and groups created from sysusers.d files and `user()`/`group()` provides",
-    "the database in /usr/lib/sysimage/rpm",
-    "`librpm.so.10` for `<lua>` scriptlets",
-];
+/// The generations of rpm whose rules cowkit runs transactions by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Generation {
+    /// rpm 4.18 (`librpm.so.9`, Lua 5.3 on Debian 12).
+    Rpm418,
+    /// rpm 4.20 (`librpm.so.10`): `%preuntrans`/`%postuntrans`, sysusers,
+    /// the changed file trigger rules; what cowkit does not do of it is
+    /// refused by name when a transaction needs it.
+    Rpm420,
+}
+
+impl Generation {
+    /// The major number of `librpm.so.N`/`librpmio.so.N`.
+    pub fn soname_major(self) -> u32 {
+        match self {
+            Generation::Rpm418 => 9,
+            Generation::Rpm420 => 10,
+        }
+    }
+}
+
+/// What rpm 4.19 does differently from rpm 4.18 and 4.20, unmeasured.
+pub const RPM_419: &str = "rpm 4.19 has sysusers and `librpm.so.10` but neither `%preuntrans`/`%postuntrans` nor 4.20's file trigger rules, and cowkit's transactions are checked against rpm 4.18 and 4.20 only";
 
 /// The version of `program`, asked once per process.
 pub fn of_program(program: &Path) -> Result<Version> {
@@ -84,15 +98,15 @@ pub fn of_program(program: &Path) -> Result<Version> {
     Ok(version)
 }
 
-/// Refuse an rpm that is not of rpm 4.18's generation.
-pub fn check(program: &Path, version: Version) -> Result<()> {
+/// The generation of an rpm of `version`; any rpm but 4.18 and 4.20 is
+/// refused.
+pub fn check(program: &Path, version: Version) -> Result<Generation> {
     let why = match (version.major, version.minor) {
-        (4, 18) => return Ok(()),
-        (4, 19..) | (5.., _) => format!(
-            "it does what cowkit does not yet do: {}",
-            NEWER_THAN_418.join("; ")
-        ),
-        _ => "cowkit's transactions are checked against rpm 4.18 only, and older rpms differ in their file, trigger and scriptlet rules".to_string(),
+        (4, 18) => return Ok(Generation::Rpm418),
+        (4, 20) => return Ok(Generation::Rpm420),
+        (4, 19) => RPM_419.to_string(),
+        (4, 21..) | (5.., _) => "cowkit's transactions are checked against rpm 4.18 and 4.20 only, and newer rpms may change their scriptlet, trigger and file rules".to_string(),
+        _ => "cowkit's transactions are checked against rpm 4.18 and 4.20 only, and older rpms differ in their file, trigger and scriptlet rules".to_string(),
     };
     Err(Error::UnsupportedRpm {
         program: program.to_path_buf(),
@@ -125,18 +139,19 @@ mod tests {
     }
 
     #[test]
-    fn only_rpm_418_is_taken() {
+    fn only_rpm_418_and_420_are_taken() {
         let p = Path::new("rpm");
-        assert!(check(p, v(4, 18, 0)).is_ok());
-        assert!(check(p, v(4, 18, 2)).is_ok());
-        for newer in [v(4, 19, 1), v(4, 20, 1), v(6, 0, 0)] {
-            let e = check(p, newer).unwrap_err().to_string();
+        assert_eq!(check(p, v(4, 18, 0)).unwrap(), Generation::Rpm418);
+        assert_eq!(check(p, v(4, 18, 2)).unwrap(), Generation::Rpm418);
+        assert_eq!(check(p, v(4, 20, 1)).unwrap(), Generation::Rpm420);
+        let e = check(p, v(4, 19, 1)).unwrap_err().to_string();
+        assert!(e.contains("4.19.1") && e.contains("%preuntrans"), "{e}");
+        for other in [v(6, 0, 0), v(4, 21, 0), v(4, 16, 1)] {
+            let e = check(p, other).unwrap_err().to_string();
             assert!(
-                e.contains(&newer.to_string()) && e.contains("%preuntrans"),
+                e.contains(&other.to_string()) && e.contains("rpm 4.18 and 4.20 only"),
                 "{e}"
             );
         }
-        let e = check(p, v(4, 16, 1)).unwrap_err().to_string();
-        assert!(e.contains("4.16.1") && e.contains("rpm 4.18 only"), "{e}");
     }
 }

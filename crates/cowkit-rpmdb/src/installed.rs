@@ -76,6 +76,10 @@ pub struct Installed {
     pub preun: Option<Script>,
     /// `%postun`.
     pub postun: Option<Script>,
+    /// `%preuntrans` (rpm 4.20).
+    pub preuntrans: Option<Script>,
+    /// `%postuntrans` (rpm 4.20).
+    pub postuntrans: Option<Script>,
     /// rpm's file digest algorithm number (8 = SHA-256; 1 = MD5 when
     /// absent).
     pub digest_algo: u32,
@@ -234,6 +238,7 @@ fn script(tags: &Tags, body: &str, prog: &str, flags: &str) -> Option<Script> {
             p.iter().map(|s| s.to_string()).collect()
         },
         flags: ints(tags, flags).first().copied().unwrap_or(0) as u32,
+        rpmver: one(tags, "Rpmversion").map(str::to_string),
     })
 }
 
@@ -293,6 +298,8 @@ fn package(tags: &Tags) -> std::result::Result<Installed, String> {
     Ok(Installed {
         preun: script(tags, "Preun", "Preunprog", "Preunflags"),
         postun: script(tags, "Postun", "Postunprog", "Postunflags"),
+        preuntrans: script(tags, "Preuntrans", "Preuntransprog", "Preuntransflags"),
+        postuntrans: script(tags, "Postuntrans", "Postuntransprog", "Postuntransflags"),
         digest_algo: ints(tags, "Filedigestalgo").first().copied().unwrap_or(1) as u32,
         triggers: crate::triggers::triggers(&View(tags)),
         provides: crate::triggers::provides(&View(tags)),

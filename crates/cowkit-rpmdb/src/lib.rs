@@ -103,7 +103,7 @@ pub enum Error {
     NotUtf8Installed(Vec<String>),
     /// The `rpm` program is of another generation than the one cowkit
     /// runs transactions as ([`generation`]).
-    #[error("`{}` is rpm {version}, and cowkit runs transactions as rpm 4.18 does: {why}", .program.display())]
+    #[error("`{}` is rpm {version}, and cowkit runs transactions as rpm 4.18 or 4.20 does: {why}", .program.display())]
     UnsupportedRpm {
         /// The program.
         program: PathBuf,
@@ -128,12 +128,63 @@ fn program() -> PathBuf {
     std::env::var_os("COWKIT_RPM").map_or_else(|| "rpm".into(), PathBuf::from)
 }
 
-/// Refuse the `rpm` program when it is not of the generation cowkit runs
-/// transactions as ([`generation::check`]); its version is asked once per
-/// process.
-pub fn check_generation() -> Result<()> {
+/// The generation of the `rpm` program, refused when cowkit does not run
+/// transactions as it does ([`generation::check`]); its version is asked
+/// once per process.
+pub fn check_generation() -> Result<generation::Generation> {
     let program = program();
     generation::check(&program, generation::of_program(&program)?)
+}
+
+/// Where the `rpm` program's own Python module is, when it is not the
+/// system's: `PREFIX/lib/python3/site-packages` beside `PREFIX/bin/rpm`
+/// (an rpm built into its own prefix); `None` for an rpm whose prefix has
+/// none (the system's module is then imported, and its version checked).
+fn python_path() -> Option<PathBuf> {
+    let program = program();
+    let exe = if program.components().count() > 1 {
+        program
+    } else {
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|d| d.join(&program))
+            .find(|p| p.is_file())?
+    };
+    let exe = std::fs::canonicalize(exe).ok()?;
+    let dir = exe.parent()?.parent()?.join("lib/python3/site-packages");
+    dir.join("rpm/__init__.py").is_file().then_some(dir)
+}
+
+/// The lines put before every Python program run with rpm's bindings: the
+/// rpm program's own module first on the path, and its version checked
+/// against the program's (`sys.argv[1]`: the path or empty,
+/// `sys.argv[2]`: the version, both removed before the program reads its
+/// arguments).
+const PY_PROLOGUE: &str = concat!(
+    "import sys\n",
+    "_p = sys.argv.pop(1)\n",
+    "_v = sys.argv.pop(1)\n",
+    "if _p:\n",
+    "    sys.path.insert(0, _p)\n",
+    "import rpm\n",
+    "if rpm.__version__.split('.')[:2] != _v.split('.')[:2]:\n",
+    "    sys.exit(\"rpm's Python module %s (%s) is not of the rpm program (%s)\" % (rpm.__version__, rpm.__file__, _v))\n",
+);
+
+/// `python -I -c PROGRAM` with rpm's bindings of the `rpm` program: the
+/// prologue's arguments are added; the caller adds its own after.
+fn python_with_rpm(script: &str) -> Result<(OsString, Command)> {
+    let python = std::env::var_os("COWKIT_PYTHON").unwrap_or_else(|| "/usr/bin/python3".into());
+    let version = generation::of_program(&program())?;
+    let mut c = Command::new(&python);
+    c.args(["-I", "-c"])
+        .arg(format!("{PY_PROLOGUE}{script}"))
+        .arg(
+            python_path()
+                .map(PathBuf::into_os_string)
+                .unwrap_or_default(),
+        )
+        .arg(version.to_string());
+    Ok((python, c))
 }
 
 /// Why a database path was chosen.
@@ -148,6 +199,9 @@ pub enum Source {
     RootMacros(String),
     /// Nothing in the root says: upstream rpm's default, `/var/lib/rpm`.
     Default,
+    /// Nothing in the root says, and the `rpm` program is rpm 4.20: its
+    /// own `%_dbpath` (Fedora's is `/usr/lib/sysimage/rpm`).
+    Rpm,
 }
 
 /// The database a root uses.
@@ -191,7 +245,7 @@ pub fn locate(root: &Root, option: Option<&str>) -> Result<DbPath> {
     }
     let (wanted, source) = match macros::dbpath_of(root)? {
         Some((p, file)) => (p, Source::RootMacros(file)),
-        None => (DEFAULT_DBPATH.to_string(), Source::Default),
+        None => default_dbpath()?,
     };
     create(root, &wanted, source)
 }
@@ -211,6 +265,27 @@ pub fn find(root: &Root, option: Option<&str>) -> Result<Option<DbPath>> {
         path,
         source: Source::Existing,
     }))
+}
+
+/// Where a root whose own configuration says nothing keeps its database:
+/// rpm 4.20's own `%_dbpath`; for rpm 4.18 (and when the program cannot
+/// tell its version) upstream's default, as before.
+fn default_dbpath() -> Result<(String, Source)> {
+    let program = program();
+    if let Ok(generation::Generation::Rpm420) =
+        generation::of_program(&program).and_then(|v| generation::check(&program, v))
+    {
+        let v = Rpm::host_macros(&["_dbpath"])?;
+        let p = v.into_iter().next().unwrap_or_default();
+        if !p.starts_with('/') {
+            return Err(Error::BadDbPath {
+                path: p,
+                why: "the rpm program's `%_dbpath` is not an absolute path",
+            });
+        }
+        return Ok((p, Source::Rpm));
+    }
+    Ok((DEFAULT_DBPATH.to_string(), Source::Default))
 }
 
 fn create(root: &Root, wanted: &str, source: Source) -> Result<DbPath> {
@@ -546,6 +621,8 @@ pub struct Rpm {
     root: PathBuf,
     dbpath: String,
     force_debian: bool,
+    /// rpm 4.20: `--nosysusers` on every check and registration.
+    nosysusers: bool,
     /// What the transaction's file policy adds to its check and
     /// registration (`--excludedocs`, `--excludepath`, `--define`s).
     file_args: Vec<OsString>,
@@ -557,13 +634,22 @@ impl Rpm {
         let program = program();
         // Debian's rpm warns on every install that alien should be used
         // instead; its own `--force-debian` silences that. Other rpms do
-        // not know the option.
-        let force_debian = Path::new("/etc/debian_version").exists();
+        // not know the option (an rpm 4.20 built on Debian is not
+        // Debian's).
+        let version = generation::of_program(&program).ok();
+        let force_debian = Path::new("/etc/debian_version").exists()
+            && version.is_none_or(|v| (v.major, v.minor) == (4, 18));
+        // rpm 4.20 creates the users and groups of a package's sysusers
+        // provides even in a header-only (`--justdb`) transaction: never
+        // while cowkit only registers (a package that needs them is
+        // refused before).
+        let nosysusers = version.is_some_and(|v| (v.major, v.minor) == (4, 20));
         Rpm {
             program,
             root: std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf()),
             dbpath: db.path.clone(),
             force_debian,
+            nosysusers,
             file_args: Vec::new(),
         }
     }
@@ -613,6 +699,9 @@ impl Rpm {
     fn install_args(&self, c: &mut Command, check: &Check) {
         if self.force_debian {
             c.arg("--force-debian");
+        }
+        if self.nosysusers {
+            c.arg("--nosysusers");
         }
         c.args(HEADER_ONLY)
             .args(["--justdb", "--noscripts", "--notriggers"])

@@ -124,13 +124,11 @@ impl Rpm {
     /// same name, the same package again, an obsoleted one) are not in the
     /// plan's order, and rpm's words for them are in [`Plan::dropped`].
     pub fn order_mixed(&self, packages: &[(PathBuf, bool)]) -> Result<Plan> {
-        let python = std::env::var_os("COWKIT_PYTHON").unwrap_or_else(|| "/usr/bin/python3".into());
-        let mut c = Command::new(&python);
+        let (python, mut c) = crate::python_with_rpm(ORDER_PY)?;
         c.env("LC_ALL", "C")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .args(["-I", "-c", ORDER_PY])
             .arg(&self.root)
             .arg(&self.dbpath);
         for (p, install) in packages {
@@ -302,13 +300,11 @@ impl Rpm {
             return Ok(());
         }
         use std::io::Write;
-        let python = std::env::var_os("COWKIT_PYTHON").unwrap_or_else(|| "/usr/bin/python3".into());
-        let mut c = Command::new(&python);
+        let (python, mut c) = crate::python_with_rpm(STATES_PY)?;
         c.env("LC_ALL", "C")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .args(["-I", "-c", STATES_PY])
             .arg(&self.root)
             .arg(&self.dbpath);
         let mut child = c.spawn().map_err(|source| Error::Spawn {

@@ -14,7 +14,17 @@ import rpm
 
 root, dbpath = sys.argv[1], sys.argv[2]
 rpm.addMacro("_dbpath", dbpath)
-lib = ctypes.CDLL("librpm.so.9")
+# librpm as rpm's module loaded it (librpm.so.9 of rpm 4.18, librpm.so.10
+# of rpm 4.20): the one in this process, found in its own map.
+lib = None
+with open("/proc/self/maps") as maps:
+    for line in maps:
+        path = line.split()[-1]
+        if os.path.basename(path).startswith("librpm.so."):
+            lib = ctypes.CDLL(path)
+            break
+if lib is None:
+    sys.exit("rpm's Python module loaded no librpm")
 vp = ctypes.c_void_p
 for name, res, args in [
     ("rpmtsCreate", vp, []),

@@ -16,6 +16,9 @@ pub struct Script {
     pub prog: Vec<String>,
     /// rpm's scriptlet flags (expand 1, qformat 2, critical 4).
     pub flags: u32,
+    /// The version of the rpm that built its package (`RPMVERSION`), which
+    /// rpm 4.20's Lua reads.
+    pub rpmver: Option<String>,
 }
 
 /// The three kinds of triggers.
@@ -162,6 +165,7 @@ pub fn triggers(tags: &dyn Tags) -> Vec<TriggerDef> {
                     body: b.clone(),
                     prog: vec![progs.get(tix).cloned().unwrap_or_else(|| "/bin/sh".into())],
                     flags: sflags.get(tix).copied().unwrap_or(0) as u32,
+                    rpmver: tags.strings("Rpmversion").into_iter().next(),
                 },
                 priority: prios.get(tix).copied().unwrap_or(1_000_000) as u32,
             });

@@ -6,7 +6,11 @@
 //! The prototypes are those of rpm 4.18 (`rpmio/rpmlua.h`, which Debian does
 //! not install, `include/rpm/rpmlog.h`, `rpmmacro.h`, `rpmlib.h`,
 //! `lib/rpmug.h`) and Lua 5.3 (`lua.h`), quoted next to each field of
-//! [`Api`]. Nothing here is called before [`load`] has resolved every symbol.
+//! [`Api`]; rpm 4.20 (`librpmio.so.10`, Lua 5.4) keeps every one of them
+//! but `rpmugInit`, which it no longer has (its `rpmChrootSet` only resets
+//! the user and group caches). Which rpm's libraries are loaded is decided
+//! by the `rpm` program cowkit runs ([`Libraries::of_rpm`]). Nothing here
+//! is called before [`load`] has resolved every symbol.
 #![allow(unsafe_code)]
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
@@ -23,6 +27,100 @@ pub const LIBRPMIO: &str = "librpmio.so.9";
 pub const LIBRPM: &str = "librpm.so.9";
 /// The Lua that `librpmio.so.9` is linked against (rpm 4.18 on Debian 12).
 pub const LIBLUA: &str = "liblua5.3.so.0";
+
+/// The libraries of the rpm whose Lua runs the scriptlets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Libraries {
+    /// `librpmio.so.N`, a soname or the path the rpm program loads.
+    pub rpmio: String,
+    /// `librpm.so.N`.
+    pub rpm: String,
+    /// The Lua library `rpmio` is linked against.
+    pub lua: String,
+    /// rpm 4.20's (`librpmio.so.10`): it has no `rpmugInit`, and its
+    /// `runLuaScript` also keeps the package's builder rpm version in Lua's
+    /// registry (which decides whether rpm warns that `posix.fork`,
+    /// `exec`, `wait` and `redirect2null` are deprecated).
+    pub rpm420: bool,
+}
+
+impl Libraries {
+    /// rpm 4.18's, by soname, as Debian 12 installs them.
+    pub fn rpm418() -> Libraries {
+        Libraries {
+            rpmio: LIBRPMIO.into(),
+            rpm: LIBRPM.into(),
+            lua: LIBLUA.into(),
+            rpm420: false,
+        }
+    }
+
+    /// The libraries the `rpm` program cowkit runs (`COWKIT_RPM`, else
+    /// `rpm` from `PATH`) loads, as `ldd` shows them: rpm 4.20's
+    /// (`librpmio.so.10`) by their paths; rpm 4.18's by soname, also when
+    /// there is no such program or `ldd` shows no librpmio. An rpm with
+    /// another librpmio is named in the error.
+    pub fn of_rpm() -> Result<Libraries, String> {
+        let program = std::env::var_os("COWKIT_RPM")
+            .map(std::path::PathBuf::from)
+            .or_else(|| {
+                std::env::split_paths(&std::env::var_os("PATH")?)
+                    .map(|d| d.join("rpm"))
+                    .find(|p| p.is_file())
+            });
+        let Some(program) = program else {
+            return Ok(Libraries::rpm418());
+        };
+        // Without `ldd`, as when it shows nothing: rpm 4.18's sonames.
+        let Ok(out) = std::process::Command::new("ldd")
+            .arg(&program)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+        else {
+            return Ok(Libraries::rpm418());
+        };
+        Libraries::from_ldd(
+            &program.display().to_string(),
+            &String::from_utf8_lossy(&out.stdout),
+        )
+    }
+
+    /// The libraries in `ldd PROGRAM`'s answer `text`.
+    fn from_ldd(program: &str, text: &str) -> Result<Libraries, String> {
+        let lib = |prefix: &str| -> Option<(String, String)> {
+            text.lines().find_map(|l| {
+                let (name, rest) = l.trim().split_once(" => ")?;
+                let path = rest.split(" (").next()?.trim();
+                (name.starts_with(prefix) && path.starts_with('/'))
+                    .then(|| (name.to_string(), path.to_string()))
+            })
+        };
+        match lib("librpmio.so.") {
+            Some((n, _)) if n == LIBRPMIO => Ok(Libraries::rpm418()),
+            Some((n, rpmio_path)) if n == "librpmio.so.10" => {
+                match (lib("librpm.so.10"), lib("liblua")) {
+                    (Some((_, rpm_path)), Some((_, lua_path))) => Ok(Libraries {
+                        rpmio: rpmio_path,
+                        rpm: rpm_path,
+                        lua: lua_path,
+                        rpm420: true,
+                    }),
+                    _ => Err(format!(
+                        "`{program}` loads {n} but `ldd` shows no librpm.so.10 or liblua beside it"
+                    )),
+                }
+            }
+            Some((n, _)) => Err(format!(
+                "`{program}` loads {n}: cowkit runs <lua> scriptlets with rpm 4.18's librpmio.so.9 or rpm 4.20's librpmio.so.10 only"
+            )),
+            // `ldd` shows no librpmio (or failed: a library it cannot load):
+            // rpm 4.18's sonames, as cowkit loads them when there is no
+            // rpm program, so that `dlopen` names what is missing.
+            None => Ok(Libraries::rpm418()),
+        }
+    }
+}
 
 type LuaState = *mut c_void;
 type LuaCFunction = unsafe extern "C" fn(LuaState) -> c_int;
@@ -79,8 +177,6 @@ api! {
     rpmio rec_priority = "rpmlogRecPriority": unsafe extern "C" fn(LogRec) -> c_int;
     // int rpmReadConfigFiles(const char * file, const char * target);
     rpm read_config = "rpmReadConfigFiles": unsafe extern "C" fn(*const c_char, *const c_char) -> c_int;
-    // int rpmugInit(void);
-    rpm ug_init = "rpmugInit": unsafe extern "C" fn() -> c_int;
     // int lua_getglobal(lua_State *L, const char *name);
     lua getglobal = "lua_getglobal": unsafe extern "C" fn(LuaState, *const c_char) -> c_int;
     // void lua_pushlightuserdata(lua_State *L, void *p);
@@ -101,7 +197,18 @@ api! {
     lua pushnil = "lua_pushnil": unsafe extern "C" fn(LuaState);
     // void lua_settop(lua_State *L, int idx);  (lua_pop)
     lua settop = "lua_settop": unsafe extern "C" fn(LuaState, c_int);
+    // void lua_settable(lua_State *L, int idx);
+    lua settable = "lua_settable": unsafe extern "C" fn(LuaState, c_int);
+    // int lua_getfield(lua_State *L, int idx, const char *k);
+    lua getfield = "lua_getfield": unsafe extern "C" fn(LuaState, c_int, *const c_char) -> c_int;
 }
+
+/// `LUA_REGISTRYINDEX` of Lua 5.3 and 5.4 (`-LUAI_MAXSTACK - 1000`, with
+/// `LUAI_MAXSTACK` 1000000 on 64-bit builds of both).
+const LUA_REGISTRYINDEX: c_int = -1_001_000;
+
+/// The registry key of rpm 4.20's runLuaScript.
+const RPM_PACKAGE_RPMVERSION: &CStr = c"RPM_PACKAGE_RPMVERSION";
 
 /// The three libraries, kept loaded for the life of the process.
 struct Libs {
@@ -112,6 +219,10 @@ struct Libs {
 
 struct Loaded {
     api: Api,
+    /// rpm 4.18's `rpmugInit`; rpm 4.20 has none.
+    ug_init: Option<unsafe extern "C" fn() -> c_int>,
+    /// rpm 4.20's libraries.
+    rpm420: bool,
     _libs: Libs,
 }
 
@@ -155,20 +266,35 @@ fn open(file: &str, extra: c_int) -> Result<Library, String> {
 pub fn load() -> Result<(), String> {
     LOADED
         .get_or_init(|| {
-            let rpmio_lib = open(LIBRPMIO, 0)?;
-            let rpm_lib = open(LIBRPM, 0)?;
+            let names = Libraries::of_rpm()?;
+            let rpmio_lib = open(&names.rpmio, 0)?;
+            let rpm_lib = open(&names.rpm, 0)?;
             // The Lua rpm's I/O library was linked against, already loaded
             // by it: `RTLD_NOLOAD` fails if it is another Lua.
-            let lua_lib = open(LIBLUA, libc::RTLD_NOLOAD).map_err(|e| {
-                format!("{LIBRPMIO} does not use Lua 5.3 ({LIBLUA} is not loaded with it): {e}")
+            let lua_lib = open(&names.lua, libc::RTLD_NOLOAD).map_err(|e| {
+                format!(
+                    "{} does not use {} (it is not loaded with it): {e}",
+                    names.rpmio, names.lua
+                )
             })?;
             let libs = Libs {
                 rpmio: rpmio_lib,
                 rpm: rpm_lib,
                 lua: lua_lib,
             };
+            let ug_init = if names.rpm420 {
+                None
+            } else {
+                Some(symbol::<unsafe extern "C" fn() -> c_int>(
+                    &libs.rpm,
+                    &names.rpm,
+                    "rpmugInit",
+                )?)
+            };
             Ok(Loaded {
                 api: resolve(&libs)?,
+                ug_init,
+                rpm420: names.rpm420,
                 _libs: libs,
             })
         })
@@ -177,11 +303,15 @@ pub fn load() -> Result<(), String> {
         .map_err(Clone::clone)
 }
 
-fn api() -> &'static Api {
+fn loaded() -> &'static Loaded {
     match LOADED.get() {
-        Some(Ok(l)) => &l.api,
+        Some(Ok(l)) => l,
         _ => unreachable!("ffi::load succeeded before any other call"),
     }
+}
+
+fn api() -> &'static Api {
+    &loaded().api
 }
 
 /// `setlocale(LC_ALL, "")`, as `rpmcliInit` does first.
@@ -205,11 +335,14 @@ pub fn define_macro(def: &CStr) -> bool {
     unsafe { (api().define_macro)(ptr::null_mut(), def.as_ptr(), RMIL_CMDLINE) == 0 }
 }
 
-/// `rpmugInit()`: what `rpmChrootSet` does before rpm enters a root, so the
-/// name-service libraries are loaded from the host.
+/// `rpmugInit()`: what rpm 4.18's `rpmChrootSet` does before rpm enters a
+/// root, so the name-service libraries are loaded from the host. rpm 4.20
+/// has none (its `rpmChrootSet` resets caches that are still empty here).
 pub fn ug_init() {
-    // SAFETY: takes nothing; idempotent (pthread_once).
-    unsafe { (api().ug_init)() };
+    if let Some(f) = loaded().ug_init {
+        // SAFETY: takes nothing; idempotent (pthread_once).
+        unsafe { f() };
+    }
 }
 
 /// Logs `msg` through rpm's `rpmlog` at `level` (rpm's default output:
@@ -299,6 +432,8 @@ pub struct Script<'a> {
     pub prefixes: Option<&'a [CString]>,
     /// `nextFileFunc`'s list.
     pub next_files: Option<Vec<CString>>,
+    /// `script->rpmver` (rpm 4.20): the package's builder rpm version.
+    pub rpmver: Option<&'a CStr>,
 }
 
 /// `runLuaScript`'s result (`rpmRC`).
@@ -334,6 +469,7 @@ pub fn run_lua_script(s: Script<'_>) -> (Rc, Vec<String>) {
         argv,
         prefixes,
         next_files,
+        rpmver,
     } = s;
     let has_next = next_files.is_some();
     if let Some(files) = next_files {
@@ -359,7 +495,7 @@ pub fn run_lua_script(s: Script<'_>) -> (Rc, Vec<String>) {
             (api.setglobal)(l, c"RPM_INSTALL_PREFIX".as_ptr());
         }
     }
-    let rc = run_in_root(api, name, script, argv);
+    let rc = run_in_root(api, name, script, argv, rpmver);
     if prefixes.is_some() {
         // SAFETY: as above.
         unsafe {
@@ -394,7 +530,15 @@ pub fn run_lua_script(s: Script<'_>) -> (Rc, Vec<String>) {
 
 /// The middle of runLuaScript: cwd and umask saved, `chdir("/")`, the run,
 /// the fork check, cwd and umask restored.
-fn run_in_root(api: &Api, name: &CStr, script: &CStr, argv: &[CString]) -> Rc {
+/// With rpm 4.20's libraries, `rpmver` goes into Lua's registry around the
+/// run as 4.20's runLuaScript puts it there.
+fn run_in_root(
+    api: &Api,
+    name: &CStr,
+    script: &CStr,
+    argv: &[CString],
+    rpmver: Option<&CStr>,
+) -> Rc {
     // rpm: `cwd = open(".", O_RDONLY)` (no O_CLOEXEC); nothing runs without it.
     let Ok(cwd) = rustix::fs::open(".", OFlags::RDONLY, Mode::empty()) else {
         return Rc::Fail;
@@ -405,6 +549,19 @@ fn run_in_root(api: &Api, name: &CStr, script: &CStr, argv: &[CString]) -> Rc {
     let mut argv: Vec<*mut c_char> = argv.iter().map(|a| a.as_ptr().cast_mut()).collect();
     argv.push(ptr::null_mut());
     let mut rc = Rc::Fail;
+    let rpm420 = loaded().rpm420;
+    // SAFETY: the global state exists; rpm 4.20's runLuaScript makes these
+    // calls here, on a stack they leave as they found it (a NULL version
+    // pushes nil, as `lua_pushstring` does for rpm).
+    let l = unsafe { (api.get_lua)((api.global_state)()) };
+    if rpm420 {
+        // SAFETY: as above.
+        unsafe {
+            (api.pushstring)(l, RPM_PACKAGE_RPMVERSION.as_ptr());
+            (api.pushstring)(l, rpmver.map_or(ptr::null(), CStr::as_ptr));
+            (api.settable)(l, LUA_REGISTRYINDEX);
+        }
+    }
     if rustix::process::chdir("/").is_ok() {
         // SAFETY: the global state exists; script and name are C strings;
         // `argv` is a NULL-terminated array of C strings that outlive the
@@ -424,6 +581,17 @@ fn run_in_root(api: &Api, name: &CStr, script: &CStr, argv: &[CString]) -> Rc {
     }
     if rustix::process::getpid() != pid {
         forked_child_exit();
+    }
+    if rpm420 {
+        // SAFETY: as above: rpm 4.20's own calls after the run (which set
+        // `registry[version] = nil` and leave the version in place; a
+        // version is always there, the transaction refuses a <lua>
+        // scriptlet without one under rpm 4.20).
+        unsafe {
+            (api.getfield)(l, LUA_REGISTRYINDEX, RPM_PACKAGE_RPMVERSION.as_ptr());
+            (api.pushnil)(l);
+            (api.settable)(l, LUA_REGISTRYINDEX);
+        }
     }
     if let Err(e) = rustix::process::fchdir(&cwd) {
         rpmlog(
@@ -494,4 +662,38 @@ pub fn transaction_signals() -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_libraries_of_the_rpm_program_as_ldd_shows_them() {
+        let debian = "\tlinux-vdso.so.1 (0x00007ffd)\n\tlibrpm.so.9 => /lib/x86_64-linux-gnu/librpm.so.9 (0x00007f)\n\tlibrpmio.so.9 => /lib/x86_64-linux-gnu/librpmio.so.9 (0x00007f)\n\tliblua5.3.so.0 => /lib/x86_64-linux-gnu/liblua5.3.so.0 (0x00007f)\n";
+        assert_eq!(
+            Libraries::from_ldd("rpm", debian).unwrap(),
+            Libraries::rpm418()
+        );
+        let prefix = "\tlibrpm.so.10 => /usr/local/fedora-tools/lib/librpm.so.10 (0x00007f)\n\tlibrpmio.so.10 => /usr/local/fedora-tools/lib/librpmio.so.10 (0x00007f)\n\tliblua5.4.so.0 => /lib/x86_64-linux-gnu/liblua5.4.so.0 (0x00007f)\n";
+        assert_eq!(
+            Libraries::from_ldd("rpm", prefix).unwrap(),
+            Libraries {
+                rpmio: "/usr/local/fedora-tools/lib/librpmio.so.10".into(),
+                rpm: "/usr/local/fedora-tools/lib/librpm.so.10".into(),
+                lua: "/lib/x86_64-linux-gnu/liblua5.4.so.0".into(),
+                rpm420: true,
+            }
+        );
+        let e = Libraries::from_ldd("rpm", "\tlibrpmio.so.8 => /lib/librpmio.so.8 (0x1)\n")
+            .unwrap_err();
+        assert!(e.contains("librpmio.so.8"), "{e}");
+        // Nothing ldd can show: rpm 4.18's sonames, whose dlopen says why.
+        for text in ["\tlibrpmio.so.10 => not found\n", ""] {
+            assert_eq!(
+                Libraries::from_ldd("rpm", text).unwrap(),
+                Libraries::rpm418()
+            );
+        }
+    }
 }

@@ -364,13 +364,18 @@ fn encode_run(s: &LuaScript<'_>) -> Result<Vec<u8>> {
     if s.next_files.unwrap_or_default().iter().any(|f| has_nul(f)) {
         return Err(nul("a file name for rpm.next_file()"));
     }
+    if s.rpmver.is_some_and(|v| has_nul(v.as_bytes())) {
+        return Err(nul("its package's rpm version"));
+    }
+    let rpmver: Option<[&[u8]; 1]> = s.rpmver.map(|v| [v.as_bytes()]);
     let mut e = Enc::new(proto::RUN);
     e.bytes(s.name.as_bytes())
         .bytes(s.body.as_bytes())
         .list(s.args)
         .u8(u8::from(s.arg1) | (u8::from(s.arg2) << 1))
         .opt_list(s.prefixes)
-        .opt_list(s.next_files);
+        .opt_list(s.next_files)
+        .opt_list(rpmver.as_ref().map(|v| &v[..]));
     if e.0.len() > proto::MAX_REQUEST {
         return Err(Error::TooLarge {
             scriptlet: s.name.to_string(),

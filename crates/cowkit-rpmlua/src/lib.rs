@@ -1,5 +1,7 @@
-//! rpm's `<lua>` scriptlets run as rpm 4.18 runs them: in rpm's own
-//! embedded Lua (`librpmio.so.9`, Lua 5.3), with rpm's `rpm` and `posix`
+//! rpm's `<lua>` scriptlets run as rpm runs them: in rpm's own embedded
+//! Lua (rpm 4.18's `librpmio.so.9` with Lua 5.3, or rpm 4.20's
+//! `librpmio.so.10` with Lua 5.4: those the `rpm` program cowkit runs
+//! loads), with rpm's `rpm` and `posix`
 //! modules, rpm's macros, one process-global state per transaction, and
 //! the whole process chrooted into the root.
 //!
@@ -47,6 +49,7 @@
 //!     arg2: false,
 //!     prefixes: None,
 //!     next_files: None,
+//!     rpmver: Some("4.18.0"),
 //! })?;
 //! assert_eq!(out, Outcome::Ok);
 //! host.finish()?;
@@ -112,6 +115,12 @@ pub struct LuaScript<'a> {
     /// returns `nil`, and a further call starts the list again, as rpm 4.18
     /// does.
     pub next_files: Option<&'a [Vec<u8>]>,
+    /// The version of the rpm that built the scriptlet's package
+    /// (`RPMVERSION`). rpm 4.20 keeps it in Lua's registry while the
+    /// scriptlet runs (its Lua warns that `posix.fork`, `exec`, `wait` and
+    /// `redirect2null` are deprecated unless the package was built by an
+    /// older rpm); rpm 4.18 does not use it.
+    pub rpmver: Option<&'a str>,
 }
 
 /// What became of a scriptlet.
@@ -205,8 +214,9 @@ pub enum Error {
 /// This crate's result.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Whether rpm's Lua can be loaded here (`librpmio.so.9` linked with Lua
-/// 5.3, `librpm.so.9`, every function this crate calls); the reason if not.
+/// Whether rpm's Lua can be loaded here (the `librpmio` and `librpm` of the
+/// `rpm` program cowkit runs, 4.18's `.so.9` or 4.20's `.so.10`, with the
+/// Lua they link, every function this crate calls); the reason if not.
 /// It loads the libraries into this process (and keeps them) without
 /// calling any of their functions.
 pub fn available() -> std::result::Result<(), String> {

@@ -149,6 +149,11 @@ fn run(frame: &[u8]) -> io::Result<Enc> {
     let flags = d.u8()?;
     let prefixes = d.opt_list()?.map(cs).transpose()?;
     let next_files = d.opt_list()?.map(cs).transpose()?;
+    let rpmver = match d.opt_list()? {
+        None => None,
+        Some(l) if l.len() == 1 => Some(c(l[0])?),
+        Some(_) => return Err(bad("more than one rpm version")),
+    };
     d.end()?;
     // runLuaScript: "Hack to convert arguments to numbers for backwards
     // compat", prepended on the script's first line.
@@ -167,6 +172,7 @@ fn run(frame: &[u8]) -> io::Result<Enc> {
         argv: &argv,
         prefixes: prefixes.as_deref(),
         next_files,
+        rpmver: rpmver.as_deref(),
     });
     if rc == ffi::Rc::Ok {
         return Ok(Enc::new(proto::OK));

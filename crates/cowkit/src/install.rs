@@ -677,6 +677,7 @@ fn print_text(args: &Show<'_>, total: &TxSummary) {
                 cowkit_rpmdb::Source::Existing => " (existing)".to_string(),
                 cowkit_rpmdb::Source::RootMacros(f) => format!(" (%_dbpath in {f})"),
                 cowkit_rpmdb::Source::Default => " (rpm's default)".to_string(),
+                cowkit_rpmdb::Source::Rpm => " (%_dbpath of the rpm program)".to_string(),
             },
             total.scriptlets,
             if total.upgraded.is_empty() && total.erased.is_empty() {

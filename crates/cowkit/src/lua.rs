@@ -52,6 +52,7 @@ impl Lua for Host {
             arg2: how.args.len() > 1,
             prefixes: (!how.prefixes.is_empty()).then_some(how.prefixes),
             next_files: how.files,
+            rpmver: how.rpmver,
         };
         match self.0.run(&s) {
             Ok(Outcome::Ok) => Ok(None),

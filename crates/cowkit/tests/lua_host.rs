@@ -227,6 +227,7 @@ impl Twin<'_> {
                 arg2: arg2.is_some(),
                 prefixes,
                 next_files,
+                rpmver: None,
             })
             .unwrap_or_else(|e| panic!("{name}: {}", cowkit_testutil::chain(&e)));
         if let Outcome::Failed(why) = out {
@@ -558,6 +559,7 @@ fn a_scriptlet_that_kills_the_host_is_an_error_not_an_outcome() {
         arg2: false,
         prefixes: None,
         next_files: None,
+        rpmver: None,
     };
     assert_eq!(host.run(&script("x = 1")).unwrap(), Outcome::Ok);
     // A syntax error is a scriptlet failure, in rpm's words; the host goes on.
@@ -1007,6 +1009,7 @@ rpm.execute("/bin/sh", "-c", "kill -9 $PPID")
         arg2: false,
         prefixes: None,
         next_files: None,
+        rpmver: None,
     });
     let _ = done.send(());
     let fired = watchdog.join().unwrap();

@@ -1,6 +1,6 @@
-//! The rpm that registers a root must be of the generation whose rules
-//! cowkit runs transactions by (rpm 4.18): another one is refused before
-//! the root is touched, naming its version and what differs.
+//! The rpm that registers a root must be of a generation whose rules
+//! cowkit runs transactions by (rpm 4.18 or 4.20): another one is refused
+//! before the root is touched, naming its version and what differs.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -61,9 +61,9 @@ fn an_rpm_of_another_generation_is_refused_before_the_root_is_touched() {
         "zstd",
     );
     for (version, names) in [
-        ("4.20.1", &["rpm 4.20.1", "%preuntrans", "sysusers.d"][..]),
-        ("4.19.1.1", &["rpm 4.19.1", "%postuntrans"][..]),
-        ("4.16.1.3", &["rpm 4.16.1", "rpm 4.18 only"][..]),
+        ("4.19.1.1", &["rpm 4.19.1", "%postuntrans", "sysusers"][..]),
+        ("4.16.1.3", &["rpm 4.16.1", "rpm 4.18 and 4.20 only"][..]),
+        ("4.21.0", &["rpm 4.21.0", "rpm 4.18 and 4.20 only"][..]),
     ] {
         let root = dir.path().join(format!("root-{version}"));
         std::fs::create_dir(&root).unwrap();

@@ -39,6 +39,7 @@ fn w(status: Option<i32>, stdout: Option<&str>, stderr: Option<&str>) -> Want {
         stdout: stdout.map(s),
         stderr: stderr.map(s),
         own_stdout: false,
+        unheld: false,
     }
 }
 
@@ -1586,6 +1587,7 @@ fn order() -> Vec<Scenario> {
                         )),
                         stderr: None,
                         own_stdout: true,
+                        unheld: false,
                     },
                 ),
                 // The order the packages were registered in.

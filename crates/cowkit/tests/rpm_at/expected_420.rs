@@ -1,0 +1,27 @@
+//! How the scenarios end with rpm 4.20 registering and as the reference
+//! (`rpm_at_420.rs`), where that is not as `expected.rs` says for rpm
+//! 4.18, and the `%preuntrans`/`%postuntrans` scenarios.
+
+use super::expected::Expect::{self, *};
+
+/// Scenario id → expected end under rpm 4.20, over `expected::EXPECTED`.
+pub const OVER_420: &[(&str, Expect)] = &[
+    (
+        "rpmscript-4.1",
+        Refused("rpm 4.20 gives file triggers arguments"),
+    ),
+    (
+        "rpmscript-5.1",
+        Refused("rpm 4.20 gives file triggers arguments"),
+    ),
+    ("sysusers-1.1", Refused("with sysusers data")),
+    ("untrans-1.1", Equal),
+    (
+        "untrans-1.2",
+        Differs("rpm holds a <lua> scriptlet's print in its stdio buffer until a later flush (here after the next shell scriptlet); cowkit's Lua host flushes after each scriptlet: the same lines, interleaved otherwise"),
+    ),
+    (
+        "untrans-1.3",
+        Differs("a failing %preuntrans: rpm 4.20 skips the erasure (the old version stays registered beside the new one) and exits 1; cowkit keeps the old version's files, as for a failing %preun, but registers the new one over it and exits 0"),
+    ),
+];
