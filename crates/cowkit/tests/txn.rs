@@ -60,6 +60,9 @@ fn comparable(tree: Tree, cache: &Path) -> Tree {
         first(&db)
             || first("var/lib/dnf")
             || first("var/log")
+            // dnf's module state: `cowkit install` has none to make
+            // (`cowkit dnf`'s is compared by fedora_roots and dnf_entry).
+            || first("etc/dnf")
             || first("var/cache")
             || first(&cache_rel)
             // Parents of the above that only they created.
