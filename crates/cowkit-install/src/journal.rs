@@ -33,7 +33,8 @@ use cowkit_rpmdb::{Check, DbPath, Rpm};
 use serde::{Deserialize, Serialize};
 
 use crate::pkg::Pkg;
-use crate::{Error, Result, TxOptions};
+use crate::prepared::{Recovery, TxOptions, TxSummary};
+use crate::{Error, Result};
 
 /// The journal's file name in the database directory.
 pub const JOURNAL: &str = "cowkit-journal";
@@ -99,20 +100,6 @@ pub(crate) struct Journal {
     pub(crate) reinstall: bool,
     pub(crate) add: Vec<Add>,
     pub(crate) erase: Vec<Old>,
-}
-
-/// What the next transaction found of an interrupted one, and did.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Recovery {
-    /// The journal (host path).
-    pub journal: PathBuf,
-    /// How far the interrupted transaction got: `placing` (files were being
-    /// placed, nothing registered) or `registering`.
-    pub stage: String,
-    /// What was found, one line each.
-    pub found: Vec<String>,
-    /// What was done about it, one line each.
-    pub did: Vec<String>,
 }
 
 impl Journal {
@@ -312,7 +299,15 @@ pub fn pending(root: &Root, dbpath: Option<&str>) -> Result<bool> {
 /// removed, journal or not.
 ///
 /// With `--test` or without a database nothing is done.
-pub fn recover(root: &Root, opts: &TxOptions, packages: &[PathBuf]) -> Result<Option<Recovery>> {
+///
+/// `again` runs a transaction of the given packages without recovering
+/// first (an interrupted transaction still placing is run again).
+pub(crate) fn recover(
+    root: &Root,
+    opts: &TxOptions,
+    packages: &[PathBuf],
+    again: &dyn Fn(&[PathBuf]) -> Result<TxSummary>,
+) -> Result<Option<Recovery>> {
     if opts.test || !opts.db {
         return Ok(None);
     }
@@ -358,12 +353,10 @@ pub fn recover(root: &Root, opts: &TxOptions, packages: &[PathBuf]) -> Result<Op
             }
             check_packages(&journal, j.add.iter())?;
             let paths: Vec<PathBuf> = j.add.iter().map(|a| a.package.clone()).collect();
-            let again = crate::txn::prepare_inner(root, &paths, opts, false)
-                .and_then(|p| p.run(&crate::NoProgress))
-                .map_err(|e| Error::Interrupted {
-                    path: journal.clone(),
-                    source: Box::new(e),
-                })?;
+            let again = again(&paths).map_err(|e| Error::Interrupted {
+                path: journal.clone(),
+                source: Box::new(e),
+            })?;
             rec.did.push(format!(
                 "installed its packages again: {}",
                 again.installed.join(", ")

@@ -30,7 +30,9 @@ use cowkit_fs::root::Root;
 use cowkit_fs::{Chain, IoError, Tally};
 use serde::Serialize;
 
+mod action;
 mod config;
+mod elem;
 mod extents;
 pub mod fate;
 pub mod interrupt;
@@ -40,6 +42,7 @@ pub mod nosync;
 pub mod owners;
 mod pkg;
 pub mod plan;
+mod prepared;
 mod refuse;
 mod runner;
 pub mod scripts;
@@ -48,8 +51,10 @@ mod target;
 pub mod txn;
 mod verify;
 
-pub use journal::{pending as recovery_pending, recover, Recovery};
+pub use journal::pending as recovery_pending;
 pub use owners::Owners;
+pub use prepared::Recovery;
+pub use txn::recover;
 pub use txn::{prepare, transaction, InstallOnly, Prepared, Stager, TxOptions, TxSummary};
 
 /// The host rpm's answers a transaction needs (its generation, the macros
