@@ -53,9 +53,8 @@ mod verify;
 
 pub use journal::pending as recovery_pending;
 pub use owners::Owners;
-pub use prepared::Recovery;
-pub use txn::recover;
-pub use txn::{prepare, transaction, InstallOnly, Prepared, Stager, TxOptions, TxSummary};
+pub use prepared::{InstallOnly, Prepared, Recovery, Stager, TxOptions, TxSummary};
+pub use txn::{prepare, recover, transaction};
 
 /// The host rpm's answers a transaction needs (its generation, the macros
 /// of its file policy), asked on a thread of their own while the caller

@@ -80,7 +80,15 @@ impl Prepared<'_> {
         let inputs = self.inputs.take();
         let result = crate::runner::run(self, progress, session.as_ref());
         drop(inputs);
-        crate::nosync::finish(session, result)
+        // The final sync runs in any case; a failed transaction keeps its
+        // own error.
+        let synced = crate::nosync::finish(session);
+        let mut sum = result?;
+        if let Some((nosync, secs)) = synced {
+            sum.seconds.final_sync = secs;
+            sum.nosync = Some(nosync);
+        }
+        Ok(sum)
     }
 }
 

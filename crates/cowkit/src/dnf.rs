@@ -33,11 +33,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use cowkit_extents::cache::{Cache, CacheError, Lookup, Unsafe};
+use cowkit_extents::cache::{Cache, Lookup};
 use cowkit_extents::confined;
 use cowkit_fs::root::Root;
 use cowkit_install::{prepare, Options, TxOptions};
 
+use crate::dnf_stream::cache_error;
 use crate::dnfcli::Line;
 use serde::Serialize;
 
@@ -54,7 +55,7 @@ pub struct Args {
     root: Option<PathBuf>,
     /// The cache of transcoded packages, shared by builds. Put it on the
     /// filesystem of the roots: installs from it then clone.
-    #[arg(long, default_value = crate::dnfentry::DEFAULT_CACHE)]
+    #[arg(long, default_value = DEFAULT_CACHE)]
     cache: PathBuf,
     /// The rpm database inside the root (default: an existing one, else
     /// `%_dbpath` from the root's rpm macros, else /var/lib/rpm).
@@ -114,6 +115,9 @@ pub enum Downloader {
 }
 
 /// The rest of `cowkit dnf --help`: the dnf form.
+/// The cache's default directory.
+pub const DEFAULT_CACHE: &str = "/var/cache/cowkit";
+
 const DNF_FORM_HELP: &str = "\
 dnf's own command line (for image builders):
   cowkit dnf --installroot R [DNF-OPTIONS] install|upgrade|... PKG...
@@ -197,10 +201,10 @@ fn home_with_dbpath(dbpath: &str) -> Result<tempfile::TempDir, CliError> {
 /// The real dnf on `req`'s root with `req`'s arguments, `HOME` set to
 /// `home`.
 fn dnf_command(req: &Request, home: &Path) -> Result<Command, CliError> {
-    let dnf = crate::dnfentry::real_dnf()?;
+    let dnf = crate::dnf_shim::real_dnf()?;
     let mut c = crate::dnf_order::command(&dnf, &home.join("order"));
     c.env("HOME", home)
-        .env(crate::dnfentry::ENV_INSIDE, &dnf)
+        .env(crate::dnf_shim::ENV_INSIDE, &dnf)
         .arg(format!("--installroot={}", req.root.display()))
         .args(&req.line.rest);
     Ok(c)
@@ -209,7 +213,7 @@ fn dnf_command(req: &Request, home: &Path) -> Result<Command, CliError> {
 /// `cowkit dnf --root R [OPTIONS] [--] DNF-ARGS` (or `--shim-dir`).
 pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
     if let Some(dir) = &args.shim_dir {
-        crate::dnfentry::make_shim(dir)?;
+        crate::dnf_shim::make_shim(dir)?;
         return Ok(ExitCode::SUCCESS);
     }
     let root = args.root.expect("clap requires --root");
@@ -921,29 +925,6 @@ const DOWNLOAD_PREFIX: &str = "download.";
 /// The cache at `dir`, checked ([`Cache::open`]).
 fn open_cache(dir: &Path) -> Result<Cache, CliError> {
     Cache::open(dir).map_err(cache_error)
-}
-
-/// A cache error, with a hint for a cache others can change.
-pub(crate) fn cache_error(e: CacheError) -> CliError {
-    let hint = match &e {
-        CacheError::Unsafe { path, why } => Some(match why {
-            Unsafe::Owner { me, .. } => format!(
-                "the cache's content is trusted by installs: use a cache of your own, or `chown {me} {}` if it is yours",
-                path.display()
-            ),
-            Unsafe::Writable { .. } | Unsafe::Parent { .. } => format!(
-                "the cache's content is trusted by installs: `chmod go-w {}`, or use another --cache",
-                path.display()
-            ),
-            Unsafe::NotDir(_) => format!("remove `{}`", path.display()),
-        }),
-        _ => None,
-    };
-    let e = CliError::new("cannot use the cache", e);
-    match hint {
-        Some(h) => e.hint(h),
-        None => e,
-    }
 }
 
 /// Transcode every (package, header digest) pair into a new cache entry,

@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use cowkit_archive::rpm::Package;
-use cowkit_extents::cache::{Cache, ChecksumRecord, Lookup};
+use cowkit_extents::cache::{Cache, CacheError, ChecksumRecord, Lookup, Unsafe};
 use cowkit_extents::confined;
 use sha2::Digest;
 
@@ -251,11 +251,7 @@ fn one(run: &Run<'_>, pkg: &PlannedPackage) -> Result<Done, CliError> {
 fn cached(run: &Run<'_>, pkg: &PlannedPackage) -> Result<Option<PathBuf>, CliError> {
     let (kind, hex) = &pkg.checksum;
     let hex = hex.to_ascii_lowercase();
-    let Some(rec) = run
-        .cache
-        .checksum_record(kind, &hex)
-        .map_err(crate::dnf::cache_error)?
-    else {
+    let Some(rec) = run.cache.checksum_record(kind, &hex).map_err(cache_error)? else {
         return Ok(None);
     };
     let repo = run.repo(pkg);
@@ -264,11 +260,7 @@ fn cached(run: &Run<'_>, pkg: &PlannedPackage) -> Result<Option<PathBuf>, CliErr
     if repo.gpgcheck && (rec.signed_with.is_none() || rec.signed_with != key_identity(&repo.keys)) {
         return Ok(None);
     }
-    match run
-        .cache
-        .lookup(&rec.header_digest)
-        .map_err(crate::dnf::cache_error)?
-    {
+    match run.cache.lookup(&rec.header_digest).map_err(cache_error)? {
         Lookup::Hit(p) => Ok(Some(p)),
         Lookup::Miss(_) => Ok(None),
         Lookup::Damaged(p, why) => {
@@ -336,7 +328,7 @@ fn fetch(run: &Run<'_>, pkg: &PlannedPackage, source: &Source) -> Result<Done, F
     let lookup = run
         .cache
         .lookup(&digest)
-        .map_err(|e| Failure::Fatal(crate::dnf::cache_error(e)))?;
+        .map_err(|e| Failure::Fatal(cache_error(e)))?;
     // The keys as the worker is about to load them; recorded only if they
     // are the same once it is done.
     let keys_before = repo.gpgcheck.then(|| key_identity(&repo.keys)).flatten();
@@ -369,7 +361,7 @@ fn fetch(run: &Run<'_>, pkg: &PlannedPackage, source: &Source) -> Result<Done, F
             &pkg.checksum.1.to_ascii_lowercase(),
             &record,
         )
-        .map_err(|e| Failure::Fatal(crate::dnf::cache_error(e)))?;
+        .map_err(|e| Failure::Fatal(cache_error(e)))?;
     Ok(done)
 }
 
@@ -399,7 +391,7 @@ fn stream(
     let entry = run
         .cache
         .new_entry(header.header_digest())
-        .map_err(|e| fatal(crate::dnf::cache_error(e)))?;
+        .map_err(|e| fatal(cache_error(e)))?;
     let keys: &[PathBuf] = if repo.gpgcheck { &repo.keys } else { &[] };
     let worker = crate::transcode::worker_command(
         4096,
@@ -424,9 +416,7 @@ fn stream(
     fed.map_err(|e| Failure::Mirror(format!("`{source}`: {e}")))?;
     finish(body, pkg, source)?;
     outcome.map_err(|e| fatal(worker_error(e, pkg, repo, source)))?;
-    entry
-        .commit()
-        .map_err(|e| fatal(crate::dnf::cache_error(e)))
+    entry.commit().map_err(|e| fatal(cache_error(e)))
 }
 
 /// The worker's error: a refused header signature said as the
@@ -598,5 +588,28 @@ impl Read for Verified<'_> {
         }
         self.reporter.on_bytes(n as u64);
         Ok(n)
+    }
+}
+
+/// A cache error, with a hint for a cache others can change.
+pub(crate) fn cache_error(e: CacheError) -> CliError {
+    let hint = match &e {
+        CacheError::Unsafe { path, why } => Some(match why {
+            Unsafe::Owner { me, .. } => format!(
+                "the cache's content is trusted by installs: use a cache of your own, or `chown {me} {}` if it is yours",
+                path.display()
+            ),
+            Unsafe::Writable { .. } | Unsafe::Parent { .. } => format!(
+                "the cache's content is trusted by installs: `chmod go-w {}`, or use another --cache",
+                path.display()
+            ),
+            Unsafe::NotDir(_) => format!("remove `{}`", path.display()),
+        }),
+        _ => None,
+    };
+    let e = CliError::new("cannot use the cache", e);
+    match hint {
+        Some(h) => e.hint(h),
+        None => e,
     }
 }
