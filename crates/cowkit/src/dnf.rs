@@ -9,7 +9,7 @@
 //!    but for the limit, which would have it erase old kernels (cowkit does
 //!    not erase them; install-only packages go beside the old versions).
 //! 2. By default dnf downloads nothing: its Python wrapper
-//!    ([`crate::dnf_order`]) writes the plan of the downloads, and cowkit
+//!    ([`cowkit_dnf::order`]) writes the plan of the downloads, and cowkit
 //!    fetches each package itself, streaming it through a confined
 //!    transcoder into the cache as it arrives ([`crate::dnf_stream`]).
 //!    Where cowkit cannot fetch as dnf would (`--downloader dnf`,
@@ -201,10 +201,10 @@ fn home_with_dbpath(dbpath: &str) -> Result<tempfile::TempDir, CliError> {
 /// The real dnf on `req`'s root with `req`'s arguments, `HOME` set to
 /// `home`.
 fn dnf_command(req: &Request, home: &Path) -> Result<Command, CliError> {
-    let dnf = crate::dnf_shim::real_dnf()?;
-    let mut c = crate::dnf_order::command(&dnf, &home.join("order"));
+    let dnf = cowkit_dnf::shim::real_dnf().map_err(dnf_error)?;
+    let mut c = cowkit_dnf::order::command(&dnf, &home.join("order"));
     c.env("HOME", home)
-        .env(crate::dnf_shim::ENV_INSIDE, &dnf)
+        .env(cowkit_dnf::shim::ENV_INSIDE, &dnf)
         .arg(format!("--installroot={}", req.root.display()))
         .args(&req.line.rest);
     Ok(c)
@@ -213,7 +213,8 @@ fn dnf_command(req: &Request, home: &Path) -> Result<Command, CliError> {
 /// `cowkit dnf --root R [OPTIONS] [--] DNF-ARGS` (or `--shim-dir`).
 pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
     if let Some(dir) = &args.shim_dir {
-        crate::dnf_shim::make_shim(dir)?;
+        cowkit_dnf::shim::make_shim(dir).map_err(dnf_error)?;
+        println!("{}", dir.display());
         return Ok(ExitCode::SUCCESS);
     }
     let root = args.root.expect("clap requires --root");
@@ -348,12 +349,9 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
     extra.resolve_seconds = t.elapsed().as_secs_f64();
     drop(ahead);
     // dnf's reinstalls are rpm's `--reinstall` elements: all or none.
-    let reinstall = crate::dnf_order::reinstalls(&home.path().join("order")).map_err(|why| {
-        CliError::msg(why)
-            .hint("reinstall these packages in a transaction of their own (`dnf reinstall PKG`)")
-    })?;
+    let reinstall = cowkit_dnf::order::reinstalls(&home.path().join("order")).map_err(dnf_error)?;
     let plan = match dnf_downloads {
-        None => crate::dnf_plan::Plan::read(&plan_path)?,
+        None => cowkit_dnf::plan::Plan::read(&plan_path).map_err(dnf_error)?,
         Some(_) => None,
     };
     let reasons = match (dnf_downloads, plan) {
@@ -392,7 +390,7 @@ fn downloaded_rpms(dir: &Path, order: &Path) -> Result<Vec<PathBuf>, CliError> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "rpm"))
         .collect();
-    if !crate::dnf_order::sort(&mut rpms, order) && !rpms.is_empty() {
+    if !cowkit_dnf::order::sort(&mut rpms, order) && !rpms.is_empty() {
         // Not a skip, but not dnf's order either: said, not hidden.
         eprintln!(
             "warning: dnf did not say in which order it adds the packages (it is not dnf's own Python entry point): rpm orders them from their file names, and scriptlets may run in another order than under dnf"
@@ -472,7 +470,7 @@ fn streamed(
     args: &Request,
     root: &Root,
     cache: &Cache,
-    plan: &crate::dnf_plan::Plan,
+    plan: &cowkit_dnf::plan::Plan,
     mut extra: Extra,
     reinstall: bool,
 ) -> Result<ExitCode, CliError> {
@@ -553,7 +551,7 @@ fn scratch_keys(
 fn import_repo_keys(
     args: &Request,
     root: &Root,
-    plan: &crate::dnf_plan::Plan,
+    plan: &cowkit_dnf::plan::Plan,
 ) -> Result<(), CliError> {
     let mut seen = std::collections::HashSet::new();
     let files: Vec<PathBuf> = plan
@@ -690,7 +688,7 @@ fn install(
 }
 
 /// The options of `cowkit dnf`'s transaction on `root` (`reinstall`:
-/// every package is a reinstall, [`crate::dnf_order::reinstalls`]).
+/// every package is a reinstall, [`cowkit_dnf::order::reinstalls`]).
 fn tx_options(args: &Request, root: &Root, reinstall: bool) -> Result<TxOptions, CliError> {
     // dnf's nodocs is rpm's `--excludedocs`: the command line's, else its
     // configuration's. The languages are rpm's own `%_install_langs`, as
@@ -809,7 +807,7 @@ fn dnf_itself(
 fn keepcache(req: &Request) -> bool {
     req.line
         .keepcache
-        .or_else(|| crate::dnfcli::keepcache_in_config(req.line.config.as_deref(), &req.root))
+        .or_else(|| cowkit_dnf::conf::keepcache_in_config(req.line.config.as_deref(), &req.root))
         .unwrap_or(false)
 }
 
@@ -856,7 +854,7 @@ fn resolve_and_download(
         .arg(format!("--downloaddir={}", dir.display()));
     if let Some(plan) = plan {
         // dnf writes its plan and downloads nothing (cowkit fetches),
-        // or downloads where cowkit cannot (`dnf_order`).
+        // or downloads where cowkit cannot (`cowkit_dnf::order`).
         dnf.env("COWKIT_DNF_PLAN", plan);
         if req.downloader == Downloader::Cowkit {
             dnf.env("COWKIT_DNF_PLAN_STRICT", "1");
@@ -986,5 +984,34 @@ trait AsFdOwned {
 impl<T: std::os::fd::AsFd> AsFdOwned for T {
     fn as_fd_owned(&self) -> std::io::Result<std::os::fd::OwnedFd> {
         self.as_fd().try_clone_to_owned()
+    }
+}
+
+/// A dnf pipeline error as the CLI reports it, with a `hint:` where the
+/// user can do something about it.
+pub(crate) fn dnf_error(e: cowkit_dnf::Error) -> CliError {
+    use cowkit_dnf::Error as E;
+    let hint = match &e {
+        E::DnfIsCowkit { var, .. } => Some(format!("set {var} to the real dnf, e.g. /usr/bin/dnf")),
+        E::NoDnf { .. } => {
+            Some("install dnf (Debian: `apt-get install dnf`), or set COWKIT_DNF to it".into())
+        }
+        E::ShimNotDir { .. } => Some("give a directory, not a symlink".into()),
+        E::OthersCanChange { .. } => {
+            Some("use a directory of your own that only you can write, e.g. /run/cowkit-dnf".into())
+        }
+        E::ShimLinksElsewhere { .. } | E::ShimNotLink { .. } => {
+            Some("remove it, or use another directory".into())
+        }
+        E::MixedReinstall { .. } => Some(
+            "reinstall these packages in a transaction of their own (`dnf reinstall PKG`)".into(),
+        ),
+        _ => None,
+    };
+    let chain = cowkit_fs::error::chain(&e);
+    let cli = CliError::from_chain(&chain[0], &chain[1..]);
+    match hint {
+        Some(h) => cli.hint(h),
+        None => cli,
     }
 }

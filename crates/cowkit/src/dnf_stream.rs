@@ -1,5 +1,5 @@
 //! `cowkit dnf`'s own downloads: each package of dnf's plan
-//! ([`crate::dnf_plan`]) is fetched ([`crate::dnf_fetch`]) and streamed
+//! ([`cowkit_dnf::plan`]) is fetched ([`cowkit_dnf::fetch`]) and streamed
 //! through the confined transcoder straight into the cache, while the
 //! bytes are counted and hashed.
 //!
@@ -37,9 +37,9 @@ use cowkit_extents::cache::{Cache, CacheError, ChecksumRecord, Lookup, Unsafe};
 use cowkit_extents::confined;
 use sha2::Digest;
 
-use crate::dnf_fetch::{Fetcher, MirrorError, Source};
-use crate::dnf_plan::{Plan, PlannedPackage, Repo};
 use crate::output::CliError;
+use cowkit_dnf::fetch::{Fetcher, MirrorError, Source};
+use cowkit_dnf::plan::{Plan, PlannedPackage, Repo};
 
 /// What the downloads report as they go.
 pub trait Reporter: Sync {

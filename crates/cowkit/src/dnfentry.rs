@@ -21,7 +21,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use crate::dnf::DEFAULT_CACHE;
-use crate::dnf_shim::{real_dnf, ENV_DNF, ENV_INSIDE};
+use cowkit_dnf::shim::{ENV_DNF, ENV_INSIDE};
+
+use crate::dnf::dnf_error;
 use crate::dnfcli::Line;
 use crate::output::CliError;
 
@@ -116,7 +118,7 @@ fn run(args: Vec<OsString>, quiet: bool) -> Result<ExitCode, CliError> {
     };
     let Some(root) = line.root.clone() else {
         // The host's own dnf: unchanged.
-        let dnf = real_dnf()?;
+        let dnf = cowkit_dnf::shim::real_dnf().map_err(dnf_error)?;
         let err = Command::new(&dnf).args(&args).env(ENV_INSIDE, &dnf).exec();
         return Err(CliError::new(
             format!("cannot run `{}`", dnf.display()),

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use ureq::tls::{RootCerts, TlsConfig};
 
-use crate::dnf_plan::Repo;
+use crate::plan::Repo;
 
 /// Where one attempt reads the package from.
 #[derive(Clone, Debug)]
