@@ -126,6 +126,63 @@ pub enum Error {
         /// The others.
         others: Vec<String>,
     },
+    /// The cache of transcoded packages failed.
+    #[error("cannot use the cache")]
+    Cache(#[from] cowkit_extents::cache::CacheError),
+    /// The transcode worker's program cannot be found.
+    #[error("cannot find cowkit itself")]
+    OwnBinary(#[source] std::io::Error),
+    /// The pipe to the transcode worker cannot be made.
+    #[error("cannot make a pipe for the transcoder")]
+    Pipe(#[source] std::io::Error),
+    /// The transcode of a fetched package failed.
+    #[error("cannot transcode `{}`", input.display())]
+    Transcode {
+        /// Where the package came from.
+        input: PathBuf,
+        /// The transcode's error.
+        #[source]
+        source: cowkit_extents::confined::Error,
+    },
+    /// A repository with `gpgcheck` served a package whose header signature
+    /// its keys do not accept.
+    #[error(
+        "the repository `{repo}` requires signatures (gpgcheck) by its keys ({}), and the header signature of `{package}` is not accepted; nothing of it was decoded or cached",
+        keys.iter().map(|k| format!("`{}`", k.display())).collect::<Vec<_>>().join(", ")
+    )]
+    SignatureRefused {
+        /// The repository id.
+        repo: String,
+        /// Its key files.
+        keys: Vec<PathBuf>,
+        /// Where the package came from.
+        package: String,
+        /// What the signature check said.
+        causes: Vec<String>,
+    },
+    /// Every mirror of a package failed, as often as dnf's `retries` allow.
+    #[error(
+        "no mirror served the package as the repository describes it ({attempts} failed attempt(s); dnf's retries={retries}); the last: {}",
+        last.as_deref().unwrap_or("none")
+    )]
+    NoMirror {
+        /// Failed attempts.
+        attempts: usize,
+        /// dnf's `retries`.
+        retries: u64,
+        /// The last attempt's failure.
+        last: Option<String>,
+    },
+    /// Packages that could not be fetched: nothing was installed and
+    /// nothing unverified was cached.
+    #[error(
+        "cannot fetch {} package(s); nothing was installed and nothing unverified was cached",
+        failures.len()
+    )]
+    Fetch {
+        /// Each package (NEVRA) and why.
+        failures: Vec<(String, Error)>,
+    },
 }
 
 /// The crate's result.

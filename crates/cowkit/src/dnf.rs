@@ -11,7 +11,7 @@
 //! 2. By default dnf downloads nothing: its Python wrapper
 //!    ([`cowkit_dnf::order`]) writes the plan of the downloads, and cowkit
 //!    fetches each package itself, streaming it through a confined
-//!    transcoder into the cache as it arrives ([`crate::dnf_stream`]).
+//!    transcoder into the cache as it arrives ([`cowkit_dnf::stream`]).
 //!    Where cowkit cannot fetch as dnf would (`--downloader dnf`,
 //!    `keepcache`, a proxy, ...: said on stderr), dnf downloads as before,
 //!    each downloaded package is looked up in the cache by its verified
@@ -33,12 +33,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use cowkit_extents::cache::{Cache, Lookup};
+use cowkit_extents::cache::{Cache, CacheError, Lookup, Unsafe};
 use cowkit_extents::confined;
 use cowkit_fs::root::Root;
 use cowkit_install::{prepare, Options, TxOptions};
 
-use crate::dnf_stream::cache_error;
 use crate::dnfcli::Line;
 use serde::Serialize;
 
@@ -252,11 +251,13 @@ fn refusals(line: &Line) -> Result<(), CliError> {
         .iter()
         .map(|r| format!("`{}`: {}", r.option, r.why))
         .collect();
-    Err(CliError::msg(format!(
-        "cowkit cannot honour dnf's {}:\n  {}",
-        if list.len() == 1 { "option" } else { "options" },
-        list.join("\n  ")
-    ))
+    Err(CliError::with_lines(
+        format!(
+            "cowkit cannot honour dnf's {}:",
+            if list.len() == 1 { "option" } else { "options" },
+        ),
+        list,
+    )
     .hint("drop them, or run plain dnf for this root"))
 }
 
@@ -481,9 +482,17 @@ fn streamed(
     }
     let bar = DownloadBar::new(args.json || args.quiet, args.quiet);
     let t = Instant::now();
-    let fetched = crate::dnf_stream::fetch_all(cache, plan, &bar);
+    let worker = |keys: &[PathBuf]| {
+        crate::transcode::worker_command_io(
+            4096,
+            cowkit_extents::transcode::DEFAULT_PACK_BELOW,
+            keys,
+            false,
+        )
+    };
+    let fetched = cowkit_dnf::stream::fetch_all(cache, plan, &bar, &worker);
     bar.bar.finish_and_clear();
-    let fetched = fetched?;
+    let fetched = fetched.map_err(dnf_error)?;
     extra.transcode_seconds = t.elapsed().as_secs_f64();
     extra.cache_hits = fetched.cached + fetched.reused;
     extra.cache_misses = fetched.transcoded;
@@ -611,7 +620,7 @@ impl DownloadBar {
     }
 }
 
-impl crate::dnf_stream::Reporter for DownloadBar {
+impl cowkit_dnf::stream::Reporter for DownloadBar {
     fn on_bytes(&self, n: u64) {
         self.bytes.fetch_add(n, Ordering::Relaxed);
         self.bar.inc(n);
@@ -969,11 +978,13 @@ fn transcode_all(cache: &Cache, todo: &[(PathBuf, String)], jobs: usize) -> Resu
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(CliError::msg(format!(
-            "cannot transcode {} package(s); nothing was installed:\n  {}",
-            errors.len(),
-            errors.join("\n  ")
-        )))
+        Err(CliError::with_lines(
+            format!(
+                "cannot transcode {} package(s); nothing was installed:",
+                errors.len()
+            ),
+            errors,
+        ))
     }
 }
 
@@ -1006,12 +1017,60 @@ pub(crate) fn dnf_error(e: cowkit_dnf::Error) -> CliError {
         E::MixedReinstall { .. } => Some(
             "reinstall these packages in a transaction of their own (`dnf reinstall PKG`)".into(),
         ),
+        E::Cache(CacheError::Unsafe { path, why }) => Some(match why {
+            Unsafe::Owner { me, .. } => format!(
+                "the cache's content is trusted by installs: use a cache of your own, or `chown {me} {}` if it is yours",
+                path.display()
+            ),
+            Unsafe::Writable { .. } | Unsafe::Parent { .. } => format!(
+                "the cache's content is trusted by installs: `chmod go-w {}`, or use another --cache",
+                path.display()
+            ),
+            Unsafe::NotDir(_) => format!("remove `{}`", path.display()),
+        }),
+        E::SignatureRefused { repo, .. } => Some(format!(
+            "dnf refuses such a package too (`GPG check FAILED`); to install without the check, as dnf would: `--nogpgcheck`, or `--setopt={repo}.gpgcheck=0`"
+        )),
         _ => None,
     };
-    let chain = cowkit_fs::error::chain(&e);
-    let cli = CliError::from_chain(&chain[0], &chain[1..]);
+    let cli = match e {
+        E::Transcode { input, source } => return crate::transcode::cli_error(source, &input),
+        E::SignatureRefused { ref causes, .. } => CliError::from_chain(e.to_string(), causes),
+        E::Fetch { failures } => {
+            // One line per package; the hints once each.
+            let head = format!(
+                "cannot fetch {} package(s); nothing was installed and nothing unverified was cached:",
+                failures.len()
+            );
+            let mut lines = Vec::new();
+            let mut hints: Vec<String> = Vec::new();
+            for (nevra, e) in failures {
+                let e = dnf_error(e);
+                lines.push(format!("{nevra}: {}", e.chain().join(": ")));
+                if let Some(h) = e.hint_text() {
+                    if !hints.iter().any(|x| x == h) {
+                        hints.push(h.to_string());
+                    }
+                }
+            }
+            let cli = CliError::with_lines(head, lines);
+            return match hints.is_empty() {
+                true => cli,
+                false => cli.hint(hints.join("; ")),
+            };
+        }
+        e => {
+            let chain = cowkit_fs::error::chain(&e);
+            CliError::from_chain(&chain[0], &chain[1..])
+        }
+    };
     match hint {
         Some(h) => cli.hint(h),
         None => cli,
     }
+}
+
+/// A cache error, with a hint for a cache others can change.
+fn cache_error(e: CacheError) -> CliError {
+    dnf_error(e.into())
 }

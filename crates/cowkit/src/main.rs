@@ -7,7 +7,6 @@
 mod cp;
 mod demo;
 mod dnf;
-mod dnf_stream;
 mod dnfcli;
 mod dnfentry;
 mod install;
