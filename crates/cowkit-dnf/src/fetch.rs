@@ -41,6 +41,12 @@ pub struct Fetcher {
     agent: ureq::Agent,
 }
 
+impl Default for Fetcher {
+    fn default() -> Self {
+        Fetcher::new()
+    }
+}
+
 impl Fetcher {
     /// An agent that verifies TLS against the system's certificates,
     /// follows redirects, and takes a status other than 2xx as an error.

@@ -407,6 +407,7 @@ fn long_spec(name: &str) -> Result<Option<&'static Opt>, LineError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn parse(args: &[&str]) -> Result<Line, LineError> {
         let v: Vec<OsString> = args.iter().map(OsString::from).collect();
