@@ -46,7 +46,7 @@ pub fn parse_bool(v: &str) -> Option<bool> {
 }
 
 /// The largest dnf configuration file read for `keepcache`.
-const MAX_CONF: u64 = 1 << 20;
+pub const MAX_CONF: u64 = 1 << 20;
 
 /// `keepcache` in the `[main]` section of dnf's configuration file for
 /// `root`: `--config`'s file, else the root's `/etc/dnf/dnf.conf`, else

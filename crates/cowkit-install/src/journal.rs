@@ -3,7 +3,7 @@
 //! change to the root and removed once the database says what the tree
 //! holds. A run killed in between (SIGKILL, an OOM kill, a container
 //! stop) leaves it behind, and the next transaction on that root finishes
-//! the interrupted one first ([`recover`]).
+//! the interrupted one first ([`crate::recover`]).
 //!
 //! The journal is the file `cowkit-journal` in the database directory
 //! (`<dbpath>` inside the root, e.g. `/var/lib/rpm/cowkit-journal`). It is

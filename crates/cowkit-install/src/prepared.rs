@@ -92,7 +92,7 @@ impl std::fmt::Debug for LuaStarter {
 /// `installonlypkg(kernel)`) when an older version is installed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum InstallOnly {
-    /// Refuse the transaction ([`Error::InstallOnly`]): `rpm -U` would
+    /// Refuse the transaction ([`crate::Error::InstallOnly`]): `rpm -U` would
     /// erase the old version, dnf would keep it.
     #[default]
     Refuse,
@@ -235,7 +235,7 @@ pub struct Prepared<'r> {
     pub(crate) plan: Vec<crate::plan::PlanEntry>,
     /// Every file's action.
     pub(crate) fates: crate::fate::Fates,
-    /// What holds the package files given to [`prepare`] (see
+    /// What holds the package files given to [`crate::prepare`] (see
     /// [`Prepared::release_before_final_sync`]).
     pub(crate) inputs: Option<Box<dyn Send>>,
 }
@@ -295,7 +295,7 @@ impl Prepared<'_> {
     /// extents file of a checked `.rpm`): `path_of` gives the file for a
     /// package's path. Each is checked when it is opened for installing:
     /// one whose header digest is not the checked package's is refused
-    /// ([`Error::NotTheCheckedPackage`]).
+    /// ([`crate::Error::NotTheCheckedPackage`]).
     pub fn use_files(&mut self, mut path_of: impl FnMut(&Path) -> PathBuf) {
         for p in &mut self.pkgs {
             p.path = path_of(&p.path);
@@ -304,7 +304,7 @@ impl Prepared<'_> {
     }
 
     /// Drop `inputs` (e.g. the directory of the package files given to
-    /// [`prepare`], once [`Prepared::use_files`] named others) as soon as
+    /// [`crate::prepare`], once [`Prepared::use_files`] named others) as soon as
     /// the transaction no longer reads them: after rpm's check and the
     /// registration, before the final `syncfs` of the root's filesystems,
     /// which would otherwise write back their dirty pages first.
