@@ -86,7 +86,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn issue_26_keepcache_is_read_from_main_and_a_fifo_holds_nothing_up() {
+    fn keepcache_is_read_from_main_and_a_fifo_holds_nothing_up() {
         let d = tempfile::tempdir().unwrap();
         let conf = d.path().join("dnf.conf");
         std::fs::write(&conf, "[main]\nkeepcache = True\n[x]\nkeepcache=0\n").unwrap();

@@ -168,7 +168,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_29_a_trickle_below_minrate_is_aborted() {
+    fn a_trickle_below_minrate_is_aborted() {
         let mut r = Paced::new(
             Slow(Duration::from_millis(20)),
             Duration::from_millis(100),
