@@ -19,11 +19,6 @@
 //!   watch ([`crate::chunked::Watch`]), whole and cut into frames at
 //!   places the input chooses: the verdict does not depend on the cuts,
 //!   and the watch never holds more than one header's worth of bytes.
-#![expect(
-    missing_docs,
-    clippy::missing_panics_doc,
-    reason = "fuzz entry points: the module docs say what each target does, and a panic is the finding"
-)]
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
