@@ -264,7 +264,7 @@ pub(crate) fn crash_point(point: &str) {
     }
 }
 
-/// Whether `root` holds a journal a killed run left ([`recover`] has a
+/// Whether `root` holds a journal a killed run left ([`crate::recover`] has a
 /// transaction to finish), its database found with `dbpath`. Only reads:
 /// a caller that needs costly options only for a recovery asks this
 /// first.
