@@ -7,7 +7,10 @@ modules of one floor separated by commas, `lib` the crate root). An import
 is a path to another module of the crate in code (`crate::x`, `super::x`,
 `use crate::{x, y}`); comments and `#[cfg(test)]` code are not imports, nor
 is a parent's relative path to its own child (`mod dir; use dir::Child`):
-declaring a child is the one way down that needs no name.
+declaring a child is the one way down that needs no name. A name the crate
+root re-exports (`pub use x::Name`) imported as `crate::Name` is an import
+of `x`, the module it comes from. Unit-test modules (`tests.rs`,
+`*_tests.rs`, `#[cfg(test)] mod x;`) are on no floor.
 Exceptions, each with why, are lines of "## Upward imports" reading
 `crate: from -> to: why`.
 
@@ -21,6 +24,7 @@ from collections import defaultdict
 
 CRATES = "crates"
 README = os.path.join(CRATES, "README.md")
+REEXPORTS = True
 IDENT = r"[a-z_][a-z0-9_]*"
 
 
@@ -44,6 +48,38 @@ def modules(src):
 def test_only(path):
     n = os.path.basename(path)
     return n == "tests.rs" or n.endswith("_tests.rs")
+
+
+def cfg_test_children(mods):
+    """Modules declared only for unit tests (`#[cfg(test)] mod x;`)."""
+    out = set()
+    pat = r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod (" + IDENT + r");"
+    for m, p in mods.items():
+        for x in re.findall(pat, open(p).read()):
+            out.add(f"{m}::{x}" if m else x)
+    return out
+
+
+def reexports(mods, known):
+    """`crate::Name` -> the module a `pub use` of the crate root takes it
+    from: an import of a name the root re-exports is an import of the
+    module that defines it."""
+    out = {}
+    if "" not in mods:
+        return out
+    text = re.sub(r"//[^\n]*", "", without_tests(open(mods[""]).read()))
+    pat = r"\bpub use (" + IDENT + r"(?:::" + IDENT + r")*)::(\{[^}]*\}|\w+)\s*;"
+    for m in re.finditer(pat, text):
+        src = resolve(m.group(1).split("::"), known)
+        if not src:
+            continue
+        for it in m.group(2).strip("{}").split(","):
+            it = it.strip()
+            if " as " in it:
+                it = it.split(" as ")[1].strip()
+            if it:
+                out[it] = src
+    return out
 
 
 def without_tests(text):
@@ -77,16 +113,23 @@ def resolve(path, known):
     return None
 
 
-def imports(mod, text, known):
+def imports(mod, text, known, via=None):
     text = re.sub(r"//[^\n]*", "", without_tests(text))
     parts = mod.split("::") if mod else []
+    via = via or {}
     out = set()
+
+    def root_path(path):
+        if len(path) == 1 and path[0] in via:
+            return via[path[0]]
+        return resolve(path, known)
+
     for m in re.finditer(r"\bcrate::\{([^}]*)\}", text):
         for item in m.group(1).split(","):
             if item.strip():
-                out.add(resolve(item.strip().split("::"), known))
+                out.add(root_path(item.strip().split("::")))
     for m in re.finditer(r"\bcrate((?:::" + IDENT + r")+)", text):
-        out.add(resolve(m.group(1).strip(":").split("::"), known))
+        out.add(root_path(m.group(1).strip(":").split("::")))
     pat = r"\b((?:super::)+)(\{[^}]*\}|" + IDENT + r"(?:::" + IDENT + r")*)"
     for m in re.finditer(pat, text):
         ups = m.group(1).count("super::")
@@ -103,9 +146,11 @@ def imports(mod, text, known):
 
 def graph(crate):
     mods = modules(os.path.join(CRATES, crate, "src"))
-    nodes = sorted(m for m, p in mods.items() if not test_only(p))
-    edges = {m: imports(m, open(mods[m]).read(), mods) & set(nodes) for m in nodes}
-    return nodes, edges
+    tests = cfg_test_children(mods) | {m for m, p in mods.items() if test_only(p)}
+    nodes = sorted(m for m in mods if m not in tests)
+    via = reexports(mods, mods) if REEXPORTS else {}
+    edges = {m: imports(m, open(mods[m]).read(), mods, via) & set(nodes) for m in nodes}
+    return nodes, edges, tests
 
 
 def name(m):
@@ -147,7 +192,8 @@ def main():
     )
     if "--suggest" in sys.argv:
         for c in crates:
-            print(f"{c}: {suggest(*graph(c))}")
+            nodes, edges, _ = graph(c)
+            print(f"{c}: {suggest(nodes, edges)}")
         return 0
     text = open(README).read()
     declared = {}
@@ -164,7 +210,7 @@ def main():
             allowed.add((m.group(1), m.group(2), m.group(3)))
     bad, up_total = [], 0
     for c in crates:
-        nodes, edges = graph(c)
+        nodes, edges, tests = graph(c)
         if c not in declared:
             bad.append(f"{c}: no line in crates/README.md's \"## Floors\"")
             continue
@@ -178,7 +224,9 @@ def main():
             if name(m) not in floor:
                 bad.append(f"{c}: module `{name(m)}` is on no floor")
         for m in floor:
-            if m != "lib" and m not in nodes:
+            if m in tests:
+                bad.append(f"{c}: floor names `{m}`, a unit-test module: leave it off the floors")
+            elif m != "lib" and m not in nodes:
                 bad.append(f"{c}: floor names `{m}`, which is not a module")
         for m in nodes:
             for t in sorted(edges[m]):

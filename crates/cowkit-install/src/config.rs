@@ -10,11 +10,12 @@ use cowkit_fs::root::{RelPath, Root};
 use cowkit_fs::IoError;
 use cowkit_rpmdb::Installed;
 
-use crate::fate::Action;
-use crate::txn::{ConfigNote, Pkg, TxSummary};
+use crate::action::Action;
+use crate::pkg::Pkg;
+use crate::prepared::{ConfigNote, TxSummary};
 use crate::{Options, Result};
 
-use crate::fate::flag::GHOST;
+use crate::action::flag::GHOST;
 
 /// The parent directory of `path` (absolute, from a header) inside the
 /// root, opened, and the last component; `None` when the parent is

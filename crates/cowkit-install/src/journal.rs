@@ -3,7 +3,7 @@
 //! change to the root and removed once the database says what the tree
 //! holds. A run killed in between (SIGKILL, an OOM kill, a container
 //! stop) leaves it behind, and the next transaction on that root finishes
-//! the interrupted one first ([`recover`]).
+//! the interrupted one first ([`crate::recover`]).
 //!
 //! The journal is the file `cowkit-journal` in the database directory
 //! (`<dbpath>` inside the root, e.g. `/var/lib/rpm/cowkit-journal`). It is
@@ -33,7 +33,8 @@ use cowkit_rpmdb::{Check, DbPath, Rpm};
 use serde::{Deserialize, Serialize};
 
 use crate::pkg::Pkg;
-use crate::{Error, Result, TxOptions};
+use crate::prepared::{Recovery, TxOptions, TxSummary};
+use crate::{Error, Result};
 
 /// The journal's file name in the database directory.
 pub const JOURNAL: &str = "cowkit-journal";
@@ -99,20 +100,6 @@ pub(crate) struct Journal {
     pub(crate) reinstall: bool,
     pub(crate) add: Vec<Add>,
     pub(crate) erase: Vec<Old>,
-}
-
-/// What the next transaction found of an interrupted one, and did.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Recovery {
-    /// The journal (host path).
-    pub journal: PathBuf,
-    /// How far the interrupted transaction got: `placing` (files were being
-    /// placed, nothing registered) or `registering`.
-    pub stage: String,
-    /// What was found, one line each.
-    pub found: Vec<String>,
-    /// What was done about it, one line each.
-    pub did: Vec<String>,
 }
 
 impl Journal {
@@ -277,7 +264,7 @@ pub(crate) fn crash_point(point: &str) {
     }
 }
 
-/// Whether `root` holds a journal a killed run left ([`recover`] has a
+/// Whether `root` holds a journal a killed run left ([`crate::recover`] has a
 /// transaction to finish), its database found with `dbpath`. Only reads:
 /// a caller that needs costly options only for a recovery asks this
 /// first.
@@ -312,7 +299,15 @@ pub fn pending(root: &Root, dbpath: Option<&str>) -> Result<bool> {
 /// removed, journal or not.
 ///
 /// With `--test` or without a database nothing is done.
-pub fn recover(root: &Root, opts: &TxOptions, packages: &[PathBuf]) -> Result<Option<Recovery>> {
+///
+/// `again` runs a transaction of the given packages without recovering
+/// first (an interrupted transaction still placing is run again).
+pub(crate) fn recover(
+    root: &Root,
+    opts: &TxOptions,
+    packages: &[PathBuf],
+    again: &dyn Fn(&[PathBuf]) -> Result<TxSummary>,
+) -> Result<Option<Recovery>> {
     if opts.test || !opts.db {
         return Ok(None);
     }
@@ -358,12 +353,10 @@ pub fn recover(root: &Root, opts: &TxOptions, packages: &[PathBuf]) -> Result<Op
             }
             check_packages(&journal, j.add.iter())?;
             let paths: Vec<PathBuf> = j.add.iter().map(|a| a.package.clone()).collect();
-            let again = crate::txn::prepare_inner(root, &paths, opts, false)
-                .and_then(|p| p.run(&crate::NoProgress))
-                .map_err(|e| Error::Interrupted {
-                    path: journal.clone(),
-                    source: Box::new(e),
-                })?;
+            let again = again(&paths).map_err(|e| Error::Interrupted {
+                path: journal.clone(),
+                source: Box::new(e),
+            })?;
             rec.did.push(format!(
                 "installed its packages again: {}",
                 again.installed.join(", ")

@@ -30,7 +30,9 @@ use cowkit_fs::root::Root;
 use cowkit_fs::{Chain, IoError, Tally};
 use serde::Serialize;
 
+mod action;
 mod config;
+mod elem;
 mod extents;
 pub mod fate;
 pub mod interrupt;
@@ -40,6 +42,7 @@ pub mod nosync;
 pub mod owners;
 mod pkg;
 pub mod plan;
+mod prepared;
 mod refuse;
 mod runner;
 pub mod scripts;
@@ -48,9 +51,10 @@ mod target;
 pub mod txn;
 mod verify;
 
-pub use journal::{pending as recovery_pending, recover, Recovery};
+pub use journal::pending as recovery_pending;
 pub use owners::Owners;
-pub use txn::{prepare, transaction, InstallOnly, Prepared, Stager, TxOptions, TxSummary};
+pub use prepared::{InstallOnly, Prepared, Recovery, Stager, TxOptions, TxSummary};
+pub use txn::{prepare, recover, transaction};
 
 /// The host rpm's answers a transaction needs (its generation, the macros
 /// of its file policy), asked on a thread of their own while the caller

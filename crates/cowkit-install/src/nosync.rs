@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use cowkit_nosync::scoped::{Report, Session};
 use serde::Serialize;
 
-use crate::{Error, Result, TxSummary};
+use crate::{Error, Result};
 
 /// Whether the scriptlets of a transaction in `root` run without sync
 /// calls: not with `keep_syncs`, and never for the running system (a root
@@ -89,26 +89,23 @@ pub(crate) fn start(root: &Path, keep_syncs: bool, scripts: bool) -> Result<Opti
 }
 
 /// Finish the session after the transaction: its final sync runs in any
-/// case. A failed transaction keeps its own error; a done one carries the
-/// final sync's error in [`NosyncSummary::final_sync_error`] (the root was
-/// changed: it is not an error of the whole transaction).
-pub(crate) fn finish(session: Option<Session>, result: Result<TxSummary>) -> Result<TxSummary> {
-    let Some(session) = session else {
-        return result;
-    };
-    let report = session.finish();
-    let mut sum = result?;
-    sum.nosync = Some(match report {
+/// case (`None`: there was no session). A failed final sync is reported in
+/// [`NosyncSummary::final_sync_error`]: the root was changed, it is not an
+/// error of the whole transaction. Also the final sync's time, in seconds.
+pub(crate) fn finish(session: Option<Session>) -> Option<(NosyncSummary, f64)> {
+    Some(match session?.finish() {
         Ok(r) => {
-            sum.seconds.final_sync = r.sync_time.as_secs_f64();
-            r.into()
+            let secs = r.sync_time.as_secs_f64();
+            (r.into(), secs)
         }
-        Err(e) => NosyncSummary {
-            final_sync_error: Some(cowkit_fs::error::chain(&e)),
-            ..NosyncSummary::default()
-        },
-    });
-    Ok(sum)
+        Err(e) => (
+            NosyncSummary {
+                final_sync_error: Some(cowkit_fs::error::chain(&e)),
+                ..NosyncSummary::default()
+            },
+            0.0,
+        ),
+    })
 }
 
 #[cfg(test)]

@@ -152,7 +152,7 @@ impl Pkg {
     /// It as a database entry (instance given when added), its files
     /// counted installed as rpm records them after `actions` (when
     /// decided: "not installed" and "wrong color" files are not).
-    pub(crate) fn db_pkg(&self, actions: Option<&[crate::fate::Action]>) -> DbPkg {
+    pub(crate) fn db_pkg(&self, actions: Option<&[crate::action::Action]>) -> DbPkg {
         let installed = |fx: usize| {
             actions
                 .and_then(|a| a.get(fx))

@@ -7,9 +7,10 @@ use std::collections::HashSet;
 
 use cowkit_rpmdb::Installed;
 
+use crate::elem::{Elem, Erased};
+use crate::pkg::Pkg;
 use crate::plan::PlanEntry;
-use crate::runner::{Elem, Erased};
-use crate::txn::{InstallOnly, Pkg};
+use crate::prepared::InstallOnly;
 use crate::{Error, Result};
 
 /// dnf's default `installonlypkgs` (dnf 4.14, `dnf/const.py`): a package

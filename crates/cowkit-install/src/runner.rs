@@ -11,74 +11,17 @@ use std::sync::Mutex;
 use cowkit_fs::root::Root;
 use cowkit_rpmdb::Installed;
 
+use crate::action::Action;
 use crate::config::{apply_fates, erase_files};
-use crate::fate::Action;
+use crate::elem::{Elem, Erased};
 use crate::pkg::Pkg;
-use crate::plan::{plain, Db, DbFile, DbPkg, PlanEntry, Run, Step};
-use crate::scripts::{Lua, Phase, RunContext, Scriptlet};
-use crate::txn::{install_staged, InDb, PackageFailure, Prepared, Stager, TxOptions, TxSummary};
+use crate::plan::{plain, Db, DbPkg, PlanEntry, Run, Step};
+use crate::prepared::{
+    install_staged, register, InDb, PackageFailure, Prepared, Registration, Stager, TxOptions,
+    TxSummary,
+};
+use crate::scripts::{Lua, Phase, RunContext};
 use crate::{Error, Options, Owners, Progress, Result, Summary};
-
-/// One element of the transaction, in rpm's order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Elem {
-    /// Install the package (index into the transaction's packages).
-    Add(usize),
-    /// Erase an installed package (index into [`Erased`]s).
-    Erase(usize),
-}
-
-/// An installed package the transaction erases.
-#[derive(Clone, Debug)]
-pub(crate) struct Erased {
-    pub(crate) installed: Installed,
-    /// Its database instance.
-    pub(crate) inst: u32,
-    /// The new package that replaces it (same name) or obsoletes it.
-    pub(crate) by: usize,
-}
-
-impl Erased {
-    /// Its installed files that no new package of the transaction keeps:
-    /// what its erasure removes (rpm skips the others).
-    fn gone(&self, pkgs: &[Pkg]) -> Vec<DbFile> {
-        self.installed
-            .files
-            .iter()
-            .filter(|f| f.state == 0 || f.state == 3)
-            .filter(|f| pkgs.iter().all(|p| p.files.find(&f.path).is_none()))
-            .map(|f| (f.path.as_bytes().to_vec(), true))
-            .collect()
-    }
-
-    /// Its `%preuntrans` or `%postuntrans` as rpm 4.20 runs it
-    /// (`runTransScripts` over the erased elements; `$1` from `rpmpsmNew`:
-    /// the installed instances of its name, for `%preuntrans` less one
-    /// unless the erasure depends on an install, which every erasure of a
-    /// `cowkit install` does: it is the old version an install replaces or
-    /// obsoletes).
-    fn untrans(&self, phase: Phase, db: &Db) -> Option<crate::plan::Run> {
-        let o = &self.installed;
-        let s = match phase {
-            Phase::PreUnTrans => o.preuntrans.as_ref(),
-            _ => o.postuntrans.as_ref(),
-        }?;
-        Some(plain(
-            &o.nevra,
-            &o.prefixes,
-            &Scriptlet::of_installed(s, phase),
-            db.count(&o.name),
-        ))
-    }
-
-    fn scripts(&self) -> Vec<Scriptlet> {
-        let o = &self.installed;
-        [(&o.preun, Phase::PreUn), (&o.postun, Phase::PostUn)]
-            .into_iter()
-            .filter_map(|(s, ph)| s.as_ref().map(|s| Scriptlet::of_installed(s, ph)))
-            .collect()
-    }
-}
 
 /// The whole plan as it runs when nothing fails: what `--test` shows and
 /// what is checked before anything is touched.
@@ -257,7 +200,7 @@ pub(crate) fn run(
         if let Some(s) = &mut scratch {
             s.keep_owned(|_| false);
         }
-        let registration = crate::txn::Registration {
+        let registration = Registration {
             root,
             opts: &opts,
             pkgs: &pkgs,
@@ -268,7 +211,7 @@ pub(crate) fn run(
             added: &indb.added,
             states: Vec::new(),
         };
-        crate::txn::register(registration, &mut r.sum)?;
+        register(registration, &mut r.sum)?;
         return Ok(r.sum);
     }
     // The journal: written before the first change to the root, so that
@@ -334,7 +277,7 @@ pub(crate) fn run(
         j.write(root)?;
         crate::journal::crash_point("placed");
     }
-    let registration = crate::txn::Registration {
+    let registration = Registration {
         root,
         opts: &opts,
         pkgs: &pkgs,
@@ -355,7 +298,7 @@ pub(crate) fn run(
             })
             .collect(),
     };
-    crate::txn::register(registration, &mut r.sum)?;
+    register(registration, &mut r.sum)?;
     if let Some(j) = &journal {
         crate::journal::crash_point("registered");
         crate::journal::clear(root, &j.dbpath)?;

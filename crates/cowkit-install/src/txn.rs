@@ -27,218 +27,21 @@
 //! removed with what is in them; see `docs/install.md`.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::path::PathBuf;
 
 use cowkit_fs::root::Root;
 use cowkit_rpmdb::{Check, DbPath, Installed, Rpm};
-use serde::Serialize;
 
-pub(crate) use crate::pkg::{Pkg, KEEP_OPEN};
+use crate::elem::{Elem, Erased};
+use crate::pkg::{Pkg, KEEP_OPEN};
 use crate::plan::Db;
+use crate::prepared::{file_args, rpm_check, InDb, OrderSlot, Overlap};
+pub use crate::prepared::{
+    ConfigNote, FileAction, InstallOnly, LuaStarter, PackageFailure, Prepared, Stager, StartLua,
+    Timings, TxOptions, TxSummary,
+};
 use crate::refuse;
-use crate::runner::{Elem, Erased};
-use crate::{install, Error, Options, Owners, Progress, Result, Summary};
-
-/// Transaction settings.
-#[derive(Clone, Debug, Default)]
-pub struct TxOptions {
-    /// How each package's files are placed (`threads` is per package).
-    pub install: Options,
-    /// Packages placed at once where no scriptlet orders them.
-    pub jobs: usize,
-    /// Register in the rpm database (`--no-db` turns it off).
-    pub db: bool,
-    /// The database path inside the root (`--dbpath`); otherwise found by
-    /// [`cowkit_rpmdb::locate`].
-    pub dbpath: Option<String>,
-    /// Do not check dependencies.
-    pub nodeps: bool,
-    /// Let files replace other packages' files.
-    pub replacefiles: bool,
-    /// Allow downgrades: a package older than the installed version of
-    /// its name replaces it (rpm's `--oldpackage`).
-    pub oldpackage: bool,
-    /// Allow a package whose NEVRA is installed: it replaces the installed
-    /// one (rpm's `--replacepkgs`).
-    pub replacepkgs: bool,
-    /// Reinstall: each package replaces the installed package of the same
-    /// NEVRA, and only that one (rpm's `--reinstall`).
-    pub reinstall: bool,
-    /// Only register the packages: no file is placed or removed and no
-    /// scriptlet or trigger runs (rpm's `--justdb`).
-    pub justdb: bool,
-    /// Run no scriptlets.
-    pub noscripts: bool,
-    /// Check and plan only.
-    pub test: bool,
-    /// Send scriptlets' stdout to stderr.
-    pub script_stdout_to_stderr: bool,
-    /// Wait for rpm's check of a new root's transaction before placing
-    /// any file, instead of placing the files of new directories (unseen)
-    /// while it runs.
-    pub no_overlap: bool,
-    /// What to do with an install-only package (a kernel) whose older
-    /// version is installed.
-    pub install_only: InstallOnly,
-    /// Let scriptlets' sync calls reach the kernel. Otherwise, in a root
-    /// that is not `/`, they are answered without running and the root's
-    /// filesystems get one `syncfs` at the end ([`crate::nosync`]).
-    pub keep_syncs: bool,
-    /// Starts rpm's Lua for `<lua>` scriptlets (the CLI's
-    /// `cowkit_rpmlua::LuaHost`); without it they are refused up front.
-    pub lua: Option<LuaStarter>,
-    /// Which files are installed: docs, languages, excluded and net
-    /// shared paths, colours ([`crate::fate::Policy`]).
-    pub files: crate::fate::Policy,
-}
-
-/// Starts rpm's Lua for a transaction's `<lua>` scriptlets, chrooted into
-/// the given root (scriptlets' stdout to stderr when asked).
-#[derive(Clone)]
-pub struct LuaStarter(pub std::sync::Arc<StartLua>);
-
-/// The function behind a [`LuaStarter`]: root, scriptlets' stdout to
-/// stderr, and what to do to the host's command before it is spawned
-/// (the transaction's nosync session).
-pub type StartLua = dyn Fn(&Path, bool, &dyn Fn(&mut std::process::Command)) -> Result<Box<dyn crate::scripts::Lua>>
-    + Send
-    + Sync;
-
-impl std::fmt::Debug for LuaStarter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("LuaStarter")
-    }
-}
-
-/// What a transaction does with a new version of an install-only package
-/// (one that provides an entry of dnf's default `installonlypkgs`, such as
-/// `installonlypkg(kernel)`) when an older version is installed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum InstallOnly {
-    /// Refuse the transaction ([`Error::InstallOnly`]): `rpm -U` would
-    /// erase the old version, dnf would keep it.
-    #[default]
-    Refuse,
-    /// Install it beside the old versions, as dnf asks rpm to (`rpm -i`).
-    /// Only for a transaction that upgrades nothing else: one rpm
-    /// transaction is `-i` or `-U` for all its packages.
-    Beside,
-    /// Every package is installed beside the installed versions of its
-    /// name, none is upgraded, as `rpm -i` does: the whole transaction is
-    /// rpm's `-i` (two versions of one name given together are both
-    /// installed).
-    Every,
-}
-
-/// What happened to a config file.
-#[derive(Clone, Debug, Serialize)]
-pub struct ConfigNote {
-    /// The file.
-    pub path: String,
-    /// `rpmnew` (the new version was written beside the edited one),
-    /// `rpmsave` (the edited one was saved, the new one installed),
-    /// `rpmorig` (an unowned file was saved), `kept` (edited, and the new
-    /// version brings no change).
-    pub action: &'static str,
-}
-
-/// A package that failed.
-#[derive(Clone, Debug, Serialize)]
-pub struct PackageFailure {
-    /// The package file.
-    pub package: PathBuf,
-    /// Its NEVRA.
-    pub nevra: String,
-    /// The error and its causes.
-    pub error: Vec<String>,
-    /// Files of it that had been placed under their names when it failed
-    /// and are still there (they stay, as with rpm; those in the new
-    /// directories it was building are removed with them).
-    pub placed_files: u64,
-}
-
-/// Where a transaction's time went, in seconds.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Timings {
-    /// Reading the headers and rpm's check and order. For a new root
-    /// whose packages have no scriptlets, rpm's check runs during `place`
-    /// instead (files of new directories are placed unseen meanwhile), and
-    /// this is the time to start it.
-    pub check: f64,
-    /// Waiting after `place` for a check that ran beside it.
-    pub check_wait: f64,
-    /// Placing files (and removing old versions' files).
-    pub place: f64,
-    /// Running scriptlets.
-    pub scriptlets: f64,
-    /// Registering in the database.
-    pub register: f64,
-    /// The final `syncfs` of the root's filesystems, after scriptlets ran
-    /// without sync calls ([`crate::nosync`]).
-    pub final_sync: f64,
-}
-
-/// What a transaction did.
-#[derive(Debug, Default, Serialize)]
-pub struct TxSummary {
-    /// Where the time went.
-    pub seconds: Timings,
-    /// Files placed (all packages).
-    #[serde(flatten)]
-    pub files: Summary,
-    /// The database, when registering.
-    pub db: Option<DbPath>,
-    /// rpm's order of the transaction (NEVRAs).
-    pub order: Vec<String>,
-    /// Packages placed.
-    pub installed: Vec<String>,
-    /// Upgrades: (old NEVRA, new NEVRA).
-    pub upgraded: Vec<(String, String)>,
-    /// Other installed packages erased: (NEVRA, the new package that
-    /// obsoletes or replaces it).
-    pub erased: Vec<(String, String)>,
-    /// The scriptlets and triggers the transaction runs, in order, with
-    /// their arguments and file lists (`--test` only).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub plan: Vec<crate::plan::PlanEntry>,
-    /// Every file's action, element by element (`--test` only).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub files_plan: Vec<FileAction>,
-    /// Install-only packages installed beside their installed versions
-    /// ([`InstallOnly::Beside`]): (new NEVRA, the versions kept).
-    pub installed_beside: Vec<(String, Vec<String>)>,
-    /// Packages given that rpm left out of the transaction, in rpm's
-    /// words (`package A was already added, skipping B`: an older version
-    /// of a name given twice, the same package again, a package another
-    /// one obsoletes). They are not installed.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub dropped: Vec<String>,
-    /// Packages registered in the database.
-    pub registered: u64,
-    /// Scriptlets run.
-    pub scriptlets: u64,
-    /// Scriptlets that failed without stopping their package (`%post`,
-    /// `%postun`, `%posttrans`), as "package %phase: status".
-    pub scriptlet_warnings: Vec<String>,
-    /// Files of old versions removed.
-    pub old_files_removed: u64,
-    /// Config files that were not simply replaced.
-    pub config: Vec<ConfigNote>,
-    /// Files of the placed packages not installed, as rpm records them
-    /// (docs, languages, excluded or net shared paths, another colour).
-    pub not_installed: u64,
-    /// Packages that failed.
-    pub failed: Vec<PackageFailure>,
-    /// Only checked and planned (`--test`).
-    pub test: bool,
-    /// Scriptlets ran without sync calls ([`crate::nosync`]).
-    pub nosync: Option<crate::nosync::NosyncSummary>,
-    /// An interrupted transaction found on the root (its journal) and
-    /// what was done about it before this one ([`crate::recover`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub recovered: Option<crate::Recovery>,
-}
+use crate::{Error, Progress, Recovery, Result};
 
 /// Install or upgrade `packages` in `root` as one transaction.
 pub fn transaction(
@@ -250,107 +53,20 @@ pub fn transaction(
     prepare(root, packages, opts)?.run(progress)
 }
 
-/// A transaction checked by rpm and ordered, nothing touched yet.
-pub struct Prepared<'r> {
-    pub(crate) root: &'r Root,
-    /// rpm's check still running (a new root's transaction); declared
-    /// before `scratch`, so that it is waited for first when dropped.
-    pub(crate) gate: Option<Overlap>,
-    pub(crate) opts: TxOptions,
-    pub(crate) pkgs: Vec<Pkg>,
-    pub(crate) db: InDb,
-    pub(crate) found: Option<DbPath>,
-    /// A new root's database, the transaction registered in it already.
-    pub(crate) scratch: Option<cowkit_rpmdb::Scratch<'r>>,
-    pub(crate) sum: TxSummary,
-    pub(crate) stager: Option<Stager>,
-    /// What the transaction runs when nothing fails (empty without
-    /// scriptlets).
-    pub(crate) plan: Vec<crate::plan::PlanEntry>,
-    /// Every file's action.
-    pub(crate) fates: crate::fate::Fates,
-    /// What holds the package files given to [`prepare`] (see
-    /// [`Prepared::release_before_final_sync`]).
-    pub(crate) inputs: Option<Box<dyn Send>>,
-}
-
-/// Turns a package into the file to install from, just before it is
-/// placed (e.g. a plain `.rpm` transcoded by a confined worker into an
-/// unnamed file in the root's filesystem); `None`: the package as it is.
-/// The file is dropped once the package is placed, so at most one staged
-/// copy per running job takes space.
-pub type Stager = std::sync::Arc<dyn Fn(&Path) -> Result<Option<std::fs::File>> + Send + Sync>;
-
-/// Install `p` through `stager`'s file for it, if any.
-pub(crate) fn install_staged(
-    root: &Root,
-    owners: &Owners,
-    p: &Pkg,
-    opts: &Options,
-    progress: &dyn Progress,
-    stager: Option<&Stager>,
-) -> Result<Summary> {
-    let path = p.path.as_path();
-    let opened = p.opened.lock().unwrap_or_else(|e| e.into_inner()).take();
-    if let Some(x) = opened {
-        return crate::install_extents(root, owners, &x, path, opts, progress);
-    }
-    let staged = match stager {
-        Some(s) => s(path)?,
-        None => None,
-    };
-    match &staged {
-        Some(f) => {
-            let via = PathBuf::from(format!(
-                "/proc/self/fd/{}",
-                std::os::fd::AsRawFd::as_raw_fd(f)
-            ));
-            install(root, owners, &via, opts, progress)
-        }
-        None => install(root, owners, path, opts, progress),
-    }
-}
-
-impl std::fmt::Debug for Prepared<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Prepared")
-            .field("order", &self.sum.order)
-            .finish_non_exhaustive()
-    }
+/// Finish a transaction a killed run left unfinished on `root` (its
+/// journal, see [`crate::journal`]) before anything else reads the
+/// database. `packages` are those of the transaction about to run (none
+/// for `cowkit dnf`, whose resolver runs first): when they include every
+/// package of an interrupted transaction that had registered nothing yet,
+/// that transaction is left for them to do again. With `--test` or
+/// without a database nothing is done.
+pub fn recover(root: &Root, opts: &TxOptions, packages: &[PathBuf]) -> Result<Option<Recovery>> {
+    let again =
+        |paths: &[PathBuf]| prepare_inner(root, paths, opts, false)?.run(&crate::NoProgress);
+    crate::journal::recover(root, opts, packages, &again)
 }
 
 impl Prepared<'_> {
-    /// rpm's order (NEVRAs).
-    pub fn order(&self) -> &[String] {
-        &self.sum.order
-    }
-
-    /// Install each package from another file with the same header (the
-    /// extents file of a checked `.rpm`): `path_of` gives the file for a
-    /// package's path. Each is checked when it is opened for installing:
-    /// one whose header digest is not the checked package's is refused
-    /// ([`Error::NotTheCheckedPackage`]).
-    pub fn use_files(&mut self, mut path_of: impl FnMut(&Path) -> PathBuf) {
-        for p in &mut self.pkgs {
-            p.path = path_of(&p.path);
-            *p.opened.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
-        }
-    }
-
-    /// Drop `inputs` (e.g. the directory of the package files given to
-    /// [`prepare`], once [`Prepared::use_files`] named others) as soon as
-    /// the transaction no longer reads them: after rpm's check and the
-    /// registration, before the final `syncfs` of the root's filesystems,
-    /// which would otherwise write back their dirty pages first.
-    pub fn release_before_final_sync(&mut self, inputs: Box<dyn Send>) {
-        self.inputs = Some(inputs);
-    }
-
-    /// Stage each package through `stager` just before it is placed.
-    pub fn stage_with(&mut self, stager: Stager) {
-        self.stager = Some(stager);
-    }
-
     /// Run it: scriptlets, files, registration (see the module docs).
     pub fn run(mut self, progress: &dyn Progress) -> Result<TxSummary> {
         // Scriptlets of a root being built run without sync calls, one
@@ -364,7 +80,15 @@ impl Prepared<'_> {
         let inputs = self.inputs.take();
         let result = crate::runner::run(self, progress, session.as_ref());
         drop(inputs);
-        crate::nosync::finish(session, result)
+        // The final sync runs in any case; a failed transaction keeps its
+        // own error.
+        let synced = crate::nosync::finish(session);
+        let mut sum = result?;
+        if let Some((nosync, secs)) = synced {
+            sum.seconds.final_sync = secs;
+            sum.nosync = Some(nosync);
+        }
+        Ok(sum)
     }
 }
 
@@ -398,7 +122,7 @@ pub(crate) fn prepare_inner<'r>(
         cowkit_rpmdb::check_generation()?;
     }
     let recovered = if recover {
-        crate::journal::recover(root, opts, packages)?
+        self::recover(root, opts, packages)?
     } else {
         None
     };
@@ -520,21 +244,6 @@ pub(crate) fn prepare_inner<'r>(
     })
 }
 
-/// rpm's check (and registration) of a transaction with `opts`:
-/// `install` for rpm's `-i` (install-only packages beside their installed
-/// versions), else `-U`, or `--reinstall`.
-pub(crate) fn rpm_check(opts: &TxOptions, install: bool) -> Check {
-    Check {
-        nodeps: opts.nodeps,
-        replacefiles: opts.replacefiles,
-        install,
-        oldpackage: opts.oldpackage,
-        replacepkgs: opts.replacepkgs,
-        reinstall: opts.reinstall && !install,
-        freshen: false,
-    }
-}
-
 /// The packages among `packages` that rpm's `-F` (freshen) keeps with
 /// `opts`' filters (`--oldpackage`), in the order given: those whose
 /// name is installed in an older version (with `--oldpackage` also a
@@ -562,36 +271,6 @@ pub fn freshen(root: &Root, packages: &[PathBuf], opts: &TxOptions) -> Result<Ve
         .collect())
 }
 
-/// The options that tell rpm's check and registration the same file
-/// policy cowkit follows.
-fn file_args(p: &crate::fate::Policy) -> Vec<std::ffi::OsString> {
-    let mut v: Vec<std::ffi::OsString> = Vec::new();
-    if p.nodocs {
-        v.push("--excludedocs".into());
-    }
-    for x in &p.exclude {
-        v.push("--excludepath".into());
-        v.push(x.into());
-    }
-    v.push("--define".into());
-    v.push(
-        match &p.langs {
-            Some(l) => format!("_install_langs {}", l.join(":")),
-            None => "_install_langs all".to_string(),
-        }
-        .into(),
-    );
-    if !p.netshared.is_empty() {
-        v.push("--define".into());
-        v.push(format!("_netsharedpath {}", p.netshared.join(":")).into());
-    }
-    for (n, val) in &p.defines {
-        v.push("--define".into());
-        v.push(format!("{n} {val}").into());
-    }
-    v
-}
-
 /// The installed packages, other than those the transaction erases, that
 /// own a path whose action depends on them: the new packages' config
 /// files and coloured files (with `min_writes`, every regular file and
@@ -611,7 +290,7 @@ fn file_owners(
             let cfg = p
                 .flags
                 .get(i)
-                .is_some_and(|x| x & crate::fate::flag::CONFIG != 0);
+                .is_some_and(|x| x & crate::action::flag::CONFIG != 0);
             let colored = p.colors.get(i).is_some_and(|&c| c != 0);
             let same = min_writes
                 && matches!(
@@ -684,17 +363,6 @@ fn file_plan(pkgs: &[Pkg], indb: &InDb, fates: &crate::fate::Fates) -> Vec<FileA
     v
 }
 
-/// One file's action in the printed plan.
-#[derive(Clone, Debug, Serialize)]
-pub struct FileAction {
-    /// The element (NEVRA) it belongs to.
-    pub element: String,
-    /// The file.
-    pub path: String,
-    /// rpm's action for it.
-    pub action: crate::fate::Action,
-}
-
 /// A new root's database is built aside: rpm checks the transaction and
 /// registers it in one call (nothing else reads that database), and it is
 /// moved into place once the files are (see `run`). First, what killed
@@ -726,34 +394,6 @@ fn read_packages(packages: &[PathBuf], db: bool) -> Result<Vec<Pkg>> {
         .collect::<Result<Vec<_>>>()?;
     refuse::same_nevra(&pkgs, db)?;
     Ok(pkgs)
-}
-
-/// What the database says about a transaction's packages.
-#[derive(Default)]
-pub(crate) struct InDb {
-    /// rpm's order of the installs (indices of the packages).
-    pub(crate) order: Vec<usize>,
-    /// Installs and erasures, in rpm's order.
-    pub(crate) elements: Vec<Elem>,
-    /// The installed packages the transaction erases.
-    pub(crate) erased: Vec<Erased>,
-    /// The database before the transaction, as far as its triggers need.
-    pub(crate) db: Db,
-    /// Install-only packages that go beside their installed versions
-    /// ([`InstallOnly::Beside`]): registered with rpm's `-i`.
-    pub(crate) beside: Vec<usize>,
-    /// Then the installed versions kept, by name.
-    pub(crate) kept: HashMap<String, Vec<String>>,
-    /// What rpm said of the packages it left out ([`cowkit_rpmdb::Plan::dropped`]).
-    pub(crate) dropped: Vec<String>,
-    /// The packages in the order rpm's transaction set holds them (the
-    /// order given, a replacing package in the replaced one's place): the
-    /// registration gives them to rpm in this order, so that rpm orders
-    /// them as its check did.
-    pub(crate) added: Vec<usize>,
-    /// The rpm that registers the transaction is rpm 4.20: the erased
-    /// packages' `%preuntrans` and `%postuntrans` run.
-    pub(crate) rpm420: bool,
 }
 
 /// [`InDb`], and rpm's check still running beside the placement.
@@ -1026,116 +666,4 @@ fn erasures(
         return Err(Error::WouldErase { problems });
     }
     Ok(out)
-}
-
-/// Where a check running in the background leaves rpm's order.
-pub(crate) type OrderSlot = std::sync::Arc<Mutex<Option<Vec<usize>>>>;
-
-/// rpm's check of a new root's transaction, running while its files are
-/// placed ([`crate::Gate`]), and where it leaves its order. Dropped, it
-/// waits for rpm (the gate holds the [`cowkit_rpmdb::PendingCheck`]): the
-/// scratch database must not be removed under it.
-pub(crate) struct Overlap {
-    pub(crate) gate: crate::Gate,
-    pub(crate) slot: OrderSlot,
-}
-
-/// What a transaction's registration needs.
-pub(crate) struct Registration<'a, 'r> {
-    pub(crate) root: &'r Root,
-    pub(crate) opts: &'a TxOptions,
-    pub(crate) pkgs: &'a [Pkg],
-    /// The packages placed (none when nothing was placed).
-    pub(crate) placed: &'a [usize],
-    /// The database the root had before the transaction.
-    pub(crate) found: Option<DbPath>,
-    /// A new root's database, the transaction registered in it already.
-    pub(crate) scratch: Option<cowkit_rpmdb::Scratch<'r>>,
-    /// Install-only packages placed beside their installed versions.
-    pub(crate) beside: &'a [usize],
-    /// Every package, in the order rpm's check held them ([`InDb::added`]).
-    pub(crate) added: &'a [usize],
-    /// The placed packages with files in another state than normal:
-    /// (name, NEVRA, each file's state).
-    pub(crate) states: Vec<(String, String, Vec<u8>)>,
-}
-
-/// One registration of the placed packages: a new root's database
-/// registered at the check is trimmed to them and moved into place;
-/// otherwise rpm registers them, header only.
-pub(crate) fn register(reg: Registration<'_, '_>, sum: &mut TxSummary) -> Result<()> {
-    let Registration {
-        root,
-        opts,
-        pkgs,
-        placed,
-        found,
-        scratch,
-        beside,
-        added,
-        states,
-    } = reg;
-    if !opts.db || placed.is_empty() {
-        return Ok(());
-    }
-    let t = std::time::Instant::now();
-    let db = match found {
-        Some(db) => db,
-        None => cowkit_rpmdb::locate(root, opts.dbpath.as_deref())?,
-    };
-    let paths: Vec<PathBuf> = placed.iter().map(|&i| pkgs[i].path.clone()).collect();
-    let moved = match &scratch {
-        // Registered at the check: drop what was not placed, move it
-        // into place.
-        Some(scratch) => {
-            let unplaced: Vec<String> = (0..pkgs.len())
-                .filter(|i| !placed.contains(i))
-                .map(|i| pkgs[i].nevra.clone())
-                .collect();
-            let moved = Rpm::new(root.path(), scratch.db())
-                .unregister(&unplaced)
-                .and_then(|()| scratch.move_to(&db));
-            match moved {
-                Ok(()) => true,
-                Err(e) => {
-                    sum.files.warnings.push(format!(
-                        "the database registered at the check could not be moved into place ({}); registering again",
-                        cowkit_fs::error::chain(&e).join(": ")
-                    ));
-                    false
-                }
-            }
-        }
-        None => false,
-    };
-    drop(scratch);
-    if !moved {
-        // Upgrades with `-U`, install-only packages beside their installed
-        // versions with `-i` (one call when there is only one kind).
-        let rpm = Rpm::new(root.path(), &db).with_file_args(file_args(&opts.files));
-        for install in [false, true] {
-            // In the order rpm's check held them, not the order placed:
-            // rpm orders packages nothing else orders by how they come.
-            let group: Vec<PathBuf> = added
-                .iter()
-                .filter(|i| placed.contains(i) && beside.contains(i) == install)
-                .map(|&i| pkgs[i].path.clone())
-                .collect();
-            if !group.is_empty() {
-                let how = Check {
-                    nodeps: true,
-                    ..rpm_check(opts, install)
-                };
-                rpm.register_as(&group, &how)?;
-            }
-        }
-    }
-    // rpm's header-only registration records every file "normal": the
-    // files rpm would not have installed get their states as its install
-    // records them.
-    Rpm::new(root.path(), &db).record_file_states(&states)?;
-    sum.seconds.register = t.elapsed().as_secs_f64();
-    sum.registered = paths.len() as u64;
-    sum.db = Some(db);
-    Ok(())
 }

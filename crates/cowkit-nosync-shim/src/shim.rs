@@ -14,8 +14,14 @@
 //! `cowkit-nosync-stats pid=P fsync=N fdatasync=N sync=N syncfs=N
 //! sync_file_range=N msync=N open=N pwritev2=N`.
 #![no_std]
-#![allow(unsafe_code)]
-#![allow(clippy::missing_safety_doc)]
+#![expect(
+    unsafe_code,
+    reason = "a no_std preload shim: raw system calls and functions exported under libc's names, the documented exception"
+)]
+#![expect(
+    clippy::missing_safety_doc,
+    reason = "the exported functions are called by C programs as libc's, under libc's contracts"
+)]
 
 use core::arch::asm;
 use core::sync::atomic::{AtomicI32, AtomicU64, Ordering};
@@ -199,7 +205,10 @@ const MSYNC: usize = 5;
 const OPEN: usize = 6;
 const PWRITEV2: usize = 7;
 
-#[allow(clippy::declare_interior_mutable_const)]
+#[expect(
+    clippy::declare_interior_mutable_const,
+    reason = "ZERO only fills the array of counters; it is never used as a value"
+)]
 const ZERO: AtomicU64 = AtomicU64::new(0);
 static COUNTS: [AtomicU64; 8] = [ZERO; 8];
 /// The process the counters belong to: a forked child starts from zero.

@@ -400,7 +400,6 @@ fn forward_signals(
 
 /// The targets the watch saw written (all of them without a watch), those
 /// it did not as (mount point, type), and why there was no watch.
-#[allow(clippy::type_complexity)]
 fn split_written(
     watch: Option<std::io::Result<crate::written::Watch>>,
     targets: Vec<Target>,

@@ -11,7 +11,10 @@
 //! the user and group caches). Which rpm's libraries are loaded is decided
 //! by the `rpm` program cowkit runs ([`Libraries::of_rpm`]). Nothing here
 //! is called before [`load`] has resolved every symbol.
-#![allow(unsafe_code)]
+#![expect(
+    unsafe_code,
+    reason = "rpm's libraries are loaded with dlopen and called through C prototypes: the crate's one module with unsafe"
+)]
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::os::fd::OwnedFd;
@@ -147,11 +150,20 @@ macro_rules! api {
     };
 }
 
-#[allow(non_upper_case_globals)]
+#[expect(
+    non_upper_case_globals,
+    reason = "named as the library it names, the way the prototypes' macro reads"
+)]
 const rpmio: &str = LIBRPMIO;
-#[allow(non_upper_case_globals)]
+#[expect(
+    non_upper_case_globals,
+    reason = "named as the library it names, the way the prototypes' macro reads"
+)]
 const rpm: &str = LIBRPM;
-#[allow(non_upper_case_globals)]
+#[expect(
+    non_upper_case_globals,
+    reason = "named as the library it names, the way the prototypes' macro reads"
+)]
 const lua: &str = LIBLUA;
 
 api! {

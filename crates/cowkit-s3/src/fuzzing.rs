@@ -19,7 +19,6 @@
 //!   watch ([`crate::chunked::Watch`]), whole and cut into frames at
 //!   places the input chooses: the verdict does not depend on the cuts,
 //!   and the watch never holds more than one header's worth of bytes.
-#![allow(missing_docs, clippy::missing_panics_doc)]
 
 use std::cell::RefCell;
 use std::net::SocketAddr;

@@ -1,7 +1,10 @@
 //! fanotify (`fanotify_init`, `fanotify_mark`; see `fanotify(7)`), which
 //! rustix does not wrap: a notification group whose events name objects
 //! by file handle, marks on whole filesystems.
-#![allow(unsafe_code)]
+#![expect(
+    unsafe_code,
+    reason = "fanotify_init and fanotify_mark have no safe wrapper; each call with its // SAFETY:"
+)]
 
 use std::os::fd::AsFd;
 

@@ -1,6 +1,9 @@
 //! A descriptor inherited from the parent (its number passed in an
 //! environment variable), owned once checked.
-#![allow(unsafe_code)]
+#![expect(
+    unsafe_code,
+    reason = "owning an inherited descriptor by number is unsafe by nature; checked first, with its // SAFETY:"
+)]
 
 use rustix::io;
 

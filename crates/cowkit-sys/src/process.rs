@@ -1,7 +1,10 @@
 //! What a process does with signals that rustix does not wrap: the mask a
 //! child starts its program with (set between `fork` and `exec`), and
 //! whether a signal is ignored (`sigaction` queried).
-#![allow(unsafe_code)]
+#![expect(
+    unsafe_code,
+    reason = "the signal mask between fork and exec and sigaction queries have no safe wrapper; each with its // SAFETY:"
+)]
 
 /// Arrange for the child of `cmd` to block `signals` just before `exec`
 /// (the program starts with them blocked, as rpm starts its scriptlets).

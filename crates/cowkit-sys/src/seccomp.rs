@@ -3,7 +3,10 @@
 //! user-notification listener, also in a child between `fork` and `exec`
 //! ([`on_exec`]); answering the listener's notifications; telling whether
 //! this process's sync calls reach the kernel.
-#![allow(unsafe_code)]
+#![expect(
+    unsafe_code,
+    reason = "seccomp(2) and its listener have no safe wrapper; each call with its // SAFETY:"
+)]
 
 use std::os::fd::AsFd;
 

@@ -1,7 +1,10 @@
 //! Reaping a child with its resource usage (`wait4`, which rustix does not
 //! wrap with its `rusage`), for tests that bound the memory of what they
 //! run.
-#![allow(unsafe_code)]
+#![expect(
+    unsafe_code,
+    reason = "wait4 with its rusage has no safe wrapper; the call with its // SAFETY:"
+)]
 
 /// How a child ended, and the most memory it (or a descendant it waited
 /// for) had resident, from `wait4(2)`.

@@ -9,9 +9,9 @@
 //!    but for the limit, which would have it erase old kernels (cowkit does
 //!    not erase them; install-only packages go beside the old versions).
 //! 2. By default dnf downloads nothing: its Python wrapper
-//!    ([`crate::dnf_order`]) writes the plan of the downloads, and cowkit
+//!    ([`cowkit_dnf::order`]) writes the plan of the downloads, and cowkit
 //!    fetches each package itself, streaming it through a confined
-//!    transcoder into the cache as it arrives ([`crate::dnf_stream`]).
+//!    transcoder into the cache as it arrives ([`cowkit_dnf::stream`]).
 //!    Where cowkit cannot fetch as dnf would (`--downloader dnf`,
 //!    `keepcache`, a proxy, ...: said on stderr), dnf downloads as before,
 //!    each downloaded package is looked up in the cache by its verified
@@ -54,7 +54,7 @@ pub struct Args {
     root: Option<PathBuf>,
     /// The cache of transcoded packages, shared by builds. Put it on the
     /// filesystem of the roots: installs from it then clone.
-    #[arg(long, default_value = crate::dnfentry::DEFAULT_CACHE)]
+    #[arg(long, default_value = DEFAULT_CACHE)]
     cache: PathBuf,
     /// The rpm database inside the root (default: an existing one, else
     /// `%_dbpath` from the root's rpm macros, else /var/lib/rpm).
@@ -114,6 +114,9 @@ pub enum Downloader {
 }
 
 /// The rest of `cowkit dnf --help`: the dnf form.
+/// The cache's default directory.
+pub const DEFAULT_CACHE: &str = "/var/cache/cowkit";
+
 const DNF_FORM_HELP: &str = "\
 dnf's own command line (for image builders):
   cowkit dnf --installroot R [DNF-OPTIONS] install|upgrade|... PKG...
@@ -197,10 +200,10 @@ fn home_with_dbpath(dbpath: &str) -> Result<tempfile::TempDir, CliError> {
 /// The real dnf on `req`'s root with `req`'s arguments, `HOME` set to
 /// `home`.
 fn dnf_command(req: &Request, home: &Path) -> Result<Command, CliError> {
-    let dnf = crate::dnfentry::real_dnf()?;
-    let mut c = crate::dnf_order::command(&dnf, &home.join("order"));
+    let dnf = cowkit_dnf::shim::real_dnf().map_err(dnf_error)?;
+    let mut c = cowkit_dnf::order::command(&dnf, &home.join("order"));
     c.env("HOME", home)
-        .env(crate::dnfentry::ENV_INSIDE, &dnf)
+        .env(cowkit_dnf::shim::ENV_INSIDE, &dnf)
         .arg(format!("--installroot={}", req.root.display()))
         .args(&req.line.rest);
     Ok(c)
@@ -209,7 +212,8 @@ fn dnf_command(req: &Request, home: &Path) -> Result<Command, CliError> {
 /// `cowkit dnf --root R [OPTIONS] [--] DNF-ARGS` (or `--shim-dir`).
 pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
     if let Some(dir) = &args.shim_dir {
-        crate::dnfentry::make_shim(dir)?;
+        cowkit_dnf::shim::make_shim(dir).map_err(dnf_error)?;
+        println!("{}", dir.display());
         return Ok(ExitCode::SUCCESS);
     }
     let root = args.root.expect("clap requires --root");
@@ -247,11 +251,13 @@ fn refusals(line: &Line) -> Result<(), CliError> {
         .iter()
         .map(|r| format!("`{}`: {}", r.option, r.why))
         .collect();
-    Err(CliError::msg(format!(
-        "cowkit cannot honour dnf's {}:\n  {}",
-        if list.len() == 1 { "option" } else { "options" },
-        list.join("\n  ")
-    ))
+    Err(CliError::with_lines(
+        format!(
+            "cowkit cannot honour dnf's {}:",
+            if list.len() == 1 { "option" } else { "options" },
+        ),
+        list,
+    )
     .hint("drop them, or run plain dnf for this root"))
 }
 
@@ -344,12 +350,9 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
     extra.resolve_seconds = t.elapsed().as_secs_f64();
     drop(ahead);
     // dnf's reinstalls are rpm's `--reinstall` elements: all or none.
-    let reinstall = crate::dnf_order::reinstalls(&home.path().join("order")).map_err(|why| {
-        CliError::msg(why)
-            .hint("reinstall these packages in a transaction of their own (`dnf reinstall PKG`)")
-    })?;
+    let reinstall = cowkit_dnf::order::reinstalls(&home.path().join("order")).map_err(dnf_error)?;
     let plan = match dnf_downloads {
-        None => crate::dnf_plan::Plan::read(&plan_path)?,
+        None => cowkit_dnf::plan::Plan::read(&plan_path).map_err(dnf_error)?,
         Some(_) => None,
     };
     let reasons = match (dnf_downloads, plan) {
@@ -388,7 +391,7 @@ fn downloaded_rpms(dir: &Path, order: &Path) -> Result<Vec<PathBuf>, CliError> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "rpm"))
         .collect();
-    if !crate::dnf_order::sort(&mut rpms, order) && !rpms.is_empty() {
+    if !cowkit_dnf::order::sort(&mut rpms, order) && !rpms.is_empty() {
         // Not a skip, but not dnf's order either: said, not hidden.
         eprintln!(
             "warning: dnf did not say in which order it adds the packages (it is not dnf's own Python entry point): rpm orders them from their file names, and scriptlets may run in another order than under dnf"
@@ -468,7 +471,7 @@ fn streamed(
     args: &Request,
     root: &Root,
     cache: &Cache,
-    plan: &crate::dnf_plan::Plan,
+    plan: &cowkit_dnf::plan::Plan,
     mut extra: Extra,
     reinstall: bool,
 ) -> Result<ExitCode, CliError> {
@@ -479,9 +482,17 @@ fn streamed(
     }
     let bar = DownloadBar::new(args.json || args.quiet, args.quiet);
     let t = Instant::now();
-    let fetched = crate::dnf_stream::fetch_all(cache, plan, &bar);
+    let worker = |keys: &[PathBuf]| {
+        crate::transcode::worker_command_io(
+            4096,
+            cowkit_extents::transcode::DEFAULT_PACK_BELOW,
+            keys,
+            false,
+        )
+    };
+    let fetched = cowkit_dnf::stream::fetch_all(cache, plan, &bar, &worker);
     bar.bar.finish_and_clear();
-    let fetched = fetched?;
+    let fetched = fetched.map_err(dnf_error)?;
     extra.transcode_seconds = t.elapsed().as_secs_f64();
     extra.cache_hits = fetched.cached + fetched.reused;
     extra.cache_misses = fetched.transcoded;
@@ -549,7 +560,7 @@ fn scratch_keys(
 fn import_repo_keys(
     args: &Request,
     root: &Root,
-    plan: &crate::dnf_plan::Plan,
+    plan: &cowkit_dnf::plan::Plan,
 ) -> Result<(), CliError> {
     let mut seen = std::collections::HashSet::new();
     let files: Vec<PathBuf> = plan
@@ -609,7 +620,7 @@ impl DownloadBar {
     }
 }
 
-impl crate::dnf_stream::Reporter for DownloadBar {
+impl cowkit_dnf::stream::Reporter for DownloadBar {
     fn on_bytes(&self, n: u64) {
         self.bytes.fetch_add(n, Ordering::Relaxed);
         self.bar.inc(n);
@@ -686,7 +697,7 @@ fn install(
 }
 
 /// The options of `cowkit dnf`'s transaction on `root` (`reinstall`:
-/// every package is a reinstall, [`crate::dnf_order::reinstalls`]).
+/// every package is a reinstall, [`cowkit_dnf::order::reinstalls`]).
 fn tx_options(args: &Request, root: &Root, reinstall: bool) -> Result<TxOptions, CliError> {
     // dnf's nodocs is rpm's `--excludedocs`: the command line's, else its
     // configuration's. The languages are rpm's own `%_install_langs`, as
@@ -805,7 +816,7 @@ fn dnf_itself(
 fn keepcache(req: &Request) -> bool {
     req.line
         .keepcache
-        .or_else(|| crate::dnfcli::keepcache_in_config(req.line.config.as_deref(), &req.root))
+        .or_else(|| cowkit_dnf::conf::keepcache_in_config(req.line.config.as_deref(), &req.root))
         .unwrap_or(false)
 }
 
@@ -852,7 +863,7 @@ fn resolve_and_download(
         .arg(format!("--downloaddir={}", dir.display()));
     if let Some(plan) = plan {
         // dnf writes its plan and downloads nothing (cowkit fetches),
-        // or downloads where cowkit cannot (`dnf_order`).
+        // or downloads where cowkit cannot (`cowkit_dnf::order`).
         dnf.env("COWKIT_DNF_PLAN", plan);
         if req.downloader == Downloader::Cowkit {
             dnf.env("COWKIT_DNF_PLAN_STRICT", "1");
@@ -923,29 +934,6 @@ fn open_cache(dir: &Path) -> Result<Cache, CliError> {
     Cache::open(dir).map_err(cache_error)
 }
 
-/// A cache error, with a hint for a cache others can change.
-pub(crate) fn cache_error(e: CacheError) -> CliError {
-    let hint = match &e {
-        CacheError::Unsafe { path, why } => Some(match why {
-            Unsafe::Owner { me, .. } => format!(
-                "the cache's content is trusted by installs: use a cache of your own, or `chown {me} {}` if it is yours",
-                path.display()
-            ),
-            Unsafe::Writable { .. } | Unsafe::Parent { .. } => format!(
-                "the cache's content is trusted by installs: `chmod go-w {}`, or use another --cache",
-                path.display()
-            ),
-            Unsafe::NotDir(_) => format!("remove `{}`", path.display()),
-        }),
-        _ => None,
-    };
-    let e = CliError::new("cannot use the cache", e);
-    match hint {
-        Some(h) => e.hint(h),
-        None => e,
-    }
-}
-
 /// Transcode every (package, header digest) pair into a new cache entry,
 /// `jobs` at a time, each in its own confined worker; an entry gets its
 /// mode and name only when complete.
@@ -990,11 +978,13 @@ fn transcode_all(cache: &Cache, todo: &[(PathBuf, String)], jobs: usize) -> Resu
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(CliError::msg(format!(
-            "cannot transcode {} package(s); nothing was installed:\n  {}",
-            errors.len(),
-            errors.join("\n  ")
-        )))
+        Err(CliError::with_lines(
+            format!(
+                "cannot transcode {} package(s); nothing was installed:",
+                errors.len()
+            ),
+            errors,
+        ))
     }
 }
 
@@ -1006,4 +996,81 @@ impl<T: std::os::fd::AsFd> AsFdOwned for T {
     fn as_fd_owned(&self) -> std::io::Result<std::os::fd::OwnedFd> {
         self.as_fd().try_clone_to_owned()
     }
+}
+
+/// A dnf pipeline error as the CLI reports it, with a `hint:` where the
+/// user can do something about it.
+pub(crate) fn dnf_error(e: cowkit_dnf::Error) -> CliError {
+    use cowkit_dnf::Error as E;
+    let hint = match &e {
+        E::DnfIsCowkit { var, .. } => Some(format!("set {var} to the real dnf, e.g. /usr/bin/dnf")),
+        E::NoDnf { .. } => {
+            Some("install dnf (Debian: `apt-get install dnf`), or set COWKIT_DNF to it".into())
+        }
+        E::ShimNotDir { .. } => Some("give a directory, not a symlink".into()),
+        E::OthersCanChange { .. } => {
+            Some("use a directory of your own that only you can write, e.g. /run/cowkit-dnf".into())
+        }
+        E::ShimLinksElsewhere { .. } | E::ShimNotLink { .. } => {
+            Some("remove it, or use another directory".into())
+        }
+        E::MixedReinstall { .. } => Some(
+            "reinstall these packages in a transaction of their own (`dnf reinstall PKG`)".into(),
+        ),
+        E::Cache(CacheError::Unsafe { path, why }) => Some(match why {
+            Unsafe::Owner { me, .. } => format!(
+                "the cache's content is trusted by installs: use a cache of your own, or `chown {me} {}` if it is yours",
+                path.display()
+            ),
+            Unsafe::Writable { .. } | Unsafe::Parent { .. } => format!(
+                "the cache's content is trusted by installs: `chmod go-w {}`, or use another --cache",
+                path.display()
+            ),
+            Unsafe::NotDir(_) => format!("remove `{}`", path.display()),
+        }),
+        E::SignatureRefused { repo, .. } => Some(format!(
+            "dnf refuses such a package too (`GPG check FAILED`); to install without the check, as dnf would: `--nogpgcheck`, or `--setopt={repo}.gpgcheck=0`"
+        )),
+        _ => None,
+    };
+    let cli = match e {
+        E::Transcode { input, source } => return crate::transcode::cli_error(source, &input),
+        E::SignatureRefused { ref causes, .. } => CliError::from_chain(e.to_string(), causes),
+        E::Fetch { failures } => {
+            // One line per package; the hints once each.
+            let head = format!(
+                "cannot fetch {} package(s); nothing was installed and nothing unverified was cached:",
+                failures.len()
+            );
+            let mut lines = Vec::new();
+            let mut hints: Vec<String> = Vec::new();
+            for (nevra, e) in failures {
+                let e = dnf_error(e);
+                lines.push(format!("{nevra}: {}", e.chain().join(": ")));
+                if let Some(h) = e.hint_text() {
+                    if !hints.iter().any(|x| x == h) {
+                        hints.push(h.to_string());
+                    }
+                }
+            }
+            let cli = CliError::with_lines(head, lines);
+            return match hints.is_empty() {
+                true => cli,
+                false => cli.hint(hints.join("; ")),
+            };
+        }
+        e => {
+            let chain = cowkit_fs::error::chain(&e);
+            CliError::from_chain(&chain[0], &chain[1..])
+        }
+    };
+    match hint {
+        Some(h) => cli.hint(h),
+        None => cli,
+    }
+}
+
+/// A cache error, with a hint for a cache others can change.
+fn cache_error(e: CacheError) -> CliError {
+    dnf_error(e.into())
 }

@@ -7,10 +7,6 @@
 mod cp;
 mod demo;
 mod dnf;
-mod dnf_fetch;
-mod dnf_order;
-mod dnf_plan;
-mod dnf_stream;
 mod dnfcli;
 mod dnfentry;
 mod install;

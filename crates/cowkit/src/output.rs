@@ -7,6 +7,9 @@ use std::io::Write;
 #[derive(Debug)]
 pub struct CliError {
     context: String,
+    /// Lines under the message, one item each (the packages that failed,
+    /// the options refused).
+    lines: Vec<String>,
     source: Option<Box<dyn std::error::Error + Send + Sync>>,
     hint: Option<String>,
 }
@@ -40,6 +43,7 @@ impl CliError {
     ) -> Self {
         CliError {
             context: context.to_string(),
+            lines: Vec::new(),
             source: Some(Box::new(source)),
             hint: None,
         }
@@ -56,6 +60,7 @@ impl CliError {
         });
         CliError {
             context: context.to_string(),
+            lines: Vec::new(),
             source: source.map(|b| b as Box<dyn std::error::Error + Send + Sync>),
             hint: None,
         }
@@ -65,8 +70,18 @@ impl CliError {
     pub fn msg(context: impl Display) -> Self {
         CliError {
             context: context.to_string(),
+            lines: Vec::new(),
             source: None,
             hint: None,
+        }
+    }
+
+    /// An error about several items: `context` (ending in `:`), then one
+    /// line per item, each printed on its own line under it.
+    pub fn with_lines(context: impl Display, lines: Vec<String>) -> Self {
+        CliError {
+            lines,
+            ..CliError::msg(context)
         }
     }
 
@@ -83,9 +98,10 @@ impl CliError {
         self.hint.as_deref()
     }
 
-    /// The message and its causes, outermost first.
+    /// The message, its lines and its causes, outermost first.
     pub fn chain(&self) -> Vec<String> {
         let mut v = vec![self.context.clone()];
+        v.extend(self.lines.iter().cloned());
         if let Some(s) = self.source.as_deref() {
             v.extend(cowkit_fs::error::chain(s));
         }
@@ -93,13 +109,20 @@ impl CliError {
     }
 }
 
-/// Print `e` as `error: …`, one `caused by:` line per source, and `hint:`.
+/// Print `e` as `error: …`, its lines indented under it, one
+/// `caused by:` line per source, and `hint:`.
 pub fn report_error(e: &CliError) {
     let mut err = std::io::stderr().lock();
-    let mut lines = e.chain().into_iter().map(|l| one_line(&l));
-    let _ = writeln!(err, "error: {}", lines.next().unwrap_or_default());
-    for s in lines {
-        let _ = writeln!(err, "  caused by: {s}");
+    let _ = writeln!(err, "error: {}", one_line(&e.context));
+    for l in &e.lines {
+        let _ = writeln!(err, "  {}", one_line(l));
+    }
+    let causes: Vec<String> = match e.source.as_deref() {
+        Some(s) => cowkit_fs::error::chain(s),
+        None => Vec::new(),
+    };
+    for s in causes {
+        let _ = writeln!(err, "  caused by: {}", one_line(&s));
     }
     if let Some(h) = &e.hint {
         let _ = writeln!(err, "hint: {}", one_line(h));

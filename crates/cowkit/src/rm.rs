@@ -48,6 +48,22 @@ struct Removed {
     summary: Option<RemoveSummary>,
 }
 
+impl Removed {
+    /// A path that could not be removed: its error reported now (above
+    /// the progress line, unless the report is JSON) and kept for the
+    /// summary.
+    fn failed(path: PathBuf, err: CliError, json: bool, bar: &TreeBar) -> Removed {
+        if !json {
+            bar.suspend(|| crate::output::report_error(&err));
+        }
+        Removed {
+            path,
+            error: Some(err.chain()),
+            summary: None,
+        }
+    }
+}
+
 pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
     cowkit_tree::raise_fd_limit();
     let opts = RemoveOptions {
@@ -69,14 +85,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
                 path.display()
             ))
             .hint("use -r to remove directories and their contents");
-            if !args.json {
-                bar.suspend(|| crate::output::report_error(&err));
-            }
-            removed.push(Removed {
-                path,
-                error: Some(err.chain()),
-                summary: None,
-            });
+            removed.push(Removed::failed(path, err, args.json, &bar));
             continue;
         }
         match cowkit_tree::remove(&path, &opts, &bar) {
@@ -91,14 +100,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
             Err(e) => {
                 ok = false;
                 let err = CliError::new(format!("cannot remove `{}`", path.display()), e);
-                if !args.json {
-                    bar.suspend(|| crate::output::report_error(&err));
-                }
-                removed.push(Removed {
-                    path,
-                    error: Some(err.chain()),
-                    summary: None,
-                });
+                removed.push(Removed::failed(path, err, args.json, &bar));
             }
         }
     }

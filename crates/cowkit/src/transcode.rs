@@ -90,11 +90,22 @@ pub(crate) fn worker_command(
     keys: &[PathBuf],
     no_confine: bool,
 ) -> Result<Command, CliError> {
+    worker_command_io(block_size, pack_below, keys, no_confine)
+        .map_err(|e| CliError::new("cannot find cowkit itself", e))
+}
+
+/// [`worker_command`]; the error is that this program cannot be found.
+pub(crate) fn worker_command_io(
+    block_size: u32,
+    pack_below: u64,
+    keys: &[PathBuf],
+    no_confine: bool,
+) -> std::io::Result<Command> {
     // `/proc/self/exe` starts this very binary even where its path cannot
     // be walked by the user running it (a directory of another user).
     let exe = match Path::new("/proc/self/exe") {
         p if p.exists() => p.to_path_buf(),
-        _ => std::env::current_exe().map_err(|e| CliError::new("cannot find cowkit itself", e))?,
+        _ => std::env::current_exe()?,
     };
     let mut cmd = Command::new(exe);
     cmd.arg("__transcode-worker")

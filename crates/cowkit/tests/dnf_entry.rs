@@ -264,6 +264,49 @@ fn without_installroot_the_real_dnf_runs_unchanged() {
     assert_eq!(calls(&fake).len(), 2, "the fake dnf ran again");
 }
 
+/// Several options cowkit cannot honour are said in one error, one line
+/// each under it (no escaped line break inside one line), with one hint.
+#[test]
+fn refused_options_are_one_error_with_a_line_each() {
+    let d = tempfile::tempdir_in(tmp()).unwrap();
+    let dnf = fake_dnf(&d.path().join("real"));
+    let root = d.path().join("root");
+    let r = run(cowkit()
+        .arg("dnf")
+        .arg(format!("--installroot={}", root.display()))
+        .args([
+            "--setopt=tsflags=noscripts",
+            "--comment=built",
+            "install",
+            "ck-suite",
+        ])
+        .env("COWKIT_DNF", &dnf)
+        .env("COWKIT_CACHE", d.path().join("cache")));
+    assert!(!r.ok);
+    assert!(!r.stderr.contains("\\n"), "{}", r.stderr);
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| *l == "error: cowkit cannot honour dnf's options:")
+        .unwrap_or_else(|| panic!("{}", r.stderr));
+    assert!(
+        lines[at + 1].starts_with("  `--setopt=tsflags=noscripts`: "),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        lines[at + 2].starts_with("  `--comment=built`: "),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        lines[at + 3],
+        "hint: drop them, or run plain dnf for this root"
+    );
+    assert_eq!(lines.iter().filter(|l| l.starts_with("error:")).count(), 1);
+    assert!(!root.exists());
+}
+
 /// What cowkit cannot honour when it installs is refused before dnf runs
 /// or the root is made, naming the option; what only shows or downloads
 /// goes to dnf; a command that installs nothing goes to dnf whatever its

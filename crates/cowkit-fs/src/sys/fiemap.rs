@@ -1,6 +1,9 @@
 //! `FS_IOC_FIEMAP` with its flexible array of extents, which rustix does
 //! not wrap; [`crate::fiemap`] is the safe reading on top.
-#![allow(unsafe_code)]
+#![expect(
+    unsafe_code,
+    reason = "FS_IOC_FIEMAP and its flexible array have no safe wrapper; each call is narrow with its // SAFETY:"
+)]
 
 use std::os::fd::AsFd;
 

@@ -3,7 +3,10 @@
 //! well as other processes and hosts. `rustix::fs::fcntl_lock` takes
 //! process-associated locks (`F_SETLK`), which two threads of one process
 //! share and any `close` of the file drops.
-#![allow(unsafe_code)]
+#![expect(
+    unsafe_code,
+    reason = "OFD locks (F_OFD_SETLK) have no safe wrapper; each call is narrow with its // SAFETY:"
+)]
 
 use std::os::fd::AsFd;
 

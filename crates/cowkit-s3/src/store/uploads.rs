@@ -198,7 +198,10 @@ impl Store {
     }
 
     /// [`Store::commit_part`] with the part's additional checksum.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "a part is its upload, bucket, key, number, file and checksums: each call names them all"
+    )]
     pub fn commit_part_with(
         &self,
         id: &str,
@@ -213,7 +216,10 @@ impl Store {
     }
 
     /// [`Store::commit_part_with`] with the part's default CRC64NVME.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "a part is its upload, bucket, key, number, file and checksums: each call names them all"
+    )]
     pub fn commit_part_full(
         &self,
         id: &str,
@@ -270,7 +276,10 @@ impl Store {
     /// Make part `number` a copy of `len` bytes of an object from `start`,
     /// cloned where the source offset is block-aligned. The part's MD5 is
     /// computed by reading the source range (no data is written for it).
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "a part is its upload, bucket, key, number, file and checksums: each call names them all"
+    )]
     pub fn copy_part(
         &self,
         id: &str,

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use ureq::tls::{RootCerts, TlsConfig};
 
-use crate::dnf_plan::Repo;
+use crate::plan::Repo;
 
 /// Where one attempt reads the package from.
 #[derive(Clone, Debug)]
@@ -39,6 +39,12 @@ pub struct MirrorError(pub String);
 /// One HTTP agent for every download of a run (connections are reused).
 pub struct Fetcher {
     agent: ureq::Agent,
+}
+
+impl Default for Fetcher {
+    fn default() -> Self {
+        Fetcher::new()
+    }
 }
 
 impl Fetcher {
@@ -162,7 +168,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_29_a_trickle_below_minrate_is_aborted() {
+    fn a_trickle_below_minrate_is_aborted() {
         let mut r = Paced::new(
             Slow(Duration::from_millis(20)),
             Duration::from_millis(100),

@@ -1,5 +1,5 @@
 //! `cowkit dnf`'s own downloads: each package of dnf's plan
-//! ([`crate::dnf_plan`]) is fetched ([`crate::dnf_fetch`]) and streamed
+//! ([`crate::plan`]) is fetched ([`crate::fetch`]) and streamed
 //! through the confined transcoder straight into the cache, while the
 //! bytes are counted and hashed.
 //!
@@ -29,6 +29,7 @@
 use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -37,9 +38,14 @@ use cowkit_extents::cache::{Cache, ChecksumRecord, Lookup};
 use cowkit_extents::confined;
 use sha2::Digest;
 
-use crate::dnf_fetch::{Fetcher, MirrorError, Source};
-use crate::dnf_plan::{Plan, PlannedPackage, Repo};
-use crate::output::CliError;
+use crate::fetch::{Fetcher, MirrorError, Source};
+use crate::plan::{Plan, PlannedPackage, Repo};
+use crate::{Error, Result};
+
+/// The command of a confined transcode worker that checks signatures
+/// against the given key files (none: no check); its error is that the
+/// program cannot be found.
+pub type Worker = dyn Fn(&[PathBuf]) -> io::Result<Command> + Sync;
 
 /// What the downloads report as they go.
 pub trait Reporter: Sync {
@@ -80,7 +86,7 @@ enum Failure {
     /// The mirror's bytes (another mirror may do).
     Mirror(String),
     /// Not the mirror's fault: no retry.
-    Fatal(CliError),
+    Fatal(Error),
 }
 
 impl From<MirrorError> for Failure {
@@ -95,19 +101,28 @@ struct Run<'a> {
     plan: &'a Plan,
     fetcher: Fetcher,
     reporter: &'a dyn Reporter,
+    worker: &'a Worker,
     failures: AtomicU64,
     stop: AtomicBool,
     out: Mutex<Fetched>,
 }
 
-/// Fetch every package of `plan` into `cache` (see the module doc).
-pub fn fetch_all(cache: &Cache, plan: &Plan, reporter: &dyn Reporter) -> Result<Fetched, CliError> {
+/// Fetch every package of `plan` into `cache` (see the module doc),
+/// transcoding through `worker`'s programs. A package that cannot be
+/// fetched stops the others; all that failed are in [`Error::Fetch`].
+pub fn fetch_all(
+    cache: &Cache,
+    plan: &Plan,
+    reporter: &dyn Reporter,
+    worker: &Worker,
+) -> Result<Fetched> {
     let n = plan.packages.len();
     let run = Run {
         cache,
         plan,
         fetcher: Fetcher::new(),
         reporter,
+        worker,
         failures: AtomicU64::new(0),
         stop: AtomicBool::new(false),
         out: Mutex::new(Fetched {
@@ -116,8 +131,7 @@ pub fn fetch_all(cache: &Cache, plan: &Plan, reporter: &dyn Reporter) -> Result<
         }),
     };
     let next = AtomicUsize::new(0);
-    let errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let hints: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let errors: Mutex<Vec<(String, Error)>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..plan.max_parallel_downloads.clamp(1, 64).min(n) {
             s.spawn(|| loop {
@@ -132,13 +146,7 @@ pub fn fetch_all(cache: &Cache, plan: &Plan, reporter: &dyn Reporter) -> Result<
                     Ok(done) => run.record(i, done),
                     Err(e) => {
                         run.stop.store(true, Ordering::Relaxed);
-                        lock(&errors).push(format!("{}: {}", pkg.nevra, e.chain().join(": ")));
-                        if let Some(h) = e.hint_text() {
-                            let mut hints = lock(&hints);
-                            if !hints.iter().any(|x| x == h) {
-                                hints.push(h.to_string());
-                            }
-                        }
+                        lock(&errors).push((pkg.nevra.clone(), e));
                     }
                 }
             });
@@ -146,16 +154,7 @@ pub fn fetch_all(cache: &Cache, plan: &Plan, reporter: &dyn Reporter) -> Result<
     });
     let errors = errors.into_inner().unwrap_or_else(|e| e.into_inner());
     if !errors.is_empty() {
-        let e = CliError::msg(format!(
-            "cannot fetch {} package(s); nothing was installed and nothing unverified was cached:\n  {}",
-            errors.len(),
-            errors.join("\n  ")
-        ));
-        let hints = hints.into_inner().unwrap_or_else(|e| e.into_inner());
-        return Err(match hints.is_empty() {
-            true => e,
-            false => e.hint(hints.join("; ")),
-        });
+        return Err(Error::Fetch { failures: errors });
     }
     Ok(run.out.into_inner().unwrap_or_else(|e| e.into_inner()))
 }
@@ -210,7 +209,7 @@ impl Run<'_> {
 
 /// One package into the cache: from its checksum record, else from its
 /// mirrors in turn until one serves the right bytes.
-fn one(run: &Run<'_>, pkg: &PlannedPackage) -> Result<Done, CliError> {
+fn one(run: &Run<'_>, pkg: &PlannedPackage) -> Result<Done> {
     if let Some(p) = cached(run, pkg)? {
         return Ok(Done::Cached(p));
     }
@@ -239,23 +238,18 @@ fn one(run: &Run<'_>, pkg: &PlannedPackage) -> Result<Done, CliError> {
             break;
         }
     }
-    Err(CliError::msg(format!(
-        "no mirror served the package as the repository describes it ({} failed attempt(s); dnf's retries={}); the last: {}",
-        seen.len(),
-        run.plan.retries,
-        seen.last().map_or("none", String::as_str)
-    )))
+    Err(Error::NoMirror {
+        attempts: seen.len(),
+        retries: run.plan.retries,
+        last: seen.pop(),
+    })
 }
 
 /// The entry the cache's checksum record names, if it checks.
-fn cached(run: &Run<'_>, pkg: &PlannedPackage) -> Result<Option<PathBuf>, CliError> {
+fn cached(run: &Run<'_>, pkg: &PlannedPackage) -> Result<Option<PathBuf>> {
     let (kind, hex) = &pkg.checksum;
     let hex = hex.to_ascii_lowercase();
-    let Some(rec) = run
-        .cache
-        .checksum_record(kind, &hex)
-        .map_err(crate::dnf::cache_error)?
-    else {
+    let Some(rec) = run.cache.checksum_record(kind, &hex)? else {
         return Ok(None);
     };
     let repo = run.repo(pkg);
@@ -264,11 +258,7 @@ fn cached(run: &Run<'_>, pkg: &PlannedPackage) -> Result<Option<PathBuf>, CliErr
     if repo.gpgcheck && (rec.signed_with.is_none() || rec.signed_with != key_identity(&repo.keys)) {
         return Ok(None);
     }
-    match run
-        .cache
-        .lookup(&rec.header_digest)
-        .map_err(crate::dnf::cache_error)?
-    {
+    match run.cache.lookup(&rec.header_digest)? {
         Lookup::Hit(p) => Ok(Some(p)),
         Lookup::Miss(_) => Ok(None),
         Lookup::Damaged(p, why) => {
@@ -336,7 +326,7 @@ fn fetch(run: &Run<'_>, pkg: &PlannedPackage, source: &Source) -> Result<Done, F
     let lookup = run
         .cache
         .lookup(&digest)
-        .map_err(|e| Failure::Fatal(crate::dnf::cache_error(e)))?;
+        .map_err(|e| Failure::Fatal(e.into()))?;
     // The keys as the worker is about to load them; recorded only if they
     // are the same once it is done.
     let keys_before = repo.gpgcheck.then(|| key_identity(&repo.keys)).flatten();
@@ -369,7 +359,7 @@ fn fetch(run: &Run<'_>, pkg: &PlannedPackage, source: &Source) -> Result<Done, F
             &pkg.checksum.1.to_ascii_lowercase(),
             &record,
         )
-        .map_err(|e| Failure::Fatal(crate::dnf::cache_error(e)))?;
+        .map_err(|e| Failure::Fatal(e.into()))?;
     Ok(done)
 }
 
@@ -395,21 +385,14 @@ fn stream(
     header: &Package,
     mut body: BufReader<Verified<'_>>,
 ) -> Result<PathBuf, Failure> {
-    let fatal = |e: CliError| Failure::Fatal(e);
+    let fatal = |e: Error| Failure::Fatal(e);
     let entry = run
         .cache
         .new_entry(header.header_digest())
-        .map_err(|e| fatal(crate::dnf::cache_error(e)))?;
+        .map_err(|e| fatal(e.into()))?;
     let keys: &[PathBuf] = if repo.gpgcheck { &repo.keys } else { &[] };
-    let worker = crate::transcode::worker_command(
-        4096,
-        cowkit_extents::transcode::DEFAULT_PACK_BELOW,
-        keys,
-        false,
-    )
-    .map_err(fatal)?;
-    let (reader, mut writer) =
-        io::pipe().map_err(|e| fatal(CliError::new("cannot make a pipe for the transcoder", e)))?;
+    let worker = (run.worker)(keys).map_err(|e| fatal(Error::OwnBinary(e)))?;
+    let (reader, mut writer) = io::pipe().map_err(|e| fatal(Error::Pipe(e)))?;
     let reader = File::from(std::os::fd::OwnedFd::from(reader));
     let (fed, outcome) = std::thread::scope(|s| {
         let worker = s.spawn(|| {
@@ -424,23 +407,19 @@ fn stream(
     fed.map_err(|e| Failure::Mirror(format!("`{source}`: {e}")))?;
     finish(body, pkg, source)?;
     outcome.map_err(|e| fatal(worker_error(e, pkg, repo, source)))?;
-    entry
-        .commit()
-        .map_err(|e| fatal(crate::dnf::cache_error(e)))
+    entry.commit().map_err(|e| fatal(e.into()))
 }
 
 /// The worker's error: a refused header signature said as the
-/// repository's requirement (which repository, which keys, what dnf does
-/// about it), anything else as `cowkit transcode` says it.
-fn worker_error(
-    e: confined::Error,
-    pkg: &PlannedPackage,
-    repo: &Repo,
-    source: &Source,
-) -> CliError {
+/// repository's requirement (which repository, which keys), anything else
+/// as the transcode's error.
+fn worker_error(e: confined::Error, pkg: &PlannedPackage, repo: &Repo, source: &Source) -> Error {
     let name = source.to_string();
     if !confined::signature_refused(&e) {
-        return crate::transcode::cli_error(e, Path::new(&name));
+        return Error::Transcode {
+            input: PathBuf::from(name),
+            source: e,
+        };
     }
     let causes = match &e {
         confined::Error::Worker(cowkit_confine::worker::WorkerError::Failed { error, .. }) => {
@@ -448,23 +427,12 @@ fn worker_error(
         }
         _ => Vec::new(),
     };
-    let keys: Vec<String> = repo
-        .keys
-        .iter()
-        .map(|k| format!("`{}`", k.display()))
-        .collect();
-    CliError::from_chain(
-        format!(
-            "the repository `{}` requires signatures (gpgcheck) by its keys ({}), and the header signature of `{name}` is not accepted; nothing of it was decoded or cached",
-            pkg.repo,
-            keys.join(", ")
-        ),
-        &causes,
-    )
-    .hint(format!(
-        "dnf refuses such a package too (`GPG check FAILED`); to install without the check, as dnf would: `--nogpgcheck`, or `--setopt={}.gpgcheck=0`",
-        pkg.repo
-    ))
+    Error::SignatureRefused {
+        repo: pkg.repo.clone(),
+        keys: repo.keys.clone(),
+        package: name,
+        causes,
+    }
 }
 
 /// Write `prefix` then the rest of `body` to the worker's pipe; once the
@@ -598,5 +566,119 @@ impl Read for Verified<'_> {
         }
         self.reporter.on_bytes(n as u64);
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Counts what the downloads report.
+    #[derive(Default)]
+    struct Seen {
+        bytes: AtomicU64,
+        notes: Mutex<Vec<String>>,
+    }
+
+    impl Reporter for Seen {
+        fn on_bytes(&self, n: u64) {
+            self.bytes.fetch_add(n, Ordering::Relaxed);
+        }
+        fn on_start(&self, _: u64) {}
+        fn on_note(&self, line: &str) {
+            lock(&self.notes).push(line.to_string());
+        }
+    }
+
+    fn verified<'r>(body: &[u8], kind: &str, size: u64, seen: &'r Seen) -> Verified<'r> {
+        Verified::new(Box::new(io::Cursor::new(body.to_vec())), kind, size, seen)
+    }
+
+    #[test]
+    fn a_body_is_taken_only_at_the_repositorys_length_and_checksum() {
+        let body = b"an rpm's bytes, as the mirror sent them";
+        let sha256 = hex(&sha2::Sha256::digest(body));
+        let sha512 = hex(&sha2::Sha512::digest(body));
+        let seen = Seen::default();
+        let n = body.len() as u64;
+        for (kind, sum) in [("sha256", &sha256), ("sha512", &sha512)] {
+            let mut v = verified(body, kind, n, &seen);
+            io::copy(&mut v, &mut io::sink()).unwrap();
+            v.finish(&sum.to_ascii_uppercase()).unwrap();
+        }
+        assert_eq!(seen.bytes.load(Ordering::Relaxed), 2 * n);
+        // Shorter than the metadata says.
+        let mut v = verified(&body[..10], "sha256", n, &seen);
+        io::copy(&mut v, &mut io::sink()).unwrap();
+        assert!(v.finish(&sha256).unwrap_err().contains("(truncated)"));
+        // Longer: the read fails as the excess arrives.
+        let mut v = verified(body, "sha256", n - 1, &seen);
+        let e = io::copy(&mut v, &mut io::sink()).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        // Other bytes of the same length.
+        let mut other = body.to_vec();
+        other[0] ^= 1;
+        let mut v = verified(&other, "sha256", n, &seen);
+        io::copy(&mut v, &mut io::sink()).unwrap();
+        assert!(v.finish(&sha256).unwrap_err().contains("(wrong checksum)"));
+    }
+
+    #[test]
+    fn nevras_name_the_epoch_only_when_there_is_one() {
+        assert_eq!(
+            nevra("bash", 0, "5.2.26", "3.fc40", "x86_64"),
+            "bash-5.2.26-3.fc40.x86_64"
+        );
+        assert_eq!(
+            nevra("kbd", 1, "2.6.4", "3.fc40", "x86_64"),
+            "kbd-1:2.6.4-3.fc40.x86_64"
+        );
+    }
+
+    /// A package no mirror serves fails the run with its NEVRA and the
+    /// attempts, each attempt reported; nothing is cached for it.
+    #[test]
+    fn a_package_no_source_serves_is_one_line_of_the_fetch_error() {
+        let d = tempfile::tempdir().unwrap();
+        let cache_dir = d.path().join("cache");
+        std::fs::create_dir(&cache_dir).unwrap();
+        std::fs::set_permissions(
+            &cache_dir,
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .unwrap();
+        let cache = Cache::open(&cache_dir).unwrap();
+        let missing = d.path().join("bash-5.2.26-3.fc40.x86_64.rpm");
+        let plan: Plan = serde_json::from_value(serde_json::json!({
+            "why": [],
+            "packages": [{"nevra": "bash-5.2.26-3.fc40.x86_64", "name": "bash", "epoch": 0,
+                          "version": "5.2.26", "release": "3.fc40", "arch": "x86_64",
+                          "size": 1875633, "checksum": ["sha256", "00".repeat(32)],
+                          "repo": "@commandline", "urls": [], "local": missing}],
+            "repos": {"@commandline": {"gpgcheck": false, "keys": [], "timeout": 30, "minrate": 1000}},
+            "max_parallel_downloads": 3,
+            "retries": 10
+        }))
+        .unwrap();
+        let seen = Seen::default();
+        let worker = |_: &[PathBuf]| -> io::Result<Command> { panic!("nothing to transcode") };
+        let e = fetch_all(&cache, &plan, &seen, &worker).unwrap_err();
+        let Error::Fetch { failures } = &e else {
+            panic!("{e}")
+        };
+        assert_eq!(failures.len(), 1);
+        assert_eq!(failures[0].0, "bash-5.2.26-3.fc40.x86_64");
+        assert!(
+            matches!(&failures[0].1, Error::NoMirror { attempts: 1, retries: 10, last: Some(l) } if l.contains("cannot open")),
+            "{}",
+            failures[0].1
+        );
+        let notes = lock(&seen.notes);
+        assert_eq!(notes.len(), 1);
+        assert!(notes[0].starts_with("[MIRROR] bash-5.2.26-3.fc40.x86_64: cannot open"));
+        assert!(
+            e.to_string().starts_with("cannot fetch 1 package(s)"),
+            "{e}"
+        );
     }
 }

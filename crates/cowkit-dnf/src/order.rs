@@ -11,7 +11,7 @@
 //! it is, and the order then falls back to the packages' file names.
 //!
 //! With `COWKIT_DNF_PLAN` set, the same wrapper also writes the plan of
-//! the downloads instead of downloading (see [`crate::dnf_plan`]): when
+//! the downloads instead of downloading (see [`crate::plan`]): when
 //! dnf is about to download (after its confirmation), each package of the
 //! transaction is written with the URLs of its repository's mirrors (as
 //! dnf resolved them: the metalink's or mirrorlist's mirrors, else the
@@ -29,6 +29,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use crate::{Error, Result};
 
 /// The Python program: dnf's entry point, and the transaction's items
 /// written after `Base.resolve` (`i` install element, `u` upgrade,
@@ -258,14 +260,20 @@ pub fn sort(rpms: &mut [PathBuf], order: &Path) -> bool {
 /// registered as one rpm command line: why, as an error. Without an
 /// order file, `false` (rpm's check then refuses a reinstall as
 /// "already installed").
-pub fn reinstalls(order: &Path) -> Result<bool, String> {
+pub fn reinstalls(order: &Path) -> Result<bool> {
     let Ok(text) = std::fs::read_to_string(order) else {
         return Ok(false);
     };
-    reinstalls_in(&text)
+    reinstalls_in(&text).map_err(|(reinstalls, others)| Error::MixedReinstall {
+        path: order.to_path_buf(),
+        reinstalls,
+        others,
+    })
 }
 
-fn reinstalls_in(text: &str) -> Result<bool, String> {
+/// Whether the order's items are all reinstalls; else the reinstalls and
+/// the others, when there are both.
+fn reinstalls_in(text: &str) -> std::result::Result<bool, (Vec<String>, Vec<String>)> {
     let hows: Vec<(&str, &str)> = text
         .lines()
         .filter_map(|l| l.split_once('\t'))
@@ -282,16 +290,12 @@ fn reinstalls_in(text: &str) -> Result<bool, String> {
     if r.len() == hows.len() {
         return Ok(true);
     }
-    let others: Vec<&str> = hows
+    let others = hows
         .iter()
         .filter(|(how, _)| *how != "r")
-        .map(|(_, n)| *n)
+        .map(|(_, n)| n.to_string())
         .collect();
-    Err(format!(
-        "dnf's transaction reinstalls {} and installs or upgrades {}: cowkit checks and registers a transaction as one rpm command line, which reinstalls all its packages or none",
-        r.join(", "),
-        others.join(", ")
-    ))
+    Err((r.iter().map(|n| n.to_string()).collect(), others))
 }
 
 /// `name-E:V-R.A` as its file is named: `name-V-R.A`.
@@ -337,10 +341,14 @@ mod tests {
             reinstalls_in("r\ta-1-1.noarch\nr\tb-1-1.noarch\n"),
             Ok(true)
         );
-        let mixed = reinstalls_in("r\ta-1-1.noarch\nu\tb-2-1.noarch\n").unwrap_err();
-        assert!(mixed.contains("reinstalls a-1-1.noarch") && mixed.contains("b-2-1.noarch"));
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(reinstalls(&dir.path().join("none")), Ok(false));
+        let order = dir.path().join("order");
+        std::fs::write(&order, "r\ta-1-1.noarch\nu\tb-2-1.noarch\n").unwrap();
+        let mixed = reinstalls(&order).unwrap_err();
+        assert!(matches!(&mixed, Error::MixedReinstall { path, .. } if *path == order));
+        let mixed = mixed.to_string();
+        assert!(mixed.contains("reinstalls a-1-1.noarch") && mixed.contains("b-2-1.noarch"));
+        assert!(matches!(reinstalls(&dir.path().join("none")), Ok(false)));
     }
 
     #[test]

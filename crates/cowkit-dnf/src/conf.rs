@@ -1,0 +1,122 @@
+//! dnf's configuration as dnf 4 reads it: its list and boolean values, and
+//! the `[main]` options of dnf's configuration file (`keepcache`; the CLI reads
+//! `tsflags` through [`main_option`]).
+
+use std::path::Path;
+
+/// A dnf list option's items (separated by commas or white space).
+pub fn list(val: &str) -> Vec<&str> {
+    val.split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|x| !x.is_empty())
+        .collect()
+}
+
+/// The `[main]` value of `key` in dnf's configuration file (`--config`'s,
+/// else the root's `/etc/dnf/dnf.conf`, else the host's), if set.
+pub fn main_option(config: Option<&Path>, root: &Path, key: &str) -> Option<String> {
+    let text = match config {
+        Some(c) => read_conf(c)?,
+        None => read_conf(&root.join("etc/dnf/dnf.conf"))
+            .or_else(|| read_conf(Path::new("/etc/dnf/dnf.conf")))?,
+    };
+    let mut main = false;
+    let mut found = None;
+    for l in text.lines() {
+        let l = l.trim();
+        if l.starts_with('[') {
+            main = l == "[main]";
+        } else if main {
+            if let Some((k, v)) = l.split_once('=') {
+                if k.trim() == key {
+                    found = Some(v.trim().to_string());
+                }
+            }
+        }
+    }
+    found
+}
+
+/// dnf's booleans: 1/yes/true/on and 0/no/false/off.
+pub fn parse_bool(v: &str) -> Option<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "yes" | "true" | "on" => Some(true),
+        "0" | "no" | "false" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// The largest dnf configuration file read for `keepcache`.
+pub const MAX_CONF: u64 = 1 << 20;
+
+/// `keepcache` in the `[main]` section of dnf's configuration file for
+/// `root`: `--config`'s file, else the root's `/etc/dnf/dnf.conf`, else
+/// the host's (dnf looks in the installroot first, following links as it
+/// does). `None` where no file says. The file is opened non-blocking
+/// (a fifo cannot hold cowkit up), must be a regular file, and is read
+/// within [`MAX_CONF`]; one that cannot be read says nothing (dnf itself
+/// then fails on it).
+pub fn keepcache_in_config(config: Option<&Path>, root: &Path) -> Option<bool> {
+    main_option(config, root, "keepcache").and_then(|v| parse_bool(&v))
+}
+
+/// A regular file's first [`MAX_CONF`] bytes, as text.
+fn read_conf(path: &Path) -> Option<String> {
+    use rustix::fs::{Mode, OFlags};
+    use std::io::Read;
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    )
+    .ok()?;
+    let st = rustix::fs::fstat(&fd).ok()?;
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
+        return None;
+    }
+    let mut text = String::new();
+    std::fs::File::from(fd)
+        .take(MAX_CONF)
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keepcache_is_read_from_main_and_a_fifo_holds_nothing_up() {
+        let d = tempfile::tempdir().unwrap();
+        let conf = d.path().join("dnf.conf");
+        std::fs::write(&conf, "[main]\nkeepcache = True\n[x]\nkeepcache=0\n").unwrap();
+        assert_eq!(keepcache_in_config(Some(&conf), d.path()), Some(true));
+        std::fs::write(&conf, "[other]\nkeepcache=1\n").unwrap();
+        assert_eq!(keepcache_in_config(Some(&conf), d.path()), None);
+        let fifo = d.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        assert_eq!(keepcache_in_config(Some(&fifo), d.path()), None);
+    }
+
+    #[test]
+    fn lists_and_booleans_as_dnf_reads_them() {
+        assert_eq!(list("a, b\tc,,d"), ["a", "b", "c", "d"]);
+        for (v, b) in [
+            ("1", true),
+            ("Yes", true),
+            (" on ", true),
+            ("False", false),
+            ("0", false),
+        ] {
+            assert_eq!(parse_bool(v), Some(b), "{v}");
+        }
+        assert_eq!(parse_bool("maybe"), None);
+    }
+}

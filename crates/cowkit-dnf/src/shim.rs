@@ -1,0 +1,166 @@
+//! The real dnf cowkit runs, and the shim directory that puts cowkit
+//! first on `PATH` as `dnf`.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::{Error, Result};
+
+/// The real dnf (a path, or a name looked up on `PATH`).
+pub const ENV_DNF: &str = "COWKIT_DNF";
+/// Set on the real dnf cowkit runs: a `dnf` entry started with it set was
+/// started by that dnf, and refuses (instead of running in a loop).
+pub const ENV_INSIDE: &str = "COWKIT_DNF_ENTRY";
+
+/// This binary, its links resolved.
+fn this_binary() -> Option<PathBuf> {
+    std::env::current_exe().ok()?.canonicalize().ok()
+}
+
+/// The real dnf: `COWKIT_DNF` (a path, or a name looked up on `PATH`), or
+/// the first `dnf` on `PATH` that is not this binary.
+pub fn real_dnf() -> Result<PathBuf> {
+    let me = this_binary();
+    let wanted = std::env::var_os(ENV_DNF)
+        .filter(|d| !d.is_empty())
+        .unwrap_or_else(|| "dnf".into());
+    let is_me = |p: &Path| me.is_some() && p.canonicalize().ok() == me;
+    if Path::new(&wanted).components().count() > 1 {
+        let p = PathBuf::from(&wanted);
+        if is_me(&p) {
+            return Err(Error::DnfIsCowkit {
+                var: ENV_DNF,
+                path: p,
+            });
+        }
+        return Ok(p);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    for dir in std::env::split_paths(&path) {
+        let c = dir.join(&wanted);
+        let executable =
+            std::fs::metadata(&c).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+        if executable && !is_me(&c) {
+            return Ok(c);
+        }
+    }
+    Err(Error::NoDnf {
+        name: PathBuf::from(wanted),
+    })
+}
+
+/// `cowkit dnf --shim-dir DIR`: make `DIR/dnf` a link to this binary
+/// (DIR is created if missing), to be put first on `PATH`. DIR (and every
+/// directory above it) must be one others cannot change, or someone could
+/// put their own `dnf` there.
+pub fn make_shim(dir: &Path) -> Result<()> {
+    if !dir.is_absolute() {
+        return Err(Error::ShimRelative {
+            path: dir.to_path_buf(),
+        });
+    }
+    let me = this_binary().ok_or(Error::NoOwnBinary)?;
+    let io = |what, path: &Path, e: std::io::Error| Error::Io {
+        what,
+        path: path.to_path_buf(),
+        source: e,
+    };
+    match std::fs::create_dir(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(io("create", dir, e)),
+    }
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::open(
+        dir,
+        OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| Error::ShimNotDir {
+        path: dir.to_path_buf(),
+        source: e.into(),
+    })?;
+    let st = rustix::fs::fstat(&fd).map_err(|e| io("stat", dir, e.into()))?;
+    let me_uid = rustix::process::geteuid().as_raw();
+    if st.st_uid != me_uid || st.st_mode & 0o022 != 0 {
+        return Err(Error::OthersCanChange {
+            path: dir.to_path_buf(),
+            uid: st.st_uid,
+            mode: st.st_mode,
+        });
+    }
+    for up in dir.ancestors().skip(1) {
+        let m = std::fs::metadata(up).map_err(|e| io("stat", up, e))?;
+        let (uid, mode) = (
+            std::os::unix::fs::MetadataExt::uid(&m),
+            m.permissions().mode(),
+        );
+        let sticky = mode & 0o1000 != 0;
+        if (uid != 0 && uid != me_uid) || (mode & 0o022 != 0 && !sticky) {
+            return Err(Error::OthersCanChange {
+                path: up.to_path_buf(),
+                uid,
+                mode,
+            });
+        }
+    }
+    match rustix::fs::readlinkat(&fd, "dnf", Vec::new()) {
+        Ok(t) if Path::new(t.to_str().unwrap_or("")) == me => {}
+        Ok(t) => {
+            return Err(Error::ShimLinksElsewhere {
+                link: PathBuf::from(format!("{}/dnf", dir.display())),
+                target: PathBuf::from(t.to_string_lossy().into_owned()),
+                me,
+            })
+        }
+        Err(rustix::io::Errno::NOENT) => {
+            rustix::fs::symlinkat(&me, &fd, "dnf").map_err(|e| Error::ShimLink {
+                link: PathBuf::from(format!("{}/dnf", dir.display())),
+                source: e.into(),
+            })?
+        }
+        Err(e) => {
+            return Err(Error::ShimNotLink {
+                link: PathBuf::from(format!("{}/dnf", dir.display())),
+                source: e.into(),
+            })
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_shim_is_a_link_to_this_binary_in_a_directory_only_its_owner_writes() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let dir = d.path().join("shim");
+        // The temporary directory's parents (/tmp is sticky) pass.
+        make_shim(&dir).unwrap();
+        let me = this_binary().unwrap();
+        assert_eq!(std::fs::read_link(dir.join("dnf")).unwrap(), me);
+        make_shim(&dir).unwrap();
+        assert!(matches!(
+            make_shim(Path::new("shim")),
+            Err(Error::ShimRelative { .. })
+        ));
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(matches!(
+            make_shim(&dir),
+            Err(Error::OthersCanChange { path, .. }) if path == dir
+        ));
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::remove_file(dir.join("dnf")).unwrap();
+        std::os::unix::fs::symlink("/usr/bin/dnf", dir.join("dnf")).unwrap();
+        let e = make_shim(&dir).unwrap_err();
+        assert!(matches!(&e, Error::ShimLinksElsewhere { .. }), "{e}");
+        assert!(
+            e.to_string().contains("already links to `/usr/bin/dnf`"),
+            "{e}"
+        );
+    }
+}
