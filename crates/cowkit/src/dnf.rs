@@ -332,6 +332,11 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
     let plan_path = home.path().join("plan");
     // What the transaction asks the host's rpm is asked while dnf runs.
     let ahead = cowkit_install::ask_host_ahead();
+    // So is whether rpm's Lua loads (`ldd rpm`, `dlopen`), kept for the
+    // process as well.
+    let lua_ahead = std::thread::spawn(|| {
+        let _ = cowkit_rpmlua::available();
+    });
     let t = Instant::now();
     let status = resolve_and_download(
         args,
@@ -349,6 +354,7 @@ pub fn run_request(req: Request) -> Result<ExitCode, CliError> {
     }
     extra.resolve_seconds = t.elapsed().as_secs_f64();
     drop(ahead);
+    let _ = lua_ahead.join();
     // dnf's reinstalls are rpm's `--reinstall` elements: all or none.
     let reinstall = cowkit_dnf::order::reinstalls(&home.path().join("order")).map_err(dnf_error)?;
     let plan = match dnf_downloads {
