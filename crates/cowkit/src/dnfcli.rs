@@ -435,7 +435,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_26_the_root_is_taken_out_and_the_rest_kept_in_order() {
+    fn the_root_is_taken_out_and_the_rest_kept_in_order() {
         let l = parse(&[
             "-y",
             "--installroot",
@@ -478,7 +478,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_26_what_cowkit_cannot_honour_is_named() {
+    fn what_cowkit_cannot_honour_is_named() {
         let l = parse(&[
             "--installroot=/r",
             "--nodocs",
