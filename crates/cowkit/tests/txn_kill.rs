@@ -430,10 +430,10 @@ fn an_upgrade_killed_anywhere_is_finished_by_the_next_run() {
     copy_root(&s.base, &root);
     assert!(killed_run(Tool::Cowkit, &s, &root, &Kill::At("placed")));
     assert!(outcome(&root).journal);
-    let other = dir.join("rpm-4.20.1");
+    let other = dir.join("rpm-4.19.1");
     std::fs::write(
         &other,
-        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'RPM version 4.20.1'; exit 0; fi\nexec rpm \"$@\"\n",
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'RPM version 4.19.1'; exit 0; fi\nexec rpm \"$@\"\n",
     )
     .unwrap();
     std::fs::set_permissions(&other, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
@@ -443,8 +443,8 @@ fn an_upgrade_killed_anywhere_is_finished_by_the_next_run() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "rpm 4.20.1 taken:\n{stderr}");
-    assert!(stderr.contains("4.20.1"), "{stderr}");
+    assert!(!out.status.success(), "rpm 4.19.1 taken:\n{stderr}");
+    assert!(stderr.contains("4.19.1"), "{stderr}");
     assert_eq!(snapshot(&root), before, "the root changed:\n{stderr}");
     // With rpm 4.18 the registration is finished (and the same packages,
     // now installed, are refused as rpm refuses them).
