@@ -1,6 +1,6 @@
-//! dnf's configuration as dnf 4 reads it: its list and boolean values, and
-//! the `[main]` options of dnf's configuration file (`keepcache`; the CLI reads
-//! `tsflags` through [`main_option`]).
+//! dnf's configuration as dnf 4 reads it: its list and boolean values,
+//! the `[main]` options of dnf's configuration file (`keepcache`,
+//! `tsflags`), and the transaction flags cowkit carries out ([`Tsflags`]).
 
 use std::path::Path;
 
@@ -34,6 +34,82 @@ pub fn main_option(config: Option<&Path>, root: &Path, key: &str) -> Option<Stri
         }
     }
     found
+}
+
+/// An option of dnf's that cowkit cannot honour exactly when it runs the
+/// transaction: refused, never ignored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The option as given (`--comment=x`, `--setopt=tsflags=test`,
+    /// `tsflags=test` in dnf's configuration file).
+    pub option: String,
+    /// Why cowkit cannot honour it.
+    pub why: &'static str,
+}
+
+/// Why a transaction flag other than nodocs and justdb is refused.
+pub const TSFLAGS: &str = "cowkit runs the transaction itself and implements only the transaction \
+                           flags nodocs and justdb (not test, noscripts, notriggers, …)";
+
+/// A `tsflags` value read: the flags cowkit carries out, and the first
+/// one it does not.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Tsflags {
+    /// `nodocs`: rpm's `--excludedocs`.
+    pub nodocs: bool,
+    /// `justdb`: rpm's `--justdb`.
+    pub justdb: bool,
+    /// The first flag cowkit does not carry out (`test`, `noscripts`, …).
+    pub unknown: Option<String>,
+}
+
+impl Tsflags {
+    /// Read `value` (`nodocs,justdb`, `nodocs noscripts`), as dnf reads a
+    /// list; flag names in any case.
+    pub fn read(value: &str) -> Tsflags {
+        let mut t = Tsflags::default();
+        for flag in list(value) {
+            if flag.eq_ignore_ascii_case("nodocs") {
+                t.nodocs = true;
+            } else if flag.eq_ignore_ascii_case("justdb") {
+                t.justdb = true;
+            } else if t.unknown.is_none() {
+                t.unknown = Some(flag.to_string());
+            }
+        }
+        t
+    }
+}
+
+/// The transaction flags of dnf's configuration file, as
+/// [`main_option`] finds them (`tsflags` in `[main]`).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ConfigTsflags {
+    /// `nodocs`: rpm's `--excludedocs`.
+    pub nodocs: bool,
+    /// `justdb`: rpm's `--justdb`.
+    pub justdb: bool,
+    /// A flag cowkit does not carry out, as `tsflags=FLAG`.
+    pub refused: Option<Refusal>,
+}
+
+/// The `tsflags` of dnf's configuration (see [`ConfigTsflags`]). dnf 4
+/// has no `install_langs`: given, it warns and installs every language;
+/// the languages come from rpm's own `%_install_langs`.
+pub fn tsflags_in_config(config: Option<&Path>, root: &Path) -> ConfigTsflags {
+    let t = Tsflags::read(
+        main_option(config, root, "tsflags")
+            .as_deref()
+            .unwrap_or(""),
+    );
+    ConfigTsflags {
+        nodocs: t.nodocs,
+        justdb: t.justdb,
+        refused: t.unknown.map(|flag| Refusal {
+            option: format!("tsflags={flag}"),
+            why: TSFLAGS,
+        }),
+    }
 }
 
 /// dnf's booleans: 1/yes/true/on and 0/no/false/off.
@@ -103,6 +179,26 @@ mod tests {
         )
         .unwrap();
         assert_eq!(keepcache_in_config(Some(&fifo), d.path()), None);
+    }
+
+    #[test]
+    fn the_configuration_files_tsflags_are_read_and_unknown_ones_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let conf = dir.path().join("dnf.conf");
+        let flags = |text: &str| {
+            std::fs::write(&conf, text).unwrap();
+            tsflags_in_config(Some(&conf), dir.path())
+        };
+        let t = flags("[main]\ngpgcheck=1\ntsflags=nodocs\n[other]\ntsflags=test\n");
+        assert!(t.nodocs && !t.justdb && t.refused.is_none(), "{t:?}");
+        let t = flags("[main]\ntsflags=justdb, nodocs\n");
+        assert!(t.nodocs && t.justdb && t.refused.is_none(), "{t:?}");
+        let t = flags("[main]\ntsflags=nodocs noscripts\n");
+        assert_eq!(
+            t.refused.map(|r| r.option).as_deref(),
+            Some("tsflags=noscripts")
+        );
+        assert_eq!(flags("[main]\n"), ConfigTsflags::default());
     }
 
     #[test]

@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use crate::conf::Refusal;
+
 /// What can go wrong in the dnf pipeline.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -183,6 +185,167 @@ pub enum Error {
         /// Each package (NEVRA) and why.
         failures: Vec<(String, Error)>,
     },
+}
+
+/// Errors of the driver: running dnf, the root, its database and the
+/// transaction around the pipeline.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Options of dnf's command line cowkit cannot honour when it installs.
+    #[error(
+        "cowkit cannot honour dnf's {}: {}",
+        if refused.len() == 1 { "option" } else { "options" },
+        refused.iter().map(|r| format!("`{}`: {}", r.option, r.why)).collect::<Vec<_>>().join("; ")
+    )]
+    Unhonoured {
+        /// Each option and why.
+        refused: Vec<Refusal>,
+    },
+    /// A transaction flag of dnf's configuration file cowkit does not
+    /// carry out.
+    #[error("cowkit cannot honour dnf's configuration: `{}`: {}", refused.option, refused.why)]
+    ConfigUnhonoured {
+        /// The flag and why.
+        refused: Refusal,
+    },
+    /// The root is a relative path (rpm refuses one too).
+    #[error("--root `{}` is not an absolute path (rpm refuses one too: `--root` must begin with a /)", root.display())]
+    RelativeRoot {
+        /// The root.
+        root: PathBuf,
+    },
+    /// The root cannot be created or opened.
+    #[error("cannot {what} `{}`", root.display())]
+    Root {
+        /// `create` or `open`.
+        what: &'static str,
+        /// The root.
+        root: PathBuf,
+        /// Why not.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The root's rpm database cannot be looked for.
+    #[error("cannot find the root's rpm database")]
+    FindDb(#[source] cowkit_rpmdb::Error),
+    /// The root's rpm database cannot be set up for dnf.
+    #[error("cannot set up the root's rpm database")]
+    LocateDb(#[source] cowkit_rpmdb::Error),
+    /// A scratch database for a new root cannot be made.
+    #[error("cannot make a scratch database")]
+    Scratch(#[source] cowkit_rpmdb::Error),
+    /// The journal of a killed run cannot be looked for.
+    #[error("cannot look for a transaction a killed run left")]
+    RecoveryPending(#[source] cowkit_install::Error),
+    /// The transaction a killed run left cannot be finished.
+    #[error("cannot finish the transaction a killed run left in `{}`", root.display())]
+    Recover {
+        /// The root.
+        root: PathBuf,
+        /// Why not.
+        #[source]
+        source: cowkit_install::Error,
+    },
+    /// rpm's file policy (`%_excludedocs`, `%_install_langs`, ...) cannot be read.
+    #[error("cannot read rpm's file policy")]
+    Policy(#[source] cowkit_install::Error),
+    /// Downloads that killed runs left in the cache cannot be removed.
+    #[error("cannot remove the downloads that interrupted runs left")]
+    Sweep(#[source] cowkit_fs::error::IoError),
+    /// The download directory in the cache cannot be made.
+    #[error("cannot make a download directory in the cache")]
+    DownloadDir(#[source] cowkit_fs::error::IoError),
+    /// dnf's private `HOME` cannot be made.
+    #[error("cannot make a temporary directory")]
+    Home(#[source] std::io::Error),
+    /// dnf's `.rpmmacros` cannot be written.
+    #[error("cannot write .rpmmacros")]
+    RpmMacros {
+        /// The file.
+        path: PathBuf,
+        /// Why not.
+        #[source]
+        source: std::io::Error,
+    },
+    /// dnf's output cannot be sent to stderr.
+    #[error("cannot duplicate stderr")]
+    Stderr(#[source] std::io::Error),
+    /// dnf cannot be started.
+    #[error("cannot run dnf")]
+    RunDnf {
+        /// The program.
+        dnf: PathBuf,
+        /// Why not.
+        #[source]
+        source: std::io::Error,
+    },
+    /// dnf failed to resolve or download.
+    #[error("dnf could not resolve or download the packages ({status})")]
+    DnfFailed {
+        /// dnf's exit status.
+        status: std::process::ExitStatus,
+    },
+    /// The keys dnf imported into the scratch database cannot be read.
+    #[error("cannot read the keys dnf imported into the scratch database")]
+    ScratchKeys(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The repositories' keys cannot be imported into the root's database.
+    #[error("cannot import the repositories' keys into the root's rpm database, as dnf does")]
+    ImportKeys(#[source] cowkit_rpmdb::Error),
+    /// The root has no rpm database to import the keys into.
+    #[error("cannot import the repositories' keys into the root's rpm database, as dnf does: the root has no rpm database")]
+    ImportKeysNoDb,
+    /// The packages dnf downloaded cannot be listed.
+    #[error("cannot list the downloaded packages")]
+    ListDownloads {
+        /// The download directory.
+        dir: PathBuf,
+        /// Why not.
+        #[source]
+        source: std::io::Error,
+    },
+    /// With `--downloader cowkit`: dnf keeps its downloads (`keepcache`).
+    #[error("cowkit cannot fetch the packages itself: dnf keeps its downloads (keepcache)")]
+    Keepcache,
+    /// With `--downloader cowkit`: dnf's plan says cowkit cannot fetch.
+    #[error("cowkit cannot fetch these packages itself: {}", reasons.join("; "))]
+    CannotFetch {
+        /// Why not.
+        reasons: Vec<String>,
+    },
+    /// A downloaded package cannot be read.
+    #[error("cannot read `{}`", path.display())]
+    ReadRpm {
+        /// The package.
+        path: PathBuf,
+        /// Why not.
+        #[source]
+        source: cowkit_archive::rpm::Error,
+    },
+    /// Downloaded packages that could not be transcoded into the cache:
+    /// nothing was installed.
+    #[error("cannot transcode {} package(s); nothing was installed", failures.len())]
+    Transcodes {
+        /// Each package and why.
+        failures: Vec<(PathBuf, Error)>,
+    },
+    /// dnf's module state directory cannot be made in the root.
+    #[error("cannot make dnf's module state directory `{}`", path.display())]
+    ModuleState {
+        /// The directory, as seen from the host.
+        path: PathBuf,
+        /// Why not.
+        #[source]
+        source: cowkit_fs::Error,
+    },
+    /// A pipeline error.
+    #[error(transparent)]
+    Pipeline(#[from] Error),
+}
+
+impl From<cowkit_extents::cache::CacheError> for RunError {
+    fn from(e: cowkit_extents::cache::CacheError) -> Self {
+        RunError::Pipeline(e.into())
+    }
 }
 
 /// The crate's result.

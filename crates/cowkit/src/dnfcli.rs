@@ -1,6 +1,7 @@
-//! dnf's own command line, read the way dnf 4 reads it, for `cowkit dnf`:
-//! which root (`--installroot`), which command, and which options cowkit
-//! cannot honour when it runs the transaction itself.
+//! dnf's own command line, read the way dnf 4 reads it, for `cowkit dnf`
+//! (into a [`cowkit_dnf::line::Line`]): which root (`--installroot`),
+//! which command, and which options cowkit cannot honour when it runs the
+//! transaction itself.
 //!
 //! Everything but `--installroot` is passed to dnf unchanged, in order.
 //! The table of dnf's general options ([`OPTIONS`]) says which take a
@@ -10,9 +11,10 @@
 //! only full names.
 
 use std::ffi::{OsStr, OsString};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use cowkit_dnf::conf::{list, main_option, parse_bool};
+use cowkit_dnf::conf::{parse_bool, Refusal, Tsflags, TSFLAGS};
+pub use cowkit_dnf::line::Line;
 
 /// One of dnf's options: long names, short letter, whether a value
 /// follows.
@@ -74,72 +76,6 @@ const OPTIONS: &[Opt] = &[
     (&["--forcearch"], None, true),
 ];
 
-/// dnf commands (and their aliases) whose packages cowkit installs; the
-/// others run dnf itself.
-pub const INSTALLING: &[&str] = &[
-    "install",
-    "in",
-    "localinstall",
-    "upgrade",
-    "up",
-    "update",
-    "upgrade-to",
-    "update-to",
-    "localupdate",
-    "reinstall",
-    "rei",
-    "downgrade",
-    "dg",
-    "distro-sync",
-    "dsync",
-    "distrosync",
-    "distribution-synchronization",
-    "upgrade-minimal",
-    "update-minimal",
-    "up-min",
-];
-
-/// An option of dnf's that cowkit cannot honour exactly when it runs the
-/// transaction: refused, never ignored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    /// The option as given (`--nodocs`, `--setopt=tsflags=test`).
-    pub option: String,
-    /// Why cowkit cannot honour it.
-    pub why: &'static str,
-}
-
-/// A dnf command line, read.
-#[derive(Debug, Default)]
-pub struct Line {
-    /// `--installroot`'s value, if given.
-    pub root: Option<PathBuf>,
-    /// The arguments but `--installroot` and its value, in order,
-    /// unchanged.
-    pub rest: Vec<OsString>,
-    /// The command (the first argument that is no option or value).
-    pub command: Option<String>,
-    /// `-q`/`--quiet`.
-    pub quiet: bool,
-    /// `--setopt=keepcache=…`, the last one.
-    pub keepcache: Option<bool>,
-    /// `--config`'s value, the last one.
-    pub config: Option<PathBuf>,
-    /// An option after which dnf only shows or downloads, never installs
-    /// (`--downloadonly`, `--assumeno`, `--help`, `--version`): dnf runs
-    /// such a command line itself.
-    pub dnf_only: Option<String>,
-    /// What cowkit cannot honour if it installs.
-    pub refused: Vec<Refusal>,
-    /// `--nodocs` or `--setopt=tsflags=nodocs`: rpm's `--excludedocs`.
-    pub nodocs: bool,
-    /// `--setopt=tsflags=justdb`: rpm's `--justdb`.
-    pub justdb: bool,
-    /// `--setopt=tsflags=…` given: the command line's flags replace those
-    /// of dnf's configuration file.
-    pub tsflags_given: bool,
-}
-
 /// A command line dnf itself would take, but cowkit cannot read.
 #[derive(Debug)]
 pub enum LineError {
@@ -171,110 +107,114 @@ impl std::fmt::Display for LineError {
 
 impl std::error::Error for LineError {}
 
-const TSFLAGS: &str = "cowkit runs the transaction itself and implements only the transaction \
-                       flags nodocs and justdb (not test, noscripts, notriggers, …)";
 const DESTDIR: &str = "without --downloadonly dnf refuses it, and cowkit downloads into a \
                        directory of its own";
 const COMMENT: &str = "cowkit writes no dnf history transaction for what it installs, so the \
                        comment would be lost";
 
-impl Line {
-    /// Read `args` (dnf's arguments, without the program name).
-    pub fn parse(args: &[OsString]) -> Result<Line, LineError> {
-        let mut line = Line::default();
-        let mut destdir = None;
-        let mut i = 0;
-        let mut positional_only = false;
-        while i < args.len() {
-            let arg = &args[i];
-            i += 1;
-            let text = arg.to_string_lossy();
-            if positional_only || !text.starts_with('-') || text == "-" {
-                line.positional(arg);
-                continue;
-            }
-            if text == "--" {
-                positional_only = true;
-                line.rest.push(arg.clone());
-                continue;
-            }
-            let (spec, name, inline) = if let Some(long) = text.strip_prefix("--") {
-                let (name, inline) = match long.split_once('=') {
-                    Some((n, v)) => (format!("--{n}"), Some(OsString::from(v))),
-                    None => (text.to_string(), None),
-                };
-                (long_spec(&name)?, name, inline)
-            } else {
-                let c = text[1..].chars().next().expect("not empty");
-                let spec = OPTIONS.iter().find(|o| o.1 == Some(c));
-                let rest = &text[1 + c.len_utf8()..];
-                match spec {
-                    // `-c/x`, `-d2`: the value is the rest of the word.
-                    Some(s) if s.2 => (
-                        Some(s),
-                        format!("-{c}"),
-                        (!rest.is_empty()).then(|| OsString::from(rest)),
-                    ),
-                    // `-yq`: flags only (a value option inside a cluster
-                    // is left to dnf).
-                    _ => {
-                        line.flags(&text[1..]);
-                        line.rest.push(arg.clone());
-                        continue;
-                    }
-                }
-            };
-            let Some(spec) = spec else {
-                // An option of one command (or one dnf does not know):
-                // dnf says which.
-                line.rest.push(arg.clone());
-                continue;
-            };
-            let mut tokens = vec![arg.clone()];
-            let value = if spec.2 {
-                match inline {
-                    Some(v) => Some(v),
-                    None => {
-                        let v = args
-                            .get(i)
-                            .ok_or_else(|| LineError::NoValue(name.clone()))?;
-                        i += 1;
-                        tokens.push(v.clone());
-                        Some(v.clone())
-                    }
-                }
-            } else {
-                None
-            };
-            let first = spec.0.first().copied().unwrap_or("");
-            if first == "--installroot" {
-                let v = PathBuf::from(value.expect("takes a value"));
-                if let Some(old) = line.root.take() {
-                    return Err(LineError::TwoRoots(old, v));
-                }
-                line.root = Some(v);
-                continue;
-            }
-            line.rest.extend(tokens);
-            line.option(first, spec.1, &name, value.as_deref(), &mut destdir);
+/// Read `args` (dnf's arguments, without the program name).
+pub fn parse(args: &[OsString]) -> Result<Line, LineError> {
+    let mut line = Line::default();
+    let mut destdir = None;
+    let mut i = 0;
+    let mut positional_only = false;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        let text = arg.to_string_lossy();
+        if positional_only || !text.starts_with('-') || text == "-" {
+            line.positional(arg);
+            continue;
         }
-        if let Some(d) = destdir {
-            if line.dnf_only.is_none() {
-                line.refuse(d, DESTDIR);
-            }
+        if text == "--" {
+            positional_only = true;
+            line.rest.push(arg.clone());
+            continue;
         }
-        Ok(line)
+        let (spec, name, inline) = if let Some(long) = text.strip_prefix("--") {
+            let (name, inline) = match long.split_once('=') {
+                Some((n, v)) => (format!("--{n}"), Some(OsString::from(v))),
+                None => (text.to_string(), None),
+            };
+            (long_spec(&name)?, name, inline)
+        } else {
+            let c = text[1..].chars().next().expect("not empty");
+            let spec = OPTIONS.iter().find(|o| o.1 == Some(c));
+            let rest = &text[1 + c.len_utf8()..];
+            match spec {
+                // `-c/x`, `-d2`: the value is the rest of the word.
+                Some(s) if s.2 => (
+                    Some(s),
+                    format!("-{c}"),
+                    (!rest.is_empty()).then(|| OsString::from(rest)),
+                ),
+                // `-yq`: flags only (a value option inside a cluster
+                // is left to dnf).
+                _ => {
+                    line.flags(&text[1..]);
+                    line.rest.push(arg.clone());
+                    continue;
+                }
+            }
+        };
+        let Some(spec) = spec else {
+            // An option of one command (or one dnf does not know):
+            // dnf says which.
+            line.rest.push(arg.clone());
+            continue;
+        };
+        let mut tokens = vec![arg.clone()];
+        let value = if spec.2 {
+            match inline {
+                Some(v) => Some(v),
+                None => {
+                    let v = args
+                        .get(i)
+                        .ok_or_else(|| LineError::NoValue(name.clone()))?;
+                    i += 1;
+                    tokens.push(v.clone());
+                    Some(v.clone())
+                }
+            }
+        } else {
+            None
+        };
+        let first = spec.0.first().copied().unwrap_or("");
+        if first == "--installroot" {
+            let v = PathBuf::from(value.expect("takes a value"));
+            if let Some(old) = line.root.take() {
+                return Err(LineError::TwoRoots(old, v));
+            }
+            line.root = Some(v);
+            continue;
+        }
+        line.rest.extend(tokens);
+        line.option(first, spec.1, &name, value.as_deref(), &mut destdir);
     }
-
-    /// Whether the command is one whose packages cowkit installs.
-    pub fn installs(&self) -> bool {
-        self.dnf_only.is_none()
-            && self
-                .command
-                .as_deref()
-                .is_some_and(|c| INSTALLING.contains(&c))
+    if let Some(d) = destdir {
+        if line.dnf_only.is_none() {
+            line.refuse(d, DESTDIR);
+        }
     }
+    Ok(line)
+}
 
+/// How the reading of one word changes the [`Line`].
+trait Read {
+    fn positional(&mut self, arg: &OsStr);
+    fn refuse(&mut self, option: String, why: &'static str);
+    fn flags(&mut self, letters: &str);
+    fn option(
+        &mut self,
+        first: &str,
+        short: Option<char>,
+        name: &str,
+        value: Option<&OsStr>,
+        destdir: &mut Option<String>,
+    );
+}
+
+impl Read for Line {
     fn positional(&mut self, arg: &OsStr) {
         if self.command.is_none() {
             self.command = Some(arg.to_string_lossy().into_owned());
@@ -324,15 +264,11 @@ impl Line {
                 match key.trim() {
                     "tsflags" => {
                         self.tsflags_given = true;
-                        for flag in list(val) {
-                            if flag.eq_ignore_ascii_case("nodocs") {
-                                self.nodocs = true;
-                            } else if flag.eq_ignore_ascii_case("justdb") {
-                                self.justdb = true;
-                            } else {
-                                self.refuse(shown(), TSFLAGS);
-                                break;
-                            }
+                        let t = Tsflags::read(val);
+                        self.nodocs |= t.nodocs;
+                        self.justdb |= t.justdb;
+                        if t.unknown.is_some() {
+                            self.refuse(shown(), TSFLAGS);
                         }
                     }
                     "keepcache" => match parse_bool(val) {
@@ -345,42 +281,6 @@ impl Line {
             _ => {}
         }
     }
-}
-
-/// The transaction flags of dnf's configuration file, as
-/// [`main_option`] finds them (`tsflags` in `[main]`).
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct ConfigTsflags {
-    /// `nodocs`: rpm's `--excludedocs`.
-    pub nodocs: bool,
-    /// `justdb`: rpm's `--justdb`.
-    pub justdb: bool,
-    /// A flag cowkit does not carry out, as `tsflags=FLAG`.
-    pub refused: Option<Refusal>,
-}
-
-/// The `tsflags` of dnf's configuration (see [`ConfigTsflags`]). dnf 4
-/// has no `install_langs`: given, it warns and installs every language;
-/// the languages come from rpm's own `%_install_langs`.
-pub fn tsflags_in_config(config: Option<&Path>, root: &Path) -> ConfigTsflags {
-    let mut t = ConfigTsflags::default();
-    for flag in main_option(config, root, "tsflags")
-        .as_deref()
-        .map(list)
-        .unwrap_or_default()
-    {
-        if flag.eq_ignore_ascii_case("nodocs") {
-            t.nodocs = true;
-        } else if flag.eq_ignore_ascii_case("justdb") {
-            t.justdb = true;
-        } else if t.refused.is_none() {
-            t.refused = Some(Refusal {
-                option: format!("tsflags={flag}"),
-                why: TSFLAGS,
-            });
-        }
-    }
-    t
 }
 
 /// The option `name` (`--installroot`) stands for; an error for a prefix
@@ -411,27 +311,7 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<Line, LineError> {
         let v: Vec<OsString> = args.iter().map(OsString::from).collect();
-        Line::parse(&v)
-    }
-
-    #[test]
-    fn the_configuration_files_tsflags_are_read_and_unknown_ones_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let conf = dir.path().join("dnf.conf");
-        let flags = |text: &str| {
-            std::fs::write(&conf, text).unwrap();
-            tsflags_in_config(Some(&conf), dir.path())
-        };
-        let t = flags("[main]\ngpgcheck=1\ntsflags=nodocs\n[other]\ntsflags=test\n");
-        assert!(t.nodocs && !t.justdb && t.refused.is_none(), "{t:?}");
-        let t = flags("[main]\ntsflags=justdb, nodocs\n");
-        assert!(t.nodocs && t.justdb && t.refused.is_none(), "{t:?}");
-        let t = flags("[main]\ntsflags=nodocs noscripts\n");
-        assert_eq!(
-            t.refused.map(|r| r.option).as_deref(),
-            Some("tsflags=noscripts")
-        );
-        assert_eq!(flags("[main]\n"), ConfigTsflags::default());
+        super::parse(&v)
     }
 
     #[test]

@@ -24,8 +24,8 @@ use crate::dnf::DEFAULT_CACHE;
 use cowkit_dnf::shim::{ENV_DNF, ENV_INSIDE};
 
 use crate::dnf::dnf_error;
-use crate::dnfcli::Line;
 use crate::output::CliError;
+use cowkit_dnf::line::Line;
 
 /// The cache of transcoded packages (`--cache`).
 pub const ENV_CACHE: &str = "COWKIT_CACHE";
@@ -112,7 +112,8 @@ fn run(args: Vec<OsString>, quiet: bool) -> Result<ExitCode, CliError> {
         .any(|a| a.to_string_lossy().starts_with("--ins"));
     let line = if rooted {
         own_options(&args)?;
-        Line::parse(&args).map_err(|e| CliError::new("cannot read dnf's command line", e))?
+        crate::dnfcli::parse(&args)
+            .map_err(|e| CliError::new("cannot read dnf's command line", e))?
     } else {
         Line::default()
     };
@@ -125,31 +126,37 @@ fn run(args: Vec<OsString>, quiet: bool) -> Result<ExitCode, CliError> {
             err,
         ));
     };
-    let request = crate::dnf::Request {
-        root,
-        cache: std::env::var_os(ENV_CACHE)
-            .filter(|c| !c.is_empty())
-            .map_or_else(|| PathBuf::from(DEFAULT_CACHE), PathBuf::from),
-        dbpath: env_text(ENV_DBPATH)?,
-        jobs: env_text(ENV_JOBS)?
-            .map(|j| {
-                j.parse::<usize>().map_err(|e| {
-                    CliError::new(format!("{ENV_JOBS}=`{j}` is not a number of jobs"), e)
-                })
-            })
-            .transpose()?,
-        noscripts: env_flag(ENV_NOSCRIPTS)?,
-        keep_syncs: env_flag(ENV_KEEP_SYNCS)?,
-        downloader: match env_text(ENV_DOWNLOADER)? {
-            None => crate::dnf::Downloader::Auto,
-            Some(d) => <crate::dnf::Downloader as clap::ValueEnum>::from_str(&d, false)
-                .map_err(|e| CliError::msg(format!("{ENV_DOWNLOADER}=`{d}`: {e}")))?,
-        },
+    let cache = std::env::var_os(ENV_CACHE)
+        .filter(|c| !c.is_empty())
+        .map_or_else(|| PathBuf::from(DEFAULT_CACHE), PathBuf::from);
+    let dbpath = env_text(ENV_DBPATH)?;
+    let jobs = env_text(ENV_JOBS)?
+        .map(|j| {
+            j.parse::<usize>()
+                .map_err(|e| CliError::new(format!("{ENV_JOBS}=`{j}` is not a number of jobs"), e))
+        })
+        .transpose()?;
+    let noscripts = env_flag(ENV_NOSCRIPTS)?;
+    let keep_syncs = env_flag(ENV_KEEP_SYNCS)?;
+    let downloader = match env_text(ENV_DOWNLOADER)? {
+        None => crate::dnf::Downloader::Auto,
+        Some(d) => <crate::dnf::Downloader as clap::ValueEnum>::from_str(&d, false)
+            .map_err(|e| CliError::msg(format!("{ENV_DOWNLOADER}=`{d}`: {e}")))?,
+    };
+    // In the order of the options in `cowkit dnf --help`.
+    let shown = crate::dnf::Shown {
         json: env_flag(ENV_JSON)?,
         quiet: quiet || line.quiet,
-        line,
     };
-    crate::dnf::run_request(request)
+    let request = cowkit_dnf::request::Request {
+        dbpath,
+        jobs: crate::output::jobs(jobs),
+        noscripts,
+        keep_syncs,
+        downloader: downloader.into(),
+        ..crate::dnf::request(root, cache, line, &shown)
+    };
+    crate::dnf::run_request(request, &shown)
 }
 
 /// cowkit's own options are not dnf's: in dnf's command line they are

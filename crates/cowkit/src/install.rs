@@ -318,14 +318,19 @@ pub(crate) fn absolute_root(root: &std::path::Path) -> Result<(), CliError> {
     if root.is_absolute() {
         return Ok(());
     }
-    Err(CliError::msg(format!(
+    Err(relative_root(root))
+}
+
+/// The error for a relative root ([`absolute_root`]).
+pub(crate) fn relative_root(root: &std::path::Path) -> CliError {
+    CliError::msg(format!(
         "--root `{}` is not an absolute path (rpm refuses one too: `--root` must begin with a /)",
         root.display()
     ))
     .hint(format!(
         "give the root as an absolute path, e.g. `--root \"$PWD/{}\"`",
         root.display()
-    )))
+    ))
 }
 
 pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
@@ -492,29 +497,43 @@ pub(crate) fn recover(
     packages: &[PathBuf],
 ) -> Result<Option<cowkit_install::Recovery>, CliError> {
     let r = cowkit_install::recover(root, opts, packages).map_err(|e| {
-        CliError::new(
+        recover_error(
             format!(
                 "cannot finish the transaction a killed run left in `{}`",
                 root.path().display()
             ),
             e,
         )
-        .hint("the journal names the packages: make them readable again where it says, or remove the journal to leave the root as it is (then `rpm -Va` shows what differs)")
     })?;
     if let Some(r) = &r {
-        eprintln!(
-            "cowkit: `{}` holds a transaction a killed run left (stage {})",
-            r.journal.display(),
-            r.stage
-        );
-        for f in &r.found {
-            eprintln!("  found: {f}");
-        }
-        for d in &r.did {
-            eprintln!("  done: {d}");
-        }
+        say_recovered(r);
     }
     Ok(r)
+}
+
+/// A transaction a killed run left that cannot be finished: `context`,
+/// why, and what the user can do.
+pub(crate) fn recover_error(
+    context: impl std::fmt::Display,
+    e: impl std::error::Error + Send + Sync + 'static,
+) -> CliError {
+    CliError::new(context, e).hint("the journal names the packages: make them readable again where it says, or remove the journal to leave the root as it is (then `rpm -Va` shows what differs)")
+}
+
+/// Say on stderr what was found and done of a transaction a killed run
+/// left.
+pub(crate) fn say_recovered(r: &cowkit_install::Recovery) {
+    eprintln!(
+        "cowkit: `{}` holds a transaction a killed run left (stage {})",
+        r.journal.display(),
+        r.stage
+    );
+    for f in &r.found {
+        eprintln!("  found: {f}");
+    }
+    for d in &r.did {
+        eprintln!("  done: {d}");
+    }
 }
 
 /// The whole transaction was refused (nothing was changed): the error,

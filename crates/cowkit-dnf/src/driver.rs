@@ -1,0 +1,264 @@
+//! One `cowkit dnf` run, from the request to its outcome:
+//!
+//! 1. dnf resolves (and, where cowkit cannot fetch as dnf would,
+//!    downloads) against the root's database, or an empty scratch one for
+//!    a new root ([`crate::dnf4`]); what the transaction will ask the
+//!    host is asked meanwhile ([`crate::ahead`]).
+//! 2. By default cowkit fetches the packages of dnf's plan itself,
+//!    streaming each through a confined transcoder into the cache as it
+//!    arrives ([`crate::stream`]); else each package dnf downloaded is
+//!    looked up in the cache, the misses transcoded ([`crate::cached`]).
+//! 3. The cache entries are installed as one transaction
+//!    ([`crate::transaction`]).
+//!
+//! Commands that install nothing (`remove`, `list`, `history`, ...) run
+//! dnf itself on the root's database.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use cowkit_extents::cache::Cache;
+use cowkit_fs::root::Root;
+
+use crate::ahead::Ahead;
+use crate::error::RunError;
+use crate::line::Line;
+use crate::plan::Plan;
+use crate::request::{Events, Note, Outcome, Request, Run, Summary};
+use crate::stream::Reporter;
+use crate::transaction::{
+    config_tsflags, import_keys, install_downloaded, install_entries, recover, repo_keys,
+};
+
+/// The prefix of the download directories in the cache.
+pub const DOWNLOAD_PREFIX: &str = "download.";
+
+/// What cowkit cannot honour in `line` when it installs, as one error.
+pub fn refusals(line: &Line) -> Result<(), RunError> {
+    if !line.installs() || line.refused.is_empty() {
+        return Ok(());
+    }
+    Err(RunError::Unhonoured {
+        refused: line.refused.clone(),
+    })
+}
+
+/// Run `req`: dnf resolves, cowkit fetches (or dnf downloads), transcodes
+/// into the cache and installs; or dnf runs a command that installs
+/// nothing itself, on the root's database.
+pub fn run(req: &Request, events: &dyn Events) -> Result<Outcome, RunError> {
+    refusals(&req.line)?;
+    let installs = req.line.installs();
+    if installs {
+        config_tsflags(req)?;
+    }
+    // rpm refuses a relative root (scriptlets run chrooted into it).
+    if !req.root.is_absolute() {
+        return Err(RunError::RelativeRoot {
+            root: req.root.clone(),
+        });
+    }
+    cowkit_fs::dir::raise_fd_limit();
+    let root_error = |what, e: Box<dyn std::error::Error + Send + Sync>| RunError::Root {
+        what,
+        root: req.root.clone(),
+        source: e,
+    };
+    std::fs::create_dir_all(&req.root).map_err(|e| root_error("create", Box::new(e)))?;
+    let root = Root::open(&req.root).map_err(|e| root_error("open", Box::new(e)))?;
+    let run = Run {
+        req,
+        root: &root,
+        events,
+    };
+    let found = cowkit_rpmdb::find(&root, req.dbpath.as_deref()).map_err(RunError::FindDb)?;
+    // A transaction a killed run left unfinished is finished before dnf
+    // reads the database (its options, which ask the host's rpm, only
+    // when there is one).
+    let pending = cowkit_install::recovery_pending(&root, req.dbpath.as_deref())
+        .map_err(RunError::RecoveryPending)?;
+    let recovered = if pending { recover(&run)? } else { None };
+    if !installs {
+        drop(recovered);
+        let db = match found {
+            Some(db) => db,
+            None => {
+                cowkit_rpmdb::locate(&root, req.dbpath.as_deref()).map_err(RunError::LocateDb)?
+            }
+        };
+        return Ok(Outcome::Dnf(crate::dnf4::run_itself(req, &db.path)?));
+    }
+    // The cache first: one others can change is refused before anything
+    // is downloaded; downloads and scratch databases that killed runs
+    // left are removed.
+    let cache = Cache::open(&req.cache)?;
+    cowkit_fs::workdir::sweep(cache.fd(), cache.dir(), DOWNLOAD_PREFIX).map_err(RunError::Sweep)?;
+    resolve_and_install(
+        &run,
+        &cache,
+        found,
+        Summary {
+            recovered,
+            ..Summary::default()
+        },
+    )
+}
+
+/// dnf resolves against the root's database `found` (or an empty scratch
+/// one: where a new root's database goes is decided after its packages
+/// are placed), then the packages are fetched or taken from dnf's
+/// downloads, and installed.
+fn resolve_and_install(
+    run: &Run<'_>,
+    cache: &Cache,
+    found: Option<cowkit_rpmdb::DbPath>,
+    mut summary: Summary,
+) -> Result<Outcome, RunError> {
+    let req = run.req;
+    let scratch = match &found {
+        Some(_) => None,
+        None => Some(cowkit_rpmdb::Scratch::new(run.root).map_err(RunError::Scratch)?),
+    };
+    let db_for_dnf = found
+        .as_ref()
+        .or(scratch.as_ref().map(|s| s.db()))
+        .expect("one of them")
+        .path
+        .clone();
+    // Held (locked) while in use; removed on drop, on SIGINT/SIGTERM, or
+    // by the next run's sweep after a kill.
+    let download =
+        cowkit_fs::workdir::WorkDir::create(cache.fd(), cache.dir(), DOWNLOAD_PREFIX, 0o700)
+            .map_err(RunError::DownloadDir)?;
+    let home = crate::dnf4::home_with_dbpath(&db_for_dnf)?;
+    // Who downloads: decided before dnf runs where cowkit can tell.
+    let dnf_downloads = crate::dnf4::downloads(req)?;
+    let plan_path = crate::dnf4::plan_path(home.path());
+    let ahead = Ahead::ask();
+    let t = Instant::now();
+    let status = crate::dnf4::resolve(
+        req,
+        home.path(),
+        download.path(),
+        dnf_downloads.is_none().then_some(plan_path.as_path()),
+    );
+    let dnf_keys = crate::dnf4::scratch_keys(
+        &req.root,
+        scratch.as_ref(),
+        &status,
+        download.path(),
+        home.path(),
+    )?;
+    drop(scratch);
+    let status = status?;
+    if !status.success() {
+        return Err(RunError::DnfFailed { status });
+    }
+    summary.resolve_seconds = t.elapsed().as_secs_f64();
+    ahead.wait();
+    // dnf's reinstalls are rpm's `--reinstall` elements: all or none.
+    let reinstall = crate::order::reinstalls(&crate::dnf4::order_path(home.path()))?;
+    let plan = match dnf_downloads {
+        None => Plan::read(&plan_path)?,
+        Some(_) => None,
+    };
+    let reasons = match (dnf_downloads, plan) {
+        (_, Some(plan)) if plan.why.is_empty() => {
+            drop(download);
+            return streamed(run, cache, &plan, summary, reinstall);
+        }
+        (_, Some(plan)) => plan.why,
+        (Some(why), None) => vec![why],
+        (None, None) => vec![
+            "dnf is not dnf's own Python entry point: cowkit cannot get its download plan".into(),
+        ],
+    };
+    let rpms = crate::dnf4::downloaded(download.path(), home.path(), run.events)?;
+    summary.downloaded = rpms.len();
+    if rpms.is_empty() {
+        return Ok(Outcome::Nothing);
+    }
+    if req.downloader == crate::request::Downloader::Cowkit {
+        return Err(RunError::CannotFetch { reasons });
+    }
+    run.events.note(Note::DnfDownloads(&reasons));
+    summary.downloaded_by = "dnf";
+    summary.fallback_reasons = reasons;
+    let total = match install_downloaded(
+        run,
+        cache,
+        &rpms,
+        Box::new(download),
+        &mut summary,
+        reinstall,
+    )? {
+        Ok(total) => total,
+        Err(e) => return Ok(Outcome::Refused(e)),
+    };
+    import_keys(run, &dnf_keys)?;
+    Ok(Outcome::Installed(Box::new(total), summary))
+}
+
+/// The caller's reporter, with the bytes received counted.
+struct Counted<'a> {
+    inner: Box<dyn Reporter + 'a>,
+    bytes: AtomicU64,
+}
+
+impl Reporter for Counted<'_> {
+    fn on_bytes(&self, n: u64) {
+        self.bytes.fetch_add(n, Ordering::Relaxed);
+        self.inner.on_bytes(n);
+    }
+    fn on_start(&self, bytes: u64) {
+        self.inner.on_start(bytes);
+    }
+    fn on_note(&self, line: &str) {
+        self.inner.on_note(line);
+    }
+}
+
+/// cowkit fetches `plan`'s packages into the cache, then installs the
+/// entries as one transaction.
+fn streamed(
+    run: &Run<'_>,
+    cache: &Cache,
+    plan: &Plan,
+    mut summary: Summary,
+    reinstall: bool,
+) -> Result<Outcome, RunError> {
+    summary.downloaded_by = "cowkit";
+    summary.downloaded = plan.packages.len();
+    if plan.packages.is_empty() {
+        return Ok(Outcome::Nothing);
+    }
+    let reporter = Counted {
+        inner: run.events.fetching(),
+        bytes: AtomicU64::new(0),
+    };
+    let t = Instant::now();
+    let fetched = crate::stream::fetch_all(cache, plan, &reporter, &run.req.worker);
+    // The caller's progress ends before anything else is said.
+    let Counted { inner, bytes } = reporter;
+    drop(inner);
+    let fetched = fetched?;
+    summary.transcode_seconds = t.elapsed().as_secs_f64();
+    summary.cache_hits = fetched.cached + fetched.reused;
+    summary.cache_misses = fetched.transcoded;
+    summary.cache_damaged = fetched.damaged;
+    summary.not_downloaded = fetched.cached;
+    summary.downloaded_bytes = bytes.into_inner();
+    summary.failed_attempts = fetched.failed_attempts;
+    run.events.note(Note::Fetched {
+        transcoded: fetched.transcoded + fetched.reused,
+        bytes: summary.downloaded_bytes,
+        seconds: summary.transcode_seconds,
+        cached: fetched.cached,
+    });
+    let total = match install_entries(run, &fetched.paths, reinstall)? {
+        Ok(total) => total,
+        Err(e) => return Ok(Outcome::Refused(e)),
+    };
+    import_keys(run, &repo_keys(plan))?;
+    Ok(Outcome::Installed(Box::new(total), summary))
+}
