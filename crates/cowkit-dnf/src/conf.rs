@@ -202,6 +202,45 @@ mod tests {
     }
 
     #[test]
+    fn tsflags_as_dnf_takes_them() {
+        // `--setopt=tsflags=…` values and dnf.conf's `tsflags=` lines.
+        let t = Tsflags::read("nodocs");
+        assert!(t.nodocs && !t.justdb && t.unknown.is_none(), "{t:?}");
+        let t = Tsflags::read("justdb,nodocs");
+        assert!(t.nodocs && t.justdb && t.unknown.is_none(), "{t:?}");
+        let t = Tsflags::read("NoDocs");
+        assert!(t.nodocs, "{t:?}");
+        // rpm's other flags dnf passes on: the first one is named.
+        assert_eq!(Tsflags::read("test").unknown.as_deref(), Some("test"));
+        let t = Tsflags::read("nodocs noscripts notriggers");
+        assert!(t.nodocs, "{t:?}");
+        assert_eq!(t.unknown.as_deref(), Some("noscripts"));
+        assert_eq!(Tsflags::read(""), Tsflags::default());
+    }
+
+    #[test]
+    fn a_dnf_conf_with_spaces_and_comments_is_read_as_dnf_reads_it() {
+        let d = tempfile::tempdir().unwrap();
+        // The root's /etc/dnf/dnf.conf, as Fedora ships it, with the
+        // options image builders add (spaces around `=`).
+        let etc = d.path().join("etc/dnf");
+        std::fs::create_dir_all(&etc).unwrap();
+        std::fs::write(
+            etc.join("dnf.conf"),
+            "# see `man dnf.conf` for defaults and possible options\n\n[main]\ngpgcheck=True\ninstallonly_limit=3\nclean_requirements_on_remove=True\nbest=False\nskip_if_unavailable=True\nkeepcache = 1\ntsflags = nodocs\n",
+        )
+        .unwrap();
+        assert_eq!(keepcache_in_config(None, d.path()), Some(true));
+        let t = tsflags_in_config(None, d.path());
+        assert!(t.nodocs && !t.justdb && t.refused.is_none(), "{t:?}");
+        assert_eq!(
+            main_option(None, d.path(), "installonly_limit").as_deref(),
+            Some("3")
+        );
+        assert_eq!(main_option(None, d.path(), "exclude"), None);
+    }
+
+    #[test]
     fn lists_and_booleans_as_dnf_reads_them() {
         assert_eq!(list("a, b\tc,,d"), ["a", "b", "c", "d"]);
         for (v, b) in [

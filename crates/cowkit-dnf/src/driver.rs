@@ -262,3 +262,129 @@ fn streamed(
     import_keys(run, &repo_keys(plan))?;
     Ok(Outcome::Installed(Box::new(total), summary))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conf::Refusal;
+    use crate::request::Downloader;
+    use std::path::{Path, PathBuf};
+
+    /// Events that must not happen: the refusals come before anything.
+    struct Silent;
+
+    impl Events for Silent {
+        fn recovered(&self, _: &cowkit_install::Recovery) {
+            panic!("nothing is recovered before the refusals")
+        }
+        fn note(&self, note: Note<'_>) {
+            panic!("no note before the refusals: {note:?}")
+        }
+        fn fetching(&self) -> Box<dyn Reporter + '_> {
+            panic!("nothing is fetched before the refusals")
+        }
+    }
+
+    fn request(root: &Path, line: Line) -> Request {
+        Request {
+            root: root.to_path_buf(),
+            cache: PathBuf::from("/nonexistent/cowkit-cache"),
+            dbpath: None,
+            jobs: 1,
+            noscripts: false,
+            keep_syncs: false,
+            downloader: Downloader::Auto,
+            stdout_to_stderr: false,
+            line,
+            worker: |_| Ok(std::process::Command::new("false")),
+            lua: || None,
+        }
+    }
+
+    /// `install bash` as mkosi and kiwi ask it, with `refused` and a
+    /// `--config` file.
+    fn install(refused: Vec<Refusal>, config: Option<PathBuf>) -> Line {
+        Line {
+            command: Some("install".into()),
+            rest: ["-y", "install", "bash"].map(Into::into).to_vec(),
+            refused,
+            config,
+            ..Line::default()
+        }
+    }
+
+    #[test]
+    fn what_cowkit_cannot_honour_is_refused_before_the_root_is_touched() {
+        let dir = tempfile::tempdir().unwrap();
+        // The root is relative and does not exist: the options are
+        // refused first, then dnf's configuration, then the root.
+        let root = Path::new("relative/root");
+        let comment = Refusal {
+            option: "--comment=image build".into(),
+            why: "no history",
+        };
+        let err = run(
+            &request(root, install(vec![comment.clone()], None)),
+            &Silent,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, RunError::Unhonoured { refused } if *refused == [comment.clone()]),
+            "{err}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "cowkit cannot honour dnf's option: `--comment=image build`: no history"
+        );
+        let two = vec![comment.clone(), comment];
+        let err = run(&request(root, install(two, None)), &Silent).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("cowkit cannot honour dnf's options: "),
+            "{err}"
+        );
+
+        // dnf.conf's [main] with a flag cowkit does not carry out.
+        let conf = dir.path().join("dnf.conf");
+        std::fs::write(
+            &conf,
+            "[main]\ngpgcheck=True\ninstallonly_limit=3\ntsflags=nodocs,test\n",
+        )
+        .unwrap();
+        let err = run(
+            &request(root, install(Vec::new(), Some(conf.clone()))),
+            &Silent,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "cowkit cannot honour dnf's configuration: `tsflags=test`: {}",
+                crate::conf::TSFLAGS
+            )
+        );
+        // The command line's `--setopt=tsflags=…` replaces the file's.
+        let mut line = install(Vec::new(), Some(conf.clone()));
+        line.tsflags_given = true;
+        let err = run(&request(root, line), &Silent).unwrap_err();
+        assert!(
+            matches!(&err, RunError::RelativeRoot { root: r } if r == root),
+            "{err}"
+        );
+        assert!(!root.exists());
+
+        // A command that installs nothing: dnf's own business, but the
+        // root must still be absolute.
+        let remove = Line {
+            command: Some("remove".into()),
+            refused: vec![Refusal {
+                option: "--comment=x".into(),
+                why: "no history",
+            }],
+            config: Some(conf),
+            ..Line::default()
+        };
+        let err = run(&request(root, remove), &Silent).unwrap_err();
+        assert!(matches!(err, RunError::RelativeRoot { .. }), "{err}");
+    }
+}

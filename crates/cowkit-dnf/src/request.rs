@@ -112,7 +112,8 @@ pub trait Events: Sync {
     fn fetching(&self) -> Box<dyn Reporter + '_>;
 }
 
-/// How a run ended (its errors are [`crate::Error`]).
+/// How a run ended (its errors are [`crate::RunError`]).
+#[derive(Debug)]
 pub enum Outcome {
     /// dnf ran the command itself (it installs nothing): its exit status.
     Dnf(i32),
