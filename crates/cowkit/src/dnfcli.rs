@@ -358,6 +358,61 @@ mod tests {
     }
 
     #[test]
+    fn image_builders_command_lines_are_read_as_dnf_reads_them() {
+        // In the shape mkosi gives dnf 4 its command line.
+        let l = parse(&[
+            "--assumeyes",
+            "--best",
+            "--releasever=40",
+            "--installroot=/work/root",
+            "--setopt=keepcache=1",
+            "--setopt=logdir=/work/root/var/log",
+            "--setopt=install_weak_deps=0",
+            "--setopt=check_config_file_age=0",
+            "--disableplugin=*",
+            "--enableplugin=builddep",
+            "--setopt=reposdir=/work/repos",
+            "--config=/work/dnf.conf",
+            "install",
+            "bash",
+            "systemd",
+        ])
+        .unwrap();
+        assert_eq!(l.root.as_deref(), Some(Path::new("/work/root")));
+        assert_eq!(l.command.as_deref(), Some("install"));
+        assert!(l.installs() && l.refused.is_empty());
+        assert_eq!(l.keepcache, Some(true));
+        assert_eq!(l.config.as_deref(), Some(Path::new("/work/dnf.conf")));
+        assert!(!l.tsflags_given && !l.nodocs);
+        assert_eq!(l.rest.len(), 14);
+        assert!(l
+            .rest
+            .iter()
+            .all(|a| !a.to_string_lossy().contains("installroot")));
+        // In the shape kiwi gives it: values as separate words.
+        let l = parse(&[
+            "--config",
+            "/var/tmp/kiwi/dnf.conf",
+            "-y",
+            "--installroot",
+            "/image/root",
+            "--releasever=40",
+            "--setopt=tsflags=nodocs",
+            "install",
+            "kernel-core",
+        ])
+        .unwrap();
+        assert_eq!(l.root.as_deref(), Some(Path::new("/image/root")));
+        assert_eq!(
+            l.config.as_deref(),
+            Some(Path::new("/var/tmp/kiwi/dnf.conf"))
+        );
+        assert!(l.installs() && l.refused.is_empty());
+        assert!(l.tsflags_given && l.nodocs && !l.justdb);
+        assert_eq!(l.rest.len(), 7);
+    }
+
+    #[test]
     fn what_cowkit_cannot_honour_is_named() {
         let l = parse(&[
             "--installroot=/r",
