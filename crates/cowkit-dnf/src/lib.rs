@@ -5,7 +5,7 @@
 //! the confined transcoder into the cache ([`stream`]), or takes what dnf
 //! downloaded into the cache ([`cached`]), and installs the entries as one
 //! transaction ([`transaction`]). The pieces it is built from: the request
-//! and its outcome ([`request`]), dnf's command line read ([`line`]), dnf's
+//! and its outcome ([`request`]), dnf's command line read ([`line`](mod@line)), dnf's
 //! configuration ([`conf`]), the host's answers asked while dnf resolves
 //! ([`ahead`]), the real dnf and the `dnf` shim ([`shim`]). The library
 //! never prints: progress and notes go through [`request::Events`], the
