@@ -386,15 +386,9 @@ fn run_error(e: RunError) -> CliError {
                 .collect();
             return CliError::with_lines(head, lines);
         }
-        e => {
-            let chain = cowkit_fs::error::chain(&e);
-            CliError::from_chain(&chain[0], &chain[1..])
-        }
+        e => chained(&e),
     };
-    match hint {
-        Some(h) => cli.hint(h),
-        None => cli,
-    }
+    hinted(cli, hint)
 }
 
 /// A dnf pipeline error as the CLI reports it, with a `hint:` where the
@@ -458,11 +452,19 @@ pub(crate) fn dnf_error(e: cowkit_dnf::Error) -> CliError {
                 false => cli.hint(hints.join("; ")),
             };
         }
-        e => {
-            let chain = cowkit_fs::error::chain(&e);
-            CliError::from_chain(&chain[0], &chain[1..])
-        }
+        e => chained(&e),
     };
+    hinted(cli, hint)
+}
+
+/// An error whose message and causes are its chain.
+fn chained(e: &(dyn std::error::Error + 'static)) -> CliError {
+    let chain = cowkit_fs::error::chain(e);
+    CliError::from_chain(&chain[0], &chain[1..])
+}
+
+/// `cli` with `hint`, if there is one.
+fn hinted(cli: CliError, hint: Option<impl std::fmt::Display>) -> CliError {
     match hint {
         Some(h) => cli.hint(h),
         None => cli,

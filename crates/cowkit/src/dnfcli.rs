@@ -123,7 +123,7 @@ pub fn parse(args: &[OsString]) -> Result<Line, LineError> {
         i += 1;
         let text = arg.to_string_lossy();
         if positional_only || !text.starts_with('-') || text == "-" {
-            line.positional(arg);
+            positional(&mut line, arg);
             continue;
         }
         if text == "--" {
@@ -151,7 +151,7 @@ pub fn parse(args: &[OsString]) -> Result<Line, LineError> {
                 // `-yq`: flags only (a value option inside a cluster
                 // is left to dnf).
                 _ => {
-                    line.flags(&text[1..]);
+                    flags(&mut line, &text[1..]);
                     line.rest.push(arg.clone());
                     continue;
                 }
@@ -189,97 +189,91 @@ pub fn parse(args: &[OsString]) -> Result<Line, LineError> {
             continue;
         }
         line.rest.extend(tokens);
-        line.option(first, spec.1, &name, value.as_deref(), &mut destdir);
+        option(
+            &mut line,
+            first,
+            spec.1,
+            &name,
+            value.as_deref(),
+            &mut destdir,
+        );
     }
     if let Some(d) = destdir {
         if line.dnf_only.is_none() {
-            line.refuse(d, DESTDIR);
+            refuse(&mut line, d, DESTDIR);
         }
     }
     Ok(line)
 }
 
-/// How the reading of one word changes the [`Line`].
-trait Read {
-    fn positional(&mut self, arg: &OsStr);
-    fn refuse(&mut self, option: String, why: &'static str);
-    fn flags(&mut self, letters: &str);
-    fn option(
-        &mut self,
-        first: &str,
-        short: Option<char>,
-        name: &str,
-        value: Option<&OsStr>,
-        destdir: &mut Option<String>,
-    );
+/// A word that is no option: the command if it is the first.
+fn positional(line: &mut Line, arg: &OsStr) {
+    if line.command.is_none() {
+        line.command = Some(arg.to_string_lossy().into_owned());
+    }
+    line.rest.push(arg.to_os_string());
 }
 
-impl Read for Line {
-    fn positional(&mut self, arg: &OsStr) {
-        if self.command.is_none() {
-            self.command = Some(arg.to_string_lossy().into_owned());
+/// An option cowkit cannot honour, and why.
+fn refuse(line: &mut Line, option: String, why: &'static str) {
+    line.refused.push(Refusal { option, why });
+}
+
+/// A cluster of short flags (`yq`), read into `line`.
+fn flags(line: &mut Line, letters: &str) {
+    for c in letters.chars() {
+        match c {
+            'q' => line.quiet = true,
+            'h' => line.dnf_only = Some("-h".into()),
+            _ => {}
         }
-        self.rest.push(arg.to_os_string());
     }
+}
 
-    fn refuse(&mut self, option: String, why: &'static str) {
-        self.refused.push(Refusal { option, why });
-    }
-
-    /// A cluster of short flags (`yq`).
-    fn flags(&mut self, letters: &str) {
-        for c in letters.chars() {
-            match c {
-                'q' => self.quiet = true,
-                'h' => self.dnf_only = Some("-h".into()),
+/// One of dnf's general options, `name` (standing for `first`/`short`),
+/// with its value, read into `line`.
+fn option(
+    line: &mut Line,
+    first: &str,
+    short: Option<char>,
+    name: &str,
+    value: Option<&OsStr>,
+    destdir: &mut Option<String>,
+) {
+    let shown = || match value {
+        Some(v) => format!("{name}={}", v.to_string_lossy()),
+        None => name.to_string(),
+    };
+    match (first, short) {
+        ("--quiet", _) => line.quiet = true,
+        ("--help", _) | ("--version", _) | ("--downloadonly", _) | ("--assumeno", _) => {
+            line.dnf_only = Some(name.to_string())
+        }
+        ("--nodocs", _) => line.nodocs = true,
+        ("--destdir", _) => *destdir = Some(shown()),
+        ("--comment", _) => refuse(line, shown(), COMMENT),
+        ("--config", _) => line.config = value.map(PathBuf::from),
+        ("--setopt", _) => {
+            let v = value.expect("takes a value").to_string_lossy();
+            let (key, val) = v.split_once('=').unwrap_or((&v, ""));
+            match key.trim() {
+                "tsflags" => {
+                    line.tsflags_given = true;
+                    let t = Tsflags::read(val);
+                    line.nodocs |= t.nodocs;
+                    line.justdb |= t.justdb;
+                    if t.unknown.is_some() {
+                        refuse(line, shown(), TSFLAGS);
+                    }
+                }
+                "keepcache" => match parse_bool(val) {
+                    Some(b) => line.keepcache = Some(b),
+                    None => refuse(line, shown(), "not a boolean dnf knows"),
+                },
                 _ => {}
             }
         }
-    }
-
-    fn option(
-        &mut self,
-        first: &str,
-        short: Option<char>,
-        name: &str,
-        value: Option<&OsStr>,
-        destdir: &mut Option<String>,
-    ) {
-        let shown = || match value {
-            Some(v) => format!("{name}={}", v.to_string_lossy()),
-            None => name.to_string(),
-        };
-        match (first, short) {
-            ("--quiet", _) => self.quiet = true,
-            ("--help", _) | ("--version", _) | ("--downloadonly", _) | ("--assumeno", _) => {
-                self.dnf_only = Some(name.to_string())
-            }
-            ("--nodocs", _) => self.nodocs = true,
-            ("--destdir", _) => *destdir = Some(shown()),
-            ("--comment", _) => self.refuse(shown(), COMMENT),
-            ("--config", _) => self.config = value.map(PathBuf::from),
-            ("--setopt", _) => {
-                let v = value.expect("takes a value").to_string_lossy();
-                let (key, val) = v.split_once('=').unwrap_or((&v, ""));
-                match key.trim() {
-                    "tsflags" => {
-                        self.tsflags_given = true;
-                        let t = Tsflags::read(val);
-                        self.nodocs |= t.nodocs;
-                        self.justdb |= t.justdb;
-                        if t.unknown.is_some() {
-                            self.refuse(shown(), TSFLAGS);
-                        }
-                    }
-                    "keepcache" => match parse_bool(val) {
-                        Some(b) => self.keepcache = Some(b),
-                        None => self.refuse(shown(), "not a boolean dnf knows"),
-                    },
-                    _ => {}
-                }
-            }
-            _ => {}
-        }
+        _ => {}
     }
 }
 
