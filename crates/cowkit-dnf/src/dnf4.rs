@@ -207,6 +207,7 @@ mod tests {
             keep_syncs: false,
             downloader,
             stdout_to_stderr: false,
+            scripts_to_stderr: false,
             line,
             worker: |_| Ok(Command::new("false")),
             lua: || None,

@@ -295,6 +295,7 @@ mod tests {
             keep_syncs: false,
             downloader: Downloader::Auto,
             stdout_to_stderr: false,
+            scripts_to_stderr: false,
             line,
             worker: |_| Ok(std::process::Command::new("false")),
             lua: || None,

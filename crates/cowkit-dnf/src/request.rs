@@ -50,9 +50,12 @@ pub struct Request {
     pub keep_syncs: bool,
     /// Who downloads.
     pub downloader: Downloader,
-    /// Keep stdout for the caller's summary: dnf's output and the
-    /// scriptlets' go to stderr.
+    /// dnf's output goes to stderr (stdout is kept for the caller's
+    /// summary, or the caller shows only errors).
     pub stdout_to_stderr: bool,
+    /// The scriptlets' stdout goes to stderr (stdout is kept for the
+    /// caller's summary).
+    pub scripts_to_stderr: bool,
     /// dnf's command line, read.
     pub line: Line,
     /// The transcode worker.

@@ -59,7 +59,7 @@ pub fn options(req: &Request, root: &Root, reinstall: bool) -> Result<TxOptions,
         reinstall,
         // `--setopt=tsflags=justdb`: rpm's `--justdb`.
         justdb: req.line.justdb || conf.justdb,
-        script_stdout_to_stderr: req.stdout_to_stderr,
+        script_stdout_to_stderr: req.scripts_to_stderr,
         // dnf installs install-only packages (kernels) beside the old
         // versions (rpm -i), where `rpm -U` would erase them.
         install_only: cowkit_install::InstallOnly::Beside,

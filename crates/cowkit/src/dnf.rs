@@ -171,6 +171,7 @@ pub fn request(root: PathBuf, cache: PathBuf, line: Line, shown: &Shown) -> Requ
         keep_syncs: false,
         downloader: cowkit_dnf::request::Downloader::Auto,
         stdout_to_stderr: shown.json || shown.quiet,
+        scripts_to_stderr: shown.json,
         line,
         worker: |keys| {
             crate::transcode::worker_command_io(
