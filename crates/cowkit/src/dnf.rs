@@ -471,3 +471,28 @@ fn hinted(cli: CliError, hint: Option<impl std::fmt::Display>) -> CliError {
         None => cli,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--quiet` sends dnf's output to stderr but leaves the scriptlets'
+    /// stdout where it is; `--json` keeps stdout for the summary alone.
+    #[test]
+    fn quiet_and_json_send_to_stderr_what_they_always_did() {
+        let req = |json, quiet| {
+            request(
+                PathBuf::from("/r"),
+                PathBuf::from(DEFAULT_CACHE),
+                Line::default(),
+                &Shown { json, quiet },
+            )
+        };
+        let r = req(false, false);
+        assert!(!r.stdout_to_stderr && !r.scripts_to_stderr);
+        let r = req(false, true);
+        assert!(r.stdout_to_stderr && !r.scripts_to_stderr);
+        let r = req(true, false);
+        assert!(r.stdout_to_stderr && r.scripts_to_stderr);
+    }
+}
