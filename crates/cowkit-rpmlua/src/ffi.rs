@@ -89,6 +89,38 @@ impl Libraries {
         )
     }
 
+    /// The four fields of the Lua host's start message: the three
+    /// libraries, then the generation (`4.20` or `4.18`).
+    pub fn to_fields(&self) -> [&[u8]; 4] {
+        [
+            self.rpmio.as_bytes(),
+            self.rpm.as_bytes(),
+            self.lua.as_bytes(),
+            if self.rpm420 { b"4.20" } else { b"4.18" },
+        ]
+    }
+
+    /// [`Libraries::to_fields`]' fields read back.
+    pub fn from_fields(f: &[&[u8]]) -> Result<Libraries, String> {
+        let text = |b: &[u8]| {
+            String::from_utf8(b.to_vec())
+                .map_err(|_| "a library name that is not UTF-8".to_string())
+        };
+        match f {
+            [io_lib, rpm_lib, lua_lib, generation] => Ok(Libraries {
+                rpmio: text(io_lib)?,
+                rpm: text(rpm_lib)?,
+                lua: text(lua_lib)?,
+                rpm420: match *generation {
+                    b"4.20" => true,
+                    b"4.18" => false,
+                    _ => return Err("an rpm generation other than 4.18 or 4.20".into()),
+                },
+            }),
+            _ => Err(format!("{} library fields instead of 4", f.len())),
+        }
+    }
+
     /// The libraries in `ldd PROGRAM`'s answer `text`.
     fn from_ldd(program: &str, text: &str) -> Result<Libraries, String> {
         let lib = |prefix: &str| -> Option<(String, String)> {
@@ -230,6 +262,8 @@ struct Libs {
 }
 
 struct Loaded {
+    /// The libraries loaded.
+    names: Libraries,
     api: Api,
     /// rpm 4.18's `rpmugInit`; rpm 4.20 has none.
     ug_init: Option<unsafe extern "C" fn() -> c_int>,
@@ -276,9 +310,19 @@ fn open(file: &str, extra: c_int) -> Result<Library, String> {
 /// Lua's symbols) and resolves every function used here. The error says
 /// which library or symbol is missing.
 pub fn load() -> Result<(), String> {
+    load_these(None)
+}
+
+/// [`load`], of `given` when given (the libraries the parent process
+/// chose and loaded, handed to the Lua host in its start message), else
+/// of those the `rpm` program loads ([`Libraries::of_rpm`]).
+pub fn load_these(given: Option<Libraries>) -> Result<(), String> {
     LOADED
         .get_or_init(|| {
-            let names = Libraries::of_rpm()?;
+            let names = match given {
+                Some(l) => l,
+                None => Libraries::of_rpm()?,
+            };
             let rpmio_lib = open(&names.rpmio, 0)?;
             let rpm_lib = open(&names.rpm, 0)?;
             // The Lua rpm's I/O library was linked against, already loaded
@@ -307,12 +351,21 @@ pub fn load() -> Result<(), String> {
                 api: resolve(&libs)?,
                 ug_init,
                 rpm420: names.rpm420,
+                names,
                 _libs: libs,
             })
         })
         .as_ref()
         .map(|_| ())
         .map_err(Clone::clone)
+}
+
+/// The libraries this process loaded, if [`load`] succeeded.
+pub fn loaded_libraries() -> Option<&'static Libraries> {
+    match LOADED.get() {
+        Some(Ok(l)) => Some(&l.names),
+        _ => None,
+    }
 }
 
 fn loaded() -> &'static Loaded {
@@ -679,6 +732,25 @@ pub fn transaction_signals() -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_libraries_go_to_the_lua_host_as_they_were_chosen() {
+        let rpm420 = Libraries {
+            rpmio: "/usr/local/fedora-tools/lib/librpmio.so.10".into(),
+            rpm: "/usr/local/fedora-tools/lib/librpm.so.10".into(),
+            lua: "/lib/x86_64-linux-gnu/liblua5.4.so.0".into(),
+            rpm420: true,
+        };
+        for l in [Libraries::rpm418(), rpm420] {
+            assert_eq!(Libraries::from_fields(&l.to_fields()).unwrap(), l);
+        }
+        let e =
+            Libraries::from_fields(&[b"librpmio.so.9", b"librpm.so.9", b"liblua5.3.so.0", b"4.19"])
+                .unwrap_err();
+        assert!(e.contains("4.18 or 4.20"), "{e}");
+        let e = Libraries::from_fields(&[b"librpmio.so.9"]).unwrap_err();
+        assert!(e.contains("1 library fields"), "{e}");
+    }
 
     #[test]
     fn the_libraries_of_the_rpm_program_as_ldd_shows_them() {

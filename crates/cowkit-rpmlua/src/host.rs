@@ -78,7 +78,12 @@ impl LuaHost {
             .iter()
             .map(|(n, v)| format!("{n} {v}"))
             .collect();
-        init.bytes(cfg.root.as_os_str().as_bytes()).list(&defines);
+        // The libraries this process loaded (and checked): the host loads
+        // the same ones, without asking `ldd` again.
+        let libs = crate::ffi::loaded_libraries().map(crate::ffi::Libraries::to_fields);
+        init.bytes(cfg.root.as_os_str().as_bytes())
+            .list(&defines)
+            .opt_list(libs.as_ref().map(|l| &l[..]));
         let reply = host.exchange(&init.0, "starting")?;
         let mut d = Dec(&reply);
         match d.u8() {

@@ -46,7 +46,7 @@ fn serve(ctl: &mut UnixStream) -> io::Result<()> {
     let Some(init) = proto::read_frame(ctl, proto::MAX_REQUEST)? else {
         return Ok(());
     };
-    let reply = match decode_init(&init).and_then(|(root, defines)| start(&root, &defines)) {
+    let reply = match decode_init(&init).and_then(|i| start(&i.root, &i.defines, i.libraries)) {
         Ok(()) => Enc::new(proto::OK),
         Err(reason) => {
             let mut e = Enc::new(proto::UNAVAILABLE);
@@ -65,7 +65,15 @@ fn serve(ctl: &mut UnixStream) -> io::Result<()> {
     Ok(())
 }
 
-fn decode_init(b: &[u8]) -> Result<(std::path::PathBuf, Vec<CString>), String> {
+/// The start message.
+struct Init {
+    root: std::path::PathBuf,
+    defines: Vec<CString>,
+    /// The libraries the parent loaded; `None`: those of the `rpm` program.
+    libraries: Option<ffi::Libraries>,
+}
+
+fn decode_init(b: &[u8]) -> Result<Init, String> {
     let bad = |e: io::Error| format!("a malformed start message: {e}");
     let mut d = Dec(b);
     if d.u8().map_err(bad)? != proto::INIT {
@@ -78,8 +86,16 @@ fn decode_init(b: &[u8]) -> Result<(std::path::PathBuf, Vec<CString>), String> {
         .into_iter()
         .map(cli_define)
         .collect::<Result<Vec<_>, _>>()?;
+    let libraries = match d.opt_list().map_err(bad)? {
+        Some(f) => Some(ffi::Libraries::from_fields(&f)?),
+        None => None,
+    };
     d.end().map_err(bad)?;
-    Ok((root, defines))
+    Ok(Init {
+        root,
+        defines,
+        libraries,
+    })
 }
 
 /// `cliDefine` (lib/poptALL.c): in the macro's name (up to white space or
@@ -102,11 +118,15 @@ fn cli_define(arg: &[u8]) -> Result<CString, String> {
 
 /// Everything rpm has done by the time it runs a transaction's first
 /// scriptlet, in its order.
-fn start(root: &Path, defines: &[CString]) -> Result<(), String> {
+fn start(
+    root: &Path,
+    defines: &[CString],
+    libraries: Option<ffi::Libraries>,
+) -> Result<(), String> {
     // Die with the parent (the thread that started us), like the other
     // cowkit workers; the control socket's end stops us otherwise.
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
-    ffi::load()?;
+    ffi::load_these(libraries)?;
     // rpmcliInit: the locale, then rpmcliConfigured: the configuration
     // (which creates the global Lua state, before any chroot).
     ffi::set_locale_from_env();

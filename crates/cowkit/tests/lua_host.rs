@@ -534,6 +534,55 @@ fn a_missing_rpm_library_is_refused_naming_it() {
 }
 
 #[test]
+fn the_host_loads_the_libraries_the_parent_chose_without_asking_ldd_again() {
+    if !as_root(
+        "the_host_loads_the_libraries_the_parent_chose_without_asking_ldd_again",
+        "chroot",
+    ) {
+        return;
+    }
+    cowkit_rpmlua::available().expect("rpm's Lua loads on this machine");
+    let dir = tempfile::tempdir_in(tmp()).unwrap();
+    // An `ldd` first on the host's PATH that names a librpmio cowkit
+    // refuses: a host that asked `ldd` itself would not start.
+    let bin = dir.path().join("bin");
+    mkdir(&bin);
+    let ldd = bin.join("ldd");
+    std::fs::write(
+        &ldd,
+        "#!/bin/sh\nprintf '\\tlibrpmio.so.8 => /lib/librpmio.so.8 (0x1)\\n'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&ldd, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", bin.display());
+    let root = new_root(&dir.path().join("root"));
+    let cfg = HostConfig {
+        exe: env!("CARGO_BIN_EXE_cowkit").into(),
+        root: root.clone(),
+        stdout_to_stderr: true,
+        defines: vec![],
+    };
+    let mut host = LuaHost::start_with(&cfg, &|c| {
+        c.env("PATH", &path);
+    })
+    .expect("the host starts with the parent's libraries");
+    let out = host
+        .run(&LuaScript {
+            name: "%post(t)",
+            body: "local f = io.open('/ran', 'w'); f:write(rpm.expand('%{?_dbpath:2}')); f:close()",
+            args: &argv(&["<lua>".into()], Some(1), None),
+            arg1: true,
+            arg2: false,
+            prefixes: None,
+            next_files: None,
+            rpmver: None,
+        })
+        .unwrap();
+    assert!(matches!(out, Outcome::Ok), "{out:?}");
+    assert_eq!(std::fs::read_to_string(root.join("ran")).unwrap(), "2");
+}
+
+#[test]
 fn a_scriptlet_that_kills_the_host_is_an_error_not_an_outcome() {
     if !as_root(
         "a_scriptlet_that_kills_the_host_is_an_error_not_an_outcome",
