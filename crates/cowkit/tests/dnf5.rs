@@ -1,0 +1,405 @@
+//! dnf5 resolving for cowkit through cowkit's libdnf5 plugin
+//! (`cowkit_dnf::dnf5`, source in `crates/cowkit-dnf/dnf5-plugin/`), on
+//! the Fedora-shaped repository (`cowkit_testutil::fedora`), with dnf5
+//! 5.4 and rpm 4.20 from `COWKIT_FEDORA_TOOLS`:
+//!
+//! - [`dnf5_through_the_plugin_stops_before_downloading_and_plans_what_dnf5_installs`]:
+//!   plain `dnf5 --installroot A install …` installs; the same command on
+//!   the twin root B through the plugin stops with the plugin's status,
+//!   having downloaded and installed nothing, and writes the order and the
+//!   plan. The plan's packages are exactly the repository's `primary.xml`
+//!   entries (checksum, size, location, NEVRA) of what dnf5 installed in A;
+//!   rpm 4.20 installing them in the plugin's order into B gives A's
+//!   `rpm -qa` (in the database's order: the order rpm installed them)
+//!   and A's scriptlet log, byte for byte.
+//! - [`what_cowkit_cannot_fetch_goes_on_in_dnf5_and_a_failure_stays_one`]:
+//!   a repository with a proxy set: the plan names why, and dnf5 goes on
+//!   (exit 0); a package that does not exist: dnf5's own failure, no plan.
+//!
+//! The tools come from `COWKIT_FEDORA_TOOLS` (the prefix
+//! `scripts/fedora-tools.sh all` prints) and the plugin from
+//! `COWKIT_DNF5_PLUGIN` (`scripts/test-dnf5.sh` builds it); without them
+//! the test fails and says so. Ignored unless run by `scripts/test-dnf5.sh`.
+//!
+//! Needs root (scriptlets run chrooted), `rpmbuild`, `createrepo_c`,
+//! `busybox-static`, `gzip`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{as_root, tmp};
+use cowkit_dnf::dnf5::{self as d5, Outcome, PluginDirs};
+use cowkit_testutil::fedora::{build, INSTALL, LOG};
+use cowkit_testutil::run_ok;
+
+/// The prefix of the Fedora tools, checked: dnf5 and rpm 4.20 in `bin`.
+fn fedora_tools() -> PathBuf {
+    let Some(prefix) = std::env::var_os("COWKIT_FEDORA_TOOLS") else {
+        panic!(
+            "COWKIT_FEDORA_TOOLS is not set: this tier runs dnf5; build or find it with \
+             `bash scripts/fedora-tools.sh all` and set COWKIT_FEDORA_TOOLS to the prefix it prints \
+             (scripts/test-dnf5.sh does)"
+        );
+    };
+    let prefix = PathBuf::from(prefix);
+    let out = run_ok(
+        Command::new(prefix.join("bin/rpm")).arg("--version"),
+        "the prefix's rpm",
+    );
+    let v = String::from_utf8_lossy(&out.stdout);
+    assert!(v.starts_with("RPM version 4.20."), "not rpm 4.20: {v}");
+    assert!(
+        prefix.join("bin/dnf5").is_file(),
+        "COWKIT_FEDORA_TOOLS: no {}/bin/dnf5",
+        prefix.display()
+    );
+    prefix
+}
+
+/// The plugin library, which must be there.
+fn plugin() -> PathBuf {
+    let p = std::env::var_os("COWKIT_DNF5_PLUGIN").unwrap_or_else(|| {
+        panic!(
+            "COWKIT_DNF5_PLUGIN is not set: build the plugin with \
+             `make -C crates/cowkit-dnf/dnf5-plugin` (scripts/test-dnf5.sh does)"
+        )
+    });
+    let p = PathBuf::from(p);
+    assert!(p.is_file(), "COWKIT_DNF5_PLUGIN: no {}", p.display());
+    p
+}
+
+/// dnf5's options for `root` with only `repo` (id `local`), no host
+/// repositories, `cache` as its cache directory; then the command.
+fn dnf5_args(repo: &Path, cache: &Path, rest: &[&str]) -> Vec<OsString> {
+    let mut v: Vec<OsString> = [
+        "-y",
+        "--releasever=40",
+        "--setopt=reposdir=/dev/null",
+        "--setopt=install_weak_deps=False",
+        "--setopt=clean_requirements_on_remove=False",
+        "--setopt=skip_if_unavailable=False",
+        "--nogpgcheck",
+        "--repo=local",
+    ]
+    .iter()
+    .map(OsString::from)
+    .collect();
+    v.push(format!("--setopt=cachedir={}", cache.display()).into());
+    v.push(format!("--repofrompath=local,file://{}", repo.display()).into());
+    v.extend(rest.iter().map(OsString::from));
+    v
+}
+
+fn env<'a>(c: &'a mut Command, prefix: &Path) -> &'a mut Command {
+    let path = format!(
+        "{}:{}",
+        prefix.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    c.env("LC_ALL", "C.UTF-8")
+        .env("HOME", "/root")
+        .env("PATH", path)
+        .env_remove("SOURCE_DATE_EPOCH")
+}
+
+/// `rpm -qa` in the database's order (the order rpm installed them).
+fn qa(prefix: &Path, root: &Path) -> Vec<String> {
+    let out = run_ok(
+        env(&mut Command::new(prefix.join("bin/rpm")), prefix)
+            .arg(format!("--root={}", root.display()))
+            .args(["-qa", "--qf", "%{NAME}-%{VERSION}-%{RELEASE}.%{ARCH}\\n"]),
+        "rpm -qa",
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn log(root: &Path) -> String {
+    std::fs::read_to_string(root.join(LOG.trim_start_matches('/'))).unwrap_or_default()
+}
+
+/// The `.rpm` files under `dir`.
+fn rpms_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() && !p.is_symlink() {
+            out.extend(rpms_under(&p));
+        } else if p.extension().is_some_and(|x| x == "rpm") {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// One `<package>` of `primary.xml`.
+#[derive(Debug, PartialEq)]
+struct Primary {
+    epoch: u32,
+    ver: String,
+    rel: String,
+    arch: String,
+    checksum: (String, String),
+    size: u64,
+    href: String,
+}
+
+/// `NAME-VERSION-RELEASE.ARCH` → its entry, from `repo`'s gzipped
+/// `primary.xml` (createrepo_c's layout: one element per line).
+fn primary(repo: &Path) -> BTreeMap<String, Primary> {
+    let dir = repo.join("repodata");
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with("-primary.xml.gz"))
+        .expect("primary.xml.gz");
+    let out = run_ok(Command::new("gzip").arg("-dc").arg(&file), "gzip -dc");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let attr = |line: &str, name: &str| -> String {
+        let key = format!("{name}=\"");
+        let start = line
+            .find(&key)
+            .unwrap_or_else(|| panic!("{name} in {line}"))
+            + key.len();
+        line[start..][..line[start..].find('"').unwrap()].to_string()
+    };
+    let mut all = BTreeMap::new();
+    for pkg in text.split("<package ").skip(1) {
+        let line = |tag: &str| {
+            pkg.lines()
+                .map(str::trim)
+                .find(|l| l.starts_with(tag))
+                .unwrap_or_else(|| panic!("{tag} in {pkg}"))
+                .to_string()
+        };
+        let inner = |tag: &str| {
+            let l = line(&format!("<{tag}"));
+            l[l.find('>').unwrap() + 1..l.rfind("</").unwrap()].to_string()
+        };
+        let version = line("<version ");
+        let checksum = line("<checksum ");
+        let p = Primary {
+            epoch: attr(&version, "epoch").parse().unwrap(),
+            ver: attr(&version, "ver"),
+            rel: attr(&version, "rel"),
+            arch: inner("arch"),
+            checksum: (attr(&checksum, "type"), inner("checksum")),
+            size: attr(&line("<size "), "package").parse().unwrap(),
+            href: attr(&line("<location "), "href"),
+        };
+        all.insert(
+            format!("{}-{}-{}.{}", inner("name"), p.ver, p.rel, p.arch),
+            p,
+        );
+    }
+    all
+}
+
+#[test]
+#[ignore = "needs dnf5 from ../shared/fedora-tools: scripts/test-dnf5.sh"]
+fn dnf5_through_the_plugin_stops_before_downloading_and_plans_what_dnf5_installs() {
+    let prefix = fedora_tools();
+    let so = plugin();
+    if !as_root("dnf5", "scriptlets run chrooted") {
+        return;
+    }
+    let repo = build(tmp());
+    let work = tempfile::tempdir_in(tmp()).unwrap();
+    let (a, b) = (work.path().join("a"), work.path().join("b"));
+    let dnf5 = prefix.join("bin/dnf5");
+
+    // A: plain dnf5.
+    let args = dnf5_args(&repo.v1, &work.path().join("cache-a"), &[]);
+    run_ok(
+        env(&mut Command::new(&dnf5), &prefix)
+            .arg(format!("--installroot={}", a.display()))
+            .args(&args)
+            .arg("install")
+            .args(INSTALL),
+        "dnf5 install (plain)",
+    );
+    let qa_a = qa(&prefix, &a);
+    assert!(qa_a.len() >= INSTALL.len(), "A: {qa_a:?}");
+
+    // B: through the plugin.
+    let home = work.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let dirs = PluginDirs::make(
+        &home,
+        &so,
+        &d5::default_plugin_libs(&dnf5),
+        &d5::CONF_DIRS.map(Path::new),
+    )
+    .unwrap();
+    let (order, plan) = (home.join("order"), home.join("plan"));
+    let cache_b = work.path().join("cache-b");
+    let mut args = dnf5_args(&repo.v1, &cache_b, &["--downloadonly", "install"]);
+    args.extend(INSTALL.iter().map(OsString::from));
+    d5::refuse_plugin_options(&args).unwrap();
+    let out = env(
+        &mut d5::command(&dnf5, &b, &dirs, &order, &plan, &args),
+        &prefix,
+    )
+    .output()
+    .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(d5::STOP_STATUS),
+        "dnf5 with the plugin: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let Outcome::Stopped(plan) = d5::outcome(out.status, &plan).unwrap() else {
+        panic!("not stopped");
+    };
+    assert!(qa(&prefix, &b).is_empty(), "dnf5 installed something in B");
+    assert_eq!(
+        rpms_under(&b),
+        Vec::<PathBuf>::new(),
+        "dnf5 downloaded into B"
+    );
+    assert_eq!(
+        rpms_under(&cache_b),
+        Vec::<PathBuf>::new(),
+        "dnf5 downloaded into its cache"
+    );
+
+    // The order: every package dnf5 installed in A, each once, all installs.
+    let order = std::fs::read_to_string(&order).unwrap();
+    let lines: Vec<(&str, &str)> = order.lines().map(|l| l.split_once('\t').unwrap()).collect();
+    assert!(lines.iter().all(|(how, _)| *how == "i"), "{order}");
+    let nevras: Vec<&str> = lines.iter().map(|(_, n)| *n).collect();
+    let mut sorted_a = qa_a.clone();
+    sorted_a.sort();
+    let mut sorted_order: Vec<String> = nevras.iter().map(|n| n.to_string()).collect();
+    sorted_order.sort();
+    assert_eq!(
+        sorted_order, sorted_a,
+        "the order's packages are not what dnf5 installed"
+    );
+
+    // The plan: in the order's order, each as primary.xml has it.
+    let primary = primary(&repo.v1);
+    let planned: Vec<&str> = plan.packages.iter().map(|p| p.nevra.as_str()).collect();
+    assert_eq!(planned, nevras);
+    for p in &plan.packages {
+        let e = &primary[&p.nevra];
+        assert_eq!(
+            (
+                p.epoch,
+                &p.version,
+                &p.release,
+                &p.arch,
+                p.size,
+                &p.checksum
+            ),
+            (e.epoch, &e.ver, &e.rel, &e.arch, e.size, &e.checksum),
+            "{}",
+            p.nevra
+        );
+        assert_eq!(
+            p.local.as_deref(),
+            Some(repo.v1.join(&e.href).as_path()),
+            "{}",
+            p.nevra
+        );
+        assert!(p.urls.is_empty() && p.repo == "local", "{p:?}");
+    }
+    let r = &plan.repos["local"];
+    assert!(!r.gpgcheck, "--nogpgcheck");
+    assert!(plan.why.is_empty(), "{:?}", plan.why);
+
+    // rpm 4.20 installing the plan in the plugin's order gives A's root.
+    let mut rpm = Command::new(prefix.join("bin/rpm"));
+    env(&mut rpm, &prefix)
+        .arg(format!("--root={}", b.display()))
+        .arg("-i");
+    for p in &plan.packages {
+        rpm.arg(p.local.as_ref().unwrap());
+    }
+    run_ok(&mut rpm, "rpm -i of the plan");
+    assert_eq!(qa(&prefix, &b), qa_a, "rpm -qa (in install order)");
+    let log_a = log(&a);
+    assert!(!log_a.is_empty(), "A has no scriptlet log");
+    assert_eq!(log(&b), log_a, "the scriptlet logs");
+}
+
+#[test]
+#[ignore = "needs dnf5 from ../shared/fedora-tools: scripts/test-dnf5.sh"]
+fn what_cowkit_cannot_fetch_goes_on_in_dnf5_and_a_failure_stays_one() {
+    let prefix = fedora_tools();
+    let so = plugin();
+    if !as_root("dnf5", "dnf5 --installroot writes its root") {
+        return;
+    }
+    let repo = build(tmp());
+    let work = tempfile::tempdir_in(tmp()).unwrap();
+    let dnf5 = prefix.join("bin/dnf5");
+    let run = |name: &str, extra: &[&str]| {
+        let home = work.path().join(name);
+        std::fs::create_dir(&home).unwrap();
+        let dirs = PluginDirs::make(
+            &home,
+            &so,
+            &d5::default_plugin_libs(&dnf5),
+            &d5::CONF_DIRS.map(Path::new),
+        )
+        .unwrap();
+        let plan = home.join("plan");
+        let root = home.join("root");
+        let args = dnf5_args(&repo.v1, &home.join("cache"), extra);
+        let out = env(
+            &mut d5::command(&dnf5, &root, &dirs, &home.join("order"), &plan, &args),
+            &prefix,
+        )
+        .output()
+        .unwrap();
+        (out, plan)
+    };
+
+    // A proxy cowkit does not go through: the plan says so, dnf5 goes on.
+    let (out, plan) = run(
+        "proxy",
+        &[
+            "--setopt=local.proxy=http://127.0.0.1:9",
+            "--downloadonly",
+            "install",
+            "bash",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let Outcome::Finished(Some(plan)) = d5::outcome(out.status, &plan).unwrap() else {
+        panic!("no plan");
+    };
+    assert_eq!(plan.why, ["repository local: proxy is set"]);
+
+    // A package that does not exist: dnf5's own failure, no plan.
+    let (out, plan) = run("missing", &["--downloadonly", "install", "no-such-package"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!plan.exists());
+    assert!(matches!(
+        d5::outcome(out.status, &plan),
+        Err(cowkit_dnf::Error::Dnf5Failed { .. })
+    ));
+}
