@@ -157,7 +157,8 @@ public:
 
     void goal_resolved(const libdnf5::base::Transaction & transaction) override {
         // dnf5 itself reports a transaction it could not resolve, and fails.
-        if (transaction.get_problems() != libdnf5::GoalProblem::NO_PROBLEM) {
+        // (get_problems only reads, but is not declared const.)
+        if (const_cast<libdnf5::base::Transaction &>(transaction).get_problems() != libdnf5::GoalProblem::NO_PROBLEM) {
             return;
         }
         auto items = transaction.get_transaction_packages();
