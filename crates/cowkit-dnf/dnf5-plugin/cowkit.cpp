@@ -269,6 +269,16 @@ private:
                     local = p.get_package_path();
                 } else {
                     urls = p.get_remote_locations();
+                    // Mirrors are known after the metadata was loaded;
+                    // else, as dnf 4's wrapper does, the baseurls.
+                    if (urls.empty()) {
+                        const auto loc = p.get_location();
+                        for (const auto & b : rc.get_baseurl_option().get_value()) {
+                            const auto cut = b.find_last_not_of('/');
+                            urls.push_back(b.substr(0, cut == std::string::npos ? 0 : cut + 1) + "/" +
+                                           loc.substr(loc.find_first_not_of('/')));
+                        }
+                    }
                     if (urls.empty()) {
                         reasons.insert(nevra + ": no URL to fetch it from");
                     }

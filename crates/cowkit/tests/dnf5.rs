@@ -28,8 +28,9 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 
 use common::{as_root, tmp};
 use cowkit_dnf::dnf5::{self as d5, Outcome, PluginDirs};
@@ -73,9 +74,9 @@ fn plugin() -> PathBuf {
     p
 }
 
-/// dnf5's options for `root` with only `repo` (id `local`), no host
+/// dnf5's options for `root` with only the repository at URL `repo` (id `local`), no host
 /// repositories, `cache` as its cache directory; then the command.
-fn dnf5_args(repo: &Path, cache: &Path, rest: &[&str]) -> Vec<OsString> {
+fn dnf5_args(repo: &str, cache: &Path, rest: &[&str]) -> Vec<OsString> {
     let mut v: Vec<OsString> = [
         "-y",
         "--releasever=40",
@@ -90,7 +91,7 @@ fn dnf5_args(repo: &Path, cache: &Path, rest: &[&str]) -> Vec<OsString> {
     .map(OsString::from)
     .collect();
     v.push(format!("--setopt=cachedir={}", cache.display()).into());
-    v.push(format!("--repofrompath=local,file://{}", repo.display()).into());
+    v.push(format!("--repofrompath=local,{repo}").into());
     v.extend(rest.iter().map(OsString::from));
     v
 }
@@ -107,8 +108,12 @@ fn env<'a>(c: &'a mut Command, prefix: &Path) -> &'a mut Command {
         .env_remove("SOURCE_DATE_EPOCH")
 }
 
-/// `rpm -qa` in the database's order (the order rpm installed them).
+/// `rpm -qa` in the database's order (the order rpm installed them);
+/// none in a root without a database.
 fn qa(prefix: &Path, root: &Path) -> Vec<String> {
+    if !root.join("usr/lib/sysimage/rpm").exists() {
+        return Vec::new();
+    }
     let out = run_ok(
         env(&mut Command::new(prefix.join("bin/rpm")), prefix)
             .arg(format!("--root={}", root.display()))
@@ -124,6 +129,69 @@ fn qa(prefix: &Path, root: &Path) -> Vec<String> {
 
 fn log(root: &Path) -> String {
     std::fs::read_to_string(root.join(LOG.trim_start_matches('/'))).unwrap_or_default()
+}
+
+/// An HTTP server on 127.0.0.1 serving a directory and logging each
+/// request's path (killed on drop).
+struct Server {
+    child: Child,
+    url: String,
+    log: PathBuf,
+}
+
+const SERVER: &str = r#"
+import http.server, sys
+root, log = sys.argv[1:3]
+class H(http.server.SimpleHTTPRequestHandler):
+    def __init__(s, *a, **k):
+        super().__init__(*a, directory=root, **k)
+    def log_message(s, *a):
+        pass
+    def do_GET(s):
+        with open(log, "a") as f:
+            f.write(s.path + "\n")
+        return super().do_GET()
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(srv.server_address[1], flush=True)
+srv.serve_forever()
+"#;
+
+impl Server {
+    fn start(dir: &Path, log: &Path) -> Server {
+        let mut child = Command::new("python3")
+            .args(["-c", SERVER])
+            .arg(dir)
+            .arg(log)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port: u16 = line.trim().parse().expect("the server's port");
+        Server {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            log: log.to_path_buf(),
+        }
+    }
+
+    /// The paths requested so far.
+    fn requests(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// The `.rpm` files under `dir`.
@@ -221,7 +289,8 @@ fn dnf5_through_the_plugin_stops_before_downloading_and_plans_what_dnf5_installs
     let dnf5 = prefix.join("bin/dnf5");
 
     // A: plain dnf5.
-    let args = dnf5_args(&repo.v1, &work.path().join("cache-a"), &[]);
+    let file_url = format!("file://{}", repo.v1.display());
+    let args = dnf5_args(&file_url, &work.path().join("cache-a"), &[]);
     run_ok(
         env(&mut Command::new(&dnf5), &prefix)
             .arg(format!("--installroot={}", a.display()))
@@ -233,7 +302,8 @@ fn dnf5_through_the_plugin_stops_before_downloading_and_plans_what_dnf5_installs
     let qa_a = qa(&prefix, &a);
     assert!(qa_a.len() >= INSTALL.len(), "A: {qa_a:?}");
 
-    // B: through the plugin.
+    // B: through the plugin, the repository served over HTTP.
+    let server = Server::start(&repo.v1, &work.path().join("requests"));
     let home = work.path().join("home");
     std::fs::create_dir(&home).unwrap();
     let dirs = PluginDirs::make(
@@ -245,7 +315,7 @@ fn dnf5_through_the_plugin_stops_before_downloading_and_plans_what_dnf5_installs
     .unwrap();
     let (order, plan) = (home.join("order"), home.join("plan"));
     let cache_b = work.path().join("cache-b");
-    let mut args = dnf5_args(&repo.v1, &cache_b, &["--downloadonly", "install"]);
+    let mut args = dnf5_args(&server.url, &cache_b, &["--downloadonly", "install"]);
     args.extend(INSTALL.iter().map(OsString::from));
     d5::refuse_plugin_options(&args).unwrap();
     let out = env(
@@ -264,6 +334,13 @@ fn dnf5_through_the_plugin_stops_before_downloading_and_plans_what_dnf5_installs
         panic!("not stopped");
     };
     assert!(qa(&prefix, &b).is_empty(), "dnf5 installed something in B");
+    let requests = server.requests();
+    assert!(
+        requests.iter().any(|r| r.ends_with("repomd.xml")),
+        "dnf5 did not read the repository: {requests:?}"
+    );
+    let fetched: Vec<&String> = requests.iter().filter(|r| r.ends_with(".rpm")).collect();
+    assert!(fetched.is_empty(), "dnf5 downloaded {fetched:?}");
     assert_eq!(
         rpms_under(&b),
         Vec::<PathBuf>::new(),
@@ -309,12 +386,12 @@ fn dnf5_through_the_plugin_stops_before_downloading_and_plans_what_dnf5_installs
             p.nevra
         );
         assert_eq!(
-            p.local.as_deref(),
-            Some(repo.v1.join(&e.href).as_path()),
+            p.urls,
+            [format!("{}/{}", server.url, e.href)],
             "{}",
             p.nevra
         );
-        assert!(p.urls.is_empty() && p.repo == "local", "{p:?}");
+        assert!(p.local.is_none() && p.repo == "local", "{p:?}");
     }
     let r = &plan.repos["local"];
     assert!(!r.gpgcheck, "--nogpgcheck");
@@ -326,7 +403,7 @@ fn dnf5_through_the_plugin_stops_before_downloading_and_plans_what_dnf5_installs
         .arg(format!("--root={}", b.display()))
         .arg("-i");
     for p in &plan.packages {
-        rpm.arg(p.local.as_ref().unwrap());
+        rpm.arg(repo.v1.join(&primary[&p.nevra].href));
     }
     run_ok(&mut rpm, "rpm -i of the plan");
     assert_eq!(qa(&prefix, &b), qa_a, "rpm -qa (in install order)");
@@ -358,7 +435,11 @@ fn what_cowkit_cannot_fetch_goes_on_in_dnf5_and_a_failure_stays_one() {
         .unwrap();
         let plan = home.join("plan");
         let root = home.join("root");
-        let args = dnf5_args(&repo.v1, &home.join("cache"), extra);
+        let args = dnf5_args(
+            &format!("file://{}", repo.v1.display()),
+            &home.join("cache"),
+            extra,
+        );
         let out = env(
             &mut d5::command(&dnf5, &root, &dirs, &home.join("order"), &plan, &args),
             &prefix,
