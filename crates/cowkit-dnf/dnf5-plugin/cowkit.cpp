@@ -272,11 +272,12 @@ private:
                     // Mirrors are known after the metadata was loaded;
                     // else, as dnf 4's wrapper does, the baseurls.
                     if (urls.empty()) {
-                        const auto loc = p.get_location();
+                        auto loc = p.get_location();
+                        loc.erase(0, std::min(loc.size(), loc.find_first_not_of('/')));
                         for (const auto & b : rc.get_baseurl_option().get_value()) {
                             const auto cut = b.find_last_not_of('/');
                             urls.push_back(b.substr(0, cut == std::string::npos ? 0 : cut + 1) + "/" +
-                                           loc.substr(loc.find_first_not_of('/')));
+                                           loc);
                         }
                     }
                     if (urls.empty()) {
