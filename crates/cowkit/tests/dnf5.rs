@@ -315,7 +315,7 @@ fn dnf5_through_the_plugin_stops_before_downloading_and_plans_what_dnf5_installs
     .unwrap();
     let (order, plan) = (home.join("order"), home.join("plan"));
     let cache_b = work.path().join("cache-b");
-    let mut args = dnf5_args(&server.url, &cache_b, &["--downloadonly", "install"]);
+    let mut args = dnf5_args(&server.url, &cache_b, &["install", "--downloadonly"]);
     args.extend(INSTALL.iter().map(OsString::from));
     d5::refuse_plugin_options(&args).unwrap();
     let out = env(
@@ -454,8 +454,8 @@ fn what_cowkit_cannot_fetch_goes_on_in_dnf5_and_a_failure_stays_one() {
         "proxy",
         &[
             "--setopt=local.proxy=http://127.0.0.1:9",
-            "--downloadonly",
             "install",
+            "--downloadonly",
             "bash",
         ],
     );
@@ -471,7 +471,7 @@ fn what_cowkit_cannot_fetch_goes_on_in_dnf5_and_a_failure_stays_one() {
     assert_eq!(plan.why, ["repository local: proxy is set"]);
 
     // A package that does not exist: dnf5's own failure, no plan.
-    let (out, plan) = run("missing", &["--downloadonly", "install", "no-such-package"]);
+    let (out, plan) = run("missing", &["install", "--downloadonly", "no-such-package"]);
     assert_eq!(
         out.status.code(),
         Some(1),
