@@ -1,12 +1,17 @@
 //! dnf5 resolves for cowkit through cowkit's libdnf5 plugin (its source is
 //! `crates/cowkit-dnf/dnf5-plugin/`): after dnf5 resolves, the plugin
 //! writes the order in which dnf5 adds the transaction's packages to rpm
-//! (the file `COWKIT_DNF_ORDER` names, read by [`crate::order`]) and the
+//! (the file `COWKIT_DNF_ORDER` names, read by [`crate::order`]; lines
+//! `i`, `u`, `r` as dnf 4's wrapper writes them, and `e` for the erasures
+//! dnf5 adds, which those readers skip) and the
 //! plan of the downloads (`COWKIT_DNF_PLAN`, read by [`crate::plan`]).
 //! When cowkit can fetch every package as dnf5 would, the plugin stops
 //! dnf5 before it downloads anything: dnf5 then exits with
 //! [`STOP_STATUS`] and prints nothing. When it cannot (the plan's `why`),
-//! dnf5 goes on as it was asked (`--downloadonly`: it downloads).
+//! dnf5 goes on as it was asked (`--downloadonly`, an option of dnf5's
+//! install, upgrade, downgrade, reinstall and distro-sync commands: it
+//! downloads); with `COWKIT_DNF_PLAN_STRICT` set, dnf5 fails instead. A
+//! transaction dnf5 cannot resolve is left to dnf5 to report: no plan.
 //!
 //! dnf5 reads its plugins' configuration files from the host, whatever
 //! `--installroot` and `--use-host-config` say (`/etc/dnf/libdnf5-plugins`
