@@ -11,7 +11,12 @@
 //!   entries (checksum, size, location, NEVRA) of what dnf5 installed in A;
 //!   rpm 4.20 installing them in the plugin's order into B gives A's
 //!   `rpm -qa` (in the database's order: the order rpm installed them)
-//!   and A's scriptlet log, byte for byte.
+//!   and A's scriptlet log, byte for byte. Then `upgrade` (v2 over HTTP)
+//!   through the plugin on B stops having downloaded nothing, and its
+//!   order's installs and erasures are what plain `dnf5 upgrade` changes
+//!   in A (the plan's checksums v2's `primary.xml`'s); B follows A by plain
+//!   dnf5 and the twins agree again; `remove` through the plugin stops
+//!   with an empty plan, its erasures what plain `dnf5 remove` removes.
 //! - [`what_cowkit_cannot_fetch_goes_on_in_dnf5_and_a_failure_stays_one`]:
 //!   a repository with a proxy set: the plan names why, and dnf5 goes on
 //!   (exit 0); a package that does not exist: dnf5's own failure, no plan.
@@ -34,7 +39,7 @@ use std::process::{Child, Command, Stdio};
 
 use common::{as_root, tmp};
 use cowkit_dnf::dnf5::{self as d5, Outcome, PluginDirs};
-use cowkit_testutil::fedora::{build, INSTALL, LOG};
+use cowkit_testutil::fedora::{build, INSTALL, LOG, REMOVE};
 use cowkit_testutil::run_ok;
 
 /// The prefix of the Fedora tools, checked: dnf5 and rpm 4.20 in `bin`.
@@ -410,6 +415,162 @@ fn dnf5_through_the_plugin_stops_before_downloading_and_plans_what_dnf5_installs
     let log_a = log(&a);
     assert!(!log_a.is_empty(), "A has no scriptlet log");
     assert_eq!(log(&b), log_a, "the scriptlet logs");
+
+    // Upgrade (v2 over HTTP): through the plugin on B, plain on A; the
+    // plugin's order names what dnf5 changed in A, the plan is v2's
+    // primary.xml; then B follows A by plain dnf5, and the twins agree.
+    let server2 = Server::start(&repo.v2, &work.path().join("requests2"));
+    let v2_url = format!("file://{}", repo.v2.display());
+    let before = qa(&prefix, &a);
+    let (order, plan) = through_plugin(
+        &prefix,
+        &so,
+        &b,
+        &work.path().join("home-upgrade"),
+        &dnf5_args(&server2.url, &cache_b, &["upgrade", "--downloadonly"]),
+    );
+    let fetched: Vec<String> = server2
+        .requests()
+        .into_iter()
+        .filter(|r| r.ends_with(".rpm"))
+        .collect();
+    assert!(fetched.is_empty(), "dnf5 downloaded {fetched:?}");
+    let plan = plan.expect("a plan");
+    plain(
+        &prefix,
+        &a,
+        &dnf5_args(&v2_url, &work.path().join("cache-a"), &["upgrade"]),
+    );
+    let after = qa(&prefix, &a);
+    let (inbound, erased) = changes(&order);
+    assert!(!inbound.is_empty() && !erased.is_empty(), "{order}");
+    assert_eq!(
+        inbound,
+        minus(&after, &before),
+        "what the upgrade installs: {order}"
+    );
+    assert_eq!(
+        erased,
+        minus(&before, &after),
+        "what the upgrade erases: {order}"
+    );
+    let primary2 = self::primary(&repo.v2);
+    let planned: BTreeMap<&str, &str> = plan
+        .packages
+        .iter()
+        .map(|p| (p.nevra.as_str(), p.checksum.1.as_str()))
+        .collect();
+    assert_eq!(planned.len(), inbound.len());
+    for n in &inbound {
+        assert_eq!(
+            planned.get(n.as_str()),
+            Some(&primary2[n].checksum.1.as_str()),
+            "{n}"
+        );
+    }
+    plain(
+        &prefix,
+        &b,
+        &dnf5_args(&v2_url, &work.path().join("cache-b2"), &["upgrade"]),
+    );
+    assert_eq!(qa(&prefix, &b), after, "rpm -qa after the upgrade");
+    assert_eq!(log(&b), log(&a), "the scriptlet logs after the upgrade");
+
+    // Remove: nothing to fetch, the plugin stops all the same; its
+    // erasures are what plain dnf5 removes from A.
+    let mut rm = vec!["remove"];
+    rm.extend(REMOVE);
+    let (order, plan) = through_plugin(
+        &prefix,
+        &so,
+        &b,
+        &work.path().join("home-remove"),
+        &dnf5_args(&v2_url, &cache_b, &rm),
+    );
+    assert!(plan.expect("a plan").packages.is_empty());
+    let before = qa(&prefix, &a);
+    plain(
+        &prefix,
+        &a,
+        &dnf5_args(&v2_url, &work.path().join("cache-a"), &rm),
+    );
+    let (inbound, erased) = changes(&order);
+    assert!(inbound.is_empty(), "{order}");
+    assert_eq!(
+        erased,
+        minus(&before, &qa(&prefix, &a)),
+        "what remove erases: {order}"
+    );
+}
+
+/// dnf5 with `args` on `root` through the plugin (its files in `home`),
+/// which must stop it: the order's text and the plan.
+fn through_plugin(
+    prefix: &Path,
+    so: &Path,
+    root: &Path,
+    home: &Path,
+    args: &[OsString],
+) -> (String, Option<cowkit_dnf::plan::Plan>) {
+    let dnf5 = prefix.join("bin/dnf5");
+    std::fs::create_dir(home).unwrap();
+    let dirs = PluginDirs::make(
+        home,
+        so,
+        &d5::default_plugin_libs(&dnf5),
+        &d5::CONF_DIRS.map(Path::new),
+    )
+    .unwrap();
+    let (order, plan) = (home.join("order"), home.join("plan"));
+    let out = env(
+        &mut d5::command(&dnf5, root, &dirs, &order, &plan, args),
+        prefix,
+    )
+    .output()
+    .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(d5::STOP_STATUS),
+        "dnf5 with the plugin: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let Outcome::Stopped(plan) = d5::outcome(out.status, &plan).unwrap() else {
+        panic!("not stopped");
+    };
+    (std::fs::read_to_string(order).unwrap(), Some(plan))
+}
+
+/// Plain dnf5 with `args` on `root`.
+fn plain(prefix: &Path, root: &Path, args: &[OsString]) {
+    run_ok(
+        env(&mut Command::new(prefix.join("bin/dnf5")), prefix)
+            .arg(format!("--installroot={}", root.display()))
+            .args(args),
+        "dnf5 (plain)",
+    );
+}
+
+/// The order's packages that go in (`i`, `u`, `r`) and out (`e`), sorted.
+fn changes(order: &str) -> (Vec<String>, Vec<String>) {
+    let (mut inbound, mut erased) = (Vec::new(), Vec::new());
+    for l in order.lines() {
+        let (how, nevra) = l.split_once('\t').unwrap();
+        match how {
+            "i" | "u" | "r" => inbound.push(nevra.to_string()),
+            "e" => erased.push(nevra.to_string()),
+            _ => panic!("{l}"),
+        }
+    }
+    inbound.sort();
+    erased.sort();
+    (inbound, erased)
+}
+
+/// What `a` has that `b` has not, sorted.
+fn minus(a: &[String], b: &[String]) -> Vec<String> {
+    let mut v: Vec<String> = a.iter().filter(|x| !b.contains(x)).cloned().collect();
+    v.sort();
+    v
 }
 
 #[test]
