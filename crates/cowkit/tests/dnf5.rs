@@ -20,6 +20,11 @@
 //! - [`what_cowkit_cannot_fetch_goes_on_in_dnf5_and_a_failure_stays_one`]:
 //!   a repository with a proxy set: the plan names why, and dnf5 goes on
 //!   (exit 0); a package that does not exist: dnf5's own failure, no plan.
+//! - [`the_plan_carries_the_repositorys_keys_and_refuses_keys_only_the_root_trusts`]:
+//!   with `pkg_gpgcheck` and the repository's `gpgkey`, a root trusting
+//!   only that key: the plugin stops, the plan names the key file; a root
+//!   whose database trusts another key: the plan's `why` names that key
+//!   (dnf5 would accept packages signed by it) and dnf5 goes on.
 //!
 //! The tools come from `COWKIT_FEDORA_TOOLS` (the prefix
 //! `scripts/fedora-tools.sh all` prints) and the plugin from
@@ -644,4 +649,100 @@ fn what_cowkit_cannot_fetch_goes_on_in_dnf5_and_a_failure_stays_one() {
         d5::outcome(out.status, &plan),
         Err(cowkit_dnf::Error::Dnf5Failed { .. })
     ));
+}
+
+#[test]
+#[ignore = "needs dnf5 from ../shared/fedora-tools: scripts/test-dnf5.sh"]
+fn the_plan_carries_the_repositorys_keys_and_refuses_keys_only_the_root_trusts() {
+    let prefix = fedora_tools();
+    let so = plugin();
+    if !as_root("dnf5", "rpm --root --import") {
+        return;
+    }
+    let repo = build(tmp());
+    let keys = cowkit_testutil::rpm::pgp_fixtures(tmp());
+    let work = tempfile::tempdir_in(tmp()).unwrap();
+    let dnf5 = prefix.join("bin/dnf5");
+    let short_id = |key: &str| {
+        let f = cowkit_testutil::rpm::pgp_fingerprint(&keys, key).to_lowercase();
+        f[f.len() - 8..].to_string()
+    };
+    // A root whose database trusts `imported`; the repository lists rsa.
+    let run = |name: &str, imported: &str| {
+        let home = work.path().join(name);
+        let root = home.join("root");
+        std::fs::create_dir_all(&root).unwrap();
+        run_ok(
+            env(&mut Command::new(prefix.join("bin/rpm")), &prefix)
+                .arg(format!("--root={}", root.display()))
+                .arg("--import")
+                .arg(keys.join(format!("{imported}.asc"))),
+            "rpm --import",
+        );
+        let dirs = PluginDirs::make(
+            &home,
+            &so,
+            &d5::default_plugin_libs(&dnf5),
+            &d5::CONF_DIRS.map(Path::new),
+        )
+        .unwrap();
+        let mut args: Vec<OsString> = dnf5_args(
+            &format!("file://{}", repo.v1.display()),
+            &home.join("cache"),
+            &["install", "--downloadonly", "bash"],
+        )
+        .into_iter()
+        .filter(|a| a != "--nogpgcheck")
+        .collect();
+        args.push("--setopt=local.pkg_gpgcheck=1".into());
+        args.push(
+            format!(
+                "--setopt=local.gpgkey=file://{}",
+                keys.join("rsa.asc").display()
+            )
+            .into(),
+        );
+        let plan = home.join("plan");
+        let out = env(
+            &mut d5::command(&dnf5, &root, &dirs, &home.join("order"), &plan, &args),
+            &prefix,
+        )
+        .output()
+        .unwrap();
+        (out, plan)
+    };
+
+    // The root trusts only the repository's key: cowkit fetches.
+    let (out, plan) = run("same", "rsa");
+    assert_eq!(
+        out.status.code(),
+        Some(d5::STOP_STATUS),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let Outcome::Stopped(plan) = d5::outcome(out.status, &plan).unwrap() else {
+        panic!("not stopped");
+    };
+    let r = &plan.repos["local"];
+    assert!(r.gpgcheck);
+    assert_eq!(r.keys, [keys.join("rsa.asc")]);
+
+    // The root trusts another key too: dnf5 would accept packages signed by
+    // it, cowkit would not: the plan says so, naming the key, and dnf5 goes on.
+    let (out, plan) = run("other", "wrong");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let Outcome::Finished(Some(plan)) = d5::outcome(out.status, &plan).unwrap() else {
+        panic!("no plan");
+    };
+    assert_eq!(plan.why.len(), 1, "{:?}", plan.why);
+    assert!(
+        plan.why[0].contains(&short_id("wrong")) && !plan.why[0].contains(&short_id("rsa")),
+        "{:?}",
+        plan.why
+    );
 }
