@@ -142,14 +142,21 @@ pub fn default_plugin_libs(dnf5: &Path) -> PathBuf {
 }
 
 /// The options among `args` that choose dnf5's plugins, which cowkit
-/// cannot pass on with its own plugin loaded: the error names them.
+/// cannot pass on with its own plugin loaded: the error names them
+/// (`--no-plugins`, the `--setopt`s of the plugin directories, and a
+/// `--disable-plugin` that names cowkit's plugin or a glob, which could).
 pub fn refuse_plugin_options(args: &[OsString]) -> Result<()> {
     let named: Vec<String> = args
         .iter()
         .filter_map(|a| a.to_str())
         .filter(|a| {
+            if let Some(names) = a.strip_prefix("--disable-plugin=") {
+                return names
+                    .split(',')
+                    .any(|n| n == PLUGIN_NAME || n.contains(['*', '?', '[']));
+            }
             let Some(rest) = a.strip_prefix("--setopt=") else {
-                return *a == "--no-plugins";
+                return *a == "--no-plugins" || *a == "--disable-plugin";
             };
             let key = rest.split_once('=').map_or(rest, |(k, _)| k);
             PLUGIN_OPTIONS.contains(&key)
@@ -260,6 +267,9 @@ mod tests {
             "--setopt=pluginpath=/x",
             "--setopt=tsflags=nodocs",
             "--no-plugins",
+            "--disable-plugin=actions",
+            "--disable-plugin=a*",
+            "--disable-plugin=actions,cowkit",
         ]
         .iter()
         .map(OsString::from)
@@ -270,6 +280,12 @@ mod tests {
             "{e}"
         );
         assert!(!e.contains("tsflags"), "{e}");
+        assert!(
+            e.contains("--disable-plugin=a*") && e.contains("--disable-plugin=actions,cowkit"),
+            "{e}"
+        );
+        let just_actions = refuse_plugin_options(&[OsString::from("--disable-plugin=actions")]);
+        assert!(just_actions.is_ok(), "another plugin may be disabled");
         assert!(refuse_plugin_options(&args[..1]).is_ok());
     }
 
