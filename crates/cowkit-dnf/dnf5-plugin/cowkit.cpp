@@ -269,17 +269,10 @@ private:
                     local = p.get_package_path();
                 } else {
                     urls = p.get_remote_locations();
-                    // Mirrors are known after the metadata was loaded;
-                    // else, as dnf 4's wrapper does, the baseurls.
-                    if (urls.empty()) {
-                        auto loc = p.get_location();
-                        loc.erase(0, std::min(loc.size(), loc.find_first_not_of('/')));
-                        for (const auto & b : rc.get_baseurl_option().get_value()) {
-                            const auto cut = b.find_last_not_of('/');
-                            urls.push_back(b.substr(0, cut == std::string::npos ? 0 : cut + 1) + "/" +
-                                           loc);
-                        }
-                    }
+                    // dnf5 downloads from these (the repository's mirrors as
+                    // librepo reported them, baseurls included:
+                    // repo_downloader.cpp sets them as LRO_URLS): none, and
+                    // dnf5 could not download it either.
                     if (urls.empty()) {
                         reasons.insert(nevra + ": no URL to fetch it from");
                     }
