@@ -269,10 +269,11 @@ private:
                     local = p.get_package_path();
                 } else {
                     urls = p.get_remote_locations();
-                    // dnf5 downloads from these (the repository's mirrors as
-                    // librepo reported them, baseurls included:
-                    // repo_downloader.cpp sets them as LRO_URLS): none, and
-                    // dnf5 could not download it either.
+                    // The mirrors librepo reported when dnf5 loaded the
+                    // metadata (a baseurl repository's baseurls, else its
+                    // metalink's or mirrorlist's mirrors), as dnf5 itself
+                    // lists them; dnf5 downloads from the baseurls, or asks
+                    // the metalink/mirrorlist again. None: why.
                     if (urls.empty()) {
                         reasons.insert(nevra + ": no URL to fetch it from");
                     }
