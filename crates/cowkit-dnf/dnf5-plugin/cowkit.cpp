@@ -19,6 +19,7 @@
 #include <libdnf5/rpm/rpm_signature.hpp>
 #include <libdnf5/transaction/transaction_item_action.hpp>
 #include <rpm/header.h>
+#include <rpm/rpmcrypto.h>
 #include <rpm/rpmdb.h>
 #include <rpm/rpmts.h>
 
@@ -33,6 +34,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -119,6 +121,32 @@ bool inbound(Action a) {
 std::string lower(std::string s) {
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
     return s;
+}
+
+// The sha256 (lower-case hex) and size of the file at `path`.
+std::pair<std::string, unsigned long long> file_sha256(const std::string & path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) {
+        throw Failure("cowkit: cannot open " + path);
+    }
+    DIGEST_CTX ctx = rpmDigestInit(RPM_HASH_SHA256, RPMDIGEST_NONE);
+    std::vector<char> buf(1 << 16);
+    unsigned long long size = 0;
+    while (f) {
+        f.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+        const auto n = static_cast<size_t>(f.gcount());
+        rpmDigestUpdate(ctx, buf.data(), n);
+        size += n;
+    }
+    const bool bad = f.bad();
+    void * hex = nullptr;
+    rpmDigestFinal(ctx, &hex, nullptr, 1);
+    std::string out(static_cast<const char *>(hex));
+    std::free(hex);
+    if (bad) {
+        throw Failure("cowkit: cannot read " + path);
+    }
+    return {lower(out), size};
 }
 
 // The versions of the gpg-pubkey entries in the installroot's rpm database
@@ -216,7 +244,9 @@ private:
             const bool cmdline = repo->get_type() == libdnf5::repo::Repo::Type::COMMANDLINE;
             const std::string rid = repo->get_id();
             auto sum = p.get_checksum();
-            const std::string ctype = sum.get_type_str();
+            std::string ctype = sum.get_type_str();
+            std::string hex = sum.get_checksum();
+            unsigned long long size = p.get_download_size();
             std::vector<std::string> urls;
             std::string local;
             if (cmdline) {
@@ -224,6 +254,10 @@ private:
                     reasons.insert(nevra + ": a local package with localpkg_gpgcheck");
                 }
                 local = std::filesystem::absolute(p.get_package_path()).string();
+                // libdnf5 keeps no checksum of a command-line package: the
+                // file's, now, so that cowkit reads what dnf5 resolved.
+                ctype = "sha256";
+                std::tie(hex, size) = file_sha256(local);
                 repos[rid] = "{\"gpgcheck\": false, \"keys\": [], \"timeout\": 30, \"minrate\": 1000}";
             } else {
                 if (ctype != "sha256" && ctype != "sha512") {
@@ -302,8 +336,8 @@ private:
                  << ", \"name\": " << json_string(p.get_name()) << ", \"epoch\": " << (epoch.empty() ? "0" : epoch)
                  << ", \"version\": " << json_string(p.get_version())
                  << ", \"release\": " << json_string(p.get_release()) << ", \"arch\": " << json_string(p.get_arch())
-                 << ", \"size\": " << p.get_download_size() << ", \"checksum\": [" << json_string(ctype) << ", "
-                 << json_string(lower(sum.get_checksum())) << "], \"repo\": " << json_string(rid)
+                 << ", \"size\": " << size << ", \"checksum\": [" << json_string(ctype) << ", "
+                 << json_string(lower(hex)) << "], \"repo\": " << json_string(rid)
                  << ", \"urls\": [" << urls_json << "], \"local\": " << (local.empty() ? "null" : json_string(local))
                  << "}";
             first = false;

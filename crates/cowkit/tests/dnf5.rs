@@ -19,7 +19,8 @@
 //!   with an empty plan, its erasures what plain `dnf5 remove` removes.
 //! - [`what_cowkit_cannot_fetch_goes_on_in_dnf5_and_a_failure_stays_one`]:
 //!   a repository with a proxy set: the plan names why, and dnf5 goes on
-//!   (exit 0); a package that does not exist: dnf5's own failure, no plan.
+//!   (exit 0); a package that does not exist: dnf5's own failure, no plan;
+//!   a package file on the command line: planned from where it was given.
 //! - [`the_plan_carries_the_repositorys_keys_and_refuses_keys_only_the_root_trusts`]:
 //!   with `pkg_gpgcheck` and the repository's `gpgkey`, a root trusting
 //!   only that key: the plugin stops, the plan names the key file; a root
@@ -649,6 +650,29 @@ fn what_cowkit_cannot_fetch_goes_on_in_dnf5_and_a_failure_stays_one() {
         d5::outcome(out.status, &plan),
         Err(cowkit_dnf::Error::Dnf5Failed { .. })
     ));
+
+    // A package file named on the command line: read from where it was
+    // given, in a repository entry of its own; dnf5 stops all the same.
+    let setup = repo.rpm("setup-2.14.5").to_str().unwrap().to_string();
+    let (out, plan) = run("cmdline", &["install", "--downloadonly", &setup]);
+    assert_eq!(
+        out.status.code(),
+        Some(d5::STOP_STATUS),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let Outcome::Stopped(plan) = d5::outcome(out.status, &plan).unwrap() else {
+        panic!("not stopped");
+    };
+    let [p] = &plan.packages[..] else {
+        panic!("{:?}", plan.packages);
+    };
+    assert_eq!(p.local.as_deref(), Some(Path::new(&setup)));
+    assert!(p.urls.is_empty());
+    let primary = primary(&repo.v1);
+    let e = &primary[&p.nevra];
+    assert_eq!((&p.checksum, p.size), (&e.checksum, e.size), "the file's");
+    assert!(!plan.repos[&p.repo].gpgcheck, "{}", p.repo);
 }
 
 #[test]
