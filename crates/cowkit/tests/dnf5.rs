@@ -11,7 +11,9 @@
 //!   entries (checksum, size, location, NEVRA) of what dnf5 installed in A;
 //!   rpm 4.20 installing them in the plugin's order into B gives A's
 //!   `rpm -qa` (in the database's order: the order rpm installed them)
-//!   and A's scriptlet log, byte for byte. Then `upgrade` (v2 over HTTP)
+//!   and A's scriptlet log, byte for byte. With `SOURCE_DATE_EPOCH` the
+//!   order is sorted by NEVRA, as dnf5 then hands rpm its packages;
+//!   `reinstall` writes `r` lines. Then `upgrade` (v2 over HTTP)
 //!   through the plugin on B stops having downloaded nothing, and its
 //!   order's installs and erasures are what plain `dnf5 upgrade` changes
 //!   in A (the plan's checksums v2's `primary.xml`'s); B follows A by plain
@@ -421,6 +423,76 @@ fn dnf5_through_the_plugin_stops_before_downloading_and_plans_what_dnf5_installs
     let log_a = log(&a);
     assert!(!log_a.is_empty(), "A has no scriptlet log");
     assert_eq!(log(&b), log_a, "the scriptlet logs");
+
+    // With SOURCE_DATE_EPOCH, dnf5 hands rpm its packages sorted by NEVRA
+    // (reproducible builds): so does the plugin's order.
+    let home = work.path().join("home-sde");
+    std::fs::create_dir(&home).unwrap();
+    let dirs = PluginDirs::make(
+        &home,
+        &so,
+        &d5::default_plugin_libs(&dnf5),
+        &d5::CONF_DIRS.map(Path::new),
+    )
+    .unwrap();
+    let c = work.path().join("c");
+    let out = env(
+        &mut d5::command(
+            &dnf5,
+            &c,
+            &dirs,
+            &home.join("order"),
+            &home.join("plan"),
+            &args,
+        ),
+        &prefix,
+    )
+    .env("SOURCE_DATE_EPOCH", "1420070400")
+    .output()
+    .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(d5::STOP_STATUS),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sde: Vec<String> = std::fs::read_to_string(home.join("order"))
+        .unwrap()
+        .lines()
+        .map(|l| l.split_once('\t').unwrap().1.to_string())
+        .collect();
+    let mut sorted = sde.clone();
+    sorted.sort();
+    assert_eq!(sde, sorted, "SOURCE_DATE_EPOCH: sorted by NEVRA");
+    assert_eq!(sorted, sorted_order, "the same packages");
+    assert_ne!(
+        sde, nevras,
+        "the order without SOURCE_DATE_EPOCH is dnf5's, not sorted"
+    );
+
+    // Reinstall: `r` lines, which cowkit hands rpm as `--reinstall`.
+    let (order, plan) = through_plugin(
+        &prefix,
+        &so,
+        &b,
+        &work.path().join("home-reinstall"),
+        &dnf5_args(
+            &server.url,
+            &cache_b,
+            &["reinstall", "--downloadonly", "bash"],
+        ),
+    );
+    // (dnf5 lists the installed copy as replaced: an `e` line, which
+    // rpm's reinstall element takes care of.)
+    let (inbound, erased) = changes(&order);
+    assert_eq!(inbound, erased, "{order}");
+    assert!(
+        order.starts_with("r\tbash-") && inbound.len() == 1,
+        "{order}"
+    );
+    assert_eq!(plan.expect("a plan").packages.len(), 1);
+    let order_file = work.path().join("home-reinstall/order");
+    assert!(cowkit_dnf::order::reinstalls(&order_file).unwrap());
 
     // Upgrade (v2 over HTTP): through the plugin on B, plain on A; the
     // plugin's order names what dnf5 changed in A, the plan is v2's
