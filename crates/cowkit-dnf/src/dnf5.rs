@@ -48,7 +48,12 @@ const PLUGIN_OPTIONS: [&str; 3] = ["pluginpath", "pluginconfpath", "plugin_conf_
 /// The plugin library: `COWKIT_DNF5_PLUGIN` if set, else `cowkit.so` in
 /// `lib/cowkit/dnf5-plugin/` beside dnf5's `bin/`.
 pub fn find_plugin(dnf5: &Path) -> Result<PathBuf> {
-    let candidate = match std::env::var_os("COWKIT_DNF5_PLUGIN") {
+    plugin_at(std::env::var_os("COWKIT_DNF5_PLUGIN"), dnf5)
+}
+
+/// [`find_plugin`] with `COWKIT_DNF5_PLUGIN`'s value `named`.
+fn plugin_at(named: Option<OsString>, dnf5: &Path) -> Result<PathBuf> {
+    let candidate = match named {
         Some(p) => PathBuf::from(p),
         None => dnf5
             .parent()
@@ -287,6 +292,32 @@ mod tests {
         let just_actions = refuse_plugin_options(&[OsString::from("--disable-plugin=actions")]);
         assert!(just_actions.is_ok(), "another plugin may be disabled");
         assert!(refuse_plugin_options(&args[..1]).is_ok());
+    }
+
+    #[test]
+    fn the_plugin_is_named_or_beside_dnf5_and_must_be_a_file() {
+        let d = tempfile::tempdir().unwrap();
+        let dnf5 = d.path().join("bin/dnf5");
+        let beside = d.path().join("lib/cowkit/dnf5-plugin/cowkit.so");
+        let missing = plugin_at(None, &dnf5).unwrap_err();
+        assert!(
+            matches!(&missing, Error::NoDnf5Plugin { path } if *path == beside),
+            "{missing}"
+        );
+        std::fs::create_dir_all(beside.parent().unwrap()).unwrap();
+        std::fs::write(&beside, "").unwrap();
+        assert_eq!(plugin_at(None, &dnf5).unwrap(), beside);
+        let named = d.path().join("other.so");
+        assert!(
+            plugin_at(Some(named.clone().into()), &dnf5).is_err(),
+            "named, but not there"
+        );
+        std::fs::write(&named, "").unwrap();
+        assert_eq!(plugin_at(Some(named.clone().into()), &dnf5).unwrap(), named);
+        assert!(
+            plugin_at(Some("cowkit.so".into()), &dnf5).is_err(),
+            "a relative name is not looked up"
+        );
     }
 
     #[test]
