@@ -21,7 +21,8 @@
 //!   with an empty plan, its erasures what plain `dnf5 remove` removes.
 //! - [`what_cowkit_cannot_fetch_goes_on_in_dnf5_and_a_failure_stays_one`]:
 //!   a repository with a proxy set: the plan names why, and dnf5 goes on
-//!   (exit 0); a package that does not exist: dnf5's own failure, no plan;
+//!   (exit 0), or, with `COWKIT_DNF_PLAN_STRICT`, fails saying why; a
+//!   package that does not exist: dnf5's own failure, no plan;
 //!   a package file on the command line: planned from where it was given.
 //! - [`the_plan_carries_the_repositorys_keys_and_refuses_keys_only_the_root_trusts`]:
 //!   with `pkg_gpgcheck` and the repository's `gpgkey`, a root trusting
@@ -662,7 +663,7 @@ fn what_cowkit_cannot_fetch_goes_on_in_dnf5_and_a_failure_stays_one() {
     let repo = build(tmp());
     let work = tempfile::tempdir_in(tmp()).unwrap();
     let dnf5 = prefix.join("bin/dnf5");
-    let run = |name: &str, extra: &[&str]| {
+    let run_env = |name: &str, extra: &[&str], strict: bool| {
         let home = work.path().join(name);
         std::fs::create_dir(&home).unwrap();
         let dirs = PluginDirs::make(
@@ -679,14 +680,14 @@ fn what_cowkit_cannot_fetch_goes_on_in_dnf5_and_a_failure_stays_one() {
             &home.join("cache"),
             extra,
         );
-        let out = env(
-            &mut d5::command(&dnf5, &root, &dirs, &home.join("order"), &plan, &args),
-            &prefix,
-        )
-        .output()
-        .unwrap();
-        (out, plan)
+        let mut c = d5::command(&dnf5, &root, &dirs, &home.join("order"), &plan, &args);
+        env(&mut c, &prefix);
+        if strict {
+            c.env("COWKIT_DNF_PLAN_STRICT", "1");
+        }
+        (c.output().unwrap(), plan)
     };
+    let run = |name: &str, extra: &[&str]| run_env(name, extra, false);
 
     // A proxy cowkit does not go through: the plan says so, dnf5 goes on.
     let (out, plan) = run(
@@ -708,6 +709,29 @@ fn what_cowkit_cannot_fetch_goes_on_in_dnf5_and_a_failure_stays_one() {
         panic!("no plan");
     };
     assert_eq!(plan.why, ["repository local: proxy is set"]);
+
+    // The same with COWKIT_DNF_PLAN_STRICT: dnf5 fails, saying why.
+    let (out, plan) = run_env(
+        "proxy-strict",
+        &[
+            "--setopt=local.proxy=http://127.0.0.1:9",
+            "install",
+            "--downloadonly",
+            "bash",
+        ],
+        true,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr
+            .contains("cowkit cannot fetch these packages itself: repository local: proxy is set"),
+        "{stderr}"
+    );
+    assert!(matches!(
+        d5::outcome(out.status, &plan),
+        Err(cowkit_dnf::Error::Dnf5Failed { .. })
+    ));
 
     // A package that does not exist: dnf5's own failure, no plan.
     let (out, plan) = run("missing", &["install", "--downloadonly", "no-such-package"]);
