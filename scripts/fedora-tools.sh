@@ -79,9 +79,25 @@ if stamp_ok "$HASH"; then
   echo "$P"; exit 0
 fi
 
+# One build per prefix at a time (tiers of several workers call this script at once): wait for the
+# lock, then look again, as the build that held it may have made what is asked for.
+LOCK=${P%/}.lock
+exec 9>"$LOCK"
+if ! flock -n 9; then
+  echo "fedora-tools: another build into $P is running (lock $LOCK); waiting for it" >&2
+  flock 9
+  if stamp_ok "$HASH"; then
+    check_prefix
+    echo "$P"; exit 0
+  fi
+fi
+
 # Build. The work folder is per prefix: rpm-sequoia's build depends on PREFIX.
 WORK=${COWKIT_FEDORA_TOOLS_WORK:-/var/tmp/cowkit-fedora-tools-$(echo -n "$P" | sha256sum | cut -c1-12)}
-rm -f "$P"/.cowkit-fedora-tools.*
+# Stamps of other sources go; one of these sources stays (an rpm built from them is still that rpm).
+for s in "$P"/.cowkit-fedora-tools.*; do
+  if [ -f "$s" ] && [ "$(cat "$s")" != "$HASH" ]; then rm -f "$s"; fi
+done
 if [ "$MODE" = rpm ]; then
   steps=(apt_deps clone_src build_rpm_sequoia install_rpm_sequoia build_rpm test_rpm)
 else

@@ -185,6 +185,24 @@ pub enum Error {
         /// Each package (NEVRA) and why.
         failures: Vec<(String, Error)>,
     },
+    /// cowkit's dnf5 plugin is not where it is looked for.
+    #[error("cowkit's dnf5 plugin `{}` is not a file (build it with crates/cowkit-dnf/dnf5-plugin/Makefile; COWKIT_DNF5_PLUGIN names it)", path.display())]
+    NoDnf5Plugin {
+        /// Where it was looked for.
+        path: PathBuf,
+    },
+    /// Options that choose dnf5's plugins, which cowkit sets itself.
+    #[error("dnf5 runs with cowkit's plugin, so cowkit cannot pass on {}", options.join(", "))]
+    Dnf5PluginOptions {
+        /// The options as given.
+        options: Vec<String>,
+    },
+    /// dnf5 failed (any end but the plugin's stop with a plan cowkit fetches by).
+    #[error("dnf5 failed ({status})")]
+    Dnf5Failed {
+        /// Its exit status.
+        status: std::process::ExitStatus,
+    },
 }
 
 /// Errors of the driver: running dnf, the root, its database and the

@@ -7,7 +7,8 @@
 //! transaction ([`transaction`]). The pieces it is built from: the request
 //! and its outcome ([`request`]), dnf's command line read ([`line`](mod@line)), dnf's
 //! configuration ([`conf`]), the host's answers asked while dnf resolves
-//! ([`ahead`]), the real dnf and the `dnf` shim ([`shim`]). The library
+//! ([`ahead`]), the real dnf and the `dnf` shim ([`shim`]); dnf5 resolving through cowkit's libdnf5
+//! plugin ([`dnf5`]). The library
 //! never prints: progress and notes go through [`request::Events`], the
 //! rest comes back as values or errors ([`Error`], [`RunError`]).
 
@@ -15,6 +16,7 @@ pub mod ahead;
 pub mod cached;
 pub mod conf;
 pub mod dnf4;
+pub mod dnf5;
 pub mod driver;
 pub mod error;
 pub mod fetch;

@@ -1,0 +1,868 @@
+//! dnf5 resolving for cowkit through cowkit's libdnf5 plugin
+//! (`cowkit_dnf::dnf5`, source in `crates/cowkit-dnf/dnf5-plugin/`), on
+//! the Fedora-shaped repository (`cowkit_testutil::fedora`), with dnf5
+//! 5.4 and rpm 4.20 from `COWKIT_FEDORA_TOOLS`:
+//!
+//! - [`dnf5_through_the_plugin_stops_before_downloading_and_plans_what_dnf5_installs`]:
+//!   plain `dnf5 --installroot A install …` installs; the same command on
+//!   the twin root B through the plugin stops with the plugin's status,
+//!   having downloaded and installed nothing, and writes the order and the
+//!   plan. The plan's packages are exactly the repository's `primary.xml`
+//!   entries (checksum, size, location, NEVRA) of what dnf5 installed in A;
+//!   rpm 4.20 installing them in the plugin's order into B gives A's
+//!   `rpm -qa` (in the database's order: the order rpm installed them)
+//!   and A's scriptlet log, byte for byte. With `SOURCE_DATE_EPOCH` the
+//!   order is sorted by NEVRA, as dnf5 then hands rpm its packages;
+//!   `reinstall` writes `r` lines. Then `upgrade` (v2 over HTTP)
+//!   through the plugin on B stops having downloaded nothing, and its
+//!   order's installs and erasures are what plain `dnf5 upgrade` changes
+//!   in A (the plan's checksums v2's `primary.xml`'s); B follows A by plain
+//!   dnf5 and the twins agree again; `remove` through the plugin stops
+//!   with an empty plan, its erasures what plain `dnf5 remove` removes.
+//! - [`what_cowkit_cannot_fetch_goes_on_in_dnf5_and_a_failure_stays_one`]:
+//!   a repository with a proxy set: the plan names why, and dnf5 goes on
+//!   (exit 0), or, with `COWKIT_DNF_PLAN_STRICT`, fails saying why; a
+//!   package that does not exist: dnf5's own failure, no plan;
+//!   a package file on the command line: planned from where it was given.
+//! - [`the_plan_carries_the_repositorys_keys_and_refuses_keys_only_the_root_trusts`]:
+//!   with `pkg_gpgcheck` and the repository's `gpgkey`, a root trusting
+//!   only that key: the plugin stops, the plan names the key file; a root
+//!   whose database trusts another key: the plan's `why` names that key
+//!   (dnf5 would accept packages signed by it) and dnf5 goes on.
+//!
+//! The tools come from `COWKIT_FEDORA_TOOLS` (the prefix
+//! `scripts/fedora-tools.sh all` prints) and the plugin from
+//! `COWKIT_DNF5_PLUGIN` (`scripts/test-dnf5.sh` builds it); without them
+//! the test fails and says so. Ignored unless run by `scripts/test-dnf5.sh`.
+//!
+//! Needs root (scriptlets run chrooted), `rpmbuild`, `createrepo_c`,
+//! `busybox-static`, `gzip`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use common::{as_root, tmp};
+use cowkit_dnf::dnf5::{self as d5, Outcome, PluginDirs};
+use cowkit_testutil::fedora::{build, INSTALL, LOG, REMOVE};
+use cowkit_testutil::run_ok;
+
+/// The prefix of the Fedora tools, checked: dnf5 and rpm 4.20 in `bin`.
+fn fedora_tools() -> PathBuf {
+    let Some(prefix) = std::env::var_os("COWKIT_FEDORA_TOOLS") else {
+        panic!(
+            "COWKIT_FEDORA_TOOLS is not set: this tier runs dnf5; build or find it with \
+             `bash scripts/fedora-tools.sh all` and set COWKIT_FEDORA_TOOLS to the prefix it prints \
+             (scripts/test-dnf5.sh does)"
+        );
+    };
+    let prefix = PathBuf::from(prefix);
+    let out = run_ok(
+        Command::new(prefix.join("bin/rpm")).arg("--version"),
+        "the prefix's rpm",
+    );
+    let v = String::from_utf8_lossy(&out.stdout);
+    assert!(v.starts_with("RPM version 4.20."), "not rpm 4.20: {v}");
+    assert!(
+        prefix.join("bin/dnf5").is_file(),
+        "COWKIT_FEDORA_TOOLS: no {}/bin/dnf5",
+        prefix.display()
+    );
+    prefix
+}
+
+/// The plugin library, which must be there.
+fn plugin() -> PathBuf {
+    let p = std::env::var_os("COWKIT_DNF5_PLUGIN").unwrap_or_else(|| {
+        panic!(
+            "COWKIT_DNF5_PLUGIN is not set: build the plugin with \
+             `make -C crates/cowkit-dnf/dnf5-plugin` (scripts/test-dnf5.sh does)"
+        )
+    });
+    let p = PathBuf::from(p);
+    assert!(p.is_file(), "COWKIT_DNF5_PLUGIN: no {}", p.display());
+    p
+}
+
+/// dnf5's options for `root` with only the repository at URL `repo` (id `local`), no host
+/// repositories, `cache` as its cache directory; then the command.
+fn dnf5_args(repo: &str, cache: &Path, rest: &[&str]) -> Vec<OsString> {
+    let mut v: Vec<OsString> = [
+        "-y",
+        "--releasever=40",
+        "--setopt=reposdir=/dev/null",
+        "--setopt=install_weak_deps=False",
+        "--setopt=clean_requirements_on_remove=False",
+        "--setopt=skip_if_unavailable=False",
+        "--nogpgcheck",
+        "--repo=local",
+    ]
+    .iter()
+    .map(OsString::from)
+    .collect();
+    v.push(format!("--setopt=cachedir={}", cache.display()).into());
+    v.push(format!("--repofrompath=local,{repo}").into());
+    v.extend(rest.iter().map(OsString::from));
+    v
+}
+
+fn env<'a>(c: &'a mut Command, prefix: &Path) -> &'a mut Command {
+    let path = format!(
+        "{}:{}",
+        prefix.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    c.env("LC_ALL", "C.UTF-8")
+        .env("HOME", "/root")
+        .env("PATH", path)
+        .env_remove("SOURCE_DATE_EPOCH")
+}
+
+/// `rpm -qa` in the database's order (the order rpm installed them);
+/// none in a root without a database.
+fn qa(prefix: &Path, root: &Path) -> Vec<String> {
+    if !root.join("usr/lib/sysimage/rpm").exists() {
+        return Vec::new();
+    }
+    let out = run_ok(
+        env(&mut Command::new(prefix.join("bin/rpm")), prefix)
+            .arg(format!("--root={}", root.display()))
+            .args(["-qa", "--qf", "%{NAME}-%{VERSION}-%{RELEASE}.%{ARCH}\\n"]),
+        "rpm -qa",
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn log(root: &Path) -> String {
+    std::fs::read_to_string(root.join(LOG.trim_start_matches('/'))).unwrap_or_default()
+}
+
+/// An HTTP server on 127.0.0.1 serving a directory and logging each
+/// request's path (killed on drop).
+struct Server {
+    child: Child,
+    url: String,
+    log: PathBuf,
+}
+
+const SERVER: &str = r#"
+import http.server, sys
+root, log = sys.argv[1:3]
+class H(http.server.SimpleHTTPRequestHandler):
+    def __init__(s, *a, **k):
+        super().__init__(*a, directory=root, **k)
+    def log_message(s, *a):
+        pass
+    def do_GET(s):
+        with open(log, "a") as f:
+            f.write(s.path + "\n")
+        return super().do_GET()
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(srv.server_address[1], flush=True)
+srv.serve_forever()
+"#;
+
+impl Server {
+    fn start(dir: &Path, log: &Path) -> Server {
+        let mut child = Command::new("python3")
+            .args(["-c", SERVER])
+            .arg(dir)
+            .arg(log)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port: u16 = line.trim().parse().expect("the server's port");
+        Server {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            log: log.to_path_buf(),
+        }
+    }
+
+    /// The paths requested so far.
+    fn requests(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The `.rpm` files under `dir`.
+fn rpms_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() && !p.is_symlink() {
+            out.extend(rpms_under(&p));
+        } else if p.extension().is_some_and(|x| x == "rpm") {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// One `<package>` of `primary.xml`.
+#[derive(Debug, PartialEq)]
+struct Primary {
+    epoch: u32,
+    ver: String,
+    rel: String,
+    arch: String,
+    checksum: (String, String),
+    size: u64,
+    href: String,
+}
+
+/// `NAME-VERSION-RELEASE.ARCH` → its entry, from `repo`'s gzipped
+/// `primary.xml` (createrepo_c's layout: one element per line).
+fn primary(repo: &Path) -> BTreeMap<String, Primary> {
+    let dir = repo.join("repodata");
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with("-primary.xml.gz"))
+        .expect("primary.xml.gz");
+    let out = run_ok(Command::new("gzip").arg("-dc").arg(&file), "gzip -dc");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let attr = |line: &str, name: &str| -> String {
+        let key = format!("{name}=\"");
+        let start = line
+            .find(&key)
+            .unwrap_or_else(|| panic!("{name} in {line}"))
+            + key.len();
+        line[start..][..line[start..].find('"').unwrap()].to_string()
+    };
+    let mut all = BTreeMap::new();
+    for pkg in text.split("<package ").skip(1) {
+        let line = |tag: &str| {
+            pkg.lines()
+                .map(str::trim)
+                .find(|l| l.starts_with(tag))
+                .unwrap_or_else(|| panic!("{tag} in {pkg}"))
+                .to_string()
+        };
+        let inner = |tag: &str| {
+            let l = line(&format!("<{tag}"));
+            l[l.find('>').unwrap() + 1..l.rfind("</").unwrap()].to_string()
+        };
+        let version = line("<version ");
+        let checksum = line("<checksum ");
+        let p = Primary {
+            epoch: attr(&version, "epoch").parse().unwrap(),
+            ver: attr(&version, "ver"),
+            rel: attr(&version, "rel"),
+            arch: inner("arch"),
+            checksum: (attr(&checksum, "type"), inner("checksum")),
+            size: attr(&line("<size "), "package").parse().unwrap(),
+            href: attr(&line("<location "), "href"),
+        };
+        all.insert(
+            format!("{}-{}-{}.{}", inner("name"), p.ver, p.rel, p.arch),
+            p,
+        );
+    }
+    all
+}
+
+#[test]
+#[ignore = "needs dnf5 from ../shared/fedora-tools: scripts/test-dnf5.sh"]
+fn dnf5_through_the_plugin_stops_before_downloading_and_plans_what_dnf5_installs() {
+    let prefix = fedora_tools();
+    let so = plugin();
+    if !as_root("dnf5", "scriptlets run chrooted") {
+        return;
+    }
+    let repo = build(tmp());
+    let work = tempfile::tempdir_in(tmp()).unwrap();
+    let (a, b) = (work.path().join("a"), work.path().join("b"));
+    let dnf5 = prefix.join("bin/dnf5");
+
+    // A: plain dnf5.
+    let file_url = format!("file://{}", repo.v1.display());
+    let args = dnf5_args(&file_url, &work.path().join("cache-a"), &[]);
+    run_ok(
+        env(&mut Command::new(&dnf5), &prefix)
+            .arg(format!("--installroot={}", a.display()))
+            .args(&args)
+            .arg("install")
+            .args(INSTALL),
+        "dnf5 install (plain)",
+    );
+    let qa_a = qa(&prefix, &a);
+    assert!(qa_a.len() >= INSTALL.len(), "A: {qa_a:?}");
+
+    // B: through the plugin, the repository served over HTTP.
+    let server = Server::start(&repo.v1, &work.path().join("requests"));
+    let home = work.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let dirs = PluginDirs::make(
+        &home,
+        &so,
+        &d5::default_plugin_libs(&dnf5),
+        &d5::CONF_DIRS.map(Path::new),
+    )
+    .unwrap();
+    let (order, plan) = (home.join("order"), home.join("plan"));
+    let cache_b = work.path().join("cache-b");
+    let mut args = dnf5_args(&server.url, &cache_b, &["install", "--downloadonly"]);
+    args.extend(INSTALL.iter().map(OsString::from));
+    d5::refuse_plugin_options(&args).unwrap();
+    let out = env(
+        &mut d5::command(&dnf5, &b, &dirs, &order, &plan, &args),
+        &prefix,
+    )
+    .output()
+    .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(d5::STOP_STATUS),
+        "dnf5 with the plugin: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let Outcome::Stopped(plan) = d5::outcome(out.status, &plan).unwrap() else {
+        panic!("not stopped");
+    };
+    assert!(qa(&prefix, &b).is_empty(), "dnf5 installed something in B");
+    let requests = server.requests();
+    assert!(
+        requests.iter().any(|r| r.ends_with("repomd.xml")),
+        "dnf5 did not read the repository: {requests:?}"
+    );
+    let fetched: Vec<&String> = requests.iter().filter(|r| r.ends_with(".rpm")).collect();
+    assert!(fetched.is_empty(), "dnf5 downloaded {fetched:?}");
+    assert_eq!(
+        rpms_under(&b),
+        Vec::<PathBuf>::new(),
+        "dnf5 downloaded into B"
+    );
+    assert_eq!(
+        rpms_under(&cache_b),
+        Vec::<PathBuf>::new(),
+        "dnf5 downloaded into its cache"
+    );
+
+    // The order: every package dnf5 installed in A, each once, all installs.
+    let order = std::fs::read_to_string(&order).unwrap();
+    let lines: Vec<(&str, &str)> = order.lines().map(|l| l.split_once('\t').unwrap()).collect();
+    assert!(lines.iter().all(|(how, _)| *how == "i"), "{order}");
+    let nevras: Vec<&str> = lines.iter().map(|(_, n)| *n).collect();
+    let mut sorted_a = qa_a.clone();
+    sorted_a.sort();
+    let mut sorted_order: Vec<String> = nevras.iter().map(|n| n.to_string()).collect();
+    sorted_order.sort();
+    assert_eq!(
+        sorted_order, sorted_a,
+        "the order's packages are not what dnf5 installed"
+    );
+
+    // The plan: in the order's order, each as primary.xml has it.
+    let primary = primary(&repo.v1);
+    let planned: Vec<&str> = plan.packages.iter().map(|p| p.nevra.as_str()).collect();
+    assert_eq!(planned, nevras);
+    for p in &plan.packages {
+        let e = &primary[&p.nevra];
+        assert_eq!(
+            (
+                p.epoch,
+                &p.version,
+                &p.release,
+                &p.arch,
+                p.size,
+                &p.checksum
+            ),
+            (e.epoch, &e.ver, &e.rel, &e.arch, e.size, &e.checksum),
+            "{}",
+            p.nevra
+        );
+        assert_eq!(
+            p.urls,
+            [format!("{}/{}", server.url, e.href)],
+            "{}",
+            p.nevra
+        );
+        assert!(p.local.is_none() && p.repo == "local", "{p:?}");
+    }
+    let r = &plan.repos["local"];
+    assert!(!r.gpgcheck, "--nogpgcheck");
+    assert!(plan.why.is_empty(), "{:?}", plan.why);
+
+    // rpm 4.20 installing the plan in the plugin's order gives A's root.
+    let mut rpm = Command::new(prefix.join("bin/rpm"));
+    env(&mut rpm, &prefix)
+        .arg(format!("--root={}", b.display()))
+        .arg("-i");
+    for p in &plan.packages {
+        rpm.arg(repo.v1.join(&primary[&p.nevra].href));
+    }
+    run_ok(&mut rpm, "rpm -i of the plan");
+    assert_eq!(qa(&prefix, &b), qa_a, "rpm -qa (in install order)");
+    let log_a = log(&a);
+    assert!(!log_a.is_empty(), "A has no scriptlet log");
+    assert_eq!(log(&b), log_a, "the scriptlet logs");
+
+    // With SOURCE_DATE_EPOCH, dnf5 hands rpm its packages sorted by NEVRA
+    // (reproducible builds): so does the plugin's order.
+    let home = work.path().join("home-sde");
+    std::fs::create_dir(&home).unwrap();
+    let dirs = PluginDirs::make(
+        &home,
+        &so,
+        &d5::default_plugin_libs(&dnf5),
+        &d5::CONF_DIRS.map(Path::new),
+    )
+    .unwrap();
+    let c = work.path().join("c");
+    let out = env(
+        &mut d5::command(
+            &dnf5,
+            &c,
+            &dirs,
+            &home.join("order"),
+            &home.join("plan"),
+            &args,
+        ),
+        &prefix,
+    )
+    .env("SOURCE_DATE_EPOCH", "1420070400")
+    .output()
+    .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(d5::STOP_STATUS),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sde: Vec<String> = std::fs::read_to_string(home.join("order"))
+        .unwrap()
+        .lines()
+        .map(|l| l.split_once('\t').unwrap().1.to_string())
+        .collect();
+    let mut sorted = sde.clone();
+    sorted.sort();
+    assert_eq!(sde, sorted, "SOURCE_DATE_EPOCH: sorted by NEVRA");
+    assert_eq!(sorted, sorted_order, "the same packages");
+    assert_ne!(
+        sde, nevras,
+        "the order without SOURCE_DATE_EPOCH is dnf5's, not sorted"
+    );
+
+    // Reinstall: `r` lines, which cowkit hands rpm as `--reinstall`.
+    let (order, plan) = through_plugin(
+        &prefix,
+        &so,
+        &b,
+        &work.path().join("home-reinstall"),
+        &dnf5_args(
+            &server.url,
+            &cache_b,
+            &["reinstall", "--downloadonly", "bash"],
+        ),
+    );
+    // (dnf5 lists the installed copy as replaced: an `e` line, which
+    // rpm's reinstall element takes care of.)
+    let (inbound, erased) = changes(&order);
+    assert_eq!(inbound, erased, "{order}");
+    assert!(
+        order.starts_with("r\tbash-") && inbound.len() == 1,
+        "{order}"
+    );
+    assert_eq!(plan.expect("a plan").packages.len(), 1);
+    let order_file = work.path().join("home-reinstall/order");
+    assert!(cowkit_dnf::order::reinstalls(&order_file).unwrap());
+
+    // Upgrade (v2 over HTTP): through the plugin on B, plain on A; the
+    // plugin's order names what dnf5 changed in A, the plan is v2's
+    // primary.xml; then B follows A by plain dnf5, and the twins agree.
+    let server2 = Server::start(&repo.v2, &work.path().join("requests2"));
+    let v2_url = format!("file://{}", repo.v2.display());
+    let before = qa(&prefix, &a);
+    let (order, plan) = through_plugin(
+        &prefix,
+        &so,
+        &b,
+        &work.path().join("home-upgrade"),
+        &dnf5_args(&server2.url, &cache_b, &["upgrade", "--downloadonly"]),
+    );
+    let fetched: Vec<String> = server2
+        .requests()
+        .into_iter()
+        .filter(|r| r.ends_with(".rpm"))
+        .collect();
+    assert!(fetched.is_empty(), "dnf5 downloaded {fetched:?}");
+    let plan = plan.expect("a plan");
+    plain(
+        &prefix,
+        &a,
+        &dnf5_args(&v2_url, &work.path().join("cache-a"), &["upgrade"]),
+    );
+    let after = qa(&prefix, &a);
+    let (inbound, erased) = changes(&order);
+    assert!(!inbound.is_empty() && !erased.is_empty(), "{order}");
+    assert_eq!(
+        inbound,
+        minus(&after, &before),
+        "what the upgrade installs: {order}"
+    );
+    assert_eq!(
+        erased,
+        minus(&before, &after),
+        "what the upgrade erases: {order}"
+    );
+    let primary2 = self::primary(&repo.v2);
+    let planned: BTreeMap<&str, &str> = plan
+        .packages
+        .iter()
+        .map(|p| (p.nevra.as_str(), p.checksum.1.as_str()))
+        .collect();
+    assert_eq!(planned.len(), inbound.len());
+    for n in &inbound {
+        assert_eq!(
+            planned.get(n.as_str()),
+            Some(&primary2[n].checksum.1.as_str()),
+            "{n}"
+        );
+    }
+    plain(
+        &prefix,
+        &b,
+        &dnf5_args(&v2_url, &work.path().join("cache-b2"), &["upgrade"]),
+    );
+    assert_eq!(qa(&prefix, &b), after, "rpm -qa after the upgrade");
+    assert_eq!(log(&b), log(&a), "the scriptlet logs after the upgrade");
+
+    // Remove: nothing to fetch, the plugin stops all the same; its
+    // erasures are what plain dnf5 removes from A.
+    let mut rm = vec!["remove"];
+    rm.extend(REMOVE);
+    let (order, plan) = through_plugin(
+        &prefix,
+        &so,
+        &b,
+        &work.path().join("home-remove"),
+        &dnf5_args(&v2_url, &cache_b, &rm),
+    );
+    assert!(plan.expect("a plan").packages.is_empty());
+    let before = qa(&prefix, &a);
+    plain(
+        &prefix,
+        &a,
+        &dnf5_args(&v2_url, &work.path().join("cache-a"), &rm),
+    );
+    let (inbound, erased) = changes(&order);
+    assert!(inbound.is_empty(), "{order}");
+    assert_eq!(
+        erased,
+        minus(&before, &qa(&prefix, &a)),
+        "what remove erases: {order}"
+    );
+}
+
+/// dnf5 with `args` on `root` through the plugin (its files in `home`),
+/// which must stop it: the order's text and the plan.
+fn through_plugin(
+    prefix: &Path,
+    so: &Path,
+    root: &Path,
+    home: &Path,
+    args: &[OsString],
+) -> (String, Option<cowkit_dnf::plan::Plan>) {
+    let dnf5 = prefix.join("bin/dnf5");
+    std::fs::create_dir(home).unwrap();
+    let dirs = PluginDirs::make(
+        home,
+        so,
+        &d5::default_plugin_libs(&dnf5),
+        &d5::CONF_DIRS.map(Path::new),
+    )
+    .unwrap();
+    let (order, plan) = (home.join("order"), home.join("plan"));
+    let out = env(
+        &mut d5::command(&dnf5, root, &dirs, &order, &plan, args),
+        prefix,
+    )
+    .output()
+    .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(d5::STOP_STATUS),
+        "dnf5 with the plugin: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let Outcome::Stopped(plan) = d5::outcome(out.status, &plan).unwrap() else {
+        panic!("not stopped");
+    };
+    (std::fs::read_to_string(order).unwrap(), Some(plan))
+}
+
+/// Plain dnf5 with `args` on `root`.
+fn plain(prefix: &Path, root: &Path, args: &[OsString]) {
+    run_ok(
+        env(&mut Command::new(prefix.join("bin/dnf5")), prefix)
+            .arg(format!("--installroot={}", root.display()))
+            .args(args),
+        "dnf5 (plain)",
+    );
+}
+
+/// The order's packages that go in (`i`, `u`, `r`) and out (`e`), sorted.
+fn changes(order: &str) -> (Vec<String>, Vec<String>) {
+    let (mut inbound, mut erased) = (Vec::new(), Vec::new());
+    for l in order.lines() {
+        let (how, nevra) = l.split_once('\t').unwrap();
+        match how {
+            "i" | "u" | "r" => inbound.push(nevra.to_string()),
+            "e" => erased.push(nevra.to_string()),
+            _ => panic!("{l}"),
+        }
+    }
+    inbound.sort();
+    erased.sort();
+    (inbound, erased)
+}
+
+/// What `a` has that `b` has not, sorted.
+fn minus(a: &[String], b: &[String]) -> Vec<String> {
+    let mut v: Vec<String> = a.iter().filter(|x| !b.contains(x)).cloned().collect();
+    v.sort();
+    v
+}
+
+#[test]
+#[ignore = "needs dnf5 from ../shared/fedora-tools: scripts/test-dnf5.sh"]
+fn what_cowkit_cannot_fetch_goes_on_in_dnf5_and_a_failure_stays_one() {
+    let prefix = fedora_tools();
+    let so = plugin();
+    if !as_root("dnf5", "dnf5 --installroot writes its root") {
+        return;
+    }
+    let repo = build(tmp());
+    let work = tempfile::tempdir_in(tmp()).unwrap();
+    let dnf5 = prefix.join("bin/dnf5");
+    let run_env = |name: &str, extra: &[&str], strict: bool| {
+        let home = work.path().join(name);
+        std::fs::create_dir(&home).unwrap();
+        let dirs = PluginDirs::make(
+            &home,
+            &so,
+            &d5::default_plugin_libs(&dnf5),
+            &d5::CONF_DIRS.map(Path::new),
+        )
+        .unwrap();
+        let plan = home.join("plan");
+        let root = home.join("root");
+        let args = dnf5_args(
+            &format!("file://{}", repo.v1.display()),
+            &home.join("cache"),
+            extra,
+        );
+        let mut c = d5::command(&dnf5, &root, &dirs, &home.join("order"), &plan, &args);
+        env(&mut c, &prefix);
+        if strict {
+            c.env("COWKIT_DNF_PLAN_STRICT", "1");
+        }
+        (c.output().unwrap(), plan)
+    };
+    let run = |name: &str, extra: &[&str]| run_env(name, extra, false);
+
+    // A proxy cowkit does not go through: the plan says so, dnf5 goes on.
+    let (out, plan) = run(
+        "proxy",
+        &[
+            "--setopt=local.proxy=http://127.0.0.1:9",
+            "install",
+            "--downloadonly",
+            "bash",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let Outcome::Finished(Some(plan)) = d5::outcome(out.status, &plan).unwrap() else {
+        panic!("no plan");
+    };
+    assert_eq!(plan.why, ["repository local: proxy is set"]);
+
+    // The same with COWKIT_DNF_PLAN_STRICT: dnf5 fails, saying why.
+    let (out, plan) = run_env(
+        "proxy-strict",
+        &[
+            "--setopt=local.proxy=http://127.0.0.1:9",
+            "install",
+            "--downloadonly",
+            "bash",
+        ],
+        true,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr
+            .contains("cowkit cannot fetch these packages itself: repository local: proxy is set"),
+        "{stderr}"
+    );
+    assert!(matches!(
+        d5::outcome(out.status, &plan),
+        Err(cowkit_dnf::Error::Dnf5Failed { .. })
+    ));
+
+    // A package that does not exist: dnf5's own failure, no plan.
+    let (out, plan) = run("missing", &["install", "--downloadonly", "no-such-package"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!plan.exists());
+    assert!(matches!(
+        d5::outcome(out.status, &plan),
+        Err(cowkit_dnf::Error::Dnf5Failed { .. })
+    ));
+
+    // A package file named on the command line: read from where it was
+    // given, in a repository entry of its own; dnf5 stops all the same.
+    let setup = repo.rpm("setup-2.14.5").to_str().unwrap().to_string();
+    let (out, plan) = run("cmdline", &["install", "--downloadonly", &setup]);
+    assert_eq!(
+        out.status.code(),
+        Some(d5::STOP_STATUS),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let Outcome::Stopped(plan) = d5::outcome(out.status, &plan).unwrap() else {
+        panic!("not stopped");
+    };
+    let [p] = &plan.packages[..] else {
+        panic!("{:?}", plan.packages);
+    };
+    assert_eq!(p.local.as_deref(), Some(Path::new(&setup)));
+    assert!(p.urls.is_empty());
+    let primary = primary(&repo.v1);
+    let e = &primary[&p.nevra];
+    assert_eq!((&p.checksum, p.size), (&e.checksum, e.size), "the file's");
+    assert!(!plan.repos[&p.repo].gpgcheck, "{}", p.repo);
+}
+
+#[test]
+#[ignore = "needs dnf5 from ../shared/fedora-tools: scripts/test-dnf5.sh"]
+fn the_plan_carries_the_repositorys_keys_and_refuses_keys_only_the_root_trusts() {
+    let prefix = fedora_tools();
+    let so = plugin();
+    if !as_root("dnf5", "rpm --root --import") {
+        return;
+    }
+    let repo = build(tmp());
+    let keys = cowkit_testutil::rpm::pgp_fixtures(tmp());
+    let work = tempfile::tempdir_in(tmp()).unwrap();
+    let dnf5 = prefix.join("bin/dnf5");
+    let short_id = |key: &str| {
+        let f = cowkit_testutil::rpm::pgp_fingerprint(&keys, key).to_lowercase();
+        f[f.len() - 8..].to_string()
+    };
+    // A root whose database trusts `imported`; the repository lists rsa.
+    let run = |name: &str, imported: &str| {
+        let home = work.path().join(name);
+        let root = home.join("root");
+        std::fs::create_dir_all(&root).unwrap();
+        run_ok(
+            env(&mut Command::new(prefix.join("bin/rpm")), &prefix)
+                .arg(format!("--root={}", root.display()))
+                .arg("--import")
+                .arg(keys.join(format!("{imported}.asc"))),
+            "rpm --import",
+        );
+        let dirs = PluginDirs::make(
+            &home,
+            &so,
+            &d5::default_plugin_libs(&dnf5),
+            &d5::CONF_DIRS.map(Path::new),
+        )
+        .unwrap();
+        let mut args: Vec<OsString> = dnf5_args(
+            &format!("file://{}", repo.v1.display()),
+            &home.join("cache"),
+            &["install", "--downloadonly", "bash"],
+        )
+        .into_iter()
+        .filter(|a| a != "--nogpgcheck")
+        .collect();
+        args.push("--setopt=local.pkg_gpgcheck=1".into());
+        args.push(
+            format!(
+                "--setopt=local.gpgkey=file://{}",
+                keys.join("rsa.asc").display()
+            )
+            .into(),
+        );
+        let plan = home.join("plan");
+        let out = env(
+            &mut d5::command(&dnf5, &root, &dirs, &home.join("order"), &plan, &args),
+            &prefix,
+        )
+        .output()
+        .unwrap();
+        (out, plan)
+    };
+
+    // The root trusts only the repository's key: cowkit fetches.
+    let (out, plan) = run("same", "rsa");
+    assert_eq!(
+        out.status.code(),
+        Some(d5::STOP_STATUS),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let Outcome::Stopped(plan) = d5::outcome(out.status, &plan).unwrap() else {
+        panic!("not stopped");
+    };
+    let r = &plan.repos["local"];
+    assert!(r.gpgcheck);
+    assert_eq!(r.keys, [keys.join("rsa.asc")]);
+
+    // The root trusts another key too: dnf5 would accept packages signed by
+    // it, cowkit would not: the plan says so, naming the key, and dnf5 goes on.
+    let (out, plan) = run("other", "wrong");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let Outcome::Finished(Some(plan)) = d5::outcome(out.status, &plan).unwrap() else {
+        panic!("no plan");
+    };
+    assert_eq!(plan.why.len(), 1, "{:?}", plan.why);
+    assert!(
+        plan.why[0].contains(&short_id("wrong")) && !plan.why[0].contains(&short_id("rsa")),
+        "{:?}",
+        plan.why
+    );
+}
