@@ -53,27 +53,15 @@ impl<T: Send> Queue<T> {
         init: impl Fn() -> W + Sync,
         work: impl Fn(&mut W, T) + Sync,
     ) -> Vec<W> {
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..threads.max(1))
-                .map(|_| {
-                    scope.spawn(|| {
-                        let mut w = init();
-                        while let Some(t) = self.next() {
-                            work(&mut w, t);
-                            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-                            s.busy -= 1;
-                            if s.busy == 0 && s.tasks.is_empty() {
-                                self.cv.notify_all();
-                            }
-                        }
-                        w
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
+        workers(threads, init, |_, w| {
+            while let Some(t) = self.next() {
+                work(w, t);
+                let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                s.busy -= 1;
+                if s.busy == 0 && s.tasks.is_empty() {
+                    self.cv.notify_all();
+                }
+            }
         })
     }
 
@@ -93,6 +81,32 @@ impl<T: Send> Queue<T> {
             s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
         }
     }
+}
+
+/// Run `threads` (at least one) scoped threads: thread `i` makes its state
+/// with `init`, runs `body(i, state)` and hands the state back. A thread's
+/// panic is raised again here.
+fn workers<W: Send>(
+    threads: usize,
+    init: impl Fn() -> W + Sync,
+    body: impl Fn(usize, &mut W) + Sync,
+) -> Vec<W> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads.max(1))
+            .map(|i| {
+                let (init, body) = (&init, &body);
+                scope.spawn(move || {
+                    let mut w = init();
+                    body(i, &mut w);
+                    w
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
 }
 
 /// A work queue split into lanes (on XFS, one per allocation group), shared
@@ -143,32 +157,18 @@ impl<T: Send> Lanes<T> {
         init: impl Fn() -> W + Sync,
         work: impl Fn(&mut W, T) + Sync,
     ) -> Vec<W> {
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..threads.max(1))
-                .map(|i| {
-                    let init = &init;
-                    let work = &work;
-                    scope.spawn(move || {
-                        let mut w = init();
-                        let mut last = i;
-                        while let Some((lane, t)) = self.next(last) {
-                            work(&mut w, t);
-                            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-                            s.busy -= 1;
-                            s.inside[lane] -= 1;
-                            if s.busy == 0 && s.queued == 0 {
-                                self.cv.notify_all();
-                            }
-                            last = lane;
-                        }
-                        w
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
+        workers(threads, init, |i, w| {
+            let mut last = i;
+            while let Some((lane, t)) = self.next(last) {
+                work(w, t);
+                let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                s.busy -= 1;
+                s.inside[lane] -= 1;
+                if s.busy == 0 && s.queued == 0 {
+                    self.cv.notify_all();
+                }
+                last = lane;
+            }
         })
     }
 
