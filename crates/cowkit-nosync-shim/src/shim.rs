@@ -98,7 +98,6 @@ mod sys {
     ///
     /// # Safety
     /// As for [`call1`].
-    #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     pub unsafe fn call6(
         n: usize,
@@ -110,6 +109,7 @@ mod sys {
         f: usize,
     ) -> isize {
         let r: isize;
+        #[cfg(target_arch = "x86_64")]
         // SAFETY: the x86_64 Linux system call ABI: number in rax, arguments
         // in rdi, rsi, rdx, r10, r8, r9; rcx and r11 are clobbered.
         unsafe {
@@ -120,25 +120,7 @@ mod sys {
                 lateout("rcx") _, lateout("r11") _,
                 options(nostack));
         }
-        r
-    }
-
-    /// Six-argument system call.
-    ///
-    /// # Safety
-    /// As for [`call1`].
-    #[cfg(target_arch = "aarch64")]
-    #[inline(always)]
-    pub unsafe fn call6(
-        n: usize,
-        a: usize,
-        b: usize,
-        c: usize,
-        d: usize,
-        e: usize,
-        f: usize,
-    ) -> isize {
-        let r: isize;
+        #[cfg(target_arch = "aarch64")]
         // SAFETY: the aarch64 Linux system call ABI: number in x8, arguments
         // in x0..x5, result in x0.
         unsafe {
