@@ -144,13 +144,10 @@ impl s3s::route::S3Route for Detour {
 
     async fn check_access(&self, req: &mut s3s::S3Request<s3s::Body>) -> s3s::S3Result<()> {
         if crate::admin::is_admin_request(&req.method) {
-            let admin = self.admin.as_ref().ok_or_else(|| {
-                crate::admin::admin_error(
-                    "XAdminAccessDenied",
-                    "Only admin users have access to this resource.",
-                    http::StatusCode::FORBIDDEN,
-                )
-            })?;
+            let admin = self
+                .admin
+                .as_ref()
+                .ok_or(crate::admin::AdminError::AccessDenied)?;
             return admin
                 .check_access(req.credentials.as_ref(), &req.headers)
                 .map(drop);
