@@ -26,7 +26,7 @@ use rustix::io::Errno;
 use serde::Serialize;
 
 use crate::entry_error::{self, entry_error, entry_error_fs};
-use crate::queue::Queue;
+use crate::queue::{Queue, Tasks};
 use crate::walk::{self, Budget};
 use crate::{EntryError, Error, Progress};
 
