@@ -457,17 +457,18 @@ impl Admin {
             .to_string()
     }
 
+    /// `XAdminUserNotFound` unless an account has the access key `key`.
+    fn known_user(&self, key: &str) -> S3Result<()> {
+        match self.accounts.find(key).map_err(accounts_error)? {
+            Some(_) => Ok(()),
+            None => Err(AdminError::UserNotFound.into()),
+        }
+    }
+
     fn change_owner(&self, uri: &http::Uri) -> S3Result<S3Response<s3s::Body>> {
         let bucket = query(uri, "bucket").unwrap_or_default();
         let owner = query(uri, "owner").unwrap_or_default();
-        if self
-            .accounts
-            .find(&owner)
-            .map_err(accounts_error)?
-            .is_none()
-        {
-            return Err(AdminError::UserNotFound.into());
-        }
+        self.known_user(&owner)?;
         crate::authz::set_bucket_owner(&self.store, &bucket, &owner)
             .map_err(crate::answer::to_s3_error)?;
         Ok(answer(http::StatusCode::OK, None))
@@ -498,14 +499,7 @@ impl Admin {
         if owner.is_empty() {
             return Err(AdminError::OwnerMissing.into());
         }
-        if self
-            .accounts
-            .find(&owner)
-            .map_err(accounts_error)?
-            .is_none()
-        {
-            return Err(AdminError::UserNotFound.into());
-        }
+        self.known_user(&owner)?;
         let (rest, tags) =
             crate::tagging::take_create_bucket_tags(doc).map_err(crate::answer::to_s3_error)?;
         self.check_location(&rest)?;
