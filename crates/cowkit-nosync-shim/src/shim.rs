@@ -43,29 +43,24 @@ fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
 mod sys {
     use super::asm;
 
-    #[cfg(target_arch = "x86_64")]
-    mod nr {
-        pub const WRITE: usize = 1;
-        pub const CLOSE: usize = 3;
-        pub const MSYNC: usize = 26;
-        pub const GETPID: usize = 39;
-        pub const FCNTL: usize = 72;
-        pub const EXIT_GROUP: usize = 231;
-        pub const OPENAT: usize = 257;
-        pub const PWRITEV2: usize = 328;
+    /// A system call's number: the first on x86_64, the second on aarch64
+    /// (the only architectures the shim is built for).
+    const fn nr(x86_64: usize, aarch64: usize) -> usize {
+        if cfg!(target_arch = "x86_64") {
+            x86_64
+        } else {
+            aarch64
+        }
     }
-    #[cfg(target_arch = "aarch64")]
-    mod nr {
-        pub const WRITE: usize = 64;
-        pub const CLOSE: usize = 57;
-        pub const MSYNC: usize = 227;
-        pub const GETPID: usize = 172;
-        pub const FCNTL: usize = 25;
-        pub const EXIT_GROUP: usize = 94;
-        pub const OPENAT: usize = 56;
-        pub const PWRITEV2: usize = 287;
-    }
-    pub use nr::*;
+
+    pub const WRITE: usize = nr(1, 64);
+    pub const CLOSE: usize = nr(3, 57);
+    pub const MSYNC: usize = nr(26, 227);
+    pub const GETPID: usize = nr(39, 172);
+    pub const FCNTL: usize = nr(72, 25);
+    pub const EXIT_GROUP: usize = nr(231, 94);
+    pub const OPENAT: usize = nr(257, 56);
+    pub const PWRITEV2: usize = nr(328, 287);
 
     /// One-argument system call.
     ///
