@@ -302,76 +302,62 @@ fn do_openat(dirfd: isize, path: *const u8, flags: i32, mode: u32) -> i32 {
     }) as i32
 }
 
-/// # Safety
-/// As for `open(2)`.
-#[no_mangle]
-pub unsafe extern "C" fn open(path: *const u8, flags: i32, mode: u32) -> i32 {
-    do_openat(AT_FDCWD, path, flags, mode)
+/// Export one function under libc's name and under its large-file twin
+/// (`open` and `open64`: on 64-bit Linux, the same call).
+macro_rules! with_twin {
+    ($(#[$doc:meta])* $name:ident, $twin:ident ($($arg:ident: $ty:ty),*) -> $ret:ty $body:block) => {
+        $(#[$doc])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret $body
+
+        $(#[$doc])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $twin($($arg: $ty),*) -> $ret $body
+    };
 }
 
-/// # Safety
-/// As for `open(2)`.
-#[no_mangle]
-pub unsafe extern "C" fn open64(path: *const u8, flags: i32, mode: u32) -> i32 {
-    do_openat(AT_FDCWD, path, flags, mode)
+with_twin! {
+    /// # Safety
+    /// As for `open(2)`.
+    open, open64 (path: *const u8, flags: i32, mode: u32) -> i32 {
+        do_openat(AT_FDCWD, path, flags, mode)
+    }
 }
 
-/// # Safety
-/// As for `openat(2)`.
-#[no_mangle]
-pub unsafe extern "C" fn openat(dirfd: i32, path: *const u8, flags: i32, mode: u32) -> i32 {
-    do_openat(dirfd as isize, path, flags, mode)
+with_twin! {
+    /// # Safety
+    /// As for `openat(2)`.
+    openat, openat64 (dirfd: i32, path: *const u8, flags: i32, mode: u32) -> i32 {
+        do_openat(dirfd as isize, path, flags, mode)
+    }
 }
 
-/// # Safety
-/// As for `openat(2)`.
-#[no_mangle]
-pub unsafe extern "C" fn openat64(dirfd: i32, path: *const u8, flags: i32, mode: u32) -> i32 {
-    do_openat(dirfd as isize, path, flags, mode)
+with_twin! {
+    /// The `_FORTIFY_SOURCE` entry point for `open` without `O_CREAT`.
+    ///
+    /// # Safety
+    /// As for `open(2)`.
+    __open_2, __open64_2 (path: *const u8, flags: i32) -> i32 {
+        do_openat(AT_FDCWD, path, flags, 0)
+    }
 }
 
-/// The `_FORTIFY_SOURCE` entry point for `open` without `O_CREAT`.
-///
-/// # Safety
-/// As for `open(2)`.
-#[no_mangle]
-pub unsafe extern "C" fn __open_2(path: *const u8, flags: i32) -> i32 {
-    do_openat(AT_FDCWD, path, flags, 0)
+with_twin! {
+    /// The `_FORTIFY_SOURCE` entry point for `openat` without `O_CREAT`.
+    ///
+    /// # Safety
+    /// As for `openat(2)`.
+    __openat_2, __openat64_2 (dirfd: i32, path: *const u8, flags: i32) -> i32 {
+        do_openat(dirfd as isize, path, flags, 0)
+    }
 }
 
-/// # Safety
-/// As for `open(2)`.
-#[no_mangle]
-pub unsafe extern "C" fn __open64_2(path: *const u8, flags: i32) -> i32 {
-    do_openat(AT_FDCWD, path, flags, 0)
-}
-
-/// # Safety
-/// As for `openat(2)`.
-#[no_mangle]
-pub unsafe extern "C" fn __openat_2(dirfd: i32, path: *const u8, flags: i32) -> i32 {
-    do_openat(dirfd as isize, path, flags, 0)
-}
-
-/// # Safety
-/// As for `openat(2)`.
-#[no_mangle]
-pub unsafe extern "C" fn __openat64_2(dirfd: i32, path: *const u8, flags: i32) -> i32 {
-    do_openat(dirfd as isize, path, flags, 0)
-}
-
-/// # Safety
-/// As for `creat(2)`.
-#[no_mangle]
-pub unsafe extern "C" fn creat(path: *const u8, mode: u32) -> i32 {
-    do_openat(AT_FDCWD, path, O_CREAT | O_WRONLY as i32 | O_TRUNC, mode)
-}
-
-/// # Safety
-/// As for `creat(2)`.
-#[no_mangle]
-pub unsafe extern "C" fn creat64(path: *const u8, mode: u32) -> i32 {
-    do_openat(AT_FDCWD, path, O_CREAT | O_WRONLY as i32 | O_TRUNC, mode)
+with_twin! {
+    /// # Safety
+    /// As for `creat(2)`.
+    creat, creat64 (path: *const u8, mode: u32) -> i32 {
+        do_openat(AT_FDCWD, path, O_CREAT | O_WRONLY as i32 | O_TRUNC, mode)
+    }
 }
 
 // ---------------------------------------------------------- pwritev2
@@ -398,30 +384,12 @@ fn do_pwritev2(fd: i32, iov: *const u8, iovcnt: i32, offset: i64, flags: i32) ->
     })
 }
 
-/// # Safety
-/// As for `pwritev2(2)`.
-#[no_mangle]
-pub unsafe extern "C" fn pwritev2(
-    fd: i32,
-    iov: *const u8,
-    iovcnt: i32,
-    offset: i64,
-    flags: i32,
-) -> isize {
-    do_pwritev2(fd, iov, iovcnt, offset, flags)
-}
-
-/// # Safety
-/// As for `pwritev2(2)`.
-#[no_mangle]
-pub unsafe extern "C" fn pwritev64v2(
-    fd: i32,
-    iov: *const u8,
-    iovcnt: i32,
-    offset: i64,
-    flags: i32,
-) -> isize {
-    do_pwritev2(fd, iov, iovcnt, offset, flags)
+with_twin! {
+    /// # Safety
+    /// As for `pwritev2(2)`.
+    pwritev2, pwritev64v2 (fd: i32, iov: *const u8, iovcnt: i32, offset: i64, flags: i32) -> isize {
+        do_pwritev2(fd, iov, iovcnt, offset, flags)
+    }
 }
 
 // ------------------------------------------------- stats at process exit
