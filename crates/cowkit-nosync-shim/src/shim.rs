@@ -43,29 +43,24 @@ fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
 mod sys {
     use super::asm;
 
-    #[cfg(target_arch = "x86_64")]
-    mod nr {
-        pub const WRITE: usize = 1;
-        pub const CLOSE: usize = 3;
-        pub const MSYNC: usize = 26;
-        pub const GETPID: usize = 39;
-        pub const FCNTL: usize = 72;
-        pub const EXIT_GROUP: usize = 231;
-        pub const OPENAT: usize = 257;
-        pub const PWRITEV2: usize = 328;
+    /// A system call's number: the first on x86_64, the second on aarch64
+    /// (the only architectures the shim is built for).
+    const fn nr(x86_64: usize, aarch64: usize) -> usize {
+        if cfg!(target_arch = "x86_64") {
+            x86_64
+        } else {
+            aarch64
+        }
     }
-    #[cfg(target_arch = "aarch64")]
-    mod nr {
-        pub const WRITE: usize = 64;
-        pub const CLOSE: usize = 57;
-        pub const MSYNC: usize = 227;
-        pub const GETPID: usize = 172;
-        pub const FCNTL: usize = 25;
-        pub const EXIT_GROUP: usize = 94;
-        pub const OPENAT: usize = 56;
-        pub const PWRITEV2: usize = 287;
-    }
-    pub use nr::*;
+
+    pub const WRITE: usize = nr(1, 64);
+    pub const CLOSE: usize = nr(3, 57);
+    pub const MSYNC: usize = nr(26, 227);
+    pub const GETPID: usize = nr(39, 172);
+    pub const FCNTL: usize = nr(72, 25);
+    pub const EXIT_GROUP: usize = nr(231, 94);
+    pub const OPENAT: usize = nr(257, 56);
+    pub const PWRITEV2: usize = nr(328, 287);
 
     /// One-argument system call.
     ///
@@ -98,7 +93,6 @@ mod sys {
     ///
     /// # Safety
     /// As for [`call1`].
-    #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     pub unsafe fn call6(
         n: usize,
@@ -110,6 +104,7 @@ mod sys {
         f: usize,
     ) -> isize {
         let r: isize;
+        #[cfg(target_arch = "x86_64")]
         // SAFETY: the x86_64 Linux system call ABI: number in rax, arguments
         // in rdi, rsi, rdx, r10, r8, r9; rcx and r11 are clobbered.
         unsafe {
@@ -120,25 +115,7 @@ mod sys {
                 lateout("rcx") _, lateout("r11") _,
                 options(nostack));
         }
-        r
-    }
-
-    /// Six-argument system call.
-    ///
-    /// # Safety
-    /// As for [`call1`].
-    #[cfg(target_arch = "aarch64")]
-    #[inline(always)]
-    pub unsafe fn call6(
-        n: usize,
-        a: usize,
-        b: usize,
-        c: usize,
-        d: usize,
-        e: usize,
-        f: usize,
-    ) -> isize {
-        let r: isize;
+        #[cfg(target_arch = "aarch64")]
         // SAFETY: the aarch64 Linux system call ABI: number in x8, arguments
         // in x0..x5, result in x0.
         unsafe {
@@ -325,76 +302,62 @@ fn do_openat(dirfd: isize, path: *const u8, flags: i32, mode: u32) -> i32 {
     }) as i32
 }
 
-/// # Safety
-/// As for `open(2)`.
-#[no_mangle]
-pub unsafe extern "C" fn open(path: *const u8, flags: i32, mode: u32) -> i32 {
-    do_openat(AT_FDCWD, path, flags, mode)
+/// Export one function under libc's name and under its large-file twin
+/// (`open` and `open64`: on 64-bit Linux, the same call).
+macro_rules! with_twin {
+    ($(#[$doc:meta])* $name:ident, $twin:ident ($($arg:ident: $ty:ty),*) -> $ret:ty $body:block) => {
+        $(#[$doc])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret $body
+
+        $(#[$doc])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $twin($($arg: $ty),*) -> $ret $body
+    };
 }
 
-/// # Safety
-/// As for `open(2)`.
-#[no_mangle]
-pub unsafe extern "C" fn open64(path: *const u8, flags: i32, mode: u32) -> i32 {
-    do_openat(AT_FDCWD, path, flags, mode)
+with_twin! {
+    /// # Safety
+    /// As for `open(2)`.
+    open, open64 (path: *const u8, flags: i32, mode: u32) -> i32 {
+        do_openat(AT_FDCWD, path, flags, mode)
+    }
 }
 
-/// # Safety
-/// As for `openat(2)`.
-#[no_mangle]
-pub unsafe extern "C" fn openat(dirfd: i32, path: *const u8, flags: i32, mode: u32) -> i32 {
-    do_openat(dirfd as isize, path, flags, mode)
+with_twin! {
+    /// # Safety
+    /// As for `openat(2)`.
+    openat, openat64 (dirfd: i32, path: *const u8, flags: i32, mode: u32) -> i32 {
+        do_openat(dirfd as isize, path, flags, mode)
+    }
 }
 
-/// # Safety
-/// As for `openat(2)`.
-#[no_mangle]
-pub unsafe extern "C" fn openat64(dirfd: i32, path: *const u8, flags: i32, mode: u32) -> i32 {
-    do_openat(dirfd as isize, path, flags, mode)
+with_twin! {
+    /// The `_FORTIFY_SOURCE` entry point for `open` without `O_CREAT`.
+    ///
+    /// # Safety
+    /// As for `open(2)`.
+    __open_2, __open64_2 (path: *const u8, flags: i32) -> i32 {
+        do_openat(AT_FDCWD, path, flags, 0)
+    }
 }
 
-/// The `_FORTIFY_SOURCE` entry point for `open` without `O_CREAT`.
-///
-/// # Safety
-/// As for `open(2)`.
-#[no_mangle]
-pub unsafe extern "C" fn __open_2(path: *const u8, flags: i32) -> i32 {
-    do_openat(AT_FDCWD, path, flags, 0)
+with_twin! {
+    /// The `_FORTIFY_SOURCE` entry point for `openat` without `O_CREAT`.
+    ///
+    /// # Safety
+    /// As for `openat(2)`.
+    __openat_2, __openat64_2 (dirfd: i32, path: *const u8, flags: i32) -> i32 {
+        do_openat(dirfd as isize, path, flags, 0)
+    }
 }
 
-/// # Safety
-/// As for `open(2)`.
-#[no_mangle]
-pub unsafe extern "C" fn __open64_2(path: *const u8, flags: i32) -> i32 {
-    do_openat(AT_FDCWD, path, flags, 0)
-}
-
-/// # Safety
-/// As for `openat(2)`.
-#[no_mangle]
-pub unsafe extern "C" fn __openat_2(dirfd: i32, path: *const u8, flags: i32) -> i32 {
-    do_openat(dirfd as isize, path, flags, 0)
-}
-
-/// # Safety
-/// As for `openat(2)`.
-#[no_mangle]
-pub unsafe extern "C" fn __openat64_2(dirfd: i32, path: *const u8, flags: i32) -> i32 {
-    do_openat(dirfd as isize, path, flags, 0)
-}
-
-/// # Safety
-/// As for `creat(2)`.
-#[no_mangle]
-pub unsafe extern "C" fn creat(path: *const u8, mode: u32) -> i32 {
-    do_openat(AT_FDCWD, path, O_CREAT | O_WRONLY as i32 | O_TRUNC, mode)
-}
-
-/// # Safety
-/// As for `creat(2)`.
-#[no_mangle]
-pub unsafe extern "C" fn creat64(path: *const u8, mode: u32) -> i32 {
-    do_openat(AT_FDCWD, path, O_CREAT | O_WRONLY as i32 | O_TRUNC, mode)
+with_twin! {
+    /// # Safety
+    /// As for `creat(2)`.
+    creat, creat64 (path: *const u8, mode: u32) -> i32 {
+        do_openat(AT_FDCWD, path, O_CREAT | O_WRONLY as i32 | O_TRUNC, mode)
+    }
 }
 
 // ---------------------------------------------------------- pwritev2
@@ -421,30 +384,12 @@ fn do_pwritev2(fd: i32, iov: *const u8, iovcnt: i32, offset: i64, flags: i32) ->
     })
 }
 
-/// # Safety
-/// As for `pwritev2(2)`.
-#[no_mangle]
-pub unsafe extern "C" fn pwritev2(
-    fd: i32,
-    iov: *const u8,
-    iovcnt: i32,
-    offset: i64,
-    flags: i32,
-) -> isize {
-    do_pwritev2(fd, iov, iovcnt, offset, flags)
-}
-
-/// # Safety
-/// As for `pwritev2(2)`.
-#[no_mangle]
-pub unsafe extern "C" fn pwritev64v2(
-    fd: i32,
-    iov: *const u8,
-    iovcnt: i32,
-    offset: i64,
-    flags: i32,
-) -> isize {
-    do_pwritev2(fd, iov, iovcnt, offset, flags)
+with_twin! {
+    /// # Safety
+    /// As for `pwritev2(2)`.
+    pwritev2, pwritev64v2 (fd: i32, iov: *const u8, iovcnt: i32, offset: i64, flags: i32) -> isize {
+        do_pwritev2(fd, iov, iovcnt, offset, flags)
+    }
 }
 
 // ------------------------------------------------- stats at process exit

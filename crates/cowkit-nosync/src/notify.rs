@@ -67,7 +67,20 @@ pub struct Answerer {
     counts: Arc<[AtomicU64; 6]>,
 }
 
-fn receive(sock: &OwnedFd) -> Option<OwnedFd> {
+/// One message of a Unix socket, as [`recv_message`] takes it: its byte
+/// (`None`: the peer closed, or the message was empty) and the descriptors
+/// it carried.
+pub(crate) struct Message {
+    pub(crate) byte: Option<u8>,
+    pub(crate) fds: Vec<OwnedFd>,
+}
+
+/// Receive one [`Message`] of one byte and at most one descriptor (made
+/// close-on-exec) from `sock`; `flags` besides `CMSG_CLOEXEC`.
+pub(crate) fn recv_message(
+    sock: &OwnedFd,
+    flags: rustix::net::RecvFlags,
+) -> rustix::io::Result<Message> {
     let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut anc = rustix::net::RecvAncillaryBuffer::new(&mut space);
     let mut byte = [0u8; 1];
@@ -75,20 +88,25 @@ fn receive(sock: &OwnedFd) -> Option<OwnedFd> {
         sock,
         &mut [std::io::IoSliceMut::new(&mut byte)],
         &mut anc,
-        rustix::net::RecvFlags::CMSG_CLOEXEC,
-    )
-    .ok()?;
-    if r.bytes == 0 {
-        return None; // the worker had no listener to send
-    }
+        rustix::net::RecvFlags::CMSG_CLOEXEC | flags,
+    )?;
+    let mut fds = Vec::new();
     for msg in anc.drain() {
-        if let rustix::net::RecvAncillaryMessage::ScmRights(mut fds) = msg {
-            if let Some(fd) = fds.next() {
-                return Some(fd);
-            }
+        if let rustix::net::RecvAncillaryMessage::ScmRights(got) = msg {
+            fds.extend(got);
         }
     }
-    None
+    Ok(Message {
+        byte: (r.bytes > 0).then_some(byte[0]),
+        fds,
+    })
+}
+
+/// The listener the worker sent over `sock`.
+fn receive(sock: &OwnedFd) -> Option<OwnedFd> {
+    let m = recv_message(sock, rustix::net::RecvFlags::empty()).ok()?;
+    m.byte?; // the worker had no listener to send
+    m.fds.into_iter().next()
 }
 
 /// The answer to one call: 0, or an errno.

@@ -352,23 +352,12 @@ fn hung_up(l: &OwnedFd) -> bool {
 /// that could only install the filter answering 0 itself (`P`).
 fn receive(sock: &OwnedFd, listeners: &mut Vec<OwnedFd>, t: &mut Tally) {
     loop {
-        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
-        let mut anc = rustix::net::RecvAncillaryBuffer::new(&mut space);
-        let mut byte = [0u8; 1];
-        let r = rustix::net::recvmsg(
-            sock,
-            &mut [std::io::IoSliceMut::new(&mut byte)],
-            &mut anc,
-            RecvFlags::CMSG_CLOEXEC | RecvFlags::DONTWAIT,
-        );
-        match r {
-            Ok(_) if byte[0] == b'P' => t.uncounted += 1,
-            Ok(_) => {
-                for msg in anc.drain() {
-                    if let rustix::net::RecvAncillaryMessage::ScmRights(fds) = msg {
-                        listeners.extend(fds);
-                        t.processes += 1;
-                    }
+        match crate::notify::recv_message(sock, RecvFlags::DONTWAIT) {
+            Ok(m) if m.byte == Some(b'P') => t.uncounted += 1,
+            Ok(m) => {
+                if !m.fds.is_empty() {
+                    listeners.extend(m.fds);
+                    t.processes += 1;
                 }
             }
             Err(_) => return,

@@ -55,28 +55,81 @@ pub fn admin_error(code: &str, message: &str, status: http::StatusCode) -> S3Err
     e
 }
 
-fn access_denied() -> S3Error {
-    admin_error(
-        "XAdminAccessDenied",
-        "Only admin users have access to this resource.",
-        http::StatusCode::FORBIDDEN,
-    )
+/// VersityGW's admin API errors that always say the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdminError {
+    /// The caller is not an admin account.
+    AccessDenied,
+    /// No account has the access key named.
+    UserNotFound,
+    /// An account with the access key to create exists.
+    UserExists,
+    /// A role other than `user`, `admin` or `userplus`.
+    InvalidRole,
+    /// `?access=` is missing or empty.
+    AccessMissing,
+    /// The body's SHA-256 is not in `x-amz-content-sha256`.
+    UnsignedBody,
+    /// CreateBucket without an `x-vgw-owner`.
+    OwnerMissing,
+    /// A route the admin API does not have.
+    NoSuchOperation,
 }
 
-fn user_not_found() -> S3Error {
-    admin_error(
-        "XAdminUserNotFound",
-        "No user exists with the provided access key ID.",
-        http::StatusCode::NOT_FOUND,
-    )
+impl AdminError {
+    /// VersityGW's code, message and status.
+    fn parts(self) -> (&'static str, &'static str, http::StatusCode) {
+        use http::StatusCode as S;
+        match self {
+            AdminError::AccessDenied => (
+                "XAdminAccessDenied",
+                "Only admin users have access to this resource.",
+                S::FORBIDDEN,
+            ),
+            AdminError::UserNotFound => (
+                "XAdminUserNotFound",
+                "No user exists with the provided access key ID.",
+                S::NOT_FOUND,
+            ),
+            AdminError::UserExists => (
+                "XAdminUserExists",
+                "A user with the provided access key ID already exists.",
+                S::CONFLICT,
+            ),
+            AdminError::InvalidRole => (
+                "XAdminInvalidArgument",
+                "User role has to be one of the following: 'user', 'admin', 'userplus'.",
+                S::BAD_REQUEST,
+            ),
+            AdminError::AccessMissing => (
+                "XAdminInvalidArgument",
+                "User access key ID is missing.",
+                S::NOT_FOUND,
+            ),
+            AdminError::UnsignedBody => (
+                "XAdminInvalidRequest",
+                "The admin API takes only a signed body: x-amz-content-sha256 must be the body's SHA-256 (not UNSIGNED-PAYLOAD, a streaming payload or missing).",
+                S::BAD_REQUEST,
+            ),
+            AdminError::OwnerMissing => (
+                "XAdminInvalidRequest",
+                "The x-vgw-owner header specifying the new bucket owner access key id is either missing or empty",
+                S::BAD_REQUEST,
+            ),
+            AdminError::NoSuchOperation => (
+                "XAdminMethodNotSupported",
+                "No such admin operation.",
+                S::NOT_FOUND,
+            ),
+        }
+    }
 }
 
-fn invalid_role() -> S3Error {
-    admin_error(
-        "XAdminInvalidArgument",
-        "User role has to be one of the following: 'user', 'admin', 'userplus'.",
-        http::StatusCode::BAD_REQUEST,
-    )
+impl From<AdminError> for S3Error {
+    fn from(e: AdminError) -> S3Error {
+        let (code, message, status) = e.parts();
+        admin_error(code, message, status)
+    }
 }
 
 fn malformed_xml() -> S3Error {
@@ -89,12 +142,8 @@ fn malformed_xml() -> S3Error {
 /// The S3 error for a store error.
 pub fn accounts_error(e: AccountsError) -> S3Error {
     match e {
-        AccountsError::Exists { .. } => admin_error(
-            "XAdminUserExists",
-            "A user with the provided access key ID already exists.",
-            http::StatusCode::CONFLICT,
-        ),
-        AccountsError::NotFound { .. } => user_not_found(),
+        AccountsError::Exists { .. } => AdminError::UserExists.into(),
+        AccountsError::NotFound { .. } => AdminError::UserNotFound.into(),
         AccountsError::Invalid(m) => {
             admin_error("XAdminInvalidArgument", &m, http::StatusCode::BAD_REQUEST)
         }
@@ -216,7 +265,7 @@ fn id(v: &str) -> Option<i64> {
 pub fn parse_account(doc: &str) -> S3Result<Account> {
     let (_, fields) = flat_xml(doc).ok_or_else(malformed_xml)?;
     let get = |n: &str| fields.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
-    let role = Role::parse(get("Role").unwrap_or("")).ok_or_else(invalid_role)?;
+    let role = Role::parse(get("Role").unwrap_or("")).ok_or(AdminError::InvalidRole)?;
     let num = |n: &str| id(get(n).unwrap_or("")).ok_or_else(malformed_xml);
     Ok(Account {
         access: get("Access").unwrap_or("").to_string(),
@@ -236,7 +285,7 @@ pub fn parse_update(doc: &str) -> S3Result<Update> {
         match k.as_str() {
             "Secret" => u.secret = Some(v),
             "Role" if v.is_empty() => {}
-            "Role" => u.role = Some(Role::parse(&v).ok_or_else(invalid_role)?),
+            "Role" => u.role = Some(Role::parse(&v).ok_or(AdminError::InvalidRole)?),
             "UserID" => u.user_id = Some(id(&v).ok_or_else(malformed_xml)?),
             "GroupID" => u.group_id = Some(id(&v).ok_or_else(malformed_xml)?),
             "ProjectID" => u.project_id = Some(id(&v).ok_or_else(malformed_xml)?),
@@ -317,21 +366,17 @@ impl Admin {
         creds: Option<&s3s::auth::Credentials>,
         headers: &http::HeaderMap,
     ) -> S3Result<Principal> {
-        let creds = creds.ok_or_else(access_denied)?;
+        let creds = creds.ok_or(AdminError::AccessDenied)?;
         let who = match self.accounts.principal(&creds.access_key) {
             Ok(Some(p)) if p.is_admin() => p,
-            Ok(_) => return Err(access_denied()),
+            Ok(_) => return Err(AdminError::AccessDenied.into()),
             Err(e) => return Err(accounts_error(e)),
         };
         let hashed = headers
             .get("x-amz-content-sha256")
             .is_some_and(|v| v.len() == 64 && v.as_bytes().iter().all(u8::is_ascii_hexdigit));
         if !hashed {
-            return Err(admin_error(
-                "XAdminInvalidRequest",
-                "The admin API takes only a signed body: x-amz-content-sha256 must be the body's SHA-256 (not UNSIGNED-PAYLOAD, a streaming payload or missing).",
-                http::StatusCode::BAD_REQUEST,
-            ));
+            return Err(AdminError::UnsignedBody.into());
         }
         Ok(who)
     }
@@ -374,13 +419,7 @@ impl Admin {
         let access = || {
             query(uri, "access")
                 .filter(|a| !a.is_empty())
-                .ok_or_else(|| {
-                    admin_error(
-                        "XAdminInvalidArgument",
-                        "User access key ID is missing.",
-                        S::NOT_FOUND,
-                    )
-                })
+                .ok_or(AdminError::AccessMissing)
         };
         let acc = &self.accounts;
         match path {
@@ -405,11 +444,7 @@ impl Admin {
             "/list-buckets" => self.list_buckets(),
             p => match p.strip_prefix('/').and_then(|p| p.strip_suffix("/create")) {
                 Some(bucket) if !bucket.contains('/') => self.create_bucket(bucket, headers, doc),
-                _ => Err(admin_error(
-                    "XAdminMethodNotSupported",
-                    "No such admin operation.",
-                    S::NOT_FOUND,
-                )),
+                _ => Err(AdminError::NoSuchOperation.into()),
             },
         }
     }
@@ -422,17 +457,18 @@ impl Admin {
             .to_string()
     }
 
+    /// `XAdminUserNotFound` unless an account has the access key `key`.
+    fn known_user(&self, key: &str) -> S3Result<()> {
+        match self.accounts.find(key).map_err(accounts_error)? {
+            Some(_) => Ok(()),
+            None => Err(AdminError::UserNotFound.into()),
+        }
+    }
+
     fn change_owner(&self, uri: &http::Uri) -> S3Result<S3Response<s3s::Body>> {
         let bucket = query(uri, "bucket").unwrap_or_default();
         let owner = query(uri, "owner").unwrap_or_default();
-        if self
-            .accounts
-            .find(&owner)
-            .map_err(accounts_error)?
-            .is_none()
-        {
-            return Err(user_not_found());
-        }
+        self.known_user(&owner)?;
         crate::authz::set_bucket_owner(&self.store, &bucket, &owner)
             .map_err(crate::answer::to_s3_error)?;
         Ok(answer(http::StatusCode::OK, None))
@@ -461,20 +497,9 @@ impl Admin {
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
             .unwrap_or_default();
         if owner.is_empty() {
-            return Err(admin_error(
-                "XAdminInvalidRequest",
-                "The x-vgw-owner header specifying the new bucket owner access key id is either missing or empty",
-                http::StatusCode::BAD_REQUEST,
-            ));
+            return Err(AdminError::OwnerMissing.into());
         }
-        if self
-            .accounts
-            .find(&owner)
-            .map_err(accounts_error)?
-            .is_none()
-        {
-            return Err(user_not_found());
-        }
+        self.known_user(&owner)?;
         let (rest, tags) =
             crate::tagging::take_create_bucket_tags(doc).map_err(crate::answer::to_s3_error)?;
         self.check_location(&rest)?;

@@ -28,7 +28,8 @@ use crate::accounts::{Accounts, KeyAuth};
 mod access;
 use access::{Access, DetourAccess, NoKeys};
 mod form_upload;
-mod leftover;
+pub(crate) mod leftover;
+use leftover::drain;
 mod prepare;
 
 use crate::config::Config;
@@ -143,13 +144,10 @@ impl s3s::route::S3Route for Detour {
 
     async fn check_access(&self, req: &mut s3s::S3Request<s3s::Body>) -> s3s::S3Result<()> {
         if crate::admin::is_admin_request(&req.method) {
-            let admin = self.admin.as_ref().ok_or_else(|| {
-                crate::admin::admin_error(
-                    "XAdminAccessDenied",
-                    "Only admin users have access to this resource.",
-                    http::StatusCode::FORBIDDEN,
-                )
-            })?;
+            let admin = self
+                .admin
+                .as_ref()
+                .ok_or(crate::admin::AdminError::AccessDenied)?;
             return admin
                 .check_access(req.credentials.as_ref(), &req.headers)
                 .map(drop);
@@ -543,18 +541,6 @@ fn declared_hash_answer(
             refusal_response(&crate::precheck::sha256_mismatch(&m.declared, &m.computed))
         }
         _ => res,
-    }
-}
-
-/// Read (up to 8 MiB of) the body of a refused request: an unread body
-/// closes the connection under a client still sending it.
-async fn drain(mut body: s3s::Body) {
-    let mut n = 0usize;
-    while let Some(Ok(chunk)) = futures_util::StreamExt::next(&mut body).await {
-        n += chunk.len();
-        if n > 8 << 20 {
-            break;
-        }
     }
 }
 

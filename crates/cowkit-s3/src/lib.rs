@@ -20,7 +20,7 @@
 //!   access log, graceful shutdown.
 //!
 //! ```no_run
-//! use cowkit_s3::{store::{Options, Store}, multipart::Prepared};
+//! use cowkit_s3::{store::{Options, Store}, multipart::{PartSums, Prepared}};
 //! use std::io::Write;
 //!
 //! let store = Store::open("/srv/s3".as_ref(), Options::default())?;
@@ -28,7 +28,8 @@
 //! let id = store.create_upload("photos", "big.raw", None, Default::default())?;
 //! let mut f = store.new_part_file(&id, "photos", "big.raw", 1)?;
 //! f.write_all(b"hello")?;
-//! let part = store.commit_part(&id, "photos", "big.raw", 1, f, "5d41402abc4b2a76b9719d911017c592".into())?;
+//! let md5 = PartSums::md5("5d41402abc4b2a76b9719d911017c592".into());
+//! let part = store.commit_part(&id, "photos", "big.raw", 1, f, md5)?;
 //! if let Prepared::Assemble(plan) = store.complete_prepare(&id, "photos", "big.raw", vec![(1, part.md5)])? {
 //!     let done = store.complete_assemble(plan)?;
 //!     println!("{} cloned, {} copied", done.bytes.cloned, done.bytes.copied);

@@ -104,6 +104,28 @@ pub struct NewUpload {
     pub initiator: Option<String>,
 }
 
+/// What a new part's bytes are checked by, as its record keeps them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PartSums {
+    /// MD5 of the part, hex (the part's ETag).
+    pub md5: String,
+    /// The part's additional checksum (of its bytes).
+    pub checksum: Option<Checksum>,
+    /// Its CRC64NVME when `checksum` is another algorithm and the upload
+    /// has none.
+    pub crc64nvme: Option<String>,
+}
+
+impl PartSums {
+    /// A part checked by its MD5 alone.
+    pub fn md5(md5: String) -> PartSums {
+        PartSums {
+            md5,
+            ..PartSums::default()
+        }
+    }
+}
+
 /// What is kept about one part.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct PartRecord {

@@ -783,7 +783,8 @@ impl Store {
         key: &str,
         replace: Option<(Option<String>, BTreeMap<String, String>)>,
     ) -> Result<(ObjectMeta, cowkit_fs::Copied)> {
-        self.copy_object_with(src_bucket, src_key, bucket, key, |meta, _| {
+        let source = self.open_object(src_bucket, src_key)?;
+        self.copy_from(source, src_bucket, src_key, bucket, key, |meta, _| {
             if let Some((ct, md)) = replace {
                 meta.content_type = ct;
                 meta.metadata = md;
@@ -792,22 +793,10 @@ impl Store {
         })
     }
 
-    /// Copy an object; `edit` changes the copy's record before it is
-    /// committed (given the new file, to compute a checksum from).
-    pub fn copy_object_with(
-        &self,
-        src_bucket: &str,
-        src_key: &str,
-        bucket: &str,
-        key: &str,
-        edit: impl FnOnce(&mut ObjectMeta, &File) -> Result<()>,
-    ) -> Result<(ObjectMeta, cowkit_fs::Copied)> {
-        let source = self.open_object(src_bucket, src_key)?;
-        self.copy_from(source, src_bucket, src_key, bucket, key, edit)
-    }
-
     /// Copy the opened object `source` (`src_key` of `src_bucket`, or one
-    /// of its versions) to `key` in `bucket`, as [`Store::copy_object_with`].
+    /// of its versions) to `key` in `bucket`; `edit` changes the copy's
+    /// record before it is committed (given the source file, to compute a
+    /// checksum from).
     pub fn copy_from(
         &self,
         (src, info): (File, ObjectInfo),

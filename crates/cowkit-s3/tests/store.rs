@@ -4,7 +4,7 @@
 
 use std::io::Read;
 
-use cowkit_s3::multipart::{multipart_etag, Prepared, MAX_PARTS};
+use cowkit_s3::multipart::{multipart_etag, PartSums, Prepared, MAX_PARTS};
 use cowkit_s3::store::{Options, Store};
 use cowkit_testutil::{scratch, Fs};
 use md5::Digest;
@@ -29,7 +29,7 @@ fn ten_thousand_parts(fs: Fs) {
         let mut f = store.new_part_file(&id, "many", "k", n).unwrap();
         f.write_all(&data).unwrap();
         store
-            .commit_part(&id, "many", "k", n, f, md5.clone())
+            .commit_part(&id, "many", "k", n, f, PartSums::md5(md5.clone()))
             .unwrap();
         whole.extend_from_slice(&data);
         list.push((n, md5));
@@ -100,7 +100,8 @@ fn two_stores_one_root(fs: Fs) {
         let md5 = hex::encode(md5::Md5::digest(&data));
         let mut f = b.new_part_file(&id, "two", &key, 1).unwrap();
         f.write_all(&data).unwrap();
-        b.commit_part(&id, "two", &key, 1, f, md5.clone()).unwrap();
+        b.commit_part(&id, "two", &key, 1, f, PartSums::md5(md5.clone()))
+            .unwrap();
         let want = multipart_etag([md5.as_str()]);
         let outcomes: Vec<bool> = std::thread::scope(|s| {
             let hs: Vec<_> = [&a, &b]

@@ -40,12 +40,9 @@
 //! ones, for `dnf upgrade`), each indexed with `createrepo_c`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, SystemTime};
 
-use crate::repo::{host_busybox, Build, Sections};
+use crate::repo::{createrepo, host_busybox, on_all_cores, set_mtime, Build, Sections};
 use crate::rpm::rpmbuild_for;
-use crate::run_ok;
 use crate::tree::mkdir;
 
 /// The log every scriptlet appends one line to (absolute, in the root).
@@ -97,13 +94,9 @@ pub const KRB5_LANGS: [&str; 3] = ["de", "fr", "pt_BR"];
 /// between install and upgrade as an admin would.
 pub const KRB5_CONF: &str = "/etc/krb5.conf";
 
-/// The payload compressor (Fedora's).
-pub const PAYLOAD: &str = "w19.zstdio";
-
-/// Build time and file mtimes of v1 packages (2015-01-01 UTC).
-pub const EPOCH_V1: i64 = 1_420_070_400;
-/// The same for v2 packages, one day later.
-pub const EPOCH_V2: i64 = EPOCH_V1 + 86_400;
+/// The payload compressor, and the build time and file mtimes of v1 and
+/// v2 packages: those of [`crate::repo`].
+pub use crate::repo::{EPOCH_V1, EPOCH_V2, PAYLOAD};
 
 /// The built repositories.
 #[derive(Clone, Debug)]
@@ -437,42 +430,21 @@ pub fn specs() -> Vec<(String, String)> {
 
 fn build_into(dir: &Path, pkgs: &[Pkg]) {
     let built = mkdir(&dir.join("built"));
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(p) = pkgs.get(i) else { break };
-                let target = (p.arch != "noarch").then_some(p.arch);
-                rpmbuild_for(&p.spec(), PAYLOAD, target, &built.join(p.file_name()));
-            });
-        }
+    on_all_cores(pkgs.len(), |i| {
+        let p = &pkgs[i];
+        let target = (p.arch != "noarch").then_some(p.arch);
+        rpmbuild_for(&p.spec(), PAYLOAD, target, &built.join(p.file_name()));
     });
     let (v1, v2) = (mkdir(&dir.join("v1")), mkdir(&dir.join("v2")));
     for p in pkgs {
         let path = built.join(p.file_name());
-        let secs = if p.v2 { EPOCH_V2 } else { EPOCH_V1 };
-        // createrepo_c records the file's mtime.
-        std::fs::File::options()
-            .write(true)
-            .open(&path)
-            .unwrap()
-            .set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(secs as u64))
-            .unwrap();
+        set_mtime(&path, if p.v2 { EPOCH_V2 } else { EPOCH_V1 });
         if !p.v2 {
             std::fs::hard_link(&path, v1.join(p.file_name())).unwrap();
         }
         std::fs::hard_link(&path, v2.join(p.file_name())).unwrap();
     }
     for repo in ["v1", "v2"] {
-        run_ok(
-            Command::new("createrepo_c")
-                .args(["--quiet", "--no-database", "--workers", "1"])
-                .arg(format!("--revision={EPOCH_V1}"))
-                .arg("--set-timestamp-to-revision")
-                .arg(dir.join(repo)),
-            "createrepo_c (Debian package `createrepo-c`)",
-        );
+        createrepo(&dir.join(repo));
     }
 }

@@ -667,39 +667,58 @@ fn build_into(dir: &Path, v1: &[Pkg], v2: &[Pkg]) {
         .map(|p| (p, dir.join("v1").join(p.file_name())))
         .chain(v2.iter().map(|p| (p, dir.join("v2").join(p.file_name()))))
         .collect();
+    on_all_cores(jobs.len(), |i| {
+        let (p, dst) = &jobs[i];
+        rpmbuild(&p.spec(), PAYLOAD, dst);
+    });
+    let all = mkdir(&dir.join("all"));
+    for (_, path) in &jobs {
+        set_mtime(path, EPOCH_V1);
+        std::fs::hard_link(path, all.join(path.file_name().unwrap())).unwrap();
+    }
+    for repo in ["v1", "all"] {
+        createrepo(&dir.join(repo));
+    }
+}
+
+/// Run `job(i)` for every `i` below `n`, on all cores.
+pub(crate) fn on_all_cores(n: usize, job: impl Fn(usize) + Sync) {
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let next = std::sync::atomic::AtomicUsize::new(0);
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some((p, dst)) = jobs.get(i) else { break };
-                rpmbuild(&p.spec(), PAYLOAD, dst);
+                if i >= n {
+                    break;
+                }
+                job(i);
             });
         }
     });
-    let all = mkdir(&dir.join("all"));
-    let mtime = SystemTime::UNIX_EPOCH + Duration::from_secs(EPOCH_V1 as u64);
-    for (_, path) in &jobs {
-        // createrepo_c records the file's mtime.
-        std::fs::File::options()
-            .write(true)
-            .open(path)
-            .unwrap()
-            .set_modified(mtime)
-            .unwrap();
-        std::fs::hard_link(path, all.join(path.file_name().unwrap())).unwrap();
-    }
-    for repo in ["v1", "all"] {
-        run_ok(
-            Command::new("createrepo_c")
-                .args(["--quiet", "--no-database", "--workers", "1"])
-                .arg(format!("--revision={EPOCH_V1}"))
-                .arg("--set-timestamp-to-revision")
-                .arg(dir.join(repo)),
-            "createrepo_c (Debian package `createrepo-c`)",
-        );
-    }
+}
+
+/// Set the package file `path`'s mtime to `secs` after the epoch:
+/// createrepo_c records it.
+pub(crate) fn set_mtime(path: &Path, secs: i64) {
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(secs as u64))
+        .unwrap();
+}
+
+/// Index the repository `dir` with `createrepo_c`, dated [`EPOCH_V1`].
+pub(crate) fn createrepo(dir: &Path) {
+    run_ok(
+        Command::new("createrepo_c")
+            .args(["--quiet", "--no-database", "--workers", "1"])
+            .arg(format!("--revision={EPOCH_V1}"))
+            .arg("--set-timestamp-to-revision")
+            .arg(dir),
+        "createrepo_c (Debian package `createrepo-c`)",
+    );
 }
 
 // ---------------------------------------------------------------------------

@@ -4,6 +4,54 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 
+/// What workers take tasks from: one door for taking a task and one for
+/// reporting it done, and [`Tasks::run`], the workers' loop over them.
+pub(crate) trait Tasks: Sync {
+    type Task: Send;
+
+    /// The next task and its lane, for a worker last in lane `last`;
+    /// waits while there is none and a worker is busy (it may still
+    /// push). `None`: the queue is finished.
+    fn take(&self, last: usize) -> Option<(usize, Self::Task)>;
+
+    /// A worker is done with its task of `lane`.
+    fn done(&self, lane: usize);
+
+    /// Run `threads` workers (at least one); each gets its own state from
+    /// `init` and hands it back when the queue is finished. A worker's
+    /// panic is raised again here.
+    fn run<W: Send>(
+        &self,
+        threads: usize,
+        init: impl Fn() -> W + Sync,
+        work: impl Fn(&mut W, Self::Task) + Sync,
+    ) -> Vec<W> {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads.max(1))
+                .map(|i| {
+                    let (init, work) = (&init, &work);
+                    scope.spawn(move || {
+                        let mut w = init();
+                        let mut last = i;
+                        while let Some((lane, t)) = self.take(last) {
+                            work(&mut w, t);
+                            self.done(lane);
+                            last = lane;
+                        }
+                        w
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
+    }
+}
+
+/// Tasks taken last in, first out, so that a walk goes depth first and
+/// few directories are open at once; finished also when stopped.
 pub(crate) struct Queue<T> {
     state: Mutex<State<T>>,
     cv: Condvar,
@@ -43,41 +91,12 @@ impl<T: Send> Queue<T> {
     pub fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
+}
 
-    /// Run `threads` workers; each gets its own state from `init` and hands
-    /// it back when the queue is done. Tasks are taken last in, first out,
-    /// so the walk goes depth first and few directories are open at once.
-    pub fn run<W: Send>(
-        &self,
-        threads: usize,
-        init: impl Fn() -> W + Sync,
-        work: impl Fn(&mut W, T) + Sync,
-    ) -> Vec<W> {
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..threads.max(1))
-                .map(|_| {
-                    scope.spawn(|| {
-                        let mut w = init();
-                        while let Some(t) = self.next() {
-                            work(&mut w, t);
-                            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-                            s.busy -= 1;
-                            if s.busy == 0 && s.tasks.is_empty() {
-                                self.cv.notify_all();
-                            }
-                        }
-                        w
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        })
-    }
+impl<T: Send> Tasks for Queue<T> {
+    type Task = T;
 
-    fn next(&self) -> Option<T> {
+    fn take(&self, _last: usize) -> Option<(usize, T)> {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if self.stopped() {
@@ -85,12 +104,20 @@ impl<T: Send> Queue<T> {
             }
             if let Some(t) = s.tasks.pop() {
                 s.busy += 1;
-                return Some(t);
+                return Some((0, t));
             }
             if s.busy == 0 {
                 return None;
             }
             s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn done(&self, _lane: usize) {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.busy -= 1;
+        if s.busy == 0 && s.tasks.is_empty() {
+            self.cv.notify_all();
         }
     }
 }
@@ -135,44 +162,12 @@ impl<T: Send> Lanes<T> {
         drop(s);
         self.cv.notify_one();
     }
+}
 
-    /// Run `threads` workers, as [`Queue::run`].
-    pub fn run<W: Send>(
-        &self,
-        threads: usize,
-        init: impl Fn() -> W + Sync,
-        work: impl Fn(&mut W, T) + Sync,
-    ) -> Vec<W> {
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..threads.max(1))
-                .map(|i| {
-                    let init = &init;
-                    let work = &work;
-                    scope.spawn(move || {
-                        let mut w = init();
-                        let mut last = i;
-                        while let Some((lane, t)) = self.next(last) {
-                            work(&mut w, t);
-                            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-                            s.busy -= 1;
-                            s.inside[lane] -= 1;
-                            if s.busy == 0 && s.queued == 0 {
-                                self.cv.notify_all();
-                            }
-                            last = lane;
-                        }
-                        w
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        })
-    }
+impl<T: Send> Tasks for Lanes<T> {
+    type Task = T;
 
-    fn next(&self, last: usize) -> Option<(usize, T)> {
+    fn take(&self, last: usize) -> Option<(usize, T)> {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if s.queued > 0 {
@@ -201,6 +196,15 @@ impl<T: Send> Lanes<T> {
                 return None;
             }
             s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn done(&self, lane: usize) {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.busy -= 1;
+        s.inside[lane] -= 1;
+        if s.busy == 0 && s.queued == 0 {
+            self.cv.notify_all();
         }
     }
 }

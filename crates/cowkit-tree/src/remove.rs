@@ -21,7 +21,7 @@ use rustix::io::Errno;
 use serde::Serialize;
 
 use crate::entry_error::{self, entry_error};
-use crate::queue::Lanes;
+use crate::queue::{Lanes, Tasks};
 use crate::walk::{self, Budget, Descent, Held, Id};
 use crate::{EntryError, Error, Progress};
 

@@ -13,6 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use crate::output::{print_fallbacks, print_json, report_error, tally_text, CliError};
+use crate::transcode::Decoding;
 
 /// How file data may be moved.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -27,6 +28,10 @@ pub enum Reflink {
 
 /// Arguments of `cowkit install`.
 #[derive(clap::Args)]
+#[command(
+    mut_arg("key", |a| a.help("Require a valid OpenPGP header signature by a key in FILE (or in any key file of a directory) on every package; may be repeated")),
+    mut_arg("no_confine", |a| a.help("Decompress `.rpm` payloads in this process, as a stream, instead of in the confined transcode worker (faster where blocks cannot be shared, e.g. ext4; the decoders then run unconfined)")),
+)]
 pub struct Args {
     /// The directory to install into (it must exist; an absolute path, as
     /// rpm requires, unless with `--no-db --noscripts`).
@@ -137,15 +142,8 @@ pub struct Args {
     /// Only check the transaction and print the plan (like `rpm --test`).
     #[arg(long)]
     test: bool,
-    /// Require a valid OpenPGP header signature by a key in FILE (or in
-    /// any key file of a directory) on every package; may be repeated.
-    #[arg(long, value_name = "FILE|DIR")]
-    key: Vec<PathBuf>,
-    /// Decompress `.rpm` payloads in this process, as a stream, instead of
-    /// in the confined transcode worker (faster where blocks cannot be
-    /// shared, e.g. ext4; the decoders then run unconfined).
-    #[arg(long)]
-    no_confine: bool,
+    #[command(flatten)]
+    decoding: Decoding,
     /// Print a JSON summary (scriptlets' output then goes to stderr).
     #[arg(long)]
     json: bool,
@@ -456,7 +454,12 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
     }
     let result = match cowkit_install::prepare(&root, &packages, &opts) {
         Ok(mut prepared) => {
-            match stager(&root, &packages, &args.key, !args.no_confine) {
+            match stager(
+                &root,
+                &packages,
+                &args.decoding.key,
+                !args.decoding.no_confine,
+            ) {
                 Ok(Some(s)) => prepared.stage_with(s),
                 Ok(None) => {}
                 Err(e) => {

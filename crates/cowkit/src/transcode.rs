@@ -35,17 +35,26 @@ pub struct Args {
     /// cloning.
     #[arg(long, default_value_t = DEFAULT_PACK_BELOW)]
     pack_below: u64,
-    /// Require a valid OpenPGP header signature by a key in FILE (or in
-    /// any key file of a directory); may be repeated.
-    #[arg(long, value_name = "FILE|DIR")]
-    key: Vec<PathBuf>,
-    /// Run the decoders without the seccomp confinement (for platforms
-    /// where it is not available).
-    #[arg(long)]
-    no_confine: bool,
+    #[command(flatten)]
+    decoding: Decoding,
     /// Print a JSON summary.
     #[arg(long)]
     json: bool,
+}
+
+/// How a package is decoded: `--key`, the keys its header must be signed
+/// by, and `--no-confine`. Shared by `cowkit transcode` and `cowkit
+/// install` (which says what `--no-confine` means there).
+#[derive(clap::Args)]
+pub struct Decoding {
+    /// Require a valid OpenPGP header signature by a key in FILE (or in
+    /// any key file of a directory); may be repeated.
+    #[arg(long, value_name = "FILE|DIR")]
+    pub key: Vec<PathBuf>,
+    /// Run the decoders without the seccomp confinement (for platforms
+    /// where it is not available).
+    #[arg(long)]
+    pub no_confine: bool,
 }
 
 /// `--block-size`: a power of two from 512 to 1 MiB.
@@ -133,7 +142,12 @@ pub fn transcode_aligned(input: &Path, output: &Path, block_size: u32) -> Result
 }
 
 pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
-    let cmd = worker_command(args.block_size, args.pack_below, &args.key, args.no_confine)?;
+    let cmd = worker_command(
+        args.block_size,
+        args.pack_below,
+        &args.decoding.key,
+        args.decoding.no_confine,
+    )?;
     let to_stdout = args.output.as_os_str() == "-";
     let input = if args.input.as_os_str() == "-" {
         Input::Stdin
@@ -145,7 +159,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
     } else {
         Output::Path(&args.output)
     };
-    let outcome = confined::transcode(cmd, input, output, args.no_confine)
+    let outcome = confined::transcode(cmd, input, output, args.decoding.no_confine)
         .map_err(|e| cli_error(e, &args.input))?;
     let summary = &outcome.summary;
     if args.json {

@@ -142,6 +142,24 @@ pub(super) async fn get_bucket_acl(
     }))
 }
 
+/// S3's answer to GetBucketPolicy on a bucket without a policy.
+fn no_such_policy() -> S3Error {
+    s3_error(
+        "NoSuchBucketPolicy",
+        404,
+        "The bucket policy does not exist.",
+    )
+}
+
+/// S3's answer to GetBucketOwnershipControls on a bucket without them.
+fn no_such_ownership() -> S3Error {
+    s3_error(
+        "OwnershipControlsNotFoundError",
+        404,
+        "The bucket ownership controls were not found.",
+    )
+}
+
 pub(super) async fn put_bucket_policy(
     g: &S3Gateway,
     req: S3Request<PutBucketPolicyInput>,
@@ -162,15 +180,12 @@ pub(super) async fn get_bucket_policy(
     g: &S3Gateway,
     req: S3Request<GetBucketPolicyInput>,
 ) -> S3Result<S3Response<GetBucketPolicyOutput>> {
-    let missing = || {
-        s3_error(
-            "NoSuchBucketPolicy",
-            404,
-            "The bucket policy does not exist.",
-        )
-    };
     let policy = g
-        .read_record(req.input.bucket, crate::authz::bucket_policy, missing)
+        .read_record(
+            req.input.bucket,
+            crate::authz::bucket_policy,
+            no_such_policy,
+        )
         .await?;
     Ok(S3Response::new(GetBucketPolicyOutput {
         policy: Some(policy),
@@ -213,15 +228,12 @@ pub(super) async fn get_bucket_ownership_controls(
     g: &S3Gateway,
     req: S3Request<GetBucketOwnershipControlsInput>,
 ) -> S3Result<S3Response<GetBucketOwnershipControlsOutput>> {
-    let missing = || {
-        s3_error(
-            "OwnershipControlsNotFoundError",
-            404,
-            "The bucket ownership controls were not found.",
-        )
-    };
     let o = g
-        .read_record(req.input.bucket, crate::authz::bucket_ownership, missing)
+        .read_record(
+            req.input.bucket,
+            crate::authz::bucket_ownership,
+            no_such_ownership,
+        )
         .await?;
     Ok(S3Response::new(GetBucketOwnershipControlsOutput {
         ownership_controls: Some(OwnershipControls {

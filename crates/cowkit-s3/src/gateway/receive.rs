@@ -197,19 +197,11 @@ pub(crate) fn check_received<T>(
     verify_checksum(want, &got.checksum, trailing_of(req))
 }
 
-/// Read and drop (up to 8 MiB of) a body the request is refused before
-/// reading: an unread body makes hyper close the connection, and clients
-/// that reuse it fail their next request.
+/// [`crate::handler::leftover::drain`] for a body the request is refused
+/// before reading.
 pub(crate) async fn drain(body: Option<StreamingBlob>) {
-    let Some(mut body) = body else {
-        return;
-    };
-    let mut n = 0usize;
-    while let Some(Ok(chunk)) = body.next().await {
-        n += chunk.len();
-        if n > 8 << 20 {
-            break;
-        }
+    if let Some(body) = body {
+        crate::handler::leftover::drain(body).await;
     }
 }
 

@@ -121,9 +121,13 @@ pub(super) async fn upload_part(
         kind: Type::FullObject,
     });
     let (id, b, k) = (i.upload_id, i.bucket, i.key);
-    let default_crc = got.default_crc;
+    let sums = crate::multipart::PartSums {
+        md5,
+        checksum,
+        crc64nvme: got.default_crc,
+    };
     let rec = g
-        .run(move |s| s.commit_part_full(&id, &b, &k, n, file, md5, checksum, default_crc))
+        .run(move |s| s.commit_part(&id, &b, &k, n, file, sums))
         .await?;
     let mut out = UploadPartOutput {
         e_tag: Some(etag(&rec.md5)),

@@ -349,7 +349,7 @@ impl Uploads {
             })
             .filter(|b| !b.is_empty() && b.len() <= 70);
         let refuse = |r: Refusal, body: BodyStream| async move {
-            drain_stream(body).await;
+            drain(body).await;
             refusal_response(&r)
         };
         let Some(boundary) = boundary else {
@@ -503,17 +503,6 @@ fn answer_of(
         );
     }
     out
-}
-
-/// Read and drop (up to 8 MiB of) a refused form's body.
-async fn drain_stream(mut body: BodyStream) {
-    let mut n = 0usize;
-    while let Some(Ok(chunk)) = futures_util::StreamExt::next(&mut body).await {
-        n += chunk.len();
-        if n > 8 << 20 {
-            break;
-        }
-    }
 }
 
 #[cfg(test)]

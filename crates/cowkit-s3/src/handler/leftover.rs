@@ -22,6 +22,22 @@ use bytes::Bytes;
 /// connection.
 pub(crate) const MAX_LEFTOVER: u64 = 1 << 20;
 
+/// The most bytes of a refused request's body [`drain`] reads.
+const MAX_DRAINED: usize = 8 << 20;
+
+/// Read and drop (up to 8 MiB of) the body of a refused request: an unread
+/// body makes hyper close the connection under a client still sending it,
+/// and a client that reuses the connection fails its next request.
+pub(crate) async fn drain<E>(mut body: impl futures_util::Stream<Item = Result<Bytes, E>> + Unpin) {
+    let mut n = 0usize;
+    while let Some(Ok(chunk)) = futures_util::StreamExt::next(&mut body).await {
+        n += chunk.len();
+        if n > MAX_DRAINED {
+            break;
+        }
+    }
+}
+
 /// Where a [`Returned`] body puts what it was dropped with.
 #[derive(Clone, Default)]
 pub(crate) struct Slot(Arc<Mutex<Option<s3s::Body>>>);

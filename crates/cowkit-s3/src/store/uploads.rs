@@ -192,44 +192,7 @@ impl Store {
         key: &str,
         number: i32,
         file: NewFile,
-        md5: String,
-    ) -> Result<PartRecord> {
-        self.commit_part_with(id, bucket, key, number, file, md5, None)
-    }
-
-    /// [`Store::commit_part`] with the part's additional checksum.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "a part is its upload, bucket, key, number, file and checksums: each call names them all"
-    )]
-    pub fn commit_part_with(
-        &self,
-        id: &str,
-        bucket: &str,
-        key: &str,
-        number: i32,
-        file: NewFile,
-        md5: String,
-        checksum: Option<Checksum>,
-    ) -> Result<PartRecord> {
-        self.commit_part_full(id, bucket, key, number, file, md5, checksum, None)
-    }
-
-    /// [`Store::commit_part_with`] with the part's default CRC64NVME.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "a part is its upload, bucket, key, number, file and checksums: each call names them all"
-    )]
-    pub fn commit_part_full(
-        &self,
-        id: &str,
-        bucket: &str,
-        key: &str,
-        number: i32,
-        file: NewFile,
-        md5: String,
-        checksum: Option<Checksum>,
-        crc64nvme: Option<String>,
+        sums: PartSums,
     ) -> Result<PartRecord> {
         Self::check_part_number(number)?;
         // Record and rename are one change; a complete or an abort waits.
@@ -243,11 +206,11 @@ impl Store {
         let rec = PartRecord {
             number,
             size: st.st_size as u64,
-            md5,
+            md5: sums.md5,
             ino: st.st_ino,
             modified: now_secs(),
-            checksum,
-            crc64nvme,
+            checksum: sums.checksum,
+            crc64nvme: sums.crc64nvme,
         };
         let name = part_name(number);
         let rec_name = format!("{name}.json");
@@ -347,15 +310,12 @@ impl Store {
             value: crate::checksum::b64(&s.finish()),
             kind: Type::FullObject,
         });
-        let rec = self.commit_part_with(
-            id,
-            bucket,
-            key,
-            number,
-            dst,
-            hex::encode(h.finalize()),
+        let sums = PartSums {
+            md5: hex::encode(h.finalize()),
             checksum,
-        )?;
+            crc64nvme: None,
+        };
+        let rec = self.commit_part(id, bucket, key, number, dst, sums)?;
         Ok((rec, copied))
     }
 

@@ -26,7 +26,7 @@ use rustix::io::Errno;
 use serde::Serialize;
 
 use crate::entry_error::{self, entry_error, entry_error_fs};
-use crate::queue::Queue;
+use crate::queue::{Queue, Tasks};
 use crate::walk::{self, Budget};
 use crate::{EntryError, Error, Progress};
 
@@ -272,11 +272,7 @@ pub fn copy_linked(
     let mut ctx = Ctx::new(o, progress, links, src, dst);
     let holder = ctx.holder(top.dpfd, &top.dparent)?;
     let mut w = ctx.worker();
-    if top.st.kind() == FileType::Directory {
-        ctx.start_dir(&mut w, &holder, top.st, &top.dname)?;
-    } else {
-        ctx.start_file(&mut w, &holder, top.st, &top.dname)?;
-    }
+    ctx.start(&mut w, &holder, top.st, &top.dname)?;
     let workers = ctx
         .queue
         .run(o.threads, || ctx.worker(), |w, t| ctx.task(w, t));
@@ -442,59 +438,53 @@ impl<'a> Ctx<'a> {
         Ok(())
     }
 
-    /// Make the top of a directory copy, and queue its listing.
-    fn start_dir(
+    /// Start the copy: the top of a directory copy is made and its
+    /// listing queued; a source that is not a directory is copied here.
+    fn start(
         &mut self,
         w: &mut Worker,
         holder: &Arc<DirNode>,
         st: Src,
         dname: &CStr,
     ) -> Result<(), Error> {
-        let src = fsdir::open_dir(CWD, &self.src_root, &self.src_root)?;
-        let made = self.make_dir(w, holder, dir::SrcDir::new(src, dname, st, PathBuf::new()));
-        match made {
-            Ok((node, src)) => {
-                self.set_top(&node.dst, &self.dst_root.clone())?;
-                let node = Arc::new(node.below(holder.clone(), self.budget.hold()));
-                self.queue.push(Task::List { node, src });
+        if st.kind() == FileType::Directory {
+            let src = fsdir::open_dir(CWD, &self.src_root, &self.src_root)?;
+            let made = self.make_dir(w, holder, dir::SrcDir::new(src, dname, st, PathBuf::new()));
+            match made {
+                Ok((node, src)) => {
+                    self.set_top(&node.dst, &self.dst_root.clone())?;
+                    let node = Arc::new(node.below(holder.clone(), self.budget.hold()));
+                    self.queue.push(Task::List { node, src });
+                }
+                Err(f) => self.fail(w, f),
             }
-            Err(f) => self.fail(w, f),
-        }
-        Ok(())
-    }
-
-    /// Copy a source that is not a directory.
-    fn start_file(
-        &mut self,
-        w: &mut Worker,
-        holder: &Arc<DirNode>,
-        st: Src,
-        dname: &CStr,
-    ) -> Result<(), Error> {
-        let src = self.src_root.clone();
-        let src_path = if self.o.follow_top {
-            std::fs::canonicalize(&src).map_err(|e| IoError::new("resolve", &src, e))?
         } else {
-            src.clone()
-        };
-        let (sparent, sname) = split(&src_path).ok_or_else(|| Error::Refused {
-            op: "copy",
-            path: src.clone(),
-        })?;
-        let spfd = fsdir::open_dir(CWD, sparent, sparent)?;
-        let dparent = split(&self.dst_root).map_or(PathBuf::from("."), |(p, _)| p.to_path_buf());
-        self.set_top(&holder.dst, &dparent)?;
-        let dst_path = self.dst_root.clone();
-        let e = Entry {
-            src_dir: spfd.as_fd(),
-            name: &sname,
-            dst_name: dname,
-            st,
-            opened: None,
-            src_path: &src_path,
-            dst_path: &dst_path,
-        };
-        self.entry(w, holder, e);
+            let src = self.src_root.clone();
+            let src_path = if self.o.follow_top {
+                std::fs::canonicalize(&src).map_err(|e| IoError::new("resolve", &src, e))?
+            } else {
+                src.clone()
+            };
+            let (sparent, sname) = split(&src_path).ok_or_else(|| Error::Refused {
+                op: "copy",
+                path: src.clone(),
+            })?;
+            let spfd = fsdir::open_dir(CWD, sparent, sparent)?;
+            let dparent =
+                split(&self.dst_root).map_or(PathBuf::from("."), |(p, _)| p.to_path_buf());
+            self.set_top(&holder.dst, &dparent)?;
+            let dst_path = self.dst_root.clone();
+            let e = Entry {
+                src_dir: spfd.as_fd(),
+                name: &sname,
+                dst_name: dname,
+                st,
+                opened: None,
+                src_path: &src_path,
+                dst_path: &dst_path,
+            };
+            self.entry(w, holder, e);
+        }
         Ok(())
     }
 
