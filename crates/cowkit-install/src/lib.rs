@@ -357,6 +357,12 @@ impl Gate {
 
     /// Wait for the verdict: `Ok` when it passed, else [`Error::Refused`].
     pub fn pass(&self) -> Result<()> {
+        self.verdict().map(drop)
+    }
+
+    /// Wait for the verdict: the proof that it passed ([`Passed`]), else
+    /// [`Error::Refused`].
+    pub(crate) fn verdict(&self) -> Result<Passed> {
         let mut v = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Verdict::Pending(_) = &*v {
             let Verdict::Pending(ask) = std::mem::replace(&mut *v, Verdict::Asking) else {
@@ -369,8 +375,18 @@ impl Gate {
             };
         }
         match &*v {
-            Verdict::Passed => Ok(()),
+            Verdict::Passed => Ok(Passed(())),
             _ => Err(Error::Refused),
+        }
+    }
+
+    /// The verdict an install waits for: `gate`'s, or, with no gate, the
+    /// one given before the install began (rpm's check ran first, or the
+    /// caller asked for none).
+    pub(crate) fn verdict_of(gate: Option<&Gate>) -> Result<Passed> {
+        match gate {
+            Some(g) => g.verdict(),
+            None => Ok(Passed(())),
         }
     }
 
@@ -384,6 +400,14 @@ impl Gate {
         }
     }
 }
+
+/// The proof that the verdict an install waits for has passed
+/// ([`Gate`]): the leave to change what can be seen in the root. Only
+/// [`Gate::verdict`] and [`Gate::verdict_of`] make one, so every step that
+/// makes an entry visible, or changes one that is, takes it as an
+/// argument and cannot run before the check has passed.
+#[derive(Debug)]
+pub(crate) struct Passed(());
 
 impl std::fmt::Debug for Gate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -625,7 +649,9 @@ fn finish(
             }
         }
     }
-    target.publish()?;
+    // The new trees become visible with the check's verdict only.
+    let passed = target.verdict()?;
+    target.publish(passed)?;
     s.directories += target.finish_dirs(files, places)? as u64;
     if opts.verify && !verified_inline {
         s.verified += verify::verify(target, files, places)?;

@@ -21,7 +21,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, Timespec};
 use rustix::io::Errno;
 
 use crate::owners::Owners;
-use crate::{Error, Result};
+use crate::{Error, Passed, Result};
 
 fn sys(op: &'static str, path: PathBuf) -> impl FnOnce(Errno) -> Error {
     move |e| Error::from(IoError::new(op, path, e))
@@ -166,6 +166,18 @@ fn unsafe_symlink(
         link_uid: link.st_uid,
         dir_uid: dir.st_uid,
     }))
+}
+
+/// Remove the entry `name` in `parent` (an existing directory, which can
+/// be seen) that stands where the package puts a directory, as rpm's
+/// `fsmVerify` does: only once rpm's check has passed.
+fn remove_in_the_way(
+    parent: impl AsFd,
+    name: &OsStr,
+    path: &std::path::Path,
+    _: &Passed,
+) -> Result<()> {
+    rustix::fs::unlinkat(parent, name, AtFlags::empty()).map_err(sys("remove", path.to_path_buf()))
 }
 
 /// A validated path of the package, with its parent and name.
@@ -364,9 +376,7 @@ impl<'r> Target<'r> {
                 // replaces it (`fsmVerify`); any other path through it
                 // fails as rpm's `ensureDir` fails.
                 Some(_) if self.pkg_dirs.contains(rel) => {
-                    self.visible()?;
-                    rustix::fs::unlinkat(&pfd, OsStr::from_bytes(name), AtFlags::empty())
-                        .map_err(sys("remove", path.clone()))?;
+                    remove_in_the_way(&pfd, OsStr::from_bytes(name), &path, &self.verdict()?)?;
                 }
                 Some(e) => return Err(e),
             },
@@ -387,9 +397,7 @@ impl<'r> Target<'r> {
                     Some(st)
                         if self.pkg_dirs.contains(rel) && st.st_mode & 0o170000 != 0o040000 =>
                     {
-                        self.visible()?;
-                        rustix::fs::unlinkat(&pfd, OsStr::from_bytes(name), AtFlags::empty())
-                            .map_err(sys("remove", path.clone()))?;
+                        remove_in_the_way(&pfd, OsStr::from_bytes(name), &path, &self.verdict()?)?;
                     }
                     Some(_) => return Err(e.into()),
                 }
@@ -421,14 +429,13 @@ impl<'r> Target<'r> {
             .unwrap_or_else(|| rel.to_vec())
     }
 
-    /// Rename every new directory tree into place (once the transaction's
-    /// check, if still running, has passed): from now on the
+    /// Rename every new directory tree into place, with the verdict of
+    /// the transaction's check ([`Target::verdict`]): from now on the
     /// package's new directories and what is in them can be seen. A name
     /// that appeared meanwhile (another package of the transaction, or
     /// another process, made the same directory) gets the tree's entries
     /// moved into it instead.
-    pub fn publish(&mut self) -> Result<()> {
-        self.visible()?;
+    pub fn publish(&mut self, _: Passed) -> Result<()> {
         while let Some(st) = self.stages.first() {
             let top = join(&st.parent, st.name.as_bytes());
             let path = self.root.display(&RelPath::new(&top)?);
@@ -479,13 +486,11 @@ impl<'r> Target<'r> {
         self.dirs.get(&p.parent).is_some_and(|d| d.fresh) && !self.stages.is_empty()
     }
 
-    /// Before changing what can be seen in the root: wait for the
-    /// transaction's check, if it is still running ([`crate::Gate`]).
-    fn visible(&self) -> Result<()> {
-        match self.gate {
-            Some(g) => g.pass(),
-            None => Ok(()),
-        }
+    /// rpm's check of the transaction, waited for if it is still running
+    /// ([`crate::Gate`]): the proof every step that changes what can be
+    /// seen in the root takes.
+    pub fn verdict(&self) -> Result<Passed> {
+        crate::Gate::verdict_of(self.gate)
     }
 
     /// Owner, caps, mode and times of `f` as the header says, for an entry
@@ -557,20 +562,14 @@ impl<'r> Target<'r> {
     }
 
     /// Create the regular file `f` at `p`: `fill` writes its content into
-    /// the new (empty) file, then metadata is applied and it gets its name.
-    ///
-    /// The file is a [`NewFile`]: made with `O_TMPFILE`, so it has no name
-    /// at all until it is complete; `linkat` then gives it its real name in
-    /// one directory operation (or, when the name exists, a temporary name
-    /// that is renamed over it). Filesystems without `O_TMPFILE` get a
-    /// named temporary file and a rename. Nothing is left behind on error.
+    /// the new (empty) file, then metadata is applied and it gets its name
+    /// ([`Target::put`]).
     pub fn regular(
         &self,
         f: &FileInfo,
         p: &Place,
         fill: impl FnOnce(&File, &std::path::Path) -> Result<()>,
     ) -> Result<()> {
-        let dir = self.dir(p)?;
         let path = self.display(p);
         let mut meta = self.meta(f, &path)?;
         // Created with its final permission bits when the umask keeps them
@@ -585,34 +584,15 @@ impl<'r> Target<'r> {
         if exact {
             meta.mode = None;
         }
-        if self.in_fresh_dir(p) {
-            // Unseen until published: created under its final name.
-            match rustix::fs::openat(
-                &dir,
-                p.name.as_os_str(),
-                OFlags::CREATE | OFlags::EXCL | OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::from_raw_mode(create_mode),
-            ) {
-                Ok(fd) => {
-                    let file = File::from(fd);
-                    fill(&file, &path)?;
-                    meta::apply(Handle::new(&file, &path), &meta, None)?;
-                    self.fresh_files
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    return Ok(());
-                }
-                // Twice in the package: the later one replaces it.
-                Err(Errno::EXIST) => {}
-                Err(e) => return Err(sys("create", path)(e)),
-            }
-        }
-        self.visible()?;
-        let parent = path.parent().unwrap_or(self.root.path());
-        let new = NewFile::anonymous(dir.as_fd(), parent, create_mode)?;
-        fill(new.file(), &path)?;
-        meta::apply(Handle::new(new.file(), &path), &meta, None)?;
-        new.commit(dir.as_fd(), &p.name, &path)?;
-        Ok(())
+        self.put(
+            p,
+            &path,
+            NewRegular {
+                mode: create_mode,
+                meta,
+                fill,
+            },
+        )
     }
 
     /// rpm's touch (`FA_TOUCH`: a file whose content on disk is already
@@ -624,9 +604,13 @@ impl<'r> Target<'r> {
     /// by a `%pre`) or is of another type: the caller creates it then, as
     /// rpm does ("vanished unexpectedly").
     pub fn touch(&self, f: &FileInfo, p: &Place) -> Result<bool> {
-        if self.in_fresh_dir(p) || !matches!(f.kind, Kind::Regular | Kind::Symlink) {
+        if !matches!(f.kind, Kind::Regular | Kind::Symlink) {
             return Ok(false);
         }
+        // Nothing to touch in a tree this install made.
+        let Way::Visible(passed) = self.way(p)? else {
+            return Ok(false);
+        };
         let dir = self.dir(p)?;
         let path = self.display(p);
         if f.kind == Kind::Regular {
@@ -651,10 +635,9 @@ impl<'r> Target<'r> {
             if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
                 return Ok(false);
             }
-            self.visible()?;
             let meta = self.meta_as(f, &path, st.st_uid, st.st_gid)?;
             let file = File::from(fd);
-            meta::apply(Handle::new(&file, &path), &meta, Some(&st))?;
+            retouch(Handle::new(&file, &path), &meta, &st, &passed)?;
             return Ok(true);
         }
         let st = match rustix::fs::statat(&dir, p.name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) {
@@ -665,119 +648,47 @@ impl<'r> Target<'r> {
         if FileType::from_raw_mode(st.st_mode) != FileType::Symlink {
             return Ok(false);
         }
-        self.visible()?;
         // A symlink has no mode or capabilities of its own; owner and
         // times are set without following it.
         let mut meta = self.meta_as(f, &path, st.st_uid, st.st_gid)?;
         meta.xattrs.clear();
         meta.mode = None;
-        let name = CString::new(p.name.as_bytes()).map_err(|_| {
-            Error::BadPath(cowkit_fs::root::BadPath {
-                path: p.rel.escaped(),
-                why: "it contains a NUL byte",
-            })
-        })?;
-        meta::apply_on(
-            On::At(dir.as_fd(), &name),
-            &path,
-            &meta,
-            Current::default(),
-            Policy::STRICT,
-        )?;
+        let name = c_name(p)?;
+        meta_at(dir.as_fd(), &name, &path, &meta, &passed)?;
         Ok(true)
     }
 
-    /// Make `member` a hardlink of the already installed `first`.
+    /// Make `member` a hardlink of the already installed `first`
+    /// ([`Target::put`]).
     pub fn hardlink(&self, first: &Place, member: &Place) -> Result<()> {
-        let dir = self.dir(member)?;
-        let dir = dir.as_fd();
         let from = self.dir(first)?;
         let path = self.display(member);
-        if self.in_fresh_dir(member) {
-            match rustix::fs::linkat(
-                &from,
-                first.name.as_os_str(),
-                dir,
-                member.name.as_os_str(),
-                AtFlags::empty(),
-            ) {
-                Ok(()) => {
-                    self.fresh_files
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    return Ok(());
-                }
-                Err(Errno::EXIST) => {}
-                Err(e) => return Err(sys("link", path)(e)),
-            }
-        }
-        self.visible()?;
-        dir::create_replacing(
-            dir,
-            &member.name,
-            &path,
-            "link",
-            |tmp| rustix::fs::linkat(&from, first.name.as_os_str(), dir, tmp, AtFlags::empty()),
-            |_| Ok(()),
-        )?;
-        Ok(())
+        let link = Link {
+            from: from.as_fd(),
+            name: &first.name,
+        };
+        self.put(member, &path, link)
     }
 
-    /// Create the symlink `f`.
+    /// Create the symlink `f` ([`Target::put`]).
     pub fn symlink(&self, f: &FileInfo, p: &Place) -> Result<()> {
-        let dir = self.dir(p)?;
         let path = self.display(p);
         // Byte for byte: a target need not be UTF-8.
         let target = OsStr::from_bytes(f.link_target.as_deref().unwrap_or_default());
         let mut meta = self.meta(f, &path)?;
         meta.xattrs.clear();
         meta.mode = None;
-        self.create_at(p, &path, "create symlink", &meta, |tmp| {
-            rustix::fs::symlinkat(target, &dir, tmp)
-        })
+        let symlink = Special {
+            op: "create symlink",
+            meta: &meta,
+            create: |dir: BorrowedFd<'_>, name: &OsStr| rustix::fs::symlinkat(target, dir, name),
+        };
+        self.put(p, &path, symlink)
     }
 
-    /// Create the entry `p` with `create` under a temporary name, give it
-    /// `meta` without following it, and rename it into place.
-    fn create_at(
-        &self,
-        p: &Place,
-        path: &std::path::Path,
-        op: &'static str,
-        meta: &Meta,
-        create: impl FnMut(&OsStr) -> rustix::io::Result<()>,
-    ) -> Result<()> {
-        let dir = self.dir(p)?;
-        let dir = dir.as_fd();
-        let mut create = create;
-        if self.in_fresh_dir(p) {
-            match create(&p.name) {
-                Ok(()) => {
-                    let name = CString::new(p.name.as_bytes()).map_err(|_| {
-                        Error::BadPath(cowkit_fs::root::BadPath {
-                            path: p.rel.escaped(),
-                            why: "it contains a NUL byte",
-                        })
-                    })?;
-                    let on = On::At(dir, &name);
-                    meta::apply_on(on, path, meta, Current::default(), Policy::STRICT)?;
-                    return Ok(());
-                }
-                Err(Errno::EXIST) => {}
-                Err(e) => return Err(sys(op, path.to_path_buf())(e)),
-            }
-        }
-        self.visible()?;
-        let create = |tmp: &str| create(OsStr::new(tmp));
-        dir::create_replacing(dir, &p.name, path, op, create, |tmp| {
-            let name = CString::new(tmp).expect("temporary names have no NUL");
-            let on = On::At(dir, &name);
-            meta::apply_on(on, path, meta, Current::default(), Policy::STRICT).map(|_| ())
-        })?;
-        Ok(())
-    }
-
-    /// Create the fifo, socket or device node `f`. Returns false (and
-    /// creates nothing) for a device node when not running as root.
+    /// Create the fifo, socket or device node `f` ([`Target::put`]).
+    /// Returns false (and creates nothing) for a device node when not
+    /// running as root.
     pub fn node(&self, f: &FileInfo, p: &Place) -> Result<bool> {
         let (ty, dev) = match f.kind {
             Kind::Fifo => (FileType::Fifo, 0),
@@ -787,16 +698,55 @@ impl<'r> Target<'r> {
             Kind::BlockDevice => (FileType::BlockDevice, f.rdev),
             _ => unreachable!("not a node"),
         };
-        let dir = self.dir(p)?;
         let path = self.display(p);
         // FILERDEVS holds the old 16-bit encoding: major << 8 | minor.
         let dev = rustix::fs::makedev((dev >> 8) & 0xff, dev & 0xff);
         let mut meta = self.meta(f, &path)?;
         meta.xattrs.clear();
-        self.create_at(p, &path, "create node", &meta, |tmp| {
-            rustix::fs::mknodat(&dir, tmp, ty, Mode::from_raw_mode(0o600), dev)
-        })?;
+        let node = Special {
+            op: "create node",
+            meta: &meta,
+            create: |dir: BorrowedFd<'_>, name: &OsStr| {
+                rustix::fs::mknodat(dir, name, ty, Mode::from_raw_mode(0o600), dev)
+            },
+        };
+        self.put(p, &path, node)?;
         Ok(true)
+    }
+
+    /// How an entry at `p` is made: the one place that decides. In a new
+    /// tree not published yet, under its final name, unseen; anywhere
+    /// else only with rpm's check passed (waited for if it is still
+    /// running).
+    fn way(&self, p: &Place) -> Result<Way> {
+        if self.in_fresh_dir(p) {
+            Ok(Way::Unseen)
+        } else {
+            Ok(Way::Visible(self.verdict()?))
+        }
+    }
+
+    /// Make `entry` at `p` (shown as `path`) the way [`Target::way`]
+    /// decides.
+    fn put<E: Make>(&self, p: &Place, path: &std::path::Path, entry: E) -> Result<()> {
+        let dir = self.dir(p)?;
+        let dir = dir.as_fd();
+        let (entry, passed) = match self.way(p)? {
+            Way::Unseen => match entry.unseen(dir, p, path)? {
+                None => {
+                    if E::COUNTED {
+                        self.fresh_files
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    return Ok(());
+                }
+                // Twice in the package: the later one replaces it, as
+                // anywhere else.
+                Some(entry) => (entry, self.verdict()?),
+            },
+            Way::Visible(passed) => (entry, passed),
+        };
+        entry.over(dir, p, path, &passed)
     }
 
     /// Apply the package's directories' metadata, deepest first (times
@@ -828,6 +778,208 @@ impl<'r> Target<'r> {
         }
         Ok(dirs.len())
     }
+}
+
+/// How an entry is made at its place, decided once for each by
+/// [`Target::way`].
+enum Way {
+    /// Its directory belongs to a new tree not published yet ([`Stage`]):
+    /// nobody can see it, so the entry is made under its final name
+    /// directly, while rpm's check may still be running.
+    Unseen,
+    /// Its directory can be seen: the entry is put over its final name in
+    /// one step, rpm's check passed.
+    Visible(Passed),
+}
+
+/// An entry [`Target::put`] makes at its place `p` (shown as `path`), in
+/// the directory `dir`.
+trait Make: Sized {
+    /// Counted among the files reported placed, and taken away again with
+    /// their tree ([`Target::fresh_files`]).
+    const COUNTED: bool;
+    /// Make it under its final name in `dir`, a directory of a tree
+    /// nobody can see yet ([`Way::Unseen`]). `Ok(Some(self))`, nothing
+    /// made, when the name is taken.
+    fn unseen(self, dir: BorrowedFd<'_>, p: &Place, path: &std::path::Path)
+        -> Result<Option<Self>>;
+    /// Make it without a name, or under a temporary one, complete, and
+    /// put it over its final name in `dir` in one step (replacing what is
+    /// there): nothing partial is ever seen under the name. Nothing is
+    /// left behind on error.
+    fn over(self, dir: BorrowedFd<'_>, p: &Place, path: &std::path::Path, _: &Passed)
+        -> Result<()>;
+}
+
+/// A regular file, created with `mode`, its content written by `fill`,
+/// then given `meta`.
+struct NewRegular<F> {
+    mode: u32,
+    meta: Meta,
+    fill: F,
+}
+
+impl<F: FnOnce(&File, &std::path::Path) -> Result<()>> Make for NewRegular<F> {
+    const COUNTED: bool = true;
+
+    fn unseen(
+        self,
+        dir: BorrowedFd<'_>,
+        p: &Place,
+        path: &std::path::Path,
+    ) -> Result<Option<Self>> {
+        let fd = match rustix::fs::openat(
+            dir,
+            p.name.as_os_str(),
+            OFlags::CREATE | OFlags::EXCL | OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(self.mode),
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::EXIST) => return Ok(Some(self)),
+            Err(e) => return Err(sys("create", path.to_path_buf())(e)),
+        };
+        let file = File::from(fd);
+        (self.fill)(&file, path)?;
+        meta::apply(Handle::new(&file, path), &self.meta, None)?;
+        Ok(None)
+    }
+
+    /// The file is a [`NewFile`]: made with `O_TMPFILE`, so it has no name
+    /// at all until it is complete; `linkat` then gives it its real name in
+    /// one directory operation (or, when the name exists, a temporary name
+    /// that is renamed over it). Filesystems without `O_TMPFILE` get a
+    /// named temporary file and a rename.
+    fn over(
+        self,
+        dir: BorrowedFd<'_>,
+        p: &Place,
+        path: &std::path::Path,
+        _: &Passed,
+    ) -> Result<()> {
+        let new = NewFile::anonymous(dir, path.parent().unwrap_or(path), self.mode)?;
+        (self.fill)(new.file(), path)?;
+        meta::apply(Handle::new(new.file(), path), &self.meta, None)?;
+        new.commit(dir, &p.name, path)?;
+        Ok(())
+    }
+}
+
+/// A hardlink of the entry `name` in the directory `from`.
+struct Link<'a> {
+    from: BorrowedFd<'a>,
+    name: &'a OsStr,
+}
+
+impl Make for Link<'_> {
+    const COUNTED: bool = true;
+
+    fn unseen(
+        self,
+        dir: BorrowedFd<'_>,
+        p: &Place,
+        path: &std::path::Path,
+    ) -> Result<Option<Self>> {
+        match rustix::fs::linkat(
+            self.from,
+            self.name,
+            dir,
+            p.name.as_os_str(),
+            AtFlags::empty(),
+        ) {
+            Ok(()) => Ok(None),
+            Err(Errno::EXIST) => Ok(Some(self)),
+            Err(e) => Err(sys("link", path.to_path_buf())(e)),
+        }
+    }
+
+    fn over(
+        self,
+        dir: BorrowedFd<'_>,
+        p: &Place,
+        path: &std::path::Path,
+        _: &Passed,
+    ) -> Result<()> {
+        let link = |tmp: &str| rustix::fs::linkat(self.from, self.name, dir, tmp, AtFlags::empty());
+        dir::create_replacing(dir, &p.name, path, "link", link, |_| Ok(()))?;
+        Ok(())
+    }
+}
+
+/// A symlink or a node: made by `create` (`op` in messages), then given
+/// `meta` without following it.
+struct Special<'a, C> {
+    op: &'static str,
+    meta: &'a Meta,
+    create: C,
+}
+
+impl<C: FnMut(BorrowedFd<'_>, &OsStr) -> rustix::io::Result<()>> Make for Special<'_, C> {
+    const COUNTED: bool = false;
+
+    fn unseen(
+        mut self,
+        dir: BorrowedFd<'_>,
+        p: &Place,
+        path: &std::path::Path,
+    ) -> Result<Option<Self>> {
+        match (self.create)(dir, &p.name) {
+            Ok(()) => {
+                let on = On::At(dir, &c_name(p)?);
+                meta::apply_on(on, path, self.meta, Current::default(), Policy::STRICT)?;
+                Ok(None)
+            }
+            Err(Errno::EXIST) => Ok(Some(self)),
+            Err(e) => Err(sys(self.op, path.to_path_buf())(e)),
+        }
+    }
+
+    fn over(
+        mut self,
+        dir: BorrowedFd<'_>,
+        p: &Place,
+        path: &std::path::Path,
+        _: &Passed,
+    ) -> Result<()> {
+        let meta = self.meta;
+        let create = |tmp: &str| (self.create)(dir, OsStr::new(tmp));
+        dir::create_replacing(dir, &p.name, path, self.op, create, |tmp| {
+            let name = CString::new(tmp).expect("temporary names have no NUL");
+            let on = On::At(dir, &name);
+            meta::apply_on(on, path, meta, Current::default(), Policy::STRICT).map(|_| ())
+        })?;
+        Ok(())
+    }
+}
+
+/// `p`'s name as the C string the calls on names take.
+fn c_name(p: &Place) -> Result<CString> {
+    CString::new(p.name.as_bytes()).map_err(|_| {
+        Error::BadPath(cowkit_fs::root::BadPath {
+            path: p.rel.escaped(),
+            why: "it contains a NUL byte",
+        })
+    })
+}
+
+/// rpm's touch of a regular file that can be seen: `meta` applied
+/// through its descriptor (`st`: what it has now).
+fn retouch(file: Handle<'_>, meta: &Meta, st: &rustix::fs::Stat, _: &Passed) -> Result<()> {
+    meta::apply(file, meta, Some(st))?;
+    Ok(())
+}
+
+/// rpm's touch of a symlink that can be seen: `meta` applied to `name` in
+/// `dir` without following it.
+fn meta_at(
+    dir: BorrowedFd<'_>,
+    name: &CString,
+    path: &std::path::Path,
+    meta: &Meta,
+    _: &Passed,
+) -> Result<()> {
+    let on = On::At(dir, name);
+    meta::apply_on(on, path, meta, Current::default(), Policy::STRICT)?;
+    Ok(())
 }
 
 /// Move every entry of the directory `from` (in `from_dir`) into the
