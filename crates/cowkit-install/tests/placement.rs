@@ -35,19 +35,28 @@ fn visible(root: &Path) -> Tree {
 }
 
 /// The roots the install goes into: a new one (the package's whole tree
-/// is new), and one where the package's directory exists with a file the
-/// package replaces, a file where the package has a directory, and a
-/// file of someone else's.
-fn roots(dir: &Path, name: &str) -> [(&'static str, PathBuf); 2] {
-    let new = mkdir(&dir.join(format!("{name}-new")));
-    write_owner_db(&new);
-    let old = mkdir(&dir.join(format!("{name}-existing")));
-    write_owner_db(&old);
-    let d = mkdir(&old.join(FIXTURE));
+/// is new); one where the package's directory exists, with a file the
+/// package replaces and a file of someone else's; one where a file stands
+/// where the package has a directory.
+fn roots(dir: &Path, name: &str) -> [(&'static str, PathBuf); 3] {
+    let root = |kind: &str| {
+        let r = mkdir(&dir.join(format!("{name}-{kind}")));
+        write_owner_db(&r);
+        r
+    };
+    let new = root("new");
+    let existing = root("existing");
+    let d = mkdir(&existing.join(FIXTURE));
     std::fs::write(d.join("small.txt"), b"the old version\n").unwrap();
-    std::fs::write(d.join("emptydir"), b"in the way\n").unwrap();
     std::fs::write(d.join("theirs"), b"kept\n").unwrap();
-    [("new", new), ("existing", old)]
+    let in_the_way = root("in-the-way");
+    let d = mkdir(&in_the_way.join(FIXTURE));
+    std::fs::write(d.join("emptydir"), b"in the way\n").unwrap();
+    [
+        ("new", new),
+        ("existing", existing),
+        ("in-the-way", in_the_way),
+    ]
 }
 
 fn packages(dir: &Path) -> [PathBuf; 2] {
