@@ -1032,3 +1032,44 @@ impl Drop for Target<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::Gate;
+
+    /// What keeps "nothing visible before rpm's check" in the types:
+    /// publishing the new trees takes the check's verdict by value (this
+    /// does not compile if it does not), and only the gate gives one:
+    /// none when the check fails, one when it passes, the check asked
+    /// once however many ask.
+    #[test]
+    fn only_a_passed_check_gives_the_verdict_publishing_takes() {
+        fn publish_takes_the_verdict<'r>(_: fn(&mut Target<'r>, Passed) -> Result<()>) {}
+        publish_takes_the_verdict(Target::publish);
+
+        let failed = Gate::new(|| Err(Error::Refused));
+        for _ in 0..2 {
+            assert!(matches!(
+                Gate::verdict_of(Some(&failed)),
+                Err(Error::Refused)
+            ));
+        }
+
+        let asked = Arc::new(AtomicUsize::new(0));
+        let passed = {
+            let asked = Arc::clone(&asked);
+            Gate::new(move || {
+                asked.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            })
+        };
+        for _ in 0..2 {
+            assert!(Gate::verdict_of(Some(&passed)).is_ok());
+        }
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
+    }
+}
