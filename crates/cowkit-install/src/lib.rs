@@ -550,6 +550,19 @@ pub fn install(
 ) -> Result<Summary> {
     let file = File::open(package)
         .map_err(|source| Error::from(IoError::new("open", package.to_path_buf(), source)))?;
+    install_file(root, owners, file, package, opts, progress)
+}
+
+/// [`install`] from the package opened already as `file` (named `package`
+/// in messages), read from its start.
+pub(crate) fn install_file(
+    root: &Root,
+    owners: &Owners,
+    file: File,
+    package: &Path,
+    opts: &Options,
+    progress: &dyn Progress,
+) -> Result<Summary> {
     let is_extents = cowkit_extents::open::is_extents_file(&file)
         .map_err(|source| Error::from(IoError::new("read", package.to_path_buf(), source)))?;
     if !is_extents {

@@ -265,13 +265,15 @@ pub(crate) fn install_staged(
         Some(s) => s(path)?,
         None => None,
     };
-    match &staged {
-        Some(f) => {
-            let via = PathBuf::from(format!(
-                "/proc/self/fd/{}",
-                std::os::fd::AsRawFd::as_raw_fd(f)
-            ));
-            install(root, owners, &via, opts, progress)
+    match staged {
+        // Through the staged file's own descriptor, from its start (the
+        // stager wrote it through the same open file); messages name the
+        // package it was made from.
+        Some(mut f) => {
+            std::io::Seek::rewind(&mut f).map_err(|source| {
+                crate::Error::from(cowkit_fs::IoError::new("read", path.to_path_buf(), source))
+            })?;
+            crate::install_file(root, owners, f, path, opts, progress)
         }
         None => install(root, owners, path, opts, progress),
     }

@@ -6,6 +6,10 @@
 //!
 //! Run on the rig: `bash scripts/rig.sh cargo test -p cowkit-install --test placement`.
 
+#[expect(
+    unused_imports,
+    reason = "the shared helpers re-export more than this suite uses"
+)]
 mod common;
 
 use std::path::{Path, PathBuf};
