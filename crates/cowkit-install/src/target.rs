@@ -1,9 +1,20 @@
 //! The install target: the root being installed into (`Target`), and its
 //! entries created inside it, in their parent directory (resolved
-//! inside the root): regular files as unnamed `cowkit_fs::dir::NewFile`s
-//! linked in place when complete, symlinks, hardlinks and nodes under a
-//! temporary name (`cowkit_fs::dir::create_replacing`) renamed into place;
-//! metadata through `cowkit_fs::meta`.
+//! inside the root); metadata through `cowkit_fs::meta`.
+//!
+//! Nothing is seen before the verdict the install waits for (rpm's check,
+//! [`crate::Gate`]). How an entry is made is decided in one place,
+//! `Target::way`: in a new directory tree still under a temporary name
+//! (`Stage`) it is made under its final name, unseen (`Way::Unseen`);
+//! anywhere else it is visible, which needs the verdict (`Way::Visible`
+//! holds a [`Passed`]), and it is made complete without a name and put
+//! over its final name in one step: regular files as unnamed
+//! `cowkit_fs::dir::NewFile`s linked in place, symlinks, hardlinks and
+//! nodes under a temporary name (`cowkit_fs::dir::create_replacing`)
+//! renamed into place. `Target::put` makes every kind of entry (`Make`)
+//! that way. The other visible changes (a touched entry, an entry removed
+//! where the package has a directory) take the verdict too, and so does
+//! `Target::publish`, which renames the new trees into place.
 
 use std::collections::HashMap;
 use std::ffi::{CString, OsStr, OsString};
