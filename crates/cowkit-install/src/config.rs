@@ -13,7 +13,7 @@ use cowkit_rpmdb::Installed;
 use crate::action::Action;
 use crate::pkg::Pkg;
 use crate::prepared::{ConfigNote, TxSummary};
-use crate::{Options, Result};
+use crate::{Gate, Options, Passed, Result};
 
 use crate::action::flag::GHOST;
 
@@ -51,7 +51,14 @@ fn with_suffix(name: &OsStr, suffix: &str) -> OsString {
 }
 
 /// Rename `name` to `name` + `suffix`; `false` when it is not there.
-fn rename_beside(dir: impl AsFd, name: &OsStr, suffix: &str, path: &Path) -> Result<bool> {
+/// A change that can be seen: with rpm's check passed.
+fn rename_beside(
+    dir: impl AsFd,
+    name: &OsStr,
+    suffix: &str,
+    path: &Path,
+    _: &Passed,
+) -> Result<bool> {
     let to = with_suffix(name, suffix);
     match rustix::fs::renameat(dir.as_fd(), name, dir.as_fd(), to.as_os_str()) {
         Ok(()) => Ok(true),
@@ -63,7 +70,8 @@ fn rename_beside(dir: impl AsFd, name: &OsStr, suffix: &str, path: &Path) -> Res
 /// Carry out rpm's actions for the files of a package about to be placed
 /// (`actions`, by header index): files not installed go into
 /// `opts.skip`, `.rpmnew` names into `opts.rename`; the files on disk
-/// that rpm saves (`.rpmsave`) or backs up (`.rpmorig`) are renamed now.
+/// that rpm saves (`.rpmsave`) or backs up (`.rpmorig`) are renamed now,
+/// once `opts.gate`'s verdict has passed.
 pub(crate) fn apply_fates(
     root: &Root,
     p: &Pkg,
@@ -116,7 +124,8 @@ pub(crate) fn apply_fates(
                     (".rpmorig", "rpmorig")
                 };
                 if let Some((dir, name, path)) = parent_of(root, &f.path)? {
-                    if rename_beside(&dir, &name, suffix, &path)? {
+                    let passed = Gate::verdict_of(opts.gate.as_ref())?;
+                    if rename_beside(&dir, &name, suffix, &path, &passed)? {
                         sum.config.push(note(what));
                     }
                 }
@@ -131,12 +140,14 @@ pub(crate) fn apply_fates(
 /// (`actions`, by its installed file index): `erase` removes a file
 /// (directories only when empty, deepest first), `save` renames an edited
 /// config file to `.rpmsave`; every other action leaves the file.
-/// Returns how many entries were removed.
+/// Returns how many entries were removed. Changes that can be seen: with
+/// rpm's check passed.
 pub(crate) fn erase_files(
     root: &Root,
     o: &Installed,
     actions: &[Action],
     sum: &mut TxSummary,
+    passed: &Passed,
 ) -> Result<u64> {
     let mut n = 0;
     let mut dirs = Vec::new();
@@ -153,7 +164,7 @@ pub(crate) fn erase_files(
             continue;
         };
         if a == Action::Save {
-            if f.flags & GHOST == 0 && rename_beside(&dir, &name, ".rpmsave", &path)? {
+            if f.flags & GHOST == 0 && rename_beside(&dir, &name, ".rpmsave", &path, passed)? {
                 sum.config.push(ConfigNote {
                     path: f.path.clone(),
                     action: "rpmsave",

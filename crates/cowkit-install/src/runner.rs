@@ -11,7 +11,6 @@ use std::sync::Mutex;
 use cowkit_fs::root::Root;
 use cowkit_rpmdb::Installed;
 
-use crate::action::Action;
 use crate::config::{apply_fates, erase_files};
 use crate::elem::{Elem, Erased};
 use crate::pkg::Pkg;
@@ -21,7 +20,7 @@ use crate::prepared::{
     TxSummary,
 };
 use crate::scripts::{Lua, Phase, RunContext};
-use crate::{Error, Options, Owners, Progress, Result, Summary};
+use crate::{Error, Gate, Options, Owners, Progress, Result, Summary};
 
 /// The whole plan as it runs when nothing fails: what `--test` shows and
 /// what is checked before anything is touched.
@@ -528,19 +527,6 @@ impl Runner<'_> {
         let mut decided: Vec<Result<Options>> = Vec::with_capacity(pkgs.len());
         for (&(i, _), p) in batch.iter().zip(&pkgs) {
             let actions = &self.fates.added[i];
-            // Renaming a file already on disk (`.rpmsave`, `.rpmorig`):
-            // not before the check passed.
-            if let Some(g) = &self.opts.install.gate {
-                if actions
-                    .iter()
-                    .any(|a| matches!(a, Action::Save | Action::Backup))
-                {
-                    if let Err(e) = g.pass() {
-                        decided.push(Err(e));
-                        continue;
-                    }
-                }
-            }
             let mut o = self.opts.install.clone();
             let kept = |fx: u32| self.fates.kept.contains(&(i, fx as usize));
             decided
@@ -673,11 +659,13 @@ impl Runner<'_> {
                     }
                 }
                 Step::Remove => {
+                    let passed = Gate::verdict_of(self.opts.install.gate.as_ref())?;
                     self.sum.old_files_removed += erase_files(
                         self.root,
                         &o.installed,
                         &self.fates.erased[e],
                         &mut self.sum,
+                        &passed,
                     )?;
                 }
                 Step::Place => {}
