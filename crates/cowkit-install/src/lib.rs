@@ -553,8 +553,9 @@ pub fn install(
     install_file(root, owners, file, package, opts, progress)
 }
 
-/// [`install`] from the package opened already as `file` (named `package`
-/// in messages), read from its start.
+/// [`install`] from the package opened already as `file`, read from its
+/// start; `package` names it in messages (and, ending in `.rpme`, marks a
+/// file without an extents footer as a truncated extents file).
 pub(crate) fn install_file(
     root: &Root,
     owners: &Owners,
