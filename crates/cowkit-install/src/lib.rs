@@ -41,6 +41,7 @@ mod load;
 pub mod nosync;
 pub mod owners;
 mod pkg;
+mod placement;
 pub mod plan;
 mod prepared;
 mod refuse;

@@ -5,38 +5,39 @@
 //! Nothing is seen before the verdict the install waits for (rpm's check,
 //! [`crate::Gate`]). How an entry is made is decided in one place,
 //! `Target::way`: in a new directory tree still under a temporary name
-//! (`Stage`) it is made under its final name, unseen (`Way::Unseen`);
-//! anywhere else it is visible, which needs the verdict (`Way::Visible`
-//! holds a [`Passed`]), and it is made complete without a name and put
-//! over its final name in one step: regular files as unnamed
-//! `cowkit_fs::dir::NewFile`s linked in place, symlinks, hardlinks and
-//! nodes under a temporary name (`cowkit_fs::dir::create_replacing`)
-//! renamed into place. `Target::put` makes every kind of entry (`Make`)
-//! that way. The other visible changes (a touched entry, an entry removed
-//! where the package has a directory) take the verdict too, and so does
+//! (`Stage`) it is made under its final name, unseen
+//! (`placement::Way::Unseen`); anywhere else it is visible, which needs
+//! the verdict (`Way::Visible` holds a [`Passed`]), and it is made
+//! complete without a name and put over its final name in one step:
+//! regular files as unnamed `cowkit_fs::dir::NewFile`s linked in place,
+//! symlinks, hardlinks and nodes under a temporary name
+//! (`cowkit_fs::dir::create_replacing`) renamed into place.
+//! `Target::put` makes every kind of entry (`placement::Make`) that way.
+//! The other visible changes (a touched entry, an entry removed where the
+//! package has a directory) take the verdict too, and so does
 //! `Target::publish`, which renames the new trees into place.
 
 use std::collections::HashMap;
-use std::ffi::{CString, OsStr, OsString};
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use cowkit_archive::files::{FileInfo, FileList, Kind, Name};
-use cowkit_fs::dir::{self, NewFile};
-use cowkit_fs::meta::{self, Current, Meta, On, Policy};
+use cowkit_fs::dir;
+use cowkit_fs::meta::{self, Meta};
 use cowkit_fs::root::{RelPath, Root};
-use cowkit_fs::{Handle, IoError};
+use cowkit_fs::Handle;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Timespec};
 use rustix::io::Errno;
 
 use crate::owners::Owners;
+pub(crate) use crate::placement::Place;
+use crate::placement::{
+    c_name, meta_at, remove_in_the_way, retouch, sys, Link, Make, NewRegular, Special, Way,
+};
 use crate::{Error, Passed, Result};
-
-fn sys(op: &'static str, path: PathBuf) -> impl FnOnce(Errno) -> Error {
-    move |e| Error::from(IoError::new(op, path, e))
-}
 
 /// A directory of the root, and what entries created in it inherit.
 struct Dir {
@@ -177,73 +178,6 @@ fn unsafe_symlink(
         link_uid: link.st_uid,
         dir_uid: dir.st_uid,
     }))
-}
-
-/// Remove the entry `name` in `parent` (an existing directory, which can
-/// be seen) that stands where the package puts a directory, as rpm's
-/// `fsmVerify` does: only once rpm's check has passed.
-fn remove_in_the_way(
-    parent: impl AsFd,
-    name: &OsStr,
-    path: &std::path::Path,
-    _: &Passed,
-) -> Result<()> {
-    rustix::fs::unlinkat(parent, name, AtFlags::empty()).map_err(sys("remove", path.to_path_buf()))
-}
-
-/// A validated path of the package, with its parent and name.
-pub(crate) struct Place {
-    pub rel: RelPath,
-    pub parent: Vec<u8>,
-    pub name: OsString,
-}
-
-impl Place {
-    /// Where `f` goes: its header path, or the name `rename` gives it in
-    /// the same directory.
-    pub fn of(f: &FileInfo, rename: &HashMap<Name, OsString>) -> Result<Place> {
-        let rel = RelPath::new(&f.path)?;
-        if rel.is_root() {
-            // A package that owns `/` (Fedora's `filesystem`) owns the
-            // root directory itself: nothing is created there, its
-            // metadata is applied to the root as rpm applies it. Anything
-            // but a directory cannot be the root.
-            if f.kind != Kind::Directory {
-                return Err(Error::BadPath(cowkit_fs::root::BadPath {
-                    path: f.path.to_string(),
-                    why: "it names the root itself, and is not a directory",
-                }));
-            }
-            return Ok(Place {
-                rel,
-                parent: Vec::new(),
-                name: OsString::new(),
-            });
-        }
-        let rel = match rename.get(&f.path) {
-            Some(name) => {
-                let (parent, _) = rel.split().ok_or_else(|| {
-                    Error::BadPath(cowkit_fs::root::BadPath {
-                        path: f.path.to_string(),
-                        why: "it names the root itself",
-                    })
-                })?;
-                parent.join(name.as_bytes())?
-            }
-            None => rel,
-        };
-        let (parent, name) = rel.split().ok_or_else(|| {
-            Error::BadPath(cowkit_fs::root::BadPath {
-                path: f.path.to_string(),
-                why: "it names the root itself",
-            })
-        })?;
-        Ok(Place {
-            parent: parent.as_bytes().to_vec(),
-            name: name.to_os_string(),
-            rel,
-        })
-    }
 }
 
 impl<'r> Target<'r> {
@@ -789,208 +723,6 @@ impl<'r> Target<'r> {
         }
         Ok(dirs.len())
     }
-}
-
-/// How an entry is made at its place, decided once for each by
-/// [`Target::way`].
-enum Way {
-    /// Its directory belongs to a new tree not published yet ([`Stage`]):
-    /// nobody can see it, so the entry is made under its final name
-    /// directly, while rpm's check may still be running.
-    Unseen,
-    /// Its directory can be seen: the entry is put over its final name in
-    /// one step, rpm's check passed.
-    Visible(Passed),
-}
-
-/// An entry [`Target::put`] makes at its place `p` (shown as `path`), in
-/// the directory `dir`.
-trait Make: Sized {
-    /// Counted among the files reported placed, and taken away again with
-    /// their tree ([`Target::fresh_files`]).
-    const COUNTED: bool;
-    /// Make it under its final name in `dir`, a directory of a tree
-    /// nobody can see yet ([`Way::Unseen`]). `Ok(Some(self))`, nothing
-    /// made, when the name is taken.
-    fn unseen(self, dir: BorrowedFd<'_>, p: &Place, path: &std::path::Path)
-        -> Result<Option<Self>>;
-    /// Make it without a name, or under a temporary one, complete, and
-    /// put it over its final name in `dir` in one step (replacing what is
-    /// there): nothing partial is ever seen under the name. Nothing is
-    /// left behind on error.
-    fn over(self, dir: BorrowedFd<'_>, p: &Place, path: &std::path::Path, _: &Passed)
-        -> Result<()>;
-}
-
-/// A regular file, created with `mode`, its content written by `fill`,
-/// then given `meta`.
-struct NewRegular<F> {
-    mode: u32,
-    meta: Meta,
-    fill: F,
-}
-
-impl<F: FnOnce(&File, &std::path::Path) -> Result<()>> Make for NewRegular<F> {
-    const COUNTED: bool = true;
-
-    fn unseen(
-        self,
-        dir: BorrowedFd<'_>,
-        p: &Place,
-        path: &std::path::Path,
-    ) -> Result<Option<Self>> {
-        let fd = match rustix::fs::openat(
-            dir,
-            p.name.as_os_str(),
-            OFlags::CREATE | OFlags::EXCL | OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(self.mode),
-        ) {
-            Ok(fd) => fd,
-            Err(Errno::EXIST) => return Ok(Some(self)),
-            Err(e) => return Err(sys("create", path.to_path_buf())(e)),
-        };
-        let file = File::from(fd);
-        (self.fill)(&file, path)?;
-        meta::apply(Handle::new(&file, path), &self.meta, None)?;
-        Ok(None)
-    }
-
-    /// The file is a [`NewFile`]: made with `O_TMPFILE`, so it has no name
-    /// at all until it is complete; `linkat` then gives it its real name in
-    /// one directory operation (or, when the name exists, a temporary name
-    /// that is renamed over it). Filesystems without `O_TMPFILE` get a
-    /// named temporary file and a rename.
-    fn over(
-        self,
-        dir: BorrowedFd<'_>,
-        p: &Place,
-        path: &std::path::Path,
-        _: &Passed,
-    ) -> Result<()> {
-        let new = NewFile::anonymous(dir, path.parent().unwrap_or(path), self.mode)?;
-        (self.fill)(new.file(), path)?;
-        meta::apply(Handle::new(new.file(), path), &self.meta, None)?;
-        new.commit(dir, &p.name, path)?;
-        Ok(())
-    }
-}
-
-/// A hardlink of the entry `name` in the directory `from`.
-struct Link<'a> {
-    from: BorrowedFd<'a>,
-    name: &'a OsStr,
-}
-
-impl Make for Link<'_> {
-    const COUNTED: bool = true;
-
-    fn unseen(
-        self,
-        dir: BorrowedFd<'_>,
-        p: &Place,
-        path: &std::path::Path,
-    ) -> Result<Option<Self>> {
-        match rustix::fs::linkat(
-            self.from,
-            self.name,
-            dir,
-            p.name.as_os_str(),
-            AtFlags::empty(),
-        ) {
-            Ok(()) => Ok(None),
-            Err(Errno::EXIST) => Ok(Some(self)),
-            Err(e) => Err(sys("link", path.to_path_buf())(e)),
-        }
-    }
-
-    fn over(
-        self,
-        dir: BorrowedFd<'_>,
-        p: &Place,
-        path: &std::path::Path,
-        _: &Passed,
-    ) -> Result<()> {
-        let link = |tmp: &str| rustix::fs::linkat(self.from, self.name, dir, tmp, AtFlags::empty());
-        dir::create_replacing(dir, &p.name, path, "link", link, |_| Ok(()))?;
-        Ok(())
-    }
-}
-
-/// A symlink or a node: made by `create` (`op` in messages), then given
-/// `meta` without following it.
-struct Special<'a, C> {
-    op: &'static str,
-    meta: &'a Meta,
-    create: C,
-}
-
-impl<C: FnMut(BorrowedFd<'_>, &OsStr) -> rustix::io::Result<()>> Make for Special<'_, C> {
-    const COUNTED: bool = false;
-
-    fn unseen(
-        mut self,
-        dir: BorrowedFd<'_>,
-        p: &Place,
-        path: &std::path::Path,
-    ) -> Result<Option<Self>> {
-        match (self.create)(dir, &p.name) {
-            Ok(()) => {
-                let on = On::At(dir, &c_name(p)?);
-                meta::apply_on(on, path, self.meta, Current::default(), Policy::STRICT)?;
-                Ok(None)
-            }
-            Err(Errno::EXIST) => Ok(Some(self)),
-            Err(e) => Err(sys(self.op, path.to_path_buf())(e)),
-        }
-    }
-
-    fn over(
-        mut self,
-        dir: BorrowedFd<'_>,
-        p: &Place,
-        path: &std::path::Path,
-        _: &Passed,
-    ) -> Result<()> {
-        let meta = self.meta;
-        let create = |tmp: &str| (self.create)(dir, OsStr::new(tmp));
-        dir::create_replacing(dir, &p.name, path, self.op, create, |tmp| {
-            let name = CString::new(tmp).expect("temporary names have no NUL");
-            let on = On::At(dir, &name);
-            meta::apply_on(on, path, meta, Current::default(), Policy::STRICT).map(|_| ())
-        })?;
-        Ok(())
-    }
-}
-
-/// `p`'s name as the C string the calls on names take.
-fn c_name(p: &Place) -> Result<CString> {
-    CString::new(p.name.as_bytes()).map_err(|_| {
-        Error::BadPath(cowkit_fs::root::BadPath {
-            path: p.rel.escaped(),
-            why: "it contains a NUL byte",
-        })
-    })
-}
-
-/// rpm's touch of a regular file that can be seen: `meta` applied
-/// through its descriptor (`st`: what it has now).
-fn retouch(file: Handle<'_>, meta: &Meta, st: &rustix::fs::Stat, _: &Passed) -> Result<()> {
-    meta::apply(file, meta, Some(st))?;
-    Ok(())
-}
-
-/// rpm's touch of a symlink that can be seen: `meta` applied to `name` in
-/// `dir` without following it.
-fn meta_at(
-    dir: BorrowedFd<'_>,
-    name: &CString,
-    path: &std::path::Path,
-    meta: &Meta,
-    _: &Passed,
-) -> Result<()> {
-    let on = On::At(dir, name);
-    meta::apply_on(on, path, meta, Current::default(), Policy::STRICT)?;
-    Ok(())
 }
 
 /// Move every entry of the directory `from` (in `from_dir`) into the
