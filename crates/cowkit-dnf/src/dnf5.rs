@@ -22,11 +22,157 @@
 //! `--setopt=pluginpath=` and `--setopt=pluginconfpath=`.
 
 use std::ffi::OsString;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
+use std::process::{Command, ExitStatus, Stdio};
 
+use crate::conf::Refusal;
+use crate::error::RunError;
 use crate::plan::Plan;
+use crate::request::{Downloader, Request};
 use crate::{Error, Result};
+
+/// Which dnf resolves: decided once per run from the real dnf's program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resolver {
+    /// dnf 4 (its Python entry point, [`crate::dnf4`]).
+    Dnf4,
+    /// dnf5 (through cowkit's plugin, this module).
+    Dnf5,
+}
+
+impl Resolver {
+    /// The resolver the program at `dnf` is: dnf5 when the file it names,
+    /// its links resolved, is called `dnf5` (Fedora 41 and later install
+    /// dnf5 as `/usr/bin/dnf5`, `/usr/bin/dnf` a link to it); dnf 4
+    /// otherwise. Nothing is run to find out.
+    pub fn of(dnf: &Path) -> Resolver {
+        let real = dnf.canonicalize().unwrap_or_else(|_| dnf.to_path_buf());
+        if real.file_name().is_some_and(|n| n == "dnf5") {
+            Resolver::Dnf5
+        } else {
+            Resolver::Dnf4
+        }
+    }
+}
+
+/// Why `--offline` is refused.
+const OFFLINE: &str = "dnf5 stores an offline transaction for the next boot; cowkit installs now";
+/// Why `--transient` is refused.
+const TRANSIENT: &str = "cowkit writes the root itself, not a transient overlay";
+/// Why `--downloader dnf` and `keepcache` are refused with dnf5.
+const DNF5_DOWNLOADS: &str =
+    "with dnf5 cowkit fetches the packages itself, and dnf5 keeps no copy of them";
+
+/// What cowkit cannot honour when dnf5 resolves for it, by name: the
+/// options that choose dnf5's plugins (cowkit loads its own), dnf5's
+/// `--offline` and `--transient`, and dnf5 downloading for cowkit
+/// (`--downloader dnf`, `keepcache`).
+pub fn refusals(req: &Request) -> std::result::Result<(), RunError> {
+    refuse_plugin_options(&req.line.rest)?;
+    let mut refused: Vec<Refusal> = req
+        .line
+        .rest
+        .iter()
+        .filter_map(|a| a.to_str())
+        .filter_map(|a| match a {
+            "--offline" => Some((a, OFFLINE)),
+            "--transient" => Some((a, TRANSIENT)),
+            _ => None,
+        })
+        .map(|(option, why)| Refusal {
+            option: option.to_string(),
+            why,
+        })
+        .collect();
+    if req.downloader == Downloader::Dnf {
+        refused.push(Refusal {
+            option: "--downloader dnf".into(),
+            why: DNF5_DOWNLOADS,
+        });
+    }
+    if crate::dnf4::keepcache(req) {
+        refused.push(Refusal {
+            option: "keepcache".into(),
+            why: DNF5_DOWNLOADS,
+        });
+    }
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        Err(RunError::Unhonoured { refused })
+    }
+}
+
+/// dnf5 runs the command itself (one that installs nothing, or only
+/// shows or downloads) on `req`'s root, with `HOME` `home` (whose
+/// `.rpmmacros` names the database): its exit code. Without cowkit's
+/// plugin.
+pub fn run_itself(req: &Request, dnf5: &Path, home: &Path) -> std::result::Result<i32, RunError> {
+    let mut installroot = OsString::from("--installroot=");
+    installroot.push(&req.root);
+    let mut c = Command::new(dnf5);
+    c.env("HOME", home)
+        .env(crate::shim::ENV_INSIDE, dnf5)
+        .arg(installroot)
+        .args(&req.line.rest);
+    let status = c.status().map_err(|source| RunError::RunDnf {
+        dnf: dnf5.to_path_buf(),
+        source,
+    })?;
+    Ok(status.code().unwrap_or(1).clamp(0, 255))
+}
+
+/// dnf5 resolves `req` through cowkit's plugin with `HOME` `home` (whose
+/// `.rpmmacros` names the database dnf5 resolves against; the plugin's
+/// directories are made there), writing the order to `order` and the
+/// plan to `plan`. It stops before downloading when cowkit can fetch the
+/// plan; else, as `--downloadonly`, it downloads into `dir` (with
+/// `--downloader cowkit`, it fails instead). Its install-only packages
+/// are never erased (`installonly_limit=0`: cowkit erases none either).
+pub fn resolve(
+    req: &Request,
+    dnf5: &Path,
+    home: &Path,
+    dir: &Path,
+    order: &Path,
+    plan: &Path,
+) -> std::result::Result<Outcome, RunError> {
+    let so = find_plugin(dnf5)?;
+    let dirs = PluginDirs::make(
+        home,
+        &so,
+        &default_plugin_libs(dnf5),
+        &CONF_DIRS.map(Path::new),
+    )?;
+    let mut args = req.line.rest.clone();
+    // After the user's arguments, so that they win.
+    args.extend(
+        ["-y", "--downloadonly", "--setopt=installonly_limit=0"]
+            .iter()
+            .map(OsString::from),
+    );
+    let mut destdir = OsString::from("--setopt=destdir=");
+    destdir.push(dir);
+    args.push(destdir);
+    let mut c = command(dnf5, &req.root, &dirs, order, plan, &args);
+    c.env("HOME", home).env(crate::shim::ENV_INSIDE, dnf5);
+    if req.downloader == Downloader::Cowkit {
+        c.env("COWKIT_DNF_PLAN_STRICT", "1");
+    }
+    if req.stdout_to_stderr {
+        let err = std::io::stderr()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(RunError::Stderr)?;
+        c.stdout(Stdio::from(err));
+    }
+    let status = c.status().map_err(|source| RunError::RunDnf {
+        dnf: dnf5.to_path_buf(),
+        source,
+    })?;
+    Ok(outcome(status, plan)?)
+}
 
 /// dnf5's exit status when cowkit's plugin stopped it after resolving.
 pub const STOP_STATUS: i32 = 79;

@@ -197,6 +197,10 @@ pub enum Error {
         /// The options as given.
         options: Vec<String>,
     },
+    /// dnf5 finished (it did not stop) although the plugin's plan says
+    /// cowkit can fetch every package: its plugin did not stop it.
+    #[error("dnf5 went on after resolving although cowkit's plugin planned to fetch every package: the plugin did not stop it")]
+    Dnf5WentOn,
     /// dnf5 failed (any end but the plugin's stop with a plan cowkit fetches by).
     #[error("dnf5 failed ({status})")]
     Dnf5Failed {
@@ -346,8 +350,9 @@ pub enum RunError {
         /// Each package and why.
         failures: Vec<(PathBuf, Error)>,
     },
-    /// dnf's module state directory cannot be made in the root.
-    #[error("cannot make dnf's module state directory `{}`", path.display())]
+    /// dnf's state directory (dnf 4's module state, dnf5's transaction
+    /// lock) cannot be made in the root.
+    #[error("cannot make dnf's state directory `{}`", path.display())]
     ModuleState {
         /// The directory, as seen from the host.
         path: PathBuf,
