@@ -369,6 +369,46 @@ pub fn command(
     c
 }
 
+/// The erasures in dnf5's order file at `order` (its `e` lines) that are
+/// not an older version of a package it upgrades or reinstalls (a `u` or
+/// `r` line of the same name): what an installed package obsoletes, or
+/// what dnf5 erases to make room. dnf5 hands rpm those as erasures of
+/// their own, not tied to a package it installs, and rpm then orders them
+/// (and runs their `%preun`/`%postun`) otherwise than cowkit's
+/// transaction, whose erasures follow the package that replaces them (as
+/// under `rpm -U` and dnf 4). No order file: none.
+pub fn unlinked_erasures(order: &Path) -> Result<Vec<String>> {
+    let text = match std::fs::read_to_string(order) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(Error::Io {
+                what: "read",
+                path: order.to_path_buf(),
+                source,
+            })
+        }
+    };
+    Ok(unlinked_in(&text))
+}
+
+/// [`unlinked_erasures`] of the order's text.
+fn unlinked_in(text: &str) -> Vec<String> {
+    // NAME-[EPOCH:]VERSION-RELEASE.ARCH: the name is before the last two `-`.
+    let name = |nevra: &str| nevra.rsplitn(3, '-').nth(2).unwrap_or(nevra).to_string();
+    let items: Vec<(&str, &str)> = text.lines().filter_map(|l| l.split_once('\t')).collect();
+    let replacing: std::collections::HashSet<String> = items
+        .iter()
+        .filter(|(how, _)| matches!(*how, "u" | "r"))
+        .map(|(_, n)| name(n))
+        .collect();
+    items
+        .iter()
+        .filter(|(how, n)| *how == "e" && !replacing.contains(&name(n)))
+        .map(|(_, n)| n.to_string())
+        .collect()
+}
+
 /// Links in `to` to each regular file named `*SUFFIX` in `from` but
 /// `own` (a missing `from` has none).
 fn link_all(from: &Path, suffix: &str, own: &OsString, to: &Path) -> Result<()> {
@@ -507,6 +547,30 @@ mod tests {
             b,
             OsString::from(format!("--setopt=pluginconfpath={}", dirs.conf.display()))
         );
+    }
+
+    #[test]
+    fn erasures_of_their_own_are_those_no_upgrade_or_reinstall_replaces() {
+        // dnf5's upgrade of the Fedora-shaped repository: procps-ng
+        // obsoletes procps (an install, `i`), the others are upgrades.
+        let upgrade = "i\tprocps-ng-4.0.4-1.fc40.noarch\n\
+                       u\tzlib-1.3.1-1.fc40.noarch\n\
+                       u\tkrb5-libs-1.21.3-1.fc40.i686\n\
+                       u\tcrypto-policies-1:20240201-1.fc40.noarch\n\
+                       e\tkrb5-libs-1.21.2-1.fc40.i686\n\
+                       e\tprocps-3.2.8-1.fc40.noarch\n\
+                       e\tcrypto-policies-1:20230301-1.fc40.noarch\n\
+                       e\tzlib-1.2.13-1.fc40.noarch\n";
+        assert_eq!(unlinked_in(upgrade), ["procps-3.2.8-1.fc40.noarch"]);
+        // A reinstall lists the installed copy as erased: replaced.
+        assert!(
+            unlinked_in("r\tbash-5.2.26-1.fc40.x86_64\ne\tbash-5.2.26-1.fc40.x86_64\n").is_empty()
+        );
+        assert!(unlinked_in("i\tbash-5.2.26-1.fc40.x86_64\n").is_empty());
+        let d = tempfile::tempdir().unwrap();
+        assert!(unlinked_erasures(&d.path().join("none"))
+            .unwrap()
+            .is_empty());
     }
 
     #[test]

@@ -197,6 +197,12 @@ fn resolve_and_install(
     ahead.wait();
     // dnf's reinstalls are rpm's `--reinstall` elements: all or none.
     let reinstall = crate::order::reinstalls(&order_path)?;
+    if resolver == Resolver::Dnf5 {
+        let erased = crate::dnf5::unlinked_erasures(&order_path)?;
+        if !erased.is_empty() {
+            return Err(crate::Error::Dnf5Erasures { erased }.into());
+        }
+    }
     let plan = match (dnf5, &dnf_downloads) {
         (Some(Dnf5Outcome::Stopped(plan)), _) => Some(plan),
         // dnf5 went on: it downloaded, for the plan's reasons.

@@ -201,6 +201,13 @@ pub enum Error {
     /// cowkit can fetch every package: its plugin did not stop it.
     #[error("dnf5 went on after resolving although cowkit's plugin planned to fetch every package: the plugin did not stop it")]
     Dnf5WentOn,
+    /// dnf5 erases installed packages as erasures of their own, which rpm
+    /// orders otherwise than cowkit's transaction.
+    #[error("dnf5 erases {} as erasures of their own (not as older versions of packages it upgrades), which rpm runs in another order than cowkit's transaction would: refused, nothing was changed", erased.join(", "))]
+    Dnf5Erasures {
+        /// Each erased package's NEVRA.
+        erased: Vec<String>,
+    },
     /// dnf5 failed (any end but the plugin's stop with a plan cowkit fetches by).
     #[error("dnf5 failed ({status})")]
     Dnf5Failed {
