@@ -32,30 +32,6 @@ use crate::plan::Plan;
 use crate::request::{Downloader, Request};
 use crate::{Error, Result};
 
-/// Which dnf resolves: decided once per run from the real dnf's program.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Resolver {
-    /// dnf 4 (its Python entry point, [`crate::dnf4`]).
-    Dnf4,
-    /// dnf5 (through cowkit's plugin, this module).
-    Dnf5,
-}
-
-impl Resolver {
-    /// The resolver the program at `dnf` is: dnf5 when the file it names,
-    /// its links resolved, is called `dnf5` (Fedora 41 and later install
-    /// dnf5 as `/usr/bin/dnf5`, `/usr/bin/dnf` a link to it); dnf 4
-    /// otherwise. Nothing is run to find out.
-    pub fn of(dnf: &Path) -> Resolver {
-        let real = dnf.canonicalize().unwrap_or_else(|_| dnf.to_path_buf());
-        if real.file_name().is_some_and(|n| n == "dnf5") {
-            Resolver::Dnf5
-        } else {
-            Resolver::Dnf4
-        }
-    }
-}
-
 /// Why `--offline` is refused.
 const OFFLINE: &str = "dnf5 stores an offline transaction for the next boot; cowkit installs now";
 /// Why `--transient` is refused.
@@ -67,8 +43,9 @@ const DNF5_DOWNLOADS: &str =
 /// What cowkit cannot honour when dnf5 resolves for it, by name: the
 /// options that choose dnf5's plugins (cowkit loads its own), dnf5's
 /// `--offline` and `--transient`, and dnf5 downloading for cowkit
-/// (`--downloader dnf`, `keepcache`).
-pub fn refusals(req: &Request) -> std::result::Result<(), RunError> {
+/// (`--downloader dnf`, or `keepcache` given: dnf's configuration keeps
+/// its downloads).
+pub fn refusals(req: &Request, keepcache: bool) -> std::result::Result<(), RunError> {
     refuse_plugin_options(&req.line.rest)?;
     let mut refused: Vec<Refusal> = req
         .line
@@ -91,7 +68,7 @@ pub fn refusals(req: &Request) -> std::result::Result<(), RunError> {
             why: DNF5_DOWNLOADS,
         });
     }
-    if crate::dnf4::keepcache(req) {
+    if keepcache {
         refused.push(Refusal {
             option: "keepcache".into(),
             why: DNF5_DOWNLOADS,
@@ -375,8 +352,9 @@ pub fn command(
 /// what dnf5 erases to make room. dnf5 hands rpm those as erasures of
 /// their own, not tied to a package it installs, and rpm then orders them
 /// (and runs their `%preun`/`%postun`) otherwise than cowkit's
-/// transaction, whose erasures follow the package that replaces them (as
-/// under `rpm -U` and dnf 4). No order file: none.
+/// transaction, which orders every erasure as `rpm -U` orders those it
+/// ties to the package that replaces them (as dnf 4 hands them to rpm).
+/// No order file: none.
 pub fn unlinked_erasures(order: &Path) -> Result<Vec<String>> {
     let text = match std::fs::read_to_string(order) {
         Ok(t) => t,

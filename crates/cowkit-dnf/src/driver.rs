@@ -22,11 +22,12 @@ use cowkit_extents::cache::Cache;
 use cowkit_fs::root::Root;
 
 use crate::ahead::Ahead;
-use crate::dnf5::{Outcome as Dnf5Outcome, Resolver};
+use crate::dnf5::Outcome as Dnf5Outcome;
 use crate::error::RunError;
 use crate::line::Line;
 use crate::plan::Plan;
 use crate::request::{Events, Note, Outcome, Request, Run, Summary};
+use crate::shim::Resolver;
 use crate::stream::Reporter;
 use crate::transaction::{
     config_tsflags, import_keys, install_downloaded, install_entries, recover, repo_keys,
@@ -56,7 +57,7 @@ pub fn run(req: &Request, events: &dyn Events) -> Result<Outcome, RunError> {
     let resolver = Resolver::of(&dnf);
     if installs {
         if resolver == Resolver::Dnf5 {
-            crate::dnf5::refusals(req)?;
+            crate::dnf5::refusals(req, crate::dnf4::keepcache(req))?;
         }
         config_tsflags(req)?;
     }

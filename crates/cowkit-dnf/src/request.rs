@@ -73,7 +73,7 @@ pub struct Run<'a> {
     /// Where notes and progress go.
     pub events: &'a dyn Events,
     /// Which dnf resolves.
-    pub resolver: crate::dnf5::Resolver,
+    pub resolver: crate::shim::Resolver,
 }
 
 /// A note on the way, for the user.

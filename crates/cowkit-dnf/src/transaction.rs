@@ -146,8 +146,8 @@ pub fn install_entries(run: &Run<'_>, entries: &[PathBuf], reinstall: bool) -> R
 fn dnf_state(run: &Run<'_>) -> Result<(), RunError> {
     let root = run.root;
     let dir = match run.resolver {
-        crate::dnf5::Resolver::Dnf4 => "etc/dnf/modules.d",
-        crate::dnf5::Resolver::Dnf5 => "run/dnf",
+        crate::shim::Resolver::Dnf4 => "etc/dnf/modules.d",
+        crate::shim::Resolver::Dnf5 => "run/dnf",
     };
     let rel = cowkit_fs::root::RelPath::new(dir).expect("a relative path");
     root.create_dirs(&rel, 0o755)

@@ -1003,8 +1003,8 @@ const WITHOUT_FILE_TRIGGERS: [&str; 11] = [
 /// up front, by the file triggers' names, leaving the root without a
 /// package; the upgrade that renames procps (`procps-ng` obsoletes it:
 /// dnf5 installs procps-ng and erases procps as an element of its own,
-/// which rpm runs after every upgrade's erasures) is refused naming
-/// procps, leaving the root as it was.
+/// which rpm orders otherwise than cowkit) is refused naming procps,
+/// leaving the root as it was.
 #[test]
 #[ignore = "needs dnf5 from ../shared/fedora-tools: scripts/test-dnf5.sh"]
 fn cowkit_dnf_over_dnf5_installs_upgrades_and_removes_as_dnf5_does() {
