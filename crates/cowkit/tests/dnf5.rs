@@ -912,8 +912,31 @@ fn verify(prefix: &Path, root: &Path) -> Vec<String> {
     v
 }
 
+/// Every package's file states in the database as the prefix's rpm shows
+/// them (`NEVRA state path`, sorted).
+fn file_states(prefix: &Path, root: &Path) -> Vec<String> {
+    let out = run_ok(
+        env(&mut Command::new(prefix.join("bin/rpm")), prefix)
+            .arg(format!("--root={}", root.display()))
+            .args([
+                "-qa",
+                "--qf",
+                "[%{=NEVRA} %{FILESTATES:fstate} %{FILENAMES}\\n]",
+            ]),
+        "rpm -qa --qf FILESTATES",
+    );
+    let mut v: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    v.sort();
+    v
+}
+
 /// Roots `a` (plain dnf5) and `b` (`cowkit dnf` over dnf5) agree on the
-/// scriptlet log, `rpm -qa`, `rpm -Va` and their trees (type, mode, size,
+/// scriptlet log, `rpm -qa`, `rpm -Va`, the database's file states, the
+/// root directory's mode and owner, and their trees (type, mode, size,
 /// content, link target, owner, the mtime rpm sets from the package;
 /// hardlink groups).
 fn assert_same_roots(prefix: &Path, a: &Path, b: &Path, what: &str) {
@@ -933,6 +956,17 @@ fn assert_same_roots(prefix: &Path, a: &Path, b: &Path, what: &str) {
         "{what}: rpm -qa"
     );
     assert_eq!(verify(prefix, a), verify(prefix, b), "{what}: rpm -Va");
+    assert_eq!(
+        file_states(prefix, a),
+        file_states(prefix, b),
+        "{what}: the database's file states"
+    );
+    let meta = |root: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(root).unwrap();
+        (m.mode() & 0o7777, m.uid(), m.gid())
+    };
+    assert_eq!(meta(a), meta(b), "{what}: the root directory");
     let (ta, tb) = (comparable(a), comparable(b));
     let d = cowkit_testutil::tree::diff(&ta, &tb, |e| {
         (
