@@ -527,6 +527,60 @@ mod tests {
         );
     }
 
+    fn request(rest: &[&str], downloader: Downloader) -> Request {
+        Request {
+            root: PathBuf::from("/nonexistent/root"),
+            cache: PathBuf::from(crate::request::DEFAULT_CACHE),
+            dbpath: None,
+            jobs: 1,
+            noscripts: false,
+            keep_syncs: false,
+            downloader,
+            stdout_to_stderr: false,
+            scripts_to_stderr: false,
+            line: crate::line::Line {
+                command: Some("install".into()),
+                rest: rest.iter().map(OsString::from).collect(),
+                ..crate::line::Line::default()
+            },
+            worker: |_| Ok(Command::new("false")),
+            lua: || None,
+        }
+    }
+
+    #[test]
+    fn what_dnf5_would_do_otherwise_is_refused_by_name() {
+        let ok = request(&["-y", "install", "bash"], Downloader::Auto);
+        refusals(&ok, false).unwrap();
+        let err = refusals(
+            &request(
+                &["install", "--offline", "--transient", "bash"],
+                Downloader::Dnf,
+            ),
+            true,
+        )
+        .unwrap_err();
+        let RunError::Unhonoured { refused } = &err else {
+            panic!("{err}");
+        };
+        let options: Vec<&str> = refused.iter().map(|r| r.option.as_str()).collect();
+        assert_eq!(
+            options,
+            ["--offline", "--transient", "--downloader dnf", "keepcache"]
+        );
+        assert_eq!(refused[0].why, OFFLINE);
+        // The plugin's options first, on their own.
+        let err = refusals(
+            &request(&["--no-plugins", "install", "--offline"], Downloader::Auto),
+            false,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, RunError::Pipeline(Error::Dnf5PluginOptions { options }) if options == &["--no-plugins"]),
+            "{err}"
+        );
+    }
+
     #[test]
     fn erasures_of_their_own_are_those_no_upgrade_or_reinstall_replaces() {
         // dnf5's upgrade of the Fedora-shaped repository: procps-ng

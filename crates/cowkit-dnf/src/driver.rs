@@ -52,13 +52,7 @@ pub fn refusals(line: &Line) -> Result<(), RunError> {
 pub fn run(req: &Request, events: &dyn Events) -> Result<Outcome, RunError> {
     refusals(&req.line)?;
     let installs = req.line.installs();
-    // Which dnf resolves, decided once.
-    let dnf = crate::shim::real_dnf()?;
-    let resolver = Resolver::of(&dnf);
     if installs {
-        if resolver == Resolver::Dnf5 {
-            crate::dnf5::refusals(req, crate::dnf4::keepcache(req))?;
-        }
         config_tsflags(req)?;
     }
     // rpm refuses a relative root (scriptlets run chrooted into it).
@@ -66,6 +60,13 @@ pub fn run(req: &Request, events: &dyn Events) -> Result<Outcome, RunError> {
         return Err(RunError::RelativeRoot {
             root: req.root.clone(),
         });
+    }
+    // Which dnf resolves, decided once, and what cowkit cannot do with
+    // it refused before the root is touched.
+    let dnf = crate::shim::real_dnf()?;
+    let resolver = Resolver::of(&dnf);
+    if installs && resolver == Resolver::Dnf5 {
+        crate::dnf5::refusals(req, crate::dnf4::keepcache(req))?;
     }
     cowkit_fs::dir::raise_fd_limit();
     let root_error = |what, e: Box<dyn std::error::Error + Send + Sync>| RunError::Root {
@@ -97,7 +98,7 @@ pub fn run(req: &Request, events: &dyn Events) -> Result<Outcome, RunError> {
             }
         };
         return Ok(Outcome::Dnf(match resolver {
-            Resolver::Dnf4 => crate::dnf4::run_itself(req, &db.path)?,
+            Resolver::Dnf4 => crate::dnf4::run_itself(req, &dnf, &db.path)?,
             Resolver::Dnf5 => {
                 let home = crate::dnf4::home_with_dbpath(&db.path)?;
                 crate::dnf5::run_itself(req, &dnf, home.path())?
@@ -164,6 +165,7 @@ fn resolve_and_install(
     let resolved = match resolver {
         Resolver::Dnf4 => crate::dnf4::resolve(
             req,
+            dnf,
             home.path(),
             download.path(),
             dnf_downloads.is_none().then_some(plan_path.as_path()),
