@@ -217,6 +217,8 @@ fn resolve_and_install(
         (None, None) => Plan::read(&plan_path)?,
         (None, Some(_)) => None,
     };
+    // What dnf5 went on to download, by its plan.
+    let planned = plan.as_ref().map_or(0, |p| p.packages.len());
     let reasons = match (dnf_downloads, plan) {
         (_, Some(plan)) if plan.why.is_empty() => {
             drop(download);
@@ -233,6 +235,13 @@ fn resolve_and_install(
     };
     let rpms = crate::dnf4::downloaded(download.path(), home.path(), run.events)?;
     summary.downloaded = rpms.len();
+    if rpms.is_empty() && resolver == Resolver::Dnf5 && planned > 0 {
+        return Err(crate::Error::Dnf5NoDownloads {
+            planned,
+            dir: download.path().to_path_buf(),
+        }
+        .into());
+    }
     if rpms.is_empty() {
         return Ok(Outcome::Nothing);
     }

@@ -208,6 +208,15 @@ pub enum Error {
         /// Each erased package's NEVRA.
         erased: Vec<String>,
     },
+    /// dnf5 went on to download its plan's packages, but none is where
+    /// cowkit told it to put them.
+    #[error("dnf5 went on to download the {planned} package(s) of its plan, but none is in `{}`: nothing was installed", dir.display())]
+    Dnf5NoDownloads {
+        /// How many packages the plan has.
+        planned: usize,
+        /// Where they were to be downloaded.
+        dir: PathBuf,
+    },
     /// dnf5 failed (any end but the plugin's stop with a plan cowkit fetches by).
     #[error("dnf5 failed ({status})")]
     Dnf5Failed {
