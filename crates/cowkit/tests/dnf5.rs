@@ -1028,8 +1028,8 @@ const WITHOUT_FILE_TRIGGERS: [&str; 11] = [
     "dejavu-sans-fonts",
 ];
 
-/// `cowkit dnf` over dnf5 builds, upgrades and shrinks the Fedora-shaped
-/// root as plain `dnf5 --installroot` does, rpm 4.20 registering: after
+/// `cowkit dnf` over dnf5 builds, reinstalls in, upgrades and shrinks the
+/// Fedora-shaped root as plain `dnf5 --installroot` does, rpm 4.20 registering: after
 /// each step the twins agree ([`assert_same_roots`]). dnf5 resolves
 /// through the plugin and downloads nothing (the HTTP server sees one
 /// request per package: cowkit's), cowkit fetches into its cache. The
@@ -1083,6 +1083,25 @@ fn cowkit_dnf_over_dnf5_installs_upgrades_and_removes_as_dnf5_does() {
         "cowkit fetched each package once: {rpms:?}"
     );
     assert_same_roots(&prefix, &a, &b, "install");
+
+    // A reinstall: dnf5 lists the installed copy as replaced (an `e` of
+    // the same name), cowkit reinstalls as rpm's `--reinstall`.
+    let reinstall = ["reinstall", "bash", "glibc"];
+    plain(
+        &prefix,
+        &a,
+        &dnf5_args(&v1, &work.path().join("cache-a"), &reinstall),
+    );
+    let r = cowkit_dnf5(
+        &prefix,
+        &so,
+        &b,
+        &ck,
+        &dnf5_args(&v1, &work.path().join("cache-b"), &reinstall),
+    );
+    assert!(r.ok, "cowkit dnf reinstall: {}", r.stderr);
+    assert_eq!(r.json()["downloaded_by"], "cowkit");
+    assert_same_roots(&prefix, &a, &b, "reinstall");
 
     let upgrade = ["upgrade"];
     plain(
