@@ -30,6 +30,16 @@
 //!   whose database trusts another key: the plan's `why` names that key
 //!   (dnf5 would accept packages signed by it) and dnf5 goes on.
 //!
+//! - [`cowkit_dnf_over_dnf5_installs_upgrades_and_removes_as_dnf5_does`]:
+//!   `cowkit dnf` with dnf5 as the real dnf, on twin roots with plain
+//!   `dnf5 --installroot`, rpm 4.20 registering: install, reinstall,
+//!   upgrade, downgrade and remove leave equal roots; what cowkit cannot do
+//!   as rpm 4.20 under dnf5 would (file triggers, an erasure dnf5 hands rpm
+//!   on its own) is refused by name, leaving the root unchanged.
+//! - [`cowkit_dnf_over_dnf5_installs_what_dnf5_downloaded_where_it_cannot_fetch`]:
+//!   the plan's `why` makes dnf5 download; cowkit installs that, or with
+//!   `--downloader cowkit` fails naming why.
+//!
 //! The tools come from `COWKIT_FEDORA_TOOLS` (the prefix
 //! `scripts/fedora-tools.sh all` prints) and the plugin from
 //! `COWKIT_DNF5_PLUGIN` (`scripts/test-dnf5.sh` builds it); without them
@@ -1119,6 +1129,29 @@ fn cowkit_dnf_over_dnf5_installs_upgrades_and_removes_as_dnf5_does() {
     assert!(r.ok, "cowkit dnf upgrade: {}", r.stderr);
     assert_eq!(r.json()["downloaded_by"], "cowkit");
     assert_same_roots(&prefix, &a, &b, "upgrade");
+
+    // A downgrade (v2 holds both versions): the old version is an `e` of
+    // the same name.
+    let downgrade = ["downgrade", "zlib", "krb5-libs.x86_64"];
+    plain(
+        &prefix,
+        &a,
+        &dnf5_args(&v2, &work.path().join("cache-a"), &downgrade),
+    );
+    let r = cowkit_dnf5(
+        &prefix,
+        &so,
+        &b,
+        &ck,
+        &dnf5_args(&v2, &work.path().join("cache-b"), &downgrade),
+    );
+    assert!(r.ok, "cowkit dnf downgrade: {}", r.stderr);
+    let qa_b = qa(&prefix, &b);
+    assert!(
+        qa_b.contains(&"zlib-1.2.13-1.fc40.noarch".to_string()),
+        "not downgraded: {qa_b:?}"
+    );
+    assert_same_roots(&prefix, &a, &b, "downgrade");
 
     let mut remove = vec!["remove"];
     remove.extend(REMOVE.iter().filter(|n| WITHOUT_FILE_TRIGGERS.contains(n)));
