@@ -35,13 +35,12 @@ pub fn plan_path(home: &Path) -> PathBuf {
     home.join("plan")
 }
 
-/// The real dnf on `req`'s root with `req`'s arguments, `HOME` set to
-/// `home`.
-fn command(req: &Request, home: &Path) -> Result<Command, RunError> {
-    let dnf = crate::shim::real_dnf()?;
-    let mut c = crate::order::command(&dnf, &order_path(home));
+/// The real dnf `dnf` on `req`'s root with `req`'s arguments, `HOME` set
+/// to `home`.
+fn command(req: &Request, dnf: &Path, home: &Path) -> Result<Command, RunError> {
+    let mut c = crate::order::command(dnf, &order_path(home));
     c.env("HOME", home)
-        .env(crate::shim::ENV_INSIDE, &dnf)
+        .env(crate::shim::ENV_INSIDE, dnf)
         .arg(format!("--installroot={}", req.root.display()))
         .args(&req.line.rest);
     Ok(c)
@@ -55,12 +54,12 @@ fn status(c: &mut Command) -> Result<ExitStatus, RunError> {
     })
 }
 
-/// dnf runs the command itself (one that installs nothing, or only shows
-/// or downloads), on the database at `dbpath` inside the root: its exit
-/// code.
-pub fn run_itself(req: &Request, dbpath: &str) -> Result<i32, RunError> {
+/// dnf (the program `dnf`) runs the command itself (one that installs
+/// nothing, or only shows or downloads), on the database at `dbpath`
+/// inside the root: its exit code.
+pub fn run_itself(req: &Request, dnf: &Path, dbpath: &str) -> Result<i32, RunError> {
     let home = home_with_dbpath(dbpath)?;
-    let status = status(&mut command(req, home.path())?)?;
+    let status = status(&mut command(req, dnf, home.path())?)?;
     Ok(status.code().unwrap_or(1).clamp(0, 255))
 }
 
@@ -89,7 +88,8 @@ pub fn downloads(req: &Request) -> Result<Option<String>, RunError> {
     }
 }
 
-/// dnf resolves and downloads into `dir`, or, given `plan`, writes the
+/// dnf (the program `dnf_program`) resolves and downloads into `dir`, or,
+/// given `plan`, writes the
 /// plan of its downloads there and downloads only what cowkit cannot
 /// fetch. With `keepcache`, dnf first downloads once more without
 /// `--downloaddir`, so that its own cache keeps the packages as a plain
@@ -97,6 +97,7 @@ pub fn downloads(req: &Request) -> Result<Option<String>, RunError> {
 /// fetched twice; local ones never are).
 pub fn resolve(
     req: &Request,
+    dnf_program: &Path,
     home: &Path,
     dir: &Path,
     plan: Option<&Path>,
@@ -118,7 +119,7 @@ pub fn resolve(
     // after the user's arguments, so that it wins.
     let ours = ["-y", "--downloadonly", "--setopt=installonly_limit=0"];
     if keepcache(req) {
-        let mut dnf = command(req, home)?;
+        let mut dnf = command(req, dnf_program, home)?;
         dnf.args(ours);
         to_stderr(&mut dnf)?;
         let status = status(&mut dnf)?;
@@ -126,7 +127,7 @@ pub fn resolve(
             return Ok(status);
         }
     }
-    let mut dnf = command(req, home)?;
+    let mut dnf = command(req, dnf_program, home)?;
     dnf.args(ours)
         .arg(format!("--downloaddir={}", dir.display()));
     if let Some(plan) = plan {

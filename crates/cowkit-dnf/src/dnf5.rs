@@ -22,11 +22,134 @@
 //! `--setopt=pluginpath=` and `--setopt=pluginconfpath=`.
 
 use std::ffi::OsString;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
+use std::process::{Command, ExitStatus, Stdio};
 
+use crate::conf::Refusal;
+use crate::error::RunError;
 use crate::plan::Plan;
+use crate::request::{Downloader, Request};
 use crate::{Error, Result};
+
+/// Why `--offline` is refused.
+const OFFLINE: &str = "dnf5 stores an offline transaction for the next boot; cowkit installs now";
+/// Why `--transient` is refused.
+const TRANSIENT: &str = "cowkit writes the root itself, not a transient overlay";
+/// Why `--downloader dnf` and `keepcache` are refused with dnf5.
+const DNF5_DOWNLOADS: &str =
+    "with dnf5 cowkit fetches the packages itself, and dnf5 keeps no copy of them";
+
+/// What cowkit cannot honour when dnf5 resolves for it, by name: the
+/// options that choose dnf5's plugins (cowkit loads its own), dnf5's
+/// `--offline` and `--transient`, and dnf5 downloading for cowkit
+/// (`--downloader dnf`, or `keepcache` given: dnf's configuration keeps
+/// its downloads).
+pub fn refusals(req: &Request, keepcache: bool) -> std::result::Result<(), RunError> {
+    refuse_plugin_options(&req.line.rest)?;
+    let mut refused: Vec<Refusal> = req
+        .line
+        .rest
+        .iter()
+        .filter_map(|a| a.to_str())
+        .filter_map(|a| match a {
+            "--offline" => Some((a, OFFLINE)),
+            "--transient" => Some((a, TRANSIENT)),
+            _ => None,
+        })
+        .map(|(option, why)| Refusal {
+            option: option.to_string(),
+            why,
+        })
+        .collect();
+    if req.downloader == Downloader::Dnf {
+        refused.push(Refusal {
+            option: "--downloader dnf".into(),
+            why: DNF5_DOWNLOADS,
+        });
+    }
+    if keepcache {
+        refused.push(Refusal {
+            option: "keepcache".into(),
+            why: DNF5_DOWNLOADS,
+        });
+    }
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        Err(RunError::Unhonoured { refused })
+    }
+}
+
+/// dnf5 runs the command itself (one that installs nothing, or only
+/// shows or downloads) on `req`'s root, with `HOME` `home` (whose
+/// `.rpmmacros` names the database): its exit code. Without cowkit's
+/// plugin.
+pub fn run_itself(req: &Request, dnf5: &Path, home: &Path) -> std::result::Result<i32, RunError> {
+    let mut installroot = OsString::from("--installroot=");
+    installroot.push(&req.root);
+    let mut c = Command::new(dnf5);
+    c.env("HOME", home)
+        .env(crate::shim::ENV_INSIDE, dnf5)
+        .arg(installroot)
+        .args(&req.line.rest);
+    let status = c.status().map_err(|source| RunError::RunDnf {
+        dnf: dnf5.to_path_buf(),
+        source,
+    })?;
+    Ok(status.code().unwrap_or(1).clamp(0, 255))
+}
+
+/// dnf5 resolves `req` through cowkit's plugin with `HOME` `home` (whose
+/// `.rpmmacros` names the database dnf5 resolves against; the plugin's
+/// directories are made there), writing the order to `order` and the
+/// plan to `plan`. It stops before downloading when cowkit can fetch the
+/// plan; else, as `--downloadonly`, it downloads into `dir` (with
+/// `--downloader cowkit`, it fails instead). Its install-only packages
+/// are never erased (`installonly_limit=0`: cowkit erases none either).
+pub fn resolve(
+    req: &Request,
+    dnf5: &Path,
+    home: &Path,
+    dir: &Path,
+    order: &Path,
+    plan: &Path,
+) -> std::result::Result<Outcome, RunError> {
+    let so = find_plugin(dnf5)?;
+    let dirs = PluginDirs::make(
+        home,
+        &so,
+        &default_plugin_libs(dnf5),
+        &CONF_DIRS.map(Path::new),
+    )?;
+    let mut args = req.line.rest.clone();
+    // After the user's arguments, so that they win.
+    args.extend(
+        ["-y", "--downloadonly", "--setopt=installonly_limit=0"]
+            .iter()
+            .map(OsString::from),
+    );
+    let mut destdir = OsString::from("--setopt=destdir=");
+    destdir.push(dir);
+    args.push(destdir);
+    let mut c = command(dnf5, &req.root, &dirs, order, plan, &args);
+    c.env("HOME", home).env(crate::shim::ENV_INSIDE, dnf5);
+    if req.downloader == Downloader::Cowkit {
+        c.env("COWKIT_DNF_PLAN_STRICT", "1");
+    }
+    if req.stdout_to_stderr {
+        let err = std::io::stderr()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(RunError::Stderr)?;
+        c.stdout(Stdio::from(err));
+    }
+    let status = c.status().map_err(|source| RunError::RunDnf {
+        dnf: dnf5.to_path_buf(),
+        source,
+    })?;
+    Ok(outcome(status, plan)?)
+}
 
 /// dnf5's exit status when cowkit's plugin stopped it after resolving.
 pub const STOP_STATUS: i32 = 79;
@@ -223,6 +346,47 @@ pub fn command(
     c
 }
 
+/// The erasures in dnf5's order file at `order` (its `e` lines) that are
+/// not an older version of a package it upgrades or reinstalls (a `u` or
+/// `r` line of the same name): what an installed package obsoletes, or
+/// what dnf5 erases to make room. dnf5 hands rpm those as erasures of
+/// their own, not tied to a package it installs, and rpm then orders them
+/// (and runs their `%preun`/`%postun`) otherwise than cowkit's
+/// transaction, which orders every erasure as `rpm -U` orders those it
+/// ties to the package that replaces them (as dnf 4 hands them to rpm).
+/// No order file: none.
+pub fn unlinked_erasures(order: &Path) -> Result<Vec<String>> {
+    let text = match std::fs::read_to_string(order) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(Error::Io {
+                what: "read",
+                path: order.to_path_buf(),
+                source,
+            })
+        }
+    };
+    Ok(unlinked_in(&text))
+}
+
+/// [`unlinked_erasures`] of the order's text.
+fn unlinked_in(text: &str) -> Vec<String> {
+    // NAME-[EPOCH:]VERSION-RELEASE.ARCH: the name is before the last two `-`.
+    let name = |nevra: &str| nevra.rsplitn(3, '-').nth(2).unwrap_or(nevra).to_string();
+    let items: Vec<(&str, &str)> = text.lines().filter_map(|l| l.split_once('\t')).collect();
+    let replacing: std::collections::HashSet<String> = items
+        .iter()
+        .filter(|(how, _)| matches!(*how, "u" | "r"))
+        .map(|(_, n)| name(n))
+        .collect();
+    items
+        .iter()
+        .filter(|(how, n)| *how == "e" && !replacing.contains(&name(n)))
+        .map(|(_, n)| n.to_string())
+        .collect()
+}
+
 /// Links in `to` to each regular file named `*SUFFIX` in `from` but
 /// `own` (a missing `from` has none).
 fn link_all(from: &Path, suffix: &str, own: &OsString, to: &Path) -> Result<()> {
@@ -361,6 +525,84 @@ mod tests {
             b,
             OsString::from(format!("--setopt=pluginconfpath={}", dirs.conf.display()))
         );
+    }
+
+    fn request(rest: &[&str], downloader: Downloader) -> Request {
+        Request {
+            root: PathBuf::from("/nonexistent/root"),
+            cache: PathBuf::from(crate::request::DEFAULT_CACHE),
+            dbpath: None,
+            jobs: 1,
+            noscripts: false,
+            keep_syncs: false,
+            downloader,
+            stdout_to_stderr: false,
+            scripts_to_stderr: false,
+            line: crate::line::Line {
+                command: Some("install".into()),
+                rest: rest.iter().map(OsString::from).collect(),
+                ..crate::line::Line::default()
+            },
+            worker: |_| Ok(Command::new("false")),
+            lua: || None,
+        }
+    }
+
+    #[test]
+    fn what_dnf5_would_do_otherwise_is_refused_by_name() {
+        let ok = request(&["-y", "install", "bash"], Downloader::Auto);
+        refusals(&ok, false).unwrap();
+        let err = refusals(
+            &request(
+                &["install", "--offline", "--transient", "bash"],
+                Downloader::Dnf,
+            ),
+            true,
+        )
+        .unwrap_err();
+        let RunError::Unhonoured { refused } = &err else {
+            panic!("{err}");
+        };
+        let options: Vec<&str> = refused.iter().map(|r| r.option.as_str()).collect();
+        assert_eq!(
+            options,
+            ["--offline", "--transient", "--downloader dnf", "keepcache"]
+        );
+        assert_eq!(refused[0].why, OFFLINE);
+        // The plugin's options first, on their own.
+        let err = refusals(
+            &request(&["--no-plugins", "install", "--offline"], Downloader::Auto),
+            false,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, RunError::Pipeline(Error::Dnf5PluginOptions { options }) if options == &["--no-plugins"]),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn erasures_of_their_own_are_those_no_upgrade_or_reinstall_replaces() {
+        // dnf5's upgrade of the Fedora-shaped repository: procps-ng
+        // obsoletes procps (an install, `i`), the others are upgrades.
+        let upgrade = "i\tprocps-ng-4.0.4-1.fc40.noarch\n\
+                       u\tzlib-1.3.1-1.fc40.noarch\n\
+                       u\tkrb5-libs-1.21.3-1.fc40.i686\n\
+                       u\tcrypto-policies-1:20240201-1.fc40.noarch\n\
+                       e\tkrb5-libs-1.21.2-1.fc40.i686\n\
+                       e\tprocps-3.2.8-1.fc40.noarch\n\
+                       e\tcrypto-policies-1:20230301-1.fc40.noarch\n\
+                       e\tzlib-1.2.13-1.fc40.noarch\n";
+        assert_eq!(unlinked_in(upgrade), ["procps-3.2.8-1.fc40.noarch"]);
+        // A reinstall lists the installed copy as erased: replaced.
+        assert!(
+            unlinked_in("r\tbash-5.2.26-1.fc40.x86_64\ne\tbash-5.2.26-1.fc40.x86_64\n").is_empty()
+        );
+        assert!(unlinked_in("i\tbash-5.2.26-1.fc40.x86_64\n").is_empty());
+        let d = tempfile::tempdir().unwrap();
+        assert!(unlinked_erasures(&d.path().join("none"))
+            .unwrap()
+            .is_empty());
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //!
 //! 1. dnf resolves (and, where cowkit cannot fetch as dnf would,
 //!    downloads) against the root's database, or an empty scratch one for
-//!    a new root ([`crate::dnf4`]); what the transaction will ask the
-//!    host is asked meanwhile ([`crate::ahead`]).
+//!    a new root: dnf 4 ([`crate::dnf4`]) or dnf5 ([`crate::dnf5`]),
+//!    whichever the real dnf is ([`Resolver`]); what the transaction will
+//!    ask the host is asked meanwhile ([`crate::ahead`]).
 //! 2. By default cowkit fetches the packages of dnf's plan itself,
 //!    streaming each through a confined transcoder into the cache as it
 //!    arrives ([`crate::stream`]); else each package dnf downloaded is
@@ -21,10 +22,12 @@ use cowkit_extents::cache::Cache;
 use cowkit_fs::root::Root;
 
 use crate::ahead::Ahead;
+use crate::dnf5::Outcome as Dnf5Outcome;
 use crate::error::RunError;
 use crate::line::Line;
 use crate::plan::Plan;
 use crate::request::{Events, Note, Outcome, Request, Run, Summary};
+use crate::shim::Resolver;
 use crate::stream::Reporter;
 use crate::transaction::{
     config_tsflags, import_keys, install_downloaded, install_entries, recover, repo_keys,
@@ -58,6 +61,13 @@ pub fn run(req: &Request, events: &dyn Events) -> Result<Outcome, RunError> {
             root: req.root.clone(),
         });
     }
+    // Which dnf resolves, decided once, and what cowkit cannot do with
+    // it refused before the root is touched.
+    let dnf = crate::shim::real_dnf()?;
+    let resolver = Resolver::of(&dnf);
+    if installs && resolver == Resolver::Dnf5 {
+        crate::dnf5::refusals(req, crate::dnf4::keepcache(req))?;
+    }
     cowkit_fs::dir::raise_fd_limit();
     let root_error = |what, e: Box<dyn std::error::Error + Send + Sync>| RunError::Root {
         what,
@@ -70,6 +80,7 @@ pub fn run(req: &Request, events: &dyn Events) -> Result<Outcome, RunError> {
         req,
         root: &root,
         events,
+        resolver,
     };
     let found = cowkit_rpmdb::find(&root, req.dbpath.as_deref()).map_err(RunError::FindDb)?;
     // A transaction a killed run left unfinished is finished before dnf
@@ -86,7 +97,13 @@ pub fn run(req: &Request, events: &dyn Events) -> Result<Outcome, RunError> {
                 cowkit_rpmdb::locate(&root, req.dbpath.as_deref()).map_err(RunError::LocateDb)?
             }
         };
-        return Ok(Outcome::Dnf(crate::dnf4::run_itself(req, &db.path)?));
+        return Ok(Outcome::Dnf(match resolver {
+            Resolver::Dnf4 => crate::dnf4::run_itself(req, &dnf, &db.path)?,
+            Resolver::Dnf5 => {
+                let home = crate::dnf4::home_with_dbpath(&db.path)?;
+                crate::dnf5::run_itself(req, &dnf, home.path())?
+            }
+        }));
     }
     // The cache first: one others can change is refused before anything
     // is downloaded; downloads and scratch databases that killed runs
@@ -96,6 +113,7 @@ pub fn run(req: &Request, events: &dyn Events) -> Result<Outcome, RunError> {
     resolve_and_install(
         &run,
         &cache,
+        &dnf,
         found,
         Summary {
             recovered,
@@ -111,10 +129,12 @@ pub fn run(req: &Request, events: &dyn Events) -> Result<Outcome, RunError> {
 fn resolve_and_install(
     run: &Run<'_>,
     cache: &Cache,
+    dnf: &std::path::Path,
     found: Option<cowkit_rpmdb::DbPath>,
     mut summary: Summary,
 ) -> Result<Outcome, RunError> {
     let req = run.req;
+    let resolver = run.resolver;
     let scratch = match &found {
         Some(_) => None,
         None => Some(cowkit_rpmdb::Scratch::new(run.root).map_err(RunError::Scratch)?),
@@ -131,37 +151,74 @@ fn resolve_and_install(
         cowkit_fs::workdir::WorkDir::create(cache.fd(), cache.dir(), DOWNLOAD_PREFIX, 0o700)
             .map_err(RunError::DownloadDir)?;
     let home = crate::dnf4::home_with_dbpath(&db_for_dnf)?;
-    // Who downloads: decided before dnf runs where cowkit can tell.
-    let dnf_downloads = crate::dnf4::downloads(req)?;
+    // Who downloads: decided before dnf runs where cowkit can tell (dnf5
+    // has refused what would make it download already).
+    let dnf_downloads = match resolver {
+        Resolver::Dnf4 => crate::dnf4::downloads(req)?,
+        Resolver::Dnf5 => None,
+    };
     let plan_path = crate::dnf4::plan_path(home.path());
+    let order_path = crate::dnf4::order_path(home.path());
     let ahead = Ahead::ask();
     let t = Instant::now();
-    let status = crate::dnf4::resolve(
-        req,
-        home.path(),
-        download.path(),
-        dnf_downloads.is_none().then_some(plan_path.as_path()),
-    );
-    let dnf_keys = crate::dnf4::scratch_keys(
-        &req.root,
-        scratch.as_ref(),
-        &status,
-        download.path(),
-        home.path(),
-    )?;
+    // dnf's exit status (or dnf5's outcome), for the scratch keys.
+    let resolved = match resolver {
+        Resolver::Dnf4 => crate::dnf4::resolve(
+            req,
+            dnf,
+            home.path(),
+            download.path(),
+            dnf_downloads.is_none().then_some(plan_path.as_path()),
+        )
+        .map(|status| (status, None)),
+        Resolver::Dnf5 => crate::dnf5::resolve(
+            req,
+            dnf,
+            home.path(),
+            download.path(),
+            &order_path,
+            &plan_path,
+        )
+        .map(|o| (std::process::ExitStatus::default(), Some(o))),
+    };
+    let dnf_keys = match &resolved {
+        Ok((status, _)) => crate::dnf4::scratch_keys(
+            &req.root,
+            scratch.as_ref(),
+            &Ok(*status),
+            download.path(),
+            home.path(),
+        )?,
+        Err(_) => Vec::new(),
+    };
     drop(scratch);
-    let status = status?;
+    let (status, dnf5) = resolved?;
     if !status.success() {
         return Err(RunError::DnfFailed { status });
     }
     summary.resolve_seconds = t.elapsed().as_secs_f64();
     ahead.wait();
     // dnf's reinstalls are rpm's `--reinstall` elements: all or none.
-    let reinstall = crate::order::reinstalls(&crate::dnf4::order_path(home.path()))?;
-    let plan = match dnf_downloads {
-        None => Plan::read(&plan_path)?,
-        Some(_) => None,
+    let reinstall = crate::order::reinstalls(&order_path)?;
+    if resolver == Resolver::Dnf5 {
+        let erased = crate::dnf5::unlinked_erasures(&order_path)?;
+        if !erased.is_empty() {
+            return Err(crate::Error::Dnf5Erasures { erased }.into());
+        }
+    }
+    let plan = match (dnf5, &dnf_downloads) {
+        (Some(Dnf5Outcome::Stopped(plan)), _) => Some(plan),
+        // dnf5 went on: it downloaded, for the plan's reasons.
+        (Some(Dnf5Outcome::Finished(Some(plan))), _) if !plan.why.is_empty() => Some(plan),
+        (Some(Dnf5Outcome::Finished(Some(_))), _) => {
+            return Err(crate::Error::Dnf5WentOn.into());
+        }
+        (Some(Dnf5Outcome::Finished(None)), _) => None,
+        (None, None) => Plan::read(&plan_path)?,
+        (None, Some(_)) => None,
     };
+    // What dnf5 went on to download, by its plan.
+    let planned = plan.as_ref().map_or(0, |p| p.packages.len());
     let reasons = match (dnf_downloads, plan) {
         (_, Some(plan)) if plan.why.is_empty() => {
             drop(download);
@@ -169,12 +226,22 @@ fn resolve_and_install(
         }
         (_, Some(plan)) => plan.why,
         (Some(why), None) => vec![why],
+        (None, None) if resolver == Resolver::Dnf5 => {
+            vec!["dnf5 ran without cowkit's plugin writing a plan".into()]
+        }
         (None, None) => vec![
             "dnf is not dnf's own Python entry point: cowkit cannot get its download plan".into(),
         ],
     };
     let rpms = crate::dnf4::downloaded(download.path(), home.path(), run.events)?;
     summary.downloaded = rpms.len();
+    if rpms.is_empty() && resolver == Resolver::Dnf5 && planned > 0 {
+        return Err(crate::Error::Dnf5NoDownloads {
+            planned,
+            dir: download.path().to_path_buf(),
+        }
+        .into());
+    }
     if rpms.is_empty() {
         return Ok(Outcome::Nothing);
     }

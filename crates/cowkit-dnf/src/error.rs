@@ -197,6 +197,26 @@ pub enum Error {
         /// The options as given.
         options: Vec<String>,
     },
+    /// dnf5 finished (it did not stop) although the plugin's plan says
+    /// cowkit can fetch every package: its plugin did not stop it.
+    #[error("dnf5 went on after resolving although cowkit's plugin planned to fetch every package: the plugin did not stop it")]
+    Dnf5WentOn,
+    /// dnf5 erases installed packages as erasures of their own, which rpm
+    /// orders otherwise than cowkit's transaction.
+    #[error("dnf5 erases {} as erasures of their own (not as older versions of packages it upgrades), which rpm runs in another order than cowkit's transaction would: refused, nothing was changed", erased.join(", "))]
+    Dnf5Erasures {
+        /// Each erased package's NEVRA.
+        erased: Vec<String>,
+    },
+    /// dnf5 went on to download its plan's packages, but none is where
+    /// cowkit told it to put them.
+    #[error("dnf5 went on to download the {planned} package(s) of its plan, but none is in `{}`: nothing was installed", dir.display())]
+    Dnf5NoDownloads {
+        /// How many packages the plan has.
+        planned: usize,
+        /// Where they were to be downloaded.
+        dir: PathBuf,
+    },
     /// dnf5 failed (any end but the plugin's stop with a plan cowkit fetches by).
     #[error("dnf5 failed ({status})")]
     Dnf5Failed {
@@ -346,8 +366,9 @@ pub enum RunError {
         /// Each package and why.
         failures: Vec<(PathBuf, Error)>,
     },
-    /// dnf's module state directory cannot be made in the root.
-    #[error("cannot make dnf's module state directory `{}`", path.display())]
+    /// dnf's state directory (dnf 4's module state, dnf5's transaction
+    /// lock) cannot be made in the root.
+    #[error("cannot make dnf's state directory `{}`", path.display())]
     ModuleState {
         /// The directory, as seen from the host.
         path: PathBuf,

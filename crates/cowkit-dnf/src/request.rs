@@ -72,6 +72,8 @@ pub struct Run<'a> {
     pub root: &'a cowkit_fs::root::Root,
     /// Where notes and progress go.
     pub events: &'a dyn Events,
+    /// Which dnf resolves.
+    pub resolver: crate::shim::Resolver,
 }
 
 /// A note on the way, for the user.

@@ -1,5 +1,5 @@
-//! The real dnf cowkit runs, and the shim directory that puts cowkit
-//! first on `PATH` as `dnf`.
+//! The real dnf cowkit runs, which resolver it is ([`Resolver`]), and the
+//! shim directory that puts cowkit first on `PATH` as `dnf`.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -47,6 +47,30 @@ pub fn real_dnf() -> Result<PathBuf> {
     Err(Error::NoDnf {
         name: PathBuf::from(wanted),
     })
+}
+
+/// Which dnf resolves: decided once per run from the real dnf's program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resolver {
+    /// dnf 4 (its Python entry point, [`crate::dnf4`]).
+    Dnf4,
+    /// dnf5 (through cowkit's plugin, [`crate::dnf5`]).
+    Dnf5,
+}
+
+impl Resolver {
+    /// The resolver the program at `dnf` is: dnf5 when the file it names,
+    /// its links resolved, is called `dnf5` (Fedora 41 and later install
+    /// dnf5 as `/usr/bin/dnf5`, `/usr/bin/dnf` a link to it); dnf 4
+    /// otherwise. Nothing is run to find out.
+    pub fn of(dnf: &Path) -> Resolver {
+        let real = dnf.canonicalize().unwrap_or_else(|_| dnf.to_path_buf());
+        if real.file_name().is_some_and(|n| n == "dnf5") {
+            Resolver::Dnf5
+        } else {
+            Resolver::Dnf4
+        }
+    }
 }
 
 /// `cowkit dnf --shim-dir DIR`: make `DIR/dnf` a link to this binary
@@ -133,6 +157,24 @@ pub fn make_shim(dir: &Path) -> Result<()> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn dnf5_is_the_program_named_dnf5_its_links_resolved() {
+        let d = tempfile::tempdir().unwrap();
+        let bin = d.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        // dnf 4's entry point is a Python script named dnf.
+        std::fs::write(bin.join("dnf-3"), "#!/usr/bin/python3\n").unwrap();
+        std::os::unix::fs::symlink("dnf-3", bin.join("dnf")).unwrap();
+        assert_eq!(Resolver::of(&bin.join("dnf")), Resolver::Dnf4);
+        // Fedora 41: /usr/bin/dnf -> dnf5.
+        std::fs::write(bin.join("dnf5"), "").unwrap();
+        std::fs::remove_file(bin.join("dnf")).unwrap();
+        std::os::unix::fs::symlink("dnf5", bin.join("dnf")).unwrap();
+        assert_eq!(Resolver::of(&bin.join("dnf")), Resolver::Dnf5);
+        assert_eq!(Resolver::of(&bin.join("dnf5")), Resolver::Dnf5);
+        assert_eq!(Resolver::of(&bin.join("missing")), Resolver::Dnf4);
+    }
 
     #[test]
     fn the_shim_is_a_link_to_this_binary_in_a_directory_only_its_owner_writes() {

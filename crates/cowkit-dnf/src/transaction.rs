@@ -121,7 +121,7 @@ pub fn install_downloaded(
     // MiB of packages spent outside its parts in
     // bench/results/2026-11-26-image-build-fedora-e46e9c1.md).
     prepared.release_before_final_sync(download);
-    module_state(root)?;
+    dnf_state(run)?;
     Ok(prepared.run(&cowkit_install::NoProgress))
 }
 
@@ -134,15 +134,22 @@ pub fn install_entries(run: &Run<'_>, entries: &[PathBuf], reinstall: bool) -> R
         Ok(p) => p,
         Err(e) => return Ok(Err(e)),
     };
-    module_state(root)?;
+    dnf_state(run)?;
     Ok(prepared.run(&cowkit_install::NoProgress))
 }
 
-/// dnf 4 saves its module state in the root (`/etc/dnf/modules.d`, made
-/// when missing) right before it hands the checked transaction to rpm; a
-/// root built through cowkit gets it at the same point.
-fn module_state(root: &Root) -> Result<(), RunError> {
-    let rel = cowkit_fs::root::RelPath::new("etc/dnf/modules.d").expect("a relative path");
+/// The directory dnf makes in the root (when missing) right before it
+/// hands the checked transaction to rpm, which a root built through
+/// cowkit gets at the same point: dnf 4 saves its module state in
+/// `/etc/dnf/modules.d`; dnf5 takes its transaction lock in `/run/dnf`
+/// (`/run/dnf/rpmtransaction.lock`, the file removed afterwards).
+fn dnf_state(run: &Run<'_>) -> Result<(), RunError> {
+    let root = run.root;
+    let dir = match run.resolver {
+        crate::shim::Resolver::Dnf4 => "etc/dnf/modules.d",
+        crate::shim::Resolver::Dnf5 => "run/dnf",
+    };
+    let rel = cowkit_fs::root::RelPath::new(dir).expect("a relative path");
     root.create_dirs(&rel, 0o755)
         .map(drop)
         .map_err(|source| RunError::ModuleState {
