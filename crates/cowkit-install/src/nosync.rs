@@ -3,8 +3,11 @@
 //! A root other than `/` is being built: a crash in the middle leaves a
 //! root that is thrown away, so its scriptlets' `fsync`, `sync`,
 //! `syncfs`, ... buy nothing. The transaction starts one
-//! [`cowkit_nosync::scoped::Session`] (only when a scriptlet will run),
-//! applies it to every scriptlet's command, and finishes it at the end,
+//! [`cowkit_nosync::scoped::Session`] (when a scriptlet will run, or
+//! rpm's check registers a new root's packages into its new database:
+//! then it starts before that check, whose `fdatasync`s and closing
+//! `syncfs` buy nothing either), applies it to every scriptlet's command
+//! and to that check, and finishes it at the end,
 //! also when the transaction fails: one `syncfs` of each filesystem the
 //! root spans makes what was written durable. `/` is the running system
 //! and keeps its syncs, and so does any root with
@@ -36,7 +39,8 @@ pub fn suppress_syncs(root: &Path, keep_syncs: bool) -> bool {
 /// What the session did, in the transaction's summary.
 #[derive(Debug, Default, Serialize)]
 pub struct NosyncSummary {
-    /// Scriptlet commands whose calls were answered and counted.
+    /// Commands whose calls were answered and counted: scriptlets' (and
+    /// the Lua host's), and rpm's registration into a new root.
     pub processes: u64,
     /// Commands under an outer supervisor's filter: answered, not counted.
     pub uncounted: u64,

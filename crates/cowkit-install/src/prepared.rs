@@ -57,8 +57,9 @@ pub struct TxOptions {
     /// What to do with an install-only package (a kernel) whose older
     /// version is installed.
     pub install_only: InstallOnly,
-    /// Let scriptlets' sync calls reach the kernel. Otherwise, in a root
-    /// that is not `/`, they are answered without running and the root's
+    /// Let scriptlets' sync calls (and those of rpm's registration into a
+    /// new root's database) reach the kernel. Otherwise, in a root that is
+    /// not `/`, they are answered without running and the root's
     /// filesystems get one `syncfs` at the end ([`crate::nosync`]).
     pub keep_syncs: bool,
     /// Starts rpm's Lua for `<lua>` scriptlets (the CLI's
@@ -238,6 +239,10 @@ pub struct Prepared<'r> {
     /// What holds the package files given to [`crate::prepare`] (see
     /// [`Prepared::release_before_final_sync`]).
     pub(crate) inputs: Option<Box<dyn Send>>,
+    /// The nosync session a new root's check started (see
+    /// [`crate::nosync`]); the transaction goes on in it. Declared last:
+    /// dropped after the check it answers for.
+    pub(crate) nosync: Option<cowkit_nosync::scoped::Session>,
 }
 
 /// Turns a package into the file to install from, just before it is

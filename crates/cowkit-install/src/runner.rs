@@ -160,6 +160,7 @@ pub(crate) fn run(
         plan,
         fates,
         inputs: _,
+        nosync: _,
     } = prepared;
     let mut opts = opts;
     opts.install.gate = gate.as_ref().map(|o| o.gate.clone());

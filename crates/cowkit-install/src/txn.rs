@@ -76,7 +76,10 @@ impl Prepared<'_> {
         // From here to the registration signals wait, as with rpm's
         // transaction lock (see [`crate::interrupt`]).
         let _critical = crate::interrupt::Critical::enter();
-        let session = crate::nosync::start(path, self.opts.keep_syncs, scripts)?;
+        let session = match self.nosync.take() {
+            Some(s) => Some(s),
+            None => crate::nosync::start(path, self.opts.keep_syncs, scripts)?,
+        };
         let inputs = self.inputs.take();
         let result = crate::runner::run(self, progress, session.as_ref());
         drop(inputs);
@@ -144,6 +147,15 @@ pub(crate) fn prepare_inner<'r>(
     let scratch = new_root_scratch(root, &found, opts)?;
     let pre_register = scratch.is_some() && !opts.test;
     let check = rpm_check(opts, opts.install_only == InstallOnly::Every);
+    // That registration is part of building the root: its sync calls
+    // (sqlite's, rpm's closing `syncfs`) are answered by the
+    // transaction's nosync session, started here for it, whose one final
+    // `syncfs` makes the root durable. Declared before the check: dropped
+    // after it.
+    let nosync = match pre_register {
+        true => crate::nosync::start(root.path(), opts.keep_syncs, true)?,
+        false => None,
+    };
     // rpm's check and registration into a scratch database needs nothing
     // from the headers: it runs while they are read (waited for if
     // anything below fails, before the scratch database goes).
@@ -151,7 +163,11 @@ pub(crate) fn prepare_inner<'r>(
         (Some(s), true) => Some(
             Rpm::new(root.path(), s.db())
                 .with_file_args(file_args(&opts.files))
-                .start_check_and_register(packages, &check)?,
+                .start_check_and_register(packages, &check, &|c| {
+                    if let Some(s) = &nosync {
+                        s.apply(c);
+                    }
+                })?,
         ),
         _ => None,
     };
@@ -241,6 +257,7 @@ pub(crate) fn prepare_inner<'r>(
         plan,
         fates,
         inputs: None,
+        nosync,
     })
 }
 

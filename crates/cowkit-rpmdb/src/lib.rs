@@ -730,12 +730,16 @@ impl Rpm {
     /// [`Rpm::check_and_register`] in the background: rpm runs while the
     /// caller goes on; [`PendingCheck::wait`] gives its answer. For a new
     /// root's database, whose files are placed (unseen) while rpm checks.
+    /// `prepare` is applied to rpm's command before it is spawned (e.g. a
+    /// session that answers its sync calls).
     pub fn start_check_and_register(
         &self,
         packages: &[PathBuf],
         check: &Check,
+        prepare: &dyn Fn(&mut Command),
     ) -> Result<PendingCheck> {
-        let c = self.check_command(packages, check, false);
+        let mut c = self.check_command(packages, check, false);
+        prepare(&mut c);
         let rpm = self.clone();
         let n = packages.len();
         let handle = std::thread::Builder::new()

@@ -42,8 +42,9 @@ pub struct Args {
     /// Run no scriptlets (like `rpm --noscripts`).
     #[arg(long)]
     noscripts: bool,
-    /// Let scriptlets' sync calls (`fsync`, `sync`, `syncfs`, ...) reach
-    /// the kernel. By default, in a root other than `/`, they are answered
+    /// Let scriptlets' sync calls (`fsync`, `sync`, `syncfs`, ...), and
+    /// those of rpm registering a new root's packages, reach the kernel.
+    /// By default, in a root other than `/`, they are answered
     /// without running (the root is being built: a crash loses it anyway)
     /// and the root's filesystems get one `syncfs` at the end; `/` always
     /// keeps its syncs.

@@ -132,8 +132,9 @@ pub struct Args {
     /// `--excludepath`); may be repeated.
     #[arg(long, value_name = "PATH")]
     excludepath: Vec<String>,
-    /// Let scriptlets' sync calls (`fsync`, `sync`, `syncfs`, ...) reach
-    /// the kernel. By default, in a root other than `/`, they are answered
+    /// Let scriptlets' sync calls (`fsync`, `sync`, `syncfs`, ...), and
+    /// those of rpm registering a new root's packages, reach the kernel.
+    /// By default, in a root other than `/`, they are answered
     /// without running (the root is being built: a crash loses it anyway)
     /// and the root's filesystems get one `syncfs` at the end; `/` always
     /// keeps its syncs.
