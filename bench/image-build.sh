@@ -19,6 +19,14 @@
 #   FEDORA_COMPRESSOR   their payload compressor: w3.zstdio with payload
 #                       (level 3 keeps building it fast; zstd decompresses
 #                       at about the same speed), else Fedora's w19.zstdio
+#   FEDORA_NAMES        the packages a Fedora-like set installs (default:
+#                       the 14 named below)
+#   RESOLVER=dnf        dnf (dnf 4 and the host's rpm 4.18) or dnf5: dnf5
+#                       and rpm 4.20 from the prefix COWKIT_FEDORA_TOOLS
+#                       names (else scripts/fedora-tools.sh all finds or
+#                       builds it), first on PATH for every command of the
+#                       run; cowkit dnf over that dnf5 with cowkit's libdnf5
+#                       plugin, built here; results ...-SET-dnf5
 #
 # Set `corpus` (results YYYY-MM-DD-image-build):
 # The repository (on the XFS mount, createrepo_c) holds the corpus packages
@@ -73,6 +81,18 @@ PY=/usr/bin/python3
 
 need_root
 need mkfs.xfs:xfsprogs dnf:dnf createrepo_c:createrepo-c rpmbuild:rpm busybox:busybox-static
+RESOLVER=${RESOLVER:-dnf}
+case $RESOLVER in
+dnf) ;;
+dnf5)
+  tools=${COWKIT_FEDORA_TOOLS:-$(bash "$REPO_ROOT/scripts/fedora-tools.sh" all | tail -1)}
+  [ -x "$tools/bin/dnf5" ] && [ -x "$tools/bin/rpm" ] || die "RESOLVER=dnf5: no dnf5 and rpm in $tools/bin"
+  plugin_dir="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/dnf5-plugin"
+  make -s -C "$REPO_ROOT/crates/cowkit-dnf/dnf5-plugin" PREFIX="$tools" OUT="$plugin_dir" >&2
+  export PATH="$tools/bin:$PATH" COWKIT_DNF="$tools/bin/dnf5" COWKIT_DNF5_PLUGIN="$plugin_dir/cowkit.so"
+  ;;
+*) die "RESOLVER=$RESOLVER: want dnf or dnf5" ;;
+esac
 find_cowkit "bench/image-build.sh" dnf install transcode cp
 SETS=${SETS:-corpus fedora-bare fedora}
 FEDORA_PAYLOAD=${FEDORA_PAYLOAD:-4 8}
@@ -80,6 +100,7 @@ FEDORA_COMPRESSOR=${FEDORA_COMPRESSOR:-}
 for set in $SETS; do
   case $set in
   corpus)
+    [ "$RESOLVER" = dnf ] || die "set corpus: RESOLVER=$RESOLVER (the corpus packages come from Debian via alien; dnf5 runs the Fedora-like sets)"
     for p in libreoffice-core libboost1.74-dev; do
       [ -f "$(corpus_rpm "$p" zstd)" ] || die "$(corpus_rpm "$p" zstd) is missing: run bench/corpus.sh first"
     done
@@ -140,7 +161,9 @@ run_fedora_bare() { run_fedora 0 0; }
 
 # run_fedora [FILES MIB] — the Fedora-like set, FEDORA_PAYLOAD by default.
 run_fedora() {
-  local files mib label=fedora about
+  local files mib label=fedora about names
+  # shellcheck disable=SC2206 # the names are words
+  names=(${FEDORA_NAMES:-setup filesystem coreutils-single bash glibc glibc-common zlib systemd httpd mod_legacy mandoc shared-mime-info procps kernel-core})
   read -r files mib <<<"${*:-$FEDORA_PAYLOAD}"
   [ "$files" -ge 0 ] && [ "$mib" -ge 0 ] 2>/dev/null || die "FEDORA_PAYLOAD='$FEDORA_PAYLOAD': want two numbers"
   [ "$files" -eq 0 ] || [ "$mib" -eq 0 ] && files=0 mib=0 label=fedora-bare
@@ -151,17 +174,17 @@ run_fedora() {
   rm -rf "$mnt/$label/payload"
   createrepo_c -q "$mnt/$label/repo"
   if [ "$files" -eq 0 ]; then
-    about="The 14 v1 packages of the Fedora-shaped test repository (\`crates/cowkit-testutil/src/fedora.rs\`) as the tests build them (payload compressor $comp)."
+    about="The ${#names[@]} v1 packages of the Fedora-shaped test repository (\`crates/cowkit-testutil/src/fedora.rs\`) as the tests build them (payload compressor $comp)."
   else
-    about="The 14 v1 packages of the Fedora-shaped test repository (\`crates/cowkit-testutil/src/fedora.rs\`), rebuilt for the benchmark with $files generated files of $mib MiB each added to every package (under \`/usr/share/bench-payload/NAME\`; hex digits of a fixed xorshift stream, zstd halves them), payload compressed with $comp; the test fixture has no such files."
+    about="The ${#names[@]} v1 packages of the Fedora-shaped test repository (\`crates/cowkit-testutil/src/fedora.rs\`), rebuilt for the benchmark with $files generated files of $mib MiB each added to every package (under \`/usr/share/bench-payload/NAME\`; hex digits of a fixed xorshift stream, zstd halves them), payload compressed with $comp; the test fixture has no such files."
   fi
-  # shellcheck disable=SC2046 # the names are words
+  local results_label=$label
+  [ "$RESOLVER" = dnf ] || results_label=$label-$RESOLVER
   "$PY" "$BENCH_DIR/image_build.py" \
     --cowkit "$COWKIT" --mount "$mnt" --repo "$mnt/$label/repo" --rounds "$ROUNDS" \
-    --results "$RESULTS_DIR" --img-size "$IMG_SIZE" --label "$label" \
+    --results "$RESULTS_DIR" --img-size "$IMG_SIZE" --label "$results_label" \
     --dbpath "$(rpm -E %_dbpath)" --log /var/log/scriptlets.log --about "$about" \
-    --names setup filesystem coreutils-single bash glibc glibc-common zlib systemd httpd \
-    mod_legacy mandoc shared-mime-info procps kernel-core
+    --dnf "$RESOLVER" --names "${names[@]}"
 }
 
 for set in $SETS; do

@@ -20,11 +20,15 @@ def dnf_args(a, cache):
     os.makedirs(cache, exist_ok=True)
     with open(conf, "w") as f:
         f.write("[main]\n")
-    return [
-        "-y", "--quiet", "--noplugins", "--nogpgcheck", "--config=" + conf,
+    # dnf5 loads its plugins (cowkit dnf needs its own there, and refuses
+    # --no-plugins); dnf 4's are off (its Python plugins are not the
+    # resolver's business here).
+    plugins = [] if a.dnf == "dnf5" else ["--noplugins"]
+    return ["-y", "--quiet"] + plugins + [
+        "--nogpgcheck", "--config=" + conf,
         "--releasever=40", "--setopt=reposdir=/dev/null", "--setopt=cachedir=" + cache,
         "--setopt=install_weak_deps=False", "--repofrompath=bench,file://" + a.repo,
-        "--repo", "bench",
+        "--repo=bench",
     ]
 
 
@@ -40,7 +44,7 @@ ENV = dict(os.environ, HOME="/root", LC_ALL="C.UTF-8")
 
 
 def run_dnf(a, root, cache, resolve_only=False):
-    cmd = ["dnf", "--installroot=" + root] + dnf_args(a, cache)
+    cmd = [a.dnf, "--installroot=" + root] + dnf_args(a, cache)
     if resolve_only:
         cmd.append("--assumeno")
     cmd += ["install"] + a.names
@@ -97,10 +101,15 @@ def installed_rpms(a, root, dbpath):
     """The repository's package files of the packages installed in root."""
     want = set(rpm_qa(root, dbpath, "%{NEVRA}\\n"))
     files = {}
+    # Queried against an empty root on the mount: rpm 4.20 opens (and
+    # creates) the database of the root it runs for, which must not be
+    # the host's.
+    empty = fresh_root(a, "query")
     for f in sorted(os.listdir(a.repo)):
         if f.endswith(".rpm"):
             path = os.path.join(a.repo, f)
-            out = subprocess.run(["rpm", "-qp", "--qf", "%{NEVRA}", path], capture_output=True, check=True, env=ENV)
+            out = subprocess.run(["rpm", "--root", empty, "-qp", "--qf", "%{NEVRA}", path],
+                                 capture_output=True, check=True, env=ENV)
             files[out.stdout.decode()] = path
     missing = want - set(files)
     if missing:
@@ -153,6 +162,7 @@ def main():
     ap.add_argument("--dbpath", default=None, help="cowkit dnf --dbpath (default: cowkit's)")
     ap.add_argument("--log", default=None, help="scriptlet log in the root, compared byte for byte")
     ap.add_argument("--about", default="", help="a sentence on the package set for the report")
+    ap.add_argument("--dnf", default="dnf", help="the resolver: dnf (dnf 4) or dnf5, both from PATH")
     a = ap.parse_args()
 
     dnf_cache = os.path.join(a.mount, "dnf-cache")
@@ -271,7 +281,7 @@ def main():
             "loadavg_end": load1,
             "filesystem": "loop XFS (reflink=1), %s sparse image" % a.img_size,
             "rpm": subprocess.run(["rpm", "--version"], capture_output=True).stdout.decode().strip(),
-            "dnf": subprocess.run(["dnf", "--version"], capture_output=True).stdout.decode().split("\n")[0],
+            "dnf": subprocess.run([a.dnf, "--version"], capture_output=True).stdout.decode().split("\n")[0],
             "cowkit": a.cowkit,
             "cowkit_commit": subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "rev-parse", "--short", "HEAD"], capture_output=True).stdout.decode().strip(),
         },
@@ -292,18 +302,18 @@ def main():
         "(file://, createrepo_c) into a fresh root on %s; %d rounds, rotating order, medians. %s"
         % (" ".join(a.names), out["packages"], mc["filesystem"], a.rounds, a.about),
         "",
-        "Machine: %s, %d CPUs, kernel %s; %s, dnf %s; load average %s at start, %s at end; "
+        "Machine: %s, %d CPUs, kernel %s; %s, %s %s; load average %s at start, %s at end; "
         "cowkit %s (`%s`)."
-        % (mc["cpu"], mc["cpus"], mc["kernel"], mc["rpm"], mc["dnf"], " ".join(load0), " ".join(load1),
+        % (mc["cpu"], mc["cpus"], mc["kernel"], mc["rpm"], a.dnf, mc["dnf"], " ".join(load0), " ".join(load1),
            mc["cowkit_commit"], mc["cowkit"]),
         "",
         "| method | total (s) | resolve (s) | transaction (s) | transaction vs dnf | total vs dnf | total + syncfs (s) | durable vs dnf |",
         "|---|---|---|---|---|---|---|---|",
-        "| plain dnf (metadata cache warm) | %.3f | %.3f | %.3f | 1.0× | 1.0× | %.3f | 1.0× |" % (dnf_total, dnf_resolve, dnf_txn, dnf_durable),
+        "| plain %s (metadata cache warm) | %.3f | %.3f | %.3f | 1.0× | 1.0× | %.3f | 1.0× |" % (a.dnf, dnf_total, dnf_resolve, dnf_txn, dnf_durable),
     ]
     for r in rows:
         lines.append("| %s | %.3f | %.3f | %.3f | %.2f× | %.2f× | %.3f | %.2f× |" % (
-            "cowkit dnf, " + ("cold cache (transcodes)" if r["method"] == "cowkit-cold" else "warm cache"),
+            "cowkit dnf%s, " % (" over dnf5" if a.dnf == "dnf5" else "") + ("cold cache (transcodes)" if r["method"] == "cowkit-cold" else "warm cache"),
             r["total"], r["resolve"], r["transaction"], dnf_txn / r["transaction"], dnf_total / r["total"],
             r["durable"], dnf_durable / r["durable"]))
     lines += [
@@ -344,9 +354,8 @@ def main():
         "paired: each round's transaction over the floor measured in the same round, the median of the "
         "rounds and their range (the transaction and floor columns are medians of the rounds). "
         "dnf's resolve is "
-        "`dnf --assumeno` of the same command (it resolves and stops); its transaction part is its total "
-        "minus that. cowkit's resolve is the `dnf --downloadonly` it runs (resolve, and copying the "
-        "packages out of the file:// repository); its transaction part is everything after. In the cold "
+        "`%s --assumeno` of the same command (it resolves and stops); its transaction part is its total "
+        "minus that. cowkit's resolve is %s; its transaction part is everything after. In the cold "
         "run rpm's check runs while the misses are transcoded (in the warm run, while the cache is "
         "looked up): the transcode column is the wall time of that phase, which contains the check. For a new "
         "root rpm checks and registers in one call (the check column), and `register` is the move of that "
@@ -354,7 +363,11 @@ def main():
         "`total + syncfs`: the command, then syncfs of the mount (the data made durable); cowkit's cold "
         "run must write its cache before it can clone from it. Before the rounds (untimed) one root of "
         "each was checked: equal `rpm -qa` and equal `rpm -Va`%s."
-        % (", and byte-equal scriptlet logs (`%s`)" % a.log if a.log else ""),
+        % (a.dnf, "dnf5 up to its resolved transaction (cowkit's libdnf5 plugin stops it there, before any "
+           "download; cowkit fetches what its cache lacks itself)" if a.dnf == "dnf5" else
+           "the `dnf --downloadonly` it runs (resolve, and copying the packages out of the file:// "
+           "repository)",
+           ", and byte-equal scriptlet logs (`%s`)" % a.log if a.log else ""),
     ]
     stem = os.path.join(a.results, "%s-image-build%s" % (out["date"], "-" + a.label if a.label else ""))
     write_results(stem, out, "\n".join(lines) + "\n")
