@@ -199,20 +199,7 @@ mod tests {
     use crate::line::Line;
 
     fn request(line: Line, downloader: Downloader, root: &Path) -> Request {
-        Request {
-            root: root.to_path_buf(),
-            cache: PathBuf::from(crate::request::DEFAULT_CACHE),
-            dbpath: None,
-            jobs: 1,
-            noscripts: false,
-            keep_syncs: false,
-            downloader,
-            stdout_to_stderr: false,
-            scripts_to_stderr: false,
-            line,
-            worker: |_| Ok(Command::new("false")),
-            lua: || None,
-        }
+        crate::request::for_tests(root, line, downloader)
     }
 
     #[test]

@@ -528,24 +528,12 @@ mod tests {
     }
 
     fn request(rest: &[&str], downloader: Downloader) -> Request {
-        Request {
-            root: PathBuf::from("/nonexistent/root"),
-            cache: PathBuf::from(crate::request::DEFAULT_CACHE),
-            dbpath: None,
-            jobs: 1,
-            noscripts: false,
-            keep_syncs: false,
-            downloader,
-            stdout_to_stderr: false,
-            scripts_to_stderr: false,
-            line: crate::line::Line {
-                command: Some("install".into()),
-                rest: rest.iter().map(OsString::from).collect(),
-                ..crate::line::Line::default()
-            },
-            worker: |_| Ok(Command::new("false")),
-            lua: || None,
-        }
+        let line = crate::line::Line {
+            command: Some("install".into()),
+            rest: rest.iter().map(OsString::from).collect(),
+            ..crate::line::Line::default()
+        };
+        crate::request::for_tests(Path::new("/nonexistent/root"), line, downloader)
     }
 
     #[test]

@@ -354,18 +354,8 @@ mod tests {
 
     fn request(root: &Path, line: Line) -> Request {
         Request {
-            root: root.to_path_buf(),
             cache: PathBuf::from("/nonexistent/cowkit-cache"),
-            dbpath: None,
-            jobs: 1,
-            noscripts: false,
-            keep_syncs: false,
-            downloader: Downloader::Auto,
-            stdout_to_stderr: false,
-            scripts_to_stderr: false,
-            line,
-            worker: |_| Ok(std::process::Command::new("false")),
-            lua: || None,
+            ..crate::request::for_tests(root, line, Downloader::Auto)
         }
     }
 

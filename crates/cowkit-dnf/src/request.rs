@@ -163,3 +163,23 @@ pub struct Summary {
     /// Failed attempts (retried).
     pub failed_attempts: Vec<String>,
 }
+
+/// A request for the unit tests: `line` into `root` with `downloader`,
+/// the default cache, no scriptlets' Lua and a worker that fails.
+#[cfg(test)]
+pub(crate) fn for_tests(root: &Path, line: Line, downloader: Downloader) -> Request {
+    Request {
+        root: root.to_path_buf(),
+        cache: PathBuf::from(DEFAULT_CACHE),
+        dbpath: None,
+        jobs: 1,
+        noscripts: false,
+        keep_syncs: false,
+        downloader,
+        stdout_to_stderr: false,
+        scripts_to_stderr: false,
+        line,
+        worker: |_| Ok(Command::new("false")),
+        lua: || None,
+    }
+}

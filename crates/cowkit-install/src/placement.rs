@@ -105,8 +105,17 @@ pub(crate) enum Way {
     Visible(Passed),
 }
 
-/// An entry [`Target::put`](crate::target::Target::put) makes at its place `p` (shown as `path`), in
-/// the directory `dir`.
+/// Where an entry is made: the directory, open, that holds it; its place
+/// there; its path as messages show it.
+#[derive(Clone, Copy)]
+pub(crate) struct At<'a> {
+    pub dir: BorrowedFd<'a>,
+    pub place: &'a Place,
+    pub path: &'a std::path::Path,
+}
+
+/// An entry [`Target::put`](crate::target::Target::put) makes at a place
+/// ([`At`]).
 pub(crate) trait Make: Sized {
     /// Counted among the files reported placed, and taken away again with
     /// their tree (the target's `fresh_files`).
@@ -114,14 +123,12 @@ pub(crate) trait Make: Sized {
     /// Make it under its final name in `dir`, a directory of a tree
     /// nobody can see yet ([`Way::Unseen`]). `Ok(Some(self))`, nothing
     /// made, when the name is taken.
-    fn unseen(self, dir: BorrowedFd<'_>, p: &Place, path: &std::path::Path)
-        -> Result<Option<Self>>;
+    fn unseen(self, at: At<'_>) -> Result<Option<Self>>;
     /// Make it without a name, or under a temporary one, complete, and
     /// put it over its final name in `dir` in one step (replacing what is
     /// there): nothing partial is ever seen under the name. Nothing is
     /// left behind on error.
-    fn over(self, dir: BorrowedFd<'_>, p: &Place, path: &std::path::Path, _: &Passed)
-        -> Result<()>;
+    fn over(self, at: At<'_>, _: &Passed) -> Result<()>;
 }
 
 /// A regular file, created with `mode`, its content written by `fill`,
@@ -135,25 +142,20 @@ pub(crate) struct NewRegular<F> {
 impl<F: FnOnce(&File, &std::path::Path) -> Result<()>> Make for NewRegular<F> {
     const COUNTED: bool = true;
 
-    fn unseen(
-        self,
-        dir: BorrowedFd<'_>,
-        p: &Place,
-        path: &std::path::Path,
-    ) -> Result<Option<Self>> {
+    fn unseen(self, at: At<'_>) -> Result<Option<Self>> {
         let fd = match rustix::fs::openat(
-            dir,
-            p.name.as_os_str(),
+            at.dir,
+            at.place.name.as_os_str(),
             OFlags::CREATE | OFlags::EXCL | OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::from_raw_mode(self.mode),
         ) {
             Ok(fd) => fd,
             Err(Errno::EXIST) => return Ok(Some(self)),
-            Err(e) => return Err(sys("create", path.to_path_buf())(e)),
+            Err(e) => return Err(sys("create", at.path.to_path_buf())(e)),
         };
         let file = File::from(fd);
-        (self.fill)(&file, path)?;
-        meta::apply(Handle::new(&file, path), &self.meta, None)?;
+        (self.fill)(&file, at.path)?;
+        meta::apply(Handle::new(&file, at.path), &self.meta, None)?;
         Ok(None)
     }
 
@@ -162,17 +164,11 @@ impl<F: FnOnce(&File, &std::path::Path) -> Result<()>> Make for NewRegular<F> {
     /// one directory operation (or, when the name exists, a temporary name
     /// that is renamed over it). Filesystems without `O_TMPFILE` get a
     /// named temporary file and a rename.
-    fn over(
-        self,
-        dir: BorrowedFd<'_>,
-        p: &Place,
-        path: &std::path::Path,
-        _: &Passed,
-    ) -> Result<()> {
-        let new = NewFile::anonymous(dir, path.parent().unwrap_or(path), self.mode)?;
-        (self.fill)(new.file(), path)?;
-        meta::apply(Handle::new(new.file(), path), &self.meta, None)?;
-        new.commit(dir, &p.name, path)?;
+    fn over(self, at: At<'_>, _: &Passed) -> Result<()> {
+        let new = NewFile::anonymous(at.dir, at.path.parent().unwrap_or(at.path), self.mode)?;
+        (self.fill)(new.file(), at.path)?;
+        meta::apply(Handle::new(new.file(), at.path), &self.meta, None)?;
+        new.commit(at.dir, &at.place.name, at.path)?;
         Ok(())
     }
 }
@@ -186,34 +182,24 @@ pub(crate) struct Link<'a> {
 impl Make for Link<'_> {
     const COUNTED: bool = true;
 
-    fn unseen(
-        self,
-        dir: BorrowedFd<'_>,
-        p: &Place,
-        path: &std::path::Path,
-    ) -> Result<Option<Self>> {
+    fn unseen(self, at: At<'_>) -> Result<Option<Self>> {
         match rustix::fs::linkat(
             self.from,
             self.name,
-            dir,
-            p.name.as_os_str(),
+            at.dir,
+            at.place.name.as_os_str(),
             AtFlags::empty(),
         ) {
             Ok(()) => Ok(None),
             Err(Errno::EXIST) => Ok(Some(self)),
-            Err(e) => Err(sys("link", path.to_path_buf())(e)),
+            Err(e) => Err(sys("link", at.path.to_path_buf())(e)),
         }
     }
 
-    fn over(
-        self,
-        dir: BorrowedFd<'_>,
-        p: &Place,
-        path: &std::path::Path,
-        _: &Passed,
-    ) -> Result<()> {
-        let link = |tmp: &str| rustix::fs::linkat(self.from, self.name, dir, tmp, AtFlags::empty());
-        dir::create_replacing(dir, &p.name, path, "link", link, |_| Ok(()))?;
+    fn over(self, at: At<'_>, _: &Passed) -> Result<()> {
+        let link =
+            |tmp: &str| rustix::fs::linkat(self.from, self.name, at.dir, tmp, AtFlags::empty());
+        dir::create_replacing(at.dir, &at.place.name, at.path, "link", link, |_| Ok(()))?;
         Ok(())
     }
 }
@@ -229,36 +215,25 @@ pub(crate) struct Special<'a, C> {
 impl<C: FnMut(BorrowedFd<'_>, &OsStr) -> rustix::io::Result<()>> Make for Special<'_, C> {
     const COUNTED: bool = false;
 
-    fn unseen(
-        mut self,
-        dir: BorrowedFd<'_>,
-        p: &Place,
-        path: &std::path::Path,
-    ) -> Result<Option<Self>> {
-        match (self.create)(dir, &p.name) {
+    fn unseen(mut self, at: At<'_>) -> Result<Option<Self>> {
+        match (self.create)(at.dir, &at.place.name) {
             Ok(()) => {
-                let on = On::At(dir, &c_name(p)?);
-                meta::apply_on(on, path, self.meta, Current::default(), Policy::STRICT)?;
+                let on = On::At(at.dir, &c_name(at.place)?);
+                meta::apply_on(on, at.path, self.meta, Current::default(), Policy::STRICT)?;
                 Ok(None)
             }
             Err(Errno::EXIST) => Ok(Some(self)),
-            Err(e) => Err(sys(self.op, path.to_path_buf())(e)),
+            Err(e) => Err(sys(self.op, at.path.to_path_buf())(e)),
         }
     }
 
-    fn over(
-        mut self,
-        dir: BorrowedFd<'_>,
-        p: &Place,
-        path: &std::path::Path,
-        _: &Passed,
-    ) -> Result<()> {
+    fn over(mut self, at: At<'_>, _: &Passed) -> Result<()> {
         let meta = self.meta;
-        let create = |tmp: &str| (self.create)(dir, OsStr::new(tmp));
-        dir::create_replacing(dir, &p.name, path, self.op, create, |tmp| {
+        let create = |tmp: &str| (self.create)(at.dir, OsStr::new(tmp));
+        dir::create_replacing(at.dir, &at.place.name, at.path, self.op, create, |tmp| {
             let name = CString::new(tmp).expect("temporary names have no NUL");
-            let on = On::At(dir, &name);
-            meta::apply_on(on, path, meta, Current::default(), Policy::STRICT).map(|_| ())
+            let on = On::At(at.dir, &name);
+            meta::apply_on(on, at.path, meta, Current::default(), Policy::STRICT).map(|_| ())
         })?;
         Ok(())
     }

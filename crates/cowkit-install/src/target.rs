@@ -35,7 +35,7 @@ use rustix::io::Errno;
 use crate::owners::Owners;
 pub(crate) use crate::placement::Place;
 use crate::placement::{
-    c_name, meta_at, remove_in_the_way, retouch, sys, Link, Make, NewRegular, Special, Way,
+    c_name, meta_at, remove_in_the_way, retouch, sys, At, Link, Make, NewRegular, Special, Way,
 };
 use crate::{Error, Passed, Result};
 
@@ -675,9 +675,13 @@ impl<'r> Target<'r> {
     /// decides.
     fn put<E: Make>(&self, p: &Place, path: &std::path::Path, entry: E) -> Result<()> {
         let dir = self.dir(p)?;
-        let dir = dir.as_fd();
+        let at = At {
+            dir: dir.as_fd(),
+            place: p,
+            path,
+        };
         let (entry, passed) = match self.way(p)? {
-            Way::Unseen => match entry.unseen(dir, p, path)? {
+            Way::Unseen => match entry.unseen(at)? {
                 None => {
                     if E::COUNTED {
                         self.fresh_files
@@ -691,7 +695,7 @@ impl<'r> Target<'r> {
             },
             Way::Visible(passed) => (entry, passed),
         };
-        entry.over(dir, p, path, &passed)
+        entry.over(at, &passed)
     }
 
     /// Apply the package's directories' metadata, deepest first (times
