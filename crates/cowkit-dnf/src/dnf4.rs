@@ -5,9 +5,8 @@
 //! whether it reinstalls, the packages it downloaded, the keys it
 //! imported. Every place dnf 4 is started or its files are read is here.
 
-use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus};
 
 use crate::error::RunError;
 use crate::request::{Downloader, Events, Note, Request};
@@ -102,17 +101,7 @@ pub fn resolve(
     dir: &Path,
     plan: Option<&Path>,
 ) -> Result<ExitStatus, RunError> {
-    let to_stderr = |c: &mut Command| -> Result<(), RunError> {
-        if req.stdout_to_stderr {
-            // Keep stdout for the summary.
-            let err = std::io::stderr()
-                .as_fd()
-                .try_clone_to_owned()
-                .map_err(RunError::Stderr)?;
-            c.stdout(Stdio::from(err));
-        }
-        Ok(())
-    };
+    let to_stderr = |c: &mut Command| req.dnf_stdout(c);
     // dnf would erase the oldest install-only packages (kernels) beyond
     // its `installonly_limit` in the same transaction, which cowkit does
     // not do: with 0 (no limit), dnf's plan erases none either. Given

@@ -22,9 +22,8 @@
 //! `--setopt=pluginpath=` and `--setopt=pluginconfpath=`.
 
 use std::ffi::OsString;
-use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus};
 
 use crate::conf::Refusal;
 use crate::error::RunError;
@@ -137,13 +136,7 @@ pub fn resolve(
     if req.downloader == Downloader::Cowkit {
         c.env("COWKIT_DNF_PLAN_STRICT", "1");
     }
-    if req.stdout_to_stderr {
-        let err = std::io::stderr()
-            .as_fd()
-            .try_clone_to_owned()
-            .map_err(RunError::Stderr)?;
-        c.stdout(Stdio::from(err));
-    }
+    req.dnf_stdout(&mut c)?;
     let status = c.status().map_err(|source| RunError::RunDnf {
         dnf: dnf5.to_path_buf(),
         source,

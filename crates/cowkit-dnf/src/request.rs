@@ -64,6 +64,22 @@ pub struct Request {
     pub lua: LuaStarter,
 }
 
+impl Request {
+    /// Sends dnf's stdout where the request says: to our stderr when our
+    /// stdout is kept for the caller's summary.
+    pub(crate) fn dnf_stdout(&self, c: &mut Command) -> Result<(), crate::error::RunError> {
+        if self.stdout_to_stderr {
+            use std::os::fd::AsFd;
+            let err = std::io::stderr()
+                .as_fd()
+                .try_clone_to_owned()
+                .map_err(crate::error::RunError::Stderr)?;
+            c.stdout(std::process::Stdio::from(err));
+        }
+        Ok(())
+    }
+}
+
 /// A run under way: the request, its root (open), and where its events go.
 pub struct Run<'a> {
     /// The request.
