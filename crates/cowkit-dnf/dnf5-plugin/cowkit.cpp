@@ -361,9 +361,18 @@ private:
         // tries each mirror of a package once, so the most failures allowed
         // are the most mirrors one package has, less the one that succeeds.
         const auto max_parallel = main.get_max_parallel_downloads_option().get_value();
+        // The transaction flags and keepcache as dnf5 holds them: its
+        // configuration files and command line together (the command line's
+        // tsflags appended), for cowkit to honour or refuse by name.
+        std::string tsflags_json;
+        for (const auto & f : main.get_tsflags_option().get_value()) {
+            tsflags_json += (tsflags_json.empty() ? "" : ", ") + json_string(f);
+        }
         return "{\"why\": [" + why_json + "], \"packages\": [" + pkgs.str() + "], \"repos\": {" + repos_json +
                "}, \"max_parallel_downloads\": " + std::to_string(max_parallel) +
-               ", \"retries\": " + std::to_string(most_urls > 1 ? most_urls - 1 : 1) + "}\n";
+               ", \"retries\": " + std::to_string(most_urls > 1 ? most_urls - 1 : 1) + ", \"tsflags\": [" +
+               tsflags_json + "], \"keepcache\": " + (main.get_keepcache_option().get_value() ? "true" : "false") +
+               "}\n";
     }
 
     // dnf5 also accepts packages signed by the keys the root's database

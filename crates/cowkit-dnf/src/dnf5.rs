@@ -25,10 +25,10 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 
-use crate::conf::Refusal;
+use crate::conf::{Refusal, TSFLAGS};
 use crate::error::RunError;
 use crate::plan::Plan;
-use crate::request::{Downloader, Request};
+use crate::request::{Downloader, Request, TxFlags};
 use crate::{Error, Result};
 
 /// Why `--offline` is refused.
@@ -80,6 +80,58 @@ pub fn refusals(req: &Request, keepcache: bool) -> std::result::Result<(), RunEr
     }
 }
 
+/// Why a flag dnf5 does not know is refused.
+const UNKNOWN_TSFLAG: &str =
+    "not a transaction flag dnf5 knows (dnf5 fails on it: \"Invalid tsflag\")";
+
+/// dnf5's transaction flags dnf5 5.4 knows (libdnf5's
+/// `base/transaction.cpp`, exact names).
+const DNF5_TSFLAGS: [&str; 10] = [
+    "test",
+    "nodocs",
+    "noscripts",
+    "notriggers",
+    "justdb",
+    "nocontexts",
+    "nocaps",
+    "nocrypto",
+    "deploops",
+    "noplugins",
+];
+
+/// The transaction flags and `keepcache` dnf5 holds, as its plugin wrote
+/// them in `plan` (dnf5's configuration files, drop-ins and command line
+/// together): `nodocs` and `justdb` carried out, every other flag and
+/// `keepcache` refused by name. `None`: the plan does not say (dnf 4's).
+pub fn flags(plan: &Plan) -> std::result::Result<Option<TxFlags>, RunError> {
+    let mut refused = Vec::new();
+    if plan.keepcache == Some(true) {
+        refused.push(Refusal {
+            option: "keepcache=1".into(),
+            why: DNF5_DOWNLOADS,
+        });
+    }
+    let mut t = TxFlags::default();
+    for f in plan.tsflags.iter().flatten() {
+        match f.as_str() {
+            "nodocs" => t.nodocs = true,
+            "justdb" => t.justdb = true,
+            _ => refused.push(Refusal {
+                option: format!("tsflags={f}"),
+                why: if DNF5_TSFLAGS.contains(&f.as_str()) {
+                    TSFLAGS
+                } else {
+                    UNKNOWN_TSFLAG
+                },
+            }),
+        }
+    }
+    if !refused.is_empty() {
+        return Err(RunError::Unhonoured { refused });
+    }
+    Ok(plan.tsflags.as_ref().map(|_| t))
+}
+
 /// dnf5 runs the command itself (one that installs nothing, or only
 /// shows or downloads) on `req`'s root, with `HOME` `home` (whose
 /// `.rpmmacros` names the database): its exit code. Without cowkit's
@@ -122,11 +174,17 @@ pub fn resolve(
         &CONF_DIRS.map(Path::new),
     )?;
     let mut args = req.line.rest.clone();
-    // After the user's arguments, so that they win.
+    // After the user's arguments, so that they win (cowkit's plugin
+    // enabled whatever `--disable-plugin` globs said before).
     args.extend(
-        ["-y", "--downloadonly", "--setopt=installonly_limit=0"]
-            .iter()
-            .map(OsString::from),
+        [
+            "-y",
+            "--downloadonly",
+            "--setopt=installonly_limit=0",
+            "--enable-plugin=cowkit",
+        ]
+        .iter()
+        .map(OsString::from),
     );
     let mut destdir = OsString::from("--setopt=destdir=");
     destdir.push(dir);
@@ -264,26 +322,35 @@ pub fn default_plugin_libs(dnf5: &Path) -> PathBuf {
 
 /// The options among `args` that choose dnf5's plugins, which cowkit
 /// cannot pass on with its own plugin loaded: the error names them
-/// (`--no-plugins`, the `--setopt`s of the plugin directories, and a
-/// `--disable-plugin` that names cowkit's plugin or a glob, which could).
+/// (`--no-plugins` and its alias `--noplugins`, which disable every
+/// plugin, and the `--setopt`s of `plugins` and of the plugin
+/// directories). `--disable-plugin` may name any plugin, by globs too:
+/// cowkit enables its own after the caller's options (dnf5's last
+/// pattern that matches a plugin decides).
 pub fn refuse_plugin_options(args: &[OsString]) -> Result<()> {
-    let named: Vec<String> = args
-        .iter()
-        .filter_map(|a| a.to_str())
-        .filter(|a| {
-            if let Some(names) = a.strip_prefix("--disable-plugin=") {
-                return names
-                    .split(',')
-                    .any(|n| n == PLUGIN_NAME || n.contains(['*', '?', '[']));
-            }
-            let Some(rest) = a.strip_prefix("--setopt=") else {
-                return *a == "--no-plugins" || *a == "--disable-plugin";
-            };
-            let key = rest.split_once('=').map_or(rest, |(k, _)| k);
-            PLUGIN_OPTIONS.contains(&key)
-        })
-        .map(str::to_string)
-        .collect();
+    let mut named = Vec::new();
+    let mut words = args.iter().filter_map(|a| a.to_str()).peekable();
+    while let Some(a) = words.next() {
+        if a == "--" {
+            break;
+        }
+        if a == "--no-plugins" || a == "--noplugins" {
+            named.push(a.to_string());
+            continue;
+        }
+        let (shown, setting) = match a.strip_prefix("--setopt=") {
+            Some(v) => (a.to_string(), v),
+            None if a == "--setopt" => match words.next() {
+                Some(v) => (format!("--setopt {v}"), v),
+                None => break,
+            },
+            None => continue,
+        };
+        let key = setting.split_once('=').map_or(setting, |(k, _)| k);
+        if PLUGIN_OPTIONS.contains(&key) || key == "plugins" {
+            named.push(shown);
+        }
+    }
     if named.is_empty() {
         Ok(())
     } else {
@@ -429,25 +496,43 @@ mod tests {
             "--setopt=pluginpath=/x",
             "--setopt=tsflags=nodocs",
             "--no-plugins",
+            "--noplugins",
+            "--setopt",
+            "plugins=0",
             "--disable-plugin=actions",
-            "--disable-plugin=a*",
-            "--disable-plugin=actions,cowkit",
+            "--disable-plugin=*",
+            "--disable-plugin",
+            "cowkit",
         ]
         .iter()
         .map(OsString::from)
         .collect();
-        let e = refuse_plugin_options(&args).unwrap_err().to_string();
-        assert!(
-            e.contains("--setopt=pluginpath=/x") && e.contains("--no-plugins"),
-            "{e}"
+        let e = refuse_plugin_options(&args).unwrap_err();
+        let Error::Dnf5PluginOptions { options } = &e else {
+            panic!("{e}");
+        };
+        assert_eq!(
+            options,
+            &[
+                "--setopt=pluginpath=/x",
+                "--no-plugins",
+                "--noplugins",
+                "--setopt plugins=0"
+            ]
         );
-        assert!(!e.contains("tsflags"), "{e}");
-        assert!(
-            e.contains("--disable-plugin=a*") && e.contains("--disable-plugin=actions,cowkit"),
-            "{e}"
-        );
-        let just_actions = refuse_plugin_options(&[OsString::from("--disable-plugin=actions")]);
-        assert!(just_actions.is_ok(), "another plugin may be disabled");
+        // mkosi's: every plugin disabled, some enabled again; cowkit
+        // enables its own after them.
+        let mkosi: Vec<OsString> = [
+            "--disable-plugin=*",
+            "--enable-plugin",
+            "builddep",
+            "install",
+            "a",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        assert!(refuse_plugin_options(&mkosi).is_ok());
         assert!(refuse_plugin_options(&args[..1]).is_ok());
     }
 

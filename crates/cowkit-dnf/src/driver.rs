@@ -52,7 +52,9 @@ pub fn refusals(line: &Line) -> Result<(), RunError> {
 pub fn run(req: &Request, events: &dyn Events) -> Result<Outcome, RunError> {
     refusals(&req.line)?;
     let installs = req.line.installs();
-    if installs {
+    // dnf 4's configuration, read as dnf 4 reads it; dnf5's plugin says
+    // what dnf5 holds once it resolved.
+    if installs && !req.line.dnf5 {
         config_tsflags(req)?;
     }
     // rpm refuses a relative root (scriptlets run chrooted into it).
@@ -63,10 +65,15 @@ pub fn run(req: &Request, events: &dyn Events) -> Result<Outcome, RunError> {
     }
     // Which dnf resolves, decided once, and what cowkit cannot do with
     // it refused before the root is touched.
-    let dnf = crate::shim::real_dnf()?;
+    let dnf = crate::shim::real_dnf_named(if req.line.named_dnf5 { "dnf5" } else { "dnf" })?;
     let resolver = Resolver::of(&dnf);
     if installs && resolver == Resolver::Dnf5 {
-        crate::dnf5::refusals(req, crate::dnf4::keepcache(req))?;
+        let keepcache = if req.line.dnf5 {
+            req.line.keepcache == Some(true)
+        } else {
+            crate::dnf4::keepcache(req)
+        };
+        crate::dnf5::refusals(req, keepcache)?;
     }
     cowkit_fs::dir::raise_fd_limit();
     let root_error = |what, e: Box<dyn std::error::Error + Send + Sync>| RunError::Root {
@@ -81,6 +88,7 @@ pub fn run(req: &Request, events: &dyn Events) -> Result<Outcome, RunError> {
         root: &root,
         events,
         resolver,
+        tsflags: None,
     };
     let found = cowkit_rpmdb::find(&root, req.dbpath.as_deref()).map_err(RunError::FindDb)?;
     // A transaction a killed run left unfinished is finished before dnf
@@ -216,6 +224,16 @@ fn resolve_and_install(
         (Some(Dnf5Outcome::Finished(None)), _) => None,
         (None, None) => Plan::read(&plan_path)?,
         (None, Some(_)) => None,
+    };
+    // dnf5's own transaction flags and keepcache, as it holds them:
+    // honoured or refused by name before anything is fetched.
+    let flags = match &plan {
+        Some(p) if resolver == Resolver::Dnf5 => crate::dnf5::flags(p)?,
+        _ => None,
+    };
+    let run = &Run {
+        tsflags: flags.or(run.tsflags),
+        ..*run
     };
     // What dnf5 went on to download, by its plan.
     let planned = plan.as_ref().map_or(0, |p| p.packages.len());

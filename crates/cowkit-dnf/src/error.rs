@@ -22,6 +22,15 @@ pub enum Error {
         /// The name looked for.
         name: PathBuf,
     },
+    /// cowkit stands in for `dnf5`, but `COWKIT_DNF` names a dnf that is
+    /// not dnf5.
+    #[error("cowkit runs as `dnf5`, but {var}=`{}` is not dnf5 (the file it names is not called dnf5)", path.display())]
+    NotDnf5 {
+        /// The environment variable.
+        var: &'static str,
+        /// What it names.
+        path: PathBuf,
+    },
     /// The shim directory is relative.
     #[error("--shim-dir `{}` is not an absolute path (it goes on PATH)", path.display())]
     ShimRelative {

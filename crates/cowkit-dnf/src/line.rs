@@ -32,6 +32,25 @@ pub const INSTALLING: &[&str] = &[
     "up-min",
 ];
 
+/// dnf5's commands (and the aliases of its default `aliases.d`) whose
+/// packages cowkit installs (dnf5 5.4: `install`, `upgrade`, `reinstall`,
+/// `downgrade`, `distro-sync`); the others, `swap`, `do`, `group` and
+/// `remove` among them, run dnf5 itself.
+pub const INSTALLING_DNF5: &[&str] = &[
+    "install",
+    "in",
+    "upgrade",
+    "up",
+    "update",
+    "upgrade-minimal",
+    "reinstall",
+    "rei",
+    "downgrade",
+    "dg",
+    "distro-sync",
+    "dsync",
+];
+
 /// A dnf command line, read.
 #[derive(Debug, Default)]
 pub struct Line {
@@ -61,16 +80,28 @@ pub struct Line {
     /// `--setopt=tsflags=…` given: the command line's flags replace those
     /// of dnf's configuration file.
     pub tsflags_given: bool,
+    /// Read as dnf5 reads its command line (the real dnf is dnf5): its
+    /// commands install ([`INSTALLING_DNF5`]).
+    pub dnf5: bool,
+    /// cowkit stands in for `dnf5` by name (a link named `dnf5`): the real
+    /// dnf is the first `dnf5` on `PATH` (or `COWKIT_DNF`, which must be
+    /// dnf5).
+    pub named_dnf5: bool,
 }
 
 impl Line {
     /// Whether the command is one whose packages cowkit installs.
     pub fn installs(&self) -> bool {
+        let installing = if self.dnf5 {
+            INSTALLING_DNF5
+        } else {
+            INSTALLING
+        };
         self.dnf_only.is_none()
             && self
                 .command
                 .as_deref()
-                .is_some_and(|c| INSTALLING.contains(&c))
+                .is_some_and(|c| installing.contains(&c))
     }
 }
 
@@ -122,5 +153,32 @@ mod tests {
             assert!(!line("install", Some(only)).installs(), "{only}");
         }
         assert!(!Line::default().installs());
+    }
+
+    #[test]
+    fn dnf5s_installing_commands_are_its_own() {
+        let dnf5 = |c: &str| Line {
+            dnf5: true,
+            ..line(c, None)
+        };
+        for c in INSTALLING_DNF5 {
+            assert!(dnf5(c).installs(), "{c}");
+        }
+        // dnf 4's that dnf5 does not have, and dnf5's that install but
+        // run dnf5 itself.
+        for c in [
+            "localinstall",
+            "update-to",
+            "distrosync",
+            "up-min",
+            "swap",
+            "do",
+            "group",
+            "remove",
+            "makecache",
+            "repoquery",
+        ] {
+            assert!(!dnf5(c).installs(), "{c}");
+        }
     }
 }

@@ -30,6 +30,13 @@ pub struct Plan {
     pub max_parallel_downloads: usize,
     /// dnf's `retries`: failed attempts allowed in all (0: no limit).
     pub retries: u64,
+    /// dnf5's transaction flags as it holds them (its configuration files
+    /// and command line together); `None` from dnf 4's wrapper.
+    #[serde(default)]
+    pub tsflags: Option<Vec<String>>,
+    /// dnf5's `keepcache` as it holds it; `None` from dnf 4's wrapper.
+    #[serde(default)]
+    pub keepcache: Option<bool>,
 }
 
 /// One package of the transaction.

@@ -90,6 +90,20 @@ pub struct Run<'a> {
     pub events: &'a dyn Events,
     /// Which dnf resolves.
     pub resolver: crate::shim::Resolver,
+    /// The transaction flags dnf5 holds (its configuration files and its
+    /// command line together, as its plugin wrote them), which replace
+    /// cowkit's own reading of dnf's; `None` before dnf5 resolved, and
+    /// with dnf 4.
+    pub tsflags: Option<TxFlags>,
+}
+
+/// The transaction flags cowkit carries out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TxFlags {
+    /// `nodocs`: rpm's `--excludedocs`.
+    pub nodocs: bool,
+    /// `justdb`: rpm's `--justdb`.
+    pub justdb: bool,
 }
 
 /// A note on the way, for the user.

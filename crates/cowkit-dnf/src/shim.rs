@@ -1,5 +1,6 @@
 //! The real dnf cowkit runs, which resolver it is ([`Resolver`]), and the
-//! shim directory that puts cowkit first on `PATH` as `dnf`.
+//! shim directory that puts cowkit first on `PATH` as `dnf` (and as
+//! `dnf5` where there is a dnf5).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -20,10 +21,27 @@ fn this_binary() -> Option<PathBuf> {
 /// The real dnf: `COWKIT_DNF` (a path, or a name looked up on `PATH`), or
 /// the first `dnf` on `PATH` that is not this binary.
 pub fn real_dnf() -> Result<PathBuf> {
+    real_dnf_named("dnf")
+}
+
+/// The real dnf for cowkit run as `name` (`dnf` or `dnf5`): `COWKIT_DNF`
+/// (a path, or a name looked up on `PATH`), or the first `name` on `PATH`
+/// that is not this binary. As `dnf5`, `COWKIT_DNF` must name dnf5.
+pub fn real_dnf_named(name: &str) -> Result<PathBuf> {
+    let given = std::env::var_os(ENV_DNF).filter(|d| !d.is_empty());
+    let dnf = find_dnf(given.clone().unwrap_or_else(|| name.into()))?;
+    if name == "dnf5" && given.is_some() && Resolver::of(&dnf) != Resolver::Dnf5 {
+        return Err(Error::NotDnf5 {
+            var: ENV_DNF,
+            path: dnf,
+        });
+    }
+    Ok(dnf)
+}
+
+/// `wanted` (a path, or a name looked up on `PATH`), not this binary.
+fn find_dnf(wanted: std::ffi::OsString) -> Result<PathBuf> {
     let me = this_binary();
-    let wanted = std::env::var_os(ENV_DNF)
-        .filter(|d| !d.is_empty())
-        .unwrap_or_else(|| "dnf".into());
     let is_me = |p: &Path| me.is_some() && p.canonicalize().ok() == me;
     if Path::new(&wanted).components().count() > 1 {
         let p = PathBuf::from(&wanted);
@@ -74,10 +92,12 @@ impl Resolver {
 }
 
 /// `cowkit dnf --shim-dir DIR`: make `DIR/dnf` a link to this binary
-/// (DIR is created if missing), to be put first on `PATH`. DIR (and every
-/// directory above it) must be one others cannot change, or someone could
-/// put their own `dnf` there.
-pub fn make_shim(dir: &Path) -> Result<()> {
+/// (DIR is created if missing), to be put first on `PATH`; and `DIR/dnf5`
+/// too where there is a real dnf5 (`COWKIT_DNF` naming dnf5, or `dnf5` on
+/// `PATH`), since image builders run `dnf5` when they find one. DIR (and
+/// every directory above it) must be one others cannot change, or someone
+/// could put their own `dnf` there. The names made are returned.
+pub fn make_shim(dir: &Path) -> Result<Vec<&'static str>> {
     if !dir.is_absolute() {
         return Err(Error::ShimRelative {
             path: dir.to_path_buf(),
@@ -128,24 +148,37 @@ pub fn make_shim(dir: &Path) -> Result<()> {
             });
         }
     }
-    match rustix::fs::readlinkat(&fd, "dnf", Vec::new()) {
+    let mut names = vec!["dnf"];
+    if real_dnf_named("dnf5").is_ok() {
+        names.push("dnf5");
+    }
+    for name in &names {
+        link_me(&fd, dir, name, &me)?;
+    }
+    Ok(names)
+}
+
+/// `DIR/name` (DIR open as `fd`) a link to `me`: made, or found so.
+fn link_me(fd: &rustix::fd::OwnedFd, dir: &Path, name: &str, me: &Path) -> Result<()> {
+    let link = || PathBuf::from(format!("{}/{name}", dir.display()));
+    match rustix::fs::readlinkat(fd, name, Vec::new()) {
         Ok(t) if Path::new(t.to_str().unwrap_or("")) == me => {}
         Ok(t) => {
             return Err(Error::ShimLinksElsewhere {
-                link: PathBuf::from(format!("{}/dnf", dir.display())),
+                link: link(),
                 target: PathBuf::from(t.to_string_lossy().into_owned()),
-                me,
+                me: me.to_path_buf(),
             })
         }
         Err(rustix::io::Errno::NOENT) => {
-            rustix::fs::symlinkat(&me, &fd, "dnf").map_err(|e| Error::ShimLink {
-                link: PathBuf::from(format!("{}/dnf", dir.display())),
+            rustix::fs::symlinkat(me, fd, name).map_err(|e| Error::ShimLink {
+                link: link(),
                 source: e.into(),
             })?
         }
         Err(e) => {
             return Err(Error::ShimNotLink {
-                link: PathBuf::from(format!("{}/dnf", dir.display())),
+                link: link(),
                 source: e.into(),
             })
         }

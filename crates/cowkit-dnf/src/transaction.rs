@@ -8,13 +8,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use cowkit_extents::cache::Cache;
-use cowkit_fs::root::Root;
 use cowkit_install::{prepare, Options, TxOptions, TxSummary};
 
 use crate::cached::lookup_and_transcode;
 use crate::conf::{tsflags_in_config, ConfigTsflags};
 use crate::error::RunError;
-use crate::request::{Request, Run, Summary};
+use crate::request::{Request, Run, Summary, TxFlags};
 
 /// A transaction's result: the outer error is cowkit's, the inner one
 /// the transaction's (refused as a whole: nothing changed).
@@ -36,14 +35,28 @@ pub fn config_tsflags(req: &Request) -> Result<ConfigTsflags, RunError> {
 
 /// The options of `cowkit dnf`'s transaction on `root` (`reinstall`:
 /// every package is a reinstall, [`crate::order::reinstalls`]).
-pub fn options(req: &Request, root: &Root, reinstall: bool) -> Result<TxOptions, RunError> {
+pub fn options(run: &Run<'_>, reinstall: bool) -> Result<TxOptions, RunError> {
+    let (req, root) = (run.req, run.root);
     // dnf's nodocs is rpm's `--excludedocs`: the command line's, else its
-    // configuration's. The languages are rpm's own `%_install_langs`, as
-    // for dnf's rpm (dnf 4 has no option for them).
-    let conf = config_tsflags(req)?;
-    let files =
-        cowkit_install::fate::Policy::from_host(req.line.nodocs || conf.nodocs, Vec::new(), None)
-            .map_err(RunError::Policy)?;
+    // configuration's (dnf5's own, where it said). The languages are
+    // rpm's own `%_install_langs`, as for dnf's rpm (dnf 4 has no option
+    // for them).
+    let flags = match run.tsflags {
+        Some(t) => t,
+        None if req.line.dnf5 => TxFlags {
+            nodocs: req.line.nodocs,
+            justdb: req.line.justdb,
+        },
+        None => {
+            let conf = config_tsflags(req)?;
+            TxFlags {
+                nodocs: req.line.nodocs || conf.nodocs,
+                justdb: req.line.justdb || conf.justdb,
+            }
+        }
+    };
+    let files = cowkit_install::fate::Policy::from_host(flags.nodocs, Vec::new(), None)
+        .map_err(RunError::Policy)?;
     Ok(TxOptions {
         install: Options {
             clone_tail: cowkit_install::clone_tail_pays_off(root),
@@ -58,7 +71,7 @@ pub fn options(req: &Request, root: &Root, reinstall: bool) -> Result<TxOptions,
         oldpackage: true,
         reinstall,
         // `--setopt=tsflags=justdb`: rpm's `--justdb`.
-        justdb: req.line.justdb || conf.justdb,
+        justdb: flags.justdb,
         script_stdout_to_stderr: req.scripts_to_stderr,
         // dnf installs install-only packages (kernels) beside the old
         // versions (rpm -i), where `rpm -U` would erase them.
@@ -74,13 +87,12 @@ pub fn options(req: &Request, root: &Root, reinstall: bool) -> Result<TxOptions,
 /// the run's events.
 pub fn recover(run: &Run<'_>) -> Result<Option<cowkit_install::Recovery>, RunError> {
     let root = run.root;
-    let r =
-        cowkit_install::recover(root, &options(run.req, root, false)?, &[]).map_err(|source| {
-            RunError::Recover {
-                root: root.path().to_path_buf(),
-                source,
-            }
-        })?;
+    let r = cowkit_install::recover(root, &options(run, false)?, &[]).map_err(|source| {
+        RunError::Recover {
+            root: root.path().to_path_buf(),
+            source,
+        }
+    })?;
     if let Some(r) = &r {
         run.events.recovered(r);
     }
@@ -100,7 +112,7 @@ pub fn install_downloaded(
     reinstall: bool,
 ) -> Ran {
     let (req, root) = (run.req, run.root);
-    let opts = options(req, root, reinstall)?;
+    let opts = options(run, reinstall)?;
     let t = Instant::now();
     let (prepared, cached) = std::thread::scope(|s| {
         let check = s.spawn(|| prepare(root, rpms, &opts));
@@ -129,7 +141,7 @@ pub fn install_downloaded(
 /// transaction.
 pub fn install_entries(run: &Run<'_>, entries: &[PathBuf], reinstall: bool) -> Ran {
     let root = run.root;
-    let opts = options(run.req, root, reinstall)?;
+    let opts = options(run, reinstall)?;
     let prepared = match prepare(root, entries, &opts) {
         Ok(p) => p,
         Err(e) => return Ok(Err(e)),

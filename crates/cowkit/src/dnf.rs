@@ -126,8 +126,11 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         return Ok(ExitCode::SUCCESS);
     }
     let root = args.root.expect("clap requires --root");
-    let line = crate::dnfcli::parse(&args.dnf)
-        .map_err(|e| CliError::new("cannot read dnf's arguments", e))?;
+    // Read as the real dnf reads it (dnf5 or dnf 4); where there is no
+    // dnf, the run says so.
+    let dnf5 = cowkit_dnf::shim::real_dnf()
+        .is_ok_and(|d| cowkit_dnf::shim::Resolver::of(&d) == cowkit_dnf::shim::Resolver::Dnf5);
+    let line = crate::dnfentry::read_line(&args.dnf, dnf5, false)?;
     if let Some(r) = &line.root {
         return Err(CliError::msg(format!(
             "the root is given twice: `--root {}` and dnf's `--installroot {}`",

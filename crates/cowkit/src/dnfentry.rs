@@ -1,9 +1,15 @@
-//! `cowkit` as `dnf`: the entry point image builders find on `PATH`.
+//! `cowkit` as `dnf` (and `dnf5`): the entry point image builders find on
+//! `PATH`.
 //!
 //! - Invoked as `dnf` (a symlink named `dnf` to the cowkit binary, e.g.
 //!   the one `cowkit dnf --shim-dir DIR` makes), or as `cowkit dnf` with
 //!   dnf's own command line (`--installroot R`, no `--root`), cowkit reads
-//!   the command line as dnf does ([`crate::dnfcli`]).
+//!   the command line as dnf does ([`crate::dnfcli`]); as dnf5 does
+//!   ([`crate::dnf5cli`]) where the real dnf is dnf5.
+//! - Invoked as `dnf5` (the link `--shim-dir` makes where there is a real
+//!   dnf5), cowkit stands in for dnf5: the real dnf is the first `dnf5`
+//!   on `PATH` that is not cowkit (or `COWKIT_DNF`, which must be dnf5),
+//!   and the command line is dnf5's.
 //! - With `--installroot R`, `cowkit dnf` builds R: it installs the
 //!   packages of `install`, `upgrade`, ... itself, and runs the real dnf
 //!   on R's database for every other command.
@@ -21,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use crate::dnf::DEFAULT_CACHE;
-use cowkit_dnf::shim::{ENV_DNF, ENV_INSIDE};
+use cowkit_dnf::shim::{Resolver, ENV_DNF, ENV_INSIDE};
 
 use crate::dnf::dnf_error;
 use crate::output::CliError;
@@ -42,12 +48,26 @@ pub const ENV_DOWNLOADER: &str = "COWKIT_DOWNLOADER";
 /// The rpm database inside the root (`--dbpath`).
 pub const ENV_DBPATH: &str = "COWKIT_DBPATH";
 
-/// Whether `argv[0]` names `dnf` (the cowkit binary reached through a link
-/// named `dnf`).
-pub fn invoked_as_dnf(argv: &[OsString]) -> bool {
-    argv.first()
-        .and_then(|a| Path::new(a).file_name())
-        .is_some_and(|n| n == "dnf")
+/// How cowkit was reached: through a link named `dnf`, or `dnf5`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Invoked {
+    /// `dnf` (or `cowkit dnf` with dnf's command line).
+    Dnf,
+    /// `dnf5`: cowkit stands in for dnf5.
+    Dnf5,
+}
+
+/// Whether `argv[0]` names `dnf` or `dnf5` (the cowkit binary reached
+/// through a link of that name).
+pub fn invoked_as_dnf(argv: &[OsString]) -> Option<Invoked> {
+    let name = argv.first().and_then(|a| Path::new(a).file_name())?;
+    if name == "dnf" {
+        Some(Invoked::Dnf)
+    } else if name == "dnf5" {
+        Some(Invoked::Dnf5)
+    } else {
+        None
+    }
 }
 
 /// `cowkit [-q|-v…] dnf ARGS` where ARGS is dnf's own command line (no
@@ -85,9 +105,9 @@ pub fn dnf_form(argv: &[OsString]) -> Option<(bool, Vec<OsString>)> {
     (!cowkits && !help).then(|| (quiet, rest.to_vec()))
 }
 
-/// Run dnf's command line `args` as cowkit's `dnf`.
-pub fn main(args: Vec<OsString>, quiet: bool) -> ExitCode {
-    match run(args, quiet) {
+/// Run dnf's command line `args` as cowkit's `dnf` (or `dnf5`).
+pub fn main(args: Vec<OsString>, quiet: bool, invoked: Invoked) -> ExitCode {
+    match run(args, quiet, invoked) {
         Ok(code) => code,
         Err(e) => {
             crate::output::report_error(&e);
@@ -96,7 +116,7 @@ pub fn main(args: Vec<OsString>, quiet: bool) -> ExitCode {
     }
 }
 
-fn run(args: Vec<OsString>, quiet: bool) -> Result<ExitCode, CliError> {
+fn run(args: Vec<OsString>, quiet: bool, invoked: Invoked) -> Result<ExitCode, CliError> {
     if let Some(by) = std::env::var_os(ENV_INSIDE) {
         return Err(CliError::msg(format!(
             "cowkit's `dnf` was started by the dnf it runs (`{}`): that would never end",
@@ -104,22 +124,32 @@ fn run(args: Vec<OsString>, quiet: bool) -> Result<ExitCode, CliError> {
         ))
         .hint(format!("set {ENV_DNF} to the real dnf")));
     }
-    // `--ins…`: `--installroot` or a prefix of it (the only dnf option
-    // that begins so); without one, dnf's command line is not read at all.
-    let rooted = args
-        .iter()
-        .take_while(|a| *a != "--")
-        .any(|a| a.to_string_lossy().starts_with("--ins"));
+    // The real dnf, and so how its command line is read: as dnf5 reads
+    // it where cowkit stands in for dnf5 (run as `dnf5`, or as `dnf` where
+    // the real dnf is dnf5).
+    let named_dnf5 = invoked == Invoked::Dnf5;
+    let dnf = cowkit_dnf::shim::real_dnf_named(if named_dnf5 { "dnf5" } else { "dnf" })
+        .map_err(dnf_error)?;
+    let dnf5 = named_dnf5 || Resolver::of(&dnf) == Resolver::Dnf5;
+    // dnf 4: `--ins…`, `--installroot` or a prefix of it (the only dnf
+    // option that begins so); dnf5 reads full names only. Without one,
+    // dnf's command line is not read at all.
+    let rooted = args.iter().take_while(|a| *a != "--").any(|a| {
+        let a = a.to_string_lossy();
+        if dnf5 {
+            a == "--installroot" || a.starts_with("--installroot=")
+        } else {
+            a.starts_with("--ins")
+        }
+    });
     let line = if rooted {
         own_options(&args)?;
-        crate::dnfcli::parse(&args)
-            .map_err(|e| CliError::new("cannot read dnf's command line", e))?
+        read_line(&args, dnf5, named_dnf5)?
     } else {
         Line::default()
     };
     let Some(root) = line.root.clone() else {
         // The host's own dnf: unchanged.
-        let dnf = cowkit_dnf::shim::real_dnf().map_err(dnf_error)?;
         let err = Command::new(&dnf).args(&args).env(ENV_INSIDE, &dnf).exec();
         return Err(CliError::new(
             format!("cannot run `{}`", dnf.display()),
@@ -157,6 +187,19 @@ fn run(args: Vec<OsString>, quiet: bool) -> Result<ExitCode, CliError> {
         ..crate::dnf::request(root, cache, line, &shown)
     };
     crate::dnf::run_request(request, &shown)
+}
+
+/// dnf's command line `args` read as dnf5 (`dnf5`) or dnf 4 reads it;
+/// `named_dnf5`: cowkit runs as `dnf5`.
+pub fn read_line(args: &[OsString], dnf5: bool, named_dnf5: bool) -> Result<Line, CliError> {
+    if dnf5 {
+        let mut line = crate::dnf5cli::parse(args)
+            .map_err(|e| CliError::new("cannot read dnf5's command line", e))?;
+        line.named_dnf5 = named_dnf5;
+        Ok(line)
+    } else {
+        crate::dnfcli::parse(args).map_err(|e| CliError::new("cannot read dnf's command line", e))
+    }
 }
 
 /// cowkit's own options are not dnf's: in dnf's command line they are

@@ -7,6 +7,7 @@
 mod cp;
 mod demo;
 mod dnf;
+mod dnf5cli;
 mod dnfcli;
 mod dnfentry;
 mod install;
@@ -102,12 +103,12 @@ fn main() -> ExitCode {
     // dnf's own command line: as `dnf` (a link to cowkit), or `cowkit dnf
     // --installroot R ...`.
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let dnf = if dnfentry::invoked_as_dnf(&argv) {
-        Some((false, argv[1..].to_vec()))
+    let dnf = if let Some(invoked) = dnfentry::invoked_as_dnf(&argv) {
+        Some((false, argv[1..].to_vec(), invoked))
     } else {
-        dnfentry::dnf_form(&argv)
+        dnfentry::dnf_form(&argv).map(|(q, a)| (q, a, dnfentry::Invoked::Dnf))
     };
-    if let Some((quiet, args)) = dnf {
+    if let Some((quiet, args, invoked)) = dnf {
         init_logging(
             if quiet {
                 log::LevelFilter::Error
@@ -117,7 +118,7 @@ fn main() -> ExitCode {
             false,
         );
         remove_temporaries_on_signals();
-        let code = dnfentry::main(args, quiet);
+        let code = dnfentry::main(args, quiet, invoked);
         exit_if_interrupted();
         return code;
     }

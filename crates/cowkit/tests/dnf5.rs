@@ -1314,3 +1314,354 @@ fn cowkit_dnf_over_dnf5_installs_what_dnf5_downloaded_where_it_cannot_fetch() {
         .collect();
     assert!(names.is_empty(), "{names:?}");
 }
+
+/// mkosi's command line for dnf5 (`mkosi/installer/dnf.py`, `Dnf.cmd`:
+/// `--assumeyes --best --releasever=… --installroot=… --setopt=keepcache=1
+/// --setopt=logdir=… --setopt=cachedir=… --setopt=persistdir=…
+/// --setopt=install_weak_deps=0 --setopt=check_config_file_age=0
+/// --disable-plugin=* --enable-plugin builddep --enable-plugin versionlock
+/// --setopt=metadata_expire=never --setopt=cacheonly=metadata --no-docs
+/// --use-host-config`), for `root` with its files under `work/NAME-*`.
+/// mkosi runs dnf5 in a sandbox whose `/etc` is its own configuration
+/// tree, `/var/log` and `/var/cache` its own; here those are named on the
+/// command line (`--config`, `reposdir`, `varsdir`, `logdir`, `cachedir`,
+/// `persistdir`), with `keepcache=0`: cowkit refuses dnf5's `keepcache`
+/// (see [`the_shim_as_dnf5_refuses_by_name_what_it_cannot_honour`]).
+/// mkosi's `sync` runs `makecache` with `--refresh` and without the
+/// `metadata_expire`/`cacheonly` pair.
+fn mkosi_dnf5_args(work: &Path, name: &str, root: &Path, cached: bool) -> Vec<OsString> {
+    let at = |what: &str| work.join(format!("{name}-{what}")).display().to_string();
+    let mut v: Vec<String> = vec![
+        "--assumeyes".into(),
+        "--best".into(),
+        "--releasever=40".into(),
+        format!("--installroot={}", root.display()),
+        "--setopt=keepcache=0".into(),
+        format!("--setopt=logdir={}", at("log")),
+        format!("--setopt=cachedir={}", at("cache")),
+        format!("--setopt=persistdir={}", at("persist")),
+        "--setopt=install_weak_deps=0".into(),
+        "--setopt=check_config_file_age=0".into(),
+        "--disable-plugin=*".into(),
+        "--enable-plugin".into(),
+        "builddep".into(),
+        "--enable-plugin".into(),
+        "versionlock".into(),
+    ];
+    if cached {
+        v.push("--setopt=metadata_expire=never".into());
+        v.push("--setopt=cacheonly=metadata".into());
+    }
+    v.extend([
+        "--no-docs".into(),
+        "--use-host-config".into(),
+        format!("--config={}", work.join("etc/dnf/dnf.conf").display()),
+        format!(
+            "--setopt=reposdir={}",
+            work.join("etc/yum.repos.d").display()
+        ),
+        format!("--setopt=varsdir={}", work.join("etc/dnf/vars").display()),
+    ]);
+    v.into_iter().map(OsString::from).collect()
+}
+
+/// mkosi's configuration tree for dnf5 under `work/etc`: `dnf.conf` as
+/// mkosi writes it for dnf5 (`optional_metadata_types=filelists`), and one
+/// repository file with the repository at `url`, unsigned.
+fn mkosi_etc(work: &Path, url: &str) {
+    let etc = work.join("etc");
+    std::fs::create_dir_all(etc.join("dnf/vars")).unwrap();
+    std::fs::create_dir_all(etc.join("yum.repos.d")).unwrap();
+    std::fs::write(
+        etc.join("dnf/dnf.conf"),
+        "[main]\noptional_metadata_types=filelists\n",
+    )
+    .unwrap();
+    std::fs::write(
+        etc.join("yum.repos.d/mkosi.repo"),
+        format!("[local]\nname=local\nbaseurl={url}\ngpgcheck=0\nenabled=1\n"),
+    )
+    .unwrap();
+}
+
+/// `cowkit dnf --shim-dir DIR` with the prefix's dnf5 on `PATH`: DIR, in
+/// which `dnf5` (and `dnf`) link to cowkit.
+fn shim_dir(prefix: &Path, dir: &Path) -> PathBuf {
+    let r = common::run(
+        env(&mut common::cowkit(), prefix)
+            .env_remove("COWKIT_DNF")
+            .args(["dnf", "--shim-dir"])
+            .arg(dir),
+    );
+    assert!(r.ok, "--shim-dir: {}", r.stderr);
+    let me = std::fs::canonicalize(env!("CARGO_BIN_EXE_cowkit")).unwrap();
+    for name in ["dnf", "dnf5"] {
+        assert_eq!(std::fs::read_link(dir.join(name)).unwrap(), me, "{name}");
+    }
+    dir.to_path_buf()
+}
+
+/// `dnf5 ARGS` as an image builder runs it: the first `dnf5` on `PATH`,
+/// with `shim` (cowkit's links) in front of the prefix's `bin`, cowkit's
+/// options from the environment (its cache `cache`, the plugin `so`).
+fn via_shim(prefix: &Path, shim: &Path, so: &Path, cache: &Path, args: &[OsString]) -> Run {
+    let path = format!(
+        "{}:{}:{}",
+        shim.display(),
+        prefix.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    common::run(
+        env(&mut Command::new("dnf5"), prefix)
+            .env("PATH", path)
+            .env_remove("COWKIT_DNF")
+            .env_remove("COWKIT_RPM")
+            .env("COWKIT_DNF5_PLUGIN", so)
+            .env("COWKIT_CACHE", cache)
+            .args(args),
+    )
+}
+
+/// cowkit as `dnf5` (the link `--shim-dir` makes, first on `PATH`) builds
+/// the root that plain dnf5 builds from mkosi's dnf5 command line
+/// ([`mkosi_dnf5_args`]): mkosi's `makecache`, then `install` of
+/// [`WITHOUT_FILE_TRIGGERS`] with `--no-docs`; the twins agree
+/// ([`assert_same_roots`]: scriptlet logs, `rpm -qa`, `rpm -Va`, file
+/// states, trees) and the `%doc` files are left out. cowkit fetched the
+/// packages (the HTTP server sees one request per package: cowkit's), and
+/// what installs nothing (`makecache`, `repoquery`) went to the real dnf5
+/// unchanged. Then the transaction flags dnf5 holds in a drop-in of the
+/// root's own configuration (`/etc/dnf/libdnf5.conf.d`, read without
+/// `--use-host-config`), which only dnf5 itself can say: `nodocs` there,
+/// and the shim honours it as dnf5 does.
+#[test]
+#[ignore = "needs dnf5 from ../shared/fedora-tools: scripts/test-dnf5.sh"]
+fn the_shim_as_dnf5_builds_what_plain_dnf5_builds_from_mkosis_command_line() {
+    let prefix = fedora_tools();
+    let so = plugin();
+    if !as_root("dnf5", "scriptlets run chrooted") {
+        return;
+    }
+    let repo = build(tmp());
+    let work = tempfile::tempdir_in(tmp()).unwrap();
+    let w = work.path();
+    let server = Server::start(&repo.v1, &w.join("requests"));
+    let shim = shim_dir(&prefix, &w.join("shim"));
+    let ck = w.join("ck-cache");
+    let (a, b) = (w.join("a"), w.join("b"));
+    let plain_etc = w.join("plain");
+    let shim_etc = w.join("shim-etc");
+    mkosi_etc(&plain_etc, &format!("file://{}", repo.v1.display()));
+    mkosi_etc(&shim_etc, &server.url);
+
+    // mkosi's sync: `makecache --refresh`, dnf5's own business.
+    let makecache = |work: &Path, root: &Path, shimmed: bool| {
+        let mut args = mkosi_dnf5_args(work, "x", root, false);
+        args.extend(["makecache", "--refresh"].map(OsString::from));
+        if shimmed {
+            let r = via_shim(&prefix, &shim, &so, &ck, &args);
+            assert!(r.ok, "makecache through the shim: {}", r.stderr);
+        } else {
+            run_ok(
+                env(&mut Command::new(prefix.join("bin/dnf5")), &prefix).args(&args),
+                "dnf5 makecache",
+            );
+        }
+    };
+    makecache(&plain_etc, &a, false);
+    makecache(&shim_etc, &b, true);
+    let mut install = mkosi_dnf5_args(&plain_etc, "x", &a, true);
+    install.push("install".into());
+    install.extend(WITHOUT_FILE_TRIGGERS.map(OsString::from));
+    run_ok(
+        env(&mut Command::new(prefix.join("bin/dnf5")), &prefix).args(&install),
+        "dnf5 install (mkosi's command line)",
+    );
+    let mut install = mkosi_dnf5_args(&shim_etc, "x", &b, true);
+    install.push("install".into());
+    install.extend(WITHOUT_FILE_TRIGGERS.map(OsString::from));
+    let r = via_shim(&prefix, &shim, &so, &ck, &install);
+    assert!(r.ok, "install through the shim: {}", r.stderr);
+    assert!(
+        r.stderr.contains("cache `"),
+        "cowkit did not install: {}",
+        r.stderr
+    );
+    let rpms: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.ends_with(".rpm"))
+        .collect();
+    assert_eq!(
+        rpms.len(),
+        qa(&prefix, &a).len(),
+        "cowkit fetched each package once: {rpms:?}"
+    );
+    assert_same_roots(&prefix, &a, &b, "mkosi's install");
+    let states = file_states(&prefix, &b);
+    let doc = "bash-5.2.26-1.fc40.noarch not installed /usr/share/man/man1/bash.1.gz";
+    assert!(states.iter().any(|l| l == doc), "--no-docs: {states:?}");
+
+    // A query goes to dnf5 unchanged, on the root's database.
+    let query = |root: &Path, shimmed: bool| -> Vec<u8> {
+        let mut args = mkosi_dnf5_args(
+            if shimmed { &shim_etc } else { &plain_etc },
+            "x",
+            root,
+            true,
+        );
+        args.extend(["repoquery", "--installed", "--qf", "%{full_nevra}\\n"].map(OsString::from));
+        if shimmed {
+            let r = via_shim(&prefix, &shim, &so, &ck, &args);
+            assert!(r.ok, "repoquery through the shim: {}", r.stderr);
+            r.stdout
+        } else {
+            run_ok(
+                env(&mut Command::new(prefix.join("bin/dnf5")), &prefix).args(&args),
+                "dnf5 repoquery",
+            )
+            .stdout
+        }
+    };
+    let qa_a = query(&a, false);
+    assert!(!qa_a.is_empty());
+    assert_eq!(qa_a, query(&b, true), "repoquery --installed");
+
+    // The root's own drop-in says nodocs; dnf5 reads it without
+    // `--use-host-config`.
+    let (c, d) = (w.join("c"), w.join("d"));
+    for root in [&c, &d] {
+        let dir = root.join("etc/dnf/libdnf5.conf.d");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("50-image.conf"), "[main]\ntsflags=nodocs\n").unwrap();
+    }
+    let args = |root: &Path, url: &str| {
+        let name = root.file_name().unwrap().to_str().unwrap();
+        let mut v = dnf5_args(url, &w.join(format!("cache-{name}")), &[]);
+        v.push(format!("--installroot={}", root.display()).into());
+        v.extend(["install", "bash", "setup", "filesystem", "glibc"].map(OsString::from));
+        v
+    };
+    let v1 = format!("file://{}", repo.v1.display());
+    run_ok(
+        env(&mut Command::new(prefix.join("bin/dnf5")), &prefix).args(args(&c, &v1)),
+        "dnf5 install (drop-in nodocs)",
+    );
+    let r = via_shim(&prefix, &shim, &so, &ck, &args(&d, &v1));
+    assert!(
+        r.ok,
+        "install through the shim (drop-in nodocs): {}",
+        r.stderr
+    );
+    assert!(
+        file_states(&prefix, &c).iter().any(|l| l == doc),
+        "dnf5 did not read the drop-in"
+    );
+    assert_same_roots(&prefix, &c, &d, "the drop-in's nodocs");
+}
+
+/// What cowkit as `dnf5` cannot do as dnf5 would is refused by name,
+/// before anything is installed: the transaction flags it does not carry
+/// out (on the command line, and in the root's drop-in, where only dnf5
+/// can say), `keepcache` (on the command line, and in the configuration
+/// file), `--comment`, `--no-plugins` and its dnf 4 name `--noplugins`,
+/// `--setopt=plugins=0`, `--offline`. dnf 4's `--allowerasing` before
+/// the command (mkosi 14's command line) is dnf5's own error. And with
+/// `COWKIT_DNF` naming a dnf that is not dnf5, cowkit as `dnf5` refuses
+/// to run it.
+#[test]
+#[ignore = "needs dnf5 from ../shared/fedora-tools: scripts/test-dnf5.sh"]
+fn the_shim_as_dnf5_refuses_by_name_what_it_cannot_honour() {
+    let prefix = fedora_tools();
+    let so = plugin();
+    if !as_root("dnf5", "scriptlets run chrooted") {
+        return;
+    }
+    let repo = build(tmp());
+    let work = tempfile::tempdir_in(tmp()).unwrap();
+    let w = work.path();
+    let shim = shim_dir(&prefix, &w.join("shim"));
+    let ck = w.join("ck-cache");
+    let v1 = format!("file://{}", repo.v1.display());
+    let mut n = 0;
+    let mut refused = |setup: &dyn Fn(&Path), more: &[&str], after: &[&str], said: &[&str]| {
+        n += 1;
+        let root = w.join(format!("r{n}"));
+        std::fs::create_dir_all(&root).unwrap();
+        setup(&root);
+        let mut args: Vec<OsString> = more.iter().map(OsString::from).collect();
+        args.extend(dnf5_args(&v1, &w.join(format!("cache-{n}")), &[]));
+        args.push(format!("--installroot={}", root.display()).into());
+        args.extend(["install", "setup", "bash"].map(OsString::from));
+        args.extend(after.iter().map(OsString::from));
+        let r = via_shim(&prefix, &shim, &so, &ck, &args);
+        assert!(!r.ok, "{more:?} {after:?}: not refused");
+        for s in said {
+            assert!(
+                r.stderr.contains(s),
+                "{more:?} {after:?}: no `{s}` in {}",
+                r.stderr
+            );
+        }
+        assert!(qa(&prefix, &root).is_empty(), "{more:?}: installed");
+        assert_eq!(log(&root), "", "{more:?}: a scriptlet ran");
+    };
+    let nothing = |_: &Path| {};
+    let drop_in = |flags: &'static str| {
+        move |root: &Path| {
+            let dir = root.join("etc/dnf/libdnf5.conf.d");
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("50-image.conf"), format!("[main]\n{flags}\n")).unwrap();
+        }
+    };
+    refused(
+        &nothing,
+        &["--setopt=tsflags=test"],
+        &[],
+        &["`--setopt=tsflags=test`", "nodocs and justdb"],
+    );
+    refused(
+        &drop_in("tsflags=noscripts"),
+        &[],
+        &[],
+        &["`tsflags=noscripts`", "nodocs and justdb"],
+    );
+    refused(
+        &drop_in("keepcache=True"),
+        &[],
+        &[],
+        &["`keepcache=1`", "dnf5 keeps no copy"],
+    );
+    refused(&nothing, &["--setopt=keepcache=1"], &[], &["keepcache"]);
+    refused(
+        &nothing,
+        &["--comment=image"],
+        &[],
+        &["`--comment=image`", "history"],
+    );
+    refused(&nothing, &["--no-plugins"], &[], &["--no-plugins"]);
+    refused(&nothing, &["--noplugins"], &[], &["--noplugins"]);
+    refused(
+        &nothing,
+        &["--setopt", "plugins=0"],
+        &[],
+        &["--setopt plugins=0"],
+    );
+    refused(&nothing, &[], &["--offline"], &["`--offline`", "next boot"]);
+    // mkosi 14 gives `dnf` dnf 4's command line with `--allowerasing`
+    // before the command: dnf5's (and so the shim's) argument error.
+    refused(
+        &nothing,
+        &["--allowerasing"],
+        &[],
+        &["Unknown argument \"--allowerasing\" for command \"dnf5\""],
+    );
+    // cowkit as dnf5 with COWKIT_DNF naming another dnf.
+    let r = common::run(
+        Command::new(shim.join("dnf5"))
+            .env("COWKIT_DNF", "/bin/true")
+            .args(["--installroot=/nonexistent", "install", "x"]),
+    );
+    assert!(!r.ok);
+    assert!(r.stderr.contains("is not dnf5"), "{}", r.stderr);
+}
