@@ -1324,8 +1324,8 @@ fn cowkit_dnf_over_dnf5_installs_what_dnf5_downloaded_where_it_cannot_fetch() {
 /// --use-host-config`), for `root` with its files under `work/NAME-*`.
 /// mkosi runs dnf5 in a sandbox whose `/etc` is its own configuration
 /// tree, `/var/log` and `/var/cache` its own; here those are named on the
-/// command line (`--config`, `reposdir`, `varsdir`, `logdir`, `cachedir`,
-/// `persistdir`), with `keepcache=0`: cowkit refuses dnf5's `keepcache`
+/// command line (`--config`, `reposdir`, `varsdir`, `logdir`, `cachedir`:
+/// dnf5 takes the last two as given, outside the root), with `keepcache=0`: cowkit refuses dnf5's `keepcache`
 /// (see [`the_shim_as_dnf5_refuses_by_name_what_it_cannot_honour`]).
 /// mkosi's `sync` runs `makecache` with `--refresh` and without the
 /// `metadata_expire`/`cacheonly` pair.
@@ -1339,7 +1339,8 @@ fn mkosi_dnf5_args(work: &Path, name: &str, root: &Path, cached: bool) -> Vec<Os
         "--setopt=keepcache=0".into(),
         format!("--setopt=logdir={}", at("log")),
         format!("--setopt=cachedir={}", at("cache")),
-        format!("--setopt=persistdir={}", at("persist")),
+        // dnf5 puts the root in front of it, as mkosi's sandbox does.
+        "--setopt=persistdir=/var/lib/libdnf5".into(),
         "--setopt=install_weak_deps=0".into(),
         "--setopt=check_config_file_age=0".into(),
         "--disable-plugin=*".into(),
@@ -1405,6 +1406,18 @@ fn shim_dir(prefix: &Path, dir: &Path) -> PathBuf {
 /// with `shim` (cowkit's links) in front of the prefix's `bin`, cowkit's
 /// options from the environment (its cache `cache`, the plugin `so`).
 fn via_shim(prefix: &Path, shim: &Path, so: &Path, cache: &Path, args: &[OsString]) -> Run {
+    via_shim_env(prefix, shim, so, cache, args, &[])
+}
+
+/// [`via_shim`] with more of cowkit's environment (`COWKIT_JSON=1`).
+fn via_shim_env(
+    prefix: &Path,
+    shim: &Path,
+    so: &Path,
+    cache: &Path,
+    args: &[OsString],
+    vars: &[(&str, &str)],
+) -> Run {
     let path = format!(
         "{}:{}:{}",
         shim.display(),
@@ -1418,6 +1431,7 @@ fn via_shim(prefix: &Path, shim: &Path, so: &Path, cache: &Path, args: &[OsStrin
             .env_remove("COWKIT_RPM")
             .env("COWKIT_DNF5_PLUGIN", so)
             .env("COWKIT_CACHE", cache)
+            .envs(vars.iter().copied())
             .args(args),
     )
 }
@@ -1480,13 +1494,11 @@ fn the_shim_as_dnf5_builds_what_plain_dnf5_builds_from_mkosis_command_line() {
     let mut install = mkosi_dnf5_args(&shim_etc, "x", &b, true);
     install.push("install".into());
     install.extend(WITHOUT_FILE_TRIGGERS.map(OsString::from));
-    let r = via_shim(&prefix, &shim, &so, &ck, &install);
+    let r = via_shim_env(&prefix, &shim, &so, &ck, &install, &[("COWKIT_JSON", "1")]);
     assert!(r.ok, "install through the shim: {}", r.stderr);
-    assert!(
-        r.stderr.contains("cache `"),
-        "cowkit did not install: {}",
-        r.stderr
-    );
+    // cowkit's plugin ran (mkosi's `--disable-plugin=*` notwithstanding)
+    // and cowkit fetched.
+    assert_eq!(r.json()["downloaded_by"], "cowkit", "{}", r.stderr);
     let rpms: Vec<String> = server
         .requests()
         .into_iter()
