@@ -108,6 +108,7 @@ const DNF_FORM_HELP: &str = "\
 dnf's own command line (for image builders):
   cowkit dnf --installroot R [DNF-OPTIONS] install|upgrade|... PKG...
   dnf --installroot R ...        (cowkit reached through a link named `dnf`)
+  dnf5 --installroot R ...       (a link named `dnf5`: dnf5's command line, the real dnf5)
   PATH=\"$(cowkit dnf --shim-dir /run/cowkit-dnf):$PATH\" mkosi ...
 In this form every option is dnf's and goes to dnf unchanged; cowkit's own
 come from the environment: COWKIT_CACHE (--cache), COWKIT_JOBS (--jobs),
@@ -116,7 +117,9 @@ COWKIT_JSON=1 (--json), COWKIT_NOSCRIPTS=1 (--noscripts), COWKIT_DBPATH
 (remove, list, ...), the real dnf runs (COWKIT_DNF, or the first `dnf` on
 PATH that is not cowkit). Refused when cowkit installs, as it cannot honour
 them exactly: --setopt=tsflags=... other than nodocs and justdb, --comment, --downloaddir
-without --downloadonly; --downloadonly, --assumeno and --help go to dnf.";
+without --downloadonly; --downloadonly, --assumeno and --help go to dnf. Where the real dnf
+is dnf5, the command line is read as dnf5 reads it, and dnf5's own tsflags and keepcache are
+honoured or refused by name after it resolved.";
 
 /// `cowkit dnf --root R [OPTIONS] [--] DNF-ARGS` (or `--shim-dir`).
 pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
@@ -130,7 +133,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
     // dnf, the run says so.
     let dnf5 = cowkit_dnf::shim::real_dnf()
         .is_ok_and(|d| cowkit_dnf::shim::Resolver::of(&d) == cowkit_dnf::shim::Resolver::Dnf5);
-    let line = crate::dnfentry::read_line(&args.dnf, dnf5, false)?;
+    let line = read_line(&args.dnf, dnf5, false)?;
     if let Some(r) = &line.root {
         return Err(CliError::msg(format!(
             "the root is given twice: `--root {}` and dnf's `--installroot {}`",
@@ -152,6 +155,19 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         ..request(root, args.cache, line, &shown)
     };
     run_request(req, &shown)
+}
+
+/// dnf's command line `args` read as dnf5 (`dnf5`) or dnf 4 reads it;
+/// `named_dnf5`: cowkit runs as `dnf5`.
+pub fn read_line(args: &[OsString], dnf5: bool, named_dnf5: bool) -> Result<Line, CliError> {
+    if dnf5 {
+        let mut line = crate::dnf5cli::parse(args)
+            .map_err(|e| CliError::new("cannot read dnf5's command line", e))?;
+        line.named_dnf5 = named_dnf5;
+        Ok(line)
+    } else {
+        crate::dnfcli::parse(args).map_err(|e| CliError::new("cannot read dnf's command line", e))
+    }
 }
 
 /// How a run is shown: `--json` (a JSON summary on stdout; dnf's and the

@@ -144,7 +144,7 @@ fn run(args: Vec<OsString>, quiet: bool, invoked: Invoked) -> Result<ExitCode, C
     });
     let line = if rooted {
         own_options(&args)?;
-        read_line(&args, dnf5, named_dnf5)?
+        crate::dnf::read_line(&args, dnf5, named_dnf5)?
     } else {
         Line::default()
     };
@@ -187,19 +187,6 @@ fn run(args: Vec<OsString>, quiet: bool, invoked: Invoked) -> Result<ExitCode, C
         ..crate::dnf::request(root, cache, line, &shown)
     };
     crate::dnf::run_request(request, &shown)
-}
-
-/// dnf's command line `args` read as dnf5 (`dnf5`) or dnf 4 reads it;
-/// `named_dnf5`: cowkit runs as `dnf5`.
-pub fn read_line(args: &[OsString], dnf5: bool, named_dnf5: bool) -> Result<Line, CliError> {
-    if dnf5 {
-        let mut line = crate::dnf5cli::parse(args)
-            .map_err(|e| CliError::new("cannot read dnf5's command line", e))?;
-        line.named_dnf5 = named_dnf5;
-        Ok(line)
-    } else {
-        crate::dnfcli::parse(args).map_err(|e| CliError::new("cannot read dnf's command line", e))
-    }
 }
 
 /// cowkit's own options are not dnf's: in dnf's command line they are

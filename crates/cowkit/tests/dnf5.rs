@@ -39,6 +39,12 @@
 //! - [`cowkit_dnf_over_dnf5_installs_what_dnf5_downloaded_where_it_cannot_fetch`]:
 //!   the plan's `why` makes dnf5 download; cowkit installs that, or with
 //!   `--downloader cowkit` fails naming why.
+//! - [`the_shim_as_dnf5_builds_what_plain_dnf5_builds_from_mkosis_command_line`]:
+//!   cowkit as `dnf5` (the `--shim-dir` link first on `PATH`) with
+//!   mkosi's dnf5 command line builds the root plain dnf5 builds, and
+//!   honours the root's own drop-in's `tsflags=nodocs` as dnf5 does.
+//! - [`the_shim_as_dnf5_refuses_by_name_what_it_cannot_honour`]: dnf5's
+//!   flags and options cowkit cannot carry out, refused by name.
 //!
 //! The tools come from `COWKIT_FEDORA_TOOLS` (the prefix
 //! `scripts/fedora-tools.sh all` prints) and the plugin from
