@@ -35,16 +35,15 @@ use crate::{Error, Result};
 const OFFLINE: &str = "dnf5 stores an offline transaction for the next boot; cowkit installs now";
 /// Why `--transient` is refused.
 const TRANSIENT: &str = "cowkit writes the root itself, not a transient overlay";
-/// Why `--downloader dnf` and `keepcache` are refused with dnf5.
+/// Why `--downloader dnf` is refused with dnf5.
 const DNF5_DOWNLOADS: &str =
     "with dnf5 cowkit fetches the packages itself, and dnf5 keeps no copy of them";
 
 /// What cowkit cannot honour when dnf5 resolves for it, by name: the
 /// options that choose dnf5's plugins (cowkit loads its own), dnf5's
 /// `--offline` and `--transient`, and dnf5 downloading for cowkit
-/// (`--downloader dnf`, or `keepcache` given: dnf's configuration keeps
-/// its downloads).
-pub fn refusals(req: &Request, keepcache: bool) -> std::result::Result<(), RunError> {
+/// (`--downloader dnf`).
+pub fn refusals(req: &Request) -> std::result::Result<(), RunError> {
     refuse_plugin_options(&req.line.rest)?;
     let mut refused: Vec<Refusal> = req
         .line
@@ -64,12 +63,6 @@ pub fn refusals(req: &Request, keepcache: bool) -> std::result::Result<(), RunEr
     if req.downloader == Downloader::Dnf {
         refused.push(Refusal {
             option: "--downloader dnf".into(),
-            why: DNF5_DOWNLOADS,
-        });
-    }
-    if keepcache {
-        refused.push(Refusal {
-            option: "keepcache".into(),
             why: DNF5_DOWNLOADS,
         });
     }
@@ -99,18 +92,12 @@ const DNF5_TSFLAGS: [&str; 10] = [
     "noplugins",
 ];
 
-/// The transaction flags and `keepcache` dnf5 holds, as its plugin wrote
-/// them in `plan` (dnf5's configuration files, drop-ins and command line
-/// together): `nodocs` and `justdb` carried out, every other flag and
-/// `keepcache` refused by name. `None`: the plan does not say (dnf 4's).
+/// The transaction flags dnf5 holds, as its plugin wrote them in `plan`
+/// (dnf5's configuration files, drop-ins and command line together):
+/// `nodocs` and `justdb` carried out, every other flag refused by name.
+/// `None`: the plan does not say (dnf 4's).
 pub fn flags(plan: &Plan) -> std::result::Result<Option<TxFlags>, RunError> {
     let mut refused = Vec::new();
-    if plan.keepcache == Some(true) {
-        refused.push(Refusal {
-            option: "keepcache=1".into(),
-            why: DNF5_DOWNLOADS,
-        });
-    }
     let mut t = TxFlags::default();
     for f in plan.tsflags.iter().flatten() {
         match f.as_str() {
@@ -130,6 +117,38 @@ pub fn flags(plan: &Plan) -> std::result::Result<Option<TxFlags>, RunError> {
         return Err(RunError::Unhonoured { refused });
     }
     Ok(plan.tsflags.as_ref().map(|_| t))
+}
+
+/// dnf5 keeps its own copies of the packages (`keepcache`, as dnf5 holds
+/// it): it runs once more, without cowkit's plugin, with `--downloadonly`
+/// and no `destdir`, against the database `home` names, so that its cache
+/// keeps the packages as a plain `dnf5 install` leaves them (remote
+/// repositories' packages are then fetched twice: by dnf5 and by cowkit).
+pub fn keep_copies(req: &Request, dnf5: &Path, home: &Path) -> std::result::Result<(), RunError> {
+    let mut installroot = OsString::from("--installroot=");
+    installroot.push(&req.root);
+    let mut c = Command::new(dnf5);
+    c.env("HOME", home)
+        .env(crate::shim::ENV_INSIDE, dnf5)
+        .arg(installroot)
+        .args(&req.line.rest)
+        .args(["-y", "--downloadonly", "--setopt=installonly_limit=0"]);
+    if req.stdout_to_stderr {
+        let err = std::io::stderr()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(RunError::Stderr)?;
+        c.stdout(Stdio::from(err));
+    }
+    let status = c.status().map_err(|source| RunError::RunDnf {
+        dnf: dnf5.to_path_buf(),
+        source,
+    })?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(RunError::DnfFailed { status })
+    }
 }
 
 /// dnf5 runs the command itself (one that installs nothing, or only
@@ -617,29 +636,23 @@ mod tests {
     #[test]
     fn what_dnf5_would_do_otherwise_is_refused_by_name() {
         let ok = request(&["-y", "install", "bash"], Downloader::Auto);
-        refusals(&ok, false).unwrap();
-        let err = refusals(
-            &request(
-                &["install", "--offline", "--transient", "bash"],
-                Downloader::Dnf,
-            ),
-            true,
-        )
+        refusals(&ok).unwrap();
+        let err = refusals(&request(
+            &["install", "--offline", "--transient", "bash"],
+            Downloader::Dnf,
+        ))
         .unwrap_err();
         let RunError::Unhonoured { refused } = &err else {
             panic!("{err}");
         };
         let options: Vec<&str> = refused.iter().map(|r| r.option.as_str()).collect();
-        assert_eq!(
-            options,
-            ["--offline", "--transient", "--downloader dnf", "keepcache"]
-        );
+        assert_eq!(options, ["--offline", "--transient", "--downloader dnf"]);
         assert_eq!(refused[0].why, OFFLINE);
         // The plugin's options first, on their own.
-        let err = refusals(
-            &request(&["--no-plugins", "install", "--offline"], Downloader::Auto),
-            false,
-        )
+        let err = refusals(&request(
+            &["--no-plugins", "install", "--offline"],
+            Downloader::Auto,
+        ))
         .unwrap_err();
         assert!(
             matches!(&err, RunError::Pipeline(Error::Dnf5PluginOptions { options }) if options == &["--no-plugins"]),

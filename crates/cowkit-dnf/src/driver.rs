@@ -68,12 +68,7 @@ pub fn run(req: &Request, events: &dyn Events) -> Result<Outcome, RunError> {
     let dnf = crate::shim::real_dnf_named(if req.line.named_dnf5 { "dnf5" } else { "dnf" })?;
     let resolver = Resolver::of(&dnf);
     if installs && resolver == Resolver::Dnf5 {
-        let keepcache = if req.line.dnf5 {
-            req.line.keepcache == Some(true)
-        } else {
-            crate::dnf4::keepcache(req)
-        };
-        crate::dnf5::refusals(req, keepcache)?;
+        crate::dnf5::refusals(req)?;
     }
     cowkit_fs::dir::raise_fd_limit();
     let root_error = |what, e: Box<dyn std::error::Error + Send + Sync>| RunError::Root {
@@ -199,6 +194,24 @@ fn resolve_and_install(
         )?,
         Err(_) => Vec::new(),
     };
+    // dnf5's own transaction flags are refused by name before anything
+    // is downloaded; with `keepcache` as dnf5 holds it, dnf5 then keeps
+    // its own copies, against the database it resolved with.
+    if let Ok((_, Some(o))) = &resolved {
+        let plan = match o {
+            Dnf5Outcome::Stopped(p) => Some(p),
+            Dnf5Outcome::Finished(p) => p.as_ref(),
+        };
+        if let Some(p) = plan {
+            crate::dnf5::flags(p)?;
+            if p.keepcache == Some(true) {
+                if req.downloader == crate::request::Downloader::Cowkit {
+                    return Err(RunError::Keepcache);
+                }
+                crate::dnf5::keep_copies(req, dnf, home.path())?;
+            }
+        }
+    }
     drop(scratch);
     let (status, dnf5) = resolved?;
     if !status.success() {
@@ -225,8 +238,7 @@ fn resolve_and_install(
         (None, None) => Plan::read(&plan_path)?,
         (None, Some(_)) => None,
     };
-    // dnf5's own transaction flags and keepcache, as it holds them:
-    // honoured or refused by name before anything is fetched.
+    // dnf5's own transaction flags, as it holds them (refused above).
     let flags = match &plan {
         Some(p) if resolver == Resolver::Dnf5 => crate::dnf5::flags(p)?,
         _ => None,

@@ -118,8 +118,8 @@ COWKIT_JSON=1 (--json), COWKIT_NOSCRIPTS=1 (--noscripts), COWKIT_DBPATH
 PATH that is not cowkit). Refused when cowkit installs, as it cannot honour
 them exactly: --setopt=tsflags=... other than nodocs and justdb, --comment, --downloaddir
 without --downloadonly; --downloadonly, --assumeno and --help go to dnf. Where the real dnf
-is dnf5, the command line is read as dnf5 reads it, and dnf5's own tsflags and keepcache are
-honoured or refused by name after it resolved.";
+is dnf5, the command line is read as dnf5 reads it, and dnf5's own tsflags are honoured or
+refused by name after it resolved.";
 
 /// `cowkit dnf --root R [OPTIONS] [--] DNF-ARGS` (or `--shim-dir`).
 pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {

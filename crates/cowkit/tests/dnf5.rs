@@ -41,10 +41,11 @@
 //!   `--downloader cowkit` fails naming why.
 //! - [`the_shim_as_dnf5_builds_what_plain_dnf5_builds_from_mkosis_command_line`]:
 //!   cowkit as `dnf5` (the `--shim-dir` link first on `PATH`) with
-//!   mkosi's dnf5 command line builds the root plain dnf5 builds, and
+//!   mkosi's dnf5 command line builds the root plain dnf5 builds (dnf5's
+//!   cache keeping the packages, as mkosi's `keepcache=1` asks), and
 //!   honours the root's own drop-in's `tsflags=nodocs` as dnf5 does.
-//! - [`the_shim_as_dnf5_refuses_by_name_what_it_cannot_honour`]: dnf5's
-//!   flags and options cowkit cannot carry out, refused by name.
+//! - [`the_shim_as_dnf5_refuses_by_name_what_it_cannot_honour`] refuses
+//!   by name dnf5's flags and options cowkit cannot carry out.
 //!
 //! The tools come from `COWKIT_FEDORA_TOOLS` (the prefix
 //! `scripts/fedora-tools.sh all` prints) and the plugin from
@@ -1331,8 +1332,7 @@ fn cowkit_dnf_over_dnf5_installs_what_dnf5_downloaded_where_it_cannot_fetch() {
 /// mkosi runs dnf5 in a sandbox whose `/etc` is its own configuration
 /// tree, `/var/log` and `/var/cache` its own; here those are named on the
 /// command line (`--config`, `reposdir`, `varsdir`, `logdir`, `cachedir`:
-/// dnf5 takes the last two as given, outside the root), with `keepcache=0`: cowkit refuses dnf5's `keepcache`
-/// (see [`the_shim_as_dnf5_refuses_by_name_what_it_cannot_honour`]).
+/// dnf5 takes the last two as given, outside the root).
 /// mkosi's `sync` runs `makecache` with `--refresh` and without the
 /// `metadata_expire`/`cacheonly` pair.
 fn mkosi_dnf5_args(work: &Path, name: &str, root: &Path, cached: bool) -> Vec<OsString> {
@@ -1342,7 +1342,7 @@ fn mkosi_dnf5_args(work: &Path, name: &str, root: &Path, cached: bool) -> Vec<Os
         "--best".into(),
         "--releasever=40".into(),
         format!("--installroot={}", root.display()),
-        "--setopt=keepcache=0".into(),
+        "--setopt=keepcache=1".into(),
         format!("--setopt=logdir={}", at("log")),
         format!("--setopt=cachedir={}", at("cache")),
         // dnf5 puts the root in front of it, as mkosi's sandbox does.
@@ -1448,7 +1448,9 @@ fn via_shim_env(
 /// [`WITHOUT_FILE_TRIGGERS`] with `--no-docs`; the twins agree
 /// ([`assert_same_roots`]: scriptlet logs, `rpm -qa`, `rpm -Va`, file
 /// states, trees) and the `%doc` files are left out. cowkit fetched the
-/// packages (the HTTP server sees one request per package: cowkit's), and
+/// packages, and dnf5's cache keeps them as plain dnf5's does (mkosi's
+/// `keepcache=1`: the HTTP server sees two requests per package, dnf5's
+/// and cowkit's), and
 /// what installs nothing (`makecache`, `repoquery`) went to the real dnf5
 /// unchanged. Then the transaction flags dnf5 holds in a drop-in of the
 /// root's own configuration (`/etc/dnf/libdnf5.conf.d`, read without
@@ -1465,13 +1467,16 @@ fn the_shim_as_dnf5_builds_what_plain_dnf5_builds_from_mkosis_command_line() {
     let repo = build(tmp());
     let work = tempfile::tempdir_in(tmp()).unwrap();
     let w = work.path();
+    // An HTTP repository for each (dnf5 keeps no copy of a local
+    // repository's packages).
     let server = Server::start(&repo.v1, &w.join("requests"));
+    let plain_server = Server::start(&repo.v1, &w.join("plain-requests"));
     let shim = shim_dir(&prefix, &w.join("shim"));
     let ck = w.join("ck-cache");
     let (a, b) = (w.join("a"), w.join("b"));
     let plain_etc = w.join("plain");
     let shim_etc = w.join("shim-etc");
-    mkosi_etc(&plain_etc, &format!("file://{}", repo.v1.display()));
+    mkosi_etc(&plain_etc, &plain_server.url);
     mkosi_etc(&shim_etc, &server.url);
 
     // mkosi's sync: `makecache --refresh`, dnf5's own business.
@@ -1510,12 +1515,30 @@ fn the_shim_as_dnf5_builds_what_plain_dnf5_builds_from_mkosis_command_line() {
         .into_iter()
         .filter(|r| r.ends_with(".rpm"))
         .collect();
+    // Each package twice: dnf5 once for its own cache (mkosi's
+    // `keepcache=1`), cowkit once.
     assert_eq!(
         rpms.len(),
-        qa(&prefix, &a).len(),
-        "cowkit fetched each package once: {rpms:?}"
+        2 * qa(&prefix, &a).len(),
+        "dnf5 and cowkit fetched each package once: {rpms:?}"
     );
     assert_same_roots(&prefix, &a, &b, "mkosi's install");
+    // dnf5's cache keeps the packages, as plain dnf5 keeps them.
+    let kept = |etc: &Path| {
+        let mut v: Vec<String> = rpms_under(&etc.join("x-cache"))
+            .iter()
+            .map(|p| {
+                let parent = p.parent().unwrap().file_name().unwrap();
+                assert_eq!(parent, "packages", "{}", p.display());
+                p.file_name().unwrap().to_str().unwrap().to_string()
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let kept_a = kept(&plain_etc);
+    assert_eq!(kept_a.len(), qa(&prefix, &a).len(), "{kept_a:?}");
+    assert_eq!(kept_a, kept(&shim_etc), "dnf5's kept packages");
     let states = file_states(&prefix, &b);
     let doc = "bash-5.2.26-1.fc40.noarch not installed /usr/share/man/man1/bash.1.gz";
     assert!(states.iter().any(|l| l == doc), "--no-docs: {states:?}");
@@ -1581,8 +1604,7 @@ fn the_shim_as_dnf5_builds_what_plain_dnf5_builds_from_mkosis_command_line() {
 /// What cowkit as `dnf5` cannot do as dnf5 would is refused by name,
 /// before anything is installed: the transaction flags it does not carry
 /// out (on the command line, and in the root's drop-in, where only dnf5
-/// can say), `keepcache` (on the command line, and in the configuration
-/// file), `--comment`, `--no-plugins` and its dnf 4 name `--noplugins`,
+/// can say), `--comment`, `--no-plugins` and its dnf 4 name `--noplugins`,
 /// `--setopt=plugins=0`, `--offline`. dnf 4's `--allowerasing` before
 /// the command (mkosi 14's command line) is dnf5's own error. And with
 /// `COWKIT_DNF` naming a dnf that is not dnf5, cowkit as `dnf5` refuses
@@ -1644,13 +1666,6 @@ fn the_shim_as_dnf5_refuses_by_name_what_it_cannot_honour() {
         &[],
         &["`tsflags=noscripts`", "nodocs and justdb"],
     );
-    refused(
-        &drop_in("keepcache=True"),
-        &[],
-        &[],
-        &["`keepcache=1`", "dnf5 keeps no copy"],
-    );
-    refused(&nothing, &["--setopt=keepcache=1"], &[], &["keepcache"]);
     refused(
         &nothing,
         &["--comment=image"],
