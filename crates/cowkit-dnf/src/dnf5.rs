@@ -133,13 +133,7 @@ pub fn keep_copies(req: &Request, dnf5: &Path, home: &Path) -> std::result::Resu
         .arg(installroot)
         .args(&req.line.rest)
         .args(["-y", "--downloadonly", "--setopt=installonly_limit=0"]);
-    if req.stdout_to_stderr {
-        let err = std::io::stderr()
-            .as_fd()
-            .try_clone_to_owned()
-            .map_err(RunError::Stderr)?;
-        c.stdout(Stdio::from(err));
-    }
+    req.dnf_stdout(&mut c)?;
     let status = c.status().map_err(|source| RunError::RunDnf {
         dnf: dnf5.to_path_buf(),
         source,

@@ -249,6 +249,7 @@ fn resolve_and_install(
     };
     // What dnf5 went on to download, by its plan.
     let planned = plan.as_ref().map_or(0, |p| p.packages.len());
+    let no_plan = plan.is_none();
     let reasons = match (dnf_downloads, plan) {
         (_, Some(plan)) if plan.why.is_empty() => {
             drop(download);
@@ -274,6 +275,12 @@ fn resolve_and_install(
     }
     if rpms.is_empty() {
         return Ok(Outcome::Nothing);
+    }
+    if resolver == Resolver::Dnf5 && no_plan {
+        return Err(crate::Error::Dnf5WithoutPlugin {
+            downloaded: rpms.len(),
+        }
+        .into());
     }
     if req.downloader == crate::request::Downloader::Cowkit {
         return Err(RunError::CannotFetch { reasons });

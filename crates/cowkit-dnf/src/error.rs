@@ -200,6 +200,14 @@ pub enum Error {
         /// Where it was looked for.
         path: PathBuf,
     },
+    /// dnf5 downloaded without cowkit's plugin having run (dnf5's
+    /// configuration turns its plugins off): its transaction flags and the
+    /// order it hands rpm are unknown.
+    #[error("dnf5 ran without cowkit's plugin (its configuration turns plugins off with `plugins=0`, or the plugin did not load), so cowkit cannot know dnf5's transaction flags and order: it installs none of the {downloaded} package(s) dnf5 downloaded")]
+    Dnf5WithoutPlugin {
+        /// How many packages dnf5 downloaded.
+        downloaded: usize,
+    },
     /// Options that choose dnf5's plugins, which cowkit sets itself.
     #[error("dnf5 runs with cowkit's plugin, so cowkit cannot pass on {}", options.join(", "))]
     Dnf5PluginOptions {

@@ -1604,7 +1604,8 @@ fn the_shim_as_dnf5_builds_what_plain_dnf5_builds_from_mkosis_command_line() {
 /// What cowkit as `dnf5` cannot do as dnf5 would is refused by name,
 /// before anything is installed: the transaction flags it does not carry
 /// out (on the command line, and in the root's drop-in, where only dnf5
-/// can say), `--comment`, `--no-plugins` and its dnf 4 name `--noplugins`,
+/// can say), plugins turned off in the root's drop-in (dnf5 then
+/// downloads without cowkit's plugin), `--comment`, `--no-plugins` and its dnf 4 name `--noplugins`,
 /// `--setopt=plugins=0`, `--offline`. dnf 4's `--allowerasing` before
 /// the command (mkosi 14's command line) is dnf5's own error. And with
 /// `COWKIT_DNF` naming a dnf that is not dnf5, cowkit as `dnf5` refuses
@@ -1665,6 +1666,14 @@ fn the_shim_as_dnf5_refuses_by_name_what_it_cannot_honour() {
         &[],
         &[],
         &["`tsflags=noscripts`", "nodocs and justdb"],
+    );
+    // dnf5's configuration turns its plugins off: dnf5 downloads without
+    // cowkit's plugin, whose flags and order cowkit then does not know.
+    refused(
+        &drop_in("plugins=0"),
+        &[],
+        &[],
+        &["without cowkit's plugin", "plugins=0"],
     );
     refused(
         &nothing,
