@@ -389,7 +389,14 @@ impl Db {
             if let Some(t) = find(p, TriggerKind::TransFile, tix) {
                 // `runPostUnTransFileTrigs`.
                 let arg1 = self.trigger_count(p);
-                out.push(trigger_run(p, t, sense::TRIGGERPOSTUN, Some(arg1), None, None));
+                out.push(trigger_run(
+                    p,
+                    t,
+                    sense::TRIGGERPOSTUN,
+                    Some(arg1),
+                    None,
+                    None,
+                ));
             }
         }
         for &(i, arg) in new {

@@ -499,8 +499,7 @@ fn check_in_db(
     let erased = erasures(rpm, pkgs, &plan.erase, instances)?;
     let (mut db, erased_at) = database(rpm, pkgs, erased, fresh)?;
     let elements = refuse::elements(&plan, &nevras, &erased_at)?;
-    let rpm420 =
-        cowkit_rpmdb::check_generation()? == cowkit_rpmdb::generation::Generation::Rpm420;
+    let rpm420 = cowkit_rpmdb::check_generation()? == cowkit_rpmdb::generation::Generation::Rpm420;
     db.set_rpm420(rpm420);
     Ok(Checked {
         db: InDb {

@@ -1074,7 +1074,10 @@ fn cowkit_dnf_over_dnf5_installs_upgrades_and_removes_as_dnf5_does() {
     let mut install = vec!["install"];
     install.extend(WITHOUT_PROCPS);
     assert_eq!(
-        INSTALL.iter().filter(|n| !install.contains(n)).collect::<Vec<_>>(),
+        INSTALL
+            .iter()
+            .filter(|n| !install.contains(n))
+            .collect::<Vec<_>>(),
         [&"procps"]
     );
     plain(
