@@ -19,6 +19,14 @@
 //! installed packages' `%transfiletriggerin`, `%transfiletriggerpostun`
 //! (in 4.18 only when a trigger's *first* prefix matches), the new
 //! packages' own `%transfiletriggerin`.
+//!
+//! File triggers' arguments: rpm 4.18 gives every file trigger `$1` 0 and
+//! no `$2`. rpm 4.20 (`lib/rpmtriggers.c`, `lib/psm.c`) gives `$1` the
+//! trigger package's installed instances when it runs (or, for an
+//! element's own triggers, that element's scriptlet argument), and
+//! `%filetrigger*` a `$2`: the triggering element's scriptlet argument, or
+//! for an element's own triggers the installed instances of the package
+//! whose file comes first in the trigger's input.
 
 use std::collections::{BTreeSet, HashSet};
 
@@ -64,6 +72,9 @@ pub(crate) struct Db {
     /// `%transfiletriggerpostun`s to run at the end (instance, index,
     /// priority).
     postun: Vec<(u32, u32, u32)>,
+    /// rpm 4.20's file triggers (their arguments, and
+    /// `%transfiletriggerpostun` by every prefix), not rpm 4.18's.
+    rpm420: bool,
 }
 
 /// One scriptlet run.
@@ -142,6 +153,11 @@ impl Db {
             next,
             ..Db::default()
         }
+    }
+
+    /// Run file triggers as rpm 4.20 does (`true`) or as rpm 4.18 does.
+    pub(crate) fn set_rpm420(&mut self, on: bool) {
+        self.rpm420 = on;
     }
 
     /// Mark the installed `inst` as erased by this transaction.
@@ -228,12 +244,12 @@ impl Db {
         self.set_installed(inst, false);
         let te = self.get(inst).expect("just added").clone();
         out.extend(
-            self.file_triggers(&files, sense::TRIGGERIN, 1)
+            self.file_triggers(&files, sense::TRIGGERIN, 1, arg)
                 .into_iter()
                 .map(Step::run),
         );
         out.extend(
-            self.immed_file_triggers(&te, TriggerKind::File, sense::TRIGGERIN, 1)
+            self.immed_file_triggers(&te, TriggerKind::File, sense::TRIGGERIN, 1, arg)
                 .into_iter()
                 .map(Step::run),
         );
@@ -251,12 +267,12 @@ impl Db {
                 .map(Step::run),
         );
         out.extend(
-            self.file_triggers(&files, sense::TRIGGERIN, 2)
+            self.file_triggers(&files, sense::TRIGGERIN, 2, arg)
                 .into_iter()
                 .map(Step::run),
         );
         out.extend(
-            self.immed_file_triggers(&te, TriggerKind::File, sense::TRIGGERIN, 2)
+            self.immed_file_triggers(&te, TriggerKind::File, sense::TRIGGERIN, 2, arg)
                 .into_iter()
                 .map(Step::run),
         );
@@ -281,11 +297,15 @@ impl Db {
         let mut out: Vec<Step> = Vec::new();
         let un = sense::TRIGGERUN;
         out.extend(
-            self.immed_file_triggers(&te, TriggerKind::File, un, 1)
+            self.immed_file_triggers(&te, TriggerKind::File, un, 1, arg)
                 .into_iter()
                 .map(Step::run),
         );
-        out.extend(self.file_triggers(gone, un, 1).into_iter().map(Step::run));
+        out.extend(
+            self.file_triggers(gone, un, 1, arg)
+                .into_iter()
+                .map(Step::run),
+        );
         out.extend(
             self.immed_name_triggers(&te, un, -1)
                 .into_iter()
@@ -296,14 +316,18 @@ impl Db {
             out.push(Step::run(plain(&te.nevra, &te.prefixes, s, arg)));
         }
         out.extend(
-            self.immed_file_triggers(&te, TriggerKind::File, un, 2)
+            self.immed_file_triggers(&te, TriggerKind::File, un, 2, arg)
                 .into_iter()
                 .map(Step::run),
         );
-        out.extend(self.file_triggers(gone, un, 2).into_iter().map(Step::run));
+        out.extend(
+            self.file_triggers(gone, un, 2, arg)
+                .into_iter()
+                .map(Step::run),
+        );
         out.push(Step::Remove);
         out.extend(
-            self.file_triggers(gone, sense::TRIGGERPOSTUN, 1)
+            self.file_triggers(gone, sense::TRIGGERPOSTUN, 1, arg)
                 .into_iter()
                 .map(Step::run),
         );
@@ -316,7 +340,7 @@ impl Db {
                 .map(Step::run),
         );
         out.extend(
-            self.file_triggers(gone, sense::TRIGGERPOSTUN, 2)
+            self.file_triggers(gone, sense::TRIGGERPOSTUN, 2, arg)
                 .into_iter()
                 .map(Step::run),
         );
@@ -329,7 +353,11 @@ impl Db {
 
     /// `%transfiletriggerun` before the elements: installed packages'
     /// (not erased) on the erased files, then each erased package's own
-    /// on the whole database.
+    /// on the whole database, with its `$1` under rpm 4.20 (`rpmpsmNew`'s
+    /// `PKG_TRANSFILETRIGGERUN`: the installed instances of its name, less
+    /// one unless the erasure depends on an install, which every erasure
+    /// cowkit runs does: it is the old version an install replaces or
+    /// obsoletes).
     pub(crate) fn trans_un(&self, erased: &[u32]) -> Vec<Run> {
         let mut out = self.trans_triggers(sense::TRIGGERUN);
         for &i in erased {
@@ -339,6 +367,7 @@ impl Db {
                     TriggerKind::TransFile,
                     sense::TRIGGERUN,
                     0,
+                    self.count(&te.name),
                 ));
             }
         }
@@ -348,28 +377,51 @@ impl Db {
     /// After `%posttrans`: installed packages' `%transfiletriggerin` on
     /// this transaction's files, the `%transfiletriggerpostun`s prepared
     /// by the erasures, then the new packages' own `%transfiletriggerin`
-    /// on the whole database.
-    pub(crate) fn trans_in(&mut self, new: &[u32]) -> Vec<Run> {
+    /// on the whole database. `new`: each new package's instance and its
+    /// `$1` under rpm 4.20 (`rpmpsmNew`'s `PKG_TRANSFILETRIGGERIN`: that of
+    /// its `%posttrans`).
+    pub(crate) fn trans_in(&mut self, new: &[(u32, i64)]) -> Vec<Run> {
         let mut out = self.trans_triggers(sense::TRIGGERIN);
         let mut postun = std::mem::take(&mut self.postun);
         sort_uniq(&mut postun);
         for (inst, tix, _) in postun {
             let Some(p) = self.get(inst) else { continue };
             if let Some(t) = find(p, TriggerKind::TransFile, tix) {
-                out.push(trigger_run(p, t, sense::TRIGGERPOSTUN, Some(0), None, None));
+                // `runPostUnTransFileTrigs`.
+                let arg1 = self.trigger_count(p);
+                out.push(trigger_run(
+                    p,
+                    t,
+                    sense::TRIGGERPOSTUN,
+                    Some(arg1),
+                    None,
+                    None,
+                ));
             }
         }
-        for &i in new {
+        for &(i, arg) in new {
             if let Some(te) = self.get(i) {
                 out.extend(self.immed_file_triggers(
                     te,
                     TriggerKind::TransFile,
                     sense::TRIGGERIN,
                     0,
+                    arg,
                 ));
             }
         }
         out
+    }
+
+    /// `$1` of an installed package's file trigger that an element (or
+    /// the transaction) sets off: rpm 4.20 counts the trigger package's
+    /// installed instances (`rpmdbCountPackages`), rpm 4.18 gives 0.
+    fn trigger_count(&self, owner: &DbPkg) -> i64 {
+        if self.rpm420 {
+            self.count(&owner.name)
+        } else {
+            0
+        }
     }
 
     /// `runTriggers`: installed packages' name triggers on `te`.
@@ -446,8 +498,9 @@ impl Db {
     }
 
     /// `runFileTriggers` for `%filetrigger*`: the database's triggers on
-    /// the element's `files`, priority class 1 (≥ 10000) or 2.
-    fn file_triggers(&self, files: &[DbFile], sense: u32, class: u8) -> Vec<Run> {
+    /// the element's `files`, priority class 1 (≥ 10000) or 2; `arg`: the
+    /// element's scriptlet argument, rpm 4.20's `$2`.
+    fn file_triggers(&self, files: &[DbFile], sense: u32, class: u8, arg: i64) -> Vec<Run> {
         let mut found = Vec::new();
         for p in &self.pkgs {
             for t in p.triggers.iter().filter(|t| t.kind == TriggerKind::File) {
@@ -481,7 +534,9 @@ impl Db {
                 })
                 .collect();
             if !list.is_empty() {
-                out.push(trigger_run(p, t, sense, Some(0), None, Some(list)));
+                let arg2 = self.rpm420.then_some(arg);
+                let arg1 = self.trigger_count(p);
+                out.push(trigger_run(p, t, sense, Some(arg1), arg2, Some(list)));
             }
         }
         out
@@ -524,22 +579,27 @@ impl Db {
             if t.sense() & sense == 0 {
                 continue;
             }
-            let list = self.db_files(t, Some(set));
+            let (list, _) = self.db_files(t, Some(set));
             if !list.is_empty() {
-                out.push(trigger_run(p, t, sense, Some(0), None, Some(list)));
+                let arg1 = self.trigger_count(p);
+                out.push(trigger_run(p, t, sense, Some(arg1), None, Some(list)));
             }
         }
         out
     }
 
     /// `runImmedFileTriggers`: `te`'s own triggers of `kind` on the whole
-    /// database (class 0: all priorities).
+    /// database (class 0: all priorities). Under rpm 4.20, `$1` is `arg`
+    /// (`te`'s scriptlet argument), and a `%filetrigger*`'s `$2` the
+    /// installed instances of the package whose file comes first in its
+    /// input (`runHandleTriggersInPkg`: `mfi->pkgname`).
     fn immed_file_triggers(
         &self,
         te: &DbPkg,
         kind: TriggerKind,
         sense: u32,
         class: u8,
+        arg: i64,
     ) -> Vec<Run> {
         let mut found: Vec<(u32, u32, u32)> = te
             .triggers
@@ -557,10 +617,16 @@ impl Db {
             if t.sense() & sense == 0 {
                 continue;
             }
-            let list = self.db_files(t, None);
-            if !list.is_empty() {
-                out.push(trigger_run(te, t, sense, Some(0), None, Some(list)));
+            let (list, first) = self.db_files(t, None);
+            if list.is_empty() {
+                continue;
             }
+            let (arg1, arg2) = match (self.rpm420, first) {
+                (false, _) => (0, None),
+                (true, Some(name)) if kind == TriggerKind::File => (arg, Some(self.count(name))),
+                (true, _) => (arg, None),
+            };
+            out.push(trigger_run(te, t, sense, Some(arg1), arg2, Some(list)));
         }
         out
     }
@@ -568,28 +634,40 @@ impl Db {
     /// The installed files a trigger's prefixes match, as rpm's database
     /// iterator gives them: per prefix, the packages with a directory
     /// under it (by instance; only those of `only` when given), each one's
-    /// installed files under it in header order.
-    fn db_files(&self, t: &TriggerDef, only: Option<&HashSet<u32>>) -> Vec<Vec<u8>> {
+    /// installed files under it in header order; and the name of the
+    /// package the first of them is from.
+    fn db_files(
+        &self,
+        t: &TriggerDef,
+        only: Option<&HashSet<u32>>,
+    ) -> (Vec<Vec<u8>>, Option<&str>) {
         let mut out = Vec::new();
+        let mut first = None;
         for e in &t.entries {
             for p in &self.pkgs {
                 if only.is_some_and(|s| !s.contains(&p.inst)) || !dir_match(&p.files, &e.name) {
                     continue;
                 }
+                let before = out.len();
                 out.extend(
                     p.files
                         .iter()
                         .filter(|f| f.1 && f.0.starts_with(e.name.as_bytes()))
                         .map(|f| f.0.clone()),
                 );
+                if first.is_none() && out.len() > before {
+                    first = Some(p.name.as_str());
+                }
             }
         }
-        out
+        (out, first)
     }
 
     /// `rpmtriggersPrepPostUnTransFileTrigs`: the `%transfiletriggerpostun`s
     /// an erasure's files fire, to run at the end. rpm 4.18 keeps a
-    /// trigger only when the prefix that matched is its *first* one.
+    /// trigger only when the prefix that matched is its *first* one (and
+    /// looks at that entry's sense only); rpm 4.20 when any of its
+    /// prefixes matched, by that entry's sense (`addTriggers`).
     fn prepare_postun(&mut self, files: &[DbFile]) {
         let mut add = Vec::new();
         for p in &self.pkgs {
@@ -602,8 +680,13 @@ impl Db {
                     let hit = files
                         .iter()
                         .any(|f| f.1 && f.0.starts_with(e.name.as_bytes()));
-                    let first = t.entries.first().map(|f| &f.name) == Some(&e.name);
-                    if hit && first && t.sense() & sense::TRIGGERPOSTUN != 0 {
+                    let kept = if self.rpm420 {
+                        e.flags & sense::TRIGGERPOSTUN != 0
+                    } else {
+                        let first = t.entries.first().map(|f| &f.name) == Some(&e.name);
+                        first && t.sense() & sense::TRIGGERPOSTUN != 0
+                    };
+                    if hit && kept {
                         add.push((p.inst, t.index, t.priority));
                     }
                 }

@@ -405,7 +405,8 @@ pub(crate) struct InDb {
     /// them as its check did.
     pub(crate) added: Vec<usize>,
     /// The rpm that registers the transaction is rpm 4.20: the erased
-    /// packages' `%preuntrans` and `%postuntrans` run.
+    /// packages' `%preuntrans` and `%postuntrans` run, and file triggers
+    /// run as rpm 4.20 runs them (`db` knows it too).
     pub(crate) rpm420: bool,
 }
 

@@ -226,12 +226,9 @@ pub(crate) fn unplaceable(pkgs: &[Pkg]) -> Result<()> {
 /// looked at before anything is touched (`plan`:
 /// [`crate::runner::simulate`]'s). `lua`: rpm's Lua can be started.
 ///
-/// `rpm420`: the rpm that registers the transaction is rpm 4.20, whose file
-/// triggers get other arguments than rpm 4.18's (`lib/rpmtriggers.c`:
-/// `$1` the trigger package's installed count, `%filetrigger*` a `$2`),
-/// which cowkit does not compute yet: the plan's file triggers are refused
-/// by name; and whose Lua reads the package's builder rpm version
-/// (`RPMVERSION`): a `<lua>` scriptlet of a header without one is refused.
+/// `rpm420`: the rpm that registers the transaction is rpm 4.20, whose Lua
+/// reads the package's builder rpm version (`RPMVERSION`): a `<lua>`
+/// scriptlet of a header without one is refused.
 pub(crate) fn unsupported(plan: &[PlanEntry], lua: bool, rpm420: bool) -> Result<()> {
     let mut problems = Vec::new();
     let mut seen = HashSet::new();
@@ -258,9 +255,6 @@ pub(crate) fn unsupported(plan: &[PlanEntry], lua: bool, rpm420: bool) -> Result
 
 /// What of `run` cowkit cannot do as rpm 4.20 does (see [`unsupported`]).
 fn rpm420_unsupported(run: &crate::plan::Run) -> Option<&'static str> {
-    if run.name.starts_with("%filetrigger") || run.name.starts_with("%transfiletrigger") {
-        return Some("rpm 4.20 gives file triggers arguments ($1: the trigger package's installed count; $2 for %filetrigger*) that cowkit does not compute yet");
-    }
     if run.script.is_lua() && run.script.rpmver.is_none() {
         return Some("its package's header has no RPMVERSION, which rpm 4.20's Lua takes from it (rpm 4.20 itself would fail on it)");
     }

@@ -86,7 +86,10 @@ pub(crate) fn simulate(pkgs: &[Pkg], indb: &InDb) -> Vec<PlanEntry> {
     for (k, r) in untrans(indb, Phase::PostUnTrans, &db) {
         out.push(entry(&indb.erased[k].installed.nevra, "run", Some(r)));
     }
-    let insts: Vec<u32> = new.iter().map(|&(_, inst)| inst).collect();
+    let insts: Vec<(u32, i64)> = new
+        .iter()
+        .map(|&(i, inst)| (inst, posttrans_arg(&db, pkgs, indb, i)))
+        .collect();
     for r in db.trans_in(&insts) {
         out.push(entry("", "run", Some(r)));
     }
@@ -111,8 +114,9 @@ fn untrans(indb: &InDb, phase: Phase, db: &Db) -> Vec<(usize, crate::plan::Run)>
         .collect()
 }
 
-/// `%posttrans`'s `$1`: the instances installed now, plus one when the
-/// package replaced another (rpm's `isUpdate`).
+/// `%posttrans`'s `$1` (and, under rpm 4.20, its own
+/// `%transfiletriggerin`'s): the instances installed now, plus one when
+/// the package replaced another (rpm's `isUpdate`).
 fn posttrans_arg(db: &Db, pkgs: &[Pkg], indb: &InDb, i: usize) -> i64 {
     let update = indb.erased.iter().any(|e| e.by == i);
     db.count(&pkgs[i].name) + i64::from(update)
@@ -452,7 +456,11 @@ impl Runner<'_> {
                 self.script(&run)?;
             }
         }
-        let insts: Vec<u32> = self.placed.iter().map(|&(_, inst)| inst).collect();
+        let insts: Vec<(u32, i64)> = self
+            .placed
+            .iter()
+            .map(|&(i, inst)| (inst, posttrans_arg(&self.db, self.pkgs, self.indb, i)))
+            .collect();
         for run in self.db.trans_in(&insts) {
             self.script(&run)?;
         }

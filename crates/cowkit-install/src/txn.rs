@@ -497,8 +497,10 @@ fn check_in_db(
         }
     }
     let erased = erasures(rpm, pkgs, &plan.erase, instances)?;
-    let (db, erased_at) = database(rpm, pkgs, erased, fresh)?;
+    let (mut db, erased_at) = database(rpm, pkgs, erased, fresh)?;
     let elements = refuse::elements(&plan, &nevras, &erased_at)?;
+    let rpm420 = cowkit_rpmdb::check_generation()? == cowkit_rpmdb::generation::Generation::Rpm420;
+    db.set_rpm420(rpm420);
     Ok(Checked {
         db: InDb {
             order,
@@ -509,8 +511,7 @@ fn check_in_db(
             kept,
             dropped: plan.dropped,
             added,
-            rpm420: cowkit_rpmdb::check_generation()?
-                == cowkit_rpmdb::generation::Generation::Rpm420,
+            rpm420,
         },
         gate,
     })

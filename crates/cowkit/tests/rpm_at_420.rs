@@ -1,6 +1,7 @@
 //! rpm's scenarios (`rpm_at.rs`) with rpm 4.20 as both the reference and
 //! the rpm that registers cowkit's root, and the `%preuntrans` and
-//! `%postuntrans` scenarios of rpm 4.20 (`rpm_at/untrans.rs`): packages are
+//! `%postuntrans` scenarios of rpm 4.20 (`rpm_at/untrans.rs`) and its file
+//! trigger arguments (`rpm_at/ftargs.rs`): packages are
 //! built by rpm 4.20's `rpmbuild`; each scenario must end as
 //! `rpm_at/expected_420.rs` says, or else as `rpm_at/expected.rs` says.
 //!
@@ -21,6 +22,8 @@ use common::{as_root, tmp};
 mod expected;
 #[path = "rpm_at/expected_420.rs"]
 mod expected_420;
+#[path = "rpm_at/ftargs.rs"]
+mod ftargs;
 #[path = "rpm_at/harness.rs"]
 mod harness;
 #[path = "rpm_at/run.rs"]
@@ -132,6 +135,7 @@ fn rpm_at_scenarios_with_rpm_420_end_as_the_table_says() {
     // their exit statuses (rpm's and cowkit's outputs are still compared).
     let mut all: Vec<harness::Scenario> = scenarios::all().into_iter().map(unheld).collect();
     all.extend(untrans::all());
+    all.extend(ftargs::all());
     run::run_table(
         expected::EXPECTED,
         expected_420::OVER_420,
