@@ -1483,14 +1483,14 @@ fn the_shim_as_dnf5_builds_what_plain_dnf5_builds_from_mkosis_command_line() {
     makecache(&shim_etc, &b, true);
     let mut install = mkosi_dnf5_args(&plain_etc, "x", &a, true);
     install.push("install".into());
-    install.extend(WITHOUT_FILE_TRIGGERS.map(OsString::from));
+    install.extend(WITHOUT_PROCPS.map(OsString::from));
     run_ok(
         env(&mut Command::new(prefix.join("bin/dnf5")), &prefix).args(&install),
         "dnf5 install (mkosi's command line)",
     );
     let mut install = mkosi_dnf5_args(&shim_etc, "x", &b, true);
     install.push("install".into());
-    install.extend(WITHOUT_FILE_TRIGGERS.map(OsString::from));
+    install.extend(WITHOUT_PROCPS.map(OsString::from));
     let r = via_shim_env(&prefix, &shim, &so, &ck, &install, &[("COWKIT_JSON", "1")]);
     assert!(r.ok, "install through the shim: {}", r.stderr);
     // cowkit's plugin ran (mkosi's `--disable-plugin=*` notwithstanding)
