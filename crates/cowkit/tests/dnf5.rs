@@ -1431,7 +1431,7 @@ fn via_shim_env(
 /// cowkit as `dnf5` (the link `--shim-dir` makes, first on `PATH`) builds
 /// the root that plain dnf5 builds from mkosi's dnf5 command line
 /// ([`mkosi_dnf5_args`]): mkosi's `makecache`, then `install` of
-/// [`WITHOUT_FILE_TRIGGERS`] with `--no-docs`; the twins agree
+/// [`WITHOUT_PROCPS`] with `--no-docs`; the twins agree
 /// ([`assert_same_roots`]: scriptlet logs, `rpm -qa`, `rpm -Va`, file
 /// states, trees) and the `%doc` files are left out. cowkit fetched the
 /// packages, and dnf5's cache keeps them as plain dnf5's does (mkosi's
