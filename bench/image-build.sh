@@ -24,9 +24,11 @@
 #   RESOLVER=dnf        dnf (dnf 4 and the host's rpm 4.18) or dnf5: dnf5
 #                       and rpm 4.20 from the prefix COWKIT_FEDORA_TOOLS
 #                       names (else scripts/fedora-tools.sh all finds or
-#                       builds it), first on PATH for every command of the
-#                       run; cowkit dnf over that dnf5 with cowkit's libdnf5
-#                       plugin, built here; results ...-SET-dnf5
+#                       builds it), first on PATH for the timed runs and
+#                       the floor (the packages are still built by the
+#                       host's rpmbuild); cowkit dnf over that dnf5 with
+#                       cowkit's libdnf5 plugin, built here; results
+#                       ...-SET-dnf5
 #
 # Set `corpus` (results YYYY-MM-DD-image-build):
 # The repository (on the XFS mount, createrepo_c) holds the corpus packages
@@ -82,6 +84,7 @@ PY=/usr/bin/python3
 need_root
 need mkfs.xfs:xfsprogs dnf:dnf createrepo_c:createrepo-c rpmbuild:rpm busybox:busybox-static
 RESOLVER=${RESOLVER:-dnf}
+RUN_ENV=()
 case $RESOLVER in
 dnf) ;;
 dnf5)
@@ -89,7 +92,10 @@ dnf5)
   [ -x "$tools/bin/dnf5" ] && [ -x "$tools/bin/rpm" ] || die "RESOLVER=dnf5: no dnf5 and rpm in $tools/bin"
   plugin_dir="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/dnf5-plugin"
   make -s -C "$REPO_ROOT/crates/cowkit-dnf/dnf5-plugin" PREFIX="$tools" OUT="$plugin_dir" >&2
-  export PATH="$tools/bin:$PATH" COWKIT_DNF="$tools/bin/dnf5" COWKIT_DNF5_PLUGIN="$plugin_dir/cowkit.so"
+  # For the timed runs only: the packages are built by the host's rpmbuild,
+  # as the tests build them (rpm 4.20's would add user()/group() requires
+  # that only sysusers provide).
+  RUN_ENV=(PATH="$tools/bin:$PATH" COWKIT_DNF="$tools/bin/dnf5" COWKIT_DNF5_PLUGIN="$plugin_dir/cowkit.so")
   ;;
 *) die "RESOLVER=$RESOLVER: want dnf or dnf5" ;;
 esac
@@ -180,10 +186,10 @@ run_fedora() {
   fi
   local results_label=$label
   [ "$RESOLVER" = dnf ] || results_label=$label-$RESOLVER
-  "$PY" "$BENCH_DIR/image_build.py" \
+  env "${RUN_ENV[@]}" "$PY" "$BENCH_DIR/image_build.py" \
     --cowkit "$COWKIT" --mount "$mnt" --repo "$mnt/$label/repo" --rounds "$ROUNDS" \
     --results "$RESULTS_DIR" --img-size "$IMG_SIZE" --label "$results_label" \
-    --dbpath "$(rpm -E %_dbpath)" --log /var/log/scriptlets.log --about "$about" \
+    --dbpath "$(env "${RUN_ENV[@]}" rpm -E %_dbpath)" --log /var/log/scriptlets.log --about "$about" \
     --dnf "$RESOLVER" --names "${names[@]}"
 }
 

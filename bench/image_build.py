@@ -281,7 +281,10 @@ def main():
             "loadavg_end": load1,
             "filesystem": "loop XFS (reflink=1), %s sparse image" % a.img_size,
             "rpm": subprocess.run(["rpm", "--version"], capture_output=True).stdout.decode().strip(),
-            "dnf": subprocess.run([a.dnf, "--version"], capture_output=True).stdout.decode().split("\n")[0],
+            # Against an empty root: dnf5 opens (and creates) the database
+            # of its root even for --version.
+            "dnf": subprocess.run([a.dnf, "--installroot=" + fresh_root(a, "version"), "--version"],
+                                  capture_output=True).stdout.decode().split("\n")[0],
             "cowkit": a.cowkit,
             "cowkit_commit": subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "rev-parse", "--short", "HEAD"], capture_output=True).stdout.decode().strip(),
         },
