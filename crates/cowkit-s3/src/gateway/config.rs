@@ -9,12 +9,11 @@ use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 use super::{S3Gateway, Setting};
 use crate::answer::refusal_error;
 use crate::respond::set_status;
-use crate::store::Store;
 
 /// The bucket's CORS rules.
 pub(super) const CORS: Setting<CORSRules, CORSRules, GetBucketCorsOutput> = Setting {
     record: crate::cors::RECORD,
-    read: |s, b| s.bucket_record(b, crate::cors::RECORD, crate::cors::MAX_RECORD),
+    read: crate::cors::serve::stored_rules,
     missing: no_such_configuration,
     answer: |rules| GetBucketCorsOutput {
         cors_rules: Some(rules),
@@ -39,12 +38,6 @@ pub(super) async fn put_bucket_cors(
     crate::cors::check_rules(&rules).map_err(refusal_error)?;
     g.keep_setting(&CORS, i.bucket, Some(rules)).await?;
     Ok(S3Response::new(PutBucketCorsOutput::default()))
-}
-
-/// The bucket's CORS rules (`None`: it has none); the bucket must exist.
-pub(crate) fn cors_rules(s: &Store, b: &str) -> crate::Result<Option<CORSRules>> {
-    s.head_bucket(b)?;
-    (CORS.read)(s, b)
 }
 
 pub(super) async fn delete_bucket_cors(

@@ -68,7 +68,7 @@ macro_rules! put_checksum_value {
 
 mod access;
 mod bucket;
-pub(crate) mod config;
+mod config;
 mod listing;
 mod object;
 mod receive;
