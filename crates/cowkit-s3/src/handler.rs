@@ -442,7 +442,7 @@ impl Handler {
         }
         let slot = leftover::Slot::default();
         let (parts, body) = req.into_parts();
-        let body = s3s::Body::http_body(leftover::Returned::new(body, slot.clone()));
+        let body = s3s::Body::http_body(leftover::Returned::with_tap(body, slot.clone()));
         let res = self
             .service
             .call(http::Request::from_parts(parts, body))

@@ -17,13 +17,22 @@ fn bucket_of(uri: &http::Uri) -> Option<String> {
     (!b.is_empty()).then(|| b.to_string())
 }
 
-/// The bucket's rules, read on the blocking pool.
+/// The CORS rules kept for `bucket` (`None`: it has none).
+pub(crate) fn stored_rules(s: &Store, bucket: &str) -> crate::Result<Option<s3s::dto::CORSRules>> {
+    s.bucket_record(bucket, super::RECORD, super::MAX_RECORD)
+}
+
+/// The bucket's rules, read on the blocking pool; the bucket must exist.
 async fn rules_of(
     store: &Arc<Store>,
     bucket: String,
 ) -> Result<Option<s3s::dto::CORSRules>, Refusal> {
     let store = store.clone();
-    tokio::task::spawn_blocking(move || crate::gateway::config::cors_rules(&store, &bucket))
+    let read = move || {
+        store.head_bucket(&bucket)?;
+        stored_rules(&store, &bucket)
+    };
+    tokio::task::spawn_blocking(read)
         .await
         .map_err(|e| internal(&e))?
         .map_err(store_refusal)

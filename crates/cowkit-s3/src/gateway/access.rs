@@ -1,9 +1,11 @@
 //! Bucket ACLs, object ownership and bucket policies: Put/Get of a
-//! bucket's ACL, Put/Get/Delete of its ownership controls and its policy
-//! (the records are read and checked by [`crate::acl`], [`crate::policy`]
-//! and [`crate::authz`]; who may call these is decided before, in
-//! [`crate::authz`]).
+//! bucket's ACL; its ownership controls and its policy, two [`Setting`]s,
+//! and their Put (Get and Delete are the gateway's, the same for every
+//! setting). The records are read and checked by [`crate::acl`],
+//! [`crate::policy`] and [`crate::authz`]; who may call these is decided
+//! before, in [`crate::authz`].
 
+use super::Setting;
 use super::*;
 use crate::acl::{Acl, AclError, GrantHeaders, Ownership};
 use crate::authz::{s3_error, Caller, StoredOwnership, StoredPolicy};
@@ -25,21 +27,25 @@ fn acl_error(e: AclError) -> S3Error {
     s3_error(e.code(), e.status(), e.to_string())
 }
 
-/// The `x-amz-grant-*` headers of a request (s3s has read them).
-fn grant_headers(
-    full_control: &Option<String>,
-    read: &Option<String>,
-    read_acp: &Option<String>,
-    write: &Option<String>,
-    write_acp: &Option<String>,
-) -> GrantHeaders {
-    GrantHeaders {
-        full_control: full_control.clone(),
-        read: read.clone(),
-        read_acp: read_acp.clone(),
-        write: write.clone(),
-        write_acp: write_acp.clone(),
-    }
+/// The ACL a CreateBucket or PutBucketAcl input asks for in its headers
+/// (s3s has read them; the two inputs name them alike): the canned ACL of
+/// `x-amz-acl` (empty as none), and the `x-amz-grant-*` headers.
+macro_rules! acl_headers {
+    ($i:expr) => {
+        (
+            $i.acl
+                .as_ref()
+                .map(|a| a.as_str())
+                .filter(|a| !a.is_empty()),
+            GrantHeaders {
+                full_control: $i.grant_full_control.clone(),
+                read: $i.grant_read.clone(),
+                read_acp: $i.grant_read_acp.clone(),
+                write: $i.grant_write.clone(),
+                write_acp: $i.grant_write_acp.clone(),
+            },
+        )
+    };
 }
 
 /// The ACL and ownership setting CreateBucket gives a new bucket (see
@@ -48,14 +54,7 @@ pub(super) fn new_bucket(
     i: &CreateBucketInput,
     caller: &Caller,
 ) -> S3Result<(Acl, Option<Ownership>)> {
-    let canned = i.acl.as_ref().map(|a| a.as_str()).filter(|a| !a.is_empty());
-    let grants = grant_headers(
-        &i.grant_full_control,
-        &i.grant_read,
-        &i.grant_read_acp,
-        &i.grant_write,
-        &i.grant_write_acp,
-    );
+    let (canned, grants) = acl_headers!(i);
     let header = i.object_ownership.as_ref().map(|o| o.as_str());
     crate::authz::new_bucket_access(
         &caller.principal.access_key,
@@ -93,14 +92,7 @@ pub(super) async fn put_bucket_acl(
             "The bucket does not allow ACLs.",
         ));
     }
-    let canned = i.acl.as_ref().map(|a| a.as_str()).filter(|a| !a.is_empty());
-    let grants = grant_headers(
-        &i.grant_full_control,
-        &i.grant_read,
-        &i.grant_read_acp,
-        &i.grant_write,
-        &i.grant_write_acp,
-    );
+    let (canned, grants) = acl_headers!(i);
     let acl = if let Some(doc) = &i.access_control_policy {
         let acl = Acl::from_document(&owner, doc, &|_| true).map_err(acl_error)?;
         if canned.is_some() || grants.any() {
@@ -160,6 +152,33 @@ fn no_such_ownership() -> S3Error {
     )
 }
 
+/// The bucket's policy, as the client sent it.
+pub(super) const POLICY: Setting<StoredPolicy, String, GetBucketPolicyOutput> = Setting {
+    record: crate::authz::POLICY_RECORD,
+    read: crate::authz::bucket_policy,
+    missing: no_such_policy,
+    answer: |policy| GetBucketPolicyOutput {
+        policy: Some(policy),
+    },
+    stored: std::marker::PhantomData,
+};
+
+/// The bucket's object ownership.
+pub(super) const OWNERSHIP: Setting<StoredOwnership, Ownership, GetBucketOwnershipControlsOutput> =
+    Setting {
+        record: crate::authz::OWNERSHIP_RECORD,
+        read: crate::authz::bucket_ownership,
+        missing: no_such_ownership,
+        answer: |o| GetBucketOwnershipControlsOutput {
+            ownership_controls: Some(OwnershipControls {
+                rules: vec![OwnershipControlsRule {
+                    object_ownership: ObjectOwnership::from(o.name().to_string()),
+                }],
+            }),
+        },
+        stored: std::marker::PhantomData,
+    };
+
 pub(super) async fn put_bucket_policy(
     g: &S3Gateway,
     req: S3Request<PutBucketPolicyInput>,
@@ -171,34 +190,8 @@ pub(super) async fn put_bucket_policy(
     crate::policy::Policy::parse(&i.policy, &b, &|k| caller.knows(k))
         .map_err(|e| s3_error("MalformedPolicy", 400, e.to_string()))?;
     let stored = StoredPolicy { policy: i.policy };
-    g.keep_record(b, crate::authz::POLICY_RECORD, Some(stored))
-        .await?;
+    g.keep_setting(&POLICY, b, Some(stored)).await?;
     Ok(S3Response::new(PutBucketPolicyOutput::default()))
-}
-
-pub(super) async fn get_bucket_policy(
-    g: &S3Gateway,
-    req: S3Request<GetBucketPolicyInput>,
-) -> S3Result<S3Response<GetBucketPolicyOutput>> {
-    let policy = g
-        .read_record(
-            req.input.bucket,
-            crate::authz::bucket_policy,
-            no_such_policy,
-        )
-        .await?;
-    Ok(S3Response::new(GetBucketPolicyOutput {
-        policy: Some(policy),
-    }))
-}
-
-pub(super) async fn delete_bucket_policy(
-    g: &S3Gateway,
-    req: S3Request<DeleteBucketPolicyInput>,
-) -> S3Result<S3Response<DeleteBucketPolicyOutput>> {
-    g.keep_record::<StoredPolicy>(req.input.bucket, crate::authz::POLICY_RECORD, None)
-        .await?;
-    Ok(S3Response::new(DeleteBucketPolicyOutput::default()))
 }
 
 pub(super) async fn put_bucket_ownership_controls(
@@ -219,38 +212,6 @@ pub(super) async fn put_bucket_ownership_controls(
     };
     let ownership = Ownership::parse(rule.object_ownership.as_str()).ok_or_else(malformed)?;
     let stored = StoredOwnership { ownership };
-    g.keep_record(i.bucket, crate::authz::OWNERSHIP_RECORD, Some(stored))
-        .await?;
+    g.keep_setting(&OWNERSHIP, i.bucket, Some(stored)).await?;
     Ok(S3Response::new(PutBucketOwnershipControlsOutput::default()))
-}
-
-pub(super) async fn get_bucket_ownership_controls(
-    g: &S3Gateway,
-    req: S3Request<GetBucketOwnershipControlsInput>,
-) -> S3Result<S3Response<GetBucketOwnershipControlsOutput>> {
-    let o = g
-        .read_record(
-            req.input.bucket,
-            crate::authz::bucket_ownership,
-            no_such_ownership,
-        )
-        .await?;
-    Ok(S3Response::new(GetBucketOwnershipControlsOutput {
-        ownership_controls: Some(OwnershipControls {
-            rules: vec![OwnershipControlsRule {
-                object_ownership: ObjectOwnership::from(o.name().to_string()),
-            }],
-        }),
-    }))
-}
-
-pub(super) async fn delete_bucket_ownership_controls(
-    g: &S3Gateway,
-    req: S3Request<DeleteBucketOwnershipControlsInput>,
-) -> S3Result<S3Response<DeleteBucketOwnershipControlsOutput>> {
-    g.keep_record::<StoredOwnership>(req.input.bucket, crate::authz::OWNERSHIP_RECORD, None)
-        .await?;
-    Ok(S3Response::new(
-        DeleteBucketOwnershipControlsOutput::default(),
-    ))
 }

@@ -2,8 +2,11 @@
 //! filesystem call runs on tokio's blocking pool.
 //!
 //! The `impl S3` at the end is the route table: one line an operation, to
-//! its function in `bucket`, `config` (CORS), `object`, `listing`, `upload` or `versioning` (bodies come
-//! in through `receive`). Reading a request's input is
+//! its function in `bucket`, `access` (ACLs, ownership, policies), `config`
+//! (CORS), `website`, `object`, `listing`, `upload` or `versioning` (bodies
+//! come in through `receive`); the Get and Delete of a bucket `Setting`
+//! (policy, ownership controls, CORS rules, website) are the same for all,
+//! `get_setting` and `delete_setting`. Reading a request's input is
 //! [`crate::request`]'s, its checksum headers [`crate::checksum`]'s;
 //! errors are made by [`crate::error`], and what s3s cannot write into a
 //! response is asked of [`crate::respond`].
@@ -65,7 +68,7 @@ macro_rules! put_checksum_value {
 
 mod access;
 mod bucket;
-pub(crate) mod config;
+mod config;
 mod listing;
 mod object;
 mod receive;
@@ -272,8 +275,8 @@ impl S3Gateway {
         self.run(move |s| s.head_bucket(&b)).await
     }
 
-    /// Keep `value` as the bucket record `name` of bucket `b` (a website,
-    /// CORS, policy, ownership or ACL setting); `None` drops it.
+    /// Keep `value` as the bucket record `name` of bucket `b` (a
+    /// [`Setting`], or the bucket's ACL); `None` drops it.
     async fn keep_record<T>(&self, b: String, name: &'static str, value: Option<T>) -> S3Result<()>
     where
         T: serde::Serialize + Send + 'static,
@@ -282,20 +285,73 @@ impl S3Gateway {
             .await
     }
 
-    /// A bucket setting of bucket `b`, which must exist, as `read` finds
-    /// it; `missing()` when the bucket has none.
-    async fn read_record<T, F>(&self, b: String, read: F, missing: fn() -> S3Error) -> S3Result<T>
+    /// Keep `value` as bucket `b`'s `setting`; `None` drops it.
+    async fn keep_setting<S, V, G>(
+        &self,
+        setting: &Setting<S, V, G>,
+        b: String,
+        value: Option<S>,
+    ) -> S3Result<()>
     where
-        T: Send + 'static,
-        F: FnOnce(&Store, &str) -> crate::Result<Option<T>> + Send + 'static,
+        S: serde::Serialize + Send + 'static,
     {
-        self.run(move |s| {
-            s.head_bucket(&b)?;
-            read(s, &b)
-        })
-        .await?
-        .ok_or_else(missing)
+        self.keep_record(b, setting.record, value).await
     }
+
+    /// A Get of bucket `b`'s `setting`: the bucket must exist, and
+    /// `setting.missing()` answers when it has none.
+    async fn get_setting<S, V, G>(
+        &self,
+        setting: &Setting<S, V, G>,
+        b: String,
+    ) -> S3Result<S3Response<G>>
+    where
+        V: Send + 'static,
+    {
+        let read = setting.read;
+        let value = self
+            .run(move |s| {
+                s.head_bucket(&b)?;
+                read(s, &b)
+            })
+            .await?
+            .ok_or_else(setting.missing)?;
+        Ok(S3Response::new((setting.answer)(value)))
+    }
+
+    /// A Delete of bucket `b`'s `setting`: its record dropped, and S3's
+    /// empty answer.
+    async fn delete_setting<S, V, G, O>(
+        &self,
+        setting: &Setting<S, V, G>,
+        b: String,
+    ) -> S3Result<S3Response<O>>
+    where
+        S: serde::Serialize + Send + 'static,
+        O: Default,
+    {
+        self.keep_setting(setting, b, None).await?;
+        Ok(S3Response::new(O::default()))
+    }
+}
+
+/// A bucket setting kept whole as one bucket record, stored as `S`, read
+/// back as `V` and answered to a Get as `G`: the bucket's policy, ownership
+/// controls, CORS rules or website. Put checks it its own way; Get and
+/// Delete are the same for all ([`S3Gateway::get_setting`],
+/// [`S3Gateway::delete_setting`]). (The ACL is a record too, but every
+/// bucket has one.)
+struct Setting<S, V, G> {
+    /// The record's name.
+    record: &'static str,
+    /// Bucket `b`'s setting (`None`: it has none).
+    read: fn(&Store, &str) -> crate::Result<Option<V>>,
+    /// S3's answer to a Get on a bucket without one.
+    missing: fn() -> S3Error,
+    /// The Get's answer.
+    answer: fn(V) -> G,
+    /// What is stored.
+    stored: std::marker::PhantomData<fn(S)>,
 }
 
 #[async_trait::async_trait]
@@ -374,7 +430,7 @@ impl S3 for S3Gateway {
         &self,
         req: S3Request<GetBucketPolicyInput>,
     ) -> S3Result<S3Response<GetBucketPolicyOutput>> {
-        access::get_bucket_policy(self, req).await
+        self.get_setting(&access::POLICY, req.input.bucket).await
     }
 
     async fn put_bucket_policy(
@@ -388,14 +444,14 @@ impl S3 for S3Gateway {
         &self,
         req: S3Request<DeleteBucketPolicyInput>,
     ) -> S3Result<S3Response<DeleteBucketPolicyOutput>> {
-        access::delete_bucket_policy(self, req).await
+        self.delete_setting(&access::POLICY, req.input.bucket).await
     }
 
     async fn get_bucket_ownership_controls(
         &self,
         req: S3Request<GetBucketOwnershipControlsInput>,
     ) -> S3Result<S3Response<GetBucketOwnershipControlsOutput>> {
-        access::get_bucket_ownership_controls(self, req).await
+        self.get_setting(&access::OWNERSHIP, req.input.bucket).await
     }
 
     async fn put_bucket_ownership_controls(
@@ -409,7 +465,8 @@ impl S3 for S3Gateway {
         &self,
         req: S3Request<DeleteBucketOwnershipControlsInput>,
     ) -> S3Result<S3Response<DeleteBucketOwnershipControlsOutput>> {
-        access::delete_bucket_ownership_controls(self, req).await
+        self.delete_setting(&access::OWNERSHIP, req.input.bucket)
+            .await
     }
 
     async fn put_bucket_website(
@@ -423,14 +480,15 @@ impl S3 for S3Gateway {
         &self,
         req: S3Request<GetBucketWebsiteInput>,
     ) -> S3Result<S3Response<GetBucketWebsiteOutput>> {
-        website::get_bucket_website(self, req).await
+        self.get_setting(&website::WEBSITE, req.input.bucket).await
     }
 
     async fn delete_bucket_website(
         &self,
         req: S3Request<DeleteBucketWebsiteInput>,
     ) -> S3Result<S3Response<DeleteBucketWebsiteOutput>> {
-        website::delete_bucket_website(self, req).await
+        self.delete_setting(&website::WEBSITE, req.input.bucket)
+            .await
     }
 
     async fn restore_object(
@@ -662,7 +720,7 @@ impl S3 for S3Gateway {
         &self,
         req: S3Request<GetBucketCorsInput>,
     ) -> S3Result<S3Response<GetBucketCorsOutput>> {
-        config::get_bucket_cors(self, req).await
+        self.get_setting(&config::CORS, req.input.bucket).await
     }
 
     async fn delete_bucket_cors(

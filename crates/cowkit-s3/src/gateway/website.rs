@@ -1,7 +1,9 @@
-//! Bucket website configurations: Put, Get and Delete of the bucket's
-//! `website.json` record, checked by [`crate::website`] before it is kept
-//! (who may call these is decided before, in [`crate::authz`]).
+//! Bucket website configurations, a [`Setting`] kept in the bucket's
+//! `website.json` record: its Put, checked by [`crate::website`] before it
+//! is kept (Get and Delete are the gateway's; who may call these is
+//! decided before, in [`crate::authz`]).
 
+use super::Setting;
 use super::*;
 use crate::authz::s3_error;
 use crate::website::{self, WebsiteError};
@@ -21,6 +23,24 @@ fn no_such_configuration() -> S3Error {
     )
 }
 
+/// The bucket's website configuration.
+pub(super) const WEBSITE: Setting<
+    WebsiteConfiguration,
+    WebsiteConfiguration,
+    GetBucketWebsiteOutput,
+> = Setting {
+    record: website::RECORD,
+    read: |s, b| s.bucket_record(b, website::RECORD, MAX_RECORD),
+    missing: no_such_configuration,
+    answer: |config| GetBucketWebsiteOutput {
+        error_document: config.error_document,
+        index_document: config.index_document,
+        redirect_all_requests_to: config.redirect_all_requests_to,
+        routing_rules: config.routing_rules,
+    },
+    stored: std::marker::PhantomData,
+};
+
 pub(super) async fn put_bucket_website(
     g: &S3Gateway,
     req: S3Request<PutBucketWebsiteInput>,
@@ -29,34 +49,6 @@ pub(super) async fn put_bucket_website(
     g.bucket_exists(&i.bucket).await?;
     let config = i.website_configuration;
     website::check(&config).map_err(website_error)?;
-    g.keep_record(i.bucket, website::RECORD, Some(config))
-        .await?;
+    g.keep_setting(&WEBSITE, i.bucket, Some(config)).await?;
     Ok(S3Response::new(PutBucketWebsiteOutput::default()))
-}
-
-pub(super) async fn get_bucket_website(
-    g: &S3Gateway,
-    req: S3Request<GetBucketWebsiteInput>,
-) -> S3Result<S3Response<GetBucketWebsiteOutput>> {
-    let read = |s: &Store, b: &str| {
-        s.bucket_record::<WebsiteConfiguration>(b, website::RECORD, MAX_RECORD)
-    };
-    let config = g
-        .read_record(req.input.bucket, read, no_such_configuration)
-        .await?;
-    Ok(S3Response::new(GetBucketWebsiteOutput {
-        error_document: config.error_document,
-        index_document: config.index_document,
-        redirect_all_requests_to: config.redirect_all_requests_to,
-        routing_rules: config.routing_rules,
-    }))
-}
-
-pub(super) async fn delete_bucket_website(
-    g: &S3Gateway,
-    req: S3Request<DeleteBucketWebsiteInput>,
-) -> S3Result<S3Response<DeleteBucketWebsiteOutput>> {
-    g.keep_record::<WebsiteConfiguration>(req.input.bucket, website::RECORD, None)
-        .await?;
-    Ok(S3Response::new(DeleteBucketWebsiteOutput::default()))
 }

@@ -12,11 +12,11 @@
 //! client that stops sending). Longer or unknown-length bodies are left to
 //! hyper, which closes the connection.
 
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 
 use bytes::Bytes;
+
+use crate::inspect::{Tap, Tapped};
 
 /// The most bytes of a refused request's body read to keep its
 /// connection.
@@ -49,59 +49,17 @@ impl Slot {
     }
 }
 
+impl Tap for Slot {
+    fn dropped(&mut self, rest: s3s::Body) {
+        if !http_body::Body::is_end_stream(&rest) {
+            *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(rest);
+        }
+    }
+}
+
 /// A request body that hands what is left of it to its [`Slot`] when
 /// dropped before its end.
-pub(crate) struct Returned {
-    inner: Option<s3s::Body>,
-    slot: Slot,
-}
-
-impl Returned {
-    /// Wrap `inner`, returning it to `slot` if dropped unread.
-    pub(crate) fn new(inner: s3s::Body, slot: Slot) -> Returned {
-        Returned {
-            inner: Some(inner),
-            slot,
-        }
-    }
-}
-
-impl Drop for Returned {
-    fn drop(&mut self) {
-        if let Some(b) = self.inner.take() {
-            if !http_body::Body::is_end_stream(&b) {
-                *self.slot.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(b);
-            }
-        }
-    }
-}
-
-impl http_body::Body for Returned {
-    type Data = Bytes;
-    type Error = s3s::StdError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, s3s::StdError>>> {
-        match self.inner.as_mut() {
-            Some(b) => Pin::new(b).poll_frame(cx),
-            None => Poll::Ready(None),
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner
-            .as_ref()
-            .is_none_or(http_body::Body::is_end_stream)
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.inner
-            .as_ref()
-            .map_or_else(http_body::SizeHint::default, http_body::Body::size_hint)
-    }
-}
+pub(crate) type Returned = Tapped<Slot>;
 
 /// Whether a request declaring `content_length` has a body worth reading
 /// to keep its connection.
@@ -116,14 +74,14 @@ mod tests {
     #[test]
     fn a_body_dropped_unread_comes_back() {
         let slot = Slot::default();
-        drop(Returned::new(
+        drop(Returned::with_tap(
             s3s::Body::from("left".to_string()),
             slot.clone(),
         ));
         let back = slot.take().expect("returned");
         assert_eq!(http_body::Body::size_hint(&back).exact(), Some(4));
         // An empty body is at its end: nothing comes back.
-        drop(Returned::new(s3s::Body::empty(), slot.clone()));
+        drop(Returned::with_tap(s3s::Body::empty(), slot.clone()));
         assert!(slot.take().is_none());
         assert!(worth_reading(Some(1)) && worth_reading(Some(MAX_LEFTOVER)));
         assert!(!worth_reading(None) && !worth_reading(Some(0)));
