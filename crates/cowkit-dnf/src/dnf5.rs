@@ -119,20 +119,27 @@ pub fn flags(plan: &Plan) -> std::result::Result<Option<TxFlags>, RunError> {
     Ok(plan.tsflags.as_ref().map(|_| t))
 }
 
-/// dnf5 keeps its own copies of the packages (`keepcache`, as dnf5 holds
-/// it): it runs once more, without cowkit's plugin, with `--downloadonly`
-/// and no `destdir`, against the database `home` names, so that its cache
-/// keeps the packages as a plain `dnf5 install` leaves them (remote
-/// repositories' packages are then fetched twice: by dnf5 and by cowkit).
-pub fn keep_copies(req: &Request, dnf5: &Path, home: &Path) -> std::result::Result<(), RunError> {
+/// dnf5 on `req`'s root with `req`'s command line, `HOME` `home` (whose
+/// `.rpmmacros` names the database), without cowkit's plugin.
+fn without_plugin(req: &Request, dnf5: &Path, home: &Path) -> Command {
     let mut installroot = OsString::from("--installroot=");
     installroot.push(&req.root);
     let mut c = Command::new(dnf5);
     c.env("HOME", home)
         .env(crate::shim::ENV_INSIDE, dnf5)
         .arg(installroot)
-        .args(&req.line.rest)
-        .args(["-y", "--downloadonly", "--setopt=installonly_limit=0"]);
+        .args(&req.line.rest);
+    c
+}
+
+/// dnf5 keeps its own copies of the packages (`keepcache`, as dnf5 holds
+/// it): it runs once more, without cowkit's plugin, with `--downloadonly`
+/// and no `destdir`, against the database `home` names, so that its cache
+/// keeps the packages as a plain `dnf5 install` leaves them (remote
+/// repositories' packages are then fetched twice: by dnf5 and by cowkit).
+pub fn keep_copies(req: &Request, dnf5: &Path, home: &Path) -> std::result::Result<(), RunError> {
+    let mut c = without_plugin(req, dnf5, home);
+    c.args(["-y", "--downloadonly", "--setopt=installonly_limit=0"]);
     req.dnf_stdout(&mut c)?;
     let status = c.status().map_err(|source| RunError::RunDnf {
         dnf: dnf5.to_path_buf(),
@@ -150,13 +157,7 @@ pub fn keep_copies(req: &Request, dnf5: &Path, home: &Path) -> std::result::Resu
 /// `.rpmmacros` names the database): its exit code. Without cowkit's
 /// plugin.
 pub fn run_itself(req: &Request, dnf5: &Path, home: &Path) -> std::result::Result<i32, RunError> {
-    let mut installroot = OsString::from("--installroot=");
-    installroot.push(&req.root);
-    let mut c = Command::new(dnf5);
-    c.env("HOME", home)
-        .env(crate::shim::ENV_INSIDE, dnf5)
-        .arg(installroot)
-        .args(&req.line.rest);
+    let mut c = without_plugin(req, dnf5, home);
     let status = c.status().map_err(|source| RunError::RunDnf {
         dnf: dnf5.to_path_buf(),
         source,
