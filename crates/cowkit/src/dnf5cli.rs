@@ -15,8 +15,9 @@
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
-use cowkit_dnf::conf::{parse_bool, Refusal, Tsflags, TSFLAGS};
 pub use cowkit_dnf::line::Line;
+pub use cowkit_dnf::line::LineError;
+use cowkit_dnf::line::{Word, Words};
 
 /// One of dnf5's options: long names, short letter, whether a value
 /// follows.
@@ -77,34 +78,6 @@ const OPTIONS: &[Opt] = &[
     (&["--cves", "--cve"], None, true),
 ];
 
-/// A command line dnf5 itself would take, but cowkit cannot read.
-#[derive(Debug)]
-pub enum LineError {
-    /// `--installroot` twice.
-    TwoRoots(PathBuf, PathBuf),
-    /// An option whose value is missing.
-    NoValue(String),
-    /// A value given to an option that takes none (`--nodocs=1`).
-    Unexpected(String),
-}
-
-impl std::fmt::Display for LineError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LineError::TwoRoots(a, b) => write!(
-                f,
-                "`--installroot` is given twice (`{}`, then `{}`)",
-                a.display(),
-                b.display()
-            ),
-            LineError::NoValue(o) => write!(f, "`{o}` needs a value"),
-            LineError::Unexpected(o) => write!(f, "`{o}` takes no value"),
-        }
-    }
-}
-
-impl std::error::Error for LineError {}
-
 const DESTDIR: &str = "without --downloadonly dnf5 keeps the packages it installs there, and \
                        cowkit downloads into a directory of its own";
 const COMMENT: &str = "cowkit writes no dnf5 history transaction for what it installs, so the \
@@ -117,102 +90,82 @@ pub fn parse(args: &[OsString]) -> Result<Line, LineError> {
         ..Line::default()
     };
     let mut destdir = None;
-    let mut i = 0;
-    let mut positional_only = false;
-    while i < args.len() {
-        let arg = &args[i];
-        i += 1;
-        let text = arg.to_string_lossy();
-        if positional_only || !text.starts_with('-') || text == "-" {
-            if line.command.is_none() && !positional_only {
-                line.command = Some(text.into_owned());
-            }
-            line.rest.push(arg.clone());
-            continue;
-        }
-        if text == "--" {
-            positional_only = true;
-            line.rest.push(arg.clone());
-            continue;
-        }
-        if let Some(long) = text.strip_prefix("--") {
-            let (name, inline) = match long.split_once('=') {
-                Some((n, v)) => (format!("--{n}"), Some(OsString::from(v))),
-                None => (text.to_string(), None),
-            };
-            let Some(spec) = OPTIONS.iter().find(|o| o.0.contains(&name.as_str())) else {
-                // Another command's option, or one dnf5 does not know:
-                // dnf5 says which.
+    let mut words = Words::new(args);
+    while let Some((arg, word)) = words.next_word() {
+        let (name, inline) = match word {
+            Word::Plain => {
+                if line.command.is_none() && !words.options_ended() {
+                    line.command = Some(arg.to_string_lossy().into_owned());
+                }
                 line.rest.push(arg.clone());
                 continue;
-            };
-            let mut tokens = vec![arg.clone()];
-            let value = match (spec.2, inline) {
-                (true, Some(v)) => Some(v),
-                (true, None) => {
-                    let v = args
-                        .get(i)
-                        .ok_or_else(|| LineError::NoValue(name.clone()))?;
-                    i += 1;
-                    tokens.push(v.clone());
-                    Some(v.clone())
-                }
-                (false, Some(_)) => return Err(LineError::Unexpected(text.into_owned())),
-                (false, None) => None,
-            };
-            let first = spec.0[0];
-            if first == "--installroot" {
-                let v = PathBuf::from(value.expect("takes a value"));
-                if let Some(old) = line.root.take() {
-                    return Err(LineError::TwoRoots(old, v));
-                }
-                line.root = Some(v);
+            }
+            Word::EndOfOptions => {
+                line.rest.push(arg.clone());
                 continue;
             }
-            line.rest.extend(tokens);
-            option(&mut line, first, &name, value.as_deref(), &mut destdir);
+            Word::Long(name, inline) => (name, inline),
+            Word::Short(letters) => {
+                line.rest.push(arg.clone());
+                shorts(&mut line, &letters, &mut words, &mut destdir)?;
+                continue;
+            }
+        };
+        let Some(spec) = OPTIONS.iter().find(|o| o.0.contains(&name.as_str())) else {
+            // Another command's option, or one dnf5 does not know: dnf5
+            // says which.
+            line.rest.push(arg.clone());
+            continue;
+        };
+        if !spec.2 && inline.is_some() {
+            return Err(LineError::Unexpected(arg.to_string_lossy().into_owned()));
+        }
+        let mut tokens = vec![arg.clone()];
+        let value = words.value(&name, spec.2, inline, &mut tokens)?;
+        let first = spec.0[0];
+        if first == "--installroot" {
+            line.set_root(PathBuf::from(value.expect("takes a value")))?;
             continue;
         }
-        // Short options: flags in a cluster, a value option takes the rest
-        // of the word or the next word.
-        line.rest.push(arg.clone());
-        let letters: Vec<char> = text[1..].chars().collect();
-        for (k, c) in letters.iter().enumerate() {
-            let Some(spec) = OPTIONS.iter().find(|o| o.1 == Some(*c)) else {
-                // dnf5 refuses it: it says which.
-                break;
-            };
-            let first = spec.0[0];
-            let name = format!("-{c}");
-            if spec.2 {
-                let rest: String = letters[k + 1..].iter().collect();
-                let value = if rest.is_empty() {
-                    let v = args
-                        .get(i)
-                        .ok_or_else(|| LineError::NoValue(name.clone()))?;
-                    i += 1;
-                    line.rest.push(v.clone());
-                    v.clone()
-                } else {
-                    OsString::from(rest)
-                };
-                option(&mut line, first, &name, Some(&value), &mut destdir);
-                break;
-            }
-            option(&mut line, first, &name, None, &mut destdir);
-        }
+        line.rest.extend(tokens);
+        option(&mut line, first, &name, value.as_deref(), &mut destdir);
     }
-    if let Some(d) = destdir {
-        if line.dnf_only.is_none() {
-            refuse(&mut line, d, DESTDIR);
-        }
-    }
+    line.refuse_destdir(destdir, DESTDIR);
     Ok(line)
 }
 
-/// An option cowkit cannot honour, and why.
-fn refuse(line: &mut Line, option: String, why: &'static str) {
-    line.refused.push(Refusal { option, why });
+/// Short options `letters` (the word after its dash, already in
+/// `line.rest`): flags in a cluster; a value option takes the rest of the
+/// word or the next word.
+fn shorts(
+    line: &mut Line,
+    letters: &str,
+    words: &mut Words<'_>,
+    destdir: &mut Option<String>,
+) -> Result<(), LineError> {
+    let letters: Vec<char> = letters.chars().collect();
+    for (k, c) in letters.iter().enumerate() {
+        let Some(spec) = OPTIONS.iter().find(|o| o.1 == Some(*c)) else {
+            // dnf5 refuses it: it says which.
+            break;
+        };
+        let first = spec.0[0];
+        let name = format!("-{c}");
+        if spec.2 {
+            let rest: String = letters[k + 1..].iter().collect();
+            let value = if rest.is_empty() {
+                let v = words.value_of(&name)?;
+                line.rest.push(v.clone());
+                v.clone()
+            } else {
+                OsString::from(rest)
+            };
+            option(line, first, &name, Some(&value), destdir);
+            break;
+        }
+        option(line, first, &name, None, destdir);
+    }
+    Ok(())
 }
 
 /// One of dnf5's options, `name` (standing for `first`), with its value,
@@ -237,7 +190,7 @@ fn option(
         // dnf5 appends `nodocs` to its tsflags.
         "--no-docs" => line.nodocs = true,
         "--destdir" => *destdir = Some(shown()),
-        "--comment" => refuse(line, shown(), COMMENT),
+        "--comment" => line.refuse(shown(), COMMENT),
         "--config" => line.config = value.map(PathBuf::from),
         "--setopt" => {
             let v = value.expect("takes a value").to_string_lossy();
@@ -250,18 +203,8 @@ fn option(
                     line.nodocs = false;
                     line.justdb = false;
                 }
-                "tsflags" => {
-                    let t = Tsflags::read(val);
-                    line.nodocs |= t.nodocs;
-                    line.justdb |= t.justdb;
-                    if t.unknown.is_some() {
-                        refuse(line, shown(), TSFLAGS);
-                    }
-                }
-                "keepcache" => match parse_bool(val) {
-                    Some(b) => line.keepcache = Some(b),
-                    None => refuse(line, shown(), "not a boolean dnf5 knows"),
-                },
+                "tsflags" => line.add_tsflags(val, shown()),
+                "keepcache" => line.set_keepcache(val, shown(), "not a boolean dnf5 knows"),
                 "destdir" => *destdir = Some(shown()),
                 _ => {}
             }

@@ -13,8 +13,9 @@
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
-use cowkit_dnf::conf::{parse_bool, Refusal, Tsflags, TSFLAGS};
 pub use cowkit_dnf::line::Line;
+pub use cowkit_dnf::line::LineError;
+use cowkit_dnf::line::{Word, Words};
 
 /// One of dnf's options: long names, short letter, whether a value
 /// follows.
@@ -76,37 +77,6 @@ const OPTIONS: &[Opt] = &[
     (&["--forcearch"], None, true),
 ];
 
-/// A command line dnf itself would take, but cowkit cannot read.
-#[derive(Debug)]
-pub enum LineError {
-    /// `--installroot` twice.
-    TwoRoots(PathBuf, PathBuf),
-    /// A prefix of a long option.
-    Abbreviated { given: String, full: &'static str },
-    /// An option whose value is missing.
-    NoValue(String),
-}
-
-impl std::fmt::Display for LineError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LineError::TwoRoots(a, b) => write!(
-                f,
-                "`--installroot` is given twice (`{}`, then `{}`)",
-                a.display(),
-                b.display()
-            ),
-            LineError::Abbreviated { given, full } => write!(
-                f,
-                "`{given}` is short for `{full}`: cowkit reads dnf's options by their full names"
-            ),
-            LineError::NoValue(o) => write!(f, "`{o}` needs a value"),
-        }
-    }
-}
-
-impl std::error::Error for LineError {}
-
 const DESTDIR: &str = "without --downloadonly dnf refuses it, and cowkit downloads into a \
                        directory of its own";
 const COMMENT: &str = "cowkit writes no dnf history transaction for what it installs, so the \
@@ -116,44 +86,36 @@ const COMMENT: &str = "cowkit writes no dnf history transaction for what it inst
 pub fn parse(args: &[OsString]) -> Result<Line, LineError> {
     let mut line = Line::default();
     let mut destdir = None;
-    let mut i = 0;
-    let mut positional_only = false;
-    while i < args.len() {
-        let arg = &args[i];
-        i += 1;
-        let text = arg.to_string_lossy();
-        if positional_only || !text.starts_with('-') || text == "-" {
-            positional(&mut line, arg);
-            continue;
-        }
-        if text == "--" {
-            positional_only = true;
-            line.rest.push(arg.clone());
-            continue;
-        }
-        let (spec, name, inline) = if let Some(long) = text.strip_prefix("--") {
-            let (name, inline) = match long.split_once('=') {
-                Some((n, v)) => (format!("--{n}"), Some(OsString::from(v))),
-                None => (text.to_string(), None),
-            };
-            (long_spec(&name)?, name, inline)
-        } else {
-            let c = text[1..].chars().next().expect("not empty");
-            let spec = OPTIONS.iter().find(|o| o.1 == Some(c));
-            let rest = &text[1 + c.len_utf8()..];
-            match spec {
-                // `-c/x`, `-d2`: the value is the rest of the word.
-                Some(s) if s.2 => (
-                    Some(s),
-                    format!("-{c}"),
-                    (!rest.is_empty()).then(|| OsString::from(rest)),
-                ),
-                // `-yq`: flags only (a value option inside a cluster
-                // is left to dnf).
-                _ => {
-                    flags(&mut line, &text[1..]);
-                    line.rest.push(arg.clone());
-                    continue;
+    let mut words = Words::new(args);
+    while let Some((arg, word)) = words.next_word() {
+        let (spec, name, inline) = match word {
+            Word::Plain => {
+                positional(&mut line, arg);
+                continue;
+            }
+            Word::EndOfOptions => {
+                line.rest.push(arg.clone());
+                continue;
+            }
+            Word::Long(name, inline) => (long_spec(&name)?, name, inline),
+            Word::Short(letters) => {
+                let c = letters.chars().next().expect("not empty");
+                let spec = OPTIONS.iter().find(|o| o.1 == Some(c));
+                let rest = &letters[c.len_utf8()..];
+                match spec {
+                    // `-c/x`, `-d2`: the value is the rest of the word.
+                    Some(s) if s.2 => (
+                        Some(s),
+                        format!("-{c}"),
+                        (!rest.is_empty()).then(|| OsString::from(rest)),
+                    ),
+                    // `-yq`: flags only (a value option inside a cluster
+                    // is left to dnf).
+                    _ => {
+                        flags(&mut line, &letters);
+                        line.rest.push(arg.clone());
+                        continue;
+                    }
                 }
             }
         };
@@ -164,28 +126,10 @@ pub fn parse(args: &[OsString]) -> Result<Line, LineError> {
             continue;
         };
         let mut tokens = vec![arg.clone()];
-        let value = if spec.2 {
-            match inline {
-                Some(v) => Some(v),
-                None => {
-                    let v = args
-                        .get(i)
-                        .ok_or_else(|| LineError::NoValue(name.clone()))?;
-                    i += 1;
-                    tokens.push(v.clone());
-                    Some(v.clone())
-                }
-            }
-        } else {
-            None
-        };
+        let value = words.value(&name, spec.2, inline, &mut tokens)?;
         let first = spec.0.first().copied().unwrap_or("");
         if first == "--installroot" {
-            let v = PathBuf::from(value.expect("takes a value"));
-            if let Some(old) = line.root.take() {
-                return Err(LineError::TwoRoots(old, v));
-            }
-            line.root = Some(v);
+            line.set_root(PathBuf::from(value.expect("takes a value")))?;
             continue;
         }
         line.rest.extend(tokens);
@@ -198,11 +142,7 @@ pub fn parse(args: &[OsString]) -> Result<Line, LineError> {
             &mut destdir,
         );
     }
-    if let Some(d) = destdir {
-        if line.dnf_only.is_none() {
-            refuse(&mut line, d, DESTDIR);
-        }
-    }
+    line.refuse_destdir(destdir, DESTDIR);
     Ok(line)
 }
 
@@ -212,11 +152,6 @@ fn positional(line: &mut Line, arg: &OsStr) {
         line.command = Some(arg.to_string_lossy().into_owned());
     }
     line.rest.push(arg.to_os_string());
-}
-
-/// An option cowkit cannot honour, and why.
-fn refuse(line: &mut Line, option: String, why: &'static str) {
-    line.refused.push(Refusal { option, why });
 }
 
 /// A cluster of short flags (`yq`), read into `line`.
@@ -251,7 +186,7 @@ fn option(
         }
         ("--nodocs", _) => line.nodocs = true,
         ("--destdir", _) => *destdir = Some(shown()),
-        ("--comment", _) => refuse(line, shown(), COMMENT),
+        ("--comment", _) => line.refuse(shown(), COMMENT),
         ("--config", _) => line.config = value.map(PathBuf::from),
         ("--setopt", _) => {
             let v = value.expect("takes a value").to_string_lossy();
@@ -259,17 +194,9 @@ fn option(
             match key.trim() {
                 "tsflags" => {
                     line.tsflags_given = true;
-                    let t = Tsflags::read(val);
-                    line.nodocs |= t.nodocs;
-                    line.justdb |= t.justdb;
-                    if t.unknown.is_some() {
-                        refuse(line, shown(), TSFLAGS);
-                    }
+                    line.add_tsflags(val, shown());
                 }
-                "keepcache" => match parse_bool(val) {
-                    Some(b) => line.keepcache = Some(b),
-                    None => refuse(line, shown(), "not a boolean dnf knows"),
-                },
+                "keepcache" => line.set_keepcache(val, shown(), "not a boolean dnf knows"),
                 _ => {}
             }
         }
