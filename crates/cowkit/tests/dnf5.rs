@@ -1031,33 +1031,18 @@ fn cowkit_dnf5(prefix: &Path, so: &Path, root: &Path, cache: &Path, args: &[OsSt
 /// shared-mime-info), name triggers (mod_legacy on httpd), an install-only
 /// kernel, multilib pairs, a `%config(noreplace)` file and `%lang` files
 /// (krb5-libs).
-const WITHOUT_PROCPS: [&str; 18] = [
-    "setup",
-    "filesystem",
-    "coreutils-single",
-    "bash",
-    "glibc",
-    "glibc-common",
-    "zlib",
-    "systemd",
-    "httpd",
-    "mod_legacy",
-    "mandoc",
-    "shared-mime-info",
-    "kernel-core",
-    "cyrus-sasl-lib.x86_64",
-    "cyrus-sasl-lib.i686",
-    "krb5-libs.x86_64",
-    "krb5-libs.i686",
-    "dejavu-sans-fonts",
-];
+fn without_procps() -> Vec<&'static str> {
+    let names: Vec<&str> = INSTALL.into_iter().filter(|n| *n != "procps").collect();
+    assert_eq!(names.len(), INSTALL.len() - 1, "INSTALL names procps once");
+    names
+}
 
 /// `cowkit dnf` over dnf5 builds, reinstalls in, upgrades and shrinks the
 /// Fedora-shaped root as plain `dnf5 --installroot` does, rpm 4.20 registering: after
 /// each step the twins agree ([`assert_same_roots`]). dnf5 resolves
 /// through the plugin and downloads nothing (the HTTP server sees one
 /// request per package: cowkit's), cowkit fetches into its cache. The
-/// packages are [`WITHOUT_PROCPS`], every one of [`INSTALL`] but procps;
+/// packages are [`without_procps`], every one of [`INSTALL`] but procps;
 /// the upgrade that renames procps (`procps-ng` obsoletes it:
 /// dnf5 installs procps-ng and erases procps as an element of its own,
 /// which rpm orders otherwise than cowkit) is refused naming procps,
@@ -1079,7 +1064,7 @@ fn cowkit_dnf_over_dnf5_installs_upgrades_and_removes_as_dnf5_does() {
     let server = Server::start(&repo.v1, &work.path().join("requests"));
 
     let mut install = vec!["install"];
-    install.extend(WITHOUT_PROCPS);
+    install.extend(without_procps());
     assert_eq!(
         INSTALL
             .iter()
@@ -1431,7 +1416,7 @@ fn via_shim_env(
 /// cowkit as `dnf5` (the link `--shim-dir` makes, first on `PATH`) builds
 /// the root that plain dnf5 builds from mkosi's dnf5 command line
 /// ([`mkosi_dnf5_args`]): mkosi's `makecache`, then `install` of
-/// [`WITHOUT_PROCPS`] with `--no-docs`; the twins agree
+/// [`without_procps`] with `--no-docs`; the twins agree
 /// ([`assert_same_roots`]: scriptlet logs, `rpm -qa`, `rpm -Va`, file
 /// states, trees) and the `%doc` files are left out. cowkit fetched the
 /// packages, and dnf5's cache keeps them as plain dnf5's does (mkosi's
@@ -1483,14 +1468,14 @@ fn the_shim_as_dnf5_builds_what_plain_dnf5_builds_from_mkosis_command_line() {
     makecache(&shim_etc, &b, true);
     let mut install = mkosi_dnf5_args(&plain_etc, "x", &a, true);
     install.push("install".into());
-    install.extend(WITHOUT_PROCPS.map(OsString::from));
+    install.extend(without_procps().into_iter().map(OsString::from));
     run_ok(
         env(&mut Command::new(prefix.join("bin/dnf5")), &prefix).args(&install),
         "dnf5 install (mkosi's command line)",
     );
     let mut install = mkosi_dnf5_args(&shim_etc, "x", &b, true);
     install.push("install".into());
-    install.extend(WITHOUT_PROCPS.map(OsString::from));
+    install.extend(without_procps().into_iter().map(OsString::from));
     let r = via_shim_env(&prefix, &shim, &so, &ck, &install, &[("COWKIT_JSON", "1")]);
     assert!(r.ok, "install through the shim: {}", r.stderr);
     // cowkit's plugin ran (mkosi's `--disable-plugin=*` notwithstanding)
