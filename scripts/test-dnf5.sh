@@ -4,7 +4,7 @@
 # (scripts/fedora-tools.sh all: about 35 minutes on a cold 2-core machine, instant once built;
 # or the prefix COWKIT_FEDORA_TOOLS names),
 # builds the plugin against that prefix into the cargo target directory, then runs the tier on
-# the rig. Not part of scripts/test.sh and CI yet.
+# the rig. scripts/test.sh (and so CI) runs it after the rpm 4.20 tier.
 #   bash scripts/test-dnf5.sh [cargo test arguments after --]
 set -euo pipefail
 cd "$(dirname "$0")/.."
