@@ -7,49 +7,197 @@ use std::path::PathBuf;
 
 use crate::conf::Refusal;
 
-/// dnf commands (and their aliases) whose packages cowkit installs; the
-/// others run dnf itself.
-pub const INSTALLING: &[&str] = &[
-    "install",
-    "in",
-    "localinstall",
-    "upgrade",
-    "up",
-    "update",
-    "upgrade-to",
-    "update-to",
-    "localupdate",
-    "reinstall",
-    "rei",
-    "downgrade",
-    "dg",
-    "distro-sync",
-    "dsync",
-    "distrosync",
-    "distribution-synchronization",
-    "upgrade-minimal",
-    "update-minimal",
-    "up-min",
+/// Which dnf reads a command word or an option: cowkit reads dnf 4's
+/// command line (dnf 4.14) or dnf5's (dnf5 5.4), and most words are both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reader {
+    /// dnf 4 and dnf5 alike.
+    Both,
+    /// dnf 4 only.
+    Dnf4,
+    /// dnf5 only.
+    Dnf5,
+}
+
+impl Reader {
+    /// Whether the dnf that reads the line (`dnf5` or dnf 4) reads this.
+    pub fn reads(self, dnf5: bool) -> bool {
+        match self {
+            Reader::Both => true,
+            Reader::Dnf4 => !dnf5,
+            Reader::Dnf5 => dnf5,
+        }
+    }
+}
+
+use Reader::{Both, Dnf4, Dnf5};
+
+/// dnf commands (and their aliases) whose packages cowkit installs, with
+/// the dnf that has each: dnf 4.14's, and dnf5 5.4's (`install`,
+/// `upgrade`, `reinstall`, `downgrade`, `distro-sync`) with the aliases of
+/// its default `aliases.d`. The others run dnf itself, dnf5's `swap`,
+/// `do`, `group` and `remove` among them.
+pub const INSTALLING: &[(&str, Reader)] = &[
+    ("install", Both),
+    ("in", Both),
+    ("localinstall", Dnf4),
+    ("upgrade", Both),
+    ("up", Both),
+    ("update", Both),
+    ("upgrade-to", Dnf4),
+    ("update-to", Dnf4),
+    ("localupdate", Dnf4),
+    ("reinstall", Both),
+    ("rei", Both),
+    ("downgrade", Both),
+    ("dg", Both),
+    ("distro-sync", Both),
+    ("dsync", Both),
+    ("distrosync", Dnf4),
+    ("distribution-synchronization", Dnf4),
+    ("upgrade-minimal", Both),
+    ("update-minimal", Dnf4),
+    ("up-min", Dnf4),
 ];
 
-/// dnf5's commands (and the aliases of its default `aliases.d`) whose
-/// packages cowkit installs (dnf5 5.4: `install`, `upgrade`, `reinstall`,
-/// `downgrade`, `distro-sync`); the others, `swap`, `do`, `group` and
-/// `remove` among them, run dnf5 itself.
-pub const INSTALLING_DNF5: &[&str] = &[
-    "install",
-    "in",
-    "upgrade",
-    "up",
-    "update",
-    "upgrade-minimal",
-    "reinstall",
-    "rei",
-    "downgrade",
-    "dg",
-    "distro-sync",
-    "dsync",
+/// One option of dnf's command line.
+#[derive(Debug)]
+pub struct DnfOption {
+    /// Its long names with their dashes; readers match on the first.
+    pub names: &'static [&'static str],
+    /// Its short letter.
+    pub short: Option<char>,
+    /// Whether a value follows.
+    pub value: bool,
+    /// Which dnf has it so.
+    pub reader: Reader,
+}
+
+const fn opt(
+    names: &'static [&'static str],
+    short: Option<char>,
+    value: bool,
+    reader: Reader,
+) -> DnfOption {
+    DnfOption {
+        names,
+        short,
+        value,
+        reader,
+    }
+}
+
+/// The options cowkit reads: dnf 4.14's general options
+/// (`cli/option_parser.py`); dnf5 5.4.4's global options (`dnf5/main.cpp`,
+/// with the aliases of its `aliases.d/compatibility.conf`) and those of
+/// its installing commands (`dnf5/shared_options.cpp`, `commands/*/`).
+/// An option whose names, letter or value differ between the two stands
+/// once for each.
+pub const OPTIONS: &[DnfOption] = &[
+    opt(&["--config"], Some('c'), true, Both),
+    opt(&["--quiet"], Some('q'), false, Both),
+    opt(&["--verbose"], Some('v'), false, Dnf4),
+    opt(&["--version"], None, false, Both),
+    opt(&["--installroot"], None, true, Both),
+    opt(&["--nodocs"], None, false, Dnf4),
+    opt(&["--no-docs", "--nodocs"], None, false, Dnf5),
+    opt(&["--noplugins"], None, false, Dnf4),
+    opt(&["--no-plugins", "--noplugins"], None, false, Dnf5),
+    opt(&["--enableplugin"], None, true, Dnf4),
+    opt(&["--enable-plugin", "--enableplugin"], None, true, Dnf5),
+    opt(&["--disableplugin"], None, true, Dnf4),
+    opt(&["--disable-plugin", "--disableplugin"], None, true, Dnf5),
+    opt(&["--releasever"], None, true, Both),
+    opt(&["--releasever-major"], None, true, Dnf5),
+    opt(&["--releasever-minor"], None, true, Dnf5),
+    opt(&["--setopt"], None, true, Both),
+    opt(&["--setvar"], None, true, Dnf5),
+    opt(&["--skip-broken"], None, false, Dnf4),
+    opt(&["--help", "--help-cmd"], Some('h'), false, Dnf4),
+    opt(&["--help"], Some('h'), false, Dnf5),
+    opt(&["--allowerasing"], None, false, Dnf4),
+    opt(&["--best"], Some('b'), false, Dnf4),
+    opt(&["--best"], None, false, Dnf5),
+    opt(&["--nobest"], None, false, Dnf4),
+    opt(&["--no-best", "--nobest"], None, false, Dnf5),
+    opt(&["--allow-vendor-change"], None, false, Dnf5),
+    opt(&["--no-allow-vendor-change"], None, false, Dnf5),
+    opt(&["--cacheonly"], Some('C'), false, Both),
+    opt(&["--randomwait"], Some('R'), true, Dnf4),
+    opt(&["--debuglevel"], Some('d'), true, Dnf4),
+    opt(&["--debugsolver"], None, false, Both),
+    opt(&["--showduplicates"], None, false, Dnf4),
+    opt(&["--errorlevel"], Some('e'), true, Dnf4),
+    opt(&["--obsoletes"], None, false, Dnf4),
+    opt(&["--rpmverbosity"], None, true, Dnf4),
+    opt(&["--assumeyes"], Some('y'), false, Both),
+    opt(&["--assumeno"], None, false, Both),
+    opt(&["--enablerepo"], None, true, Dnf4),
+    opt(&["--enable-repo", "--enablerepo"], None, true, Dnf5),
+    opt(&["--disablerepo"], None, true, Dnf4),
+    opt(&["--disable-repo", "--disablerepo"], None, true, Dnf5),
+    opt(&["--repo", "--repoid"], None, true, Both),
+    opt(&["--enable"], None, false, Dnf4),
+    opt(&["--disable"], None, false, Dnf4),
+    opt(&["--exclude", "--excludepkgs"], Some('x'), true, Dnf4),
+    opt(&["--exclude"], Some('x'), true, Dnf5),
+    opt(
+        &["--disableexcludes", "--disableexcludepkgs"],
+        None,
+        true,
+        Dnf4,
+    ),
+    opt(&["--repofrompath"], None, true, Both),
+    opt(&["--noautoremove"], None, false, Dnf4),
+    opt(&["--nogpgcheck"], None, false, Dnf4),
+    opt(&["--no-gpgchecks", "--nogpgcheck"], None, false, Dnf5),
+    opt(&["--color"], None, true, Both),
+    opt(&["--refresh"], None, false, Both),
+    opt(&[], Some('4'), false, Dnf4),
+    opt(&[], Some('6'), false, Dnf4),
+    opt(&["--destdir", "--downloaddir"], None, true, Dnf4),
+    opt(&["--destdir"], None, true, Dnf5),
+    opt(&["--downloadonly"], None, false, Both),
+    opt(&["--store"], None, true, Dnf5),
+    opt(&["--comment"], None, true, Both),
+    opt(&["--use-host-config"], None, false, Dnf5),
+    opt(&["--show-new-leaves"], None, false, Dnf5),
+    opt(&["--dump-main-config"], None, false, Dnf5),
+    opt(&["--dump-repo-config"], None, true, Dnf5),
+    opt(&["--dump-variables"], None, false, Dnf5),
+    opt(&["--skip-file-locks"], None, false, Dnf5),
+    opt(&["--from-repo"], None, true, Dnf5),
+    opt(&["--from-vendor"], None, true, Dnf5),
+    opt(&["--installed-from-repo"], None, true, Dnf5),
+    opt(&["--bugfix"], None, false, Dnf4),
+    opt(&["--enhancement"], None, false, Dnf4),
+    opt(&["--newpackage"], None, false, Dnf4),
+    opt(&["--security"], None, false, Dnf4),
+    opt(&["--advisory", "--advisories"], None, true, Dnf4),
+    opt(&["--advisories", "--advisory"], None, true, Dnf5),
+    opt(&["--advisory-severities"], None, true, Dnf5),
+    opt(&["--bz", "--bzs"], None, true, Dnf4),
+    opt(&["--bzs", "--bz"], None, true, Dnf5),
+    opt(&["--cve", "--cves"], None, true, Dnf4),
+    opt(&["--cves", "--cve"], None, true, Dnf5),
+    opt(&["--sec-severity", "--secseverity"], None, true, Dnf4),
+    opt(&["--forcearch"], None, true, Both),
 ];
+
+/// The option of the dnf that reads the line (`dnf5` or dnf 4) named
+/// `name` (`--installroot`), if it has one.
+pub fn long_option(name: &str, dnf5: bool) -> Option<&'static DnfOption> {
+    OPTIONS
+        .iter()
+        .find(|o| o.reader.reads(dnf5) && o.names.contains(&name))
+}
+
+/// The option of the dnf that reads the line with the letter `short`.
+pub fn short_option(short: char, dnf5: bool) -> Option<&'static DnfOption> {
+    OPTIONS
+        .iter()
+        .find(|o| o.reader.reads(dnf5) && o.short == Some(short))
+}
 
 /// A dnf command line, read.
 #[derive(Debug, Default)]
@@ -77,11 +225,14 @@ pub struct Line {
     pub nodocs: bool,
     /// `--setopt=tsflags=justdb`: rpm's `--justdb`.
     pub justdb: bool,
+    /// `--destdir` (or dnf5's `--setopt=destdir=…`) as given, the last
+    /// one: refused at the end of the line unless dnf only downloads.
+    pub destdir: Option<String>,
     /// `--setopt=tsflags=…` given: the command line's flags replace those
     /// of dnf's configuration file.
     pub tsflags_given: bool,
     /// Read as dnf5 reads its command line (the real dnf is dnf5): its
-    /// commands install ([`INSTALLING_DNF5`]).
+    /// commands install (those of [`INSTALLING`] dnf5 reads).
     pub dnf5: bool,
     /// cowkit stands in for `dnf5` by name (a link named `dnf5`): the real
     /// dnf is the first `dnf5` on `PATH` (or `COWKIT_DNF`, which must be
@@ -202,7 +353,63 @@ impl<'a> Words<'a> {
     }
 }
 
+/// One option as the line gives it: the option it stands for, the name
+/// it is written with and its value.
+pub struct Given {
+    /// The first name of the option it stands for in [`OPTIONS`] (given
+    /// to dnf5 as `--nodocs`: `--no-docs`).
+    pub first: &'static str,
+    /// The name as written (`--nodocs`, `-x`).
+    pub name: String,
+    /// Its value, if it takes one.
+    pub value: Option<OsString>,
+}
+
+impl Given {
+    /// The option as written: `--name=value`, or `--name`.
+    pub fn shown(&self) -> String {
+        match &self.value {
+            Some(v) => format!("{}={}", self.name, v.to_string_lossy()),
+            None => self.name.to_string(),
+        }
+    }
+
+    /// `--setopt`'s `key=value`, split at its first `=` (no `=`: the whole
+    /// value is the key).
+    pub fn setting(&self) -> (String, String) {
+        let v = self.value.as_deref().unwrap_or_default().to_string_lossy();
+        match v.split_once('=') {
+            Some((k, val)) => (k.to_string(), val.to_string()),
+            None => (v.into_owned(), String::new()),
+        }
+    }
+}
+
 impl Line {
+    /// The option `spec`, written as the word `arg` (its name `name`, and
+    /// `inline`, a value in that word), read off the line: its value, the
+    /// next word of `words` when it takes one that `arg` lacks;
+    /// `--installroot` becomes the root (`None`), every other option stays
+    /// in [`Line::rest`] as given, and is returned for its dnf's reader.
+    pub fn take_option(
+        &mut self,
+        words: &mut Words<'_>,
+        arg: &OsString,
+        spec: &'static DnfOption,
+        name: String,
+        inline: Option<OsString>,
+    ) -> Result<Option<Given>, LineError> {
+        let mut tokens = vec![arg.clone()];
+        let value = words.value(&name, spec.value, inline, &mut tokens)?;
+        let first = spec.names.first().copied().unwrap_or("");
+        if first == "--installroot" {
+            self.set_root(PathBuf::from(value.expect("takes a value")))?;
+            return Ok(None);
+        }
+        self.rest.extend(tokens);
+        Ok(Some(Given { first, name, value }))
+    }
+
     /// `--installroot`'s value; given twice, an error.
     pub fn set_root(&mut self, root: PathBuf) -> Result<(), LineError> {
         match self.root.take() {
@@ -214,10 +421,10 @@ impl Line {
         }
     }
 
-    /// At the end of the line: `destdir` (the option as given), when the
-    /// line installs anything, is refused for `why`.
-    pub fn refuse_destdir(&mut self, destdir: Option<String>, why: &'static str) {
-        if let Some(option) = destdir {
+    /// At the end of the line: [`Line::destdir`], when the line installs
+    /// anything, is refused for `why`.
+    pub fn refuse_destdir(&mut self, why: &'static str) {
+        if let Some(option) = self.destdir.take() {
             if self.dnf_only.is_none() {
                 self.refuse(option, why);
             }
@@ -251,16 +458,12 @@ impl Line {
 
     /// Whether the command is one whose packages cowkit installs.
     pub fn installs(&self) -> bool {
-        let installing = if self.dnf5 {
-            INSTALLING_DNF5
-        } else {
-            INSTALLING
-        };
         self.dnf_only.is_none()
-            && self
-                .command
-                .as_deref()
-                .is_some_and(|c| installing.contains(&c))
+            && self.command.as_deref().is_some_and(|c| {
+                INSTALLING
+                    .iter()
+                    .any(|(word, reader)| *word == c && reader.reads(self.dnf5))
+            })
     }
 }
 
@@ -320,7 +523,20 @@ mod tests {
             dnf5: true,
             ..line(c, None)
         };
-        for c in INSTALLING_DNF5 {
+        for c in [
+            "install",
+            "in",
+            "upgrade",
+            "up",
+            "update",
+            "upgrade-minimal",
+            "reinstall",
+            "rei",
+            "downgrade",
+            "dg",
+            "distro-sync",
+            "dsync",
+        ] {
             assert!(dnf5(c).installs(), "{c}");
         }
         // dnf 4's that dnf5 does not have, and dnf5's that install but

@@ -12,71 +12,12 @@
 //! `--`. Everything but `--installroot` and its value is passed to dnf5
 //! unchanged, in order.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 pub use cowkit_dnf::line::Line;
 pub use cowkit_dnf::line::LineError;
-use cowkit_dnf::line::{Word, Words};
-
-/// One of dnf5's options: long names, short letter, whether a value
-/// follows.
-type Opt = (&'static [&'static str], Option<char>, bool);
-
-/// dnf5's global options (dnf5 5.4.4 `dnf5/main.cpp`, and the aliases of
-/// its `aliases.d/compatibility.conf`), and the options of the commands
-/// that install (`dnf5/shared_options.cpp`, `commands/*/`) cowkit reads.
-const OPTIONS: &[Opt] = &[
-    (&["--help"], Some('h'), false),
-    (&["--config"], Some('c'), true),
-    (&["--quiet"], Some('q'), false),
-    (&["--cacheonly"], Some('C'), false),
-    (&["--color"], None, true),
-    (&["--refresh"], None, false),
-    (&["--repofrompath"], None, true),
-    (&["--setopt"], None, true),
-    (&["--setvar"], None, true),
-    (&["--assumeyes"], Some('y'), false),
-    (&["--assumeno"], None, false),
-    (&["--best"], None, false),
-    (&["--no-best", "--nobest"], None, false),
-    (&["--allow-vendor-change"], None, false),
-    (&["--no-allow-vendor-change"], None, false),
-    (&["--no-docs", "--nodocs"], None, false),
-    (&["--exclude"], Some('x'), true),
-    (&["--enable-repo", "--enablerepo"], None, true),
-    (&["--disable-repo", "--disablerepo"], None, true),
-    (&["--repo", "--repoid"], None, true),
-    (&["--no-gpgchecks", "--nogpgcheck"], None, false),
-    (&["--no-plugins", "--noplugins"], None, false),
-    (&["--enable-plugin", "--enableplugin"], None, true),
-    (&["--disable-plugin", "--disableplugin"], None, true),
-    (&["--comment"], None, true),
-    (&["--installroot"], None, true),
-    (&["--use-host-config"], None, false),
-    (&["--releasever"], None, true),
-    (&["--releasever-major"], None, true),
-    (&["--releasever-minor"], None, true),
-    (&["--show-new-leaves"], None, false),
-    (&["--debugsolver"], None, false),
-    (&["--dump-main-config"], None, false),
-    (&["--dump-repo-config"], None, true),
-    (&["--dump-variables"], None, false),
-    (&["--version"], None, false),
-    (&["--forcearch"], None, true),
-    (&["--skip-file-locks"], None, false),
-    // The installing commands' own (after the command word).
-    (&["--downloadonly"], None, false),
-    (&["--destdir"], None, true),
-    (&["--store"], None, true),
-    (&["--from-repo"], None, true),
-    (&["--from-vendor"], None, true),
-    (&["--installed-from-repo"], None, true),
-    (&["--advisories", "--advisory"], None, true),
-    (&["--advisory-severities"], None, true),
-    (&["--bzs", "--bz"], None, true),
-    (&["--cves", "--cve"], None, true),
-];
+use cowkit_dnf::line::{Given, Word, Words};
 
 const DESTDIR: &str = "without --downloadonly dnf5 keeps the packages it installs there, and \
                        cowkit downloads into a directory of its own";
@@ -89,7 +30,6 @@ pub fn parse(args: &[OsString]) -> Result<Line, LineError> {
         dnf5: true,
         ..Line::default()
     };
-    let mut destdir = None;
     let mut words = Words::new(args);
     while let Some((arg, word)) = words.next_word() {
         let (name, inline) = match word {
@@ -107,95 +47,81 @@ pub fn parse(args: &[OsString]) -> Result<Line, LineError> {
             Word::Long(name, inline) => (name, inline),
             Word::Short(letters) => {
                 line.rest.push(arg.clone());
-                shorts(&mut line, &letters, &mut words, &mut destdir)?;
+                shorts(&mut line, &letters, &mut words)?;
                 continue;
             }
         };
-        let Some(spec) = OPTIONS.iter().find(|o| o.0.contains(&name.as_str())) else {
+        let Some(spec) = cowkit_dnf::line::long_option(&name, true) else {
             // Another command's option, or one dnf5 does not know: dnf5
             // says which.
             line.rest.push(arg.clone());
             continue;
         };
-        if !spec.2 && inline.is_some() {
+        if !spec.value && inline.is_some() {
             return Err(LineError::Unexpected(arg.to_string_lossy().into_owned()));
         }
-        let mut tokens = vec![arg.clone()];
-        let value = words.value(&name, spec.2, inline, &mut tokens)?;
-        let first = spec.0[0];
-        if first == "--installroot" {
-            line.set_root(PathBuf::from(value.expect("takes a value")))?;
-            continue;
+        if let Some(given) = line.take_option(&mut words, arg, spec, name, inline)? {
+            option(&mut line, &given);
         }
-        line.rest.extend(tokens);
-        option(&mut line, first, &name, value.as_deref(), &mut destdir);
     }
-    line.refuse_destdir(destdir, DESTDIR);
+    line.refuse_destdir(DESTDIR);
     Ok(line)
 }
 
 /// Short options `letters` (the word after its dash, already in
 /// `line.rest`): flags in a cluster; a value option takes the rest of the
 /// word or the next word.
-fn shorts(
-    line: &mut Line,
-    letters: &str,
-    words: &mut Words<'_>,
-    destdir: &mut Option<String>,
-) -> Result<(), LineError> {
+fn shorts(line: &mut Line, letters: &str, words: &mut Words<'_>) -> Result<(), LineError> {
     let letters: Vec<char> = letters.chars().collect();
     for (k, c) in letters.iter().enumerate() {
-        let Some(spec) = OPTIONS.iter().find(|o| o.1 == Some(*c)) else {
+        let Some(spec) = cowkit_dnf::line::short_option(*c, true) else {
             // dnf5 refuses it: it says which.
             break;
         };
-        let first = spec.0[0];
         let name = format!("-{c}");
-        if spec.2 {
+        let value = if spec.value {
             let rest: String = letters[k + 1..].iter().collect();
-            let value = if rest.is_empty() {
+            Some(if rest.is_empty() {
                 let v = words.value_of(&name)?;
                 line.rest.push(v.clone());
                 v.clone()
             } else {
                 OsString::from(rest)
-            };
-            option(line, first, &name, Some(&value), destdir);
+            })
+        } else {
+            None
+        };
+        let takes_rest = value.is_some();
+        let given = Given {
+            first: spec.names[0],
+            name,
+            value,
+        };
+        option(line, &given);
+        if takes_rest {
             break;
         }
-        option(line, first, &name, None, destdir);
     }
     Ok(())
 }
 
-/// One of dnf5's options, `name` (standing for `first`), with its value,
-/// read into `line`.
-fn option(
-    line: &mut Line,
-    first: &str,
-    name: &str,
-    value: Option<&OsStr>,
-    destdir: &mut Option<String>,
-) {
-    let shown = || match value {
-        Some(v) => format!("{name}={}", v.to_string_lossy()),
-        None => name.to_string(),
-    };
-    match first {
+/// One of dnf5's options, as `given` (standing for `first`), read into
+/// `line`.
+fn option(line: &mut Line, given: &Given) {
+    match given.first {
         "--quiet" => line.quiet = true,
         // dnf5 only shows, stores or downloads: it runs such a line itself.
         "--help" | "--version" | "--downloadonly" | "--assumeno" | "--store" => {
-            line.dnf_only = Some(name.to_string())
+            line.dnf_only = Some(given.name.clone())
         }
         // dnf5 appends `nodocs` to its tsflags.
         "--no-docs" => line.nodocs = true,
-        "--destdir" => *destdir = Some(shown()),
-        "--comment" => line.refuse(shown(), COMMENT),
-        "--config" => line.config = value.map(PathBuf::from),
+        "--destdir" => line.destdir = Some(given.shown()),
+        "--comment" => line.refuse(given.shown(), COMMENT),
+        "--config" => line.config = given.value.as_ref().map(PathBuf::from),
         "--setopt" => {
-            let v = value.expect("takes a value").to_string_lossy();
-            let (key, val) = v.split_once('=').unwrap_or((&v, ""));
-            match key {
+            let (key, val) = given.setting();
+            match key.as_str() {
                 // dnf5 appends the command line's tsflags to its
                 // configuration's; an empty value clears them all.
                 "tsflags" if val.is_empty() => {
@@ -203,9 +129,9 @@ fn option(
                     line.nodocs = false;
                     line.justdb = false;
                 }
-                "tsflags" => line.add_tsflags(val, shown()),
-                "keepcache" => line.set_keepcache(val, shown(), "not a boolean dnf5 knows"),
-                "destdir" => *destdir = Some(shown()),
+                "tsflags" => line.add_tsflags(&val, given.shown()),
+                "keepcache" => line.set_keepcache(&val, given.shown(), "not a boolean dnf5 knows"),
+                "destdir" => line.destdir = Some(given.shown()),
                 _ => {}
             }
         }

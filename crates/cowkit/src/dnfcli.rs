@@ -4,8 +4,8 @@
 //! transaction itself.
 //!
 //! Everything but `--installroot` is passed to dnf unchanged, in order.
-//! The table of dnf's general options ([`OPTIONS`]) says which take a
-//! value, so that the command is found as dnf finds it (`-d 2 install x`:
+//! The table of dnf's options ([`cowkit_dnf::line::OPTIONS`], those dnf 4
+//! reads) says which take a value, so that the command is found as dnf finds it (`-d 2 install x`:
 //! the command is `install`). A long option written as a prefix of one of
 //! them (Python's argparse accepts `--installr`) is refused: cowkit reads
 //! only full names.
@@ -15,67 +15,7 @@ use std::path::PathBuf;
 
 pub use cowkit_dnf::line::Line;
 pub use cowkit_dnf::line::LineError;
-use cowkit_dnf::line::{Word, Words};
-
-/// One of dnf's options: long names, short letter, whether a value
-/// follows.
-type Opt = (&'static [&'static str], Option<char>, bool);
-
-/// dnf's general options (dnf 4.14 `cli/option_parser.py`).
-const OPTIONS: &[Opt] = &[
-    (&["--config"], Some('c'), true),
-    (&["--quiet"], Some('q'), false),
-    (&["--verbose"], Some('v'), false),
-    (&["--version"], None, false),
-    (&["--installroot"], None, true),
-    (&["--nodocs"], None, false),
-    (&["--noplugins"], None, false),
-    (&["--enableplugin"], None, true),
-    (&["--disableplugin"], None, true),
-    (&["--releasever"], None, true),
-    (&["--setopt"], None, true),
-    (&["--skip-broken"], None, false),
-    (&["--help", "--help-cmd"], Some('h'), false),
-    (&["--allowerasing"], None, false),
-    (&["--best"], Some('b'), false),
-    (&["--nobest"], None, false),
-    (&["--cacheonly"], Some('C'), false),
-    (&["--randomwait"], Some('R'), true),
-    (&["--debuglevel"], Some('d'), true),
-    (&["--debugsolver"], None, false),
-    (&["--showduplicates"], None, false),
-    (&["--errorlevel"], Some('e'), true),
-    (&["--obsoletes"], None, false),
-    (&["--rpmverbosity"], None, true),
-    (&["--assumeyes"], Some('y'), false),
-    (&["--assumeno"], None, false),
-    (&["--enablerepo"], None, true),
-    (&["--disablerepo"], None, true),
-    (&["--repo", "--repoid"], None, true),
-    (&["--enable"], None, false),
-    (&["--disable"], None, false),
-    (&["--exclude", "--excludepkgs"], Some('x'), true),
-    (&["--disableexcludes", "--disableexcludepkgs"], None, true),
-    (&["--repofrompath"], None, true),
-    (&["--noautoremove"], None, false),
-    (&["--nogpgcheck"], None, false),
-    (&["--color"], None, true),
-    (&["--refresh"], None, false),
-    (&[], Some('4'), false),
-    (&[], Some('6'), false),
-    (&["--destdir", "--downloaddir"], None, true),
-    (&["--downloadonly"], None, false),
-    (&["--comment"], None, true),
-    (&["--bugfix"], None, false),
-    (&["--enhancement"], None, false),
-    (&["--newpackage"], None, false),
-    (&["--security"], None, false),
-    (&["--advisory", "--advisories"], None, true),
-    (&["--bz", "--bzs"], None, true),
-    (&["--cve", "--cves"], None, true),
-    (&["--sec-severity", "--secseverity"], None, true),
-    (&["--forcearch"], None, true),
-];
+use cowkit_dnf::line::{DnfOption, Given, Word, Words, OPTIONS};
 
 const DESTDIR: &str = "without --downloadonly dnf refuses it, and cowkit downloads into a \
                        directory of its own";
@@ -85,7 +25,6 @@ const COMMENT: &str = "cowkit writes no dnf history transaction for what it inst
 /// Read `args` (dnf's arguments, without the program name).
 pub fn parse(args: &[OsString]) -> Result<Line, LineError> {
     let mut line = Line::default();
-    let mut destdir = None;
     let mut words = Words::new(args);
     while let Some((arg, word)) = words.next_word() {
         let (spec, name, inline) = match word {
@@ -100,11 +39,11 @@ pub fn parse(args: &[OsString]) -> Result<Line, LineError> {
             Word::Long(name, inline) => (long_spec(&name)?, name, inline),
             Word::Short(letters) => {
                 let c = letters.chars().next().expect("not empty");
-                let spec = OPTIONS.iter().find(|o| o.1 == Some(c));
+                let spec = cowkit_dnf::line::short_option(c, false);
                 let rest = &letters[c.len_utf8()..];
                 match spec {
                     // `-c/x`, `-d2`: the value is the rest of the word.
-                    Some(s) if s.2 => (
+                    Some(s) if s.value => (
                         Some(s),
                         format!("-{c}"),
                         (!rest.is_empty()).then(|| OsString::from(rest)),
@@ -125,24 +64,11 @@ pub fn parse(args: &[OsString]) -> Result<Line, LineError> {
             line.rest.push(arg.clone());
             continue;
         };
-        let mut tokens = vec![arg.clone()];
-        let value = words.value(&name, spec.2, inline, &mut tokens)?;
-        let first = spec.0.first().copied().unwrap_or("");
-        if first == "--installroot" {
-            line.set_root(PathBuf::from(value.expect("takes a value")))?;
-            continue;
+        if let Some(given) = line.take_option(&mut words, arg, spec, name, inline)? {
+            option(&mut line, &given);
         }
-        line.rest.extend(tokens);
-        option(
-            &mut line,
-            first,
-            spec.1,
-            &name,
-            value.as_deref(),
-            &mut destdir,
-        );
     }
-    line.refuse_destdir(destdir, DESTDIR);
+    line.refuse_destdir(DESTDIR);
     Ok(line)
 }
 
@@ -165,38 +91,26 @@ fn flags(line: &mut Line, letters: &str) {
     }
 }
 
-/// One of dnf's general options, `name` (standing for `first`/`short`),
-/// with its value, read into `line`.
-fn option(
-    line: &mut Line,
-    first: &str,
-    short: Option<char>,
-    name: &str,
-    value: Option<&OsStr>,
-    destdir: &mut Option<String>,
-) {
-    let shown = || match value {
-        Some(v) => format!("{name}={}", v.to_string_lossy()),
-        None => name.to_string(),
-    };
-    match (first, short) {
-        ("--quiet", _) => line.quiet = true,
-        ("--help", _) | ("--version", _) | ("--downloadonly", _) | ("--assumeno", _) => {
-            line.dnf_only = Some(name.to_string())
+/// One of dnf's general options, as `given` (standing for `first`), read
+/// into `line`.
+fn option(line: &mut Line, given: &Given) {
+    match given.first {
+        "--quiet" => line.quiet = true,
+        "--help" | "--version" | "--downloadonly" | "--assumeno" => {
+            line.dnf_only = Some(given.name.clone())
         }
-        ("--nodocs", _) => line.nodocs = true,
-        ("--destdir", _) => *destdir = Some(shown()),
-        ("--comment", _) => line.refuse(shown(), COMMENT),
-        ("--config", _) => line.config = value.map(PathBuf::from),
-        ("--setopt", _) => {
-            let v = value.expect("takes a value").to_string_lossy();
-            let (key, val) = v.split_once('=').unwrap_or((&v, ""));
+        "--nodocs" => line.nodocs = true,
+        "--destdir" => line.destdir = Some(given.shown()),
+        "--comment" => line.refuse(given.shown(), COMMENT),
+        "--config" => line.config = given.value.as_ref().map(PathBuf::from),
+        "--setopt" => {
+            let (key, val) = given.setting();
             match key.trim() {
                 "tsflags" => {
                     line.tsflags_given = true;
-                    line.add_tsflags(val, shown());
+                    line.add_tsflags(&val, given.shown());
                 }
-                "keepcache" => line.set_keepcache(val, shown(), "not a boolean dnf knows"),
+                "keepcache" => line.set_keepcache(&val, given.shown(), "not a boolean dnf knows"),
                 _ => {}
             }
         }
@@ -206,14 +120,15 @@ fn option(
 
 /// The option `name` (`--installroot`) stands for; an error for a prefix
 /// of one; `None` for an option dnf's general options do not have.
-fn long_spec(name: &str) -> Result<Option<&'static Opt>, LineError> {
-    if let Some(o) = OPTIONS.iter().find(|o| o.0.contains(&name)) {
+fn long_spec(name: &str) -> Result<Option<&'static DnfOption>, LineError> {
+    if let Some(o) = cowkit_dnf::line::long_option(name, false) {
         return Ok(Some(o));
     }
     if name.len() > 3 {
         if let Some(full) = OPTIONS
             .iter()
-            .flat_map(|o| o.0.iter())
+            .filter(|o| o.reader.reads(false))
+            .flat_map(|o| o.names.iter())
             .find(|full| full.starts_with(name))
         {
             return Err(LineError::Abbreviated {
