@@ -265,12 +265,9 @@ fn rpm420_unsupported(run: &crate::plan::Run) -> Option<&'static str> {
 /// provides as sysusers data (`user()`, `group()`, `groupmember()`
 /// provides whose version is a base64 `sysusers.d` line, `rpmdsIsSysuser`)
 /// with `%__systemd_sysusers` before its files; cowkit does not, so such a
-/// package is refused by name (`sysusers`: whether the rpm program has
-/// that macro set).
-pub(crate) fn sysusers(pkgs: &[Pkg], sysusers: bool) -> Result<()> {
-    if !sysusers {
-        return Ok(());
-    }
+/// package is refused by name when the rpm program has that macro set
+/// (`sysusers_set`, asked only when a package has such provides).
+pub(crate) fn sysusers(pkgs: &[Pkg], sysusers_set: impl FnOnce() -> Result<bool>) -> Result<()> {
     let problems: Vec<String> = pkgs
         .iter()
         .filter_map(|p| {
@@ -287,7 +284,7 @@ pub(crate) fn sysusers(pkgs: &[Pkg], sysusers: bool) -> Result<()> {
             ))
         })
         .collect();
-    if problems.is_empty() {
+    if problems.is_empty() || !sysusers_set()? {
         Ok(())
     } else {
         Err(Error::Unsupported { problems })

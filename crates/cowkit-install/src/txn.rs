@@ -210,10 +210,11 @@ pub(crate) fn prepare_inner<'r>(
     };
     refuse::unsupported(&plan, opts.lua.is_some(), checked.rpm420)?;
     if checked.rpm420 {
-        let set = !Rpm::host_macros(&["__systemd_sysusers"])?
-            .first()
-            .is_none_or(String::is_empty);
-        refuse::sysusers(&pkgs, set)?;
+        refuse::sysusers(&pkgs, || {
+            Ok(!Rpm::host_macros(&["__systemd_sysusers"])?
+                .first()
+                .is_none_or(String::is_empty))
+        })?;
     }
     // Every file's action, decided before anything is touched.
     let owners = match (&found, opts.db) {
