@@ -25,7 +25,7 @@ use crate::pkg::Pkg;
 use crate::Result;
 
 /// The settings rpm's `skipInstallFiles` reads.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Policy {
     /// `--excludedocs` (`--nodocs`) or `%_excludedocs`.
     pub nodocs: bool,

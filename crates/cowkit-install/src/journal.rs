@@ -17,7 +17,10 @@
 //! digest, the package file, whether it goes beside its installed
 //! versions with rpm's `-i`); the installed headers the transaction
 //! erases (NEVRA and database instance, and which new package replaces
-//! each); and the stage: `placing` (written before `%pretrans`: the files
+//! each); the options the transaction was asked ([`Asked`]: the
+//! registration's, its file policy, `--justdb`, `--noscripts`, `--nodeps`,
+//! install-only packages beside), with which it is done again; and the
+//! stage: `placing` (written before `%pretrans`: the files
 //! are being placed, the database is untouched) or `registering` (every
 //! element ran: the new packages' files are placed, the old versions'
 //! dropped files removed; rpm is registering). The registration's own
@@ -32,8 +35,9 @@ use cowkit_fs::IoError;
 use cowkit_rpmdb::{Check, DbPath, Rpm};
 use serde::{Deserialize, Serialize};
 
+use crate::fate::Policy;
 use crate::pkg::Pkg;
-use crate::prepared::{Recovery, TxOptions, TxSummary};
+use crate::prepared::{InstallOnly, Recovery, TxOptions, TxSummary};
 use crate::{Error, Result};
 
 /// The journal's file name in the database directory.
@@ -80,6 +84,58 @@ pub(crate) struct Old {
     pub(crate) by: String,
 }
 
+/// The options of a transaction that decide what it places and runs,
+/// beside the registration's own: a transaction interrupted while it
+/// placed files is done again with them, whatever the run that finds it
+/// was asked (`cowkit dnf` over dnf5 finishes it before dnf5 has said its
+/// configuration's transaction flags).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Asked {
+    /// Which files are placed: docs, languages, excluded and net shared
+    /// paths, colours, defines.
+    pub(crate) files: Policy,
+    /// `--justdb`: nothing placed, no scriptlet.
+    pub(crate) justdb: bool,
+    /// `--noscripts`.
+    pub(crate) noscripts: bool,
+    /// `--nodeps`.
+    pub(crate) nodeps: bool,
+    /// Install-only packages beside their installed versions.
+    pub(crate) install_only: InstallOnly,
+}
+
+impl Asked {
+    fn of(opts: &TxOptions) -> Asked {
+        Asked {
+            files: opts.files.clone(),
+            justdb: opts.justdb,
+            noscripts: opts.noscripts,
+            nodeps: opts.nodeps,
+            install_only: opts.install_only,
+        }
+    }
+}
+
+impl Journal {
+    /// `opts` as the journal's transaction was asked: its registration's
+    /// options and, where it recorded them, [`Asked`].
+    pub(crate) fn options(&self, opts: &TxOptions) -> TxOptions {
+        let mut o = opts.clone();
+        o.replacefiles = self.replacefiles;
+        o.oldpackage = self.oldpackage;
+        o.replacepkgs = self.replacepkgs;
+        o.reinstall = self.reinstall;
+        if let Some(a) = &self.asked {
+            o.files = a.files.clone();
+            o.justdb = a.justdb;
+            o.noscripts = a.noscripts;
+            o.nodeps = a.nodeps;
+            o.install_only = a.install_only;
+        }
+        o
+    }
+}
+
 /// The journal's content.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct Journal {
@@ -98,6 +154,11 @@ pub(crate) struct Journal {
     /// The registration is rpm's `--reinstall`.
     #[serde(default)]
     pub(crate) reinstall: bool,
+    /// What else the transaction was asked to do, for doing it again as
+    /// it was asked ([`Asked`]); a journal without it is done again with
+    /// the options of the run that finds it.
+    #[serde(default)]
+    pub(crate) asked: Option<Asked>,
     pub(crate) add: Vec<Add>,
     pub(crate) erase: Vec<Old>,
 }
@@ -113,6 +174,7 @@ impl Journal {
             oldpackage: opts.oldpackage,
             replacepkgs: opts.replacepkgs,
             reinstall: opts.reinstall,
+            asked: Some(Asked::of(opts)),
             add,
             erase,
         }
@@ -306,7 +368,7 @@ pub(crate) fn recover(
     root: &Root,
     opts: &TxOptions,
     packages: &[PathBuf],
-    again: &dyn Fn(&[PathBuf]) -> Result<TxSummary>,
+    again: &dyn Fn(&[PathBuf], &TxOptions) -> Result<TxSummary>,
 ) -> Result<Option<Recovery>> {
     if opts.test || !opts.db {
         return Ok(None);
@@ -353,7 +415,7 @@ pub(crate) fn recover(
             }
             check_packages(&journal, j.add.iter())?;
             let paths: Vec<PathBuf> = j.add.iter().map(|a| a.package.clone()).collect();
-            let again = again(&paths).map_err(|e| Error::Interrupted {
+            let again = again(&paths, &j.options(opts)).map_err(|e| Error::Interrupted {
                 path: journal.clone(),
                 source: Box::new(e),
             })?;

@@ -91,7 +91,8 @@ impl std::fmt::Debug for LuaStarter {
 /// What a transaction does with a new version of an install-only package
 /// (one that provides an entry of dnf's default `installonlypkgs`, such as
 /// `installonlypkg(kernel)`) when an older version is installed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum InstallOnly {
     /// Refuse the transaction ([`crate::Error::InstallOnly`]): `rpm -U` would
     /// erase the old version, dnf would keep it.

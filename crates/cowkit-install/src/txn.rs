@@ -61,8 +61,9 @@ pub fn transaction(
 /// that transaction is left for them to do again. With `--test` or
 /// without a database nothing is done.
 pub fn recover(root: &Root, opts: &TxOptions, packages: &[PathBuf]) -> Result<Option<Recovery>> {
-    let again =
-        |paths: &[PathBuf]| prepare_inner(root, paths, opts, false)?.run(&crate::NoProgress);
+    let again = |paths: &[PathBuf], asked: &TxOptions| {
+        prepare_inner(root, paths, asked, false)?.run(&crate::NoProgress)
+    };
     crate::journal::recover(root, opts, packages, &again)
 }
 

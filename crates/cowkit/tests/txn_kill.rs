@@ -367,6 +367,83 @@ fn a_reinstall_killed_before_its_registration_is_finished() {
     assert!(after.temporaries.is_empty(), "{:?}", after.temporaries);
 }
 
+/// A transaction asked with `--excludedocs` killed while it placed files
+/// (its journal at `placing`), then another command without that option:
+/// the interrupted transaction is done again first as it was asked, its
+/// docs left out as `rpm -U --excludedocs` leaves them, not with the
+/// options of the run that finds it.
+#[test]
+fn a_transaction_killed_while_placing_is_done_again_as_it_was_asked() {
+    if !as_root(
+        "a_transaction_killed_while_placing_is_done_again_as_it_was_asked",
+        "rpm --root",
+    ) {
+        return;
+    }
+    let Some(d) = scratch(Fs::Xfs) else { return };
+    let repo = build_repo(tmp());
+    let (ours, theirs) = (
+        mkdir(&d.path().join("cowkit")),
+        mkdir(&d.path().join("rpm")),
+    );
+    let install = |args: &[&str], pkg: &Path, crash: Option<&str>| {
+        let mut c = cowkit();
+        c.args(["install", "--nodeps", "--root"])
+            .arg(&ours)
+            .arg("--dbpath")
+            .arg(dbpath())
+            .args(args)
+            .arg(pkg)
+            .stdin(Stdio::null())
+            .env_remove("COWKIT_RPM");
+        match crash {
+            Some(at) => c.env("COWKIT_TXN_CRASH_AT", at),
+            None => c.env_remove("COWKIT_TXN_CRASH_AT"),
+        };
+        c.output().unwrap()
+    };
+    let rpm_u = |args: &[&str], pkg: &Path| {
+        run_ok(
+            rpm_in(&theirs).args(["-U", "--nodeps"]).args(args).arg(pkg),
+            "rpm -U",
+        )
+    };
+    let fs = repo.rpm("ck-filesystem");
+    let out = install(&[], fs, None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    rpm_u(&[], fs);
+    let out = install(
+        &["--excludedocs"],
+        repo.rpm("ck-doc"),
+        Some("pretrans-done"),
+    );
+    assert_eq!(out.status.signal(), Some(9), "{out:?}");
+    assert!(outcome(&ours).journal, "no journal after the kill");
+    let out = install(&[], repo.rpm("ck-data"), None);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("killed run left"), "{said}");
+    rpm_u(&["--excludedocs"], repo.rpm("ck-doc"));
+    rpm_u(&[], repo.rpm("ck-data"));
+    let readme = "usr/share/doc/ck-doc/README";
+    assert!(!theirs.join(readme).exists(), "rpm placed the doc");
+    assert!(
+        !ours.join(readme).exists(),
+        "the interrupted transaction was done again with its docs: {said}"
+    );
+    assert!(ours.join("usr/share/licenses/ck-doc/LICENSE").exists());
+    let (a, b) = (outcome(&ours), outcome(&theirs));
+    assert_eq!(a.qa, b.qa, "{said}");
+    assert_eq!(a.verify, b.verify, "{said}");
+    assert_eq!(a.unowned, b.unowned, "{said}");
+    assert!(!a.journal);
+    assert!(a.temporaries.is_empty(), "{:?}", a.temporaries);
+}
+
 #[test]
 fn an_upgrade_killed_anywhere_is_finished_by_the_next_run() {
     if !as_root(
