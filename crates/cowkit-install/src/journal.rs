@@ -17,7 +17,7 @@
 //! digest, the package file, whether it goes beside its installed
 //! versions with rpm's `-i`); the installed headers the transaction
 //! erases (NEVRA and database instance, and which new package replaces
-//! each); the options the transaction was asked ([`Asked`]: the
+//! each); the options the transaction was asked (`Asked`: the
 //! registration's, its file policy, `--justdb`, `--noscripts`, `--nodeps`,
 //! install-only packages beside), with which it is done again; and the
 //! stage: `placing` (written before `%pretrans`: the files
