@@ -301,6 +301,13 @@ pub(crate) fn read(root: &Root, dbpath: &str) -> Result<Option<Journal>> {
             j.dbpath
         )));
     }
+    // The macros it gives rpm when the transaction is done again: only
+    // those a `--define` may set.
+    if let Some(a) = &j.asked {
+        for (name, value) in &a.files.defines {
+            crate::fate::define(&format!("{name} {value}")).map_err(bad)?;
+        }
+    }
     Ok(Some(j))
 }
 
