@@ -32,6 +32,7 @@ fn full(inst: u32, i: &Installed) -> DbPkg {
             .collect(),
         triggers: i.triggers.clone(),
         prefixes: i.prefixes.clone(),
+        sysusers: Vec::new(),
     }
 }
 
@@ -103,6 +104,7 @@ pub(crate) fn database(
                 provides: Vec::new(),
                 triggers: Vec::new(),
                 prefixes: Vec::new(),
+                sysusers: Vec::new(),
             },
         })
         .collect();

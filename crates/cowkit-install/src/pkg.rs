@@ -10,7 +10,7 @@ use cowkit_fs::IoError;
 use cowkit_rpmdb::triggers::{Dep, TriggerDef};
 use rpm::IndexTag;
 
-use crate::plan::DbPkg;
+use crate::plan::{DbPkg, Sysusers};
 use crate::scripts::{Phase, Scriptlet};
 use crate::{Error, Result};
 
@@ -39,6 +39,10 @@ pub(crate) struct Pkg {
     /// The files' languages (`FILELANGS`, `|`-separated), by header
     /// index; empty when the header has none.
     pub(crate) langs: Vec<String>,
+    /// The users and groups it provides as sysusers data (rpm 4.19 and
+    /// later create them before its `%pre`), grouped by the file that
+    /// provides them, in rpm's order ([`sysusers`]).
+    pub(crate) sysusers: Vec<Sysusers>,
     /// The extents file as read for the check, kept open for the install
     /// (which then does not parse its header again); taken once.
     pub(crate) opened: Mutex<Option<cowkit_extents::open::ExtentsFile>>,
@@ -115,7 +119,9 @@ impl Pkg {
             .get_entry_data_as_string_array(IndexTag::RPMTAG_FILELANGS)
             .map(|v| v.into_iter().map(str::to_string).collect())
             .unwrap_or_default();
+        let sysusers = sysusers(h, &provides, &files);
         Ok(Pkg {
+            sysusers,
             colors,
             langs,
             path: path.to_path_buf(),
@@ -172,8 +178,105 @@ impl Pkg {
                 .collect(),
             triggers: self.triggers.clone(),
             prefixes: self.prefixes.clone(),
+            sysusers: self.sysusers.clone(),
         }
     }
+}
+
+/// rpm 4.20's reading of a header's sysusers data (`runSysusers`,
+/// `lib/psm.c`): every provide `rpmdsIsSysuser` takes (`user(…)`,
+/// `group(…)` or `groupmember(…)` with `=` and a version that decodes as
+/// base64) gives its decoded line, under the file whose dependency dictionary
+/// (`FILEDEPENDSX`/`FILEDEPENDSN` into `DEPENDSDICT`) names that provide
+/// (`findProviderFile`), else under none; sources in the order their first
+/// line comes.
+fn sysusers(h: &rpm::Header<IndexTag>, provides: &[Dep], files: &FileList) -> Vec<Sysusers> {
+    let mut out: Vec<Sysusers> = Vec::new();
+    let dx = h
+        .get_entry_data_as_u32_array(IndexTag::RPMTAG_FILEDEPENDSX)
+        .unwrap_or_default();
+    let dn = h
+        .get_entry_data_as_u32_array(IndexTag::RPMTAG_FILEDEPENDSN)
+        .unwrap_or_default();
+    let dict = h
+        .get_entry_data_as_u32_array(IndexTag::RPMTAG_DEPENDSDICT)
+        .unwrap_or_default();
+    for (px, d) in provides.iter().enumerate() {
+        let Some(line) = sysuser_line(d) else {
+            continue;
+        };
+        let provider = (0..files.files.len()).find(|&fx| {
+            let (Some(&start), Some(&n)) = (dx.get(fx), dn.get(fx)) else {
+                return false;
+            };
+            (start..start.saturating_add(n)).any(|k| {
+                dict.get(k as usize).is_some_and(|&e| {
+                    (e >> 24) & 0xff == u32::from(b'P') && (e & 0x00ff_ffff) as usize == px
+                })
+            })
+        });
+        let file = provider.map_or_else(String::new, |fx| {
+            String::from_utf8_lossy(files.files[fx].path.as_bytes()).into_owned()
+        });
+        match out.iter_mut().find(|s| s.file == file) {
+            Some(s) => s.lines.push(line),
+            None => out.push(Sysusers {
+                file,
+                lines: vec![line],
+            }),
+        }
+    }
+    out
+}
+
+/// rpm's `rpmdsIsSysuser` (`lib/rpmds.c`): a provide named `user(…)`,
+/// `group(…)` or `groupmember(…)`, with `=`, whose version decodes as
+/// base64 (`rpmBase64Decode`); the decoded `sysusers.d` line.
+pub(crate) fn sysuser_line(d: &Dep) -> Option<String> {
+    let named = d.name.starts_with("user(")
+        || d.name.starts_with("group(")
+        || d.name.starts_with("groupmember(");
+    if !named || d.flags & 8 == 0 {
+        return None;
+    }
+    let bytes = base64_decode(&d.version)?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// rpm's `rpmBase64Decode`: white space ignored; what is left must be
+/// non-empty, a multiple of four long, base64 characters with at most two
+/// `=` of padding at the end.
+fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    let t: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    if t.is_empty() || !t.len().is_multiple_of(4) {
+        return None;
+    }
+    let value = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let mut out = Vec::with_capacity(t.len() / 4 * 3);
+    let last = t.len() / 4 - 1;
+    for (k, q) in t.chunks(4).enumerate() {
+        let pad = q.iter().rev().take_while(|&&c| c == b'=').count();
+        if pad > 2 || (pad > 0 && k != last) {
+            return None;
+        }
+        let mut n = 0u32;
+        for &c in &q[..4 - pad] {
+            n = (n << 6) | value(c)?;
+        }
+        n <<= 6 * pad as u32;
+        let b = n.to_be_bytes();
+        out.extend_from_slice(&b[1..4 - pad]);
+    }
+    Some(out)
 }
 
 /// A package header's tags by their `rpm --xml` names.
@@ -237,5 +340,43 @@ impl cowkit_rpmdb::triggers::Tags for HeaderTags<'_> {
             .get_entry_data_as_u32_array(t)
             .map(|v| v.into_iter().map(u64::from).collect())
             .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn provide(name: &str, flags: u32, version: &str) -> Dep {
+        Dep {
+            name: name.into(),
+            flags,
+            version: version.into(),
+        }
+    }
+
+    #[test]
+    fn sysusers_data_as_rpm_decodes_it() {
+        // `u root 0 "Super User" /root` in base64, as rpmbuild writes it.
+        let root = "dSByb290IDAgIlN1cGVyIFVzZXIiIC9yb290";
+        assert_eq!(
+            sysuser_line(&provide("user(root)", 8, root)).as_deref(),
+            Some("u root 0 \"Super User\" /root")
+        );
+        assert_eq!(
+            sysuser_line(&provide("group(g)", 8, "Zw==")).as_deref(),
+            Some("g")
+        );
+        assert_eq!(
+            sysuser_line(&provide("groupmember(a/b)", 8, "Zz0")),
+            None,
+            "not a multiple of four"
+        );
+        // Not `=`, another name, or no base64: no sysusers data.
+        assert_eq!(sysuser_line(&provide("user(root)", 0, root)), None);
+        assert_eq!(sysuser_line(&provide("bash", 8, root)), None);
+        for v in ["", "1.0", "1.0-1", "abc", "Z===", "Zw==Zw=="] {
+            assert_eq!(sysuser_line(&provide("user(x)", 8, v)), None, "{v}");
+        }
     }
 }

@@ -57,6 +57,19 @@ pub(crate) struct DbPkg {
     pub(crate) triggers: Vec<TriggerDef>,
     /// Install prefixes (rpm's `INSTPREFIXES`).
     pub(crate) prefixes: Vec<String>,
+    /// The users and groups it provides as sysusers data, by source (a
+    /// package being installed; none for an installed one).
+    pub(crate) sysusers: Vec<Sysusers>,
+}
+
+/// The sysusers lines of a package that come from one source: a file of
+/// the package (a `sysusers.d` file), or none (`%add_sysuser`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Sysusers {
+    /// The providing file's path, empty for none.
+    pub(crate) file: String,
+    /// The `sysusers.d` lines, decoded.
+    pub(crate) lines: Vec<String>,
 }
 
 /// The database as rpm sees it during the transaction.
@@ -75,6 +88,10 @@ pub(crate) struct Db {
     /// rpm 4.20's file triggers (their arguments, and
     /// `%transfiletriggerpostun` by every prefix), not rpm 4.18's.
     rpm420: bool,
+    /// The rpm program's `%__systemd_sysusers` and the root it gets as
+    /// `--root`, when users and groups provided as sysusers data are
+    /// created (rpm 4.20 with the macro set).
+    sysusers: Option<(String, String)>,
 }
 
 /// One scriptlet run.
@@ -160,6 +177,13 @@ impl Db {
         self.rpm420 = on;
     }
 
+    /// Create the users and groups packages provide as sysusers data with
+    /// `command` (the rpm program's `%__systemd_sysusers`) on `root`, as
+    /// rpm 4.20 does before each package's `%pre`.
+    pub(crate) fn set_sysusers(&mut self, command: String, root: String) {
+        self.sysusers = Some((command, root));
+    }
+
     /// Mark the installed `inst` as erased by this transaction.
     pub(crate) fn erasing(&mut self, inst: u32) {
         self.removed.insert(inst);
@@ -217,6 +241,11 @@ impl Db {
         let mut out: Vec<Step> = Vec::new();
         let arg = self.count(&te.name) + 1;
         let script = |ph: Phase| scripts.iter().find(|s| s.phase == ph);
+        if let Some((command, root)) = &self.sysusers {
+            for su in &te.sysusers {
+                out.push(Step::run(sysusers_run(&te, su, command, root, arg)));
+            }
+        }
         out.extend(
             self.name_triggers(&te, sense::TRIGGERPREIN, 0)
                 .into_iter()
@@ -757,6 +786,40 @@ fn trigger_run(
 
 /// A package's own scriptlet (`%pre`, ...) with `$1`, and the package's
 /// install prefixes (none in `%pretrans`: rpm has not set them yet).
+/// rpm 4.20's run of `%__systemd_sysusers` for one source of `te`'s
+/// sysusers data (`execSysusers`, `lib/psm.c`): the command's words joined
+/// by spaces (`--replace FILE` for a file's lines, `--root ROOT` unless the
+/// root is `/`, `-`: the lines on stdin), run by `/bin/sh` on the host with
+/// the package's `$1`; critical.
+fn sysusers_run(te: &DbPkg, su: &Sysusers, command: &str, root: &str, arg1: i64) -> Run {
+    let mut body = command.to_string();
+    if !su.file.is_empty() {
+        body.push_str(" --replace ");
+        body.push_str(&su.file);
+    }
+    if root != "/" {
+        body.push_str(" --root ");
+        body.push_str(root);
+    }
+    body.push_str(" -");
+    Run {
+        owner: te.nevra.clone(),
+        name: format!("%sysusers({})", te.nevra),
+        script: Scriptlet {
+            phase: crate::scripts::Phase::Sysusers,
+            body,
+            prog: vec!["/bin/sh".into()],
+            flags: 0,
+            rpmver: None,
+        },
+        arg1: Some(arg1),
+        arg2: None,
+        files: Some(su.lines.iter().map(|l| l.as_bytes().to_vec()).collect()),
+        critical: true,
+        prefixes: te.prefixes.clone(),
+    }
+}
+
 pub(crate) fn plain(nevra: &str, prefixes: &[String], s: &Scriptlet, arg1: i64) -> Run {
     Run {
         owner: nevra.to_string(),

@@ -70,6 +70,11 @@ pub enum Phase {
     PostUnTrans,
     /// A trigger of any kind (its name is in the plan's [`crate::plan::Run`]).
     Trigger,
+    /// rpm 4.20's creation of the users and groups a package provides as
+    /// sysusers data: the rpm program's `%__systemd_sysusers`, run on the
+    /// host (not chrooted) with `--root`, the `sysusers.d` lines on stdin,
+    /// before the package's `%pre` (`runSysusers`, `lib/psm.c`).
+    Sysusers,
 }
 
 impl Phase {
@@ -85,6 +90,7 @@ impl Phase {
             Phase::PreUnTrans => "%preuntrans",
             Phase::PostUnTrans => "%postuntrans",
             Phase::Trigger => "%trigger",
+            Phase::Sysusers => "%sysusers",
         }
     }
 
@@ -100,6 +106,7 @@ impl Phase {
             Phase::PreUnTrans => "preuntrans",
             Phase::PostUnTrans => "postuntrans",
             Phase::Trigger => "trigger",
+            Phase::Sysusers => "sysusers",
         }
     }
 
@@ -109,7 +116,7 @@ impl Phase {
     pub fn critical(self) -> bool {
         matches!(
             self,
-            Phase::PreTrans | Phase::Pre | Phase::PreUn | Phase::PreUnTrans
+            Phase::PreTrans | Phase::Pre | Phase::PreUn | Phase::PreUnTrans | Phase::Sysusers
         )
     }
 
@@ -136,8 +143,9 @@ impl Phase {
                 RPMTAG_POSTUNTRANSPROG,
                 RPMTAG_POSTUNTRANSFLAGS,
             ),
-            // Triggers are read by `cowkit_rpmdb::triggers`.
-            Phase::Trigger => (
+            // Triggers are read by `cowkit_rpmdb::triggers`; sysusers data
+            // by `crate::pkg`, from the provides.
+            Phase::Trigger | Phase::Sysusers => (
                 RPMTAG_TRIGGERSCRIPTS,
                 RPMTAG_TRIGGERSCRIPTPROG,
                 RPMTAG_TRIGGERSCRIPTFLAGS,
@@ -324,6 +332,28 @@ impl Scriptlet {
             listed.set_pid(lua.pid());
             return lua.run(&self.body, &self.prog, how);
         }
+        if self.phase == Phase::Sysusers {
+            // It runs on the host and writes the root's user files through
+            // host paths (`$ROOT/etc/passwd`): a root whose `etc` is not a
+            // directory of its own (a symlink a package left) would have
+            // it write outside the root. rpm follows it; cowkit fails the
+            // package instead.
+            let etc = root.path().join("etc");
+            if let Ok(m) = std::fs::symlink_metadata(&etc) {
+                if !m.is_dir() {
+                    return Ok(Some(format!(
+                        "`{}` is not a directory: the host's sysusers command would write through it",
+                        etc.display()
+                    )));
+                }
+            }
+            // rpm runs it on the host, not chrooted (`execSysusers`): its
+            // interpreter with the command line as the script, and `$1`.
+            let mut argv: Vec<String> = self.prog.clone();
+            argv.extend(["-c".to_string(), self.body.clone(), "sh".to_string()]);
+            argv.extend(args.iter().map(i64::to_string));
+            return self.exec(None, &argv, files, prefixes, ctx, &listed);
+        }
         let mut argv: Vec<String> = self.prog.clone();
         // The body goes in a working directory of its own: removed after
         // the run, on SIGINT/SIGTERM, or by the next transaction's
@@ -352,28 +382,33 @@ impl Scriptlet {
             argv.extend(args.iter().map(i64::to_string));
             tmp = Some(work);
         }
-        let result = self.exec(root.path(), &argv, files, prefixes, ctx, &listed);
+        let result = self.exec(Some(root.path()), &argv, files, prefixes, ctx, &listed);
         drop(tmp);
         result
     }
 
+    /// Run `argv` chrooted into `root`, or on the host (`None`).
     fn exec(
         &self,
-        root: &Path,
+        root: Option<&Path>,
         argv: &[String],
         files: Option<&[Vec<u8>]>,
         prefixes: &[String],
         ctx: &RunContext<'_>,
         listed: &crate::interrupt::Listed,
     ) -> Result<Option<String>> {
+        // What errors name: the root, or the program run on the host.
+        let shown = root.map_or_else(|| PathBuf::from(&argv[0]), Path::to_path_buf);
         // The host's sh sets rpm's umask, then becomes chroot(8), which
-        // becomes the interpreter inside the root.
+        // becomes the interpreter inside the root (or the interpreter on
+        // the host).
         let mut c = Command::new("/bin/sh");
-        c.arg("-c")
-            .arg("umask 022 && exec chroot \"$@\"")
-            .arg("sh")
-            .arg(root)
-            .args(argv)
+        c.arg("-c");
+        match root {
+            Some(root) => c.arg("umask 022 && exec chroot \"$@\"").arg("sh").arg(root),
+            None => c.arg("umask 022 && exec \"$@\"").arg("sh"),
+        };
+        c.args(argv)
             .env("PATH", SCRIPT_PATH)
             .current_dir("/")
             // rpm gives every scriptlet a pipe: a file trigger's files,
@@ -400,9 +435,14 @@ impl Scriptlet {
         // rpm's signal mask: SIGINT and SIGQUIT blocked (a terminal's
         // Ctrl-C leaves the scriptlet running, see [`crate::interrupt`]).
         cowkit_sys::process::block_signals_on_exec(&mut c, &crate::interrupt::SCRIPTLET_BLOCKED);
-        let mut child = c
-            .spawn()
-            .map_err(|e| Error::from(IoError::new("run chroot(8) for", root.to_path_buf(), e)))?;
+        let mut child = c.spawn().map_err(|e| {
+            let what = if root.is_some() {
+                "run chroot(8) for"
+            } else {
+                "run"
+            };
+            Error::from(IoError::new(what, shown.clone(), e))
+        })?;
         listed.set_pid(child.id());
         if let Some(mut stdin) = child.stdin.take() {
             use std::io::Write;
@@ -418,7 +458,7 @@ impl Scriptlet {
         }
         let status = child
             .wait()
-            .map_err(|e| Error::from(IoError::new("wait for", root.to_path_buf(), e)))?;
+            .map_err(|e| Error::from(IoError::new("wait for", shown.clone(), e)))?;
         Ok((!status.success()).then(|| status.to_string()))
     }
 }

@@ -177,7 +177,7 @@ pub(crate) fn prepare_inner<'r>(
     let mut pkgs = read_packages(packages, opts.db)?;
     // A package that cannot be placed refuses the whole transaction.
     refuse::unplaceable(&pkgs)?;
-    let checked = if opts.db {
+    let mut checked = if opts.db {
         let db = found
             .as_ref()
             .or(scratch.as_ref().map(|s| s.db()))
@@ -201,6 +201,21 @@ pub(crate) fn prepare_inner<'r>(
             ..InDb::default()
         }
     };
+    // rpm 4.20 creates the users and groups packages provide as sysusers
+    // data with its `%__systemd_sysusers` (asked only when a package has
+    // such data), before each package's `%pre`.
+    if checked.rpm420 && pkgs.iter().any(|p| !p.sysusers.is_empty()) {
+        let command = Rpm::host_macros(&["__systemd_sysusers"])?
+            .into_iter()
+            .next()
+            .unwrap_or_default();
+        if !command.is_empty() {
+            refuse::sysusers_without_scripts(&pkgs, opts.noscripts, opts.justdb)?;
+            checked
+                .db
+                .set_sysusers(command, root.path().to_string_lossy().into_owned());
+        }
+    }
     // The plan as it runs when nothing fails: every run is looked at
     // before anything is touched, `--test` shows it, and whether any runs
     // decides the nosync session.
@@ -210,13 +225,6 @@ pub(crate) fn prepare_inner<'r>(
         crate::runner::simulate(&pkgs, &checked)
     };
     refuse::unsupported(&plan, opts.lua.is_some(), checked.rpm420)?;
-    if checked.rpm420 {
-        refuse::sysusers(&pkgs, || {
-            Ok(!Rpm::host_macros(&["__systemd_sysusers"])?
-                .first()
-                .is_none_or(String::is_empty))
-        })?;
-    }
     // Every file's action, decided before anything is touched.
     let owners = match (&found, opts.db) {
         (Some(db), true) => file_owners(

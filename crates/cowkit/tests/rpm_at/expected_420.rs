@@ -10,7 +10,7 @@ pub const OVER_420: &[(&str, Expect)] = &[
     ("ftargs-1.1", Equal),
     ("ftargs-1.2", Equal),
     ("ftargs-2.1", Equal),
-    ("sysusers-1.1", Refused("with sysusers data")),
+    ("sysusers-1.1", Equal),
     ("untrans-1.1", Equal),
     (
         "untrans-1.2",
