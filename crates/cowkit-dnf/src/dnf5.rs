@@ -420,16 +420,13 @@ pub fn command(
     c
 }
 
-/// The erasures in dnf5's order file at `order` (its `e` lines) that are
-/// not an older version of a package it upgrades or reinstalls (a `u` or
-/// `r` line of the same name): what an installed package obsoletes, or
-/// what dnf5 erases to make room. dnf5 hands rpm those as erasures of
-/// their own, not tied to a package it installs, and rpm then orders them
-/// (and runs their `%preun`/`%postun`) otherwise than cowkit's
-/// transaction, which orders every erasure as `rpm -U` orders those it
-/// ties to the package that replaces them (as dnf 4 hands them to rpm).
-/// No order file: none.
-pub fn unlinked_erasures(order: &Path) -> Result<Vec<String>> {
+/// The transaction as dnf5 hands it to rpm (`Transaction::fill` in
+/// libdnf5's `rpm/transaction.cpp`), from its order file at `order`: an
+/// install as an install element (`i`), an upgrade or downgrade as an
+/// upgrade element (`u`), a reinstall as a reinstall element (`r`), and
+/// each package it removes or replaces as an erasure of its own (`e`,
+/// `rpmtsAddEraseElement`), in dnf5's order. No order file: nothing.
+pub fn handed(order: &Path) -> Result<Vec<cowkit_install::Handed>> {
     let text = match std::fs::read_to_string(order) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -441,23 +438,24 @@ pub fn unlinked_erasures(order: &Path) -> Result<Vec<String>> {
             })
         }
     };
-    Ok(unlinked_in(&text))
+    Ok(handed_in(&text))
 }
 
-/// [`unlinked_erasures`] of the order's text.
-fn unlinked_in(text: &str) -> Vec<String> {
-    // NAME-[EPOCH:]VERSION-RELEASE.ARCH: the name is before the last two `-`.
-    let name = |nevra: &str| nevra.rsplitn(3, '-').nth(2).unwrap_or(nevra).to_string();
-    let items: Vec<(&str, &str)> = text.lines().filter_map(|l| l.split_once('\t')).collect();
-    let replacing: std::collections::HashSet<String> = items
-        .iter()
-        .filter(|(how, _)| matches!(*how, "u" | "r"))
-        .map(|(_, n)| name(n))
-        .collect();
-    items
-        .iter()
-        .filter(|(how, n)| *how == "e" && !replacing.contains(&name(n)))
-        .map(|(_, n)| n.to_string())
+/// [`handed`] of the order's text.
+fn handed_in(text: &str) -> Vec<cowkit_install::Handed> {
+    use cowkit_install::Handed;
+    text.lines()
+        .filter_map(|l| l.split_once('\t'))
+        .filter_map(|(how, n)| {
+            let n = n.to_string();
+            Some(match how {
+                "i" => Handed::Install(n),
+                "u" => Handed::Upgrade(n),
+                "r" => Handed::Reinstall(n),
+                "e" => Handed::Erase(n),
+                _ => return None,
+            })
+        })
         .collect()
 }
 
@@ -656,27 +654,28 @@ mod tests {
     }
 
     #[test]
-    fn erasures_of_their_own_are_those_no_upgrade_or_reinstall_replaces() {
+    fn the_order_is_read_as_dnf5_hands_it_to_rpm() {
+        use cowkit_install::Handed;
         // dnf5's upgrade of the Fedora-shaped repository: procps-ng
-        // obsoletes procps (an install, `i`), the others are upgrades.
+        // obsoletes procps (an install, `i`), the others are upgrades; the
+        // replaced packages come last.
         let upgrade = "i\tprocps-ng-4.0.4-1.fc40.noarch\n\
                        u\tzlib-1.3.1-1.fc40.noarch\n\
-                       u\tkrb5-libs-1.21.3-1.fc40.i686\n\
-                       u\tcrypto-policies-1:20240201-1.fc40.noarch\n\
-                       e\tkrb5-libs-1.21.2-1.fc40.i686\n\
+                       r\tbash-5.2.26-1.fc40.x86_64\n\
                        e\tprocps-3.2.8-1.fc40.noarch\n\
-                       e\tcrypto-policies-1:20230301-1.fc40.noarch\n\
-                       e\tzlib-1.2.13-1.fc40.noarch\n";
-        assert_eq!(unlinked_in(upgrade), ["procps-3.2.8-1.fc40.noarch"]);
-        // A reinstall lists the installed copy as erased: replaced.
-        assert!(
-            unlinked_in("r\tbash-5.2.26-1.fc40.x86_64\ne\tbash-5.2.26-1.fc40.x86_64\n").is_empty()
+                       e\tcrypto-policies-1:20230301-1.fc40.noarch\n";
+        assert_eq!(
+            handed_in(upgrade),
+            [
+                Handed::Install("procps-ng-4.0.4-1.fc40.noarch".into()),
+                Handed::Upgrade("zlib-1.3.1-1.fc40.noarch".into()),
+                Handed::Reinstall("bash-5.2.26-1.fc40.x86_64".into()),
+                Handed::Erase("procps-3.2.8-1.fc40.noarch".into()),
+                Handed::Erase("crypto-policies-1:20230301-1.fc40.noarch".into()),
+            ]
         );
-        assert!(unlinked_in("i\tbash-5.2.26-1.fc40.x86_64\n").is_empty());
         let d = tempfile::tempdir().unwrap();
-        assert!(unlinked_erasures(&d.path().join("none"))
-            .unwrap()
-            .is_empty());
+        assert!(handed(&d.path().join("none")).unwrap().is_empty());
     }
 
     #[test]

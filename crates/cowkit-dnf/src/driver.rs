@@ -84,6 +84,7 @@ pub fn run(req: &Request, events: &dyn Events) -> Result<Outcome, RunError> {
         events,
         resolver,
         tsflags: None,
+        handed: &[],
     };
     let found = cowkit_rpmdb::find(&root, req.dbpath.as_deref()).map_err(RunError::FindDb)?;
     // A transaction a killed run left unfinished is finished before dnf
@@ -221,12 +222,13 @@ fn resolve_and_install(
     ahead.wait();
     // dnf's reinstalls are rpm's `--reinstall` elements: all or none.
     let reinstall = crate::order::reinstalls(&order_path)?;
-    if resolver == Resolver::Dnf5 {
-        let erased = crate::dnf5::unlinked_erasures(&order_path)?;
-        if !erased.is_empty() {
-            return Err(crate::Error::Dnf5Erasures { erased }.into());
-        }
-    }
+    // dnf5's elements as it hands them to rpm: erasures of their own
+    // (what a package it installs obsoletes) are ordered and run as rpm
+    // orders and runs them.
+    let handed = match resolver {
+        Resolver::Dnf5 => crate::dnf5::handed(&order_path)?,
+        Resolver::Dnf4 => Vec::new(),
+    };
     let plan = match (dnf5, &dnf_downloads) {
         (Some(Dnf5Outcome::Stopped(plan)), _) => Some(plan),
         // dnf5 went on: it downloaded, for the plan's reasons.
@@ -245,6 +247,7 @@ fn resolve_and_install(
     };
     let run = &Run {
         tsflags: flags.or(run.tsflags),
+        handed: &handed,
         ..*run
     };
     // What dnf5 went on to download, by its plan.

@@ -218,13 +218,6 @@ pub enum Error {
     /// cowkit can fetch every package: its plugin did not stop it.
     #[error("dnf5 went on after resolving although cowkit's plugin planned to fetch every package: the plugin did not stop it")]
     Dnf5WentOn,
-    /// dnf5 erases installed packages as erasures of their own, which rpm
-    /// orders otherwise than cowkit's transaction.
-    #[error("dnf5 erases {} as erasures of their own (not as older versions of packages it upgrades), which rpm runs in another order than cowkit's transaction would: refused, nothing was changed", erased.join(", "))]
-    Dnf5Erasures {
-        /// Each erased package's NEVRA.
-        erased: Vec<String>,
-    },
     /// dnf5 went on to download its plan's packages, but none is where
     /// cowkit told it to put them.
     #[error("dnf5 went on to download the {planned} package(s) of its plan, but none is in `{}`: nothing was installed", dir.display())]

@@ -95,6 +95,9 @@ pub struct Run<'a> {
     /// cowkit's own reading of dnf's; `None` before dnf5 resolved, and
     /// with dnf 4.
     pub tsflags: Option<TxFlags>,
+    /// The elements as dnf5 hands them to rpm ([`crate::dnf5::handed`]);
+    /// empty before dnf5 resolved, and with dnf 4.
+    pub handed: &'a [cowkit_install::Handed],
 }
 
 /// The transaction flags cowkit carries out.

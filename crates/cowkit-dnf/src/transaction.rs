@@ -79,6 +79,7 @@ pub fn options(run: &Run<'_>, reinstall: bool) -> Result<TxOptions, RunError> {
         lua: (req.lua)(),
         keep_syncs: req.keep_syncs,
         files,
+        handed: run.handed.to_vec(),
         ..TxOptions::default()
     })
 }

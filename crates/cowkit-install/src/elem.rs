@@ -24,6 +24,12 @@ pub(crate) struct Erased {
     pub(crate) inst: u32,
     /// The new package that replaces it (same name) or obsoletes it.
     pub(crate) by: usize,
+    /// rpm's erasure depends on `by` (`rpmteDependsOn`): the old version an
+    /// upgrade element replaces or obsoletes, as `rpm -U` adds it. `false`
+    /// for an erasure the resolver adds on its own (dnf5's erasure of what
+    /// a newly installed package obsoletes): rpm runs it whether or not
+    /// `by` fails, and it counts as no update of `by`.
+    pub(crate) tied: bool,
 }
 
 impl Erased {
@@ -42,20 +48,19 @@ impl Erased {
     /// Its `%preuntrans` or `%postuntrans` as rpm 4.20 runs it
     /// (`runTransScripts` over the erased elements; `$1` from `rpmpsmNew`:
     /// the installed instances of its name, for `%preuntrans` less one
-    /// unless the erasure depends on an install, which every erasure of a
-    /// `cowkit install` does: it is the old version an install replaces or
-    /// obsoletes).
+    /// unless the erasure depends on an install, [`Erased::tied`]).
     pub(crate) fn untrans(&self, phase: Phase, db: &Db) -> Option<crate::plan::Run> {
         let o = &self.installed;
         let s = match phase {
             Phase::PreUnTrans => o.preuntrans.as_ref(),
             _ => o.postuntrans.as_ref(),
         }?;
+        let less = i64::from(phase == Phase::PreUnTrans && !self.tied);
         Some(plain(
             &o.nevra,
             &o.prefixes,
             &Scriptlet::of_installed(s, phase),
-            db.count(&o.name),
+            db.count(&o.name) - less,
         ))
     }
 

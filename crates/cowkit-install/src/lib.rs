@@ -54,7 +54,7 @@ mod verify;
 
 pub use journal::pending as recovery_pending;
 pub use owners::Owners;
-pub use prepared::{InstallOnly, Prepared, Recovery, Stager, TxOptions, TxSummary};
+pub use prepared::{Handed, InstallOnly, Prepared, Recovery, Stager, TxOptions, TxSummary};
 pub use txn::{prepare, recover, transaction};
 
 /// The host rpm's answers a transaction needs (its generation, the macros

@@ -41,7 +41,7 @@ fn full(inst: u32, i: &Installed) -> DbPkg {
 pub(crate) fn database(
     rpm: &Rpm,
     pkgs: &[Pkg],
-    erased: &[(String, Installed, usize)],
+    erased: &[(String, Installed, usize, bool)],
 ) -> Result<Db> {
     let all = rpm.instances()?;
     if all.is_empty() {
@@ -67,7 +67,7 @@ pub(crate) fn database(
     }
     let mut headers: HashMap<String, Installed> = erased
         .iter()
-        .map(|(n, i, _)| (n.clone(), i.clone()))
+        .map(|(n, i, _, _)| (n.clone(), i.clone()))
         .collect();
     let ask: Vec<&str> = want
         .iter()
@@ -82,7 +82,7 @@ pub(crate) fn database(
     let file_kinds =
         |t: &[cowkit_rpmdb::triggers::TriggerDef]| t.iter().any(|t| t.kind != TriggerKind::Name);
     let whole = pkgs.iter().any(|p| file_kinds(&p.triggers))
-        || erased.iter().any(|(_, i, _)| file_kinds(&i.triggers));
+        || erased.iter().any(|(_, i, _, _)| file_kinds(&i.triggers));
     let mut files: HashMap<u32, Vec<(Vec<u8>, bool)>> = HashMap::new();
     if whole {
         for (inst, state, path) in rpm.all_files()? {

@@ -384,19 +384,19 @@ impl Db {
     /// (not erased) on the erased files, then each erased package's own
     /// on the whole database, with its `$1` under rpm 4.20 (`rpmpsmNew`'s
     /// `PKG_TRANSFILETRIGGERUN`: the installed instances of its name, less
-    /// one unless the erasure depends on an install, which every erasure
-    /// cowkit runs does: it is the old version an install replaces or
-    /// obsoletes).
-    pub(crate) fn trans_un(&self, erased: &[u32]) -> Vec<Run> {
+    /// one unless the erasure depends on an install). `erased`: each
+    /// erased instance and whether its erasure depends on an install (the
+    /// old version an upgrade element replaces or obsoletes).
+    pub(crate) fn trans_un(&self, erased: &[(u32, bool)]) -> Vec<Run> {
         let mut out = self.trans_triggers(sense::TRIGGERUN);
-        for &i in erased {
+        for &(i, tied) in erased {
             if let Some(te) = self.get(i) {
                 out.extend(self.immed_file_triggers(
                     te,
                     TriggerKind::TransFile,
                     sense::TRIGGERUN,
                     0,
-                    self.count(&te.name),
+                    self.count(&te.name) - i64::from(!tied),
                 ));
             }
         }

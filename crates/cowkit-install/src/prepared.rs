@@ -68,6 +68,31 @@ pub struct TxOptions {
     /// Which files are installed: docs, languages, excluded and net
     /// shared paths, colours ([`crate::fate::Policy`]).
     pub files: crate::fate::Policy,
+    /// The elements as the resolver hands them to rpm, in its order (dnf5:
+    /// each package as an install or upgrade element, each installed
+    /// package it erases as an erasure of its own). Where it erases a
+    /// package that no upgrade element replaces or obsoletes (dnf5's
+    /// erasure of what a newly installed package `Obsoletes`), rpm orders
+    /// and runs that erasure as one depending on nothing, and so does
+    /// cowkit; otherwise (and when empty) the transaction is `rpm -U`'s.
+    pub handed: Vec<Handed>,
+}
+
+/// One element of the transaction as the resolver hands it to rpm
+/// ([`TxOptions::handed`]), by NEVRA.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Handed {
+    /// A package of the transaction as an install element
+    /// (`rpmtsAddInstallElement` with `upgrade` 0).
+    Install(String),
+    /// A package of the transaction as an upgrade element (upgrades and
+    /// downgrades: `upgrade` 1).
+    Upgrade(String),
+    /// A package of the transaction as a reinstall element.
+    Reinstall(String),
+    /// An installed package as an erasure of its own
+    /// (`rpmtsAddEraseElement`).
+    Erase(String),
 }
 
 /// Starts rpm's Lua for a transaction's `<lua>` scriptlets, chrooted into
@@ -441,6 +466,11 @@ pub(crate) struct Registration<'a, 'r> {
     /// The placed packages with files in another state than normal:
     /// (name, NEVRA, each file's state).
     pub(crate) states: Vec<(String, String, Vec<u8>)>,
+    /// Installed packages erased as elements of their own whose entries
+    /// the registration of the placed packages does not erase (the package
+    /// obsoleting them was not placed): taken out of the database after
+    /// it, as rpm's erasure takes them out.
+    pub(crate) unregister: Vec<String>,
 }
 
 /// One registration of the placed packages: a new root's database
@@ -457,8 +487,9 @@ pub(crate) fn register(reg: Registration<'_, '_>, sum: &mut TxSummary) -> Result
         beside,
         added,
         states,
+        unregister,
     } = reg;
-    if !opts.db || placed.is_empty() {
+    if !opts.db || (placed.is_empty() && unregister.is_empty()) {
         return Ok(());
     }
     let t = std::time::Instant::now();
@@ -513,6 +544,7 @@ pub(crate) fn register(reg: Registration<'_, '_>, sum: &mut TxSummary) -> Result
             }
         }
     }
+    Rpm::new(root.path(), &db).unregister(&unregister)?;
     // rpm's header-only registration records every file "normal": the
     // files rpm would not have installed get their states as its install
     // records them.

@@ -46,7 +46,7 @@ pub(crate) fn simulate(pkgs: &[Pkg], indb: &InDb) -> Vec<PlanEntry> {
     for (k, r) in untrans(indb, Phase::PreUnTrans, &db) {
         out.push(entry(&indb.erased[k].installed.nevra, "run", Some(r)));
     }
-    let erased: Vec<u32> = indb.erased.iter().map(|e| e.inst).collect();
+    let erased: Vec<(u32, bool)> = indb.erased.iter().map(|e| (e.inst, e.tied)).collect();
     for r in db.trans_un(&erased) {
         out.push(entry("", "run", Some(r)));
     }
@@ -116,9 +116,9 @@ fn untrans(indb: &InDb, phase: Phase, db: &Db) -> Vec<(usize, crate::plan::Run)>
 
 /// `%posttrans`'s `$1` (and, under rpm 4.20, its own
 /// `%transfiletriggerin`'s): the instances installed now, plus one when
-/// the package replaced another (rpm's `isUpdate`).
+/// an erasure depends on the package (rpm's `isUpdate`).
 fn posttrans_arg(db: &Db, pkgs: &[Pkg], indb: &InDb, i: usize) -> i64 {
-    let update = indb.erased.iter().any(|e| e.by == i);
+    let update = indb.erased.iter().any(|e| e.by == i && e.tied);
     db.count(&pkgs[i].name) + i64::from(update)
 }
 
@@ -214,6 +214,7 @@ pub(crate) fn run(
             beside: &indb.beside,
             added: &indb.added,
             states: Vec::new(),
+            unregister: Vec::new(),
         };
         register(registration, &mut r.sum)?;
         return Ok(r.sum);
@@ -231,7 +232,7 @@ pub(crate) fn run(
     r.pretrans()?;
     crate::journal::crash_point("pretrans-done");
     for (k, run) in untrans(r.indb, Phase::PreUnTrans, &r.db) {
-        if r.failed.contains(&r.indb.erased[k].by) {
+        if r.depends_on_failed(k) {
             // rpm marked it failed with the install it depends on.
             continue;
         }
@@ -240,7 +241,7 @@ pub(crate) fn run(
             r.erase_failed.insert(k);
         }
     }
-    let erased: Vec<u32> = indb.erased.iter().map(|e| e.inst).collect();
+    let erased: Vec<(u32, bool)> = indb.erased.iter().map(|e| (e.inst, e.tied)).collect();
     for run in r.db.trans_un(&erased) {
         r.script(&run)?;
     }
@@ -276,8 +277,22 @@ pub(crate) fn run(
         for a in &mut j.add {
             a.placed = placed.iter().any(|&i| pkgs[i].digest == a.digest);
         }
-        j.erase
-            .retain(|o| placed.iter().any(|&i| pkgs[i].nevra == o.by));
+        // The erasures that ran: those depending on an install whose
+        // package was placed, and those of their own that did not fail.
+        let ran: Vec<bool> = indb
+            .erased
+            .iter()
+            .enumerate()
+            .map(|(k, e)| match e.tied {
+                true => placed.contains(&e.by),
+                false => !r.erase_failed.contains(&k),
+            })
+            .collect();
+        let mut k = 0;
+        j.erase.retain(|_| {
+            k += 1;
+            ran[k - 1]
+        });
         j.write(root)?;
         crate::journal::crash_point("placed");
     }
@@ -300,6 +315,13 @@ pub(crate) fn run(
                     fates.states_of(i),
                 )
             })
+            .collect(),
+        unregister: indb
+            .erased
+            .iter()
+            .enumerate()
+            .filter(|&(k, e)| !e.tied && !r.erase_failed.contains(&k) && !placed.contains(&e.by))
+            .map(|(_, e)| e.installed.nevra.clone())
             .collect(),
     };
     register(registration, &mut r.sum)?;
@@ -452,7 +474,7 @@ impl Runner<'_> {
             }
         }
         for (k, run) in untrans(self.indb, Phase::PostUnTrans, &self.db) {
-            if !self.failed.contains(&self.indb.erased[k].by) && !self.erase_failed.contains(&k) {
+            if !self.depends_on_failed(k) && !self.erase_failed.contains(&k) {
                 self.script(&run)?;
             }
         }
@@ -465,6 +487,13 @@ impl Runner<'_> {
             self.script(&run)?;
         }
         Ok(())
+    }
+
+    /// Erasure `k` depends on an install that failed: rpm marks it failed
+    /// too (`rpmteMarkFailed`) and keeps the package.
+    fn depends_on_failed(&self, k: usize) -> bool {
+        let e = &self.indb.erased[k];
+        e.tied && self.failed.contains(&e.by)
     }
 
     /// The old version `i` replaces, if it upgrades one.
@@ -639,7 +668,7 @@ impl Runner<'_> {
     /// (rpm keeps the old one then).
     fn erase_one(&mut self, e: usize) -> Result<()> {
         let o = &self.indb.erased[e];
-        if self.failed.contains(&o.by) {
+        if self.depends_on_failed(e) {
             return Ok(());
         }
         if self.erase_failed.contains(&e) {

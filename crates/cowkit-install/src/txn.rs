@@ -37,7 +37,7 @@ use crate::pkg::{Pkg, KEEP_OPEN};
 use crate::plan::Db;
 use crate::prepared::{file_args, rpm_check, InDb, OrderSlot, Overlap};
 pub use crate::prepared::{
-    ConfigNote, FileAction, InstallOnly, LuaStarter, PackageFailure, Prepared, Stager, StartLua,
+    ConfigNote, FileAction, Handed, InstallOnly, LuaStarter, PackageFailure, Prepared, Stager, StartLua,
     Timings, TxOptions, TxSummary,
 };
 use crate::refuse;
@@ -476,7 +476,13 @@ fn check_in_db(
     let check = rpm_check(opts, all_i);
     let (plan, gate) = rpm_plan(rpm, packages, pkgs, opts, early, check)?;
     let mut plan = plan;
-    if !beside.is_empty() && !all_i {
+    // Erasures the resolver hands rpm on their own, which no upgrade
+    // element replaces or obsoletes: rpm orders them as it adds them, and
+    // the transaction is built as the resolver builds it.
+    let alone = alone_erasures(&opts.handed, pkgs);
+    if !alone.is_empty() {
+        plan = handed_plan(rpm, packages, pkgs, &opts.handed, &beside, check)?;
+    } else if !beside.is_empty() && !all_i {
         plan = mixed_plan(rpm, packages, &beside, check)?;
     }
     let mut order = refuse::plan_order(&plan, &nevras)?;
@@ -506,7 +512,7 @@ fn check_in_db(
                 .push(i.nevra.clone());
         }
     }
-    let erased = erasures(rpm, pkgs, &plan.erase, instances)?;
+    let erased = erasures(rpm, pkgs, &plan.erase, instances, &alone)?;
     let (mut db, erased_at) = database(rpm, pkgs, erased, fresh)?;
     let elements = refuse::elements(&plan, &nevras, &erased_at)?;
     let rpm420 = cowkit_rpmdb::check_generation()? == cowkit_rpmdb::generation::Generation::Rpm420;
@@ -609,12 +615,125 @@ fn mixed_plan(
     Ok(rpm.order_mixed(&how)?)
 }
 
+/// `nevra` with a zero epoch left out (`name-0:1-1.noarch` as dnf5
+/// writes it, `name-1-1.noarch`).
+fn plain_nevra(nevra: &str) -> String {
+    match nevra.rsplitn(3, '-').collect::<Vec<_>>()[..] {
+        [ra, v, n] => format!("{n}-{}-{ra}", v.strip_prefix("0:").unwrap_or(v)),
+        _ => nevra.to_string(),
+    }
+}
+
+/// The name of `nevra` (`name-[epoch:]version-release.arch`).
+fn name_of(nevra: &str) -> &str {
+    nevra.rsplitn(3, '-').nth(2).unwrap_or(nevra)
+}
+
+/// The erasures among `handed` (NEVRAs, zero epochs left out) that no
+/// upgrade or reinstall element replaces (same name) and no upgrade
+/// element obsoletes (by name): rpm adds those as elements depending on
+/// nothing (`rpmtsAddEraseElement`), the others as the erasures an
+/// upgrade element brings (`addSelfErasures`, `addObsoleteErasures`).
+fn alone_erasures(handed: &[Handed], pkgs: &[Pkg]) -> Vec<String> {
+    let pkg = |nevra: &str| {
+        pkgs.iter()
+            .find(|p| plain_nevra(&p.nevra) == plain_nevra(nevra))
+    };
+    handed
+        .iter()
+        .filter_map(|h| match h {
+            Handed::Erase(n) => Some(n),
+            _ => None,
+        })
+        .filter(|n| {
+            let name = name_of(n);
+            !handed.iter().any(|h| match h {
+                Handed::Upgrade(u) => {
+                    name_of(u) == name
+                        || pkg(u).is_some_and(|p| p.obsoletes.iter().any(|o| o == name))
+                }
+                Handed::Reinstall(r) => name_of(r) == name,
+                _ => false,
+            })
+        })
+        .map(|n| plain_nevra(n))
+        .collect()
+}
+
+/// The plan of the transaction as the resolver hands it to rpm
+/// (`handed`, see [`TxOptions::handed`]): rpm's Python bindings add its
+/// elements in that order, the packages as install or upgrade elements,
+/// the erasures as elements of their own. `-U`, already run, checked the
+/// transaction; `-i` checks the install-only packages (`beside`) against
+/// the installed ones.
+fn handed_plan(
+    rpm: &Rpm,
+    packages: &[PathBuf],
+    pkgs: &[Pkg],
+    handed: &[Handed],
+    beside: &[usize],
+    check: Check,
+) -> Result<cowkit_rpmdb::Plan> {
+    if !beside.is_empty() {
+        let paths: Vec<PathBuf> = beside.iter().map(|&b| packages[b].clone()).collect();
+        rpm.check(
+            &paths,
+            &Check {
+                nodeps: true,
+                install: true,
+                ..check
+            },
+        )?;
+    }
+    let at = |nevra: &str| {
+        pkgs.iter()
+            .position(|p| plain_nevra(&p.nevra) == plain_nevra(nevra))
+    };
+    let mut elements = Vec::new();
+    let mut problems = Vec::new();
+    for h in handed {
+        let e = match h {
+            Handed::Install(n) | Handed::Upgrade(n) => match at(n) {
+                Some(i) if matches!(h, Handed::Install(_)) => {
+                    cowkit_rpmdb::Element::Install(packages[i].clone())
+                }
+                Some(i) => cowkit_rpmdb::Element::Upgrade(packages[i].clone()),
+                None => {
+                    problems.push(format!("{n}: the resolver hands it to rpm, and it is not among the transaction's packages"));
+                    continue;
+                }
+            },
+            Handed::Reinstall(n) => {
+                problems.push(format!("{n}: a reinstall beside erasures of their own, which cowkit does not order"));
+                continue;
+            }
+            Handed::Erase(n) => cowkit_rpmdb::Element::Erase(n.clone()),
+        };
+        elements.push(e);
+    }
+    for (i, p) in pkgs.iter().enumerate() {
+        if !handed.iter().any(|h| match h {
+            Handed::Install(n) | Handed::Upgrade(n) => plain_nevra(n) == plain_nevra(&p.nevra),
+            _ => false,
+        }) {
+            problems.push(format!(
+                "{}: a package of the transaction the resolver does not hand to rpm",
+                pkgs[i].nevra
+            ));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(Error::WouldErase { problems });
+    }
+    Ok(rpm.order_elements(&elements)?)
+}
+
 /// The database the triggers see (empty for a new root) and the erased
 /// packages with their instances, marked erased in it.
 fn database(
     rpm: &Rpm,
     pkgs: &[Pkg],
-    erased: Vec<(String, Installed, usize)>,
+    erased: Vec<(String, Installed, usize, bool)>,
     fresh: bool,
 ) -> Result<(Db, Vec<Erased>)> {
     let mut db = if fresh {
@@ -623,7 +742,7 @@ fn database(
         crate::load::database(rpm, pkgs, &erased)?
     };
     let mut out = Vec::new();
-    for (nevra, installed, by) in erased {
+    for (nevra, installed, by, tied) in erased {
         // An erasure the database does not list would run none of its
         // scriptlets and triggers: refused, never skipped.
         let inst = db.instance_of(&nevra).ok_or_else(|| {
@@ -637,20 +756,24 @@ fn database(
             installed,
             inst,
             by,
+            tied,
         });
     }
     Ok((db, out))
 }
 
 /// The installed packages rpm's plan erases (`erase`, NEVRAs), each with
-/// the new package that replaces it (same name) or obsoletes it. One that
-/// no new package accounts for is refused.
+/// the new package that replaces it (same name) or obsoletes it, and
+/// whether its erasure depends on that package (not one of `alone`, the
+/// erasures the resolver adds on their own). One that no new package
+/// accounts for is refused.
 fn erasures(
     rpm: &Rpm,
     pkgs: &[Pkg],
     erase: &[String],
     mut instances: Vec<Installed>,
-) -> Result<Vec<(String, Installed, usize)>> {
+    alone: &[String],
+) -> Result<Vec<(String, Installed, usize, bool)>> {
     let missing: Vec<&str> = erase
         .iter()
         .filter(|n| !instances.iter().any(|i| &i.nevra == *n))
@@ -684,7 +807,12 @@ fn erasures(
                     .position(|p| p.obsoletes.iter().any(|n| n == &o.name))
             });
         match by {
-            Some(by) => out.push((nevra.clone(), o.clone(), by)),
+            Some(by) => out.push((
+                nevra.clone(),
+                o.clone(),
+                by,
+                !alone.contains(&plain_nevra(nevra)),
+            )),
             None => problems.push(format!(
                 "{nevra} (installed): rpm erases it, and no package of the transaction replaces or obsoletes it by name"
             )),

@@ -37,7 +37,7 @@ pub mod triggers;
 pub mod vercmp;
 
 pub use installed::{Installed, InstalledFile};
-pub use query::OwnedFile;
+pub use query::{Element, OwnedFile};
 pub use triggers::Script;
 
 /// What can go wrong.

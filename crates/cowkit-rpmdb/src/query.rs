@@ -9,8 +9,26 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::{rpm_failed, Error, Plan, Result, Rpm};
 
-/// The Python program of [`Rpm::order_mixed`].
+/// The Python program of [`Rpm::order_elements`].
 const ORDER_PY: &str = include_str!("order.py");
+
+/// One element of a transaction as a resolver adds it to rpm's
+/// transaction set ([`Rpm::order_elements`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Element {
+    /// The package file as an install element (`rpmtsAddInstallElement`
+    /// with `upgrade` 0): installed beside the installed versions of its
+    /// name, nothing it obsoletes erased.
+    Install(PathBuf),
+    /// The package file as an upgrade element (`upgrade` 1): rpm adds the
+    /// erasures of the installed versions of its name and of the installed
+    /// packages it obsoletes, each depending on it.
+    Upgrade(PathBuf),
+    /// The installed package of this NEVRA as an erasure of its own
+    /// (`rpmtsAddEraseElement`), depending on nothing unless an upgrade
+    /// element adds the same erasure.
+    Erase(String),
+}
 
 impl Rpm {
     /// Every installed package in database order: (instance, name,
@@ -124,6 +142,20 @@ impl Rpm {
     /// same name, the same package again, an obsoleted one) are not in the
     /// plan's order, and rpm's words for them are in [`Plan::dropped`].
     pub fn order_mixed(&self, packages: &[(PathBuf, bool)]) -> Result<Plan> {
+        let elements: Vec<Element> = packages
+            .iter()
+            .map(|(p, install)| match install {
+                true => Element::Install(p.clone()),
+                false => Element::Upgrade(p.clone()),
+            })
+            .collect();
+        self.order_elements(&elements)
+    }
+
+    /// rpm's order of the transaction `elements` build, added in their
+    /// order as a resolver adds them (see [`Element`]), asked of rpm's
+    /// Python bindings as [`Rpm::order_mixed`] is.
+    pub fn order_elements(&self, elements: &[Element]) -> Result<Plan> {
         let (python, mut c) = crate::python_with_rpm(ORDER_PY)?;
         c.env("LC_ALL", "C")
             .stdin(Stdio::null())
@@ -131,9 +163,14 @@ impl Rpm {
             .stderr(Stdio::piped())
             .arg(&self.root)
             .arg(&self.dbpath);
-        for (p, install) in packages {
-            let mut a = std::ffi::OsString::from(if *install { "i:" } else { "u:" });
-            a.push(p);
+        for e in elements {
+            let (how, what): (&str, &std::ffi::OsStr) = match e {
+                Element::Install(p) => ("i:", p.as_os_str()),
+                Element::Upgrade(p) => ("u:", p.as_os_str()),
+                Element::Erase(n) => ("e:", n.as_ref()),
+            };
+            let mut a = std::ffi::OsString::from(how);
+            a.push(what);
             c.arg(a);
         }
         let out = c.output().map_err(|source| Error::Spawn {

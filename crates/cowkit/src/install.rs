@@ -402,6 +402,8 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, CliError> {
         lua: crate::lua::starter(),
         keep_syncs: args.keep_syncs,
         files,
+        // `rpm -U`'s elements.
+        handed: Vec::new(),
     };
     let bar = ProgressBar::new(0);
     if quiet || args.json || args.test {

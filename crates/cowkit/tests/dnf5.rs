@@ -34,9 +34,9 @@
 //!   `cowkit dnf` with dnf5 as the real dnf, on twin roots with plain
 //!   `dnf5 --installroot`, rpm 4.20 registering: install, reinstall,
 //!   upgrade, downgrade and remove leave equal roots (the file triggers'
-//!   `$1`/`$2` in the scriptlet logs included); what cowkit cannot do
-//!   as rpm 4.20 under dnf5 would (an erasure dnf5 hands rpm on its own)
-//!   is refused by name, leaving the root unchanged.
+//!   `$1`/`$2` in the scriptlet logs included), the upgrade's rename of
+//!   procps by procps-ng's `Obsoletes` (an erasure dnf5 hands rpm on its
+//!   own) too, and the rename alone on twin roots holding only procps.
 //! - [`cowkit_dnf_over_dnf5_installs_what_dnf5_downloaded_where_it_cannot_fetch`]:
 //!   the plan's `why` makes dnf5 download; cowkit installs that, or with
 //!   `--downloader cowkit` fails naming why.
@@ -1023,30 +1023,17 @@ fn cowkit_dnf5(prefix: &Path, so: &Path, root: &Path, cache: &Path, args: &[OsSt
     )
 }
 
-/// The Fedora-shaped repository's [`INSTALL`] but `procps`, whose rename
-/// by `Obsoletes` on upgrade dnf5 hands rpm as an erasure of its own
-/// (refused, see the test): Lua `%pretrans`/`%post`/`%postun` (filesystem,
-/// bash, glibc), `%post -p /sbin/ldconfig` (zlib), file triggers of every
-/// kind in shell and Lua (glibc-common, systemd, mandoc,
-/// shared-mime-info), name triggers (mod_legacy on httpd), an install-only
-/// kernel, multilib pairs, a `%config(noreplace)` file and `%lang` files
-/// (krb5-libs).
-fn without_procps() -> Vec<&'static str> {
-    let names: Vec<&str> = INSTALL.into_iter().filter(|n| *n != "procps").collect();
-    assert_eq!(names.len(), INSTALL.len() - 1, "INSTALL names procps once");
-    names
-}
-
 /// `cowkit dnf` over dnf5 builds, reinstalls in, upgrades and shrinks the
 /// Fedora-shaped root as plain `dnf5 --installroot` does, rpm 4.20 registering: after
 /// each step the twins agree ([`assert_same_roots`]). dnf5 resolves
 /// through the plugin and downloads nothing (the HTTP server sees one
 /// request per package: cowkit's), cowkit fetches into its cache. The
-/// packages are [`without_procps`], every one of [`INSTALL`] but procps;
-/// the upgrade that renames procps (`procps-ng` obsoletes it:
-/// dnf5 installs procps-ng and erases procps as an element of its own,
-/// which rpm orders otherwise than cowkit) is refused naming procps,
-/// leaving the root as it was.
+/// packages are [`INSTALL`]; the upgrade renames procps (`procps-ng`
+/// obsoletes it: dnf5 installs procps-ng as an install element and erases
+/// procps as an element of its own, which rpm orders after the erasures
+/// the upgrades bring), and cowkit runs it as rpm runs it under dnf5.
+/// Then the rename alone, on twin roots holding only procps and what it
+/// needs: the same again, procps's `%preun`/`%postun` with rpm's `$1`.
 #[test]
 #[ignore = "needs dnf5 from ../shared/fedora-tools: scripts/test-dnf5.sh"]
 fn cowkit_dnf_over_dnf5_installs_upgrades_and_removes_as_dnf5_does() {
@@ -1064,14 +1051,7 @@ fn cowkit_dnf_over_dnf5_installs_upgrades_and_removes_as_dnf5_does() {
     let server = Server::start(&repo.v1, &work.path().join("requests"));
 
     let mut install = vec!["install"];
-    install.extend(without_procps());
-    assert_eq!(
-        INSTALL
-            .iter()
-            .filter(|n| !install.contains(n))
-            .collect::<Vec<_>>(),
-        [&"procps"]
-    );
+    install.extend(INSTALL);
     plain(
         &prefix,
         &a,
@@ -1175,36 +1155,54 @@ fn cowkit_dnf_over_dnf5_installs_upgrades_and_removes_as_dnf5_does() {
     assert!(r.ok, "cowkit dnf remove: {}", r.stderr);
     assert_same_roots(&prefix, &a, &b, "remove");
 
-    // procps installed, then the upgrade that renames it: refused.
-    let d = work.path().join("d");
+    // procps installed alone, then the upgrade that renames it, as plain
+    // dnf5 runs it.
+    let (c, d) = (work.path().join("c"), work.path().join("d"));
+    let procps = ["install", "procps"];
+    plain(
+        &prefix,
+        &c,
+        &dnf5_args(&v1, &work.path().join("cache-c"), &procps),
+    );
     let r = cowkit_dnf5(
         &prefix,
         &so,
         &d,
         &ck,
-        &dnf5_args(&v1, &work.path().join("cache-d"), &["install", "procps"]),
+        &dnf5_args(&v1, &work.path().join("cache-d"), &procps),
     );
     assert!(r.ok, "cowkit dnf install procps: {}", r.stderr);
-    let (qa_d, log_d) = (qa(&prefix, &d), log(&d));
-    assert!(
-        qa_d.contains(&"procps-3.2.8-1.fc40.noarch".to_string()),
-        "{qa_d:?}"
+    assert_same_roots(&prefix, &c, &d, "install procps");
+    let before = log(&d);
+    plain(
+        &prefix,
+        &c,
+        &dnf5_args(&v2, &work.path().join("cache-c"), &upgrade),
     );
     let r = cowkit_dnf5(
         &prefix,
         &so,
         &d,
         &ck,
-        &dnf5_args(&v2, &work.path().join("cache-d"), &["upgrade"]),
+        &dnf5_args(&v2, &work.path().join("cache-d"), &upgrade),
     );
-    assert!(!r.ok, "the rename by Obsoletes went through");
+    assert!(r.ok, "cowkit dnf upgrade renaming procps: {}", r.stderr);
+    let qa_d = qa(&prefix, &d);
     assert!(
-        r.stderr
-            .contains("dnf5 erases procps-3.2.8-1.fc40.noarch as erasures of their own"),
-        "{}",
-        r.stderr
+        qa_d.contains(&"procps-ng-4.0.4-1.fc40.noarch".to_string())
+            && !qa_d.iter().any(|n| n.starts_with("procps-3")),
+        "not renamed: {qa_d:?}"
     );
-    assert_eq!((qa(&prefix, &d), log(&d)), (qa_d, log_d), "D changed");
+    assert_same_roots(&prefix, &c, &d, "upgrade renaming procps");
+    // procps's %preun and %postun ran, with rpm's `$1` for the last
+    // instance of its name going.
+    let ran = log(&d);
+    let ran = ran.strip_prefix(&before).expect("the log grows");
+    assert!(
+        ran.lines().any(|l| l.contains("procps") && l.contains("preun"))
+            && ran.lines().any(|l| l.contains("procps") && l.contains("postun")),
+        "{ran}"
+    );
 }
 
 /// Where the plan says cowkit cannot fetch as dnf5 would (the root's
@@ -1416,7 +1414,7 @@ fn via_shim_env(
 /// cowkit as `dnf5` (the link `--shim-dir` makes, first on `PATH`) builds
 /// the root that plain dnf5 builds from mkosi's dnf5 command line
 /// ([`mkosi_dnf5_args`]): mkosi's `makecache`, then `install` of
-/// [`without_procps`] with `--no-docs`; the twins agree
+/// [`INSTALL`] with `--no-docs`; the twins agree
 /// ([`assert_same_roots`]: scriptlet logs, `rpm -qa`, `rpm -Va`, file
 /// states, trees) and the `%doc` files are left out. cowkit fetched the
 /// packages, and dnf5's cache keeps them as plain dnf5's does (mkosi's
@@ -1468,14 +1466,14 @@ fn the_shim_as_dnf5_builds_what_plain_dnf5_builds_from_mkosis_command_line() {
     makecache(&shim_etc, &b, true);
     let mut install = mkosi_dnf5_args(&plain_etc, "x", &a, true);
     install.push("install".into());
-    install.extend(without_procps().into_iter().map(OsString::from));
+    install.extend(INSTALL.map(OsString::from));
     run_ok(
         env(&mut Command::new(prefix.join("bin/dnf5")), &prefix).args(&install),
         "dnf5 install (mkosi's command line)",
     );
     let mut install = mkosi_dnf5_args(&shim_etc, "x", &b, true);
     install.push("install".into());
-    install.extend(without_procps().into_iter().map(OsString::from));
+    install.extend(INSTALL.map(OsString::from));
     let r = via_shim_env(&prefix, &shim, &so, &ck, &install, &[("COWKIT_JSON", "1")]);
     assert!(r.ok, "install through the shim: {}", r.stderr);
     // cowkit's plugin ran (mkosi's `--disable-plugin=*` notwithstanding)
