@@ -37,6 +37,12 @@
 //!   `$1`/`$2` in the scriptlet logs included), the upgrade's rename of
 //!   procps by procps-ng's `Obsoletes` (an erasure dnf5 hands rpm on its
 //!   own) too, and the rename alone on twin roots holding only procps.
+//! - [`renames_by_obsoletes_run_as_dnf5_hands_them_to_rpm`]: two renames
+//!   by `Obsoletes` in one `upgrade`, the obsoleted packages with rpm
+//!   4.20's `%preuntrans`/`%postuntrans`, one obsoleting package's `%pre`
+//!   failing: the erasures dnf5 hands rpm on their own run with rpm's `$1`
+//!   (also the one whose obsoleting package failed), and the twin roots
+//!   agree.
 //! - [`cowkit_dnf_over_dnf5_installs_what_dnf5_downloaded_where_it_cannot_fetch`]:
 //!   the plan's `why` makes dnf5 download; cowkit installs that, or with
 //!   `--downloader cowkit` fails naming why.
@@ -1203,6 +1209,147 @@ fn cowkit_dnf_over_dnf5_installs_upgrades_and_removes_as_dnf5_does() {
             && ran.lines().any(|l| l.contains("procps") && l.contains("postun")),
         "{ran}"
     );
+}
+
+/// The spec of `name` `version`: a file of its own, `/var/log` (where
+/// its `<lua>` scriptlets, rpm's embedded Lua, no shell in the root,
+/// append `NAME-VERSION PHASE $1` to the scriptlet log), `head` added to
+/// its preamble, and `phases`' scriptlets; `%pre` fails (after logging)
+/// when `fail_pre`.
+fn rename_spec(name: &str, version: &str, head: &str, phases: &[&str], fail_pre: bool) -> String {
+    let mut scripts = String::new();
+    for p in phases {
+        let fail = if fail_pre && *p == "pre" {
+            "error(\"refused\")\n"
+        } else {
+            ""
+        };
+        scripts.push_str(&format!(
+            "%{p} -p <lua>\nlocal f = assert(io.open(\"{LOG}\", \"a\"))\n\
+             f:write(\"{name}-{version} {p} \" .. tostring(arg[2]) .. \"\\n\")\nf:close()\n{fail}\n"
+        ));
+    }
+    format!(
+        "Name: {name}\nVersion: {version}\nRelease: 1\nSummary: rename\nLicense: MIT\n\
+         BuildArch: noarch\n{head}\n\
+         %global debug_package %{{nil}}\n%global __os_install_post %{{nil}}\n\
+         %global _build_id_links none\n%description\nrename\n\
+         %install\nmkdir -p %{{buildroot}}/var/log %{{buildroot}}/usr/share/{name}\n\
+         echo {name} > %{{buildroot}}/usr/share/{name}/README\n\
+         %files\n%dir /var/log\n/usr/share/{name}/README\n{scripts}"
+    )
+}
+
+/// `spec` built by the prefix's rpm 4.20 `rpmbuild` (it knows
+/// `%preuntrans`) into `dir`.
+fn rpmbuild_420(prefix: &Path, spec: &str, dir: &Path) {
+    let top = tempfile::tempdir_in(dir).unwrap();
+    let spec_path = top.path().join("t.spec");
+    std::fs::write(&spec_path, spec).unwrap();
+    run_ok(
+        env(&mut Command::new(prefix.join("bin/rpmbuild")), prefix)
+            .arg("--define")
+            .arg(format!("_topdir {}", top.path().display()))
+            .arg("--define")
+            .arg(format!("_rpmdir {}", dir.display()))
+            .args(["--define", "_build_name_fmt %%{NAME}-%%{VERSION}.rpm"])
+            .args(["--nodeps", "--quiet", "-bb"])
+            .arg(&spec_path),
+        &format!("rpmbuild (4.20) of\n{spec}"),
+    );
+}
+
+/// Renames by `Obsoletes` as dnf5 hands them to rpm: `new-a` and `new-b`
+/// obsolete the installed `old-a` and `old-b`, whose rpm 4.20
+/// `%preuntrans`/`%postuntrans` run too, and `new-b`'s `%pre` fails.
+/// `dnf5 upgrade` installs the new ones as install elements and erases
+/// the old ones as elements of their own: rpm runs those erasures (also
+/// `old-b`'s, whose obsoleting package failed), `%preuntrans`'s `$1` is
+/// the instances of the name less one, and `new-a`'s `%posttrans` is no
+/// update (`$1` 1). `cowkit dnf` over dnf5 on the twin root leaves what
+/// plain dnf5 leaves: scriptlet logs, `rpm -qa`, `rpm -Va`, file states,
+/// trees.
+#[test]
+#[ignore = "needs dnf5 from ../shared/fedora-tools: scripts/test-dnf5.sh"]
+fn renames_by_obsoletes_run_as_dnf5_hands_them_to_rpm() {
+    let prefix = fedora_tools();
+    let so = plugin();
+    if !as_root("dnf5", "scriptlets run chrooted") {
+        return;
+    }
+    let work = tempfile::tempdir_in(tmp()).unwrap();
+    let w = work.path();
+    let (v1, v2) = (w.join("v1"), w.join("v2"));
+    std::fs::create_dir_all(&v1).unwrap();
+    let old = ["post", "preun", "postun", "posttrans", "preuntrans", "postuntrans"];
+    let new = ["pre", "post", "posttrans", "preun", "postun"];
+    for n in ["old-a", "old-b"] {
+        rpmbuild_420(&prefix, &rename_spec(n, "1.0", "", &old, false), &v1);
+    }
+    run_ok(Command::new("cp").arg("-a").arg(&v1).arg(&v2), "cp -a");
+    for (n, o, fail) in [("new-a", "old-a", false), ("new-b", "old-b", true)] {
+        let head = format!("Obsoletes: {o} < 2\nProvides: {o} = 2-1");
+        rpmbuild_420(&prefix, &rename_spec(n, "2.0", &head, &new, fail), &v2);
+    }
+    for repo in [&v1, &v2] {
+        run_ok(
+            Command::new("createrepo_c")
+                .args(["--quiet", "--no-database"])
+                .arg(repo),
+            "createrepo_c",
+        );
+    }
+    let (url1, url2) = (
+        format!("file://{}", v1.display()),
+        format!("file://{}", v2.display()),
+    );
+    let (a, b, ck) = (w.join("a"), w.join("b"), w.join("ck-cache"));
+    let install = ["install", "old-a", "old-b"];
+    plain(&prefix, &a, &dnf5_args(&url1, &w.join("cache-a"), &install));
+    let r = cowkit_dnf5(
+        &prefix,
+        &so,
+        &b,
+        &ck,
+        &dnf5_args(&url1, &w.join("cache-b"), &install),
+    );
+    assert!(r.ok, "cowkit dnf install: {}", r.stderr);
+    assert_same_roots(&prefix, &a, &b, "install");
+    let before = log(&a);
+
+    let upgrade = dnf5_args(&url2, &w.join("cache-a"), &["upgrade"]);
+    let out = env(&mut Command::new(prefix.join("bin/dnf5")), &prefix)
+        .arg(format!("--installroot={}", a.display()))
+        .args(&upgrade)
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "plain dnf5: new-b's %pre failing fails the transaction"
+    );
+    let r = cowkit_dnf5(
+        &prefix,
+        &so,
+        &b,
+        &ck,
+        &dnf5_args(&url2, &w.join("cache-b"), &["upgrade"]),
+    );
+    assert!(!r.ok, "cowkit dnf: new-b failed: {}", r.stderr);
+    assert!(r.stderr.contains("new-b"), "{}", r.stderr);
+    assert_eq!(qa(&prefix, &a), ["new-a-2.0-1.noarch"]);
+    assert_same_roots(&prefix, &a, &b, "upgrade renaming old-a and old-b");
+    let ran = log(&b);
+    let ran = ran.strip_prefix(&before).expect("the log grows");
+    for line in [
+        "old-a-1.0 preuntrans 0",
+        "old-b-1.0 preuntrans 0",
+        "old-b-1.0 preun 0",
+        "old-b-1.0 postun 0",
+        "old-b-1.0 postuntrans 0",
+        "new-a-2.0 posttrans 1",
+    ] {
+        assert!(ran.lines().any(|l| l == line), "no `{line}`:\n{ran}");
+    }
 }
 
 /// Where the plan says cowkit cannot fetch as dnf5 would (the root's
