@@ -37,8 +37,8 @@ use crate::pkg::{Pkg, KEEP_OPEN};
 use crate::plan::Db;
 use crate::prepared::{file_args, rpm_check, InDb, OrderSlot, Overlap};
 pub use crate::prepared::{
-    ConfigNote, FileAction, Handed, InstallOnly, LuaStarter, PackageFailure, Prepared, Stager, StartLua,
-    Timings, TxOptions, TxSummary,
+    ConfigNote, FileAction, Handed, InstallOnly, LuaStarter, PackageFailure, Prepared, Stager,
+    StartLua, Timings, TxOptions, TxSummary,
 };
 use crate::refuse;
 use crate::{Error, Progress, Recovery, Result};
@@ -704,7 +704,9 @@ fn handed_plan(
                 }
             },
             Handed::Reinstall(n) => {
-                problems.push(format!("{n}: a reinstall beside erasures of their own, which cowkit does not order"));
+                problems.push(format!(
+                    "{n}: a reinstall beside erasures of their own, which cowkit does not order"
+                ));
                 continue;
             }
             Handed::Erase(n) => cowkit_rpmdb::Element::Erase(n.clone()),
@@ -822,4 +824,30 @@ fn erasures(
         return Err(Error::WouldErase { problems });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn erasures_of_their_own_are_those_no_upgrade_or_reinstall_replaces() {
+        assert_eq!(plain_nevra("a-0:1-1.noarch"), "a-1-1.noarch");
+        assert_eq!(plain_nevra("a-b-1:1-1.noarch"), "a-b-1:1-1.noarch");
+        assert_eq!(name_of("procps-ng-4.0.4-1.fc40.noarch"), "procps-ng");
+        // dnf5's upgrade of the Fedora-shaped repository: procps-ng
+        // obsoletes procps (an install element), zlib is upgraded, bash
+        // reinstalled (its installed copy listed as erased).
+        let handed = [
+            Handed::Install("procps-ng-4.0.4-1.fc40.noarch".into()),
+            Handed::Upgrade("zlib-1.3.1-1.fc40.noarch".into()),
+            Handed::Reinstall("bash-5.2.26-1.fc40.x86_64".into()),
+            Handed::Erase("zlib-1.2.13-1.fc40.noarch".into()),
+            Handed::Erase("procps-0:3.2.8-1.fc40.noarch".into()),
+            Handed::Erase("bash-5.2.26-1.fc40.x86_64".into()),
+        ];
+        assert_eq!(alone_erasures(&handed, &[]), ["procps-3.2.8-1.fc40.noarch"]);
+        assert!(alone_erasures(&handed[1..4], &[]).is_empty());
+        assert!(alone_erasures(&[], &[]).is_empty());
+    }
 }

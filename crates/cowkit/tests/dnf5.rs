@@ -1205,8 +1205,11 @@ fn cowkit_dnf_over_dnf5_installs_upgrades_and_removes_as_dnf5_does() {
     let ran = log(&d);
     let ran = ran.strip_prefix(&before).expect("the log grows");
     assert!(
-        ran.lines().any(|l| l.contains("procps") && l.contains("preun"))
-            && ran.lines().any(|l| l.contains("procps") && l.contains("postun")),
+        ran.lines()
+            .any(|l| l.contains("procps") && l.contains("preun"))
+            && ran
+                .lines()
+                .any(|l| l.contains("procps") && l.contains("postun")),
         "{ran}"
     );
 }
@@ -1281,7 +1284,14 @@ fn renames_by_obsoletes_run_as_dnf5_hands_them_to_rpm() {
     let w = work.path();
     let (v1, v2) = (w.join("v1"), w.join("v2"));
     std::fs::create_dir_all(&v1).unwrap();
-    let old = ["post", "preun", "postun", "posttrans", "preuntrans", "postuntrans"];
+    let old = [
+        "post",
+        "preun",
+        "postun",
+        "posttrans",
+        "preuntrans",
+        "postuntrans",
+    ];
     let new = ["pre", "post", "posttrans", "preun", "postun"];
     for n in ["old-a", "old-b"] {
         rpmbuild_420(&prefix, &rename_spec(n, "1.0", "", &old, false), &v1);
