@@ -102,6 +102,10 @@ pub(crate) struct Asked {
     pub(crate) nodeps: bool,
     /// Install-only packages beside their installed versions.
     pub(crate) install_only: InstallOnly,
+    /// The elements as the resolver handed them to rpm
+    /// ([`TxOptions::handed`]: dnf5's).
+    #[serde(default)]
+    pub(crate) handed: Vec<crate::prepared::Handed>,
 }
 
 impl Asked {
@@ -112,6 +116,7 @@ impl Asked {
             noscripts: opts.noscripts,
             nodeps: opts.nodeps,
             install_only: opts.install_only,
+            handed: opts.handed.clone(),
         }
     }
 }
@@ -131,6 +136,7 @@ impl Journal {
             o.noscripts = a.noscripts;
             o.nodeps = a.nodeps;
             o.install_only = a.install_only;
+            o.handed = a.handed.clone();
         }
         o
     }

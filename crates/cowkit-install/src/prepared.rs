@@ -80,7 +80,7 @@ pub struct TxOptions {
 
 /// One element of the transaction as the resolver hands it to rpm
 /// ([`TxOptions::handed`]), by NEVRA.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub enum Handed {
     /// A package of the transaction as an install element
     /// (`rpmtsAddInstallElement` with `upgrade` 0).

@@ -1271,7 +1271,8 @@ fn rpmbuild_420(prefix: &Path, spec: &str, dir: &Path) {
 /// the instances of the name less one, and `new-a`'s `%posttrans` is no
 /// update (`$1` 1). `cowkit dnf` over dnf5 on the twin root leaves what
 /// plain dnf5 leaves: scriptlet logs, `rpm -qa`, `rpm -Va`, file states,
-/// trees.
+/// trees. The same upgrade killed before its first element is finished by
+/// the next run as dnf5 handed it to rpm, leaving the same root.
 #[test]
 #[ignore = "needs dnf5 from ../shared/fedora-tools: scripts/test-dnf5.sh"]
 fn renames_by_obsoletes_run_as_dnf5_hands_them_to_rpm() {
@@ -1360,6 +1361,47 @@ fn renames_by_obsoletes_run_as_dnf5_hands_them_to_rpm() {
     ] {
         assert!(ran.lines().any(|l| l == line), "no `{line}`:\n{ran}");
     }
+
+    // The same upgrade killed after its journal and `%pretrans`, before
+    // any element: the next run finishes it as dnf5 handed it to rpm (the
+    // journal keeps dnf5's elements), and the root ends as A.
+    let e = w.join("e");
+    let r = cowkit_dnf5(
+        &prefix,
+        &so,
+        &e,
+        &ck,
+        &dnf5_args(&url1, &w.join("cache-e"), &install),
+    );
+    assert!(r.ok, "cowkit dnf install: {}", r.stderr);
+    let killed = common::run(
+        env(&mut common::cowkit(), &prefix)
+            .env("COWKIT_DNF", prefix.join("bin/dnf5"))
+            .env("COWKIT_DNF5_PLUGIN", &so)
+            .env("COWKIT_TXN_CRASH_AT", "pretrans-done")
+            .env_remove("COWKIT_RPM")
+            .args(["dnf", "--json", "--root"])
+            .arg(&e)
+            .arg("--cache")
+            .arg(&ck)
+            .arg("--")
+            .args(dnf5_args(&url2, &w.join("cache-e"), &["upgrade"])),
+    );
+    assert!(!killed.ok, "not killed: {}", killed.stderr);
+    assert_eq!(log(&e), before, "the killed run ran a scriptlet");
+    let r = cowkit_dnf5(
+        &prefix,
+        &so,
+        &e,
+        &ck,
+        &dnf5_args(&url2, &w.join("cache-e"), &["upgrade"]),
+    );
+    assert!(
+        r.stderr.contains("installed its packages again"),
+        "not recovered: {}",
+        r.stderr
+    );
+    assert_same_roots(&prefix, &a, &e, "the killed upgrade, finished");
 }
 
 /// Where the plan says cowkit cannot fetch as dnf5 would (the root's
