@@ -585,6 +585,22 @@ fn rpm_plan(
     })
 }
 
+/// rpm's `-i` check of the install-only packages `beside` (indices into
+/// `packages`) against the installed ones, dependencies left to the
+/// check of the whole transaction.
+fn check_beside(rpm: &Rpm, packages: &[PathBuf], beside: &[usize], check: Check) -> Result<()> {
+    let paths: Vec<PathBuf> = beside.iter().map(|&b| packages[b].clone()).collect();
+    rpm.check(
+        &paths,
+        &Check {
+            nodeps: true,
+            install: true,
+            ..check
+        },
+    )?;
+    Ok(())
+}
+
 /// The plan of a transaction that installs the packages `beside` next to
 /// their installed versions and upgrades the others, as dnf builds it:
 /// `rpm -i` checks the install-only packages against the installed ones
@@ -598,15 +614,7 @@ fn mixed_plan(
     beside: &[usize],
     check: Check,
 ) -> Result<cowkit_rpmdb::Plan> {
-    let paths: Vec<PathBuf> = beside.iter().map(|&b| packages[b].clone()).collect();
-    rpm.check(
-        &paths,
-        &Check {
-            nodeps: true,
-            install: true,
-            ..check
-        },
-    )?;
+    check_beside(rpm, packages, beside, check)?;
     let how: Vec<(PathBuf, bool)> = packages
         .iter()
         .enumerate()
@@ -675,15 +683,7 @@ fn handed_plan(
     check: Check,
 ) -> Result<cowkit_rpmdb::Plan> {
     if !beside.is_empty() {
-        let paths: Vec<PathBuf> = beside.iter().map(|&b| packages[b].clone()).collect();
-        rpm.check(
-            &paths,
-            &Check {
-                nodeps: true,
-                install: true,
-                ..check
-            },
-        )?;
+        check_beside(rpm, packages, beside, check)?;
     }
     let at = |nevra: &str| {
         pkgs.iter()
