@@ -619,6 +619,7 @@ impl Runner<'_> {
         let p = &self.pkgs[i];
         let (te, skipping) = self.te(i);
         let (steps, inst) = self.db.install(te, &skipping, &p.scripts);
+        let mut placed_yet = false;
         for step in steps {
             match step {
                 Step::Run(run) => {
@@ -627,13 +628,15 @@ impl Runner<'_> {
                         self.critical(i, &run, &why);
                         return Ok(());
                     }
-                    if run.script.phase == Phase::Pre && !self.opts.noscripts {
-                        // A %pre may have added the users and groups that
-                        // own the files.
+                    if !self.opts.noscripts && !placed_yet {
+                        // What runs before the files (rpm 4.20's sysusers,
+                        // `%pretrigger`s, `%pre`) may have added the users
+                        // and groups that own them.
                         self.owners = Owners::load(self.root);
                     }
                 }
                 Step::Place => {
+                    placed_yet = true;
                     let counting = crate::Counting {
                         inner: self.progress,
                         files: Default::default(),

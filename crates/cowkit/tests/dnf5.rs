@@ -1404,6 +1404,113 @@ fn renames_by_obsoletes_run_as_dnf5_hands_them_to_rpm() {
     assert_same_roots(&prefix, &a, &e, "the killed upgrade, finished");
 }
 
+/// The spec of `sysu` `version` in the shape of Fedora 41's packages with
+/// users of their own (httpd's, systemd's): a `sysusers.d` file, from which
+/// rpm 4.20's `rpmbuild` makes `user()`/`group()` provides carrying the
+/// lines, a directory owned by that user (rpmbuild then requires
+/// `user(sysu)`), one line declared with `%add_sysuser` (a provide of no
+/// file), and a `<lua>` `%post` that logs.
+fn sysusers_spec(version: &str, lines: &str) -> String {
+    format!(
+        "Name: sysu\nVersion: {version}\nRelease: 1\nSummary: sysusers\nLicense: MIT\n\
+         BuildArch: noarch\n%add_sysuser g sysumacro -\n\
+         %global debug_package %{{nil}}\n%global __os_install_post %{{nil}}\n\
+         %global _build_id_links none\n%description\nsysusers\n\
+         %install\nmkdir -p %{{buildroot}}/usr/lib/sysusers.d %{{buildroot}}/var/lib/sysu \\\n\
+         %{{buildroot}}/var/log\n\
+         printf '{lines}' > %{{buildroot}}/usr/lib/sysusers.d/sysu.conf\n\
+         %files\n%dir /var/log\n/usr/lib/sysusers.d/sysu.conf\n\
+         %attr(0750,sysu,sysu) %dir /var/lib/sysu\n\
+         %post -p <lua>\nlocal f = assert(io.open(\"{LOG}\", \"a\"))\n\
+         f:write(\"sysu-{version} post \" .. tostring(arg[2]) .. \"\\n\")\nf:close()\n"
+    )
+}
+
+/// Users and groups as Fedora 41's packages bring them, with rpm 4.20
+/// registering: `sysu` provides them as sysusers data (a `sysusers.d`
+/// file, and `%add_sysuser`), built by rpm 4.20's `rpmbuild`; installed,
+/// upgraded (a user more) and removed by plain dnf5 and by `cowkit dnf`
+/// over dnf5 on twin roots, they end the same: `/etc/passwd`,
+/// `/etc/group`, scriptlet logs, `rpm -qa`, `rpm -Va`, file states, trees
+/// (the directory owned by the new user included).
+#[test]
+#[ignore = "needs dnf5 from ../shared/fedora-tools: scripts/test-dnf5.sh"]
+fn users_and_groups_from_sysusers_data_as_dnf5_with_rpm_420() {
+    let prefix = fedora_tools();
+    let so = plugin();
+    if !as_root("dnf5", "users made in the root") {
+        return;
+    }
+    let work = tempfile::tempdir_in(tmp()).unwrap();
+    let w = work.path();
+    let (v1, v2) = (w.join("v1"), w.join("v2"));
+    std::fs::create_dir_all(&v1).unwrap();
+    std::fs::create_dir_all(&v2).unwrap();
+    let one = r#"u sysu - "Sysu daemon" /var/lib/sysu\ng sysuextra -\n"#;
+    let two = r#"u sysu - "Sysu daemon" /var/lib/sysu\ng sysuextra -\nu sysu2 -\n"#;
+    rpmbuild_420(&prefix, &sysusers_spec("1.0", one), &v1);
+    rpmbuild_420(&prefix, &sysusers_spec("2.0", two), &v2);
+    for repo in [&v1, &v2] {
+        run_ok(
+            Command::new("createrepo_c")
+                .args(["--quiet", "--no-database"])
+                .arg(repo),
+            "createrepo_c",
+        );
+    }
+    let url = |d: &Path| format!("file://{}", d.display());
+    let (a, b, ck) = (w.join("a"), w.join("b"), w.join("ck-cache"));
+    let users = |root: &Path| {
+        ["etc/passwd", "etc/group"]
+            .map(|f| std::fs::read_to_string(root.join(f)).unwrap_or_default())
+    };
+    for (repo, step, what) in [
+        (&v1, &["install", "sysu"][..], "install"),
+        (&v2, &["upgrade"][..], "upgrade"),
+    ] {
+        plain(
+            &prefix,
+            &a,
+            &dnf5_args(&url(repo), &w.join("cache-a"), step),
+        );
+        let r = cowkit_dnf5(
+            &prefix,
+            &so,
+            &b,
+            &ck,
+            &dnf5_args(&url(repo), &w.join("cache-b"), step),
+        );
+        assert!(r.ok, "cowkit dnf {what}: {}", r.stderr);
+        let [passwd, group] = users(&a);
+        assert!(
+            passwd.contains("sysu:"),
+            "{what}: dnf5 made no sysu: {passwd}"
+        );
+        assert!(
+            group.contains("sysumacro:"),
+            "{what}: no %add_sysuser group: {group}"
+        );
+        assert_eq!(users(&a), users(&b), "{what}: the users and groups");
+        assert_same_roots(&prefix, &a, &b, what);
+    }
+    assert!(users(&a)[0].contains("sysu2:"), "the upgrade's user");
+    plain(
+        &prefix,
+        &a,
+        &dnf5_args(&url(&v2), &w.join("cache-a"), &["remove", "sysu"]),
+    );
+    let r = cowkit_dnf5(
+        &prefix,
+        &so,
+        &b,
+        &ck,
+        &dnf5_args(&url(&v2), &w.join("cache-b"), &["remove", "sysu"]),
+    );
+    assert!(r.ok, "cowkit dnf remove: {}", r.stderr);
+    assert_eq!(users(&a), users(&b), "remove: the users and groups");
+    assert_same_roots(&prefix, &a, &b, "remove");
+}
+
 /// Where the plan says cowkit cannot fetch as dnf5 would (the root's
 /// database trusts a key the repository does not list), `cowkit dnf` over
 /// dnf5 lets dnf5 download (`--downloadonly` into cowkit's directory),
