@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use cowkit_fs::dir as fsdir;
 use cowkit_fs::meta::{Current, On, Xattr};
-use rustix::fs::{AtFlags, FileType, Mode};
+use rustix::fs::{FileType, Mode};
 use rustix::io::Errno;
 
 use super::listed::{stat_entry, Entry, Src};
@@ -88,24 +88,12 @@ pub(super) struct DirFinish {
     mode: u32,
 }
 
-/// A source subdirectory met in a listing, its destination directory
-/// made already by the worker that listed the parent: the queued walk's
-/// work item.
+/// A source subdirectory met in a listing: the queued walk's work item.
 pub(super) struct Child {
     parent: Arc<DirNode>,
     src_dir: Arc<OwnedFd>,
     name: CString,
     st: Src,
-    made: Made,
-}
-
-/// A destination directory made (or found) in its parent, with the
-/// permissions it was asked for.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Made {
-    perm: u32,
-    /// Made now, not there before.
-    fresh: bool,
 }
 
 /// A source directory, open, to be made in a destination directory.
@@ -206,20 +194,12 @@ impl Ctx<'_> {
             src_dir,
             name,
             st,
-            made,
         } = c;
         let rel = parent.rel.join(OsStr::from_bytes(name.to_bytes()));
         let path = self.src_root.join(&rel);
-        let made = match fsdir::open_dir(&*src_dir, name.as_c_str(), &path) {
-            Ok(fd) => self.fill_dir(w, &parent, SrcDir::new(fd, &name, st, rel), made),
-            Err(e) => {
-                if made.fresh {
-                    // What could not be read leaves nothing behind.
-                    let _ = rustix::fs::unlinkat(&parent.dst, &name, AtFlags::REMOVEDIR);
-                }
-                Err(fail_io(&e))
-            }
-        };
+        let made = fsdir::open_dir(&*src_dir, name.as_c_str(), &path)
+            .map_err(|e| fail_io(&e))
+            .and_then(|fd| self.make_dir(w, &parent, SrcDir::new(fd, &name, st, rel)));
         drop(src_dir);
         match made {
             Ok((node, src)) if self.budget.spent() => {
@@ -259,7 +239,7 @@ impl Ctx<'_> {
         let finish = node.finish.take();
         let src_id = finish.as_ref().map_or((0, 0), |f| (f.src.dev, f.src.ino));
         let mut subdirs = Vec::new();
-        self.list_entries(w, &node, &src, |_, n, st| subdirs.push((n.to_owned(), st)));
+        self.list_entries(w, &node, &src, |n, st| subdirs.push((n.to_owned(), st)));
         let level = Level {
             src_id,
             dst_id,
@@ -272,20 +252,21 @@ impl Ctx<'_> {
         Ok(((node, src), level))
     }
 
-    /// Create (or reuse) the destination directory `name` (shown as
-    /// `dpath`) for the source directory `st` in `parent`.
-    pub(super) fn create_dir(
+    /// Create (or reuse) the destination directory for `src` in `parent`,
+    /// and read what it will need from the open source directory.
+    pub(super) fn make_dir(
         &self,
+        w: &mut Worker,
         parent: &DirNode,
-        name: &CStr,
-        st: &Src,
-        dpath: impl FnOnce() -> PathBuf,
-    ) -> Result<Made, Fail> {
+        src: SrcDir<'_>,
+    ) -> Result<(DirNode, OwnedFd), Fail> {
+        let SrcDir { fd, name, st, rel } = src;
+        let dpath = self.dst_root.join(&rel);
         // Created with its final permissions where that is safe, so that
         // most directories need no chmod: without group and other access
         // while it still has the wrong owner, and writable by its creator
         // unless that is root, until its children are in.
-        let mut perm = self.want_mode(st) & 0o777;
+        let mut perm = self.want_mode(&st) & 0o777;
         if self.o.preserve.owner && (st.uid, st.gid) != (self.euid, parent.new.gid) {
             perm &= !0o077;
         }
@@ -295,35 +276,8 @@ impl Ctx<'_> {
         let fresh = match rustix::fs::mkdirat(&parent.dst, name, Mode::from_raw_mode(perm)) {
             Ok(()) => true,
             Err(Errno::EXIST) => false,
-            Err(e) => return Err(fail(&dpath(), "create directory", e)),
+            Err(e) => return Err(fail(&dpath, "create directory", e)),
         };
-        Ok(Made { perm, fresh })
-    }
-
-    /// Create (or reuse) the destination directory for `src` in `parent`,
-    /// and read what it will need from the open source directory.
-    pub(super) fn make_dir(
-        &self,
-        w: &mut Worker,
-        parent: &DirNode,
-        src: SrcDir<'_>,
-    ) -> Result<(DirNode, OwnedFd), Fail> {
-        let made = self.create_dir(parent, src.name, &src.st, || self.dst_root.join(&src.rel))?;
-        self.fill_dir(w, parent, src, made)
-    }
-
-    /// Open the destination directory `made` for `src` in `parent`, and
-    /// read what it will need from the open source directory.
-    fn fill_dir(
-        &self,
-        w: &mut Worker,
-        parent: &DirNode,
-        src: SrcDir<'_>,
-        made: Made,
-    ) -> Result<(DirNode, OwnedFd), Fail> {
-        let SrcDir { fd, name, st, rel } = src;
-        let dpath = self.dst_root.join(&rel);
-        let Made { perm, fresh } = made;
         let dfd = fsdir::open_dir(&parent.dst, name, &dpath).map_err(|e| fail_io(&e))?;
         let exact_modes = fresh && parent.new.exact_modes;
         let now = if exact_modes {
@@ -374,27 +328,16 @@ impl Ctx<'_> {
     }
 
     /// Read the source directory `src` and copy its entries into `node`;
-    /// subdirectories are made here, by the worker that fills `node` (two
-    /// workers creating in one directory wait on its lock), and go to the
-    /// queue.
+    /// subdirectories go to the queue.
     pub(super) fn list(&self, w: &mut Worker, node: Arc<DirNode>, src: OwnedFd) {
         let src = Arc::new(src);
-        self.list_entries(w, &node, &src, |w, name, st| {
-            let dpath = || {
-                let rel = node.rel.join(OsStr::from_bytes(name.to_bytes()));
-                self.dst_root.join(rel)
-            };
-            let made = match self.create_dir(&node, name, &st, dpath) {
-                Ok(made) => made,
-                Err(f) => return self.fail(w, f),
-            };
+        self.list_entries(w, &node, &src, |name, st| {
             node.pending.fetch_add(1, Ordering::AcqRel);
             self.queue.push(Task::Open(Child {
                 parent: node.clone(),
                 src_dir: src.clone(),
                 name: name.to_owned(),
                 st,
-                made,
             }));
         });
         self.finish_dir(w, node);
@@ -407,7 +350,7 @@ impl Ctx<'_> {
         w: &mut Worker,
         node: &DirNode,
         src: &OwnedFd,
-        mut on_dir: impl FnMut(&mut Worker, &CStr, Src),
+        mut on_dir: impl FnMut(&CStr, Src),
     ) {
         let mut buf = std::mem::take(&mut w.dirbuf);
         let mut paths = std::mem::take(&mut w.paths);
@@ -420,7 +363,7 @@ impl Ctx<'_> {
             paths.set(roots, &node.rel, OsStr::from_bytes(name.to_bytes()));
             match stat_entry(src.as_fd(), name, ent.file_type()) {
                 Err(e) => self.fail(w, fail(&paths.src, "stat", e)),
-                Ok((st, _)) if st.kind() == FileType::Directory => on_dir(w, name, st),
+                Ok((st, _)) if st.kind() == FileType::Directory => on_dir(name, st),
                 Ok((st, opened)) => {
                     let e = Entry {
                         src_dir: src.as_fd(),
