@@ -211,6 +211,63 @@ fn fidelity(src_fs: Fs, dst_fs: Fs) {
     }
 }
 
+/// Every entry's type and mode bits under `root`, by relative path.
+fn modes(root: &Path) -> BTreeMap<PathBuf, u32> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            if m.is_dir() {
+                todo.push(p.clone());
+            }
+            out.insert(p.strip_prefix(root).unwrap().to_path_buf(), m.mode());
+        }
+    }
+    out
+}
+
+/// Without `-p` (`cp -r`): the same types and mode bits as GNU `cp -r`
+/// on the fixture (setuid and setgid files, a sticky directory, a setgid
+/// directory), with the same umask.
+#[test]
+fn modes_without_preserve_as_gnu_cp_r() {
+    let Some(s) = scratch(Fs::Xfs) else { return };
+    let src = s.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    build_fixture(&src);
+    let (ours, theirs) = (s.path().join("ours"), s.path().join("theirs"));
+    let opts = CopyOptions {
+        preserve: cowkit_tree::copy::Preserve::NONE,
+        ..CopyOptions::archive()
+    };
+    let sum = copy(&src, &ours, &opts, &NoProgress).unwrap();
+    assert!(sum.ok(), "{:?}", sum.errors);
+    let st = Command::new("cp")
+        .arg("-r")
+        .arg(&src)
+        .arg(&theirs)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let (a, b) = (modes(&ours), modes(&theirs));
+    assert!(a.len() > 2050, "only {} entries", a.len());
+    let differ: Vec<_> = a
+        .iter()
+        .filter(|(p, m)| b.get(*p) != Some(m))
+        .map(|(p, m)| {
+            format!(
+                "{}: ours {m:o}, cp -r {:o}",
+                p.display(),
+                b.get(p).copied().unwrap_or(0)
+            )
+        })
+        .collect();
+    assert!(differ.is_empty(), "{differ:#?}");
+    assert_eq!(a.len(), b.len());
+}
+
 #[test]
 fn fidelity_xfs() {
     fidelity(Fs::Xfs, Fs::Xfs);

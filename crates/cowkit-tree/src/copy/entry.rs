@@ -167,10 +167,14 @@ impl Ctx<'_> {
         }
     }
 
-    /// The mode the copy must end with.
+    /// The mode the copy must end with: without `preserve.mode`, as GNU
+    /// `cp` without `-p` leaves it: the permission bits less the umask, and
+    /// a directory's sticky bit (cp gives it to `mkdir`, which keeps it).
     pub(super) fn want_mode(&self, st: &Src) -> u32 {
         if self.o.preserve.mode {
             st.mode & 0o7777
+        } else if st.kind() == FileType::Directory {
+            st.mode & 0o1777 & !self.umask
         } else {
             st.mode & 0o777 & !self.umask
         }
