@@ -205,8 +205,10 @@ fn sysusers(h: &rpm::Header<IndexTag>, provides: &[Dep], files: &FileList) -> Ve
         let Some(line) = sysuser_line(d) else {
             continue;
         };
-        let provider = (0..files.files.len()).find(|&fx| {
-            let (Some(&start), Some(&n)) = (dx.get(fx), dn.get(fx)) else {
+        // The first file in header order that names the provide
+        // (`findProviderFile`).
+        let names = |hx: usize| {
+            let (Some(&start), Some(&n)) = (dx.get(hx), dn.get(hx)) else {
                 return false;
             };
             (start..start.saturating_add(n)).any(|k| {
@@ -214,9 +216,14 @@ fn sysusers(h: &rpm::Header<IndexTag>, provides: &[Dep], files: &FileList) -> Ve
                     (e >> 24) & 0xff == u32::from(b'P') && (e & 0x00ff_ffff) as usize == px
                 })
             })
-        });
-        let file = provider.map_or_else(String::new, |fx| {
-            String::from_utf8_lossy(files.files[fx].path.as_bytes()).into_owned()
+        };
+        let provider = files
+            .files
+            .iter()
+            .filter(|f| names(f.index as usize))
+            .min_by_key(|f| f.index);
+        let file = provider.map_or_else(String::new, |f| {
+            String::from_utf8_lossy(f.path.as_bytes()).into_owned()
         });
         match out.iter_mut().find(|s| s.file == file) {
             Some(s) => s.lines.push(line),
