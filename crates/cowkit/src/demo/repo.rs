@@ -51,6 +51,11 @@ pub fn missing_tool() -> Option<(&'static str, &'static str)> {
 /// the repository directory.
 pub fn build(work: &Path, home: &Path) -> Result<PathBuf, CliError> {
     let repo = work.join("repo");
+    // The rpmbuilds run at once and each makes `_rpmdir` and its arch
+    // directory (the specs are all `noarch`) when missing: made first,
+    // they race for none (rpm 4.18 fails a build whose mkdir finds the
+    // directory another build just made).
+    mkdir(&repo.join("noarch"))?;
     let mut children = Vec::new();
     for (name, text) in SPECS {
         let top = work.join("rpmbuild").join(name);
