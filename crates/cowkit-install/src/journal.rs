@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::fate::Policy;
 use crate::pkg::Pkg;
-use crate::prepared::{InstallOnly, Recovery, TxOptions, TxSummary};
+use crate::prepared::{InstallOnly, Recovery, Registered, TxOptions, TxSummary};
 use crate::{Error, Result};
 
 /// The journal's file name in the database directory.
@@ -72,6 +72,10 @@ pub(crate) struct Add {
     pub(crate) beside: bool,
     /// Its files are placed (stage `registering`).
     pub(crate) placed: bool,
+    /// Registered beside an installed package whose erasure failed
+    /// (stage `registering`; [`Registered::Keeping`]).
+    #[serde(default)]
+    pub(crate) keeping: bool,
 }
 
 /// An installed header the transaction erases.
@@ -167,6 +171,11 @@ pub(crate) struct Journal {
     pub(crate) asked: Option<Asked>,
     pub(crate) add: Vec<Add>,
     pub(crate) erase: Vec<Old>,
+    /// Installed packages whose erasure failed, kept beside their new
+    /// versions: their file states before the transaction (name, NEVRA,
+    /// states), put back after the registration (stage `registering`).
+    #[serde(default)]
+    pub(crate) kept_states: Vec<(String, String, Vec<u8>)>,
 }
 
 impl Journal {
@@ -183,6 +192,7 @@ impl Journal {
             asked: Some(Asked::of(opts)),
             add,
             erase,
+            kept_states: Vec::new(),
         }
     }
 
@@ -541,27 +551,24 @@ fn roll_forward(
     }
     if !missing.is_empty() {
         check_packages(journal, missing.iter().copied())?;
-        for beside in [false, true] {
+        let upgrade = Check {
+            nodeps: true,
+            replacefiles: j.replacefiles,
+            install: false,
+            oldpackage: j.oldpackage,
+            replacepkgs: j.replacepkgs,
+            reinstall: j.reinstall,
+            freshen: false,
+        };
+        for k in Registered::ALL {
             let group: Vec<PathBuf> = missing
                 .iter()
-                .filter(|a| a.beside == beside)
+                .filter(|a| Registered::of(a.beside, a.keeping) == k)
                 .map(|a| a.package.clone())
                 .collect();
-            if group.is_empty() {
-                continue;
+            if !group.is_empty() {
+                rpm.register_as(&group, &k.check(upgrade))?;
             }
-            rpm.register_as(
-                &group,
-                &Check {
-                    nodeps: true,
-                    replacefiles: j.replacefiles,
-                    install: beside,
-                    oldpackage: j.oldpackage,
-                    replacepkgs: j.replacepkgs,
-                    reinstall: j.reinstall && !beside,
-                    freshen: false,
-                },
-            )?;
         }
         rec.did.push(format!(
             "registered: {}",
@@ -584,6 +591,9 @@ fn roll_forward(
         rec.did
             .push(format!("erased from the database: {}", left.join(", ")));
     }
+    // (Written again even when they were: they are the states as they
+    // were before the transaction.)
+    rpm.restore_file_states(&j.kept_states)?;
     if superseded.is_empty() && missing.is_empty() && left.is_empty() {
         rec.did
             .push("nothing: the database already holds the transaction's end".into());

@@ -314,9 +314,10 @@ impl Db {
     }
 
     /// The steps of erasing the installed `inst`, whose removed files are
-    /// `gone` (its installed files no new package keeps); it is out of the
-    /// database afterwards.
-    pub(crate) fn erase(&mut self, inst: u32, gone: &[DbFile], scripts: &[Scriptlet]) -> Vec<Step> {
+    /// `gone` (its installed files no new package keeps). It stays in the
+    /// database until [`Db::erased`] says the steps ran: rpm keeps an
+    /// erasure whose `%preun` fails registered.
+    pub(crate) fn erase(&self, inst: u32, gone: &[DbFile], scripts: &[Scriptlet]) -> Vec<Step> {
         use crate::scripts::Phase;
         let Some(te) = self.get(inst).cloned() else {
             return Vec::new();
@@ -373,11 +374,20 @@ impl Db {
                 .into_iter()
                 .map(Step::run),
         );
+        out
+    }
+
+    /// The erasure of `inst` ran ([`Db::erase`]'s steps): rpm prepares the
+    /// `%transfiletriggerpostun`s its files fire and takes it out of the
+    /// database (the end of `rpmPackageErase`).
+    pub(crate) fn erased(&mut self, inst: u32) {
+        let Some(te) = self.get(inst).cloned() else {
+            return;
+        };
         // rpm looks at every installed file of the erased package here,
         // also those a new version keeps.
         self.prepare_postun(&te.files);
         self.remove(inst);
-        out
     }
 
     /// `%transfiletriggerun` before the elements: installed packages'

@@ -161,6 +161,21 @@ pub struct PackageFailure {
     pub placed_files: u64,
 }
 
+/// An installed package whose erasure failed: its `%preun` (or, under rpm
+/// 4.20, its `%preuntrans`) failed. rpm keeps it, files and database
+/// entry, beside the package that was to replace it, and counts the
+/// element failed.
+#[derive(Clone, Debug, Serialize)]
+pub struct EraseFailure {
+    /// Its NEVRA.
+    pub nevra: String,
+    /// rpm's word for what happened to it: `erase failed` (its `%preun`
+    /// failed) or `erase skipped` (its `%preuntrans` did).
+    pub outcome: &'static str,
+    /// The error and its causes.
+    pub error: Vec<String>,
+}
+
 /// Where a transaction's time went, in seconds.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Timings {
@@ -233,6 +248,9 @@ pub struct TxSummary {
     pub not_installed: u64,
     /// Packages that failed.
     pub failed: Vec<PackageFailure>,
+    /// Installed packages whose erasure failed (kept, as rpm keeps them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub erase_failed: Vec<EraseFailure>,
     /// Only checked and planned (`--test`).
     pub test: bool,
     /// Scriptlets ran without sync calls ([`crate::nosync`]).
@@ -468,9 +486,69 @@ pub(crate) struct Registration<'a, 'r> {
     pub(crate) states: Vec<(String, String, Vec<u8>)>,
     /// Installed packages erased as elements of their own whose entries
     /// the registration of the placed packages does not erase (the package
-    /// obsoleting them was not placed): taken out of the database after
-    /// it, as rpm's erasure takes them out.
+    /// obsoleting them was not placed, or is registered beside): taken out
+    /// of the database after it, as rpm's erasure takes them out.
     pub(crate) unregister: Vec<String>,
+    /// Placed packages an installed package whose erasure failed stays
+    /// beside ([`TxSummary::erase_failed`]): registered with
+    /// `-i --replacefiles`, which erases nothing.
+    pub(crate) keeping: Vec<usize>,
+    /// Those installed packages' file states before the transaction
+    /// (name, NEVRA, states), put back after the registration.
+    pub(crate) kept_states: Vec<(String, String, Vec<u8>)>,
+}
+
+/// How rpm registers a placed package, header only.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Registered {
+    /// `-U`: its old versions and what it obsoletes are erased.
+    Upgrade,
+    /// `-i`: an install-only package beside its installed versions.
+    Beside,
+    /// `-i --replacefiles --replacepkgs`: beside an installed package
+    /// whose erasure failed.
+    Keeping,
+}
+
+impl Registered {
+    /// Every kind, in the order they are registered.
+    pub(crate) const ALL: [Registered; 3] =
+        [Registered::Upgrade, Registered::Beside, Registered::Keeping];
+
+    /// The kind of a package registered beside its installed versions
+    /// (`beside`) or beside one whose erasure failed (`keeping`).
+    pub(crate) fn of(beside: bool, keeping: bool) -> Registered {
+        match (keeping, beside) {
+            (true, _) => Registered::Keeping,
+            (false, true) => Registered::Beside,
+            (false, false) => Registered::Upgrade,
+        }
+    }
+
+    /// How rpm registers this kind, from the transaction's own options
+    /// as an upgrade's (`upgrade`); dependencies were checked already.
+    pub(crate) fn check(self, upgrade: Check) -> Check {
+        let install = Check {
+            nodeps: true,
+            install: true,
+            reinstall: false,
+            ..upgrade
+        };
+        match self {
+            Registered::Upgrade => Check {
+                nodeps: true,
+                ..upgrade
+            },
+            Registered::Beside => install,
+            // The files the kept package shares with it were checked as
+            // an upgrade's.
+            Registered::Keeping => Check {
+                replacefiles: true,
+                replacepkgs: true,
+                ..install
+            },
+        }
+    }
 }
 
 /// One registration of the placed packages: a new root's database
@@ -488,6 +566,8 @@ pub(crate) fn register(reg: Registration<'_, '_>, sum: &mut TxSummary) -> Result
         added,
         states,
         unregister,
+        keeping,
+        kept_states,
     } = reg;
     if !opts.db || (placed.is_empty() && unregister.is_empty()) {
         return Ok(());
@@ -524,27 +604,24 @@ pub(crate) fn register(reg: Registration<'_, '_>, sum: &mut TxSummary) -> Result
     };
     drop(scratch);
     if !moved {
-        // Upgrades with `-U`, install-only packages beside their installed
-        // versions with `-i` (one call when there is only one kind).
+        // One call per kind of registration there is.
         let rpm = Rpm::new(root.path(), &db).with_file_args(file_args(&opts.files));
-        for install in [false, true] {
+        let kind = |i: &usize| Registered::of(beside.contains(i), keeping.contains(i));
+        for k in Registered::ALL {
             // In the order rpm's check held them, not the order placed:
             // rpm orders packages nothing else orders by how they come.
             let group: Vec<PathBuf> = added
                 .iter()
-                .filter(|i| placed.contains(i) && beside.contains(i) == install)
+                .filter(|i| placed.contains(i) && kind(i) == k)
                 .map(|&i| pkgs[i].path.clone())
                 .collect();
             if !group.is_empty() {
-                let how = Check {
-                    nodeps: true,
-                    ..rpm_check(opts, install)
-                };
-                rpm.register_as(&group, &how)?;
+                rpm.register_as(&group, &k.check(rpm_check(opts, false)))?;
             }
         }
     }
     Rpm::new(root.path(), &db).unregister(&unregister)?;
+    Rpm::new(root.path(), &db).restore_file_states(&kept_states)?;
     // rpm's header-only registration records every file "normal": the
     // files rpm would not have installed get their states as its install
     // records them.

@@ -61,6 +61,7 @@ pub(crate) fn simulate(pkgs: &[Pkg], indb: &InDb) -> Vec<PlanEntry> {
             Elem::Erase(k) => {
                 let o = &indb.erased[k];
                 let steps = db.erase(o.inst, &o.gone(pkgs), &o.scripts());
+                db.erased(o.inst);
                 (o.installed.nevra.as_str(), steps)
             }
         };
@@ -215,6 +216,8 @@ pub(crate) fn run(
             added: &indb.added,
             states: Vec::new(),
             unregister: Vec::new(),
+            keeping: Vec::new(),
+            kept_states: Vec::new(),
         };
         register(registration, &mut r.sum)?;
         return Ok(r.sum);
@@ -236,9 +239,9 @@ pub(crate) fn run(
             // rpm marked it failed with the install it depends on.
             continue;
         }
-        if r.script(&run)?.is_some() {
+        if let Some(why) = r.script(&run)? {
             // rpm 4.20 marks the element failed: its erasure is skipped.
-            r.erase_failed.insert(k);
+            r.erase_failure(k, &run, &why, "erase skipped");
         }
     }
     let erased: Vec<(u32, bool)> = indb.erased.iter().map(|e| (e.inst, e.tied)).collect();
@@ -272,21 +275,41 @@ pub(crate) fn run(
     if let Some(s) = &mut scratch {
         s.keep_owned(|dir| placed.iter().any(|&i| pkgs[i].files.find(dir).is_some()));
     }
+    // The placed packages an installed package whose erasure failed
+    // stays beside, and those packages' file states before.
+    let keeping: Vec<usize> = placed
+        .iter()
+        .copied()
+        .filter(|&i| r.erase_failed.iter().any(|&k| indb.erased[k].by == i))
+        .collect();
+    let kept_states: Vec<(String, String, Vec<u8>)> = indb
+        .erased
+        .iter()
+        .enumerate()
+        .filter(|&(k, e)| r.erase_failed.contains(&k) && keeping.contains(&e.by))
+        // (A package without files has no states to put back.)
+        .filter(|(_, e)| !e.installed.files.is_empty())
+        .map(|(_, e)| {
+            let i = &e.installed;
+            let states = i.files.iter().map(|f| f.state as u8).collect();
+            (i.name.clone(), i.nevra.clone(), states)
+        })
+        .collect();
     if let Some(mut j) = journal.clone() {
         j.stage = crate::journal::Stage::Registering;
         for a in &mut j.add {
-            a.placed = placed.iter().any(|&i| pkgs[i].digest == a.digest);
+            let i = placed.iter().find(|&&i| pkgs[i].digest == a.digest);
+            a.placed = i.is_some();
+            a.keeping = i.is_some_and(|i| keeping.contains(i));
         }
+        j.kept_states = kept_states.clone();
         // The erasures that ran: those depending on an install whose
-        // package was placed, and those of their own that did not fail.
+        // package was placed, and those of their own, that did not fail.
         let ran: Vec<bool> = indb
             .erased
             .iter()
             .enumerate()
-            .map(|(k, e)| match e.tied {
-                true => placed.contains(&e.by),
-                false => !r.erase_failed.contains(&k),
-            })
+            .map(|(k, e)| (!e.tied || placed.contains(&e.by)) && !r.erase_failed.contains(&k))
             .collect();
         let mut k = 0;
         j.erase.retain(|_| {
@@ -320,9 +343,14 @@ pub(crate) fn run(
             .erased
             .iter()
             .enumerate()
-            .filter(|&(k, e)| !e.tied && !r.erase_failed.contains(&k) && !placed.contains(&e.by))
+            .filter(|&(k, e)| {
+                let ran = (!e.tied || placed.contains(&e.by)) && !r.erase_failed.contains(&k);
+                ran && (!placed.contains(&e.by) || keeping.contains(&e.by))
+            })
             .map(|(_, e)| e.installed.nevra.clone())
             .collect(),
+        kept_states,
+        keeping,
     };
     register(registration, &mut r.sum)?;
     if let Some(j) = &journal {
@@ -355,6 +383,7 @@ fn begin_journal(
             package: std::path::absolute(&pkgs[i].path).unwrap_or_else(|_| pkgs[i].path.clone()),
             beside: indb.beside.contains(&i),
             placed: false,
+            keeping: false,
         })
         .collect();
     let erase = indb
@@ -675,27 +704,16 @@ impl Runner<'_> {
             return Ok(());
         }
         if self.erase_failed.contains(&e) {
-            // As when its %preun fails (below): rpm keeps the old version.
-            self.sum.scriptlet_warnings.push(format!(
-                "{}: %preuntrans({}) failed; its files that {} does not have were left in place",
-                o.installed.nevra, o.installed.nevra, self.pkgs[o.by].nevra
-            ));
+            // Its %preuntrans failed: rpm 4.20 skips the element.
             return Ok(());
         }
         let steps = self.db.erase(o.inst, &o.gone(self.pkgs), &o.scripts());
         for step in steps {
             match step {
                 Step::Run(run) => {
-                    if self.script(&run)?.is_some() && run.critical {
-                        // rpm keeps the old version (files and entry)
-                        // when its %preun fails; cowkit registers the new
-                        // one over the old entry, so it keeps the old
-                        // files and says so.
-                        self.sum.scriptlet_warnings.push(format!(
-                            "{}: {} failed; its files that {} does not have were left in place",
-                            o.installed.nevra, run.name, self.pkgs[o.by].nevra
-                        ));
-                        self.erase_failed.insert(e);
+                    if let Some(why) = self.script(&run)?.filter(|_| run.critical) {
+                        // rpm keeps the old version, files and entry.
+                        self.erase_failure(e, &run, &why, "erase failed");
                         return Ok(());
                     }
                 }
@@ -712,8 +730,26 @@ impl Runner<'_> {
                 Step::Place => {}
             }
         }
+        self.db.erased(o.inst);
         self.note_erased(o);
         Ok(())
+    }
+
+    /// Erasure `k` failed with `run` (its `%preun`, or rpm 4.20's
+    /// `%preuntrans`): rpm keeps the installed package, files and entry,
+    /// and counts the element failed (`outcome` is rpm's word for it).
+    fn erase_failure(&mut self, k: usize, run: &Run, why: &str, outcome: &'static str) {
+        self.erase_failed.insert(k);
+        let e = Error::ScriptFailed {
+            package: run.owner.clone(),
+            phase: run.script.phase.name(),
+            status: format!("{} failed: {why}", run.name),
+        };
+        self.sum.erase_failed.push(crate::prepared::EraseFailure {
+            nevra: self.indb.erased[k].installed.nevra.clone(),
+            outcome,
+            error: cowkit_fs::error::chain(&e),
+        });
     }
 
     fn note_erased(&mut self, o: &Erased) {

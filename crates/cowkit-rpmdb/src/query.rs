@@ -333,6 +333,26 @@ impl Rpm {
     /// mark replaced files, under rpm's transaction lock), run by
     /// `COWKIT_PYTHON` or `/usr/bin/python3` with rpm's Python bindings.
     pub fn record_file_states(&self, packages: &[(String, String, Vec<u8>)]) -> Result<()> {
+        self.write_file_states(packages, "234")
+    }
+
+    /// Put back the file states installed packages had before this
+    /// transaction registered a package beside them: `packages` are (name,
+    /// NEVRA, one state number per file, as read before); every state is
+    /// written. rpm keeps an installed package whose erasure failed with
+    /// its states untouched, while registering its replacement beside it
+    /// (`rpm -i --replacefiles`) marks the files they share "replaced".
+    pub fn restore_file_states(&self, packages: &[(String, String, Vec<u8>)]) -> Result<()> {
+        self.write_file_states(packages, "012345")
+    }
+
+    /// [`Rpm::record_file_states`] and [`Rpm::restore_file_states`]: the
+    /// states among `writable` (digits) are written.
+    fn write_file_states(
+        &self,
+        packages: &[(String, String, Vec<u8>)],
+        writable: &str,
+    ) -> Result<()> {
         if packages.is_empty() {
             return Ok(());
         }
@@ -343,7 +363,8 @@ impl Rpm {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .arg(&self.root)
-            .arg(&self.dbpath);
+            .arg(&self.dbpath)
+            .arg(writable);
         let mut child = c.spawn().map_err(|source| Error::Spawn {
             program: python.clone().into(),
             source,

@@ -2,9 +2,11 @@
 # (`rpm --justdb` leaves every file of a new package "normal"), the way
 # rpm's own markReplacedFiles rewrites an installed header's states:
 # librpm's iterator in rewrite mode, inside rpm's transaction lock.
-#   ROOT DBPATH, stdin: one line per package "NAME<TAB>NEVRA<TAB>STATES",
-#   STATES one digit per file (rpm's state numbers); only the states
-#   2 (not installed), 3 (net shared) and 4 (wrong color) are written.
+#   ROOT DBPATH WRITABLE, stdin: one line per package
+#   "NAME<TAB>NEVRA<TAB>STATES", STATES one digit per file (rpm's state
+#   numbers); only the states among the digits WRITABLE are written:
+#   "234" (not installed, net shared, wrong color) for new packages,
+#   every state to put back an installed package's states.
 # Prints one line per package changed: its NEVRA.
 import ctypes
 import os
@@ -12,7 +14,7 @@ import sys
 
 import rpm
 
-root, dbpath = sys.argv[1], sys.argv[2]
+root, dbpath, writable = sys.argv[1], sys.argv[2], sys.argv[3]
 rpm.addMacro("_dbpath", dbpath)
 # librpm as rpm's module loaded it (librpm.so.9 of rpm 4.18, librpm.so.10
 # of rpm 4.20): the one in this process, found in its own map.
@@ -83,7 +85,7 @@ try:
                 sys.exit(nevra + ": %d file states, %d given" % (lib.rpmtdCount(td), len(states)))
             changed = False
             for i, want in enumerate(states):
-                if want not in "234":
+                if want not in writable:
                     continue
                 lib.rpmtdSetIndex(td, i)
                 c = lib.rpmtdGetChar(td)

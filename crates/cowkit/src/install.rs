@@ -272,7 +272,7 @@ pub(crate) fn finish(show: &Show<'_>, total: &TxSummary, extra: impl Serialize) 
         .nosync
         .as_ref()
         .and_then(|n| n.final_sync_error.as_ref());
-    let ok = total.failed.is_empty() && sync_error.is_none();
+    let ok = total.failed.is_empty() && total.erase_failed.is_empty() && sync_error.is_none();
     // What failed is said on stderr in either form: a `--json` reader
     // finds it in the report too, a person reading the log finds it here.
     for f in &total.failed {
@@ -286,6 +286,15 @@ pub(crate) fn finish(show: &Show<'_>, total: &TxSummary, extra: impl Serialize) 
                 f.placed_files, f.nevra
             );
         }
+    }
+    for f in &total.erase_failed {
+        report_error(&CliError::from_chain(
+            format!(
+                "{}: {}; it stays installed, files and database entry, as with rpm",
+                f.nevra, f.outcome
+            ),
+            &f.error,
+        ));
     }
     if let Some(chain) = sync_error {
         report_error(&CliError::from_chain(

@@ -793,6 +793,8 @@ struct Bad {
     ftrig: PathBuf,
     up1: Vec<PathBuf>,
     up2: Vec<PathBuf>,
+    /// `preunfail` 1, whose `%preun` fails, and 2, which upgrades it.
+    preun: [PathBuf; 2],
 }
 
 fn bad_packages(dir: &Path) -> Bad {
@@ -883,6 +885,30 @@ fn bad_packages(dir: &Path) -> Bad {
             "%pre -p <lua>\nerror('upc-2 pre fails')",
         ),
     ];
+    let preun = [
+        small(
+            &d,
+            "preunfail",
+            1,
+            "",
+            &format!(
+                "%preun\n{}\nexit 5\n%postun\n{}",
+                say("preunfail-1 preun $1"),
+                say("preunfail-1 postun $1")
+            ),
+        ),
+        small(
+            &d,
+            "preunfail",
+            2,
+            "",
+            &format!(
+                "%post\n{}\n%posttrans\n{}",
+                say("preunfail-2 post $1"),
+                say("preunfail-2 posttrans $1")
+            ),
+        ),
+    ];
     Bad {
         target1: target(1),
         target2: target(2),
@@ -891,6 +917,7 @@ fn bad_packages(dir: &Path) -> Bad {
         ftrig,
         up1,
         up2,
+        preun,
     }
 }
 
@@ -993,6 +1020,60 @@ fn failing_scriptlets_end_as_rpm_ends_them() {
         &up2,
         "%pre failing in the middle of an upgrade",
     );
+    let (a, b) = bad_twins(d, "preun", &[&p.preun[0]]);
+    rpm_and_cowkit(
+        &a,
+        &b,
+        &["-U"],
+        &[&p.preun[1]],
+        "the old version's %preun failing in an upgrade",
+    );
+}
+
+/// The old version's `%preun` failing in a `dnf upgrade`: dnf 4 reports
+/// the element failed ("Failed: preunfail-1-1.noarch") and fails the
+/// transaction; rpm keeps both versions. `cowkit dnf` on the twin root
+/// fails too and leaves the same root ([`assert_same_roots`]).
+#[test]
+fn a_failing_preun_in_an_upgrade_ends_as_dnf_ends_it() {
+    if !as_root(
+        "a_failing_preun_in_an_upgrade_ends_as_dnf_ends_it",
+        "scriptlets run chrooted",
+    ) {
+        return;
+    }
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let d = dir.path();
+    let p = bad_packages(&d.join("pkgs"));
+    let v2 = mkdir(&d.join("v2"));
+    std::fs::copy(&p.preun[1], v2.join(p.preun[1].file_name().unwrap())).unwrap();
+    run_ok(
+        std::process::Command::new("createrepo_c")
+            .args(["--quiet", "--no-database"])
+            .arg(&v2),
+        "createrepo_c",
+    );
+    let (a, b) = bad_twins(d, "dnf-preun", &[&p.preun[0]]);
+    let out = dnf(&v2, &a, &d.join("dnf-cache-a"))
+        .arg("upgrade")
+        .output()
+        .unwrap();
+    let r = common::cowkit_dnf(
+        &v2,
+        &b,
+        &d.join("dnf-cache-b"),
+        &d.join("cowkit-cache"),
+        &["upgrade"],
+    );
+    assert!(!out.status.success(), "plain dnf: the erasure fails");
+    assert!(!r.ok, "cowkit dnf: the erasure fails: {}", r.stderr);
+    assert!(
+        r.stderr.contains("preunfail-1-1.noarch: erase failed"),
+        "{}",
+        r.stderr
+    );
+    assert!(nevras(&a).iter().any(|n| n == "preunfail-1-1.noarch"));
+    assert_same_roots(&a, &b, Path::new("/nonexistent-cache"), "dnf upgrade");
 }
 
 /// The rpm side of [`failing_scriptlets_end_as_rpm_ends_them`]
@@ -1087,6 +1168,33 @@ fn rpm_outcomes_of_failing_scriptlets() {
         "{:?}",
         verify(&a)
     );
+    // The old version's %preun fails: the erasure fails, the old version
+    // stays registered beside the new one (their shared file's states
+    // untouched), rpm counts one failed element.
+    let (a, _) = bad_twins(d, "preun", &[&p.preun[0]]);
+    let (code, err) = rpm(&a, &["-U"], &[&p.preun[1]]);
+    assert_eq!(code, Some(1), "{err}");
+    for line in [
+        "error: %preun(preunfail-1-1.noarch) scriptlet failed, exit status 5",
+        "error: preunfail-1-1.noarch: erase failed",
+    ] {
+        assert!(err.contains(line), "{line} not in {err}");
+    }
+    assert_eq!(
+        log(&a),
+        "preunfail-2 post 2\npreunfail-1 preun 1\npreunfail-2 posttrans 3\n"
+    );
+    let names: Vec<String> = nevras(&a)
+        .into_iter()
+        .filter(|n| n.starts_with("preunfail"))
+        .collect();
+    assert_eq!(names, ["preunfail-1-1.noarch", "preunfail-2-1.noarch"]);
+    let states = rpm_in(&a)
+        .args(["-q", "--qf", "[%{FILESTATES}]\n", "preunfail"])
+        .output()
+        .unwrap();
+    // Each: its directory and its file, both "normal".
+    assert_eq!(String::from_utf8_lossy(&states.stdout), "00\n00\n");
 }
 
 // ---------------------------------------------------------------------------

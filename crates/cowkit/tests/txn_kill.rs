@@ -304,6 +304,25 @@ fn duplicates(qa: &[String]) -> bool {
     set.len() != names.len()
 }
 
+/// `cowkit install --nodeps ARGS PKG` on `root`, killed at `crash`
+/// (`COWKIT_TXN_CRASH_AT`) if given.
+fn install_at(root: &Path, args: &[&str], pkg: &Path, crash: Option<&str>) -> std::process::Output {
+    let mut c = cowkit();
+    c.args(["install", "--nodeps", "--root"])
+        .arg(root)
+        .arg("--dbpath")
+        .arg(dbpath())
+        .args(args)
+        .arg(pkg)
+        .stdin(Stdio::null())
+        .env_remove("COWKIT_RPM");
+    match crash {
+        Some(at) => c.env("COWKIT_TXN_CRASH_AT", at),
+        None => c.env_remove("COWKIT_TXN_CRASH_AT"),
+    };
+    c.output().unwrap()
+}
+
 /// A reinstall (`--reinstall`, the installed package replaced by the same
 /// package) killed after its files were placed: the next run registers it
 /// again as rpm's `--reinstall` does, and does not take the header it
@@ -320,22 +339,7 @@ fn a_reinstall_killed_before_its_registration_is_finished() {
     let Some(d) = scratch(Fs::Xfs) else { return };
     let repo = build_repo(tmp());
     let root = mkdir(&d.path().join("root"));
-    let install = |args: &[&str], pkg: &Path, crash: Option<&str>| {
-        let mut c = cowkit();
-        c.args(["install", "--nodeps", "--root"])
-            .arg(&root)
-            .arg("--dbpath")
-            .arg(dbpath())
-            .args(args)
-            .arg(pkg)
-            .stdin(Stdio::null())
-            .env_remove("COWKIT_RPM");
-        match crash {
-            Some(at) => c.env("COWKIT_TXN_CRASH_AT", at),
-            None => c.env_remove("COWKIT_TXN_CRASH_AT"),
-        };
-        c.output().unwrap()
-    };
+    let install = |args: &[&str], pkg: &Path, crash| install_at(&root, args, pkg, crash);
     let fs = repo.rpm("ck-filesystem");
     let out = install(&[], fs, None);
     assert!(
@@ -386,22 +390,7 @@ fn a_transaction_killed_while_placing_is_done_again_as_it_was_asked() {
         mkdir(&d.path().join("cowkit")),
         mkdir(&d.path().join("rpm")),
     );
-    let install = |args: &[&str], pkg: &Path, crash: Option<&str>| {
-        let mut c = cowkit();
-        c.args(["install", "--nodeps", "--root"])
-            .arg(&ours)
-            .arg("--dbpath")
-            .arg(dbpath())
-            .args(args)
-            .arg(pkg)
-            .stdin(Stdio::null())
-            .env_remove("COWKIT_RPM");
-        match crash {
-            Some(at) => c.env("COWKIT_TXN_CRASH_AT", at),
-            None => c.env_remove("COWKIT_TXN_CRASH_AT"),
-        };
-        c.output().unwrap()
-    };
+    let install = |args: &[&str], pkg: &Path, crash| install_at(&ours, args, pkg, crash);
     let rpm_u = |args: &[&str], pkg: &Path| {
         run_ok(
             rpm_in(&theirs).args(["-U", "--nodeps"]).args(args).arg(pkg),
@@ -437,6 +426,96 @@ fn a_transaction_killed_while_placing_is_done_again_as_it_was_asked() {
     );
     assert!(ours.join("usr/share/licenses/ck-doc/LICENSE").exists());
     let (a, b) = (outcome(&ours), outcome(&theirs));
+    assert_eq!(a.qa, b.qa, "{said}");
+    assert_eq!(a.verify, b.verify, "{said}");
+    assert_eq!(a.unowned, b.unowned, "{said}");
+    assert!(!a.journal);
+    assert!(a.temporaries.is_empty(), "{:?}", a.temporaries);
+}
+
+/// `kf` 1, whose `<lua>` `%preun` fails, and `kf` 2; each with a file of
+/// its own and one they share (different content).
+fn failing_preun_packages(dir: &Path) -> [PathBuf; 2] {
+    [1, 2].map(|v| {
+        let preun = if v == 1 {
+            "%preun -p <lua>\nerror('refused')\n"
+        } else {
+            ""
+        };
+        let spec = format!(
+            "Name: kf\nVersion: {v}\nRelease: 1\nSummary: x\nLicense: MIT\nBuildArch: noarch\n\
+             %global debug_package %{{nil}}\n%global __os_install_post %{{nil}}\n\
+             %description\nx\n%install\nmkdir -p \"$RPM_BUILD_ROOT/usr/share/kf\"\n\
+             echo {v} > \"$RPM_BUILD_ROOT/usr/share/kf/shared\"\n\
+             echo {v} > \"$RPM_BUILD_ROOT/usr/share/kf/only-{v}\"\n\
+             %files\n/usr/share/kf\n{preun}"
+        );
+        let dst = dir.join(format!("kf-{v}-1.noarch.rpm"));
+        cowkit_testutil::rpm::rpmbuild(&spec, "w9.gzdio", &dst);
+        dst
+    })
+}
+
+/// An upgrade whose old version's `%preun` fails, killed after its
+/// elements ran and before its registration: the next run registers the
+/// new version beside the old one (which rpm keeps when its erasure
+/// fails), not over it, and puts the old one's file states back. The
+/// root ends as `rpm -U` of the same upgrade leaves it (both versions in
+/// `rpm -qa`, the same file states, `rpm -Va`, nothing unowned).
+#[test]
+fn an_upgrade_whose_erasure_failed_killed_before_its_registration_is_finished() {
+    if !as_root(
+        "an_upgrade_whose_erasure_failed_killed_before_its_registration_is_finished",
+        "rpm --root",
+    ) {
+        return;
+    }
+    let Some(d) = scratch(Fs::Xfs) else { return };
+    let [v1, v2] = failing_preun_packages(&d.path().join("pkgs"));
+    let repo = build_repo(tmp());
+    let (ours, theirs) = (
+        mkdir(&d.path().join("cowkit")),
+        mkdir(&d.path().join("rpm")),
+    );
+    let out = install_at(&ours, &[], &v1, None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = install_at(&ours, &[], &v2, Some("placed"));
+    assert_eq!(out.status.signal(), Some(9), "{out:?}");
+    assert!(outcome(&ours).journal, "no journal after the kill");
+    let out = install_at(&ours, &[], repo.rpm("ck-data"), None);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("killed run left"), "{said}");
+    run_ok(
+        rpm_in(&theirs).args(["-U", "--nodeps"]).arg(&v1),
+        "rpm -U v1",
+    );
+    let out = rpm_in(&theirs)
+        .args(["-U", "--nodeps"])
+        .arg(&v2)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "rpm: the erasure fails");
+    run_ok(
+        rpm_in(&theirs)
+            .args(["-U", "--nodeps"])
+            .arg(repo.rpm("ck-data")),
+        "rpm -U ck-data",
+    );
+    let states = |root: &Path| {
+        let out = run_ok(
+            rpm_in(root).args(["-q", "--qf", "%{NEVRA} [%{FILESTATES}]\n", "kf"]),
+            "rpm -q",
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(states(&ours), states(&theirs), "{said}");
+    let (a, b) = (outcome(&ours), outcome(&theirs));
+    assert!(a.qa.iter().any(|n| n.starts_with("kf-1-")), "{:?}", a.qa);
     assert_eq!(a.qa, b.qa, "{said}");
     assert_eq!(a.verify, b.verify, "{said}");
     assert_eq!(a.unowned, b.unowned, "{said}");
