@@ -1054,17 +1054,10 @@ fn a_failing_preun_in_an_upgrade_ends_as_dnf_ends_it() {
         "createrepo_c",
     );
     let (a, b) = bad_twins(d, "dnf-preun", &[&p.preun[0]]);
-    let out = dnf(&v2, &a, &d.join("dnf-cache-a"))
-        .arg("upgrade")
-        .output()
-        .unwrap();
-    let r = common::cowkit_dnf(
-        &v2,
-        &b,
-        &d.join("dnf-cache-b"),
-        &d.join("cowkit-cache"),
-        &["upgrade"],
-    );
+    // One dnf cache path for both: dnf makes its copy inside the root.
+    let cache = d.join("dnf-cache");
+    let out = dnf(&v2, &a, &cache).arg("upgrade").output().unwrap();
+    let r = common::cowkit_dnf(&v2, &b, &cache, &d.join("cowkit-cache"), &["upgrade"]);
     assert!(!out.status.success(), "plain dnf: the erasure fails");
     assert!(!r.ok, "cowkit dnf: the erasure fails: {}", r.stderr);
     assert!(
@@ -1073,7 +1066,7 @@ fn a_failing_preun_in_an_upgrade_ends_as_dnf_ends_it() {
         r.stderr
     );
     assert!(nevras(&a).iter().any(|n| n == "preunfail-1-1.noarch"));
-    assert_same_roots(&a, &b, Path::new("/nonexistent-cache"), "dnf upgrade");
+    assert_same_roots(&a, &b, &cache, "dnf upgrade");
 }
 
 /// The rpm side of [`failing_scriptlets_end_as_rpm_ends_them`]
