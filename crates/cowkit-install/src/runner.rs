@@ -233,6 +233,8 @@ pub(crate) fn run(
         _ => None,
     };
     r.pretrans()?;
+    // rpm's file check after `%pretrans` reports its progress.
+    r.progress_flush();
     crate::journal::crash_point("pretrans-done");
     for (k, run) in untrans(r.indb, Phase::PreUnTrans, &r.db) {
         if r.depends_on_failed(k) {
@@ -460,6 +462,16 @@ impl Runner<'_> {
         Ok(why)
     }
 
+    /// Where rpm's progress callback runs (an element's files placed or
+    /// removed, the file check after `%pretrans`): it flushes rpm's
+    /// `stdout`, so what `<lua>` scriptlets printed until then comes out
+    /// there, after the output of shell scriptlets that ran since.
+    fn progress_flush(&mut self) {
+        if let Some(lua) = self.lua.as_mut() {
+            lua.flush();
+        }
+    }
+
     fn fail(&mut self, i: usize, e: Error, placed_files: u64) {
         let p = &self.pkgs[i];
         self.failed.insert(i);
@@ -587,6 +599,7 @@ impl Runner<'_> {
     }
 
     fn place_batch(&mut self, batch: Vec<(usize, u32)>) {
+        self.progress_flush();
         let pkgs: Vec<&Pkg> = batch.iter().map(|&(i, _)| &self.pkgs[i]).collect();
         // Config files already on disk are decided first (cheap: only
         // config files are looked at); a package whose decision fails
@@ -666,6 +679,7 @@ impl Runner<'_> {
                 }
                 Step::Place => {
                     placed_yet = true;
+                    self.progress_flush();
                     let counting = crate::Counting {
                         inner: self.progress,
                         files: Default::default(),
@@ -718,6 +732,7 @@ impl Runner<'_> {
                     }
                 }
                 Step::Remove => {
+                    self.progress_flush();
                     let passed = Gate::verdict_of(self.opts.install.gate.as_ref())?;
                     self.sum.old_files_removed += erase_files(
                         self.root,

@@ -187,6 +187,11 @@ pub trait Lua {
 
     /// Its process, which a user kills to end a scriptlet that never ends.
     fn pid(&self) -> u32;
+
+    /// Write out what the scriptlets' `print` left buffered in rpm's
+    /// `stdout`, as rpm's progress callback does (`fflush(stdout)` in
+    /// `rpmShowProgress`). A host that is gone has nothing to write.
+    fn flush(&mut self);
 }
 
 /// How a scriptlet is run: rpm's name for it, `$1`/`$2` (none, one or

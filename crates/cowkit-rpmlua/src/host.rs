@@ -133,6 +133,21 @@ impl LuaHost {
         Ok(out)
     }
 
+    /// Has the host write out what Lua's `print` left in C's `stdout`
+    /// buffer: the scriptlets' prints stay there, as in rpm's process,
+    /// until rpm's progress callback would flush them.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Broken`] when the host is gone or answers wrongly.
+    pub fn flush_output(&mut self) -> Result<()> {
+        let reply = self.exchange(&[proto::FLUSH], "a flush of its output")?;
+        if reply != [proto::OK] {
+            return Err(self.broken("a flush of its output", "an unexpected answer".into(), None));
+        }
+        Ok(())
+    }
+
     /// Ends the host: closes its socket and waits for it to exit.
     ///
     /// # Errors

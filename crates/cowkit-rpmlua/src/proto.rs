@@ -18,6 +18,9 @@ pub const MAX_REASON: usize = 64 << 10;
 pub const INIT: u8 = 1;
 /// Parent → host: run one scriptlet.
 pub const RUN: u8 = 2;
+/// Parent → host: write out what Lua's `print` left in C's `stdout`
+/// buffer, where rpm's progress callback flushes it (`fflush(stdout)`).
+pub const FLUSH: u8 = 3;
 /// Host → parent: ready, or the scriptlet ran and rpm says OK.
 pub const OK: u8 = 10;
 /// Host → parent: the host cannot start (the reason follows).

@@ -56,9 +56,16 @@ fn serve(ctl: &mut UnixStream) -> io::Result<()> {
         }
     };
     proto::write_frame(ctl, &reply.0)?;
+    // Lua's `print` goes to C's `stdout`, buffered as in rpm's process
+    // (fully, unless it is a terminal): written out when the parent says
+    // rpm would flush it, and at the end, as rpm's exit does.
     while let Some(frame) = proto::read_frame(ctl, proto::MAX_REQUEST)? {
-        let reply = run(&frame)?;
-        ffi::flush_stdio();
+        let reply = if frame == [proto::FLUSH] {
+            ffi::flush_stdio();
+            Enc::new(proto::OK)
+        } else {
+            run(&frame)?
+        };
         proto::write_frame(ctl, &reply.0)?;
     }
     ffi::flush_stdio();

@@ -71,6 +71,12 @@ impl Lua for Host {
     fn pid(&self) -> u32 {
         self.0.pid()
     }
+
+    fn flush(&mut self) {
+        // A host that broke is found so by the next scriptlet it is
+        // given; its buffered output went with it.
+        let _ = self.0.flush_output();
+    }
 }
 
 /// Why a scriptlet failed whose Lua host died under it: how the host
