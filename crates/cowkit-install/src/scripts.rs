@@ -404,17 +404,31 @@ impl Scriptlet {
     ) -> Result<Option<String>> {
         // What errors name: the root, or the program run on the host.
         let shown = root.map_or_else(|| PathBuf::from(&argv[0]), Path::to_path_buf);
-        // The host's sh sets rpm's umask, then becomes chroot(8), which
-        // becomes the interpreter inside the root (or the interpreter on
-        // the host).
-        let mut c = Command::new("/bin/sh");
-        c.arg("-c");
-        match root {
-            Some(root) => c.arg("umask 022 && exec chroot \"$@\"").arg("sh").arg(root),
-            None => c.arg("umask 022 && exec \"$@\"").arg("sh"),
+        let mut c = match root {
+            // The child takes rpm's umask, chroots into the root and runs
+            // the interpreter there, as rpm's child does. rpm runs it by
+            // its path (`execv`), which `rpmbuild` requires absolute.
+            Some(root) => {
+                if !argv[0].starts_with('/') {
+                    return Ok(Some(format!(
+                        "its interpreter `{}` is not an absolute path",
+                        argv[0]
+                    )));
+                }
+                let mut c = Command::new(&argv[0]);
+                c.args(&argv[1..]);
+                cowkit_sys::process::chroot_on_exec(&mut c, root, 0o022)
+                    .map_err(|e| IoError::new("chroot into", shown.clone(), e))?;
+                c
+            }
+            // On the host: sh sets rpm's umask and becomes the interpreter.
+            None => {
+                let mut c = Command::new("/bin/sh");
+                c.args(["-c", "umask 022 && exec \"$@\"", "sh"]).args(argv);
+                c
+            }
         };
-        c.args(argv)
-            .env("PATH", SCRIPT_PATH)
+        c.env("PATH", SCRIPT_PATH)
             .current_dir("/")
             // rpm gives every scriptlet a pipe: a file trigger's files,
             // one per line, else nothing.
@@ -440,14 +454,19 @@ impl Scriptlet {
         // rpm's signal mask: SIGINT and SIGQUIT blocked (a terminal's
         // Ctrl-C leaves the scriptlet running, see [`crate::interrupt`]).
         cowkit_sys::process::block_signals_on_exec(&mut c, &crate::interrupt::SCRIPTLET_BLOCKED);
-        let mut child = c.spawn().map_err(|e| {
-            let what = if root.is_some() {
-                "run chroot(8) for"
-            } else {
-                "run"
-            };
-            Error::from(IoError::new(what, shown.clone(), e))
-        })?;
+        let mut child = match c.spawn() {
+            Ok(child) => child,
+            // The child could not chroot or start the interpreter: the
+            // scriptlet fails, as in rpm ("failed to exec scriptlet
+            // interpreter", exit status 127).
+            Err(e) if root.is_some() => {
+                return Ok(Some(format!(
+                    "cannot run its interpreter `{}` in the root: {e}",
+                    argv[0]
+                )));
+            }
+            Err(e) => return Err(Error::from(IoError::new("run", shown.clone(), e))),
+        };
         listed.set_pid(child.id());
         if let Some(mut stdin) = child.stdin.take() {
             use std::io::Write;

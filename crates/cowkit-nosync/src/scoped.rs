@@ -14,8 +14,8 @@
 //! - [`Session::apply`] arranges for a [`Command`]'s child to install the
 //!   filter on itself between `fork` and `exec` (a `pre_exec` that only
 //!   makes system calls: no allocation in the child). The program and
-//!   everything it starts inherit it: a scriptlet's shell, `chroot`, the
-//!   interpreter, its children, or a long-lived helper (a Lua host) and
+//!   everything it starts inherit it: a scriptlet's interpreter, its
+//!   children, or a long-lived helper (a Lua host) and
 //!   whatever it runs;
 //! - [`Session::finish`], once those processes have ended, runs one
 //!   `syncfs` per filesystem of the root (those mounted under it meanwhile
