@@ -1243,6 +1243,44 @@ fn rename_spec(name: &str, version: &str, head: &str, phases: &[&str], fails: &s
     )
 }
 
+/// The repositories in `dirs` made (`createrepo_c`), as `file://` URLs.
+fn repositories<const N: usize>(dirs: [&Path; N]) -> [String; N] {
+    dirs.map(|d| {
+        run_ok(
+            Command::new("createrepo_c")
+                .args(["--quiet", "--no-database"])
+                .arg(d),
+            "createrepo_c",
+        );
+        format!("file://{}", d.display())
+    })
+}
+
+/// Twin roots under `w`, `a` by plain dnf5 and `b` by `cowkit dnf` over
+/// dnf5 (cowkit's cache `ck-cache`, each its own dnf5 cache), both built
+/// by `cmd` from the repository at `url`: both succeed and agree. The
+/// roots and cowkit's cache.
+fn installed_twins(
+    prefix: &Path,
+    so: &Path,
+    w: &Path,
+    url: &str,
+    cmd: &[&str],
+) -> (PathBuf, PathBuf, PathBuf) {
+    let (a, b, ck) = (w.join("a"), w.join("b"), w.join("ck-cache"));
+    plain(prefix, &a, &dnf5_args(url, &w.join("cache-a"), cmd));
+    let r = cowkit_dnf5(
+        prefix,
+        so,
+        &b,
+        &ck,
+        &dnf5_args(url, &w.join("cache-b"), cmd),
+    );
+    assert!(r.ok, "cowkit dnf {cmd:?}: {}", r.stderr);
+    assert_same_roots(prefix, &a, &b, &format!("{cmd:?}"));
+    (a, b, ck)
+}
+
 /// `spec` built by the prefix's rpm 4.20 `rpmbuild` (it knows
 /// `%preuntrans`) into `dir`.
 fn rpmbuild_420(prefix: &Path, spec: &str, dir: &Path) {
@@ -1302,30 +1340,9 @@ fn renames_by_obsoletes_run_as_dnf5_hands_them_to_rpm() {
         let head = format!("Obsoletes: {o} < 2\nProvides: {o} = 2-1");
         rpmbuild_420(&prefix, &rename_spec(n, "2.0", &head, &new, fail), &v2);
     }
-    for repo in [&v1, &v2] {
-        run_ok(
-            Command::new("createrepo_c")
-                .args(["--quiet", "--no-database"])
-                .arg(repo),
-            "createrepo_c",
-        );
-    }
-    let (url1, url2) = (
-        format!("file://{}", v1.display()),
-        format!("file://{}", v2.display()),
-    );
-    let (a, b, ck) = (w.join("a"), w.join("b"), w.join("ck-cache"));
+    let [url1, url2] = repositories([&v1, &v2]);
     let install = ["install", "old-a", "old-b"];
-    plain(&prefix, &a, &dnf5_args(&url1, &w.join("cache-a"), &install));
-    let r = cowkit_dnf5(
-        &prefix,
-        &so,
-        &b,
-        &ck,
-        &dnf5_args(&url1, &w.join("cache-b"), &install),
-    );
-    assert!(r.ok, "cowkit dnf install: {}", r.stderr);
-    assert_same_roots(&prefix, &a, &b, "install");
+    let (a, b, ck) = installed_twins(&prefix, &so, w, &url1, &install);
     let before = log(&a);
 
     let upgrade = dnf5_args(&url2, &w.join("cache-a"), &["upgrade"]);
@@ -1438,30 +1455,8 @@ fn failing_erasures_end_as_dnf5_ends_them() {
         rpmbuild_420(&prefix, &rename_spec(n, "1.0", "", &phases, fails), &v1);
         rpmbuild_420(&prefix, &rename_spec(n, "2.0", "", &phases, ""), &v2);
     }
-    for repo in [&v1, &v2] {
-        run_ok(
-            Command::new("createrepo_c")
-                .args(["--quiet", "--no-database"])
-                .arg(repo),
-            "createrepo_c",
-        );
-    }
-    let (url1, url2) = (
-        format!("file://{}", v1.display()),
-        format!("file://{}", v2.display()),
-    );
-    let (a, b, ck) = (w.join("a"), w.join("b"), w.join("ck-cache"));
-    let install = ["install", "pf-a", "pf-b"];
-    plain(&prefix, &a, &dnf5_args(&url1, &w.join("cache-a"), &install));
-    let r = cowkit_dnf5(
-        &prefix,
-        &so,
-        &b,
-        &ck,
-        &dnf5_args(&url1, &w.join("cache-b"), &install),
-    );
-    assert!(r.ok, "cowkit dnf install: {}", r.stderr);
-    assert_same_roots(&prefix, &a, &b, "install");
+    let [url1, url2] = repositories([&v1, &v2]);
+    let (a, b, ck) = installed_twins(&prefix, &so, w, &url1, &["install", "pf-a", "pf-b"]);
     let before = log(&a);
     for round in ["the upgrade", "the upgrade again"] {
         let out = env(&mut Command::new(prefix.join("bin/dnf5")), &prefix)
@@ -1561,35 +1556,23 @@ fn users_and_groups_from_sysusers_data_as_dnf5_with_rpm_420() {
     let two = r#"u sysu - "Sysu daemon" /var/lib/sysu\ng sysuextra -\nu sysu2 -\n"#;
     rpmbuild_420(&prefix, &sysusers_spec("1.0", one), &v1);
     rpmbuild_420(&prefix, &sysusers_spec("2.0", two), &v2);
-    for repo in [&v1, &v2] {
-        run_ok(
-            Command::new("createrepo_c")
-                .args(["--quiet", "--no-database"])
-                .arg(repo),
-            "createrepo_c",
-        );
-    }
-    let url = |d: &Path| format!("file://{}", d.display());
+    let [url1, url2] = repositories([&v1, &v2]);
     let (a, b, ck) = (w.join("a"), w.join("b"), w.join("ck-cache"));
     let users = |root: &Path| {
         ["etc/passwd", "etc/group"]
             .map(|f| std::fs::read_to_string(root.join(f)).unwrap_or_default())
     };
-    for (repo, step, what) in [
-        (&v1, &["install", "sysu"][..], "install"),
-        (&v2, &["upgrade"][..], "upgrade"),
+    for (url, step, what) in [
+        (&url1, &["install", "sysu"][..], "install"),
+        (&url2, &["upgrade"][..], "upgrade"),
     ] {
-        plain(
-            &prefix,
-            &a,
-            &dnf5_args(&url(repo), &w.join("cache-a"), step),
-        );
+        plain(&prefix, &a, &dnf5_args(url, &w.join("cache-a"), step));
         let r = cowkit_dnf5(
             &prefix,
             &so,
             &b,
             &ck,
-            &dnf5_args(&url(repo), &w.join("cache-b"), step),
+            &dnf5_args(url, &w.join("cache-b"), step),
         );
         assert!(r.ok, "cowkit dnf {what}: {}", r.stderr);
         let [passwd, group] = users(&a);
@@ -1608,14 +1591,14 @@ fn users_and_groups_from_sysusers_data_as_dnf5_with_rpm_420() {
     plain(
         &prefix,
         &a,
-        &dnf5_args(&url(&v2), &w.join("cache-a"), &["remove", "sysu"]),
+        &dnf5_args(&url2, &w.join("cache-a"), &["remove", "sysu"]),
     );
     let r = cowkit_dnf5(
         &prefix,
         &so,
         &b,
         &ck,
-        &dnf5_args(&url(&v2), &w.join("cache-b"), &["remove", "sysu"]),
+        &dnf5_args(&url2, &w.join("cache-b"), &["remove", "sysu"]),
     );
     assert!(r.ok, "cowkit dnf remove: {}", r.stderr);
     assert_eq!(users(&a), users(&b), "remove: the users and groups");
