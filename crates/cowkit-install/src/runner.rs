@@ -123,6 +123,17 @@ fn posttrans_arg(db: &Db, pkgs: &[Pkg], indb: &InDb, i: usize) -> i64 {
     db.count(&pkgs[i].name) + i64::from(update)
 }
 
+/// Installed packages whose erasure failed, kept beside the packages that
+/// were to replace them ([`Runner::kept`]).
+struct Kept {
+    /// The placed packages registered beside them
+    /// ([`crate::prepared::Registered::Keeping`]).
+    keeping: Vec<usize>,
+    /// Their file states before the transaction (name, NEVRA, states), put
+    /// back after the registration.
+    states: Vec<(String, String, Vec<u8>)>,
+}
+
 /// What runs a transaction.
 struct Runner<'a> {
     root: &'a Root,
@@ -277,26 +288,10 @@ pub(crate) fn run(
     if let Some(s) = &mut scratch {
         s.keep_owned(|dir| placed.iter().any(|&i| pkgs[i].files.find(dir).is_some()));
     }
-    // The placed packages an installed package whose erasure failed
-    // stays beside, and those packages' file states before.
-    let keeping: Vec<usize> = placed
-        .iter()
-        .copied()
-        .filter(|&i| r.erase_failed.iter().any(|&k| indb.erased[k].by == i))
-        .collect();
-    let kept_states: Vec<(String, String, Vec<u8>)> = indb
-        .erased
-        .iter()
-        .enumerate()
-        .filter(|&(k, e)| r.erase_failed.contains(&k) && keeping.contains(&e.by))
-        // (A package without files has no states to put back.)
-        .filter(|(_, e)| !e.installed.files.is_empty())
-        .map(|(_, e)| {
-            let i = &e.installed;
-            let states = i.files.iter().map(|f| f.state as u8).collect();
-            (i.name.clone(), i.nevra.clone(), states)
-        })
-        .collect();
+    let Kept {
+        keeping,
+        states: kept_states,
+    } = r.kept(&placed);
     if let Some(mut j) = journal.clone() {
         j.stage = crate::journal::Stage::Registering;
         for a in &mut j.add {
@@ -305,13 +300,8 @@ pub(crate) fn run(
             a.keeping = i.is_some_and(|i| keeping.contains(i));
         }
         j.kept_states = kept_states.clone();
-        // The erasures that ran: those depending on an install whose
-        // package was placed, and those of their own, that did not fail.
-        let ran: Vec<bool> = indb
-            .erased
-            .iter()
-            .enumerate()
-            .map(|(k, e)| (!e.tied || placed.contains(&e.by)) && !r.erase_failed.contains(&k))
+        let ran: Vec<bool> = (0..indb.erased.len())
+            .map(|k| r.erasure_ran(k, &placed))
             .collect();
         let mut k = 0;
         j.erase.retain(|_| {
@@ -346,8 +336,7 @@ pub(crate) fn run(
             .iter()
             .enumerate()
             .filter(|&(k, e)| {
-                let ran = (!e.tied || placed.contains(&e.by)) && !r.erase_failed.contains(&k);
-                ran && (!placed.contains(&e.by) || keeping.contains(&e.by))
+                r.erasure_ran(k, &placed) && (!placed.contains(&e.by) || keeping.contains(&e.by))
             })
             .map(|(_, e)| e.installed.nevra.clone())
             .collect(),
@@ -765,6 +754,38 @@ impl Runner<'_> {
             outcome,
             error: cowkit_fs::error::chain(&e),
         });
+    }
+
+    /// Whether erasure `k` ran, once the elements are done (`placed`: the
+    /// packages placed): one an install replaces ran if that package was
+    /// placed, one of its own always; neither if it failed.
+    fn erasure_ran(&self, k: usize, placed: &[usize]) -> bool {
+        let e = &self.indb.erased[k];
+        (!e.tied || placed.contains(&e.by)) && !self.erase_failed.contains(&k)
+    }
+
+    /// The installed packages whose erasure failed, kept beside the placed
+    /// packages (`placed`) that were to replace them.
+    fn kept(&self, placed: &[usize]) -> Kept {
+        let erased = &self.indb.erased;
+        let keeping: Vec<usize> = placed
+            .iter()
+            .copied()
+            .filter(|&i| self.erase_failed.iter().any(|&k| erased[k].by == i))
+            .collect();
+        let states = erased
+            .iter()
+            .enumerate()
+            .filter(|&(k, e)| self.erase_failed.contains(&k) && keeping.contains(&e.by))
+            // (A package without files has no states to put back.)
+            .filter(|(_, e)| !e.installed.files.is_empty())
+            .map(|(_, e)| {
+                let i = &e.installed;
+                let states = i.files.iter().map(|f| f.state as u8).collect();
+                (i.name.clone(), i.nevra.clone(), states)
+            })
+            .collect();
+        Kept { keeping, states }
     }
 
     fn note_erased(&mut self, o: &Erased) {

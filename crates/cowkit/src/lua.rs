@@ -79,6 +79,14 @@ impl Lua for Host {
     }
 }
 
+impl Drop for Host {
+    /// What the scriptlets printed is written out before the host is
+    /// ended (which kills it): rpm's exit flushes its `stdout` too.
+    fn drop(&mut self) {
+        let _ = self.0.flush_output();
+    }
+}
+
 /// Why a scriptlet failed whose Lua host died under it: how the host
 /// ended, in the words of a shell scriptlet's status (`signal: 9
 /// (SIGKILL)`), then that the host is gone.
