@@ -314,40 +314,56 @@ impl<'r> Target<'r> {
             let fd = dir::mkdir_open(&pfd, OsStr::from_bytes(name), 0o755, &path)?;
             return Ok((fd, true));
         }
-        match self.root.open_dir(&RelPath::new(rel)?) {
-            Ok(fd) => match unsafe_symlink(&pfd, OsStr::from_bytes(name), &fd, &path)? {
-                None => return Ok((fd, false)),
-                // rpm does not follow it. A directory of the package
-                // replaces it (`fsmVerify`); any other path through it
-                // fails as rpm's `ensureDir` fails.
-                Some(_) if self.pkg_dirs.contains(rel) => {
-                    remove_in_the_way(&pfd, OsStr::from_bytes(name), &path, &self.verdict()?)?;
-                }
-                Some(e) => return Err(e),
-            },
-            Err(e)
-                if matches!(
-                    cowkit_fs::error::errno_of(&e),
-                    Some(Errno::NOENT) | Some(Errno::NOTDIR)
-                ) =>
-            {
-                // A directory of the package where a file, or a symlink
-                // that leads to no directory, is: rpm removes it and
-                // makes the directory (`fsmVerify`). Elsewhere the error
-                // stands.
-                let there = dir::stat_at(&pfd, OsStr::from_bytes(name))
-                    .map_err(sys("stat", path.clone()))?;
-                match there {
-                    None => {}
-                    Some(st)
-                        if self.pkg_dirs.contains(rel) && st.st_mode & 0o170000 != 0o040000 =>
-                    {
+        // Another package of the transaction, placed beside this one,
+        // may publish the same directory between the open and the stat
+        // below: a directory found there then is opened again.
+        let mut tries = 0;
+        loop {
+            match self.root.open_dir(&RelPath::new(rel)?) {
+                Ok(fd) => match unsafe_symlink(&pfd, OsStr::from_bytes(name), &fd, &path)? {
+                    None => return Ok((fd, false)),
+                    // rpm does not follow it. A directory of the package
+                    // replaces it (`fsmVerify`); any other path through it
+                    // fails as rpm's `ensureDir` fails.
+                    Some(_) if self.pkg_dirs.contains(rel) => {
                         remove_in_the_way(&pfd, OsStr::from_bytes(name), &path, &self.verdict()?)?;
                     }
-                    Some(_) => return Err(e.into()),
+                    Some(e) => return Err(e),
+                },
+                Err(e)
+                    if matches!(
+                        cowkit_fs::error::errno_of(&e),
+                        Some(Errno::NOENT) | Some(Errno::NOTDIR)
+                    ) =>
+                {
+                    // A directory of the package where a file, or a
+                    // symlink that leads to no directory, is: rpm removes
+                    // it and makes the directory (`fsmVerify`). Elsewhere
+                    // the error stands.
+                    let there = dir::stat_at(&pfd, OsStr::from_bytes(name))
+                        .map_err(sys("stat", path.clone()))?;
+                    match there {
+                        None => {}
+                        Some(st) if st.st_mode & 0o170000 == 0o040000 && tries < 8 => {
+                            tries += 1;
+                            continue;
+                        }
+                        Some(st)
+                            if self.pkg_dirs.contains(rel) && st.st_mode & 0o170000 != 0o040000 =>
+                        {
+                            remove_in_the_way(
+                                &pfd,
+                                OsStr::from_bytes(name),
+                                &path,
+                                &self.verdict()?,
+                            )?;
+                        }
+                        Some(_) => return Err(e.into()),
+                    }
                 }
+                Err(e) => return Err(e.into()),
             }
-            Err(e) => return Err(e.into()),
+            break;
         }
         let ppath = self.root.display(&RelPath::new(parent)?);
         let (temp, fd) = dir::mkdir_temp(&pfd, 0o755, &ppath)?;

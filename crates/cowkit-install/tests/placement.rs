@@ -139,3 +139,66 @@ fn a_verdict_that_does_not_pass_leaves_the_root_as_it_was() {
         }
     }
 }
+
+/// Packages placed side by side (the runner places a run of packages
+/// without scriptlets in parallel) make the same new directories: each
+/// builds its own under a temporary name, and whichever renames second
+/// finds the directory there, at any point of its own placing (here, into
+/// new roots, where every directory is new to both).
+#[test]
+fn packages_placed_side_by_side_share_their_new_directories() {
+    let Some(dir) = scratch(Fs::Xfs) else { return };
+    let dirs: Vec<String> = (0..48).map(|i| format!("/top{i}/sub")).collect();
+    let pkgs: Vec<PathBuf> = ["a", "b"]
+        .iter()
+        .map(|n| {
+            let install: String = dirs
+                .iter()
+                .map(|d| {
+                    format!("mkdir -p %{{buildroot}}{d}/{n}; echo {n} > %{{buildroot}}{d}/{n}/f\n")
+                })
+                .collect();
+            let files: String = dirs.iter().map(|d| format!("{d}/{n}\n")).collect();
+            let rpm = build_rpm(&format!("cowkit-side-{n}"), &install, &files, "w19.zstdio");
+            let rpme = dir.path().join(format!("{n}.rpme"));
+            transcode(&rpm, &rpme);
+            rpme
+        })
+        .collect();
+    for round in 0..300 {
+        let root = mkdir(&dir.path().join(format!("root{round}")));
+        write_owner_db(&root);
+        let go = std::sync::Barrier::new(2);
+        std::thread::scope(|s| {
+            for (i, pkg) in pkgs.iter().enumerate() {
+                let (root, go) = (&root, &go);
+                s.spawn(move || {
+                    go.wait();
+                    // The second starts later and later: its placing
+                    // meets the first's at every point.
+                    std::thread::sleep(std::time::Duration::from_micros(
+                        (i * round * 40) as u64,
+                    ));
+                    install_with(root, pkg, &Options::default()).unwrap_or_else(|e| {
+                        panic!("round {round}: {}: {}", pkg.display(), chain(&e))
+                    });
+                });
+            }
+        });
+        for d in &dirs {
+            for n in ["a", "b"] {
+                let f = root.join(d.trim_start_matches('/')).join(n).join("f");
+                assert_eq!(
+                    std::fs::read_to_string(&f).unwrap(),
+                    format!("{n}\n"),
+                    "round {round}"
+                );
+            }
+        }
+        assert_eq!(
+            temporary_names(&root),
+            Vec::<String>::new(),
+            "round {round}"
+        );
+    }
+}
