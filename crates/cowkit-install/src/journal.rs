@@ -452,6 +452,12 @@ pub(crate) fn recover(
                     names(&mut again.failed.iter().map(|f| &f.nevra))
                 ));
             }
+            for f in &again.erase_failed {
+                rec.did.push(format!(
+                    "{}: {} again; it stays installed",
+                    f.nevra, f.outcome
+                ));
+            }
         }
         Stage::Registering => {
             roll_forward(root, &db, &j, &journal, &mut rec)?;

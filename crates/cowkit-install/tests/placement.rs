@@ -176,9 +176,7 @@ fn packages_placed_side_by_side_share_their_new_directories() {
                     go.wait();
                     // The second starts later and later: its placing
                     // meets the first's at every point.
-                    std::thread::sleep(std::time::Duration::from_micros(
-                        (i * round * 40) as u64,
-                    ));
+                    std::thread::sleep(std::time::Duration::from_micros((i * round * 40) as u64));
                     install_with(root, pkg, &Options::default()).unwrap_or_else(|e| {
                         panic!("round {round}: {}: {}", pkg.display(), chain(&e))
                     });

@@ -456,12 +456,14 @@ fn failing_preun_packages(dir: &Path) -> [PathBuf; 2] {
     })
 }
 
-/// An upgrade whose old version's `%preun` fails, killed after its
-/// elements ran and before its registration: the next run registers the
-/// new version beside the old one (which rpm keeps when its erasure
-/// fails), not over it, and puts the old one's file states back. The
-/// root ends as `rpm -U` of the same upgrade leaves it (both versions in
-/// `rpm -qa`, the same file states, `rpm -Va`, nothing unowned).
+/// An upgrade whose old version's `%preun` fails, killed while it placed
+/// files (its journal at `placing`: done again by the next run, whose
+/// erasure fails again and says so) and killed after its elements ran,
+/// before its registration (the next run registers the new version beside
+/// the old one, which rpm keeps when its erasure fails, not over it, and
+/// puts the old one's file states back). The root ends as `rpm -U` of the
+/// same upgrade leaves it (both versions in `rpm -qa`, the same file
+/// states, `rpm -Va`, nothing unowned).
 #[test]
 fn an_upgrade_whose_erasure_failed_killed_before_its_registration_is_finished() {
     if !as_root(
@@ -473,23 +475,7 @@ fn an_upgrade_whose_erasure_failed_killed_before_its_registration_is_finished() 
     let Some(d) = scratch(Fs::Xfs) else { return };
     let [v1, v2] = failing_preun_packages(&d.path().join("pkgs"));
     let repo = build_repo(tmp());
-    let (ours, theirs) = (
-        mkdir(&d.path().join("cowkit")),
-        mkdir(&d.path().join("rpm")),
-    );
-    let out = install_at(&ours, &[], &v1, None);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = install_at(&ours, &[], &v2, Some("placed"));
-    assert_eq!(out.status.signal(), Some(9), "{out:?}");
-    assert!(outcome(&ours).journal, "no journal after the kill");
-    let out = install_at(&ours, &[], repo.rpm("ck-data"), None);
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{said}");
-    assert!(said.contains("killed run left"), "{said}");
+    let theirs = mkdir(&d.path().join("rpm"));
     run_ok(
         rpm_in(&theirs).args(["-U", "--nodeps"]).arg(&v1),
         "rpm -U v1",
@@ -513,14 +499,34 @@ fn an_upgrade_whose_erasure_failed_killed_before_its_registration_is_finished() 
         );
         String::from_utf8(out.stdout).unwrap()
     };
-    assert_eq!(states(&ours), states(&theirs), "{said}");
-    let (a, b) = (outcome(&ours), outcome(&theirs));
-    assert!(a.qa.iter().any(|n| n.starts_with("kf-1-")), "{:?}", a.qa);
-    assert_eq!(a.qa, b.qa, "{said}");
-    assert_eq!(a.verify, b.verify, "{said}");
-    assert_eq!(a.unowned, b.unowned, "{said}");
-    assert!(!a.journal);
-    assert!(a.temporaries.is_empty(), "{:?}", a.temporaries);
+    for (crash, says) in [
+        ("pretrans-done", "kf-1-1.noarch: erase failed again"),
+        ("placed", "killed run left"),
+    ] {
+        let ours = mkdir(&d.path().join(format!("cowkit-{crash}")));
+        let out = install_at(&ours, &[], &v1, None);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = install_at(&ours, &[], &v2, Some(crash));
+        assert_eq!(out.status.signal(), Some(9), "{crash}: {out:?}");
+        assert!(outcome(&ours).journal, "{crash}: no journal after the kill");
+        let out = install_at(&ours, &[], repo.rpm("ck-data"), None);
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{crash}: {said}");
+        assert!(said.contains("killed run left"), "{crash}: {said}");
+        assert!(said.contains(says), "{crash}: {said}");
+        assert_eq!(states(&ours), states(&theirs), "{crash}: {said}");
+        let (a, b) = (outcome(&ours), outcome(&theirs));
+        assert!(a.qa.iter().any(|n| n.starts_with("kf-1-")), "{:?}", a.qa);
+        assert_eq!(a.qa, b.qa, "{crash}: {said}");
+        assert_eq!(a.verify, b.verify, "{crash}: {said}");
+        assert_eq!(a.unowned, b.unowned, "{crash}: {said}");
+        assert!(!a.journal);
+        assert!(a.temporaries.is_empty(), "{:?}", a.temporaries);
+    }
 }
 
 #[test]
