@@ -1,5 +1,6 @@
-//! A work queue shared by N threads, finished when it is empty and no
-//! worker is busy (a busy worker may still push), or when stopped.
+//! A work queue shared by N threads, split into lanes, finished when it is
+//! empty and no worker is busy (a busy worker may still push), or when
+//! stopped.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -50,87 +51,20 @@ pub(crate) trait Tasks: Sync {
     }
 }
 
-/// Tasks taken last in, first out, so that a walk goes depth first and
-/// few directories are open at once; finished also when stopped.
-pub(crate) struct Queue<T> {
-    state: Mutex<State<T>>,
-    cv: Condvar,
-    stop: AtomicBool,
-}
-
-struct State<T> {
-    tasks: Vec<T>,
-    busy: usize,
-}
-
-impl<T: Send> Queue<T> {
-    pub fn new() -> Self {
-        Queue {
-            state: Mutex::new(State {
-                tasks: Vec::new(),
-                busy: 0,
-            }),
-            cv: Condvar::new(),
-            stop: AtomicBool::new(false),
-        }
-    }
-
-    pub fn push(&self, t: T) {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        s.tasks.push(t);
-        drop(s);
-        self.cv.notify_one();
-    }
-
-    /// Ask every worker to stop after its current task.
-    pub fn stop(&self) {
-        self.stop.store(true, Ordering::Relaxed);
-        self.cv.notify_all();
-    }
-
-    pub fn stopped(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
-    }
-}
-
-impl<T: Send> Tasks for Queue<T> {
-    type Task = T;
-
-    fn take(&self, _last: usize) -> Option<(usize, T)> {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if self.stopped() {
-                return None;
-            }
-            if let Some(t) = s.tasks.pop() {
-                s.busy += 1;
-                return Some((0, t));
-            }
-            if s.busy == 0 {
-                return None;
-            }
-            s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-
-    fn done(&self, _lane: usize) {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        s.busy -= 1;
-        if s.busy == 0 && s.tasks.is_empty() {
-            self.cv.notify_all();
-        }
-    }
-}
-
 /// A work queue split into lanes (on XFS, one per allocation group), shared
 /// by N threads: a worker takes its next task from a lane no other worker
 /// is in, preferring the lane it was in, so that concurrent workers touch
 /// different lanes while there is a choice. Within a lane, last in, first
-/// out. Finished when every lane is empty and no worker is busy.
+/// out. Finished when every lane is empty and no worker is busy, or when
+/// stopped.
 pub(crate) struct Lanes<T> {
     state: Mutex<LaneState<T>>,
     cv: Condvar,
+    stop: AtomicBool,
 }
+
+/// Lanes of a queue at most (allocation groups beyond share lanes).
+pub(crate) const MAX_LANES: usize = 64;
 
 struct LaneState<T> {
     lanes: Vec<Vec<T>>,
@@ -151,6 +85,7 @@ impl<T: Send> Lanes<T> {
                 busy: 0,
             }),
             cv: Condvar::new(),
+            stop: AtomicBool::new(false),
         }
     }
 
@@ -162,6 +97,16 @@ impl<T: Send> Lanes<T> {
         drop(s);
         self.cv.notify_one();
     }
+
+    /// Ask every worker to stop after its current task.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.cv.notify_all();
+    }
+
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
 }
 
 impl<T: Send> Tasks for Lanes<T> {
@@ -170,6 +115,9 @@ impl<T: Send> Tasks for Lanes<T> {
     fn take(&self, last: usize) -> Option<(usize, T)> {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {
+            if self.stopped() {
+                return None;
+            }
             if s.queued > 0 {
                 let n = s.lanes.len();
                 let last = last % n;

@@ -21,7 +21,7 @@ use rustix::io::Errno;
 use serde::Serialize;
 
 use crate::entry_error::{self, entry_error};
-use crate::queue::{Lanes, Tasks};
+use crate::queue::{Lanes, Tasks, MAX_LANES};
 use crate::walk::{self, Budget, Descent, Held, Id};
 use crate::{EntryError, Error, Progress};
 
@@ -133,9 +133,6 @@ struct Ctx<'a> {
     /// removed depth first with few descriptors ([`walk::descend`]).
     budget: Budget,
 }
-
-/// Lanes of the queue at most (allocation groups beyond share lanes).
-const MAX_LANES: usize = 64;
 
 #[derive(Default)]
 struct Worker {

@@ -216,8 +216,9 @@ impl Ctx<'_> {
                 self.finish_dir(w, parent);
             }
             Ok((node, src)) => {
-                let node = node.below(parent, self.budget.hold());
-                self.list(w, Arc::new(node), src);
+                // Listed in the lane of its allocation group.
+                let node = Arc::new(node.below(parent, self.budget.hold()));
+                self.queue.push(self.lane(&node), Task::List { node, src });
             }
             Err(f) => {
                 self.fail(w, f);
@@ -331,14 +332,18 @@ impl Ctx<'_> {
     /// subdirectories go to the queue.
     pub(super) fn list(&self, w: &mut Worker, node: Arc<DirNode>, src: OwnedFd) {
         let src = Arc::new(src);
+        let lane = self.lane(&node);
         self.list_entries(w, &node, &src, |name, st| {
             node.pending.fetch_add(1, Ordering::AcqRel);
-            self.queue.push(Task::Open(Child {
-                parent: node.clone(),
-                src_dir: src.clone(),
-                name: name.to_owned(),
-                st,
-            }));
+            self.queue.push(
+                lane,
+                Task::Open(Child {
+                    parent: node.clone(),
+                    src_dir: src.clone(),
+                    name: name.to_owned(),
+                    st,
+                }),
+            );
         });
         self.finish_dir(w, node);
     }

@@ -26,7 +26,7 @@ use rustix::io::Errno;
 use serde::Serialize;
 
 use crate::entry_error::{self, entry_error, entry_error_fs};
-use crate::queue::{Queue, Tasks};
+use crate::queue::{Lanes, Tasks, MAX_LANES};
 use crate::walk::{self, Budget};
 use crate::{EntryError, Error, Progress};
 
@@ -201,7 +201,8 @@ fn fail_fs(path: &Path, e: &cowkit_fs::Error) -> Fail {
 
 /// The queue's work.
 enum Task {
-    /// List the top directory of the copy.
+    /// List a directory of the copy, made already (the top, or a
+    /// subdirectory).
     List { node: Arc<DirNode>, src: OwnedFd },
     /// Copy a subdirectory.
     Open(Child),
@@ -221,7 +222,14 @@ struct Worker {
 struct Ctx<'a> {
     o: &'a CopyOptions,
     progress: &'a dyn Progress,
-    queue: Queue<Task>,
+    /// The work, in one lane per XFS allocation group of the destination
+    /// directory it fills (one lane elsewhere): the files of a directory
+    /// get inodes in its group, whose header every such allocation locks,
+    /// so workers in different lanes do not wait for each other there.
+    queue: Lanes<Task>,
+    /// Where a destination directory's allocation group is in its inode
+    /// number (`ino >> shift`), on XFS.
+    shift: Option<u32>,
     links: &'a Links,
     /// The directory that hardlink group paths are relative to: the copy
     /// itself for a directory, its parent for a single file.
@@ -405,7 +413,8 @@ impl<'a> Ctx<'a> {
         Ctx {
             o,
             progress,
-            queue: Queue::new(),
+            queue: Lanes::new(MAX_LANES),
+            shift: None,
             links,
             top: None,
             src_root: src.to_path_buf(),
@@ -453,8 +462,9 @@ impl<'a> Ctx<'a> {
             match made {
                 Ok((node, src)) => {
                     self.set_top(&node.dst, &self.dst_root.clone())?;
+                    self.shift = fsdir::inode_group_shift(&node.dst);
                     let node = Arc::new(node.below(holder.clone(), self.budget.hold()));
-                    self.queue.push(Task::List { node, src });
+                    self.queue.push(self.lane(&node), Task::List { node, src });
                 }
                 Err(f) => self.fail(w, f),
             }
@@ -511,6 +521,13 @@ impl<'a> Ctx<'a> {
         }
         self.progress.on_error(&f.err);
         w.sum.errors.push(f.err);
+    }
+
+    /// The lane of the work that fills the destination directory `node`.
+    fn lane(&self, node: &DirNode) -> usize {
+        self.shift.map_or(0, |s| {
+            rustix::fs::fstat(&node.dst).map_or(0, |st| (st.st_ino >> s) as usize)
+        })
     }
 
     fn task(&self, w: &mut Worker, t: Task) {
