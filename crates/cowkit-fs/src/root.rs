@@ -230,12 +230,18 @@ impl Root {
     ///
     /// Another process may remove a directory it found empty (an S3
     /// gateway pruning after a delete) between its creation here and the
-    /// next step: a missing directory is made again, a few times.
+    /// next step: a missing directory is made again, up to 100 times,
+    /// each after a pause twice as long as the last (1 µs to 1 ms). A
+    /// writer that puts and deletes in a loop beside this one can remove
+    /// the directories again and again while its removal is under way:
+    /// retried at once, the loser met it more than 100 times in a row (on
+    /// a loaded 2-core machine).
     pub fn create_dirs(&self, rel: &RelPath, mode: u32) -> Result<OwnedFd> {
-        let mut tries = 0;
+        let mut tries = 0u32;
         loop {
             match self.create_dirs_once(rel, mode) {
-                Err(crate::Error::Io(e)) if e.errno() == Some(Errno::NOENT) && tries < 8 => {
+                Err(crate::Error::Io(e)) if e.errno() == Some(Errno::NOENT) && tries < 100 => {
+                    std::thread::sleep(std::time::Duration::from_micros(1 << tries.min(10)));
                     tries += 1;
                 }
                 r => return r,
