@@ -240,8 +240,10 @@ impl Root {
         let mut tries = 0u32;
         loop {
             match self.create_dirs_once(rel, mode) {
-                Err(crate::Error::Io(e)) if e.errno() == Some(Errno::NOENT) && tries < 100 => {
-                    std::thread::sleep(std::time::Duration::from_micros(1 << tries.min(10)));
+                Err(crate::Error::Io(e))
+                    if e.errno() == Some(Errno::NOENT) && tries < PRUNED_RETRIES =>
+                {
+                    pause_before_retry(tries);
                     tries += 1;
                 }
                 r => return r,
@@ -263,6 +265,18 @@ impl Root {
         }
         self.open_dir(rel)
     }
+}
+
+/// How many times a step that another process's pruning of empty
+/// directories undid is tried again ([`Root::create_dirs`], and a rename
+/// into a directory made by it).
+pub const PRUNED_RETRIES: u32 = 100;
+
+/// The pause before try number `tries` + 1 of such a step: twice as long
+/// as the last, 1 µs to 1 ms, so that the other writer's removal (under
+/// way while an immediate retry would meet it again) can finish.
+pub fn pause_before_retry(tries: u32) {
+    std::thread::sleep(std::time::Duration::from_micros(1 << tries.min(10)));
 }
 
 impl Root {

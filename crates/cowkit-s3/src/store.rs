@@ -486,7 +486,8 @@ impl Store {
         while let Err(e) = rustix::fs::renameat(&self.tmp, tmpname.as_str(), &pfd, name) {
             // A delete of another key under the same directory removed
             // it (empty) after `create_dirs`: make it again.
-            if e == Errno::NOENT && tries < 8 {
+            if e == Errno::NOENT && tries < cowkit_fs::root::PRUNED_RETRIES {
+                cowkit_fs::root::pause_before_retry(tries);
                 tries += 1;
                 pfd = make_parent()?;
                 continue;
